@@ -1,0 +1,293 @@
+//! Daemon configuration: embedded defaults, overridden by one optional TOML file.
+//!
+//! Every key is documented by example in `examples/nightjar.toml`. Unknown keys
+//! and wrong types are errors that name the file, line and key.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use bytesize::ByteSize;
+use serde::{Deserialize, Serialize};
+
+/// The environment variables a run inherits from the daemon unless the config
+/// names its own list. Everything else is cleared.
+pub const DEFAULT_ENV_ALLOW: &[&str] = &[
+    "PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "SHELL", "TMPDIR",
+];
+
+/// The whole daemon configuration, with defaults for every key.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// Where the database, run folders and scratch space live.
+    pub state_dir: PathBuf,
+    /// The unix socket the CLI talks to (created with mode 0600).
+    pub socket: PathBuf,
+    /// IANA time zone for schedules (`daily@03:00` means 03:00 here).
+    pub timezone: String,
+    /// How many tasks may run at once.
+    pub slots: u32,
+    /// GPU indices tasks may be given (through `CUDA_VISIBLE_DEVICES`).
+    pub gpus: Vec<u32>,
+    /// CPU cores that tasks asking for `cpus` are pinned to; empty means all online cores.
+    pub cpus: Vec<u32>,
+    /// How runs are sandboxed.
+    pub sandbox: SandboxConfig,
+}
+
+/// Settings of the per-run sandbox.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SandboxConfig {
+    /// Time between SIGTERM and SIGKILL on timeout or cancel.
+    #[serde(with = "humantime_serde_compat")]
+    pub grace: Duration,
+    /// Most bytes kept per stream (stdout, stderr) per run; the tail is kept.
+    pub log_cap: ByteSize,
+    /// Environment variables passed through from the daemon's environment.
+    pub env_allow: Vec<String>,
+    /// `auto`: a cgroup v2 per run where the machine allows; `off`: process groups only.
+    pub cgroup: CgroupMode,
+    /// The cgroup v2 folder under which per-run cgroups are made; empty means detect.
+    pub cgroup_root: PathBuf,
+}
+
+/// Whether runs get their own cgroup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CgroupMode {
+    /// Use a cgroup v2 per run when a writable hierarchy with `cgroup.kill` is found.
+    Auto,
+    /// Never use cgroups; process group and subreaper only.
+    Off,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        let state_dir = default_state_dir();
+        Config {
+            socket: default_socket(&state_dir),
+            state_dir,
+            timezone: local_timezone(),
+            slots: std::thread::available_parallelism()
+                .map(|n| n.get() as u32)
+                .unwrap_or(1),
+            gpus: Vec::new(),
+            cpus: Vec::new(),
+            sandbox: SandboxConfig::default(),
+        }
+    }
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        SandboxConfig {
+            grace: Duration::from_secs(30),
+            log_cap: ByteSize::mib(64),
+            env_allow: DEFAULT_ENV_ALLOW.iter().map(|s| s.to_string()).collect(),
+            cgroup: CgroupMode::Auto,
+            cgroup_root: PathBuf::new(),
+        }
+    }
+}
+
+impl Config {
+    /// Loads the config: defaults, then `path` if given. `state_dir` given on the
+    /// command line wins over the file (and moves the default socket with it).
+    pub fn load(path: Option<&Path>, state_dir: Option<&Path>) -> Result<Config> {
+        let mut cfg = match path {
+            Some(p) => {
+                let text = std::fs::read_to_string(p)
+                    .with_context(|| format!("cannot read config file {}", p.display()))?;
+                Self::parse(&text, p)?
+            }
+            None => Config::default(),
+        };
+        if let Some(dir) = state_dir {
+            let default_socket = default_socket(&cfg.state_dir);
+            let socket_was_default = cfg.socket == default_socket;
+            cfg.state_dir = dir.to_path_buf();
+            if socket_was_default {
+                cfg.socket = dir.join("nightjar.sock");
+            }
+        }
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Parses config text; `origin` names the file in errors.
+    pub fn parse(text: &str, origin: &Path) -> Result<Config> {
+        let raw: toml::Table = toml::from_str(text)
+            .map_err(|e| anyhow::anyhow!("config file {}: {e}", origin.display()))?;
+        let mut cfg: Config = toml::from_str(text)
+            .map_err(|e| anyhow::anyhow!("config file {}: {e}", origin.display()))?;
+        // A state_dir given in the file moves the socket too, unless the file names one.
+        if raw.contains_key("state_dir") && !raw.contains_key("socket") {
+            cfg.socket = default_socket(&cfg.state_dir);
+        }
+        cfg.validate()
+            .with_context(|| format!("config file {}", origin.display()))?;
+        Ok(cfg)
+    }
+
+    fn validate(&self) -> Result<()> {
+        if self.slots == 0 {
+            bail!("key `slots` is 0: at least one slot is needed to run anything");
+        }
+        if self.timezone.parse::<chrono_tz::Tz>().is_err() {
+            bail!(
+                "key `timezone`: `{}` is not an IANA time zone name (for example `Europe/Berlin` or `UTC`)",
+                self.timezone
+            );
+        }
+        let unique: BTreeSet<_> = self.gpus.iter().collect();
+        if unique.len() != self.gpus.len() {
+            bail!("key `gpus` lists a GPU index twice: {:?}", self.gpus);
+        }
+        if self.sandbox.log_cap.as_u64() < 4096 {
+            bail!("key `sandbox.log_cap` must be at least 4 KiB");
+        }
+        Ok(())
+    }
+
+    /// The parsed time zone (validated at load).
+    pub fn tz(&self) -> chrono_tz::Tz {
+        self.timezone.parse().unwrap_or(chrono_tz::UTC)
+    }
+
+    /// The SQLite database file.
+    pub fn db_path(&self) -> PathBuf {
+        self.state_dir.join("nightjar.db")
+    }
+
+    /// The folder holding one folder per run.
+    pub fn runs_dir(&self) -> PathBuf {
+        self.state_dir.join("runs")
+    }
+
+    /// The folder holding per-run scratch space.
+    pub fn scratch_dir(&self) -> PathBuf {
+        self.state_dir.join("scratch")
+    }
+
+    /// The cores tasks can be pinned to.
+    pub fn cpu_pool(&self) -> Vec<u32> {
+        if !self.cpus.is_empty() {
+            return self.cpus.clone();
+        }
+        let n = std::thread::available_parallelism()
+            .map(|n| n.get() as u32)
+            .unwrap_or(1);
+        (0..n).collect()
+    }
+}
+
+/// `$XDG_STATE_HOME/nightjar`, else `~/.local/state/nightjar`.
+pub fn default_state_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
+        return PathBuf::from(d).join("nightjar");
+    }
+    let home = std::env::var_os("HOME").unwrap_or_else(|| "/tmp".into());
+    PathBuf::from(home).join(".local/state/nightjar")
+}
+
+/// `$XDG_RUNTIME_DIR/nightjar.sock` for the default state dir, else a socket inside the state dir.
+pub fn default_socket(state_dir: &Path) -> PathBuf {
+    if state_dir == default_state_dir()
+        && let Some(d) = std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty())
+    {
+        return PathBuf::from(d).join("nightjar.sock");
+    }
+    state_dir.join("nightjar.sock")
+}
+
+/// The machine's time zone name (`TZ`, else the system's), or `UTC`.
+fn local_timezone() -> String {
+    if let Ok(tz) = std::env::var("TZ")
+        && tz.parse::<chrono_tz::Tz>().is_ok()
+    {
+        return tz;
+    }
+    iana_time_zone::get_timezone()
+        .ok()
+        .filter(|t| t.parse::<chrono_tz::Tz>().is_ok())
+        .unwrap_or_else(|| "UTC".to_string())
+}
+
+/// Serde adapter for durations written as `30s`, `5m`, `2h`.
+pub mod humantime_serde_compat {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    /// Writes a duration as `30s`.
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&humantime::format_duration(*d).to_string())
+    }
+
+    /// Reads a duration such as `30s` or `1h 30m`.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let s = String::deserialize(d)?;
+        humantime::parse_duration(&s).map_err(|e| {
+            serde::de::Error::custom(format!("`{s}` is not a duration like `30s` or `2h`: {e}"))
+        })
+    }
+
+    /// The same for `Option<Duration>`.
+    pub mod option {
+        use super::*;
+        /// Writes an optional duration.
+        pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+            match d {
+                Some(d) => super::serialize(d, s),
+                None => s.serialize_none(),
+            }
+        }
+        /// Reads an optional duration.
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+            super::deserialize(d).map(Some)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_key_is_named_with_its_line() {
+        let err = Config::parse("slots = 2\nslotz = 3\n", Path::new("/etc/nj.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("/etc/nj.toml"), "{err}");
+        assert!(err.contains("line 2"), "{err}");
+        assert!(err.contains("slotz"), "{err}");
+    }
+
+    #[test]
+    fn bad_timezone_is_rejected_with_its_value() {
+        let err = format!(
+            "{:#}",
+            Config::parse("timezone = \"Mars/Olympus\"\n", Path::new("c.toml")).unwrap_err()
+        );
+        assert!(err.contains("Mars/Olympus"), "{err}");
+    }
+
+    #[test]
+    fn state_dir_in_file_moves_the_socket() {
+        let cfg = Config::parse("state_dir = \"/srv/nj\"\n", Path::new("c.toml")).unwrap();
+        assert_eq!(cfg.socket, PathBuf::from("/srv/nj/nightjar.sock"));
+    }
+
+    #[test]
+    fn durations_and_sizes_parse() {
+        let cfg = Config::parse(
+            "[sandbox]\ngrace = \"5s\"\nlog_cap = \"1 MiB\"\n",
+            Path::new("c.toml"),
+        )
+        .unwrap();
+        assert_eq!(cfg.sandbox.grace, Duration::from_secs(5));
+        assert_eq!(cfg.sandbox.log_cap, ByteSize::mib(1));
+    }
+}

@@ -1,0 +1,308 @@
+//! Task files: one schema, written in TOML or YAML.
+//!
+//! A file holds one task (its fields at the top level) or several (`[[task]]`
+//! in TOML, `tasks:` in YAML). Unknown keys and wrong types are errors that
+//! name the file, line and key.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, anyhow};
+use serde::Deserialize;
+use serde::de::{self, Deserializer, SeqAccess, Visitor};
+
+use super::model::{CommandSpec, Priority, Resources, RetryPolicy};
+
+/// One task as written by a user, before resolution.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskDef {
+    /// Name (defaults to the file's stem or the command's program).
+    pub name: Option<String>,
+    /// Project (defaults to `default`).
+    pub project: Option<String>,
+    /// Shell string or argv list.
+    pub command: CommandDef,
+    /// Working directory, relative to the task file's folder.
+    pub workdir: Option<PathBuf>,
+    /// Extra environment variables.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Input files, relative to the workdir; they must exist at submit.
+    #[serde(default)]
+    pub inputs: Vec<PathBuf>,
+    /// Output folder (relative to the workdir), may use variables.
+    pub output: Option<String>,
+    /// low, normal, high or urgent.
+    #[serde(default)]
+    pub priority: Priority,
+    /// What the task needs.
+    #[serde(default)]
+    pub resources: Resources,
+    /// Tasks that must succeed first (names in this file or task ids).
+    #[serde(default)]
+    pub after: Vec<DepRef>,
+    /// Tasks that must have ended first, whatever their outcome.
+    #[serde(default)]
+    pub after_any: Vec<DepRef>,
+    /// Recurring schedule.
+    pub schedule: Option<String>,
+    /// Retry settings.
+    #[serde(default)]
+    pub retry: RetryPolicy,
+    /// Parameter grid: every combination becomes a member task.
+    #[serde(default)]
+    pub sweep: BTreeMap<String, Vec<Scalar>>,
+    /// Submit held.
+    #[serde(default)]
+    pub hold: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ManyTasks {
+    #[serde(alias = "tasks")]
+    task: Vec<TaskDef>,
+}
+
+/// A command as written: a shell string or a list of arguments.
+#[derive(Debug, Clone)]
+pub struct CommandDef(pub CommandSpec);
+
+impl<'de> Deserialize<'de> for CommandDef {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = CommandDef;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a shell command string or a list of arguments")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<CommandDef, E> {
+                if s.trim().is_empty() {
+                    return Err(E::custom("command is empty"));
+                }
+                Ok(CommandDef(CommandSpec::Shell(s.to_string())))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<CommandDef, A::Error> {
+                let mut v = Vec::new();
+                while let Some(s) = seq.next_element::<String>()? {
+                    v.push(s);
+                }
+                if v.is_empty() {
+                    return Err(de::Error::custom("command list is empty"));
+                }
+                Ok(CommandDef(CommandSpec::Argv(v)))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A dependency as written: a name in the same file, or a task id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DepRef {
+    /// A task of the same submission, by name.
+    Name(String),
+    /// A task already queued, by id.
+    Id(i64),
+}
+
+impl<'de> Deserialize<'de> for DepRef {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = DepRef;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a task name or a task id")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<DepRef, E> {
+                Ok(DepRef::parse(s))
+            }
+            fn visit_i64<E: de::Error>(self, n: i64) -> Result<DepRef, E> {
+                Ok(DepRef::Id(n))
+            }
+            fn visit_u64<E: de::Error>(self, n: u64) -> Result<DepRef, E> {
+                i64::try_from(n)
+                    .map(DepRef::Id)
+                    .map_err(|_| E::custom("task id too large"))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl DepRef {
+    /// `12` is an id, anything else a name.
+    pub fn parse(s: &str) -> DepRef {
+        match s.parse::<i64>() {
+            Ok(n) => DepRef::Id(n),
+            Err(_) => DepRef::Name(s.to_string()),
+        }
+    }
+}
+
+/// A sweep value: any TOML/YAML scalar, kept as the text it substitutes to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Scalar(pub String);
+
+impl<'de> Deserialize<'de> for Scalar {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Scalar;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string, number or boolean")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Scalar, E> {
+                Ok(Scalar(s.to_string()))
+            }
+            fn visit_i64<E: de::Error>(self, n: i64) -> Result<Scalar, E> {
+                Ok(Scalar(n.to_string()))
+            }
+            fn visit_u64<E: de::Error>(self, n: u64) -> Result<Scalar, E> {
+                Ok(Scalar(n.to_string()))
+            }
+            fn visit_f64<E: de::Error>(self, n: f64) -> Result<Scalar, E> {
+                Ok(Scalar(n.to_string()))
+            }
+            fn visit_bool<E: de::Error>(self, b: bool) -> Result<Scalar, E> {
+                Ok(Scalar(b.to_string()))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// The file formats accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// `.toml`
+    Toml,
+    /// `.yaml` / `.yml`
+    Yaml,
+}
+
+impl Format {
+    /// Picks the format from the file name (TOML unless it ends in .yaml/.yml).
+    pub fn of(path: &Path) -> Format {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("yaml" | "yml") => Format::Yaml,
+            _ => Format::Toml,
+        }
+    }
+}
+
+/// Reads and parses a task file.
+pub fn read(path: &Path) -> Result<Vec<TaskDef>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read task file {}", path.display()))?;
+    parse(&text, Format::of(path)).map_err(|e| anyhow!("task file {}: {e}", path.display()))
+}
+
+/// Parses task-file text.
+pub fn parse(text: &str, format: Format) -> Result<Vec<TaskDef>, String> {
+    match format {
+        Format::Toml => {
+            let table: toml::Table = toml::from_str(text).map_err(|e| e.to_string())?;
+            if table.contains_key("task") || table.contains_key("tasks") {
+                let many: ManyTasks = toml::from_str(text).map_err(|e| e.to_string())?;
+                Ok(many.task)
+            } else {
+                toml::from_str::<TaskDef>(text)
+                    .map(|t| vec![t])
+                    .map_err(|e| e.to_string())
+            }
+        }
+        Format::Yaml => {
+            let value: serde_norway::Value =
+                serde_norway::from_str(text).map_err(|e| e.to_string())?;
+            let many = value
+                .as_mapping()
+                .is_some_and(|m| m.contains_key("task") || m.contains_key("tasks"));
+            if many {
+                let many: ManyTasks = serde_norway::from_str(text).map_err(|e| e.to_string())?;
+                Ok(many.task)
+            } else {
+                serde_norway::from_str::<TaskDef>(text)
+                    .map(|t| vec![t])
+                    .map_err(|e| e.to_string())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn toml_single_task_with_all_field_kinds() {
+        let defs = parse(
+            r#"
+name = "train"
+project = "vision"
+command = ["python", "train.py", "--lr", "${lr}"]
+priority = "high"
+after = ["prep", 12]
+[resources]
+gpus = 1
+mem = "8GiB"
+timeout = "2h"
+[retry]
+max_attempts = 3
+backoff = "30s"
+[sweep]
+lr = [0.1, 0.01]
+seed = [1, 2]
+"#,
+            Format::Toml,
+        )
+        .unwrap();
+        let t = &defs[0];
+        assert_eq!(t.priority, Priority::High);
+        assert_eq!(t.resources.gpus, 1);
+        assert_eq!(
+            t.resources.timeout,
+            Some(std::time::Duration::from_secs(7200))
+        );
+        assert_eq!(t.after, vec![DepRef::Name("prep".into()), DepRef::Id(12)]);
+        assert_eq!(
+            t.sweep["lr"],
+            vec![Scalar("0.1".into()), Scalar("0.01".into())]
+        );
+        assert_eq!(t.retry.max_attempts, 3);
+    }
+
+    #[test]
+    fn toml_unknown_key_names_line_and_key() {
+        let err = parse("command = \"true\"\n\n[resources]\ngpu = 1\n", Format::Toml).unwrap_err();
+        assert!(err.contains("line 4"), "{err}");
+        assert!(err.contains("gpu"), "{err}");
+    }
+
+    #[test]
+    fn toml_wrong_type_names_line() {
+        let err = parse("command = \"true\"\npriority = 3\n", Format::Toml).unwrap_err();
+        assert!(err.contains("line 2"), "{err}");
+    }
+
+    #[test]
+    fn yaml_many_tasks_and_errors_with_lines() {
+        let defs = parse(
+            "tasks:\n  - name: a\n    command: echo a\n  - name: b\n    command: [echo, b]\n    after: [a]\n",
+            Format::Yaml,
+        )
+        .unwrap();
+        assert_eq!(defs.len(), 2);
+        let err = parse("command: echo\npriorty: high\n", Format::Yaml).unwrap_err();
+        assert!(err.contains("priorty"), "{err}");
+        assert!(err.contains("line 2"), "{err}");
+    }
+
+    #[test]
+    fn empty_command_is_rejected() {
+        assert!(parse("command = \"  \"\n", Format::Toml).is_err());
+        assert!(parse("command = []\n", Format::Toml).is_err());
+    }
+}

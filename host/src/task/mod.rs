@@ -1,0 +1,8 @@
+//! Task definitions: the file schema, variables, schedules, and resolution
+//! into a checked submission.
+
+pub mod file;
+pub mod model;
+pub mod resolve;
+pub mod schedule;
+pub mod vars;

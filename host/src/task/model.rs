@@ -1,0 +1,243 @@
+//! The resolved form of a task, as stored in the database and sent over the API.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use bytesize::ByteSize;
+use serde::{Deserialize, Serialize};
+
+use crate::config::humantime_serde_compat;
+
+/// How urgent a task is. Higher runs first; `urgent` may bypass policy deferrals later.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Priority {
+    /// Runs when nothing else waits.
+    Low,
+    /// The default.
+    #[default]
+    Normal,
+    /// Ahead of normal work.
+    High,
+    /// Ahead of everything.
+    Urgent,
+}
+
+impl Priority {
+    /// The rank stored in the database (higher first).
+    pub fn rank(self) -> i64 {
+        match self {
+            Priority::Low => 0,
+            Priority::Normal => 1,
+            Priority::High => 2,
+            Priority::Urgent => 3,
+        }
+    }
+
+    /// The inverse of [`Priority::rank`].
+    pub fn from_rank(r: i64) -> Priority {
+        match r {
+            i64::MIN..=0 => Priority::Low,
+            1 => Priority::Normal,
+            2 => Priority::High,
+            _ => Priority::Urgent,
+        }
+    }
+
+    /// The lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Priority::Low => "low",
+            Priority::Normal => "normal",
+            Priority::High => "high",
+            Priority::Urgent => "urgent",
+        }
+    }
+}
+
+impl std::str::FromStr for Priority {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "low" => Ok(Priority::Low),
+            "normal" => Ok(Priority::Normal),
+            "high" => Ok(Priority::High),
+            "urgent" => Ok(Priority::Urgent),
+            _ => Err(format!(
+                "`{s}` is not a priority: use low, normal, high or urgent"
+            )),
+        }
+    }
+}
+
+/// What to execute.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CommandSpec {
+    /// Run through `/bin/sh -c`.
+    Shell(String),
+    /// Run directly, no shell.
+    Argv(Vec<String>),
+}
+
+impl CommandSpec {
+    /// The argv the supervisor executes.
+    pub fn to_argv(&self) -> Vec<String> {
+        match self {
+            CommandSpec::Shell(s) => vec!["/bin/sh".into(), "-c".into(), s.clone()],
+            CommandSpec::Argv(v) => v.clone(),
+        }
+    }
+
+    /// A one-line rendering for tables.
+    pub fn display(&self) -> String {
+        match self {
+            CommandSpec::Shell(s) => s.clone(),
+            CommandSpec::Argv(v) => v.join(" "),
+        }
+    }
+
+    /// Applies `f` to every string in the command.
+    pub fn map_strings<E>(&self, mut f: impl FnMut(&str) -> Result<String, E>) -> Result<Self, E> {
+        Ok(match self {
+            CommandSpec::Shell(s) => CommandSpec::Shell(f(s)?),
+            CommandSpec::Argv(v) => {
+                CommandSpec::Argv(v.iter().map(|s| f(s)).collect::<Result<_, _>>()?)
+            }
+        })
+    }
+}
+
+/// What a task needs to run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct Resources {
+    /// Number of GPUs.
+    pub gpus: u32,
+    /// GPU memory per GPU (reserved at placement once GPU monitoring lands).
+    pub gpu_mem: Option<ByteSize>,
+    /// Number of CPU cores the task is pinned to.
+    pub cpus: Option<u32>,
+    /// Memory limit, enforced through the cgroup where the memory controller is available.
+    pub mem: Option<ByteSize>,
+    /// Wall-clock limit; on expiry SIGTERM, grace, SIGKILL.
+    #[serde(
+        with = "humantime_serde_compat::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub timeout: Option<Duration>,
+}
+
+/// How often a failed task is tried again, and how long to wait between tries.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RetryPolicy {
+    /// Attempts in all, the first included (1 = never retry).
+    pub max_attempts: u32,
+    /// Wait before the second attempt; doubled for each later one.
+    #[serde(with = "humantime_serde_compat")]
+    pub backoff: Duration,
+    /// The longest wait between attempts.
+    #[serde(with = "humantime_serde_compat")]
+    pub backoff_max: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_attempts: 1,
+            backoff: Duration::from_secs(10),
+            backoff_max: Duration::from_secs(3600),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// The wait before attempt `next_attempt` (2 = the first retry).
+    pub fn delay_before(&self, next_attempt: u32) -> Duration {
+        let doublings = next_attempt.saturating_sub(2).min(30);
+        self.backoff
+            .saturating_mul(1u32 << doublings)
+            .min(self.backoff_max)
+    }
+}
+
+/// A task as the daemon stores it: every path absolute, sweep parameters
+/// substituted; `${TASK_ID}`-style variables still in place until dispatch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskSpec {
+    /// Human name (unique names are not required).
+    pub name: String,
+    /// The project the task is accounted to.
+    pub project: String,
+    /// What to run.
+    pub command: CommandSpec,
+    /// Absolute working directory.
+    pub workdir: PathBuf,
+    /// Extra environment variables.
+    pub env: BTreeMap<String, String>,
+    /// Absolute input paths.
+    pub inputs: Vec<PathBuf>,
+    /// Output folder template (absolute once substituted); `None` means the run folder's `output`.
+    pub output: Option<String>,
+    /// Scheduling priority.
+    pub priority: Priority,
+    /// What the task needs.
+    pub resources: Resources,
+    /// Retry settings.
+    pub retry: RetryPolicy,
+    /// Sweep parameters of this member (empty for plain tasks).
+    pub params: BTreeMap<String, String>,
+}
+
+/// The kind of a dependency edge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DepKind {
+    /// Start only after the dependency succeeded; its failure blocks this task.
+    AfterOk,
+    /// Start after the dependency ended, whatever the outcome.
+    AfterAny,
+}
+
+impl DepKind {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DepKind::AfterOk => "after-ok",
+            DepKind::AfterAny => "after-any",
+        }
+    }
+}
+
+/// The target of a dependency in a submission.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DepTarget {
+    /// A task already in the store (an array id means all its members).
+    Existing(i64),
+    /// Another entry of the same submission, by its index.
+    Local(usize),
+}
+
+/// One entry of a submission: a plain task, a sweep array or a recurring task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewEntry {
+    /// The entry's name (for arrays and recurring tasks the group's name).
+    pub name: String,
+    /// The project.
+    pub project: String,
+    /// The members: one for a plain task, several for a sweep.
+    pub members: Vec<TaskSpec>,
+    /// Set for a sweep (the entry becomes an array with one task per member).
+    pub is_sweep: bool,
+    /// A recurring schedule (the entry becomes a template that creates a task per firing).
+    pub schedule: Option<String>,
+    /// Dependencies of every member.
+    pub deps: Vec<(DepTarget, DepKind)>,
+    /// Submit held (nothing starts until `release`).
+    pub held: bool,
+}

@@ -1,0 +1,330 @@
+//! Turns task definitions into a checked submission: absolute paths, sweeps
+//! expanded, variables and schedules validated, dependencies resolved and
+//! free of cycles. Everything that can be wrong is an error here, at submit.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use super::file::{DepRef, TaskDef};
+use super::model::{DepKind, DepTarget, NewEntry, TaskSpec};
+use super::{schedule, vars};
+
+/// Most members one sweep may expand to.
+pub const MAX_SWEEP: usize = 10_000;
+
+/// Resolves `defs`; relative paths are taken from `base` (the task file's
+/// folder, or the current directory for `submit -- CMD`); `default_name`
+/// names a lone unnamed task.
+pub fn resolve(defs: &[TaskDef], base: &Path, default_name: &str) -> Result<Vec<NewEntry>, String> {
+    let names: Vec<String> = defs
+        .iter()
+        .enumerate()
+        .map(|(i, d)| match &d.name {
+            Some(n) => n.clone(),
+            None if defs.len() == 1 => default_name.to_string(),
+            None => format!("{default_name}-{}", i + 1),
+        })
+        .collect();
+    let mut entries = Vec::with_capacity(defs.len());
+    for (i, def) in defs.iter().enumerate() {
+        let name = &names[i];
+        let entry =
+            resolve_one(def, name, base, &names).map_err(|e| format!("task `{name}`: {e}"))?;
+        entries.push(entry);
+    }
+    check_cycles(&entries, &names)?;
+    Ok(entries)
+}
+
+fn resolve_one(
+    def: &TaskDef,
+    name: &str,
+    base: &Path,
+    names: &[String],
+) -> Result<NewEntry, String> {
+    if name.trim().is_empty() {
+        return Err("name is empty".into());
+    }
+    let project = def.project.clone().unwrap_or_else(|| "default".into());
+    let workdir = absolute(base, def.workdir.as_deref().unwrap_or(Path::new(".")));
+    if !workdir.is_dir() {
+        return Err(format!(
+            "workdir {} does not exist or is not a folder; create it or fix `workdir`",
+            workdir.display()
+        ));
+    }
+    let inputs: Vec<PathBuf> = def.inputs.iter().map(|p| absolute(&workdir, p)).collect();
+    if let Some(missing) = inputs.iter().find(|p| !p.exists()) {
+        return Err(format!("input {} does not exist", missing.display()));
+    }
+    for key in def.env.keys() {
+        if key.is_empty() || key.contains('=') || key.contains('\0') {
+            return Err(format!("env key `{key}` is not a valid variable name"));
+        }
+        if key.starts_with("NIGHTJAR_") {
+            return Err(format!(
+                "env key `{key}`: NIGHTJAR_* variables are set by the host"
+            ));
+        }
+    }
+    let params: Vec<&str> = def.sweep.keys().map(String::as_str).collect();
+    if let Some(bad) = params.iter().find(|p| vars::BUILTINS.contains(p)) {
+        return Err(format!(
+            "sweep parameter `{bad}` shadows a built-in variable; rename it"
+        ));
+    }
+    let templates = def
+        .command
+        .0
+        .to_argv()
+        .into_iter()
+        .chain(def.env.values().cloned())
+        .chain(def.output.clone());
+    for t in templates {
+        vars::check(&t, &params).map_err(|e| e.to_string())?;
+    }
+    if let Some(s) = &def.schedule {
+        schedule::parse(s)?;
+        if !def.sweep.is_empty() {
+            return Err("a recurring task cannot also be a sweep; submit the sweep from a schedule-free file".into());
+        }
+        if !def.after.is_empty() || !def.after_any.is_empty() {
+            return Err("a recurring task cannot have dependencies".into());
+        }
+    }
+    if def.retry.max_attempts == 0 {
+        return Err("retry.max_attempts must be at least 1 (1 = no retry)".into());
+    }
+    if def.resources.cpus == Some(0) {
+        return Err("resources.cpus must be at least 1 when set".into());
+    }
+
+    let mut deps = Vec::new();
+    for (list, kind) in [
+        (&def.after, DepKind::AfterOk),
+        (&def.after_any, DepKind::AfterAny),
+    ] {
+        for d in list {
+            let target = match d {
+                DepRef::Id(id) => DepTarget::Existing(*id),
+                DepRef::Name(n) => {
+                    let hits: Vec<usize> = names
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, x)| *x == n)
+                        .map(|(i, _)| i)
+                        .collect();
+                    match hits.as_slice() {
+                        [i] => DepTarget::Local(*i),
+                        [] => {
+                            return Err(format!(
+                                "unknown dependency `{n}`: no task of that name in this submission (use a task id for one already queued)"
+                            ));
+                        }
+                        _ => {
+                            return Err(format!(
+                                "dependency `{n}` is ambiguous: several tasks have that name"
+                            ));
+                        }
+                    }
+                }
+            };
+            deps.push((target, kind));
+        }
+    }
+
+    let grid = expand_grid(&def.sweep)?;
+    let is_sweep = !def.sweep.is_empty();
+    let mut members = Vec::with_capacity(grid.len());
+    for params in grid {
+        let sub = |t: &str| {
+            vars::expand(t, false, |n| match params.get(n) {
+                Some(v) => Some(vars::Subst::Value(v.clone())),
+                None => Some(vars::Subst::Keep),
+            })
+            .map_err(|e| e.to_string())
+        };
+        let member_name = if is_sweep {
+            let label: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            format!("{name}[{}]", label.join(","))
+        } else {
+            name.to_string()
+        };
+        members.push(TaskSpec {
+            name: member_name,
+            project: project.clone(),
+            command: def.command.0.map_strings(sub)?,
+            workdir: workdir.clone(),
+            env: def
+                .env
+                .iter()
+                .map(|(k, v)| Ok((k.clone(), sub(v)?)))
+                .collect::<Result<_, String>>()?,
+            inputs: inputs.clone(),
+            output: def.output.as_deref().map(sub).transpose()?,
+            priority: def.priority,
+            resources: def.resources.clone(),
+            retry: def.retry.clone(),
+            params,
+        });
+    }
+    Ok(NewEntry {
+        name: name.to_string(),
+        project,
+        members,
+        is_sweep,
+        schedule: def.schedule.clone(),
+        deps,
+        held: def.hold,
+    })
+}
+
+fn absolute(base: &Path, p: &Path) -> PathBuf {
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        base.join(p)
+    }
+}
+
+/// Every combination of the grid's values (one empty combination for no grid).
+fn expand_grid(
+    grid: &BTreeMap<String, Vec<super::file::Scalar>>,
+) -> Result<Vec<BTreeMap<String, String>>, String> {
+    let mut out = vec![BTreeMap::new()];
+    for (key, values) in grid {
+        if values.is_empty() {
+            return Err(format!("sweep parameter `{key}` has no values"));
+        }
+        let size = out.len().saturating_mul(values.len());
+        if size > MAX_SWEEP {
+            return Err(format!(
+                "sweep expands to more than {MAX_SWEEP} members; split it"
+            ));
+        }
+        let mut next = Vec::with_capacity(size);
+        for combo in &out {
+            for v in values {
+                let mut c = combo.clone();
+                c.insert(key.clone(), v.0.clone());
+                next.push(c);
+            }
+        }
+        out = next;
+    }
+    Ok(out)
+}
+
+/// Rejects a submission whose local dependencies form a cycle, naming it.
+fn check_cycles(entries: &[NewEntry], names: &[String]) -> Result<(), String> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mark {
+        New,
+        Active,
+        Done,
+    }
+    fn visit(
+        i: usize,
+        entries: &[NewEntry],
+        marks: &mut [Mark],
+        path: &mut Vec<usize>,
+    ) -> Option<Vec<usize>> {
+        match marks[i] {
+            Mark::Done => return None,
+            Mark::Active => {
+                let start = path.iter().position(|&p| p == i).unwrap_or(0);
+                let mut cycle = path[start..].to_vec();
+                cycle.push(i);
+                return Some(cycle);
+            }
+            Mark::New => {}
+        }
+        marks[i] = Mark::Active;
+        path.push(i);
+        for (target, _) in &entries[i].deps {
+            if let DepTarget::Local(j) = target
+                && let Some(c) = visit(*j, entries, marks, path)
+            {
+                return Some(c);
+            }
+        }
+        path.pop();
+        marks[i] = Mark::Done;
+        None
+    }
+    let mut marks = vec![Mark::New; entries.len()];
+    let mut memo: HashMap<usize, ()> = HashMap::new();
+    for i in 0..entries.len() {
+        if memo.contains_key(&i) {
+            continue;
+        }
+        if let Some(cycle) = visit(i, entries, &mut marks, &mut Vec::new()) {
+            let names: Vec<&str> = cycle.iter().map(|&k| names[k].as_str()).collect();
+            return Err(format!("dependency cycle: {}", names.join(" -> ")));
+        }
+        memo.insert(i, ());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::task::file::{Format, parse};
+
+    fn go(text: &str) -> Result<Vec<NewEntry>, String> {
+        let dir = std::env::temp_dir();
+        resolve(&parse(text, Format::Toml)?, &dir, "t")
+    }
+
+    #[test]
+    fn sweep_expands_to_one_member_per_combination() {
+        let e = go("command = \"train --lr ${lr} --seed ${seed} --out ${OUTPUT_PATH}\"\n[sweep]\nlr = [0.1, 0.01]\nseed = [1, 2, 3]\n").unwrap();
+        assert_eq!(e[0].members.len(), 6);
+        assert!(e[0].is_sweep);
+        let first = &e[0].members[0];
+        assert_eq!(first.name, "t[lr=0.1,seed=1]");
+        assert_eq!(
+            first.command.display(),
+            "train --lr 0.1 --seed 1 --out ${OUTPUT_PATH}"
+        );
+    }
+
+    #[test]
+    fn unknown_variable_fails_at_submit() {
+        let err = go("command = \"echo ${NOPE}\"\n").unwrap_err();
+        assert!(err.contains("NOPE"), "{err}");
+    }
+
+    #[test]
+    fn unknown_dependency_fails_at_submit() {
+        let err =
+            go("[[task]]\nname = \"a\"\ncommand = \"true\"\nafter = [\"ghost\"]\n").unwrap_err();
+        assert!(err.contains("ghost"), "{err}");
+    }
+
+    #[test]
+    fn cycle_is_named() {
+        let err = go("[[task]]\nname = \"a\"\ncommand = \"true\"\nafter = [\"b\"]\n[[task]]\nname = \"b\"\ncommand = \"true\"\nafter = [\"a\"]\n").unwrap_err();
+        assert!(err.contains("cycle: a -> b -> a"), "{err}");
+    }
+
+    #[test]
+    fn missing_workdir_is_named() {
+        let err = go("command = \"true\"\nworkdir = \"/definitely/not/here\"\n").unwrap_err();
+        assert!(err.contains("/definitely/not/here"), "{err}");
+    }
+
+    #[test]
+    fn local_and_existing_dependencies_resolve() {
+        let e = go("[[task]]\nname = \"a\"\ncommand = \"true\"\n[[task]]\nname = \"b\"\ncommand = \"true\"\nafter = [\"a\", 7]\nafter_any = [\"a\"]\n").unwrap();
+        assert_eq!(
+            e[1].deps,
+            vec![
+                (DepTarget::Local(0), DepKind::AfterOk),
+                (DepTarget::Existing(7), DepKind::AfterOk),
+                (DepTarget::Local(0), DepKind::AfterAny)
+            ]
+        );
+    }
+}

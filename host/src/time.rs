@@ -1,0 +1,36 @@
+//! Wall-clock helpers: the store keeps times as Unix milliseconds.
+
+use chrono::{DateTime, Local, TimeZone, Utc};
+
+/// Now, in Unix milliseconds.
+pub fn now_ms() -> i64 {
+    Utc::now().timestamp_millis()
+}
+
+/// Unix milliseconds to a UTC time.
+pub fn to_utc(ms: i64) -> DateTime<Utc> {
+    Utc.timestamp_millis_opt(ms).single().unwrap_or_default()
+}
+
+/// A local `YYYY-MM-DD HH:MM:SS` rendering for tables.
+pub fn fmt_local(ms: i64) -> String {
+    to_utc(ms)
+        .with_timezone(&Local)
+        .format("%Y-%m-%d %H:%M:%S")
+        .to_string()
+}
+
+/// A compact duration such as `4h12m`, `37s`, `1.2s`.
+pub fn fmt_span(ms: i64) -> String {
+    let ms = ms.max(0);
+    if ms < 10_000 {
+        return format!("{:.1}s", ms as f64 / 1000.0);
+    }
+    let s = ms / 1000;
+    match s {
+        0..=59 => format!("{s}s"),
+        60..=3599 => format!("{}m{:02}s", s / 60, s % 60),
+        3600..=86_399 => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
+        _ => format!("{}d{:02}h", s / 86_400, (s % 86_400) / 3600),
+    }
+}
