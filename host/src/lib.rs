@@ -4,5 +4,6 @@
 //! `main.rs` only parses the command line and calls in here.
 
 pub mod config;
+pub mod store;
 pub mod task;
 pub mod time;

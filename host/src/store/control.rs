@@ -1,0 +1,162 @@
+//! User actions on tasks: cancel, hold, release, retry. An array id acts on
+//! every member; a recurring template's cancel stops its firings.
+
+use rusqlite::{Transaction, params};
+
+use super::queue::{block_dependants_of, unblock_dependants};
+use super::{Result, Store, StoreError, TaskState, event, state_of};
+
+/// What the daemon must still do after a cancel: signal these runs' supervisors.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CancelEffect {
+    /// Tasks that ended cancelled at once.
+    pub cancelled: Vec<i64>,
+    /// Running runs to stop: (run id, supervisor pid).
+    pub to_signal: Vec<(i64, Option<i64>)>,
+}
+
+/// The tasks an id stands for: the task, or the members of an array.
+fn targets(tx: &Transaction, id: i64) -> Result<Vec<(i64, TaskState)>> {
+    let (state, kind) = state_of(tx, id)?;
+    if kind != "array" {
+        return Ok(vec![(id, state)]);
+    }
+    let mut stmt =
+        tx.prepare_cached("SELECT id, state FROM tasks WHERE parent_id = ?1 ORDER BY id")?;
+    let rows = stmt
+        .query_map([id], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(i, s)| TaskState::parse(&s).map(|s| (i, s)))
+        .collect())
+}
+
+impl Store {
+    /// Cancels a task (or every member of an array, or a recurring template).
+    pub fn cancel(&mut self, id: i64, now: i64) -> Result<CancelEffect> {
+        let tx = self.conn.transaction()?;
+        let mut effect = CancelEffect::default();
+        for (task, state) in targets(&tx, id)? {
+            match state {
+                TaskState::Queued | TaskState::Held | TaskState::Blocked | TaskState::Scheduled => {
+                    tx.execute(
+                        "UPDATE tasks SET state = 'cancelled', reason = 'cancelled by user', finished_at = ?2 WHERE id = ?1",
+                        params![task, now],
+                    )?;
+                    event(&tx, now, Some(task), None, "cancelled", "cancelled by user")?;
+                    block_dependants_of(&tx, task, now)?;
+                    effect.cancelled.push(task);
+                }
+                TaskState::Running => {
+                    tx.execute(
+                        "UPDATE tasks SET cancel_requested = 1 WHERE id = ?1",
+                        [task],
+                    )?;
+                    let mut stmt = tx.prepare_cached(
+                        "SELECT id, supervisor_pid FROM runs WHERE task_id = ?1 AND state = 'running'",
+                    )?;
+                    let runs = stmt
+                        .query_map([task], |r| Ok((r.get(0)?, r.get(1)?)))?
+                        .collect::<rusqlite::Result<Vec<_>>>()?;
+                    event(
+                        &tx,
+                        now,
+                        Some(task),
+                        None,
+                        "cancelling",
+                        "SIGTERM, then SIGKILL after the grace period",
+                    )?;
+                    effect.to_signal.extend(runs);
+                }
+                _ if targets_single(id, task) => {
+                    return Err(StoreError::Invalid(format!(
+                        "task {task} is {}; only waiting or running tasks can be cancelled",
+                        state.as_str()
+                    )));
+                }
+                _ => {}
+            }
+        }
+        tx.commit()?;
+        Ok(effect)
+    }
+
+    /// Holds waiting tasks: they keep their place but do not start.
+    pub fn hold(&mut self, id: i64, now: i64) -> Result<usize> {
+        self.move_state(id, now, TaskState::Queued, TaskState::Held, "held")
+    }
+
+    /// Releases held tasks back into the queue.
+    pub fn release(&mut self, id: i64, now: i64) -> Result<usize> {
+        self.move_state(id, now, TaskState::Held, TaskState::Queued, "released")
+    }
+
+    /// Queues a failed, cancelled or blocked task again with a fresh attempt
+    /// budget, and unblocks the tasks that waited on it.
+    pub fn retry(&mut self, id: i64, now: i64) -> Result<usize> {
+        let tx = self.conn.transaction()?;
+        let mut n = 0;
+        for (task, state) in targets(&tx, id)? {
+            if !matches!(
+                state,
+                TaskState::Failed | TaskState::Cancelled | TaskState::Blocked
+            ) {
+                if targets_single(id, task) {
+                    return Err(StoreError::Invalid(format!(
+                        "task {task} is {}; only failed, cancelled or blocked tasks can be retried",
+                        state.as_str()
+                    )));
+                }
+                continue;
+            }
+            tx.execute(
+                "UPDATE tasks SET state = 'queued', reason = NULL, attempts = 0, not_before = NULL,
+                        finished_at = NULL, cancel_requested = 0 WHERE id = ?1",
+                [task],
+            )?;
+            event(&tx, now, Some(task), None, "retry", "queued again by user")?;
+            unblock_dependants(&tx, task, now)?;
+            n += 1;
+        }
+        tx.commit()?;
+        Ok(n)
+    }
+
+    fn move_state(
+        &mut self,
+        id: i64,
+        now: i64,
+        from: TaskState,
+        to: TaskState,
+        verb: &str,
+    ) -> Result<usize> {
+        let tx = self.conn.transaction()?;
+        let mut n = 0;
+        for (task, state) in targets(&tx, id)? {
+            if state != from {
+                if targets_single(id, task) {
+                    return Err(StoreError::Invalid(format!(
+                        "task {task} is {}; only {} tasks can be {verb}",
+                        state.as_str(),
+                        from.as_str()
+                    )));
+                }
+                continue;
+            }
+            tx.execute(
+                "UPDATE tasks SET state = ?2 WHERE id = ?1 AND state = ?3",
+                params![task, to.as_str(), from.as_str()],
+            )?;
+            event(&tx, now, Some(task), None, verb, &format!("{verb} by user"))?;
+            n += 1;
+        }
+        tx.commit()?;
+        Ok(n)
+    }
+}
+
+/// True when the user named this very task (not an array it belongs to).
+fn targets_single(asked: i64, task: i64) -> bool {
+    asked == task
+}

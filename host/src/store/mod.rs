@@ -1,0 +1,128 @@
+//! The durable store: one SQLite database in WAL mode. Every state transition
+//! is one transaction; a claim can hand a task to one runner only.
+
+mod control;
+mod query;
+mod queue;
+mod schema;
+mod submit;
+pub mod types;
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, OptionalExtension, Transaction, params};
+use thiserror::Error;
+
+pub use control::CancelEffect;
+pub use query::ListFilter;
+pub use queue::{Finished, NewRun, describe};
+pub use types::*;
+
+/// What can go wrong in the store, phrased for the person who has to act.
+#[derive(Debug, Error)]
+pub enum StoreError {
+    /// The database was written by a newer nightjar.
+    #[error(
+        "database {path} has schema version {found}, newer than this nightjar knows ({known}); run the newer nightjar or use another state dir. The database was not changed."
+    )]
+    TooNew {
+        /// The database file.
+        path: PathBuf,
+        /// Its version.
+        found: i64,
+        /// The newest this binary knows.
+        known: i64,
+    },
+    /// A request names something that is not there or not allowed.
+    #[error("{0}")]
+    Invalid(String),
+    /// SQLite failed.
+    #[error("database error: {0}")]
+    Sql(#[from] rusqlite::Error),
+    /// A stored spec could not be read back.
+    #[error("stored task spec is corrupt: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+/// Store results.
+pub type Result<T> = std::result::Result<T, StoreError>;
+
+/// An open store.
+pub struct Store {
+    conn: Connection,
+}
+
+impl Store {
+    /// Opens (creating if needed) the database at `path` and brings its schema
+    /// up to date. A database from a newer version is refused untouched.
+    pub fn open(path: &Path) -> Result<Store> {
+        let conn = Connection::open(path)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        let found: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        let known = schema::MIGRATIONS.len() as i64;
+        if found > known {
+            return Err(StoreError::TooNew {
+                path: path.to_path_buf(),
+                found,
+                known,
+            });
+        }
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        let mut store = Store { conn };
+        store.migrate(found)?;
+        Ok(store)
+    }
+
+    fn migrate(&mut self, from: i64) -> Result<()> {
+        for (i, sql) in schema::MIGRATIONS.iter().enumerate().skip(from as usize) {
+            let tx = self.conn.transaction()?;
+            tx.execute_batch(sql)?;
+            tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+            tx.commit()?;
+        }
+        Ok(())
+    }
+
+    /// The schema version of the open database.
+    pub fn schema_version(&self) -> Result<i64> {
+        Ok(self
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))?)
+    }
+}
+
+/// Records an event inside a transaction.
+fn event(
+    tx: &Transaction,
+    at: i64,
+    task: Option<i64>,
+    run: Option<i64>,
+    kind: &str,
+    msg: &str,
+) -> Result<()> {
+    tx.execute(
+        "INSERT INTO events (at, task_id, run_id, kind, message) VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![at, task, run, kind, msg],
+    )?;
+    Ok(())
+}
+
+/// The state and kind of a task, or an error naming the id.
+fn state_of(tx: &Transaction, id: i64) -> Result<(TaskState, String)> {
+    let row: Option<(String, String)> = tx
+        .query_row("SELECT state, kind FROM tasks WHERE id = ?1", [id], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .optional()?;
+    let (state, kind) = row.ok_or_else(|| {
+        StoreError::Invalid(format!("no task with id {id}; `nightjar ls` lists them"))
+    })?;
+    let state = TaskState::parse(&state)
+        .ok_or_else(|| StoreError::Invalid(format!("task {id} has unknown state `{state}`")))?;
+    Ok((state, kind))
+}
+
+#[cfg(test)]
+mod tests;

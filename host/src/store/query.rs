@@ -1,0 +1,195 @@
+//! Read-only views: `ls`, `show`, and the states `wait` watches.
+
+use rusqlite::{OptionalExtension, params};
+
+use super::queue::run_row;
+use super::{Counts, DepRow, EventRow, Result, Store, StoreError, TaskDetail, TaskRow, TaskState};
+use crate::task::model::{DepKind, Priority, TaskSpec};
+
+const TASK_COLUMNS: &str =
+    "t.id, t.kind, t.parent_id, t.name, t.project, t.priority, t.state, t.reason,
+    t.submitted_at, t.eligible_at, t.finished_at, t.attempts, t.next_fire_at, t.spec";
+
+fn task_row(r: &rusqlite::Row) -> rusqlite::Result<TaskRow> {
+    let state: String = r.get(6)?;
+    let spec: String = r.get(13)?;
+    let command = serde_json::from_str::<TaskSpec>(&spec)
+        .map(|s| s.command.display())
+        .unwrap_or_default();
+    Ok(TaskRow {
+        id: r.get(0)?,
+        kind: r.get(1)?,
+        parent_id: r.get(2)?,
+        name: r.get(3)?,
+        project: r.get(4)?,
+        priority: Priority::from_rank(r.get(5)?).as_str().to_string(),
+        state: TaskState::parse(&state).unwrap_or(TaskState::Failed),
+        reason: r.get(7)?,
+        submitted_at: r.get(8)?,
+        eligible_at: r.get(9)?,
+        finished_at: r.get(10)?,
+        attempts: r.get(11)?,
+        next_fire_at: r.get(12)?,
+        command,
+        counts: None,
+    })
+}
+
+/// Which tasks `ls` lists.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub struct ListFilter {
+    /// Only this state.
+    pub state: Option<TaskState>,
+    /// Only this project.
+    pub project: Option<String>,
+    /// Include tasks that ended before `since`.
+    pub all: bool,
+    /// With `all` false: ended tasks are listed when they ended after this (Unix ms).
+    pub since: i64,
+}
+
+impl Store {
+    /// Top-level tasks (array members are folded into their array's counts).
+    pub fn list(&self, f: &ListFilter) -> Result<Vec<TaskRow>> {
+        let sql = format!(
+            "SELECT {TASK_COLUMNS} FROM tasks t
+             WHERE (t.parent_id IS NULL OR t.parent_id IN (SELECT id FROM tasks WHERE kind = 'recurring'))
+               AND (?1 IS NULL OR t.state = ?1)
+               AND (?2 IS NULL OR t.project = ?2)
+               AND (?3 OR t.finished_at IS NULL OR t.finished_at >= ?4)
+             ORDER BY t.id"
+        );
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let mut rows = stmt
+            .query_map(
+                params![f.state.map(|s| s.as_str()), f.project, f.all, f.since],
+                task_row,
+            )?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        for row in rows.iter_mut().filter(|r| r.kind == "array") {
+            row.counts = Some(self.counts(row.id)?);
+        }
+        Ok(rows)
+    }
+
+    /// Member counts of an array.
+    pub fn counts(&self, array: i64) -> Result<Counts> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT state, COUNT(*) FROM tasks WHERE parent_id = ?1 GROUP BY state",
+        )?;
+        let mut c = Counts::default();
+        for row in stmt.query_map([array], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, u32>(1)?))
+        })? {
+            let (state, n) = row?;
+            c.total += n;
+            match TaskState::parse(&state) {
+                Some(TaskState::Queued | TaskState::Held) => c.waiting += n,
+                Some(TaskState::Running) => c.running += n,
+                Some(TaskState::Succeeded) => c.succeeded += n,
+                Some(TaskState::Failed) => c.failed += n,
+                Some(TaskState::Blocked) => c.blocked += n,
+                Some(TaskState::Cancelled) => c.cancelled += n,
+                _ => {}
+            }
+        }
+        Ok(c)
+    }
+
+    /// One task's row.
+    pub fn task(&self, id: i64) -> Result<TaskRow> {
+        let mut row = self
+            .conn
+            .query_row(
+                &format!("SELECT {TASK_COLUMNS} FROM tasks t WHERE t.id = ?1"),
+                [id],
+                task_row,
+            )
+            .optional()?
+            .ok_or_else(|| {
+                StoreError::Invalid(format!("no task with id {id}; `nightjar ls` lists them"))
+            })?;
+        if row.kind == "array" {
+            row.counts = Some(self.counts(id)?);
+        }
+        Ok(row)
+    }
+
+    /// Everything about one task.
+    pub fn show(&self, id: i64) -> Result<TaskDetail> {
+        let task = self.task(id)?;
+        let spec: String =
+            self.conn
+                .query_row("SELECT spec FROM tasks WHERE id = ?1", [id], |r| r.get(0))?;
+        let spec: TaskSpec = serde_json::from_str(&spec)?;
+        let deps = self
+            .conn
+            .prepare_cached(
+                "SELECT d.dep_id, p.name, p.state, d.kind FROM deps d JOIN tasks p ON p.id = d.dep_id
+                 WHERE d.task_id = ?1 ORDER BY d.dep_id",
+            )?
+            .query_map([id], |r| {
+                let state: String = r.get(2)?;
+                let kind: String = r.get(3)?;
+                Ok(DepRow {
+                    dep_id: r.get(0)?,
+                    name: r.get(1)?,
+                    state: TaskState::parse(&state).unwrap_or(TaskState::Failed),
+                    kind: if kind == "after-any" { DepKind::AfterAny } else { DepKind::AfterOk },
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let runs = self
+            .conn
+            .prepare_cached(
+                "SELECT id, task_id, attempt, state, run_dir, supervisor_pid, submitted_at, eligible_at,
+                    started_at, finished_at, exit_code, signal, class, message, gpus, cpus, sandbox_note
+                 FROM runs WHERE task_id = ?1 ORDER BY attempt",
+            )?
+            .query_map([id], run_row)?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let members = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {TASK_COLUMNS} FROM tasks t WHERE t.parent_id = ?1 ORDER BY t.id"
+            ))?
+            .query_map([id], task_row)?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let events = self
+            .conn
+            .prepare_cached(
+                "SELECT at, run_id, kind, message FROM events WHERE task_id = ?1 ORDER BY id",
+            )?
+            .query_map([id], |r| {
+                Ok(EventRow {
+                    at: r.get(0)?,
+                    run_id: r.get(1)?,
+                    kind: r.get(2)?,
+                    message: r.get(3)?,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(TaskDetail {
+            task,
+            spec,
+            deps,
+            runs,
+            members,
+            events,
+        })
+    }
+
+    /// The latest run of a task, if it has one.
+    pub fn latest_run(&self, task: i64) -> Result<Option<super::RunRow>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT id, task_id, attempt, state, run_dir, supervisor_pid, submitted_at, eligible_at,
+                    started_at, finished_at, exit_code, signal, class, message, gpus, cpus, sandbox_note
+                 FROM runs WHERE task_id = ?1 ORDER BY attempt DESC LIMIT 1",
+                [task],
+                run_row,
+            )
+            .optional()?)
+    }
+}

@@ -1,0 +1,426 @@
+//! The queue's transitions: which tasks may start, claiming one, recording
+//! how a run ended, blocking dependants, firing recurring templates.
+
+use rusqlite::{OptionalExtension, Transaction, params};
+
+use super::{Candidate, Result, RunClass, RunOutcome, RunRow, Store, StoreError, TaskState, event};
+use crate::task::model::TaskSpec;
+
+/// What a claimed run records at its start.
+#[derive(Debug, Clone, Default)]
+pub struct NewRun {
+    /// GPU indices given, comma-separated.
+    pub gpus: Option<String>,
+    /// Cores pinned to, comma-separated.
+    pub cpus: Option<String>,
+}
+
+/// What became of a task when its run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finished {
+    /// The task's new state.
+    pub state: TaskState,
+    /// The reason stored with it.
+    pub reason: Option<String>,
+}
+
+const RUN_COLUMNS: &str =
+    "id, task_id, attempt, state, run_dir, supervisor_pid, submitted_at, eligible_at,
+    started_at, finished_at, exit_code, signal, class, message, gpus, cpus, sandbox_note";
+
+/// Reads a run row selected with [`RUN_COLUMNS`].
+pub(super) fn run_row(r: &rusqlite::Row) -> rusqlite::Result<RunRow> {
+    let class: Option<String> = r.get(12)?;
+    Ok(RunRow {
+        id: r.get(0)?,
+        task_id: r.get(1)?,
+        attempt: r.get(2)?,
+        state: r.get(3)?,
+        run_dir: r.get(4)?,
+        supervisor_pid: r.get(5)?,
+        submitted_at: r.get(6)?,
+        eligible_at: r.get(7)?,
+        started_at: r.get(8)?,
+        finished_at: r.get(9)?,
+        exit_code: r.get(10)?,
+        signal: r.get(11)?,
+        class: class.as_deref().and_then(RunClass::parse),
+        message: r.get(13)?,
+        gpus: r.get(14)?,
+        cpus: r.get(15)?,
+        sandbox_note: r.get(16)?,
+    })
+}
+
+/// SQL true when task `t` has a dependency that is not yet satisfied.
+const UNSATISFIED: &str = "EXISTS (SELECT 1 FROM deps d JOIN tasks p ON p.id = d.dep_id
+    WHERE d.task_id = t.id AND NOT (
+        (d.kind = 'after-ok' AND p.state = 'succeeded') OR
+        (d.kind = 'after-any' AND p.state IN ('succeeded', 'failed', 'cancelled'))))";
+
+impl Store {
+    /// Queued tasks whose dependencies are met and whose backoff has passed,
+    /// in the built-in order: priority, then submit time. At most `limit`.
+    pub fn candidates(&self, now: i64, limit: usize) -> Result<Vec<Candidate>> {
+        let sql = format!(
+            "SELECT t.id, t.spec, t.submitted_at, t.attempts FROM tasks t
+             WHERE t.state = 'queued' AND t.kind = 'task'
+               AND (t.not_before IS NULL OR t.not_before <= ?1)
+               AND NOT {UNSATISFIED}
+             ORDER BY t.priority DESC, t.submitted_at, t.id LIMIT ?2"
+        );
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let rows = stmt.query_map(params![now, limit as i64], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get(2)?,
+                r.get(3)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, spec, submitted_at, attempts) = row?;
+            let spec: TaskSpec = serde_json::from_str(&spec)?;
+            out.push(Candidate {
+                id,
+                spec,
+                submitted_at,
+                attempts,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Claims a queued task for a new run, atomically: returns `None` when the
+    /// task is no longer queued (someone else claimed or cancelled it). The run
+    /// folder is `runs_dir/<run id>`.
+    pub fn claim(
+        &mut self,
+        task: i64,
+        run: &NewRun,
+        runs_dir: &std::path::Path,
+        now: i64,
+    ) -> Result<Option<RunRow>> {
+        let tx = self.conn.transaction()?;
+        // Eligible since: submit, end of backoff, or the last dependency's end.
+        let eligible: Option<i64> = tx
+            .query_row(
+                "SELECT MAX(t.submitted_at, COALESCE(t.not_before, 0),
+                        COALESCE((SELECT MAX(p.finished_at) FROM deps d JOIN tasks p ON p.id = d.dep_id
+                                  WHERE d.task_id = t.id), 0))
+                 FROM tasks t WHERE t.id = ?1",
+                [task],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let Some(eligible) = eligible else {
+            return Ok(None);
+        };
+        let eligible = eligible.min(now);
+        let changed = tx.execute(
+            "UPDATE tasks SET state = 'running', reason = NULL, attempts = attempts + 1, eligible_at = ?2
+             WHERE id = ?1 AND state = 'queued'",
+            params![task, eligible],
+        )?;
+        if changed == 0 {
+            return Ok(None);
+        }
+        let submitted: i64 = tx.query_row(
+            "SELECT submitted_at FROM tasks WHERE id = ?1",
+            [task],
+            |r| r.get(0),
+        )?;
+        let attempt: i64 = tx.query_row(
+            "SELECT COALESCE(MAX(attempt), 0) + 1 FROM runs WHERE task_id = ?1",
+            [task],
+            |r| r.get(0),
+        )?;
+        tx.execute(
+            "INSERT INTO runs (task_id, attempt, state, run_dir, submitted_at, eligible_at, started_at, gpus, cpus)
+             VALUES (?1, ?2, 'running', '', ?3, ?4, ?5, ?6, ?7)",
+            params![task, attempt, submitted, eligible, now, run.gpus, run.cpus],
+        )?;
+        let run_id = tx.last_insert_rowid();
+        let dir = runs_dir.join(run_id.to_string());
+        tx.execute(
+            "UPDATE runs SET run_dir = ?1 WHERE id = ?2",
+            params![dir.to_string_lossy(), run_id],
+        )?;
+        event(
+            &tx,
+            now,
+            Some(task),
+            Some(run_id),
+            "started",
+            &format!("attempt {attempt}"),
+        )?;
+        let row = tx.query_row(
+            &format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1"),
+            [run_id],
+            run_row,
+        )?;
+        tx.commit()?;
+        Ok(Some(row))
+    }
+
+    /// Records the supervisor of a started run, and what its sandbox enforces.
+    pub fn set_run_started(&self, run: i64, pid: u32, note: Option<&str>) -> Result<()> {
+        self.conn.execute(
+            "UPDATE runs SET supervisor_pid = ?1, sandbox_note = ?2 WHERE id = ?3",
+            params![pid, note, run],
+        )?;
+        Ok(())
+    }
+
+    /// Runs that were in progress: what the daemon adopts at start.
+    pub fn running_runs(&self) -> Result<Vec<RunRow>> {
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT {RUN_COLUMNS} FROM runs WHERE state = 'running' ORDER BY id"
+        ))?;
+        let rows = stmt
+            .query_map([], run_row)?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
+    /// Records how a run ended and moves its task on: succeeded, cancelled,
+    /// queued again for a retry (with backoff), or failed. A failure blocks
+    /// the task's after-ok dependants. Recording twice is a no-op.
+    pub fn finish_run(&mut self, run: i64, out: &RunOutcome) -> Result<Option<Finished>> {
+        let tx = self.conn.transaction()?;
+        let changed = tx.execute(
+            "UPDATE runs SET state = 'finished', finished_at = ?2, exit_code = ?3, signal = ?4,
+                    class = ?5, message = ?6
+             WHERE id = ?1 AND state = 'running'",
+            params![
+                run,
+                out.finished_at,
+                out.exit_code,
+                out.signal,
+                out.class.as_str(),
+                out.message
+            ],
+        )?;
+        if changed == 0 {
+            return Ok(None);
+        }
+        let (task, spec, attempts, cancel): (i64, String, u32, bool) = tx.query_row(
+            "SELECT t.id, t.spec, t.attempts, t.cancel_requested FROM runs r JOIN tasks t ON t.id = r.task_id WHERE r.id = ?1",
+            [run],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )?;
+        let spec: TaskSpec = serde_json::from_str(&spec)?;
+        let what = describe(out);
+        let now = out.finished_at;
+        let (state, reason, not_before) = if out.class == RunClass::Ok {
+            (TaskState::Succeeded, None, None)
+        } else if out.class == RunClass::Cancelled || cancel {
+            (
+                TaskState::Cancelled,
+                Some("cancelled by user".to_string()),
+                None,
+            )
+        } else if attempts < spec.retry.max_attempts {
+            let delay = spec.retry.delay_before(attempts + 1).as_millis() as i64;
+            let reason = format!(
+                "retrying after {what} (attempt {} of {} in {})",
+                attempts + 1,
+                spec.retry.max_attempts,
+                crate::time::fmt_span(delay)
+            );
+            (TaskState::Queued, Some(reason), Some(now + delay))
+        } else {
+            (TaskState::Failed, Some(what.clone()), None)
+        };
+        let finished_at = state.is_final().then_some(now);
+        tx.execute(
+            "UPDATE tasks SET state = ?2, reason = ?3, not_before = ?4, finished_at = ?5, cancel_requested = 0 WHERE id = ?1",
+            params![task, state.as_str(), reason, not_before, finished_at],
+        )?;
+        event(&tx, now, Some(task), Some(run), "finished", &what)?;
+        if matches!(state, TaskState::Failed | TaskState::Cancelled) {
+            block_dependants_of(&tx, task, now)?;
+        }
+        tx.commit()?;
+        Ok(Some(Finished { state, reason }))
+    }
+
+    /// Creates an instance of every recurring template due at `now` (once,
+    /// however many firings were missed) and advances its next firing.
+    pub fn fire_due(
+        &mut self,
+        now: i64,
+        next_fire: impl Fn(&str, i64) -> Option<i64>,
+    ) -> Result<Vec<i64>> {
+        let tx = self.conn.transaction()?;
+        let due: Vec<(i64, String, String)> = {
+            let mut stmt = tx.prepare_cached(
+                "SELECT id, spec, schedule FROM tasks WHERE kind = 'recurring' AND state = 'scheduled' AND next_fire_at <= ?1",
+            )?;
+            stmt.query_map([now], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                .collect::<rusqlite::Result<_>>()?
+        };
+        let mut created = Vec::new();
+        for (template, spec_json, schedule) in due {
+            let spec: TaskSpec = serde_json::from_str(&spec_json)?;
+            tx.execute(
+                "INSERT INTO tasks (kind, parent_id, name, project, priority, state, spec, submitted_at)
+                 VALUES ('task', ?1, ?2, ?3, ?4, 'queued', ?5, ?6)",
+                params![template, spec.name, spec.project, spec.priority.rank(), spec_json, now],
+            )?;
+            let id = tx.last_insert_rowid();
+            created.push(id);
+            let next = next_fire(&schedule, now);
+            tx.execute(
+                "UPDATE tasks SET next_fire_at = ?1 WHERE id = ?2",
+                params![next, template],
+            )?;
+            event(
+                &tx,
+                now,
+                Some(template),
+                None,
+                "fired",
+                &format!("created task {id}"),
+            )?;
+        }
+        tx.commit()?;
+        Ok(created)
+    }
+
+    /// The earliest time something waits for: a backoff ending or a template firing.
+    pub fn next_wakeup(&self) -> Result<Option<i64>> {
+        let t: Option<i64> = self.conn.query_row(
+            "SELECT MIN(x) FROM (
+                SELECT MIN(not_before) AS x FROM tasks WHERE state = 'queued' AND not_before IS NOT NULL
+                UNION ALL
+                SELECT MIN(next_fire_at) FROM tasks WHERE state = 'scheduled')",
+            [],
+            |r| r.get(0),
+        )?;
+        Ok(t)
+    }
+
+    /// The run row with this id.
+    pub fn run(&self, run: i64) -> Result<RunRow> {
+        self.conn
+            .query_row(
+                &format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1"),
+                [run],
+                run_row,
+            )
+            .optional()?
+            .ok_or_else(|| StoreError::Invalid(format!("no run with id {run}")))
+    }
+}
+
+/// A one-line description of a run's end.
+pub fn describe(out: &RunOutcome) -> String {
+    let base = match (out.class, out.exit_code, out.signal) {
+        (RunClass::Ok, _, _) => "exit 0".to_string(),
+        (RunClass::Timeout, _, _) => "timeout".to_string(),
+        (RunClass::Cancelled, _, _) => "cancelled".to_string(),
+        (RunClass::Lost, _, _) => {
+            "lost (supervisor gone without a status; host reboot?)".to_string()
+        }
+        (_, Some(code), _) => format!("exit {code}"),
+        (_, _, Some(sig)) => format!("killed by signal {sig}"),
+        _ => out.class.as_str().to_string(),
+    };
+    match &out.message {
+        Some(m) if !m.is_empty() => format!("{base}: {m}"),
+        _ => base,
+    }
+}
+
+/// Marks queued after-ok dependants of a failed or cancelled task blocked,
+/// and theirs in turn.
+pub(super) fn block_dependants_of(tx: &Transaction, failed: i64, now: i64) -> Result<()> {
+    let mut stack = vec![failed];
+    while let Some(id) = stack.pop() {
+        let name: String =
+            tx.query_row("SELECT name FROM tasks WHERE id = ?1", [id], |r| r.get(0))?;
+        let dependants: Vec<i64> = {
+            let mut stmt = tx.prepare_cached(
+                "SELECT d.task_id FROM deps d JOIN tasks t ON t.id = d.task_id
+                 WHERE d.dep_id = ?1 AND d.kind = 'after-ok' AND t.state IN ('queued', 'held')",
+            )?;
+            stmt.query_map([id], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?
+        };
+        for d in dependants {
+            let reason =
+                format!("dependency {id} ({name}) did not succeed; `nightjar retry {id}` unblocks");
+            tx.execute(
+                "UPDATE tasks SET state = 'blocked', reason = ?2 WHERE id = ?1",
+                params![d, reason],
+            )?;
+            event(tx, now, Some(d), None, "blocked", &reason)?;
+            stack.push(d);
+        }
+    }
+    Ok(())
+}
+
+/// Blocks a freshly submitted task at once if an after-ok dependency already failed.
+pub(super) fn block_if_dependency_failed(tx: &Transaction, task: i64, now: i64) -> Result<()> {
+    let bad: Option<(i64, String)> = tx
+        .query_row(
+            "SELECT p.id, p.name FROM deps d JOIN tasks p ON p.id = d.dep_id
+             WHERE d.task_id = ?1 AND d.kind = 'after-ok' AND p.state IN ('failed', 'cancelled', 'blocked')",
+            [task],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    if let Some((id, name)) = bad {
+        let reason =
+            format!("dependency {id} ({name}) did not succeed; `nightjar retry {id}` unblocks");
+        tx.execute(
+            "UPDATE tasks SET state = 'blocked', reason = ?2 WHERE id = ?1 AND state IN ('queued', 'held')",
+            params![task, reason],
+        )?;
+        event(tx, now, Some(task), None, "blocked", &reason)?;
+    }
+    Ok(())
+}
+
+/// Puts tasks blocked by `id` back in the queue once none of their after-ok
+/// dependencies has failed, and theirs in turn.
+pub(super) fn unblock_dependants(tx: &Transaction, id: i64, now: i64) -> Result<()> {
+    let mut stack = vec![id];
+    while let Some(id) = stack.pop() {
+        let dependants: Vec<i64> = {
+            let mut stmt = tx.prepare_cached(
+                "SELECT d.task_id FROM deps d JOIN tasks t ON t.id = d.task_id
+                 WHERE d.dep_id = ?1 AND t.state = 'blocked'",
+            )?;
+            stmt.query_map([id], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?
+        };
+        for d in dependants {
+            let still_bad: bool = tx.query_row(
+                "SELECT EXISTS (SELECT 1 FROM deps d JOIN tasks p ON p.id = d.dep_id
+                 WHERE d.task_id = ?1 AND d.kind = 'after-ok' AND p.state IN ('failed', 'cancelled', 'blocked'))",
+                [d],
+                |r| r.get(0),
+            )?;
+            if !still_bad {
+                tx.execute(
+                    "UPDATE tasks SET state = 'queued', reason = NULL WHERE id = ?1",
+                    [d],
+                )?;
+                event(
+                    tx,
+                    now,
+                    Some(d),
+                    None,
+                    "unblocked",
+                    &format!("dependency {id} queued again"),
+                )?;
+                stack.push(d);
+            }
+        }
+    }
+    Ok(())
+}

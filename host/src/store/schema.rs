@@ -1,0 +1,67 @@
+//! Versioned migrations. Each entry moves the schema one version up; the
+//! version lives in SQLite's `user_version`.
+
+/// Migration `i` takes the schema from version `i` to `i + 1`.
+pub const MIGRATIONS: &[&str] = &[r#"
+CREATE TABLE tasks (
+    id             INTEGER PRIMARY KEY,
+    kind           TEXT    NOT NULL CHECK (kind IN ('task', 'array', 'recurring')),
+    parent_id      INTEGER REFERENCES tasks(id),
+    name           TEXT    NOT NULL,
+    project        TEXT    NOT NULL,
+    priority       INTEGER NOT NULL,
+    state          TEXT    NOT NULL,
+    reason         TEXT,
+    spec           TEXT    NOT NULL,
+    schedule       TEXT,
+    next_fire_at   INTEGER,
+    submitted_at   INTEGER NOT NULL,
+    eligible_at    INTEGER,
+    not_before     INTEGER,
+    attempts       INTEGER NOT NULL DEFAULT 0,
+    cancel_requested INTEGER NOT NULL DEFAULT 0,
+    finished_at    INTEGER
+);
+CREATE INDEX tasks_queue  ON tasks (state, priority DESC, submitted_at, id);
+CREATE INDEX tasks_parent ON tasks (parent_id);
+
+CREATE TABLE deps (
+    task_id INTEGER NOT NULL REFERENCES tasks(id),
+    dep_id  INTEGER NOT NULL REFERENCES tasks(id),
+    kind    TEXT    NOT NULL CHECK (kind IN ('after-ok', 'after-any')),
+    PRIMARY KEY (task_id, dep_id)
+);
+CREATE INDEX deps_dep ON deps (dep_id);
+
+CREATE TABLE runs (
+    id             INTEGER PRIMARY KEY,
+    task_id        INTEGER NOT NULL REFERENCES tasks(id),
+    attempt        INTEGER NOT NULL,
+    state          TEXT    NOT NULL CHECK (state IN ('running', 'finished')),
+    run_dir        TEXT    NOT NULL,
+    supervisor_pid INTEGER,
+    submitted_at   INTEGER NOT NULL,
+    eligible_at    INTEGER NOT NULL,
+    started_at     INTEGER NOT NULL,
+    finished_at    INTEGER,
+    exit_code      INTEGER,
+    signal         INTEGER,
+    class          TEXT,
+    message        TEXT,
+    gpus           TEXT,
+    cpus           TEXT,
+    sandbox_note   TEXT,
+    UNIQUE (task_id, attempt)
+);
+CREATE INDEX runs_state ON runs (state);
+
+CREATE TABLE events (
+    id      INTEGER PRIMARY KEY,
+    at      INTEGER NOT NULL,
+    task_id INTEGER,
+    run_id  INTEGER,
+    kind    TEXT    NOT NULL,
+    message TEXT    NOT NULL
+);
+CREATE INDEX events_task ON events (task_id);
+"#];

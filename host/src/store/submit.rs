@@ -1,0 +1,153 @@
+//! Inserting a checked submission in one transaction.
+
+use rusqlite::{Transaction, params};
+
+use super::{Result, Store, StoreError, TaskState, event, state_of};
+use crate::task::model::{DepTarget, NewEntry, TaskSpec};
+
+impl Store {
+    /// Inserts every entry of a submission, all or nothing. Returns one id per
+    /// entry (the task, the array or the recurring template). `next_fire`
+    /// gives the first firing of a recurring entry.
+    pub fn submit(
+        &mut self,
+        entries: &[NewEntry],
+        now: i64,
+        next_fire: impl Fn(&str) -> Option<i64>,
+    ) -> Result<Vec<i64>> {
+        let tx = self.conn.transaction()?;
+        // Ids of the members of each entry, for local dependencies.
+        let mut members: Vec<Vec<i64>> = Vec::with_capacity(entries.len());
+        let mut ids = Vec::with_capacity(entries.len());
+        for entry in entries {
+            let (id, member_ids) = insert_entry(&tx, entry, now, &next_fire)?;
+            ids.push(id);
+            members.push(member_ids);
+        }
+        for (i, entry) in entries.iter().enumerate() {
+            for &(target, kind) in &entry.deps {
+                let targets = match target {
+                    DepTarget::Local(j) => members.get(j).cloned().ok_or_else(|| {
+                        StoreError::Invalid(format!("dependency index {j} out of range"))
+                    })?,
+                    DepTarget::Existing(id) => existing_targets(&tx, id)?,
+                };
+                for &task in &members[i] {
+                    for &dep in &targets {
+                        tx.execute(
+                            "INSERT OR REPLACE INTO deps (task_id, dep_id, kind) VALUES (?1, ?2, ?3)",
+                            params![task, dep, kind.as_str()],
+                        )?;
+                    }
+                }
+            }
+        }
+        for m in members.iter().flatten() {
+            super::queue::block_if_dependency_failed(&tx, *m, now)?;
+        }
+        tx.commit()?;
+        Ok(ids)
+    }
+}
+
+/// The tasks a dependency on an existing id stands for: the task, or every member of an array.
+fn existing_targets(tx: &Transaction, id: i64) -> Result<Vec<i64>> {
+    let (_, kind) = state_of(tx, id).map_err(|_| {
+        StoreError::Invalid(format!("unknown dependency: there is no task with id {id}"))
+    })?;
+    match kind.as_str() {
+        "array" => {
+            let mut stmt =
+                tx.prepare_cached("SELECT id FROM tasks WHERE parent_id = ?1 ORDER BY id")?;
+            let ids = stmt
+                .query_map([id], |r| r.get(0))?
+                .collect::<rusqlite::Result<Vec<i64>>>()?;
+            Ok(ids)
+        }
+        "recurring" => Err(StoreError::Invalid(format!(
+            "task {id} is a recurring template; depend on one of its instances instead"
+        ))),
+        _ => Ok(vec![id]),
+    }
+}
+
+fn insert_task(
+    tx: &Transaction,
+    kind: &str,
+    parent: Option<i64>,
+    spec: &TaskSpec,
+    state: TaskState,
+    now: i64,
+) -> Result<i64> {
+    tx.prepare_cached(
+        "INSERT INTO tasks (kind, parent_id, name, project, priority, state, spec, submitted_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?
+    .execute(params![
+        kind,
+        parent,
+        spec.name,
+        spec.project,
+        spec.priority.rank(),
+        state.as_str(),
+        serde_json::to_string(spec)?,
+        now
+    ])?;
+    Ok(tx.last_insert_rowid())
+}
+
+fn insert_entry(
+    tx: &Transaction,
+    entry: &NewEntry,
+    now: i64,
+    next_fire: &impl Fn(&str) -> Option<i64>,
+) -> Result<(i64, Vec<i64>)> {
+    let first = entry
+        .members
+        .first()
+        .ok_or_else(|| StoreError::Invalid(format!("entry `{}` has no members", entry.name)))?;
+    let initial = if entry.held {
+        TaskState::Held
+    } else {
+        TaskState::Queued
+    };
+    if let Some(expr) = &entry.schedule {
+        let fire = next_fire(expr)
+            .ok_or_else(|| StoreError::Invalid(format!("schedule `{expr}` never fires")))?;
+        let id = insert_task(tx, "recurring", None, first, TaskState::Scheduled, now)?;
+        tx.execute(
+            "UPDATE tasks SET schedule = ?1, next_fire_at = ?2 WHERE id = ?3",
+            params![expr, fire, id],
+        )?;
+        event(
+            tx,
+            now,
+            Some(id),
+            None,
+            "submitted",
+            &format!("recurring `{expr}`"),
+        )?;
+        return Ok((id, Vec::new()));
+    }
+    if !entry.is_sweep {
+        let id = insert_task(tx, "task", None, first, initial, now)?;
+        event(tx, now, Some(id), None, "submitted", initial.as_str())?;
+        return Ok((id, vec![id]));
+    }
+    let mut group = first.clone();
+    group.name = entry.name.clone();
+    let array = insert_task(tx, "array", None, &group, TaskState::Array, now)?;
+    let mut ids = Vec::with_capacity(entry.members.len());
+    for m in &entry.members {
+        ids.push(insert_task(tx, "task", Some(array), m, initial, now)?);
+    }
+    event(
+        tx,
+        now,
+        Some(array),
+        None,
+        "submitted",
+        &format!("sweep of {} members", ids.len()),
+    )?;
+    Ok((array, ids))
+}
