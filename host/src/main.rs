@@ -1,1 +1,5 @@
-fn main() {}
+//! The `nightjar` binary: parse the command line, call into the library.
+
+fn main() {
+    std::process::exit(nightjar::cli::main());
+}

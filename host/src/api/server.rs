@@ -1,0 +1,155 @@
+//! The daemon's side of the socket: one task per connection, one reply per request line.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+
+use super::{Reply, Request, WaitResult};
+use crate::daemon::Daemon;
+use crate::store::TaskState;
+use crate::time::now_ms;
+
+/// Accepts connections until the daemon stops.
+pub async fn serve(daemon: Arc<Daemon>, listener: UnixListener) {
+    loop {
+        match listener.accept().await {
+            Ok((stream, _)) => {
+                tokio::spawn(connection(Arc::clone(&daemon), stream));
+            }
+            Err(e) => tracing::warn!("accept failed: {e}"),
+        }
+    }
+}
+
+async fn connection(daemon: Arc<Daemon>, stream: UnixStream) {
+    let (read, mut write) = stream.into_split();
+    let mut lines = BufReader::new(read).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        let reply = match serde_json::from_str::<Request>(&line) {
+            Ok(req) => match handle(&daemon, req).await {
+                Ok(v) => Reply { ok: Some(v), error: None },
+                Err(e) => Reply { ok: None, error: Some(format!("{e:#}")) },
+            },
+            Err(e) => Reply { ok: None, error: Some(format!("bad request: {e}")) },
+        };
+        let mut out = serde_json::to_vec(&reply).unwrap_or_default();
+        out.push(b'\n');
+        if write.write_all(&out).await.is_err() {
+            return;
+        }
+    }
+}
+
+async fn handle(d: &Arc<Daemon>, req: Request) -> anyhow::Result<Value> {
+    let now = now_ms();
+    Ok(match req {
+        Request::Ping => json!({ "pid": std::process::id(), "version": env!("CARGO_PKG_VERSION") }),
+        Request::Submit { entries } => {
+            check_fits(d, &entries)?;
+            let tz = d.cfg.tz();
+            let ids = d.store().submit(&entries, now, |expr| {
+                crate::task::schedule::parse(expr)
+                    .ok()
+                    .and_then(|s| s.next_after(crate::time::to_utc(now), tz))
+                    .map(|t| t.timestamp_millis())
+            })?;
+            d.changed();
+            json!(ids)
+        }
+        Request::List { filter } => json!(d.store().list(&filter)?),
+        Request::Show { id } => json!(d.store().show(id)?),
+        Request::Cancel { id } => {
+            let effect = d.store().cancel(id, now)?;
+            for (run, pid) in &effect.to_signal {
+                d.signal_supervisor(*run, *pid);
+            }
+            d.changed();
+            json!({ "cancelled": effect.cancelled, "stopping": effect.to_signal.iter().map(|r| r.0).collect::<Vec<_>>() })
+        }
+        Request::Hold { id } => {
+            let n = d.store().hold(id, now)?;
+            d.changed();
+            json!(n)
+        }
+        Request::Release { id } => {
+            let n = d.store().release(id, now)?;
+            d.changed();
+            json!(n)
+        }
+        Request::Retry { id } => {
+            let n = d.store().retry(id, now)?;
+            d.changed();
+            json!(n)
+        }
+        Request::Wait { ids } => json!(wait(d, &ids).await?),
+    })
+}
+
+/// Rejects tasks that could never be placed on this machine.
+fn check_fits(d: &Daemon, entries: &[crate::task::model::NewEntry]) -> anyhow::Result<()> {
+    let cpus = d.cfg.cpu_pool().len() as u32;
+    for m in entries.iter().flat_map(|e| &e.members) {
+        let r = &m.resources;
+        if r.gpus as usize > d.cfg.gpus.len() {
+            anyhow::bail!(
+                "task `{}` asks for {} GPU(s) but this daemon has {} configured (`gpus` in the config)",
+                m.name,
+                r.gpus,
+                d.cfg.gpus.len()
+            );
+        }
+        if r.cpus.unwrap_or(0) > cpus {
+            anyhow::bail!("task `{}` asks for {} CPUs but only {cpus} can be pinned", m.name, r.cpus.unwrap_or(0));
+        }
+    }
+    Ok(())
+}
+
+/// The tasks an id stands for when waiting: the task, or an array's members.
+fn wait_targets(d: &Daemon, id: i64) -> anyhow::Result<Vec<i64>> {
+    let task = d.store().task(id)?;
+    match task.kind.as_str() {
+        "array" => Ok(d.store().show(id)?.members.iter().map(|m| m.id).collect()),
+        "recurring" => anyhow::bail!("task {id} is a recurring template: it never ends; wait for one of its instances"),
+        _ => Ok(vec![id]),
+    }
+}
+
+async fn wait(d: &Arc<Daemon>, ids: &[i64]) -> anyhow::Result<Vec<WaitResult>> {
+    let mut targets = Vec::new();
+    for &id in ids {
+        targets.extend(wait_targets(d, id)?);
+    }
+    let mut rx = d.changes.subscribe();
+    loop {
+        let done = {
+            let store = d.store();
+            let mut results = Vec::with_capacity(targets.len());
+            let mut all = true;
+            for &id in &targets {
+                let t = store.task(id)?;
+                if !(t.state.is_final() || t.state == TaskState::Blocked) {
+                    all = false;
+                    break;
+                }
+                let run = store.latest_run(id)?;
+                results.push(WaitResult {
+                    id,
+                    state: t.state,
+                    class: run.as_ref().and_then(|r| r.class),
+                    exit_code: run.as_ref().and_then(|r| r.exit_code),
+                    signal: run.as_ref().and_then(|r| r.signal),
+                });
+            }
+            all.then_some(results)
+        };
+        if let Some(r) = done {
+            return Ok(r);
+        }
+        if rx.changed().await.is_err() {
+            anyhow::bail!("the daemon is stopping");
+        }
+    }
+}

@@ -1,0 +1,92 @@
+//! `nightjar ls`: one line per task; a sweep is one line with member counts.
+
+use anyhow::Result;
+
+use super::{Ctx, table};
+use crate::api::Request;
+use crate::store::{Counts, ListFilter, TaskRow, TaskState};
+use crate::time::{fmt_span, now_ms};
+
+/// Flags of `ls`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Include tasks that ended more than a day ago.
+    #[arg(long, short = 'a')]
+    pub all: bool,
+    /// Only tasks in this state (queued, held, blocked, running, succeeded, failed, cancelled, scheduled).
+    #[arg(long, value_parser = parse_state)]
+    pub state: Option<TaskState>,
+    /// Only this project.
+    #[arg(long)]
+    pub project: Option<String>,
+}
+
+fn parse_state(s: &str) -> Result<TaskState, String> {
+    TaskState::parse(s).ok_or_else(|| format!("`{s}` is not a state"))
+}
+
+/// Lists tasks.
+pub fn run(mut ctx: Ctx, a: Args) -> Result<i32> {
+    let filter = ListFilter { state: a.state, project: a.project, all: a.all, since: now_ms() - 86_400_000 };
+    let rows: Vec<TaskRow> = ctx.client.call(&Request::List { filter })?;
+    if ctx.json {
+        super::print_json(&rows)?;
+        return Ok(0);
+    }
+    let now = now_ms();
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.id.to_string(),
+                r.name.clone(),
+                r.project.clone(),
+                r.priority.clone(),
+                state_cell(r),
+                fmt_span(now - r.submitted_at),
+                info(r, now),
+            ]
+        })
+        .collect();
+    table::print(&["ID", "NAME", "PROJECT", "PRIO", "STATE", "AGE", "INFO"], &cells);
+    Ok(0)
+}
+
+fn state_cell(r: &TaskRow) -> String {
+    match &r.counts {
+        Some(c) => format!("array[{}]", c.total),
+        None => r.state.as_str().to_string(),
+    }
+}
+
+/// The INFO column: counts, reasons, next firing.
+pub fn info(r: &TaskRow, now: i64) -> String {
+    if let Some(c) = &r.counts {
+        return counts(c);
+    }
+    if let Some(at) = r.next_fire_at {
+        return format!("next {} (in {})", crate::time::fmt_local(at), fmt_span(at - now));
+    }
+    r.reason.clone().unwrap_or_else(|| match r.state {
+        TaskState::Running => format!("attempt {}", r.attempts),
+        _ => String::new(),
+    })
+}
+
+/// `3 running, 2 waiting, 1 succeeded`.
+pub fn counts(c: &Counts) -> String {
+    let parts = [
+        (c.running, "running"),
+        (c.waiting, "waiting"),
+        (c.succeeded, "succeeded"),
+        (c.failed, "failed"),
+        (c.blocked, "blocked"),
+        (c.cancelled, "cancelled"),
+    ];
+    parts
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, s)| format!("{n} {s}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}

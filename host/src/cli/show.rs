@@ -1,0 +1,103 @@
+//! `nightjar show ID`: the task, its dependencies, its runs with waiting and
+//! running times, its sandbox notes and its events.
+
+use anyhow::Result;
+
+use super::Ctx;
+use crate::api::Request;
+use crate::store::TaskDetail;
+use crate::time::{fmt_local, fmt_span, now_ms};
+
+/// Prints one task.
+pub fn run(mut ctx: Ctx, id: i64) -> Result<i32> {
+    let d: TaskDetail = ctx.client.call(&Request::Show { id })?;
+    if ctx.json {
+        super::print_json(&d)?;
+        return Ok(0);
+    }
+    let t = &d.task;
+    let now = now_ms();
+    println!("task {}  {}  ({})", t.id, t.name, t.kind);
+    println!("  state      {}{}", t.state.as_str(), t.reason.as_ref().map(|r| format!(": {r}")).unwrap_or_default());
+    if let Some(c) = &t.counts {
+        println!("  members    {} ({})", c.total, super::ls::counts(c));
+    }
+    println!("  project    {}   priority {}", t.project, t.priority);
+    println!("  command    {}", t.command);
+    println!("  workdir    {}", d.spec.workdir.display());
+    if let Some(o) = &d.spec.output {
+        println!("  output     {o}");
+    }
+    let r = &d.spec.resources;
+    let mut res = vec![format!("gpus {}", r.gpus)];
+    if let Some(m) = r.gpu_mem {
+        res.push(format!("gpu_mem {m}"));
+    }
+    if let Some(c) = r.cpus {
+        res.push(format!("cpus {c}"));
+    }
+    if let Some(m) = r.mem {
+        res.push(format!("mem {m}"));
+    }
+    if let Some(to) = r.timeout {
+        res.push(format!("timeout {}", humantime::format_duration(to)));
+    }
+    println!("  resources  {}", res.join(", "));
+    println!("  retry      {} attempt(s), backoff {}", d.spec.retry.max_attempts, humantime::format_duration(d.spec.retry.backoff));
+    println!("  submitted  {}", fmt_local(t.submitted_at));
+    if let Some(at) = t.next_fire_at {
+        println!("  next fire  {} (in {})", fmt_local(at), fmt_span(at - now));
+    }
+    for dep in &d.deps {
+        println!("  after      {} {} ({}, {})", dep.dep_id, dep.name, dep.kind.as_str(), dep.state.as_str());
+    }
+    for run in &d.runs {
+        let end = run.finished_at.unwrap_or(now);
+        let outcome = match run.class {
+            Some(c) => {
+                let mut s = c.as_str().to_string();
+                if let Some(code) = run.exit_code {
+                    s.push_str(&format!(", exit {code}"));
+                }
+                if let Some(sig) = run.signal {
+                    s.push_str(&format!(", signal {sig}"));
+                }
+                s
+            }
+            None => "running".to_string(),
+        };
+        println!(
+            "  run {} (attempt {})  {}  waited {}  ran {}",
+            run.id,
+            run.attempt,
+            outcome,
+            fmt_span(run.started_at - run.eligible_at),
+            fmt_span(end - run.started_at)
+        );
+        println!("      started {}{}", fmt_local(run.started_at), run.finished_at.map(|f| format!("  finished {}", fmt_local(f))).unwrap_or_default());
+        if let Some(m) = &run.message {
+            println!("      message {m}");
+        }
+        if let Some(g) = &run.gpus {
+            println!("      gpus    {g}");
+        }
+        if let Some(c) = &run.cpus {
+            println!("      cpus    {c}");
+        }
+        if let Some(n) = &run.sandbox_note {
+            println!("      sandbox {n}");
+        }
+        println!("      logs    {}/stdout.log, stderr.log", run.run_dir);
+    }
+    if !d.members.is_empty() {
+        println!("  members:");
+        for m in &d.members {
+            println!("    {:<6} {:<10} {}", m.id, m.state.as_str(), m.name);
+        }
+    }
+    println!("  events:");
+    for e in &d.events {
+        println!("    {}  {:<10} {}", fmt_local(e.at), e.kind, e.message);
+    }
+    Ok(0)
+}

@@ -1,0 +1,162 @@
+//! `nightjar submit FILE` or `nightjar submit [FLAGS] -- CMD ARGS`.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use bytesize::ByteSize;
+
+use super::Ctx;
+use crate::api::Request;
+use crate::task::file::{self, CommandDef, DepRef, TaskDef};
+use crate::task::model::{CommandSpec, Priority, Resources, RetryPolicy};
+use crate::task::resolve::resolve;
+
+/// Flags of `submit`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// A task file (.toml, .yaml); give either this or `-- CMD ARGS`.
+    #[arg(long, short = 'f')]
+    pub file: Option<PathBuf>,
+    /// Task name (default: the program's name).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Project the task is accounted to.
+    #[arg(long)]
+    pub project: Option<String>,
+    /// low, normal, high or urgent.
+    #[arg(long, default_value = "normal")]
+    pub priority: Priority,
+    /// GPUs needed.
+    #[arg(long, default_value_t = 0)]
+    pub gpus: u32,
+    /// GPU memory per GPU (e.g. 20GiB).
+    #[arg(long)]
+    pub gpu_mem: Option<ByteSize>,
+    /// Cores to pin to.
+    #[arg(long)]
+    pub cpus: Option<u32>,
+    /// Memory limit (e.g. 8GiB).
+    #[arg(long)]
+    pub mem: Option<ByteSize>,
+    /// Wall-clock limit (e.g. 2h, 30m).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub timeout: Option<std::time::Duration>,
+    /// Start after this task succeeded (repeatable).
+    #[arg(long)]
+    pub after: Vec<i64>,
+    /// Start after this task ended, whatever the outcome (repeatable).
+    #[arg(long)]
+    pub after_any: Vec<i64>,
+    /// Attempts in all (1 = no retry).
+    #[arg(long, default_value_t = 1)]
+    pub retries: u32,
+    /// Wait before a retry (doubled each time).
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "10s")]
+    pub backoff: std::time::Duration,
+    /// Working directory (default: the current one).
+    #[arg(long)]
+    pub workdir: Option<PathBuf>,
+    /// Environment variable KEY=VALUE (repeatable).
+    #[arg(long = "env", short = 'e')]
+    pub env: Vec<String>,
+    /// Input file (repeatable; must exist).
+    #[arg(long = "input")]
+    pub inputs: Vec<PathBuf>,
+    /// Output folder (may use ${TASK_ID} etc.).
+    #[arg(long)]
+    pub output: Option<String>,
+    /// Recurring schedule (cron, daily@03:00, hourly:15, weekly@mon04:00).
+    #[arg(long)]
+    pub schedule: Option<String>,
+    /// Submit held: nothing starts until `nightjar release`.
+    #[arg(long)]
+    pub hold: bool,
+    /// A task file, or the command and its arguments after `--`.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub command: Vec<String>,
+}
+
+/// Submits and prints the new ids.
+pub fn run(mut ctx: Ctx, a: Args) -> Result<i32> {
+    let (defs, base, default_name, origin) = definitions(a)?;
+    let entries = resolve(&defs, &base, &default_name).map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
+    let ids: Vec<i64> = ctx
+        .client
+        .call(&Request::Submit { entries: entries.clone() })
+        .with_context(|| format!("{origin}: not submitted"))?;
+    if ctx.json {
+        let out: Vec<_> = ids
+            .iter()
+            .zip(&entries)
+            .map(|(id, e)| serde_json::json!({ "id": id, "name": e.name, "members": e.members.len() }))
+            .collect();
+        super::print_json(&out)?;
+    } else {
+        for (id, e) in ids.iter().zip(&entries) {
+            match (e.is_sweep, &e.schedule) {
+                (true, _) => println!("{id}\t{} (sweep of {} tasks)", e.name, e.members.len()),
+                (_, Some(s)) => println!("{id}\t{} (recurring: {s})", e.name),
+                _ => println!("{id}\t{}", e.name),
+            }
+        }
+    }
+    Ok(0)
+}
+
+/// The task definitions and where relative paths start from.
+fn definitions(a: Args) -> Result<(Vec<TaskDef>, PathBuf, String, String)> {
+    let cwd = std::env::current_dir().context("current directory")?;
+    let file = match (&a.file, a.command.as_slice()) {
+        (Some(f), []) => Some(f.clone()),
+        (Some(_), _) => bail!("give a task file or a command after `--`, not both"),
+        (None, [one]) if is_task_file(one) => Some(PathBuf::from(one)),
+        (None, []) => bail!("nothing to submit: give a task file (`nightjar submit task.toml`) or a command (`nightjar submit -- python train.py`)"),
+        (None, _) => None,
+    };
+    if let Some(path) = file {
+        let defs = file::read(&path)?;
+        let abs = cwd.join(&path);
+        let base = abs.parent().map(PathBuf::from).unwrap_or(cwd);
+        let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("task").to_string();
+        return Ok((defs, base, stem, format!("task file {}", path.display())));
+    }
+    let program = &a.command[0];
+    let default_name = a.name.clone().unwrap_or_else(|| {
+        std::path::Path::new(program)
+            .file_name()
+            .and_then(|s| s.to_str())
+            .unwrap_or("task")
+            .to_string()
+    });
+    let mut env = BTreeMap::new();
+    for kv in &a.env {
+        let (k, v) = kv
+            .split_once('=')
+            .with_context(|| format!("--env `{kv}`: write it as KEY=VALUE"))?;
+        env.insert(k.to_string(), v.to_string());
+    }
+    let def = TaskDef {
+        name: a.name,
+        project: a.project,
+        command: CommandDef(CommandSpec::Argv(a.command.clone())),
+        workdir: a.workdir,
+        env,
+        inputs: a.inputs,
+        output: a.output,
+        priority: a.priority,
+        resources: Resources { gpus: a.gpus, gpu_mem: a.gpu_mem, cpus: a.cpus, mem: a.mem, timeout: a.timeout },
+        after: a.after.into_iter().map(DepRef::Id).collect(),
+        after_any: a.after_any.into_iter().map(DepRef::Id).collect(),
+        schedule: a.schedule,
+        retry: RetryPolicy { max_attempts: a.retries, backoff: a.backoff, ..RetryPolicy::default() },
+        sweep: BTreeMap::new(),
+        hold: a.hold,
+    };
+    Ok((vec![def], cwd, default_name, "command line".to_string()))
+}
+
+fn is_task_file(arg: &str) -> bool {
+    let p = std::path::Path::new(arg);
+    matches!(p.extension().and_then(|e| e.to_str()), Some("toml" | "yaml" | "yml")) && p.is_file()
+}

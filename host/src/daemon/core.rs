@@ -1,0 +1,278 @@
+//! The daemon's shared state and its two jobs: scheduling passes that start
+//! runs, and recording runs as they end.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use anyhow::Result;
+use tokio::sync::{Notify, watch};
+
+use super::runenv;
+use crate::config::Config;
+use crate::sandbox::cgroup::CgroupBase;
+use crate::sandbox::files::{self, RunStatus};
+use crate::sandbox::launch::{self, Liveness};
+use crate::scheduler::{Placement, Pool};
+use crate::store::{NewRun, RunClass, RunOutcome, RunRow, Store};
+use crate::time::now_ms;
+
+/// Candidates fetched per pass; more are fetched only if these all start.
+const BATCH: usize = 256;
+
+/// State shared by the scheduler, the run waiters and the API handlers.
+pub struct Daemon {
+    /// The configuration in force.
+    pub cfg: Config,
+    /// The store (short critical sections only).
+    store: Mutex<Store>,
+    /// What is free.
+    pool: Mutex<Pool>,
+    /// Placements of the runs in progress.
+    placed: Mutex<HashMap<i64, Placement>>,
+    /// Where per-run cgroups go, if anywhere; else why not.
+    pub cgroup: Result<CgroupBase, String>,
+    /// The binary started as supervisor.
+    pub exe: PathBuf,
+    /// Wakes the scheduling loop.
+    pub kick: Notify,
+    /// Bumped on every change; `wait` watches it.
+    pub changes: watch::Sender<u64>,
+    /// Set on SIGTERM: no new runs start.
+    pub draining: AtomicBool,
+}
+
+impl Daemon {
+    /// Builds the shared state.
+    pub fn new(cfg: Config, store: Store, cgroup: Result<CgroupBase, String>, exe: PathBuf) -> Arc<Daemon> {
+        let pool = Pool { slots: cfg.slots, gpus: cfg.gpus.clone(), cpus: cfg.cpu_pool() };
+        Arc::new(Daemon {
+            cfg,
+            store: Mutex::new(store),
+            pool: Mutex::new(pool),
+            placed: Mutex::new(HashMap::new()),
+            cgroup,
+            exe,
+            kick: Notify::new(),
+            changes: watch::channel(0).0,
+            draining: AtomicBool::new(false),
+        })
+    }
+
+    /// The store, locked.
+    pub fn store(&self) -> MutexGuard<'_, Store> {
+        self.store.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Tells waiters something changed and asks for a scheduling pass.
+    pub fn changed(&self) {
+        self.changes.send_modify(|n| *n += 1);
+        self.kick.notify_one();
+    }
+
+    /// What the sandbox can enforce for a run, for `show`.
+    fn sandbox_note(&self, spec: &crate::task::model::TaskSpec) -> Option<String> {
+        let mut notes = Vec::new();
+        match &self.cgroup {
+            Ok(base) => {
+                if spec.resources.mem.is_some() && !base.memory {
+                    notes.push("memory limit not enforced: the cgroup v2 memory controller is not delegated here".to_string());
+                }
+            }
+            Err(why) => {
+                notes.push(format!("no cgroup (process group and subreaper only): {why}"));
+                if spec.resources.mem.is_some() {
+                    notes.push("memory limit not enforced".to_string());
+                }
+            }
+        }
+        if spec.resources.gpu_mem.is_some() {
+            notes.push("gpu_mem recorded, not yet reserved (no GPU monitoring)".to_string());
+        }
+        (!notes.is_empty()).then(|| notes.join("; "))
+    }
+
+    /// One scheduling pass: fire due recurring tasks, then start what fits.
+    pub fn pass(self: &Arc<Self>) -> Result<()> {
+        if self.draining.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        let now = now_ms();
+        let tz = self.cfg.tz();
+        let fired = self.store().fire_due(now, |expr, at| {
+            crate::task::schedule::parse(expr)
+                .ok()
+                .and_then(|s| s.next_after(crate::time::to_utc(at), tz))
+                .map(|t| t.timestamp_millis())
+        })?;
+        let mut started = !fired.is_empty();
+        loop {
+            if self.pool.lock().map(|p| p.slots == 0).unwrap_or(true) {
+                break;
+            }
+            let candidates = self.store().candidates(now_ms(), BATCH)?;
+            let fetched = candidates.len();
+            let mut all_started = true;
+            for c in candidates {
+                let placement = {
+                    let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
+                    if pool.slots == 0 {
+                        all_started = false;
+                        break;
+                    }
+                    pool.place(&c.spec.resources)
+                };
+                let Some(placement) = placement else {
+                    all_started = false;
+                    continue;
+                };
+                match self.start(c.id, &c.spec, placement.clone()) {
+                    Ok(true) => started = true,
+                    Ok(false) => self.release(None, &placement),
+                    Err(e) => {
+                        tracing::error!("task {}: cannot start: {e:#}", c.id);
+                        self.release(None, &placement);
+                    }
+                }
+            }
+            if !all_started || fetched < BATCH {
+                break;
+            }
+        }
+        if started {
+            self.changes.send_modify(|n| *n += 1);
+        }
+        Ok(())
+    }
+
+    fn release(&self, run: Option<i64>, placement: &Placement) {
+        if let Some(run) = run {
+            self.placed.lock().unwrap_or_else(|p| p.into_inner()).remove(&run);
+        }
+        self.pool.lock().unwrap_or_else(|p| p.into_inner()).give_back(placement);
+    }
+
+    /// Claims and launches one task. `Ok(false)`: it was no longer queued.
+    fn start(self: &Arc<Self>, task: i64, spec: &crate::task::model::TaskSpec, placement: Placement) -> Result<bool> {
+        let list = |v: &[u32]| (!v.is_empty()).then(|| v.iter().map(u32::to_string).collect::<Vec<_>>().join(","));
+        let new_run = NewRun { gpus: list(&placement.gpus), cpus: list(&placement.cpus) };
+        let now = now_ms();
+        let Some(run) = self.store().claim(task, &new_run, &self.cfg.runs_dir(), now)? else {
+            return Ok(false);
+        };
+        self.placed.lock().unwrap_or_else(|p| p.into_inner()).insert(run.id, placement.clone());
+        let cgroup = self.cgroup.as_ref().ok().map(|b| b.dir.join(format!("run-{}", run.id)));
+        let launched = runenv::build(&self.cfg, spec, &run, &placement, cgroup)
+            .and_then(|rs| launch::launch(&self.exe, Path::new(&run.run_dir), &rs));
+        match launched {
+            Ok(l) => {
+                let note = self.sandbox_note(spec);
+                self.store().set_run_started(run.id, l.pid, note.as_deref())?;
+                let me = Arc::clone(self);
+                tokio::spawn(async move {
+                    let mut child = l.child;
+                    let _ = child.wait().await;
+                    me.run_ended(run.id, Path::new(&run.run_dir));
+                });
+            }
+            Err(e) => {
+                // The run could not even be prepared: record it as an app error.
+                let out = RunOutcome {
+                    class: RunClass::AppError,
+                    exit_code: None,
+                    signal: None,
+                    finished_at: now_ms(),
+                    message: Some(format!("{e:#}")),
+                };
+                self.finish(run.id, &out);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Called when a run's supervisor is gone: read its status and record it.
+    pub fn run_ended(&self, run: i64, dir: &Path) {
+        let out = match files::read_json::<RunStatus>(dir, files::STATUS) {
+            Ok(Some(status)) => status.outcome(),
+            Ok(None) | Err(_) => match launch::probe(dir) {
+                Ok(Liveness::Ended(s) | Liveness::Vanished(s)) => s.outcome(),
+                Ok(Liveness::Alive) => return,
+                Err(e) => RunOutcome {
+                    class: RunClass::Lost,
+                    exit_code: None,
+                    signal: None,
+                    finished_at: now_ms(),
+                    message: Some(format!("cannot read run folder: {e:#}")),
+                },
+            },
+        };
+        self.finish(run, &out);
+    }
+
+    fn finish(&self, run: i64, out: &RunOutcome) {
+        match self.store().finish_run(run, out) {
+            Ok(_) => {}
+            Err(e) => tracing::error!("run {run}: cannot record its end: {e}"),
+        }
+        let placement = self.placed.lock().unwrap_or_else(|p| p.into_inner()).remove(&run);
+        if let Some(p) = placement {
+            self.pool.lock().unwrap_or_else(|p| p.into_inner()).give_back(&p);
+        }
+        if out.class == RunClass::Ok {
+            let _ = std::fs::remove_dir_all(self.cfg.scratch_dir().join(run.to_string()));
+        }
+        self.changed();
+    }
+
+    /// At start: re-adopt live runs, record finished ones, mark vanished ones lost.
+    pub fn adopt(self: &Arc<Self>) -> Result<()> {
+        let runs = self.store().running_runs()?;
+        for run in runs {
+            let dir = PathBuf::from(&run.run_dir);
+            match launch::probe(&dir)? {
+                Liveness::Alive => {
+                    let placement = placement_of(&run);
+                    self.pool.lock().unwrap_or_else(|p| p.into_inner()).take_adopted(&placement);
+                    self.placed.lock().unwrap_or_else(|p| p.into_inner()).insert(run.id, placement);
+                    tracing::info!("run {} of task {}: re-adopted", run.id, run.task_id);
+                    let me = Arc::clone(self);
+                    tokio::spawn(async move {
+                        let d = dir.clone();
+                        let _ = tokio::task::spawn_blocking(move || launch::wait_unlocked(&d)).await;
+                        me.run_ended(run.id, &dir);
+                    });
+                }
+                Liveness::Ended(status) => {
+                    tracing::info!("run {} of task {}: ended while the daemon was away", run.id, run.task_id);
+                    self.store().finish_run(run.id, &status.outcome())?;
+                }
+                Liveness::Vanished(status) => {
+                    tracing::warn!("run {} of task {}: lost (no supervisor, no status)", run.id, run.task_id);
+                    self.store().finish_run(run.id, &status.outcome())?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends a cancel (SIGTERM) to a run's supervisor, checking it is ours.
+    pub fn signal_supervisor(&self, run: i64, pid: Option<i64>) {
+        let Some(pid) = pid else { return };
+        let Ok(row) = self.store().run(run) else { return };
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline);
+        if cmdline.contains("supervise") && cmdline.contains(&row.run_dir) {
+            crate::sys::kill(pid as i32, libc::SIGTERM);
+        }
+    }
+}
+
+fn placement_of(run: &RunRow) -> Placement {
+    let parse = |s: &Option<String>| {
+        s.as_deref()
+            .map(|s| s.split(',').filter_map(|x| x.parse().ok()).collect())
+            .unwrap_or_default()
+    };
+    Placement { gpus: parse(&run.gpus), cpus: parse(&run.cpus) }
+}

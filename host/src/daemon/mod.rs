@@ -1,0 +1,133 @@
+//! `nightjar daemon`: prepares the state dir, refuses to share it with a
+//! second daemon, re-adopts runs, serves the API and schedules until SIGTERM.
+
+mod core;
+mod runenv;
+
+pub use self::core::Daemon;
+
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use anyhow::{Context, Result, bail};
+use tokio::net::UnixListener;
+use tokio::signal::unix::{SignalKind, signal};
+
+use crate::config::{CgroupMode, Config};
+use crate::store::Store;
+use crate::sys;
+
+/// Runs the daemon until SIGTERM or SIGINT. Running tasks are left running;
+/// the next daemon re-adopts them.
+pub fn run(cfg: Config) -> Result<()> {
+    let _lock = prepare_state_dir(&cfg)?;
+    let store = Store::open(&cfg.db_path())
+        .with_context(|| format!("open database {}", cfg.db_path().display()))?;
+    let cgroup = match cfg.sandbox.cgroup {
+        CgroupMode::Off => Err("disabled by sandbox.cgroup = \"off\"".to_string()),
+        CgroupMode::Auto => crate::sandbox::cgroup::detect(&cfg.sandbox.cgroup_root, &cgroup_name(&cfg)),
+    };
+    match &cgroup {
+        Ok(b) => tracing::info!("per-run cgroups under {} (memory limits: {})", b.dir.display(), b.memory),
+        Err(why) => tracing::warn!("no per-run cgroups: {why}; using process groups"),
+    }
+    let exe = std::env::current_exe().context("find the nightjar binary for supervisors")?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("start the async runtime")?;
+    rt.block_on(async move {
+        let daemon = Daemon::new(cfg, store, cgroup, exe);
+        daemon.adopt()?;
+        let listener = bind(&daemon.cfg.socket)?;
+        tracing::info!(
+            "nightjar daemon {} ready: socket {}, state {}",
+            std::process::id(),
+            daemon.cfg.socket.display(),
+            daemon.cfg.state_dir.display()
+        );
+        tokio::spawn(crate::api::server::serve(Arc::clone(&daemon), listener));
+        let mut term = signal(SignalKind::terminate())?;
+        let mut int = signal(SignalKind::interrupt())?;
+        loop {
+            if let Err(e) = daemon.pass() {
+                tracing::error!("scheduling pass failed: {e:#}");
+            }
+            let wake = daemon.store().next_wakeup()?;
+            let sleep = match wake {
+                Some(at) => std::time::Duration::from_millis((at - crate::time::now_ms()).clamp(0, 3_600_000) as u64 + 1),
+                None => std::time::Duration::from_secs(3600),
+            };
+            tokio::select! {
+                _ = daemon.kick.notified() => {}
+                _ = tokio::time::sleep(sleep) => {}
+                _ = term.recv() => break,
+                _ = int.recv() => break,
+            }
+        }
+        daemon.draining.store(true, Ordering::SeqCst);
+        let _ = std::fs::remove_file(&daemon.cfg.socket);
+        tracing::info!("nightjar daemon stopping; running tasks keep running and are re-adopted at the next start");
+        Ok(())
+    })
+}
+
+/// Creates the state dir and its folders, checks it is writable, and takes
+/// the daemon lock. The returned file holds the lock for the daemon's life.
+fn prepare_state_dir(cfg: &Config) -> Result<File> {
+    let dir = &cfg.state_dir;
+    for d in [dir.clone(), cfg.runs_dir(), cfg.scratch_dir()] {
+        std::fs::create_dir_all(&d).with_context(|| {
+            format!("cannot create state dir {}: choose a writable one with --state-dir or `state_dir` in the config", d.display())
+        })?;
+    }
+    let probe = dir.join(".write-test");
+    std::fs::write(&probe, b"ok").with_context(|| {
+        format!("state dir {} is not writable: fix its permissions or choose another with --state-dir", dir.display())
+    })?;
+    let _ = std::fs::remove_file(&probe);
+    let path = dir.join("daemon.lock");
+    let mut lock = File::options()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .with_context(|| format!("open {}", path.display()))?;
+    if !sys::flock_exclusive(lock.as_raw_fd(), false)? {
+        let pid = std::fs::read_to_string(&path).unwrap_or_default();
+        bail!(
+            "another nightjar daemon (pid {}) is already using state dir {}; stop it first, or use another --state-dir",
+            pid.trim(),
+            dir.display()
+        );
+    }
+    lock.set_len(0)?;
+    write!(lock, "{}", std::process::id())?;
+    Ok(lock)
+}
+
+/// Binds the API socket with mode 0600 (we hold the daemon lock, so an
+/// existing socket file is stale).
+fn bind(path: &Path) -> Result<UnixListener> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).with_context(|| format!("create {}", parent.display()))?;
+    }
+    let _ = std::fs::remove_file(path);
+    let listener = UnixListener::bind(path).with_context(|| format!("bind socket {}", path.display()))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    Ok(listener)
+}
+
+/// A cgroup name unique to this state dir.
+fn cgroup_name(cfg: &Config) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    cfg.state_dir.hash(&mut h);
+    format!("nightjar-{:08x}", h.finish() as u32)
+}

@@ -1,0 +1,92 @@
+//! Building the exact run a claimed task gets: environment (cleared to an
+//! allow-list), variables substituted, output and scratch folders made.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use crate::config::Config;
+use crate::sandbox::files::RunSpec;
+use crate::scheduler::Placement;
+use crate::store::RunRow;
+use crate::task::model::TaskSpec;
+use crate::task::vars::{self, Subst};
+
+/// Makes the run's spec. `cgroup` is the per-run cgroup folder, if cgroups are in use.
+pub fn build(
+    cfg: &Config,
+    spec: &TaskSpec,
+    run: &RunRow,
+    place: &Placement,
+    cgroup: Option<PathBuf>,
+) -> Result<RunSpec> {
+    let run_dir = Path::new(&run.run_dir);
+    let scratch = cfg.scratch_dir().join(run.id.to_string());
+    std::fs::create_dir_all(&scratch).with_context(|| format!("create scratch {}", scratch.display()))?;
+    let mut values: BTreeMap<&str, String> = BTreeMap::new();
+    values.insert("TASK_ID", run.task_id.to_string());
+    values.insert("RUN_ID", run.id.to_string());
+    values.insert("SCRATCH", scratch.display().to_string());
+    values.insert("WORKDIR", spec.workdir.display().to_string());
+    values.insert("TASK_NAME", spec.name.clone());
+    values.insert("PROJECT", spec.project.clone());
+    values.insert(
+        "INPUT_PATH",
+        spec.inputs.first().map(|p| p.display().to_string()).unwrap_or_default(),
+    );
+    values.insert(
+        "INPUTS",
+        spec.inputs.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" "),
+    );
+    let expand_with = |t: &str, values: &BTreeMap<&str, String>| {
+        vars::expand(t, true, |n| values.get(n).cloned().map(Subst::Value))
+            .with_context(|| format!("substitute variables in `{t}`"))
+    };
+    let output = match &spec.output {
+        Some(t) => spec.workdir.join(expand_with(t, &values)?),
+        None => run_dir.join("output"),
+    };
+    std::fs::create_dir_all(&output).with_context(|| format!("create output folder {}", output.display()))?;
+    values.insert("OUTPUT_PATH", output.display().to_string());
+    let argv: Vec<String> = spec
+        .command
+        .to_argv()
+        .iter()
+        .map(|a| expand_with(a, &values))
+        .collect::<Result<_>>()?;
+    let mut env: BTreeMap<String, String> = BTreeMap::new();
+    for key in &cfg.sandbox.env_allow {
+        if let Ok(v) = std::env::var(key) {
+            env.insert(key.clone(), v);
+        }
+    }
+    for (k, v) in &spec.env {
+        env.insert(k.clone(), expand_with(v, &values)?);
+    }
+    for (k, v) in &values {
+        env.insert(format!("NIGHTJAR_{k}"), v.clone());
+    }
+    env.insert("NIGHTJAR_ATTEMPT".into(), run.attempt.to_string());
+    for (k, v) in &spec.params {
+        env.insert(format!("NIGHTJAR_PARAM_{}", k.to_ascii_uppercase()), v.clone());
+    }
+    // Tasks that asked for no GPU see none, so they cannot race into one.
+    let visible: Vec<String> = place.gpus.iter().map(|g| g.to_string()).collect();
+    env.insert("CUDA_VISIBLE_DEVICES".into(), visible.join(","));
+    env.entry("PATH".into())
+        .or_insert_with(|| "/usr/local/bin:/usr/bin:/bin".into());
+    Ok(RunSpec {
+        run_id: run.id,
+        task_id: run.task_id,
+        argv,
+        env: env.into_iter().collect(),
+        workdir: spec.workdir.clone(),
+        timeout_ms: spec.resources.timeout.map(|d| d.as_millis() as u64),
+        grace_ms: cfg.sandbox.grace.as_millis() as u64,
+        log_cap: cfg.sandbox.log_cap.as_u64(),
+        cpus: place.cpus.clone(),
+        mem_limit: spec.resources.mem.map(|m| m.as_u64()),
+        cgroup,
+    })
+}

@@ -1,0 +1,139 @@
+//! The run folder's files: what the daemon asks for (`spec.json`) and what
+//! the supervisor reports (`status.json`, written atomically).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::store::{RunClass, RunOutcome};
+
+/// Spec file name.
+pub const SPEC: &str = "spec.json";
+/// Status file name; present only once the run has ended.
+pub const STATUS: &str = "status.json";
+/// Lock file held by the supervisor for as long as it lives.
+pub const LOCK: &str = "lock";
+/// Standard output log.
+pub const STDOUT: &str = "stdout.log";
+/// Standard error log.
+pub const STDERR: &str = "stderr.log";
+/// The supervisor's own diagnostics.
+pub const SUPERVISOR_LOG: &str = "supervisor.log";
+
+/// Everything the supervisor needs to run one attempt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSpec {
+    /// Run id.
+    pub run_id: i64,
+    /// Task id.
+    pub task_id: i64,
+    /// Program and arguments.
+    pub argv: Vec<String>,
+    /// The complete environment of the task.
+    pub env: Vec<(String, String)>,
+    /// Working directory.
+    pub workdir: PathBuf,
+    /// Wall-clock limit in ms.
+    pub timeout_ms: Option<u64>,
+    /// SIGTERM-to-SIGKILL grace in ms.
+    pub grace_ms: u64,
+    /// Bytes kept per stream.
+    pub log_cap: u64,
+    /// Cores to pin to (empty: no pinning).
+    pub cpus: Vec<u32>,
+    /// Memory limit in bytes, applied when the cgroup supports it.
+    pub mem_limit: Option<u64>,
+    /// The cgroup folder to create for the run, when cgroups are in use.
+    pub cgroup: Option<PathBuf>,
+}
+
+/// Why the run's main process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EndedBy {
+    /// It exited or died on its own.
+    Exited,
+    /// The supervisor killed it at its timeout.
+    Timeout,
+    /// The supervisor killed it on a cancel request.
+    Cancelled,
+    /// It could not be started.
+    SpawnFailed,
+    /// The supervisor vanished without reporting (written by the daemon).
+    Lost,
+}
+
+/// What the supervisor writes when the run is over.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunStatus {
+    /// When the process started (Unix ms).
+    pub started_at: i64,
+    /// When the run ended (Unix ms).
+    pub finished_at: i64,
+    /// Exit code, if it exited.
+    pub exit_code: Option<i32>,
+    /// Signal, if one killed it.
+    pub signal: Option<i32>,
+    /// Why it ended.
+    pub ended_by: EndedBy,
+    /// A human explanation.
+    pub message: Option<String>,
+    /// Bytes of stdout/stderr dropped by the cap (oldest first).
+    pub log_dropped: u64,
+    /// A log write error (for example a full disk), if any.
+    pub log_error: Option<String>,
+}
+
+impl RunStatus {
+    /// The store's view of this status.
+    pub fn outcome(&self) -> RunOutcome {
+        let class = match (self.ended_by, self.exit_code, self.signal) {
+            (EndedBy::Timeout, _, _) => RunClass::Timeout,
+            (EndedBy::Cancelled, _, _) => RunClass::Cancelled,
+            (EndedBy::SpawnFailed, _, _) => RunClass::AppError,
+            (EndedBy::Lost, _, _) => RunClass::Lost,
+            (EndedBy::Exited, Some(0), _) => RunClass::Ok,
+            (EndedBy::Exited, Some(_), _) => RunClass::AppError,
+            (EndedBy::Exited, None, _) => RunClass::Killed,
+        };
+        let mut message = self.message.clone();
+        if let Some(e) = &self.log_error {
+            let m = format!("logs incomplete: {e}");
+            message = Some(match message {
+                Some(x) => format!("{x}; {m}"),
+                None => m,
+            });
+        }
+        RunOutcome {
+            class,
+            exit_code: self.exit_code,
+            signal: self.signal,
+            finished_at: self.finished_at,
+            message,
+        }
+    }
+}
+
+/// Writes `value` as JSON to `dir/name` atomically: a temporary file, fsync,
+/// rename, fsync of the folder. A reader sees the old file or the whole new one.
+pub fn write_atomic<T: Serialize>(dir: &Path, name: &str, value: &T) -> std::io::Result<()> {
+    let tmp = dir.join(format!(".{name}.tmp"));
+    let mut f = std::fs::File::create(&tmp)?;
+    f.write_all(&serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?)?;
+    f.sync_all()?;
+    drop(f);
+    std::fs::rename(&tmp, dir.join(name))?;
+    std::fs::File::open(dir)?.sync_all()
+}
+
+/// Reads a JSON file of the run folder; `Ok(None)` when it does not exist.
+pub fn read_json<T: for<'de> Deserialize<'de>>(dir: &Path, name: &str) -> std::io::Result<Option<T>> {
+    match std::fs::read(dir.join(name)) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| std::io::Error::other(format!("{}: {e}", dir.join(name).display()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}

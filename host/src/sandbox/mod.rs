@@ -1,0 +1,8 @@
+//! Running one task: a supervisor process per run, its files, capped logs,
+//! cgroups and the kill path.
+
+pub mod cgroup;
+pub mod files;
+pub mod launch;
+pub mod logs;
+pub mod supervisor;

@@ -1,0 +1,302 @@
+//! The per-run supervisor: `nightjar supervise RUN_DIR`. It outlives the
+//! daemon (own session), holds the run folder's lock for as long as it lives,
+//! runs the task in its own process group (and cgroup where available),
+//! enforces the timeout with SIGTERM -> grace -> SIGKILL of the whole tree,
+//! treats its own SIGTERM as a cancel request, and writes `status.json`
+//! atomically when everything in the tree is gone.
+
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+use super::cgroup;
+use super::files::{self, EndedBy, RunSpec, RunStatus};
+use super::logs::CappedLog;
+use crate::sys::{self, Exit};
+use crate::time::now_ms;
+
+/// The descriptor on which the daemon hands over the run folder's lock.
+pub const LOCK_FD: i32 = 3;
+
+/// Runs the supervisor for the run folder `dir`; returns when the run is recorded.
+pub fn main(dir: &Path) -> Result<()> {
+    sys::ignore_signal(libc::SIGPIPE);
+    sys::ignore_signal(libc::SIGHUP);
+    let set = sys::sigset(&[libc::SIGCHLD, libc::SIGTERM, libc::SIGINT]);
+    sys::block_signals(&set).context("block signals")?;
+    let sigfd = sys::signalfd(&set).context("signalfd")?;
+    let _lock = take_lock(dir)?;
+    if dir.join(files::STATUS).exists() {
+        // Declared lost (or already finished) while we were starting: never run twice.
+        return Ok(());
+    }
+    sys::set_child_subreaper().context("become child subreaper")?;
+    let spec: RunSpec = files::read_json(dir, files::SPEC)?
+        .with_context(|| format!("{} has no {}", dir.display(), files::SPEC))?;
+    let status = supervise(dir, &spec, &sigfd);
+    files::write_atomic(dir, files::STATUS, &status).context("write status.json")?;
+    Ok(())
+}
+
+/// Keeps the lock the daemon passed on fd 3, or takes it when run by hand.
+fn take_lock(dir: &Path) -> Result<File> {
+    let path = dir.join(files::LOCK);
+    let file = File::options().create(true).append(true).open(&path)?;
+    // The inherited descriptor (same open file) already holds the lock; a lock
+    // taken on a fresh open succeeds only when no one else holds it.
+    if sys::set_cloexec(LOCK_FD).is_ok() && sys::flock_exclusive(LOCK_FD, false).unwrap_or(false) {
+        return Ok(file);
+    }
+    if !sys::flock_exclusive(file.as_raw_fd(), false)? {
+        anyhow::bail!("run folder {} is locked by another supervisor", dir.display());
+    }
+    Ok(file)
+}
+
+struct Tree {
+    pgid: i32,
+    cgroup: Option<PathBuf>,
+}
+
+impl Tree {
+    /// Signals every process of the run: its group, its cgroup, and every
+    /// descendant of the supervisor (orphans are re-parented to us).
+    fn signal(&self, sig: i32) {
+        sys::killpg(self.pgid, sig);
+        if let Some(cg) = &self.cgroup {
+            if sig == libc::SIGKILL {
+                cgroup::kill_all(cg);
+            } else {
+                cgroup::procs(cg).into_iter().for_each(|p| sys::kill(p, sig));
+            }
+        }
+        // SAFETY: getpid has no preconditions.
+        let me = unsafe { libc::getpid() };
+        sys::descendants(me).into_iter().for_each(|p| sys::kill(p, sig));
+    }
+
+    fn alive(&self) -> bool {
+        // SAFETY: getpid has no preconditions.
+        let me = unsafe { libc::getpid() };
+        !sys::descendants(me).is_empty()
+            || self.cgroup.as_deref().is_some_and(|cg| !cgroup::procs(cg).is_empty())
+    }
+}
+
+fn supervise(dir: &Path, spec: &RunSpec, sigfd: &OwnedFd) -> RunStatus {
+    let started_at = now_ms();
+    let mut status = RunStatus {
+        started_at,
+        finished_at: started_at,
+        exit_code: None,
+        signal: None,
+        ended_by: EndedBy::SpawnFailed,
+        message: None,
+        log_dropped: 0,
+        log_error: None,
+    };
+    let cgroup = spec.cgroup.as_ref().and_then(|cg| match prepare_cgroup(cg, spec.mem_limit) {
+        Ok(()) => Some(cg.clone()),
+        Err(e) => {
+            note(dir, &format!("cgroup {} unavailable, using the process group only: {e}", cg.display()));
+            None
+        }
+    });
+    let logs = match start_logs(dir, spec) {
+        Ok(l) => l,
+        Err(e) => {
+            status.message = Some(format!("cannot create log files: {e:#}"));
+            return status;
+        }
+    };
+    let (child_pid, readers) = match spawn(spec, cgroup.as_deref(), logs) {
+        Ok(x) => x,
+        Err(e) => {
+            status.message = Some(e);
+            status.finished_at = now_ms();
+            if let Some(cg) = &cgroup {
+                cgroup::remove(cg);
+            }
+            return status;
+        }
+    };
+    let tree = Tree { pgid: child_pid, cgroup };
+    let start = Instant::now();
+    let deadline = spec.timeout_ms.map(|t| start + Duration::from_millis(t));
+    let grace = Duration::from_millis(spec.grace_ms);
+    let mut ended_by = EndedBy::Exited;
+    let mut kill_at: Option<Instant> = None;
+    let mut main_exit: Option<Exit> = None;
+    let mut cancel = false;
+    loop {
+        for sig in sys::read_signals(sigfd) {
+            cancel |= sig == libc::SIGTERM || sig == libc::SIGINT;
+        }
+        while let Some((pid, exit)) = sys::reap_any() {
+            if pid == child_pid {
+                main_exit = Some(exit);
+            }
+        }
+        let now = Instant::now();
+        let terminate = |why: EndedBy, ended_by: &mut EndedBy, kill_at: &mut Option<Instant>| {
+            if kill_at.is_none() {
+                if *ended_by == EndedBy::Exited && main_exit.is_none() {
+                    *ended_by = why;
+                }
+                tree.signal(libc::SIGTERM);
+                *kill_at = Some(now + grace);
+            }
+        };
+        if cancel {
+            terminate(EndedBy::Cancelled, &mut ended_by, &mut kill_at);
+        }
+        if main_exit.is_none() && deadline.is_some_and(|d| now >= d) {
+            terminate(EndedBy::Timeout, &mut ended_by, &mut kill_at);
+        }
+        if main_exit.is_some() {
+            if !tree.alive() {
+                break;
+            }
+            // Leftovers of a finished task get the same TERM -> grace -> KILL.
+            terminate(EndedBy::Exited, &mut ended_by, &mut kill_at);
+        }
+        if kill_at.is_some_and(|k| now >= k) {
+            tree.signal(libc::SIGKILL);
+        }
+        let wake = [deadline.filter(|_| main_exit.is_none()), kill_at]
+            .into_iter()
+            .flatten()
+            .map(|t| t.saturating_duration_since(now).as_millis() as i32 + 1)
+            .min()
+            .unwrap_or(-1);
+        // Leftovers are checked at least every 100 ms (they are not our children).
+        let wake = if main_exit.is_some() { wake.clamp(1, 100) } else { wake };
+        let _ = sys::poll_readable(sigfd, wake);
+    }
+    for r in readers {
+        if let Ok((dropped, error)) = r.join() {
+            status.log_dropped += dropped;
+            status.log_error = status.log_error.or(error);
+        }
+    }
+    if let Some(cg) = &tree.cgroup {
+        cgroup::remove(cg);
+    }
+    status.finished_at = now_ms();
+    status.ended_by = ended_by;
+    match main_exit {
+        Some(Exit::Code(c)) => status.exit_code = Some(c),
+        Some(Exit::Signal(s)) => status.signal = Some(s),
+        None => {}
+    }
+    status.message = match ended_by {
+        EndedBy::Timeout => Some(format!(
+            "killed after its timeout of {}",
+            humantime::format_duration(Duration::from_millis(spec.timeout_ms.unwrap_or(0)))
+        )),
+        _ => None,
+    };
+    status
+}
+
+fn prepare_cgroup(cg: &Path, mem: Option<u64>) -> std::io::Result<()> {
+    std::fs::create_dir_all(cg)?;
+    if let Some(bytes) = mem {
+        std::fs::write(cg.join("memory.max"), bytes.to_string())?;
+    }
+    Ok(())
+}
+
+fn start_logs(dir: &Path, spec: &RunSpec) -> Result<[CappedLog; 2]> {
+    Ok([
+        CappedLog::create(&dir.join(files::STDOUT), spec.log_cap)?,
+        CappedLog::create(&dir.join(files::STDERR), spec.log_cap)?,
+    ])
+}
+
+type Reader = std::thread::JoinHandle<(u64, Option<String>)>;
+
+fn spawn(spec: &RunSpec, cgroup: Option<&Path>, logs: [CappedLog; 2]) -> Result<(i32, Vec<Reader>), String> {
+    let (out_r, out_w) = sys::pipe().map_err(|e| format!("pipe: {e}"))?;
+    let (err_r, err_w) = sys::pipe().map_err(|e| format!("pipe: {e}"))?;
+    let procs_fd = match cgroup {
+        Some(cg) => Some(
+            File::options()
+                .write(true)
+                .open(cg.join("cgroup.procs"))
+                .map_err(|e| format!("open {}: {e}", cg.join("cgroup.procs").display()))?,
+        ),
+        None => None,
+    };
+    let program = spec.argv.first().ok_or("empty command")?;
+    let mut cmd = Command::new(program);
+    cmd.args(&spec.argv[1..])
+        .env_clear()
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .current_dir(&spec.workdir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(out_w))
+        .stderr(Stdio::from(err_w));
+    let cpus = spec.cpus.clone();
+    let procs_raw = procs_fd.as_ref().map(|f| f.as_raw_fd());
+    // SAFETY: the closure only makes async-signal-safe calls (sigprocmask,
+    // setpgid, write, sched_setaffinity) on memory prepared before the fork.
+    unsafe {
+        cmd.pre_exec(move || {
+            sys::unblock_all_signals();
+            if libc::setpgid(0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if let Some(fd) = procs_raw
+                && libc::write(fd, b"0".as_ptr().cast(), 1) != 1
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            if !cpus.is_empty() {
+                sys::pin_to_cpus(&cpus)?;
+            }
+            Ok(())
+        });
+    }
+    let child = cmd.spawn().map_err(|e| spawn_error(program, &spec.workdir, e))?;
+    drop(cmd);
+    drop(procs_fd);
+    let pid = child.id() as i32;
+    // The Child handle is dropped without waiting: the loop reaps by pid.
+    drop(child);
+    let [mut out_log, mut err_log] = logs;
+    let readers = vec![
+        std::thread::spawn(move || {
+            out_log.drain(File::from(out_r));
+            (out_log.dropped, out_log.error)
+        }),
+        std::thread::spawn(move || {
+            err_log.drain(File::from(err_r));
+            (err_log.dropped, err_log.error)
+        }),
+    ];
+    Ok((pid, readers))
+}
+
+fn spawn_error(program: &str, workdir: &Path, e: std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound if !workdir.is_dir() => {
+            format!("workdir {} does not exist", workdir.display())
+        }
+        std::io::ErrorKind::NotFound => format!("command not found: `{program}` ({e})"),
+        std::io::ErrorKind::PermissionDenied => format!("cannot execute `{program}`: {e}"),
+        _ => format!("cannot start `{program}`: {e}"),
+    }
+}
+
+fn note(dir: &Path, msg: &str) {
+    if let Ok(mut f) = File::options().create(true).append(true).open(dir.join(files::SUPERVISOR_LOG)) {
+        let _ = writeln!(f, "{msg}");
+    }
+}

@@ -1,0 +1,231 @@
+//! Thin safe wrappers over the few Linux calls the sandbox needs.
+//! Each returns `io::Error` from errno; nothing here panics on user input.
+
+use std::collections::HashMap;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
+    if ret < 0 { Err(io::Error::last_os_error()) } else { Ok(ret) }
+}
+
+/// Takes (or, with `block` false, tries to take) an exclusive lock on `fd`.
+/// Returns `Ok(false)` when a non-blocking attempt finds it held elsewhere.
+pub fn flock_exclusive(fd: RawFd, block: bool) -> io::Result<bool> {
+    let op = libc::LOCK_EX | if block { 0 } else { libc::LOCK_NB };
+    loop {
+        // SAFETY: flock on a caller-owned descriptor has no memory effects.
+        match check(unsafe { libc::flock(fd, op) }) {
+            Ok(_) => return Ok(true),
+            Err(e) if e.raw_os_error() == Some(libc::EWOULDBLOCK) => return Ok(false),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Sets close-on-exec on a descriptor.
+pub fn set_cloexec(fd: RawFd) -> io::Result<()> {
+    // SAFETY: fcntl on a descriptor; no memory is passed.
+    let flags = check(unsafe { libc::fcntl(fd, libc::F_GETFD) })?;
+    check(unsafe { libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC) })?;
+    Ok(())
+}
+
+/// A pipe whose both ends are close-on-exec: (read, write).
+pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: fds has room for the two descriptors pipe2 writes.
+    check(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) })?;
+    // SAFETY: pipe2 succeeded, so both descriptors are fresh and ours.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// The signal set of `signals`.
+pub fn sigset(signals: &[libc::c_int]) -> libc::sigset_t {
+    // SAFETY: sigset_t is plain data; sigemptyset initialises it.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for s in signals {
+            libc::sigaddset(&mut set, *s);
+        }
+        set
+    }
+}
+
+/// Blocks `signals` for this thread (and threads it creates later).
+pub fn block_signals(set: &libc::sigset_t) -> io::Result<()> {
+    // SAFETY: set is a valid sigset_t.
+    let r = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, set, std::ptr::null_mut()) };
+    if r != 0 { Err(io::Error::from_raw_os_error(r)) } else { Ok(()) }
+}
+
+/// Clears the signal mask; for use between fork and exec.
+///
+/// # Safety
+/// Async-signal-safe: only calls sigprocmask.
+pub unsafe fn unblock_all_signals() {
+    // SAFETY: an empty set is valid; sigprocmask is async-signal-safe.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
+    }
+}
+
+/// Ignores a signal (SIGPIPE, SIGHUP) in this process.
+pub fn ignore_signal(sig: libc::c_int) {
+    // SAFETY: installing SIG_IGN has no memory effects.
+    unsafe {
+        libc::signal(sig, libc::SIG_IGN);
+    }
+}
+
+/// A signalfd delivering the (already blocked) signals of `set`.
+pub fn signalfd(set: &libc::sigset_t) -> io::Result<OwnedFd> {
+    // SAFETY: set is valid; -1 asks for a new descriptor.
+    let fd = check(unsafe { libc::signalfd(-1, set, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK) })?;
+    // SAFETY: signalfd returned a fresh descriptor.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Reads every pending signal from a signalfd.
+pub fn read_signals(fd: &OwnedFd) -> Vec<i32> {
+    let mut out = Vec::new();
+    loop {
+        // SAFETY: signalfd_siginfo is plain data of the size read() fills.
+        let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
+        let n = unsafe {
+            libc::read(
+                fd.as_raw_fd(),
+                (&mut info as *mut libc::signalfd_siginfo).cast(),
+                std::mem::size_of::<libc::signalfd_siginfo>(),
+            )
+        };
+        if n as usize != std::mem::size_of::<libc::signalfd_siginfo>() {
+            return out;
+        }
+        out.push(info.ssi_signo as i32);
+    }
+}
+
+/// Waits up to `timeout_ms` (-1: forever) for `fd` to be readable.
+pub fn poll_readable(fd: &OwnedFd, timeout_ms: i32) -> io::Result<bool> {
+    let mut p = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    // SAFETY: one valid pollfd.
+    match check(unsafe { libc::poll(&mut p, 1, timeout_ms) }) {
+        Ok(n) => Ok(n > 0),
+        Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// How a reaped process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// Exited with this code.
+    Code(i32),
+    /// Killed by this signal.
+    Signal(i32),
+}
+
+/// Reaps one exited child without blocking.
+pub fn reap_any() -> Option<(i32, Exit)> {
+    let mut status = 0;
+    // SAFETY: status is a valid out-pointer.
+    let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+    if pid <= 0 {
+        return None;
+    }
+    let exit = if libc::WIFEXITED(status) {
+        Exit::Code(libc::WEXITSTATUS(status))
+    } else if libc::WIFSIGNALED(status) {
+        Exit::Signal(libc::WTERMSIG(status))
+    } else {
+        return Some((pid, Exit::Code(-1)));
+    };
+    Some((pid, exit))
+}
+
+/// Sends `sig` to a process; a missing process is not an error.
+pub fn kill(pid: i32, sig: i32) {
+    if pid > 0 {
+        // SAFETY: kill has no memory effects.
+        unsafe {
+            libc::kill(pid, sig);
+        }
+    }
+}
+
+/// Sends `sig` to a process group.
+pub fn killpg(pgid: i32, sig: i32) {
+    if pgid > 1 {
+        // SAFETY: killpg has no memory effects.
+        unsafe {
+            libc::killpg(pgid, sig);
+        }
+    }
+}
+
+/// Makes this process the reaper of its orphaned descendants, so a
+/// double-forked grandchild stays in its tree.
+pub fn set_child_subreaper() -> io::Result<()> {
+    // SAFETY: prctl with integer arguments.
+    check(unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) }).map(|_| ())
+}
+
+/// Every live descendant of `root`, read from /proc.
+pub fn descendants(root: i32) -> Vec<i32> {
+    let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    for entry in dir.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        if let Some(ppid) = parent_of(pid) {
+            children.entry(ppid).or_default().push(pid);
+        }
+    }
+    let mut out = Vec::new();
+    let mut stack = vec![root];
+    while let Some(p) = stack.pop() {
+        if let Some(kids) = children.get(&p) {
+            for &k in kids {
+                out.push(k);
+                stack.push(k);
+            }
+        }
+    }
+    out
+}
+
+/// The parent pid of `pid` from /proc/PID/stat (None if gone or a zombie).
+fn parent_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces and parens; fields follow the last ')'.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let mut fields = rest.split(' ');
+    let state = fields.next()?;
+    if state == "Z" {
+        return None;
+    }
+    fields.next()?.parse().ok()
+}
+
+/// Pins the calling process to `cpus`.
+///
+/// # Safety
+/// Async-signal-safe: only calls sched_setaffinity; usable between fork and exec.
+pub unsafe fn pin_to_cpus(cpus: &[u32]) -> io::Result<()> {
+    // SAFETY: cpu_set_t is plain data; CPU_SET stays within its bounds for ids < CPU_SETSIZE.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &c in cpus {
+            if (c as usize) < libc::CPU_SETSIZE as usize {
+                libc::CPU_SET(c as usize, &mut set);
+            }
+        }
+        check(libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)).map(|_| ())
+    }
+}
