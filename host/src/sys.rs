@@ -6,7 +6,11 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
-    if ret < 0 { Err(io::Error::last_os_error()) } else { Ok(ret) }
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
 }
 
 /// Takes (or, with `block` false, tries to take) an exclusive lock on `fd`.
@@ -58,7 +62,11 @@ pub fn sigset(signals: &[libc::c_int]) -> libc::sigset_t {
 pub fn block_signals(set: &libc::sigset_t) -> io::Result<()> {
     // SAFETY: set is a valid sigset_t.
     let r = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, set, std::ptr::null_mut()) };
-    if r != 0 { Err(io::Error::from_raw_os_error(r)) } else { Ok(()) }
+    if r != 0 {
+        Err(io::Error::from_raw_os_error(r))
+    } else {
+        Ok(())
+    }
 }
 
 /// Clears the signal mask; for use between fork and exec.
@@ -112,7 +120,11 @@ pub fn read_signals(fd: &OwnedFd) -> Vec<i32> {
 
 /// Waits up to `timeout_ms` (-1: forever) for `fd` to be readable.
 pub fn poll_readable(fd: &OwnedFd, timeout_ms: i32) -> io::Result<bool> {
-    let mut p = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    let mut p = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
     // SAFETY: one valid pollfd.
     match check(unsafe { libc::poll(&mut p, 1, timeout_ms) }) {
         Ok(n) => Ok(n > 0),
@@ -178,9 +190,15 @@ pub fn set_child_subreaper() -> io::Result<()> {
 /// Every live descendant of `root`, read from /proc.
 pub fn descendants(root: i32) -> Vec<i32> {
     let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
-    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
     for entry in dir.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
             continue;
         };
         if let Some(ppid) = parent_of(pid) {
@@ -226,6 +244,11 @@ pub unsafe fn pin_to_cpus(cpus: &[u32]) -> io::Result<()> {
                 libc::CPU_SET(c as usize, &mut set);
             }
         }
-        check(libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)).map(|_| ())
+        check(libc::sched_setaffinity(
+            0,
+            std::mem::size_of::<libc::cpu_set_t>(),
+            &set,
+        ))
+        .map(|_| ())
     }
 }

@@ -1,1 +1,9 @@
+//! End-to-end tests: the real `nightjar` binary, a real daemon on a temp
+//! state dir, real supervisors and processes, a real SQLite file.
 
+mod harness;
+
+mod cli;
+mod input;
+mod restart;
+mod sandbox;

@@ -30,9 +30,14 @@ pub struct Client {
 impl Client {
     /// Connects to the daemon's socket; `hint` is appended to the start command in the error.
     pub fn connect(socket: &Path, hint: &str) -> Result<Client> {
-        let stream = UnixStream::connect(socket)
-            .map_err(|_| NotRunning { socket: socket.to_path_buf(), hint: hint.to_string() })?;
-        Ok(Client { reader: BufReader::new(stream.try_clone()?), writer: stream })
+        let stream = UnixStream::connect(socket).map_err(|_| NotRunning {
+            socket: socket.to_path_buf(),
+            hint: hint.to_string(),
+        })?;
+        Ok(Client {
+            reader: BufReader::new(stream.try_clone()?),
+            writer: stream,
+        })
     }
 
     /// Sends one request and decodes the reply.

@@ -29,10 +29,19 @@ async fn connection(daemon: Arc<Daemon>, stream: UnixStream) {
     while let Ok(Some(line)) = lines.next_line().await {
         let reply = match serde_json::from_str::<Request>(&line) {
             Ok(req) => match handle(&daemon, req).await {
-                Ok(v) => Reply { ok: Some(v), error: None },
-                Err(e) => Reply { ok: None, error: Some(format!("{e:#}")) },
+                Ok(v) => Reply {
+                    ok: Some(v),
+                    error: None,
+                },
+                Err(e) => Reply {
+                    ok: None,
+                    error: Some(format!("{e:#}")),
+                },
             },
-            Err(e) => Reply { ok: None, error: Some(format!("bad request: {e}")) },
+            Err(e) => Reply {
+                ok: None,
+                error: Some(format!("bad request: {e}")),
+            },
         };
         let mut out = serde_json::to_vec(&reply).unwrap_or_default();
         out.push(b'\n');
@@ -101,7 +110,11 @@ fn check_fits(d: &Daemon, entries: &[crate::task::model::NewEntry]) -> anyhow::R
             );
         }
         if r.cpus.unwrap_or(0) > cpus {
-            anyhow::bail!("task `{}` asks for {} CPUs but only {cpus} can be pinned", m.name, r.cpus.unwrap_or(0));
+            anyhow::bail!(
+                "task `{}` asks for {} CPUs but only {cpus} can be pinned",
+                m.name,
+                r.cpus.unwrap_or(0)
+            );
         }
     }
     Ok(())
@@ -112,7 +125,9 @@ fn wait_targets(d: &Daemon, id: i64) -> anyhow::Result<Vec<i64>> {
     let task = d.store().task(id)?;
     match task.kind.as_str() {
         "array" => Ok(d.store().show(id)?.members.iter().map(|m| m.id).collect()),
-        "recurring" => anyhow::bail!("task {id} is a recurring template: it never ends; wait for one of its instances"),
+        "recurring" => anyhow::bail!(
+            "task {id} is a recurring template: it never ends; wait for one of its instances"
+        ),
         _ => Ok(vec![id]),
     }
 }

@@ -58,7 +58,9 @@ fn summary(action: Action, v: &Value) -> String {
             let n = |k: &str| v[k].as_array().map(|a| a.len()).unwrap_or(0);
             match (n("cancelled"), n("stopping")) {
                 (c, 0) => format!("cancelled {c} task(s)"),
-                (0, s) => format!("stopping {s} running task(s) (SIGTERM, then SIGKILL after the grace period)"),
+                (0, s) => format!(
+                    "stopping {s} running task(s) (SIGTERM, then SIGKILL after the grace period)"
+                ),
                 (c, s) => format!("cancelled {c} task(s), stopping {s} running"),
             }
         }

@@ -36,15 +36,29 @@ pub fn run(mut ctx: Ctx, a: Args) -> Result<i32> {
     };
     let Some(run) = run else {
         if !d.members.is_empty() {
-            bail!("task {} is an array; ask for one of its members (`nightjar show {}` lists them)", a.id, a.id);
+            bail!(
+                "task {} is an array; ask for one of its members (`nightjar show {}` lists them)",
+                a.id,
+                a.id
+            );
         }
-        bail!("task {} has not started yet ({})", a.id, d.task.state.as_str());
+        bail!(
+            "task {} has not started yet ({})",
+            a.id,
+            d.task.state.as_str()
+        );
     };
     let dir = PathBuf::from(&run.run_dir);
-    let path = dir.join(if a.stderr { files::STDERR } else { files::STDOUT });
+    let path = dir.join(if a.stderr {
+        files::STDERR
+    } else {
+        files::STDOUT
+    });
     if ctx.json {
         let text = logs::read_all(&path).unwrap_or_default();
-        super::print_json(&serde_json::json!({ "run": run.id, "path": path, "text": String::from_utf8_lossy(&text) }))?;
+        super::print_json(
+            &serde_json::json!({ "run": run.id, "path": path, "text": String::from_utf8_lossy(&text) }),
+        )?;
         return Ok(0);
     }
     if !a.follow {

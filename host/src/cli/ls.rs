@@ -27,7 +27,12 @@ fn parse_state(s: &str) -> Result<TaskState, String> {
 
 /// Lists tasks.
 pub fn run(mut ctx: Ctx, a: Args) -> Result<i32> {
-    let filter = ListFilter { state: a.state, project: a.project, all: a.all, since: now_ms() - 86_400_000 };
+    let filter = ListFilter {
+        state: a.state,
+        project: a.project,
+        all: a.all,
+        since: now_ms() - 86_400_000,
+    };
     let rows: Vec<TaskRow> = ctx.client.call(&Request::List { filter })?;
     if ctx.json {
         super::print_json(&rows)?;
@@ -48,7 +53,10 @@ pub fn run(mut ctx: Ctx, a: Args) -> Result<i32> {
             ]
         })
         .collect();
-    table::print(&["ID", "NAME", "PROJECT", "PRIO", "STATE", "AGE", "INFO"], &cells);
+    table::print(
+        &["ID", "NAME", "PROJECT", "PRIO", "STATE", "AGE", "INFO"],
+        &cells,
+    );
     Ok(0)
 }
 
@@ -65,7 +73,11 @@ pub fn info(r: &TaskRow, now: i64) -> String {
         return counts(c);
     }
     if let Some(at) = r.next_fire_at {
-        return format!("next {} (in {})", crate::time::fmt_local(at), fmt_span(at - now));
+        return format!(
+            "next {} (in {})",
+            crate::time::fmt_local(at),
+            fmt_span(at - now)
+        );
     }
     r.reason.clone().unwrap_or_else(|| match r.state {
         TaskState::Running => format!("attempt {}", r.attempts),

@@ -41,7 +41,7 @@ pub enum Verb {
     /// Run the daemon in the foreground (systemd runs it this way).
     Daemon,
     /// Queue a task file, or a command: `nightjar submit [FLAGS] -- CMD ARGS`.
-    Submit(submit::Args),
+    Submit(Box<submit::Args>),
     /// List tasks (sweeps as one line with counts).
     Ls(ls::Args),
     /// Everything about one task: spec, dependencies, runs, events.
@@ -112,7 +112,12 @@ fn run(cli: Cli) -> Result<i32> {
         return Ok(0);
     }
     if let Verb::Completions { shell } = &cli.verb {
-        clap_complete::generate(*shell, &mut Cli::command(), "nightjar", &mut std::io::stdout());
+        clap_complete::generate(
+            *shell,
+            &mut Cli::command(),
+            "nightjar",
+            &mut std::io::stdout(),
+        );
         return Ok(0);
     }
     let cfg = Config::load(cli.config.as_deref(), cli.state_dir.as_deref())?;
@@ -121,9 +126,12 @@ fn run(cli: Cli) -> Result<i32> {
         crate::daemon::run(cfg)?;
         return Ok(0);
     }
-    let ctx = Ctx { json: cli.json, client: connect(&cli, &cfg)? };
+    let ctx = Ctx {
+        json: cli.json,
+        client: connect(&cli, &cfg)?,
+    };
     match cli.verb {
-        Verb::Submit(a) => submit::run(ctx, a),
+        Verb::Submit(a) => submit::run(ctx, *a),
         Verb::Ls(a) => ls::run(ctx, a),
         Verb::Show { id } => show::run(ctx, id),
         Verb::Logs(a) => logs::run(ctx, a),
@@ -158,7 +166,10 @@ fn connect(cli: &Cli, cfg: &Config) -> Result<Client> {
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("NIGHTJAR_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
 }
 
 /// Prints `value` as pretty JSON.

@@ -18,7 +18,14 @@ pub fn run(mut ctx: Ctx, id: i64) -> Result<i32> {
     let t = &d.task;
     let now = now_ms();
     println!("task {}  {}  ({})", t.id, t.name, t.kind);
-    println!("  state      {}{}", t.state.as_str(), t.reason.as_ref().map(|r| format!(": {r}")).unwrap_or_default());
+    println!(
+        "  state      {}{}",
+        t.state.as_str(),
+        t.reason
+            .as_ref()
+            .map(|r| format!(": {r}"))
+            .unwrap_or_default()
+    );
     if let Some(c) = &t.counts {
         println!("  members    {} ({})", c.total, super::ls::counts(c));
     }
@@ -43,13 +50,23 @@ pub fn run(mut ctx: Ctx, id: i64) -> Result<i32> {
         res.push(format!("timeout {}", humantime::format_duration(to)));
     }
     println!("  resources  {}", res.join(", "));
-    println!("  retry      {} attempt(s), backoff {}", d.spec.retry.max_attempts, humantime::format_duration(d.spec.retry.backoff));
+    println!(
+        "  retry      {} attempt(s), backoff {}",
+        d.spec.retry.max_attempts,
+        humantime::format_duration(d.spec.retry.backoff)
+    );
     println!("  submitted  {}", fmt_local(t.submitted_at));
     if let Some(at) = t.next_fire_at {
         println!("  next fire  {} (in {})", fmt_local(at), fmt_span(at - now));
     }
     for dep in &d.deps {
-        println!("  after      {} {} ({}, {})", dep.dep_id, dep.name, dep.kind.as_str(), dep.state.as_str());
+        println!(
+            "  after      {} {} ({}, {})",
+            dep.dep_id,
+            dep.name,
+            dep.kind.as_str(),
+            dep.state.as_str()
+        );
     }
     for run in &d.runs {
         let end = run.finished_at.unwrap_or(now);
@@ -74,7 +91,13 @@ pub fn run(mut ctx: Ctx, id: i64) -> Result<i32> {
             fmt_span(run.started_at - run.eligible_at),
             fmt_span(end - run.started_at)
         );
-        println!("      started {}{}", fmt_local(run.started_at), run.finished_at.map(|f| format!("  finished {}", fmt_local(f))).unwrap_or_default());
+        println!(
+            "      started {}{}",
+            fmt_local(run.started_at),
+            run.finished_at
+                .map(|f| format!("  finished {}", fmt_local(f)))
+                .unwrap_or_default()
+        );
         if let Some(m) = &run.message {
             println!("      message {m}");
         }

@@ -80,10 +80,13 @@ pub struct Args {
 /// Submits and prints the new ids.
 pub fn run(mut ctx: Ctx, a: Args) -> Result<i32> {
     let (defs, base, default_name, origin) = definitions(a)?;
-    let entries = resolve(&defs, &base, &default_name).map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
+    let entries =
+        resolve(&defs, &base, &default_name).map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
     let ids: Vec<i64> = ctx
         .client
-        .call(&Request::Submit { entries: entries.clone() })
+        .call(&Request::Submit {
+            entries: entries.clone(),
+        })
         .with_context(|| format!("{origin}: not submitted"))?;
     if ctx.json {
         let out: Vec<_> = ids
@@ -111,14 +114,20 @@ fn definitions(a: Args) -> Result<(Vec<TaskDef>, PathBuf, String, String)> {
         (Some(f), []) => Some(f.clone()),
         (Some(_), _) => bail!("give a task file or a command after `--`, not both"),
         (None, [one]) if is_task_file(one) => Some(PathBuf::from(one)),
-        (None, []) => bail!("nothing to submit: give a task file (`nightjar submit task.toml`) or a command (`nightjar submit -- python train.py`)"),
+        (None, []) => bail!(
+            "nothing to submit: give a task file (`nightjar submit task.toml`) or a command (`nightjar submit -- python train.py`)"
+        ),
         (None, _) => None,
     };
     if let Some(path) = file {
         let defs = file::read(&path)?;
         let abs = cwd.join(&path);
         let base = abs.parent().map(PathBuf::from).unwrap_or(cwd);
-        let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("task").to_string();
+        let stem = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("task")
+            .to_string();
         return Ok((defs, base, stem, format!("task file {}", path.display())));
     }
     let program = &a.command[0];
@@ -145,11 +154,21 @@ fn definitions(a: Args) -> Result<(Vec<TaskDef>, PathBuf, String, String)> {
         inputs: a.inputs,
         output: a.output,
         priority: a.priority,
-        resources: Resources { gpus: a.gpus, gpu_mem: a.gpu_mem, cpus: a.cpus, mem: a.mem, timeout: a.timeout },
+        resources: Resources {
+            gpus: a.gpus,
+            gpu_mem: a.gpu_mem,
+            cpus: a.cpus,
+            mem: a.mem,
+            timeout: a.timeout,
+        },
         after: a.after.into_iter().map(DepRef::Id).collect(),
         after_any: a.after_any.into_iter().map(DepRef::Id).collect(),
         schedule: a.schedule,
-        retry: RetryPolicy { max_attempts: a.retries, backoff: a.backoff, ..RetryPolicy::default() },
+        retry: RetryPolicy {
+            max_attempts: a.retries,
+            backoff: a.backoff,
+            ..RetryPolicy::default()
+        },
         sweep: BTreeMap::new(),
         hold: a.hold,
     };
@@ -158,5 +177,8 @@ fn definitions(a: Args) -> Result<(Vec<TaskDef>, PathBuf, String, String)> {
 
 fn is_task_file(arg: &str) -> bool {
     let p = std::path::Path::new(arg);
-    matches!(p.extension().and_then(|e| e.to_str()), Some("toml" | "yaml" | "yml")) && p.is_file()
+    matches!(
+        p.extension().and_then(|e| e.to_str()),
+        Some("toml" | "yaml" | "yml")
+    ) && p.is_file()
 }

@@ -25,10 +25,21 @@ pub fn run(mut ctx: Ctx, ids: &[i64]) -> Result<i32> {
         super::print_json(&results)?;
     } else {
         for r in &results {
-            println!("{}\t{}{}", r.id, r.state.as_str(), r.exit_code.map(|c| format!(" (exit {c})")).unwrap_or_default());
+            println!(
+                "{}\t{}{}",
+                r.id,
+                r.state.as_str(),
+                r.exit_code
+                    .map(|c| format!(" (exit {c})"))
+                    .unwrap_or_default()
+            );
         }
     }
-    Ok(results.iter().map(exit_status).find(|c| *c != 0).unwrap_or(0))
+    Ok(results
+        .iter()
+        .map(exit_status)
+        .find(|c| *c != 0)
+        .unwrap_or(0))
 }
 
 /// The exit status one task's outcome maps to.

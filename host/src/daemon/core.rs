@@ -45,8 +45,17 @@ pub struct Daemon {
 
 impl Daemon {
     /// Builds the shared state.
-    pub fn new(cfg: Config, store: Store, cgroup: Result<CgroupBase, String>, exe: PathBuf) -> Arc<Daemon> {
-        let pool = Pool { slots: cfg.slots, gpus: cfg.gpus.clone(), cpus: cfg.cpu_pool() };
+    pub fn new(
+        cfg: Config,
+        store: Store,
+        cgroup: Result<CgroupBase, String>,
+        exe: PathBuf,
+    ) -> Arc<Daemon> {
+        let pool = Pool {
+            slots: cfg.slots,
+            gpus: cfg.gpus.clone(),
+            cpus: cfg.cpu_pool(),
+        };
         Arc::new(Daemon {
             cfg,
             store: Mutex::new(store),
@@ -81,7 +90,9 @@ impl Daemon {
                 }
             }
             Err(why) => {
-                notes.push(format!("no cgroup (process group and subreaper only): {why}"));
+                notes.push(format!(
+                    "no cgroup (process group and subreaper only): {why}"
+                ));
                 if spec.resources.mem.is_some() {
                     notes.push("memory limit not enforced".to_string());
                 }
@@ -148,27 +159,54 @@ impl Daemon {
 
     fn release(&self, run: Option<i64>, placement: &Placement) {
         if let Some(run) = run {
-            self.placed.lock().unwrap_or_else(|p| p.into_inner()).remove(&run);
+            self.placed
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&run);
         }
-        self.pool.lock().unwrap_or_else(|p| p.into_inner()).give_back(placement);
+        self.pool
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .give_back(placement);
     }
 
     /// Claims and launches one task. `Ok(false)`: it was no longer queued.
-    fn start(self: &Arc<Self>, task: i64, spec: &crate::task::model::TaskSpec, placement: Placement) -> Result<bool> {
-        let list = |v: &[u32]| (!v.is_empty()).then(|| v.iter().map(u32::to_string).collect::<Vec<_>>().join(","));
-        let new_run = NewRun { gpus: list(&placement.gpus), cpus: list(&placement.cpus) };
+    fn start(
+        self: &Arc<Self>,
+        task: i64,
+        spec: &crate::task::model::TaskSpec,
+        placement: Placement,
+    ) -> Result<bool> {
+        let list = |v: &[u32]| {
+            (!v.is_empty()).then(|| v.iter().map(u32::to_string).collect::<Vec<_>>().join(","))
+        };
+        let new_run = NewRun {
+            gpus: list(&placement.gpus),
+            cpus: list(&placement.cpus),
+        };
         let now = now_ms();
-        let Some(run) = self.store().claim(task, &new_run, &self.cfg.runs_dir(), now)? else {
+        let Some(run) = self
+            .store()
+            .claim(task, &new_run, &self.cfg.runs_dir(), now)?
+        else {
             return Ok(false);
         };
-        self.placed.lock().unwrap_or_else(|p| p.into_inner()).insert(run.id, placement.clone());
-        let cgroup = self.cgroup.as_ref().ok().map(|b| b.dir.join(format!("run-{}", run.id)));
+        self.placed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(run.id, placement.clone());
+        let cgroup = self
+            .cgroup
+            .as_ref()
+            .ok()
+            .map(|b| b.dir.join(format!("run-{}", run.id)));
         let launched = runenv::build(&self.cfg, spec, &run, &placement, cgroup)
             .and_then(|rs| launch::launch(&self.exe, Path::new(&run.run_dir), &rs));
         match launched {
             Ok(l) => {
                 let note = self.sandbox_note(spec);
-                self.store().set_run_started(run.id, l.pid, note.as_deref())?;
+                self.store()
+                    .set_run_started(run.id, l.pid, note.as_deref())?;
                 let me = Arc::clone(self);
                 tokio::spawn(async move {
                     let mut child = l.child;
@@ -215,9 +253,16 @@ impl Daemon {
             Ok(_) => {}
             Err(e) => tracing::error!("run {run}: cannot record its end: {e}"),
         }
-        let placement = self.placed.lock().unwrap_or_else(|p| p.into_inner()).remove(&run);
+        let placement = self
+            .placed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&run);
         if let Some(p) = placement {
-            self.pool.lock().unwrap_or_else(|p| p.into_inner()).give_back(&p);
+            self.pool
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .give_back(&p);
         }
         if out.class == RunClass::Ok {
             let _ = std::fs::remove_dir_all(self.cfg.scratch_dir().join(run.to_string()));
@@ -233,22 +278,37 @@ impl Daemon {
             match launch::probe(&dir)? {
                 Liveness::Alive => {
                     let placement = placement_of(&run);
-                    self.pool.lock().unwrap_or_else(|p| p.into_inner()).take_adopted(&placement);
-                    self.placed.lock().unwrap_or_else(|p| p.into_inner()).insert(run.id, placement);
+                    self.pool
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .take_adopted(&placement);
+                    self.placed
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(run.id, placement);
                     tracing::info!("run {} of task {}: re-adopted", run.id, run.task_id);
                     let me = Arc::clone(self);
                     tokio::spawn(async move {
                         let d = dir.clone();
-                        let _ = tokio::task::spawn_blocking(move || launch::wait_unlocked(&d)).await;
+                        let _ =
+                            tokio::task::spawn_blocking(move || launch::wait_unlocked(&d)).await;
                         me.run_ended(run.id, &dir);
                     });
                 }
                 Liveness::Ended(status) => {
-                    tracing::info!("run {} of task {}: ended while the daemon was away", run.id, run.task_id);
+                    tracing::info!(
+                        "run {} of task {}: ended while the daemon was away",
+                        run.id,
+                        run.task_id
+                    );
                     self.store().finish_run(run.id, &status.outcome())?;
                 }
                 Liveness::Vanished(status) => {
-                    tracing::warn!("run {} of task {}: lost (no supervisor, no status)", run.id, run.task_id);
+                    tracing::warn!(
+                        "run {} of task {}: lost (no supervisor, no status)",
+                        run.id,
+                        run.task_id
+                    );
                     self.store().finish_run(run.id, &status.outcome())?;
                 }
             }
@@ -259,7 +319,9 @@ impl Daemon {
     /// Sends a cancel (SIGTERM) to a run's supervisor, checking it is ours.
     pub fn signal_supervisor(&self, run: i64, pid: Option<i64>) {
         let Some(pid) = pid else { return };
-        let Ok(row) = self.store().run(run) else { return };
+        let Ok(row) = self.store().run(run) else {
+            return;
+        };
         let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
         let cmdline = String::from_utf8_lossy(&cmdline);
         if cmdline.contains("supervise") && cmdline.contains(&row.run_dir) {
@@ -274,5 +336,8 @@ fn placement_of(run: &RunRow) -> Placement {
             .map(|s| s.split(',').filter_map(|x| x.parse().ok()).collect())
             .unwrap_or_default()
     };
-    Placement { gpus: parse(&run.gpus), cpus: parse(&run.cpus) }
+    Placement {
+        gpus: parse(&run.gpus),
+        cpus: parse(&run.cpus),
+    }
 }

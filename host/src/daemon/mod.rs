@@ -30,10 +30,16 @@ pub fn run(cfg: Config) -> Result<()> {
         .with_context(|| format!("open database {}", cfg.db_path().display()))?;
     let cgroup = match cfg.sandbox.cgroup {
         CgroupMode::Off => Err("disabled by sandbox.cgroup = \"off\"".to_string()),
-        CgroupMode::Auto => crate::sandbox::cgroup::detect(&cfg.sandbox.cgroup_root, &cgroup_name(&cfg)),
+        CgroupMode::Auto => {
+            crate::sandbox::cgroup::detect(&cfg.sandbox.cgroup_root, &cgroup_name(&cfg))
+        }
     };
     match &cgroup {
-        Ok(b) => tracing::info!("per-run cgroups under {} (memory limits: {})", b.dir.display(), b.memory),
+        Ok(b) => tracing::info!(
+            "per-run cgroups under {} (memory limits: {})",
+            b.dir.display(),
+            b.memory
+        ),
         Err(why) => tracing::warn!("no per-run cgroups: {why}; using process groups"),
     }
     let exe = std::env::current_exe().context("find the nightjar binary for supervisors")?;
@@ -88,7 +94,10 @@ fn prepare_state_dir(cfg: &Config) -> Result<File> {
     }
     let probe = dir.join(".write-test");
     std::fs::write(&probe, b"ok").with_context(|| {
-        format!("state dir {} is not writable: fix its permissions or choose another with --state-dir", dir.display())
+        format!(
+            "state dir {} is not writable: fix its permissions or choose another with --state-dir",
+            dir.display()
+        )
     })?;
     let _ = std::fs::remove_file(&probe);
     let path = dir.join("daemon.lock");
@@ -119,7 +128,8 @@ fn bind(path: &Path) -> Result<UnixListener> {
         std::fs::create_dir_all(parent).with_context(|| format!("create {}", parent.display()))?;
     }
     let _ = std::fs::remove_file(path);
-    let listener = UnixListener::bind(path).with_context(|| format!("bind socket {}", path.display()))?;
+    let listener =
+        UnixListener::bind(path).with_context(|| format!("bind socket {}", path.display()))?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
     Ok(listener)
 }

@@ -23,7 +23,8 @@ pub fn build(
 ) -> Result<RunSpec> {
     let run_dir = Path::new(&run.run_dir);
     let scratch = cfg.scratch_dir().join(run.id.to_string());
-    std::fs::create_dir_all(&scratch).with_context(|| format!("create scratch {}", scratch.display()))?;
+    std::fs::create_dir_all(&scratch)
+        .with_context(|| format!("create scratch {}", scratch.display()))?;
     let mut values: BTreeMap<&str, String> = BTreeMap::new();
     values.insert("TASK_ID", run.task_id.to_string());
     values.insert("RUN_ID", run.id.to_string());
@@ -33,11 +34,18 @@ pub fn build(
     values.insert("PROJECT", spec.project.clone());
     values.insert(
         "INPUT_PATH",
-        spec.inputs.first().map(|p| p.display().to_string()).unwrap_or_default(),
+        spec.inputs
+            .first()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default(),
     );
     values.insert(
         "INPUTS",
-        spec.inputs.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" "),
+        spec.inputs
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(" "),
     );
     let expand_with = |t: &str, values: &BTreeMap<&str, String>| {
         vars::expand(t, true, |n| values.get(n).cloned().map(Subst::Value))
@@ -47,7 +55,8 @@ pub fn build(
         Some(t) => spec.workdir.join(expand_with(t, &values)?),
         None => run_dir.join("output"),
     };
-    std::fs::create_dir_all(&output).with_context(|| format!("create output folder {}", output.display()))?;
+    std::fs::create_dir_all(&output)
+        .with_context(|| format!("create output folder {}", output.display()))?;
     values.insert("OUTPUT_PATH", output.display().to_string());
     let argv: Vec<String> = spec
         .command
@@ -69,7 +78,10 @@ pub fn build(
     }
     env.insert("NIGHTJAR_ATTEMPT".into(), run.attempt.to_string());
     for (k, v) in &spec.params {
-        env.insert(format!("NIGHTJAR_PARAM_{}", k.to_ascii_uppercase()), v.clone());
+        env.insert(
+            format!("NIGHTJAR_PARAM_{}", k.to_ascii_uppercase()),
+            v.clone(),
+        );
     }
     // Tasks that asked for no GPU see none, so they cannot race into one.
     let visible: Vec<String> = place.gpus.iter().map(|g| g.to_string()).collect();

@@ -27,7 +27,10 @@ pub fn detect(configured: &Path, name: &str) -> Result<CgroupBase, String> {
         .map_err(|e| format!("cannot create cgroup {}: {e}", dir.display()))?;
     // cgroup.kill exists in non-root cgroups since Linux 5.14.
     if !dir.join("cgroup.kill").exists() {
-        return Err(format!("{} has no cgroup.kill (Linux 5.14+ needed)", dir.display()));
+        return Err(format!(
+            "{} has no cgroup.kill (Linux 5.14+ needed)",
+            dir.display()
+        ));
     }
     let available = std::fs::read_to_string(parent.join("cgroup.controllers")).unwrap_or_default();
     let mut memory = false;
@@ -46,7 +49,8 @@ fn own_cgroup() -> Result<PathBuf, String> {
         .lines()
         .find_map(|l| {
             let (pre, post) = l.split_once(" - ")?;
-            post.starts_with("cgroup2 ").then(|| pre.split(' ').nth(4).map(PathBuf::from))?
+            post.starts_with("cgroup2 ")
+                .then(|| pre.split(' ').nth(4).map(PathBuf::from))?
         })
         .ok_or("no cgroup v2 hierarchy is mounted")?;
     let own = std::fs::read_to_string("/proc/self/cgroup")

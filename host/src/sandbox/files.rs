@@ -128,7 +128,10 @@ pub fn write_atomic<T: Serialize>(dir: &Path, name: &str, value: &T) -> std::io:
 }
 
 /// Reads a JSON file of the run folder; `Ok(None)` when it does not exist.
-pub fn read_json<T: for<'de> Deserialize<'de>>(dir: &Path, name: &str) -> std::io::Result<Option<T>> {
+pub fn read_json<T: for<'de> Deserialize<'de>>(
+    dir: &Path,
+    name: &str,
+) -> std::io::Result<Option<T>> {
     match std::fs::read(dir.join(name)) {
         Ok(bytes) => serde_json::from_slice(&bytes)
             .map(Some)

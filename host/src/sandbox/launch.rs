@@ -79,9 +79,15 @@ pub enum Liveness {
 /// Checks a run folder. When it reports `Vanished`, a `status.json` marking the
 /// run lost has been written under the lock, so no late supervisor can start it.
 pub fn probe(dir: &Path) -> Result<Liveness> {
-    let lock = match File::options().create(true).append(true).open(dir.join(files::LOCK)) {
+    let lock = match File::options()
+        .create(true)
+        .append(true)
+        .open(dir.join(files::LOCK))
+    {
         Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Liveness::Vanished(lost_status())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(Liveness::Vanished(lost_status()));
+        }
         Err(e) => return Err(e).context("open run lock"),
     };
     if !sys::flock_exclusive(lock.as_raw_fd(), false)? {
@@ -111,7 +117,10 @@ fn lost_status() -> RunStatus {
 /// Blocks until no supervisor holds the run folder's lock (call it from a
 /// blocking thread). This is how the daemon learns that an adopted run ended.
 pub fn wait_unlocked(dir: &Path) -> Result<()> {
-    let lock = File::options().create(true).append(true).open(dir.join(files::LOCK))?;
+    let lock = File::options()
+        .create(true)
+        .append(true)
+        .open(dir.join(files::LOCK))?;
     sys::flock_exclusive(lock.as_raw_fd(), true)?;
     Ok(())
 }

@@ -54,7 +54,10 @@ fn take_lock(dir: &Path) -> Result<File> {
         return Ok(file);
     }
     if !sys::flock_exclusive(file.as_raw_fd(), false)? {
-        anyhow::bail!("run folder {} is locked by another supervisor", dir.display());
+        anyhow::bail!(
+            "run folder {} is locked by another supervisor",
+            dir.display()
+        );
     }
     Ok(file)
 }
@@ -73,19 +76,26 @@ impl Tree {
             if sig == libc::SIGKILL {
                 cgroup::kill_all(cg);
             } else {
-                cgroup::procs(cg).into_iter().for_each(|p| sys::kill(p, sig));
+                cgroup::procs(cg)
+                    .into_iter()
+                    .for_each(|p| sys::kill(p, sig));
             }
         }
         // SAFETY: getpid has no preconditions.
         let me = unsafe { libc::getpid() };
-        sys::descendants(me).into_iter().for_each(|p| sys::kill(p, sig));
+        sys::descendants(me)
+            .into_iter()
+            .for_each(|p| sys::kill(p, sig));
     }
 
     fn alive(&self) -> bool {
         // SAFETY: getpid has no preconditions.
         let me = unsafe { libc::getpid() };
         !sys::descendants(me).is_empty()
-            || self.cgroup.as_deref().is_some_and(|cg| !cgroup::procs(cg).is_empty())
+            || self
+                .cgroup
+                .as_deref()
+                .is_some_and(|cg| !cgroup::procs(cg).is_empty())
     }
 }
 
@@ -101,13 +111,22 @@ fn supervise(dir: &Path, spec: &RunSpec, sigfd: &OwnedFd) -> RunStatus {
         log_dropped: 0,
         log_error: None,
     };
-    let cgroup = spec.cgroup.as_ref().and_then(|cg| match prepare_cgroup(cg, spec.mem_limit) {
-        Ok(()) => Some(cg.clone()),
-        Err(e) => {
-            note(dir, &format!("cgroup {} unavailable, using the process group only: {e}", cg.display()));
-            None
-        }
-    });
+    let cgroup = spec
+        .cgroup
+        .as_ref()
+        .and_then(|cg| match prepare_cgroup(cg, spec.mem_limit) {
+            Ok(()) => Some(cg.clone()),
+            Err(e) => {
+                note(
+                    dir,
+                    &format!(
+                        "cgroup {} unavailable, using the process group only: {e}",
+                        cg.display()
+                    ),
+                );
+                None
+            }
+        });
     let logs = match start_logs(dir, spec) {
         Ok(l) => l,
         Err(e) => {
@@ -126,7 +145,10 @@ fn supervise(dir: &Path, spec: &RunSpec, sigfd: &OwnedFd) -> RunStatus {
             return status;
         }
     };
-    let tree = Tree { pgid: child_pid, cgroup };
+    let tree = Tree {
+        pgid: child_pid,
+        cgroup,
+    };
     let start = Instant::now();
     let deadline = spec.timeout_ms.map(|t| start + Duration::from_millis(t));
     let grace = Duration::from_millis(spec.grace_ms);
@@ -176,7 +198,11 @@ fn supervise(dir: &Path, spec: &RunSpec, sigfd: &OwnedFd) -> RunStatus {
             .min()
             .unwrap_or(-1);
         // Leftovers are checked at least every 100 ms (they are not our children).
-        let wake = if main_exit.is_some() { wake.clamp(1, 100) } else { wake };
+        let wake = if main_exit.is_some() {
+            wake.clamp(1, 100)
+        } else {
+            wake
+        };
         let _ = sys::poll_readable(sigfd, wake);
     }
     for r in readers {
@@ -222,7 +248,11 @@ fn start_logs(dir: &Path, spec: &RunSpec) -> Result<[CappedLog; 2]> {
 
 type Reader = std::thread::JoinHandle<(u64, Option<String>)>;
 
-fn spawn(spec: &RunSpec, cgroup: Option<&Path>, logs: [CappedLog; 2]) -> Result<(i32, Vec<Reader>), String> {
+fn spawn(
+    spec: &RunSpec,
+    cgroup: Option<&Path>,
+    logs: [CappedLog; 2],
+) -> Result<(i32, Vec<Reader>), String> {
     let (out_r, out_w) = sys::pipe().map_err(|e| format!("pipe: {e}"))?;
     let (err_r, err_w) = sys::pipe().map_err(|e| format!("pipe: {e}"))?;
     let procs_fd = match cgroup {
@@ -264,7 +294,9 @@ fn spawn(spec: &RunSpec, cgroup: Option<&Path>, logs: [CappedLog; 2]) -> Result<
             Ok(())
         });
     }
-    let child = cmd.spawn().map_err(|e| spawn_error(program, &spec.workdir, e))?;
+    let child = cmd
+        .spawn()
+        .map_err(|e| spawn_error(program, &spec.workdir, e))?;
     drop(cmd);
     drop(procs_fd);
     let pid = child.id() as i32;
@@ -296,7 +328,11 @@ fn spawn_error(program: &str, workdir: &Path, e: std::io::Error) -> String {
 }
 
 fn note(dir: &Path, msg: &str) {
-    if let Ok(mut f) = File::options().create(true).append(true).open(dir.join(files::SUPERVISOR_LOG)) {
+    if let Ok(mut f) = File::options()
+        .create(true)
+        .append(true)
+        .open(dir.join(files::SUPERVISOR_LOG))
+    {
         let _ = writeln!(f, "{msg}");
     }
 }

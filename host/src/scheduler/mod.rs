@@ -61,17 +61,39 @@ mod tests {
     use super::*;
 
     fn pool() -> Pool {
-        Pool { slots: 2, gpus: vec![0, 1], cpus: vec![0, 1, 2, 3] }
+        Pool {
+            slots: 2,
+            gpus: vec![0, 1],
+            cpus: vec![0, 1, 2, 3],
+        }
     }
 
     #[test]
     fn gpus_and_cpus_are_exclusive_until_given_back() {
         let mut p = pool();
-        let a = p.place(&Resources { gpus: 2, cpus: Some(3), ..Default::default() }).unwrap();
+        let a = p
+            .place(&Resources {
+                gpus: 2,
+                cpus: Some(3),
+                ..Default::default()
+            })
+            .unwrap();
         assert_eq!(a.gpus, vec![0, 1]);
         assert_eq!(a.cpus, vec![0, 1, 2]);
-        assert!(p.place(&Resources { gpus: 1, ..Default::default() }).is_none());
-        assert!(p.place(&Resources { cpus: Some(2), ..Default::default() }).is_none());
+        assert!(
+            p.place(&Resources {
+                gpus: 1,
+                ..Default::default()
+            })
+            .is_none()
+        );
+        assert!(
+            p.place(&Resources {
+                cpus: Some(2),
+                ..Default::default()
+            })
+            .is_none()
+        );
         assert_eq!(p.slots, 1, "a failed placement takes nothing");
         p.give_back(&a);
         assert_eq!(p, pool());

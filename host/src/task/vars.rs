@@ -63,9 +63,9 @@ pub fn expand(
     while let Some(pos) = rest.find('$') {
         out.push_str(&rest[..pos]);
         let after = &rest[pos..];
-        if after.starts_with("$${") {
+        if let Some(tail) = after.strip_prefix("$${") {
             out.push_str(if unescape { "${" } else { "$${" });
-            rest = &after[3..];
+            rest = tail;
         } else if let Some(body) = after.strip_prefix("${") {
             let end = body
                 .find('}')

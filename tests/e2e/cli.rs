@@ -1,0 +1,196 @@
+//! The verbs, end to end.
+
+use crate::harness::Nj;
+
+#[test]
+fn every_verb_says_the_daemon_is_not_running_and_how_to_start_it() {
+    let nj = Nj::new("");
+    for verb in [
+        &["ls"][..],
+        &["show", "1"],
+        &["submit", "--", "true"],
+        &["wait", "1"],
+        &["cancel", "1"],
+        &["logs", "1"],
+    ] {
+        let out = nj.cli(verb);
+        assert_eq!(out.status.code(), Some(1), "{verb:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("not running"), "{verb:?}: {err}");
+        assert!(err.contains("nightjar daemon"), "{verb:?}: {err}");
+    }
+}
+
+#[test]
+fn submit_wait_show_logs_and_exit_status_mirror_the_task() {
+    let mut nj = Nj::new("slots = 2");
+    nj.start();
+    let ok = nj.submit(&[
+        "--name",
+        "hello",
+        "--",
+        "sh",
+        "-c",
+        "echo out-line; echo err-line >&2",
+    ]);
+    let bad = nj.submit(&["--", "sh", "-c", "exit 7"]);
+    let missing = nj.submit(&["--", "no-such-program-xyz"]);
+    assert_eq!(nj.wait(ok), 0);
+    assert_eq!(nj.wait(bad), 7);
+    assert_eq!(nj.wait(missing), 127);
+    assert_eq!(nj.ok(&["logs", &ok.to_string()]), "out-line\n");
+    assert_eq!(nj.ok(&["logs", &ok.to_string(), "--stderr"]), "err-line\n");
+    let show = nj.show(missing);
+    assert_eq!(show["task"]["state"], "failed");
+    assert_eq!(show["runs"][0]["class"], "app-error");
+    assert!(
+        show["runs"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("command not found")
+    );
+    let human = nj.ok(&["show", &ok.to_string()]);
+    assert!(human.contains("waited") && human.contains("ran"), "{human}");
+    let ls = nj.ok(&["ls"]);
+    assert!(ls.contains("hello") && ls.contains("succeeded"), "{ls}");
+}
+
+#[test]
+fn logs_follow_streams_a_live_run_to_its_end() {
+    let mut nj = Nj::new("");
+    nj.start();
+    let id = nj.submit(&[
+        "--",
+        "sh",
+        "-c",
+        "for i in 1 2 3; do echo line $i; sleep 0.3; done",
+    ]);
+    nj.until("start", || {
+        nj.show(id)["runs"]
+            .as_array()
+            .is_some_and(|r| !r.is_empty())
+    });
+    let out = nj.ok(&["logs", "-f", &id.to_string()]);
+    assert_eq!(out, "line 1\nline 2\nline 3\n");
+}
+
+#[test]
+fn hold_release_cancel_and_retry() {
+    let mut nj = Nj::new("slots = 1");
+    nj.start();
+    let held = nj.submit(&["--hold", "--", "true"]);
+    assert_eq!(nj.show(held)["task"]["state"], "held");
+    nj.ok(&["release", &held.to_string()]);
+    assert_eq!(nj.wait(held), 0);
+    let long = nj.submit(&["--", "sh", "-c", "trap '' TERM; sleep 60"]);
+    let queued = nj.submit(&["--", "true"]);
+    nj.until("running", || nj.running() == 1);
+    nj.ok(&["cancel", &queued.to_string()]);
+    assert_eq!(nj.show(queued)["task"]["state"], "cancelled");
+    nj.ok(&["cancel", &long.to_string()]);
+    assert_eq!(
+        nj.wait(long),
+        130,
+        "cancelled: TERM ignored, killed after grace"
+    );
+    nj.ok(&["retry", &queued.to_string()]);
+    assert_eq!(nj.wait(queued), 0);
+    assert_eq!(nj.show(queued)["runs"].as_array().unwrap().len(), 1);
+    let err = nj.cli(&["hold", &queued.to_string()]);
+    assert!(!err.status.success());
+    assert!(String::from_utf8_lossy(&err.stderr).contains("only queued tasks"));
+}
+
+#[test]
+fn failed_dependency_blocks_the_chain_with_a_reason_and_retry_unblocks() {
+    let mut nj = Nj::new("");
+    nj.start();
+    let work = nj.path("work");
+    std::fs::write(
+        work.join("pipe.toml"),
+        "[[task]]\nname = \"fetch\"\ncommand = \"exit 1\"\n\
+         [[task]]\nname = \"clean\"\ncommand = \"true\"\nafter = [\"fetch\"]\n\
+         [[task]]\nname = \"report\"\ncommand = \"true\"\nafter = [\"clean\"]\n\
+         [[task]]\nname = \"notify\"\ncommand = \"true\"\nafter_any = [\"fetch\"]\n",
+    )
+    .unwrap();
+    let ids: Vec<i64> = nj
+        .json(&["submit", "pipe.toml"])
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(nj.wait(ids[0]), 1);
+    assert_eq!(nj.wait(ids[1]), 69, "blocked");
+    assert_eq!(nj.wait(ids[2]), 69, "blocked transitively");
+    assert_eq!(nj.wait(ids[3]), 0, "after-any runs anyway");
+    let reason = nj.show(ids[1])["task"]["reason"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        reason.contains(&format!("dependency {}", ids[0])),
+        "{reason}"
+    );
+    nj.ok(&["retry", &ids[0].to_string()]);
+    assert_eq!(nj.show(ids[1])["task"]["state"], "queued");
+}
+
+#[test]
+fn sweep_is_one_line_with_counts_and_members_get_their_parameters() {
+    let mut nj = Nj::new("slots = 2");
+    nj.start();
+    let work = nj.path("work");
+    std::fs::write(
+        work.join("sweep.yaml"),
+        "name: grid\ncommand: echo lr=${lr} seed=${seed}\nsweep:\n  lr: [0.1, 0.01]\n  seed: [1, 2]\n",
+    )
+    .unwrap();
+    let id = nj.json(&["submit", "sweep.yaml"])[0]["id"]
+        .as_i64()
+        .unwrap();
+    assert_eq!(nj.wait(id), 0);
+    let ls = nj.ok(&["ls"]);
+    let line = ls.lines().find(|l| l.contains("grid")).unwrap();
+    assert!(
+        line.contains("array[4]") && line.contains("4 succeeded"),
+        "{ls}"
+    );
+    assert_eq!(ls.lines().count(), 2, "members fold into one line: {ls}");
+    let members = nj.show(id)["members"].as_array().unwrap().clone();
+    let mut outs: Vec<String> = members
+        .iter()
+        .map(|m| nj.ok(&["logs", &m["id"].to_string()]))
+        .collect();
+    outs.sort();
+    assert_eq!(
+        outs,
+        [
+            "lr=0.01 seed=1\n",
+            "lr=0.01 seed=2\n",
+            "lr=0.1 seed=1\n",
+            "lr=0.1 seed=2\n"
+        ]
+    );
+}
+
+#[test]
+fn recurring_task_shows_its_next_firing_in_the_time_zone() {
+    let mut nj = Nj::new("timezone = \"Asia/Shanghai\"");
+    nj.start();
+    let id = nj.submit(&["--schedule", "daily@03:00", "--", "true"]);
+    let row = nj.show(id)["task"].clone();
+    assert_eq!(row["state"], "scheduled");
+    let next = row["next_fire_at"].as_i64().unwrap();
+    // 03:00 in Shanghai is 19:00 UTC.
+    assert_eq!((next / 1000) % 86_400, 19 * 3600);
+    assert_eq!(nj.wait(id), 1, "waiting on a template is refused");
+}
+
+#[test]
+fn completions_are_printed_for_bash() {
+    let nj = Nj::new("");
+    let out = nj.ok(&["completions", "bash"]);
+    assert!(out.contains("nightjar") && out.contains("submit"));
+}

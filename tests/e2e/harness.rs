@@ -1,0 +1,202 @@
+//! A real daemon on a throwaway state dir, driven through the real CLI.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// The binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_nightjar");
+
+/// One daemon's world: a temp dir with its config, state dir and a scratch area.
+pub struct Nj {
+    pub dir: tempfile::TempDir,
+    pub state: PathBuf,
+    pub config: PathBuf,
+    daemon: Option<Child>,
+}
+
+impl Nj {
+    /// A world whose config holds `extra` (TOML) besides the state dir and a 1 s grace.
+    pub fn new(extra: &str) -> Nj {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let state = dir.path().join("state");
+        let config = dir.path().join("nightjar.toml");
+        let text = format!(
+            "state_dir = \"{}\"\n{extra}\n{}",
+            state.display(),
+            if extra.contains("[sandbox]") {
+                ""
+            } else {
+                "[sandbox]\ngrace = \"1s\"\n"
+            }
+        );
+        std::fs::write(&config, text).expect("write config");
+        std::fs::create_dir_all(dir.path().join("work")).expect("work dir");
+        Nj {
+            dir,
+            state,
+            config,
+            daemon: None,
+        }
+    }
+
+    /// A folder inside the world, created.
+    pub fn path(&self, name: &str) -> PathBuf {
+        let p = self.dir.path().join(name);
+        std::fs::create_dir_all(&p).expect("mkdir");
+        p
+    }
+
+    /// Starts the daemon and waits until it answers.
+    pub fn start(&mut self) {
+        let log = std::fs::File::options()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join("daemon.log"))
+            .expect("daemon log");
+        let child = Command::new(BIN)
+            .args(["--config", self.config.to_str().unwrap(), "daemon"])
+            .env("SECRET_TOKEN", "must-not-leak")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("spawn daemon");
+        self.daemon = Some(child);
+        let t0 = Instant::now();
+        while !self.cli(&["ls"]).status.success() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "daemon did not come up: {}",
+                self.daemon_log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The daemon's stderr so far.
+    pub fn daemon_log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("daemon.log")).unwrap_or_default()
+    }
+
+    /// kill -9 of the daemon (supervisors live on).
+    pub fn kill9(&mut self) {
+        if let Some(mut c) = self.daemon.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// SIGTERM to the daemon; returns its exit status.
+    pub fn term(&mut self) -> std::process::ExitStatus {
+        let mut c = self.daemon.take().expect("daemon running");
+        unsafe_kill(c.id() as i32, 15);
+        c.wait().expect("wait daemon")
+    }
+
+    /// Runs the CLI against this world.
+    pub fn cli(&self, args: &[&str]) -> Output {
+        Command::new(BIN)
+            .arg("--config")
+            .arg(&self.config)
+            .args(args)
+            .current_dir(self.dir.path().join("work"))
+            .output()
+            .expect("run cli")
+    }
+
+    /// Runs the CLI, asserting success; returns stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.cli(args);
+        assert!(
+            out.status.success(),
+            "nightjar {args:?} failed: {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            self.daemon_log()
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Runs the CLI with `--json` and parses the output.
+    pub fn json(&self, args: &[&str]) -> Value {
+        let mut a = vec!["--json"];
+        a.extend_from_slice(args);
+        serde_json::from_str(&self.ok(&a)).expect("json output")
+    }
+
+    /// Submits `args` (flags, `--`, command) and returns the new id.
+    pub fn submit(&self, args: &[&str]) -> i64 {
+        let mut a = vec!["submit"];
+        a.extend_from_slice(args);
+        let v = self.json(&a);
+        v[0]["id"].as_i64().expect("id")
+    }
+
+    /// `nightjar wait ID`'s exit status.
+    pub fn wait(&self, id: i64) -> i32 {
+        self.cli(&["wait", &id.to_string()])
+            .status
+            .code()
+            .unwrap_or(-1)
+    }
+
+    /// `show --json`.
+    pub fn show(&self, id: i64) -> Value {
+        self.json(&["show", &id.to_string()])
+    }
+
+    /// Polls until `f` is true (20 s at most).
+    pub fn until(&self, what: &str, mut f: impl FnMut() -> bool) {
+        let t0 = Instant::now();
+        while !f() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "timed out waiting for {what}\n{}",
+                self.daemon_log()
+            );
+            std::thread::sleep(Duration::from_millis(25));
+        }
+    }
+
+    /// How many tasks are running.
+    pub fn running(&self) -> usize {
+        let rows = self.json(&["ls", "--state", "running"]);
+        rows.as_array().map(|a| a.len()).unwrap_or(0)
+    }
+}
+
+impl Drop for Nj {
+    fn drop(&mut self) {
+        self.kill9();
+        // Leave nothing behind: supervisors and tasks of this world.
+        let _ = Command::new("pkill")
+            .args(["-9", "-f", self.state.to_str().unwrap_or("-")])
+            .status();
+    }
+}
+
+/// Sends a signal.
+pub fn unsafe_kill(pid: i32, sig: i32) {
+    let _ = Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(pid.to_string())
+        .status();
+}
+
+/// True if `pid` is a live (non-zombie) process.
+pub fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => s
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| !rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+/// Reads a file's text, or "".
+pub fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_default()
+}
