@@ -160,6 +160,15 @@ pub fn reap_any() -> Option<(i32, Exit)> {
     Some((pid, exit))
 }
 
+/// True while this process has children (direct, or orphans re-parented to
+/// it as subreaper), exited or not. With no children, no descendant is left.
+pub fn has_children() -> bool {
+    // SAFETY: WNOHANG|WNOWAIT peeks without reaping; a null status is allowed.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    let r = unsafe { libc::waitid(libc::P_ALL, 0, &mut info, libc::WEXITED | libc::WNOHANG | libc::WNOWAIT) };
+    !(r < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ECHILD))
+}
+
 /// Sends `sig` to a process; a missing process is not an error.
 pub fn kill(pid: i32, sig: i32) {
     if pid > 0 {

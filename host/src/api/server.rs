@@ -138,33 +138,39 @@ async fn wait(d: &Arc<Daemon>, ids: &[i64]) -> anyhow::Result<Vec<WaitResult>> {
         targets.extend(wait_targets(d, id)?);
     }
     let mut rx = d.changes.subscribe();
+    // Tasks are checked in order and dropped once ended, so a long wait costs
+    // each change only the tasks still pending at the front.
+    let mut pending = targets.iter().copied().peekable();
     loop {
-        let done = {
+        {
             let store = d.store();
-            let mut results = Vec::with_capacity(targets.len());
-            let mut all = true;
-            for &id in &targets {
-                let t = store.task(id)?;
-                if !(t.state.is_final() || t.state == TaskState::Blocked) {
-                    all = false;
+            while let Some(&id) = pending.peek() {
+                let state = store.task(id)?.state;
+                if !(state.is_final() || state == TaskState::Blocked) {
                     break;
                 }
-                let run = store.latest_run(id)?;
-                results.push(WaitResult {
-                    id,
-                    state: t.state,
-                    class: run.as_ref().and_then(|r| r.class),
-                    exit_code: run.as_ref().and_then(|r| r.exit_code),
-                    signal: run.as_ref().and_then(|r| r.signal),
-                });
+                pending.next();
             }
-            all.then_some(results)
-        };
-        if let Some(r) = done {
-            return Ok(r);
+        }
+        if pending.peek().is_none() {
+            break;
         }
         if rx.changed().await.is_err() {
             anyhow::bail!("the daemon is stopping");
         }
     }
+    let store = d.store();
+    let mut results = Vec::with_capacity(targets.len());
+    for id in targets {
+        let t = store.task(id)?;
+        let run = store.latest_run(id)?;
+        results.push(WaitResult {
+            id,
+            state: t.state,
+            class: run.as_ref().and_then(|r| r.class),
+            exit_code: run.as_ref().and_then(|r| r.exit_code),
+            signal: run.as_ref().and_then(|r| r.signal),
+        });
+    }
+    Ok(results)
 }

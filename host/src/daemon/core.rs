@@ -18,8 +18,8 @@ use crate::scheduler::{Placement, Pool};
 use crate::store::{NewRun, RunClass, RunOutcome, RunRow, Store};
 use crate::time::now_ms;
 
-/// Candidates fetched per pass; more are fetched only if these all start.
-const BATCH: usize = 256;
+/// Candidates fetched beyond the free slots, per page of a pass.
+const PAGE_EXTRA: usize = 8;
 
 /// State shared by the scheduler, the run waiters and the API handlers.
 pub struct Daemon {
@@ -118,24 +118,21 @@ impl Daemon {
                 .map(|t| t.timestamp_millis())
         })?;
         let mut started = !fired.is_empty();
+        // Page through the queue in order until the slots are full; tasks that
+        // do not fit (GPUs, cores) are skipped, not waited behind.
+        let mut offset = 0;
         loop {
-            if self.pool.lock().map(|p| p.slots == 0).unwrap_or(true) {
+            let free = self.pool.lock().map(|p| p.slots as usize).unwrap_or(0);
+            if free == 0 {
                 break;
             }
-            let candidates = self.store().candidates(now_ms(), BATCH)?;
+            let page = free + PAGE_EXTRA;
+            let candidates = self.store().candidates(now_ms(), page, offset)?;
             let fetched = candidates.len();
-            let mut all_started = true;
             for c in candidates {
-                let placement = {
-                    let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
-                    if pool.slots == 0 {
-                        all_started = false;
-                        break;
-                    }
-                    pool.place(&c.spec.resources)
-                };
+                let placement = self.pool.lock().unwrap_or_else(|p| p.into_inner()).place(&c.spec.resources);
                 let Some(placement) = placement else {
-                    all_started = false;
+                    offset += 1;
                     continue;
                 };
                 match self.start(c.id, &c.spec, placement.clone()) {
@@ -144,10 +141,11 @@ impl Daemon {
                     Err(e) => {
                         tracing::error!("task {}: cannot start: {e:#}", c.id);
                         self.release(None, &placement);
+                        offset += 1;
                     }
                 }
             }
-            if !all_started || fetched < BATCH {
+            if fetched < page {
                 break;
             }
         }

@@ -115,16 +115,21 @@ impl RunStatus {
     }
 }
 
-/// Writes `value` as JSON to `dir/name` atomically: a temporary file, fsync,
-/// rename, fsync of the folder. A reader sees the old file or the whole new one.
+/// Writes `value` as JSON to `dir/name` atomically: a temporary file renamed
+/// into place, so a reader (or a daemon restarted after `kill -9`) sees no
+/// file or the whole file, never a part.
+///
+/// There is no fsync: on power loss the file may be missing or unreadable,
+/// and an unreadable status is treated exactly like a missing one (the run is
+/// `lost` and requeued per its retry settings), which is also what a reboot
+/// does to runs that were in flight. The database (WAL, synchronous=NORMAL)
+/// makes the same trade.
 pub fn write_atomic<T: Serialize>(dir: &Path, name: &str, value: &T) -> std::io::Result<()> {
     let tmp = dir.join(format!(".{name}.tmp"));
     let mut f = std::fs::File::create(&tmp)?;
     f.write_all(&serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?)?;
-    f.sync_all()?;
     drop(f);
-    std::fs::rename(&tmp, dir.join(name))?;
-    std::fs::File::open(dir)?.sync_all()
+    std::fs::rename(&tmp, dir.join(name))
 }
 
 /// Reads a JSON file of the run folder; `Ok(None)` when it does not exist.

@@ -60,17 +60,18 @@ const UNSATISFIED: &str = "EXISTS (SELECT 1 FROM deps d JOIN tasks p ON p.id = d
 
 impl Store {
     /// Queued tasks whose dependencies are met and whose backoff has passed,
-    /// in the built-in order: priority, then submit time. At most `limit`.
-    pub fn candidates(&self, now: i64, limit: usize) -> Result<Vec<Candidate>> {
+    /// in the built-in order: priority, then submit time. At most `limit`,
+    /// after skipping `offset` (for paging through tasks that did not fit).
+    pub fn candidates(&self, now: i64, limit: usize, offset: usize) -> Result<Vec<Candidate>> {
         let sql = format!(
             "SELECT t.id, t.spec, t.submitted_at, t.attempts FROM tasks t
              WHERE t.state = 'queued' AND t.kind = 'task'
                AND (t.not_before IS NULL OR t.not_before <= ?1)
                AND NOT {UNSATISFIED}
-             ORDER BY t.priority DESC, t.submitted_at, t.id LIMIT ?2"
+             ORDER BY t.priority DESC, t.submitted_at, t.id LIMIT ?2 OFFSET ?3"
         );
         let mut stmt = self.conn.prepare_cached(&sql)?;
-        let rows = stmt.query_map(params![now, limit as i64], |r| {
+        let rows = stmt.query_map(params![now, limit as i64, offset as i64], |r| {
             Ok((
                 r.get::<_, i64>(0)?,
                 r.get::<_, String>(1)?,

@@ -79,7 +79,7 @@ fn order_is_priority_then_submit_time() {
     let urgent = submit(&mut s, "command = \"true\"\npriority = \"urgent\"\n")[0];
     let normal2 = submit(&mut s, "command = \"true\"\n")[0];
     let order: Vec<i64> = s
-        .candidates(2_000, 10)
+        .candidates(2_000, 10, 0)
         .unwrap()
         .iter()
         .map(|c| c.id)
@@ -98,7 +98,7 @@ fn failure_retries_with_backoff_then_fails_and_blocks_dependants() {
     );
     let (a, b, c) = (ids[0], ids[1], ids[2]);
     assert_eq!(
-        s.candidates(2_000, 10).unwrap().len(),
+        s.candidates(2_000, 10, 0).unwrap().len(),
         1,
         "b and c wait on a"
     );
@@ -112,7 +112,7 @@ fn failure_retries_with_backoff_then_fails_and_blocks_dependants() {
         .unwrap();
     assert_eq!(f.state, TaskState::Queued);
     assert!(
-        s.candidates(3_000, 10).unwrap().is_empty(),
+        s.candidates(3_000, 10, 0).unwrap().is_empty(),
         "backoff holds the retry"
     );
     assert_eq!(s.next_wakeup().unwrap(), Some(13_000));
@@ -155,7 +155,7 @@ fn after_any_runs_after_a_failure() {
     s.finish_run(run.id, &outcome(RunClass::AppError, 1, 3_000))
         .unwrap();
     let ready: Vec<i64> = s
-        .candidates(3_000, 10)
+        .candidates(3_000, 10, 0)
         .unwrap()
         .iter()
         .map(|c| c.id)
@@ -226,8 +226,8 @@ fn held_tasks_do_not_start_until_released() {
     let (_dir, mut s) = store();
     let id = submit(&mut s, "command = \"true\"\n")[0];
     s.hold(id, 2).unwrap();
-    assert!(s.candidates(3, 10).unwrap().is_empty());
+    assert!(s.candidates(3, 10, 0).unwrap().is_empty());
     assert!(s.hold(id, 3).is_err(), "holding a held task is an error");
     s.release(id, 4).unwrap();
-    assert_eq!(s.candidates(5, 10).unwrap().len(), 1);
+    assert_eq!(s.candidates(5, 10, 0).unwrap().len(), 1);
 }

@@ -1,0 +1,168 @@
+//! Benchmarks of the core host, as ratios against baselines measured in the
+//! same run. Run with `scripts/bench` (release build):
+//!
+//! - `submit`: latency of submit 1 vs submit 10,000 into a growing queue;
+//! - `throughput`: 1,000 `true` tasks on 2 slots vs `xargs -P 2`;
+//! - `idle`: CPU and RSS of an idle daemon over 60 s.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use nightjar::api::Request;
+use nightjar::api::client::Client;
+use nightjar::task::file::{Format, parse};
+use nightjar::task::resolve::resolve;
+
+struct Daemon {
+    child: Child,
+    socket: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Daemon {
+    fn start(config: &str) -> Result<Daemon> {
+        let dir = tempfile::tempdir()?;
+        let state = dir.path().join("state");
+        let cfg = dir.path().join("nightjar.toml");
+        std::fs::write(&cfg, format!("state_dir = \"{}\"\n{config}\n", state.display()))?;
+        let child = Command::new(nightjar_bin()?)
+            .args(["--config", cfg.to_str().unwrap_or_default(), "daemon"])
+            .env("NIGHTJAR_LOG", "warn")
+            .stdout(Stdio::null())
+            .spawn()?;
+        let socket = state.join("nightjar.sock");
+        let t0 = Instant::now();
+        while Client::connect(&socket, "").is_err() {
+            if t0.elapsed() > Duration::from_secs(20) {
+                bail!("daemon did not start");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Ok(Daemon { child, socket, _dir: dir })
+    }
+
+    fn client(&self) -> Result<Client> {
+        Client::connect(&self.socket, "")
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn nightjar_bin() -> Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    let dir = exe.parent().and_then(Path::parent).context("no target dir")?;
+    Ok(dir.join("nightjar"))
+}
+
+fn entries(toml: &str) -> Result<Vec<nightjar::task::model::NewEntry>> {
+    let defs = parse(toml, Format::Toml).map_err(anyhow::Error::msg)?;
+    resolve(&defs, &std::env::temp_dir(), "bench").map_err(anyhow::Error::msg)
+}
+
+fn submit_latency(n: usize) -> Result<()> {
+    // One slot, held by a long task: the queue only grows.
+    let d = Daemon::start("slots = 1")?;
+    let mut c = d.client()?;
+    let blocker = entries("command = \"sleep 600\"\n")?;
+    let _: Vec<i64> = c.call(&Request::Submit { entries: blocker })?;
+    let one = entries("command = [\"true\"]\n")?;
+    let mut times = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        let _: Vec<i64> = c.call(&Request::Submit { entries: one.clone() })?;
+        times.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    let window = 200.min(n / 2).max(1);
+    let first = median(&times[..window]);
+    let last = median(&times[n - window..]);
+    println!("submit: {n} submits into a growing queue (one API round trip each)");
+    println!("  median of submits 1..{window}: {first:.0} us");
+    println!("  median of submits {}..{n}: {last:.0} us", n - window + 1);
+    println!("  ratio last/first: {:.2} (goal <= 1.2)", last / first);
+    Ok(())
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn throughput(n: usize) -> Result<()> {
+    let t = Instant::now();
+    let status = Command::new("sh")
+        .arg("-c")
+        .arg(format!("seq {n} | xargs -P 2 -I{{}} true"))
+        .status()?;
+    let baseline = t.elapsed().as_secs_f64();
+    if !status.success() {
+        bail!("xargs baseline failed");
+    }
+    let extra = std::env::var("BENCH_SANDBOX").unwrap_or_default();
+    let d = Daemon::start(&format!("slots = 2\n[sandbox]\nlog_cap = \"1MiB\"\n{extra}\n"))?;
+    let mut c = d.client()?;
+    let one = entries("command = [\"true\"]\n")?;
+    let batch: Vec<_> = (0..n).flat_map(|_| one.clone()).collect();
+    let t = Instant::now();
+    let ids: Vec<i64> = c.call(&Request::Submit { entries: batch })?;
+    let results: Vec<nightjar::api::WaitResult> = c.call(&Request::Wait { ids })?;
+    let ours = t.elapsed().as_secs_f64();
+    let ok = results.iter().filter(|r| r.state == nightjar::store::TaskState::Succeeded).count();
+    println!("throughput: {n} x `true`, 2 slots");
+    println!("  xargs -P 2: {baseline:.2} s");
+    println!("  nightjar:   {ours:.2} s ({ok}/{n} succeeded, {:.1} ms per task per slot)", ours * 2000.0 / n as f64);
+    println!("  ratio nightjar/xargs: {:.2} (goal <= 3)", ours / baseline);
+    Ok(())
+}
+
+fn idle(secs: u64) -> Result<()> {
+    let d = Daemon::start("")?;
+    let pid = d.child.id();
+    std::thread::sleep(Duration::from_secs(1));
+    let (cpu0, t0) = (cpu_ticks(pid)?, Instant::now());
+    std::thread::sleep(Duration::from_secs(secs));
+    let (cpu1, wall) = (cpu_ticks(pid)?, t0.elapsed().as_secs_f64());
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    let pct = (cpu1 - cpu0) as f64 / hz / wall * 100.0;
+    let rss = std::fs::read_to_string(format!("/proc/{pid}/status"))?
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1).map(str::to_string))
+        .unwrap_or_default();
+    println!("idle: daemon with an empty queue for {secs} s");
+    println!("  cpu: {pct:.3}% of one core (goal < 0.5%)");
+    println!("  rss: {rss} kB (goal < 30 MB)");
+    Ok(())
+}
+
+fn cpu_ticks(pid: u32) -> Result<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    let rest = &stat[stat.rfind(')').context("stat")? + 2..];
+    let f: Vec<&str> = rest.split(' ').collect();
+    Ok(f[11].parse::<u64>()? + f[12].parse::<u64>()?)
+}
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let what = args.first().map(String::as_str).unwrap_or("all");
+    let n = |i: usize, d: usize| args.get(i).and_then(|s| s.parse().ok()).unwrap_or(d);
+    match what {
+        "submit" => submit_latency(n(1, 10_000)),
+        "throughput" => throughput(n(1, 1_000)),
+        "idle" => idle(n(1, 60) as u64),
+        "all" => {
+            submit_latency(10_000)?;
+            throughput(1_000)?;
+            idle(60)
+        }
+        other => bail!("unknown benchmark `{other}`: use submit, throughput, idle or all"),
+    }
+}
