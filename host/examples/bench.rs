@@ -23,10 +23,17 @@ struct Daemon {
 
 impl Daemon {
     fn start(config: &str) -> Result<Daemon> {
-        let dir = tempfile::tempdir()?;
+        // BENCH_DIR puts the state dir on another file system (e.g. /dev/shm).
+        let dir = match std::env::var_os("BENCH_DIR") {
+            Some(base) => tempfile::tempdir_in(base)?,
+            None => tempfile::tempdir()?,
+        };
         let state = dir.path().join("state");
         let cfg = dir.path().join("nightjar.toml");
-        std::fs::write(&cfg, format!("state_dir = \"{}\"\n{config}\n", state.display()))?;
+        std::fs::write(
+            &cfg,
+            format!("state_dir = \"{}\"\n{config}\n", state.display()),
+        )?;
         let child = Command::new(nightjar_bin()?)
             .args(["--config", cfg.to_str().unwrap_or_default(), "daemon"])
             .env("NIGHTJAR_LOG", "warn")
@@ -40,7 +47,11 @@ impl Daemon {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        Ok(Daemon { child, socket, _dir: dir })
+        Ok(Daemon {
+            child,
+            socket,
+            _dir: dir,
+        })
     }
 
     fn client(&self) -> Result<Client> {
@@ -57,7 +68,10 @@ impl Drop for Daemon {
 
 fn nightjar_bin() -> Result<PathBuf> {
     let exe = std::env::current_exe()?;
-    let dir = exe.parent().and_then(Path::parent).context("no target dir")?;
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .context("no target dir")?;
     Ok(dir.join("nightjar"))
 }
 
@@ -76,7 +90,9 @@ fn submit_latency(n: usize) -> Result<()> {
     let mut times = Vec::with_capacity(n);
     for _ in 0..n {
         let t = Instant::now();
-        let _: Vec<i64> = c.call(&Request::Submit { entries: one.clone() })?;
+        let _: Vec<i64> = c.call(&Request::Submit {
+            entries: one.clone(),
+        })?;
         times.push(t.elapsed().as_secs_f64() * 1e6);
     }
     let window = 200.min(n / 2).max(1);
@@ -106,7 +122,9 @@ fn throughput(n: usize) -> Result<()> {
         bail!("xargs baseline failed");
     }
     let extra = std::env::var("BENCH_SANDBOX").unwrap_or_default();
-    let d = Daemon::start(&format!("slots = 2\n[sandbox]\nlog_cap = \"1MiB\"\n{extra}\n"))?;
+    let d = Daemon::start(&format!(
+        "slots = 2\n[sandbox]\nlog_cap = \"1MiB\"\n{extra}\n"
+    ))?;
     let mut c = d.client()?;
     let one = entries("command = [\"true\"]\n")?;
     let batch: Vec<_> = (0..n).flat_map(|_| one.clone()).collect();
@@ -114,10 +132,16 @@ fn throughput(n: usize) -> Result<()> {
     let ids: Vec<i64> = c.call(&Request::Submit { entries: batch })?;
     let results: Vec<nightjar::api::WaitResult> = c.call(&Request::Wait { ids })?;
     let ours = t.elapsed().as_secs_f64();
-    let ok = results.iter().filter(|r| r.state == nightjar::store::TaskState::Succeeded).count();
+    let ok = results
+        .iter()
+        .filter(|r| r.state == nightjar::store::TaskState::Succeeded)
+        .count();
     println!("throughput: {n} x `true`, 2 slots");
     println!("  xargs -P 2: {baseline:.2} s");
-    println!("  nightjar:   {ours:.2} s ({ok}/{n} succeeded, {:.1} ms per task per slot)", ours * 2000.0 / n as f64);
+    println!(
+        "  nightjar:   {ours:.2} s ({ok}/{n} succeeded, {:.1} ms per task per slot)",
+        ours * 2000.0 / n as f64
+    );
     println!("  ratio nightjar/xargs: {:.2} (goal <= 3)", ours / baseline);
     Ok(())
 }

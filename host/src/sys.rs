@@ -165,7 +165,14 @@ pub fn reap_any() -> Option<(i32, Exit)> {
 pub fn has_children() -> bool {
     // SAFETY: WNOHANG|WNOWAIT peeks without reaping; a null status is allowed.
     let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-    let r = unsafe { libc::waitid(libc::P_ALL, 0, &mut info, libc::WEXITED | libc::WNOHANG | libc::WNOWAIT) };
+    let r = unsafe {
+        libc::waitid(
+            libc::P_ALL,
+            0,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        )
+    };
     !(r < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ECHILD))
 }
 

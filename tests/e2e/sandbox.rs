@@ -55,7 +55,14 @@ fn cancel_takes_the_same_path() {
 fn environment_is_cleared_to_the_allow_list_plus_task_and_nightjar_vars() {
     let mut nj = Nj::new("");
     nj.start();
-    let id = nj.submit(&["-e", "FOO=bar", "--", "env"]);
+    let id = nj.submit(&[
+        "-e",
+        "FOO=bar",
+        "--",
+        "sh",
+        "-c",
+        "env; test -d ${SCRATCH} && echo scratch-ok",
+    ]);
     assert_eq!(nj.wait(id), 0);
     let env = nj.ok(&["logs", &id.to_string()]);
     assert!(!env.contains("SECRET_TOKEN"), "daemon env leaked: {env}");
@@ -63,6 +70,17 @@ fn environment_is_cleared_to_the_allow_list_plus_task_and_nightjar_vars() {
     assert!(env.contains(&format!("NIGHTJAR_TASK_ID={id}")), "{env}");
     assert!(env.contains("NIGHTJAR_RUN_ID="), "{env}");
     assert!(env.contains("NIGHTJAR_SCRATCH="), "{env}");
+    assert!(
+        env.contains("scratch-ok"),
+        "the scratch folder exists when used: {env}"
+    );
+    let quiet = nj.submit(&["--", "env"]);
+    assert_eq!(nj.wait(quiet), 0);
+    let env = nj.ok(&["logs", &quiet.to_string()]);
+    assert!(
+        !env.contains("NIGHTJAR_SCRATCH"),
+        "no scratch folder for a task that does not use it: {env}"
+    );
     assert!(
         env.contains("CUDA_VISIBLE_DEVICES=\n"),
         "no GPU asked, none visible: {env}"

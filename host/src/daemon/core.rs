@@ -33,8 +33,8 @@ pub struct Daemon {
     placed: Mutex<HashMap<i64, Placement>>,
     /// Where per-run cgroups go, if anywhere; else why not.
     pub cgroup: Result<CgroupBase, String>,
-    /// The binary started as supervisor.
-    pub exe: PathBuf,
+    /// How supervisors are started.
+    pub supervisor: launch::SupervisorCmd,
     /// Wakes the scheduling loop.
     pub kick: Notify,
     /// Bumped on every change; `wait` watches it.
@@ -62,7 +62,7 @@ impl Daemon {
             pool: Mutex::new(pool),
             placed: Mutex::new(HashMap::new()),
             cgroup,
-            exe,
+            supervisor: launch::SupervisorCmd::for_exe(&exe),
             kick: Notify::new(),
             changes: watch::channel(0).0,
             draining: AtomicBool::new(false),
@@ -130,7 +130,11 @@ impl Daemon {
             let candidates = self.store().candidates(now_ms(), page, offset)?;
             let fetched = candidates.len();
             for c in candidates {
-                let placement = self.pool.lock().unwrap_or_else(|p| p.into_inner()).place(&c.spec.resources);
+                let placement = self
+                    .pool
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .place(&c.spec.resources);
                 let Some(placement) = placement else {
                     offset += 1;
                     continue;
@@ -199,7 +203,7 @@ impl Daemon {
             .ok()
             .map(|b| b.dir.join(format!("run-{}", run.id)));
         let launched = runenv::build(&self.cfg, spec, &run, &placement, cgroup)
-            .and_then(|rs| launch::launch(&self.exe, Path::new(&run.run_dir), &rs));
+            .and_then(|rs| launch::launch(&self.supervisor, Path::new(&run.run_dir), &rs));
         match launched {
             Ok(l) => {
                 let note = self.sandbox_note(spec);
@@ -263,7 +267,13 @@ impl Daemon {
                 .give_back(&p);
         }
         if out.class == RunClass::Ok {
-            let _ = std::fs::remove_dir_all(self.cfg.scratch_dir().join(run.to_string()));
+            let scratch = runenv::scratch_dir(&self.cfg, run);
+            if scratch.exists() {
+                let _ = std::fs::remove_dir_all(scratch);
+            }
+        }
+        if let Ok(base) = &self.cgroup {
+            let _ = std::fs::remove_dir(base.dir.join(format!("run-{run}")));
         }
         self.changed();
     }
@@ -271,6 +281,10 @@ impl Daemon {
     /// At start: re-adopt live runs, record finished ones, mark vanished ones lost.
     pub fn adopt(self: &Arc<Self>) -> Result<()> {
         let runs = self.store().running_runs()?;
+        if let Ok(base) = &self.cgroup {
+            let live: Vec<i64> = runs.iter().map(|r| r.id).collect();
+            crate::sandbox::cgroup::sweep(&base.dir, &live);
+        }
         for run in runs {
             let dir = PathBuf::from(&run.run_dir);
             match launch::probe(&dir)? {

@@ -13,6 +13,11 @@ use crate::store::RunRow;
 use crate::task::model::TaskSpec;
 use crate::task::vars::{self, Subst};
 
+/// The scratch folder of a run.
+pub fn scratch_dir(cfg: &Config, run: i64) -> PathBuf {
+    cfg.scratch_dir().join(run.to_string())
+}
+
 /// Makes the run's spec. `cgroup` is the per-run cgroup folder, if cgroups are in use.
 pub fn build(
     cfg: &Config,
@@ -22,13 +27,18 @@ pub fn build(
     cgroup: Option<PathBuf>,
 ) -> Result<RunSpec> {
     let run_dir = Path::new(&run.run_dir);
-    let scratch = cfg.scratch_dir().join(run.id.to_string());
-    std::fs::create_dir_all(&scratch)
-        .with_context(|| format!("create scratch {}", scratch.display()))?;
+    let argv_templates = spec.command.to_argv();
+    let uses = |name: &str| {
+        let needle = format!("${{{name}}}");
+        argv_templates
+            .iter()
+            .chain(spec.env.values())
+            .chain(spec.output.iter())
+            .any(|t| t.contains(&needle))
+    };
     let mut values: BTreeMap<&str, String> = BTreeMap::new();
     values.insert("TASK_ID", run.task_id.to_string());
     values.insert("RUN_ID", run.id.to_string());
-    values.insert("SCRATCH", scratch.display().to_string());
     values.insert("WORKDIR", spec.workdir.display().to_string());
     values.insert("TASK_NAME", spec.name.clone());
     values.insert("PROJECT", spec.project.clone());
@@ -47,20 +57,29 @@ pub fn build(
             .collect::<Vec<_>>()
             .join(" "),
     );
+    // Each folder costs file-system round trips; scratch and the default
+    // output folder are made only for tasks that use them (README: "Folders").
+    if uses("SCRATCH") {
+        let scratch = scratch_dir(cfg, run.id);
+        std::fs::create_dir_all(&scratch)
+            .with_context(|| format!("create scratch {}", scratch.display()))?;
+        values.insert("SCRATCH", scratch.display().to_string());
+    }
     let expand_with = |t: &str, values: &BTreeMap<&str, String>| {
         vars::expand(t, true, |n| values.get(n).cloned().map(Subst::Value))
             .with_context(|| format!("substitute variables in `{t}`"))
     };
     let output = match &spec.output {
-        Some(t) => spec.workdir.join(expand_with(t, &values)?),
-        None => run_dir.join("output"),
+        Some(t) => Some(spec.workdir.join(expand_with(t, &values)?)),
+        None if uses("OUTPUT_PATH") => Some(run_dir.join("output")),
+        None => None,
     };
-    std::fs::create_dir_all(&output)
-        .with_context(|| format!("create output folder {}", output.display()))?;
-    values.insert("OUTPUT_PATH", output.display().to_string());
-    let argv: Vec<String> = spec
-        .command
-        .to_argv()
+    if let Some(output) = output {
+        std::fs::create_dir_all(&output)
+            .with_context(|| format!("create output folder {}", output.display()))?;
+        values.insert("OUTPUT_PATH", output.display().to_string());
+    }
+    let argv: Vec<String> = argv_templates
         .iter()
         .map(|a| expand_with(a, &values))
         .collect::<Result<_>>()?;

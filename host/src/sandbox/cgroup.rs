@@ -75,12 +75,24 @@ pub fn kill_all(dir: &Path) {
     let _ = std::fs::write(dir.join("cgroup.kill"), "1");
 }
 
-/// Removes an emptied run cgroup (retrying briefly while the kernel settles).
-pub fn remove(dir: &Path) {
-    for _ in 0..50 {
-        if std::fs::remove_dir(dir).is_ok() || !dir.exists() {
-            return;
+/// Removes run cgroups under `base` that no live run uses (left behind when
+/// the kernel was still tearing one down as its supervisor exited, or by a
+/// crash). A cgroup that still holds processes is left alone.
+pub fn sweep(base: &Path, live: &[i64]) {
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(id) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("run-"))
+            .and_then(|n| n.parse::<i64>().ok())
+        else {
+            continue;
+        };
+        if !live.contains(&id) {
+            let _ = std::fs::remove_dir(e.path());
         }
-        std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }

@@ -1,6 +1,7 @@
-//! The run folder's files: what the daemon asks for (`spec.json`) and what
-//! the supervisor reports (`status.json`, written atomically).
-
+//! The run folder's files. The daemon hands the supervisor its [`RunSpec`]
+//! on stdin; the supervisor holds an exclusive `flock` on the run folder
+//! itself for as long as it lives, writes `stdout.log`/`stderr.log` (created
+//! at the first byte) and, at the end, `status.json` (atomically).
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -8,12 +9,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::store::{RunClass, RunOutcome};
 
-/// Spec file name.
-pub const SPEC: &str = "spec.json";
 /// Status file name; present only once the run has ended.
 pub const STATUS: &str = "status.json";
-/// Lock file held by the supervisor for as long as it lives.
-pub const LOCK: &str = "lock";
 /// Standard output log.
 pub const STDOUT: &str = "stdout.log";
 /// Standard error log.

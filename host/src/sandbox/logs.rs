@@ -2,7 +2,8 @@
 //! reaches half the cap it becomes `NAME.1` (replacing the older half) and a
 //! fresh `NAME` starts. At most `cap` bytes are kept, always the newest.
 //! A write error (a full disk) stops logging, not the task: the pipe keeps
-//! being drained and the error is reported in the run's status.
+//! being drained and the error is reported in the run's status. The file is
+//! created at the first byte, so a silent task costs no file.
 
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -21,16 +22,16 @@ pub struct CappedLog {
 }
 
 impl CappedLog {
-    /// Creates (truncating) the log at `path`, keeping at most `cap` bytes.
-    pub fn create(path: &Path, cap: u64) -> io::Result<CappedLog> {
-        Ok(CappedLog {
+    /// A log at `path` keeping at most `cap` bytes; nothing is created yet.
+    pub fn new(path: &Path, cap: u64) -> CappedLog {
+        CappedLog {
             path: path.to_path_buf(),
             half: (cap / 2).max(1),
-            file: Some(File::create(path)?),
+            file: None,
             written: 0,
             dropped: 0,
             error: None,
-        })
+        }
     }
 
     /// The older half's path.
@@ -48,6 +49,12 @@ impl CappedLog {
             {
                 self.fail(e);
                 return;
+            }
+            if self.file.is_none() {
+                match File::create(&self.path) {
+                    Ok(f) => self.file = Some(f),
+                    Err(e) => return self.fail(e),
+                }
             }
             let room = (self.half - self.written) as usize;
             let n = room.min(buf.len());
@@ -93,9 +100,14 @@ impl CappedLog {
 }
 
 /// Reads a capped log back in order: the rotated half, then the current one.
+/// A log that was never created (a silent task) reads as empty.
 pub fn read_all(path: &Path) -> io::Result<Vec<u8>> {
     let mut out = std::fs::read(CappedLog::rotated_path(path)).unwrap_or_default();
-    out.extend(std::fs::read(path)?);
+    match std::fs::read(path) {
+        Ok(b) => out.extend(b),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
     Ok(out)
 }
 
@@ -107,13 +119,22 @@ mod tests {
     fn keeps_the_tail_within_the_cap() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("out.log");
-        let mut log = CappedLog::create(&path, 100).unwrap();
+        let mut log = CappedLog::new(&path, 100);
         let text: String = (0..100).map(|i| format!("line {i:03}\n")).collect();
         log.drain(text.as_bytes());
         let kept = read_all(&path).unwrap();
         assert!(kept.len() <= 100, "kept {} bytes", kept.len());
         assert!(String::from_utf8_lossy(&kept).ends_with("line 099\n"));
         assert_eq!(log.dropped as usize + kept.len(), text.len());
+    }
+
+    #[test]
+    fn a_silent_task_leaves_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("quiet.log");
+        CappedLog::new(&path, 100).drain(&b""[..]);
+        assert!(!path.exists());
+        assert!(read_all(&path).unwrap().is_empty());
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! atomically when everything in the tree is gone.
 
 use std::fs::File;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -24,8 +24,17 @@ use crate::time::now_ms;
 /// The descriptor on which the daemon hands over the run folder's lock.
 pub const LOCK_FD: i32 = 3;
 
-/// Runs the supervisor for the run folder `dir`; returns when the run is recorded.
+/// Runs the supervisor for the run folder `dir` (its spec arrives on stdin);
+/// returns when the run is recorded. Errors also go to `supervisor.log`.
 pub fn main(dir: &Path) -> Result<()> {
+    let result = run(dir);
+    if let Err(e) = &result {
+        note(dir, &format!("supervisor failed: {e:#}"));
+    }
+    result
+}
+
+fn run(dir: &Path) -> Result<()> {
     sys::ignore_signal(libc::SIGPIPE);
     sys::ignore_signal(libc::SIGHUP);
     let set = sys::sigset(&[libc::SIGCHLD, libc::SIGTERM, libc::SIGINT]);
@@ -37,8 +46,11 @@ pub fn main(dir: &Path) -> Result<()> {
         return Ok(());
     }
     sys::set_child_subreaper().context("become child subreaper")?;
-    let spec: RunSpec = files::read_json(dir, files::SPEC)?
-        .with_context(|| format!("{} has no {}", dir.display(), files::SPEC))?;
+    let mut body = Vec::new();
+    std::io::stdin()
+        .read_to_end(&mut body)
+        .context("read the run spec from stdin")?;
+    let spec: RunSpec = serde_json::from_slice(&body).context("parse the run spec")?;
     let status = supervise(dir, &spec, &sigfd);
     files::write_atomic(dir, files::STATUS, &status).context("write status.json")?;
     Ok(())
@@ -46,8 +58,8 @@ pub fn main(dir: &Path) -> Result<()> {
 
 /// Keeps the lock the daemon passed on fd 3, or takes it when run by hand.
 fn take_lock(dir: &Path) -> Result<File> {
-    let path = dir.join(files::LOCK);
-    let file = File::options().create(true).append(true).open(&path)?;
+    let file = super::launch::open_dir(dir)
+        .with_context(|| format!("open run folder {}", dir.display()))?;
     // The inherited descriptor (same open file) already holds the lock; a lock
     // taken on a fresh open succeeds only when no one else holds it.
     if sys::set_cloexec(LOCK_FD).is_ok() && sys::flock_exclusive(LOCK_FD, false).unwrap_or(false) {
@@ -127,20 +139,17 @@ fn supervise(dir: &Path, spec: &RunSpec, sigfd: &OwnedFd) -> RunStatus {
                 None
             }
         });
-    let logs = match start_logs(dir, spec) {
-        Ok(l) => l,
-        Err(e) => {
-            status.message = Some(format!("cannot create log files: {e:#}"));
-            return status;
-        }
-    };
+    let logs = [
+        CappedLog::new(&dir.join(files::STDOUT), spec.log_cap),
+        CappedLog::new(&dir.join(files::STDERR), spec.log_cap),
+    ];
     let (child_pid, readers) = match spawn(spec, cgroup.as_deref(), logs) {
         Ok(x) => x,
         Err(e) => {
             status.message = Some(e);
             status.finished_at = now_ms();
             if let Some(cg) = &cgroup {
-                cgroup::remove(cg);
+                let _ = std::fs::remove_dir(cg);
             }
             return status;
         }
@@ -212,7 +221,9 @@ fn supervise(dir: &Path, spec: &RunSpec, sigfd: &OwnedFd) -> RunStatus {
         }
     }
     if let Some(cg) = &tree.cgroup {
-        cgroup::remove(cg);
+        // Usually empty by now; if the kernel is still tearing it down, the
+        // daemon removes it after the supervisor exits.
+        let _ = std::fs::remove_dir(cg);
     }
     status.finished_at = now_ms();
     status.ended_by = ended_by;
@@ -237,13 +248,6 @@ fn prepare_cgroup(cg: &Path, mem: Option<u64>) -> std::io::Result<()> {
         std::fs::write(cg.join("memory.max"), bytes.to_string())?;
     }
     Ok(())
-}
-
-fn start_logs(dir: &Path, spec: &RunSpec) -> Result<[CappedLog; 2]> {
-    Ok([
-        CappedLog::create(&dir.join(files::STDOUT), spec.log_cap)?,
-        CappedLog::create(&dir.join(files::STDERR), spec.log_cap)?,
-    ])
 }
 
 type Reader = std::thread::JoinHandle<(u64, Option<String>)>;
