@@ -4,6 +4,7 @@
 mod harness;
 
 mod cli;
+mod examples;
 mod input;
 mod restart;
 mod sandbox;
