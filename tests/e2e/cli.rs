@@ -194,3 +194,16 @@ fn completions_are_printed_for_bash() {
     let out = nj.ok(&["completions", "bash"]);
     assert!(out.contains("nightjar") && out.contains("submit"));
 }
+
+#[test]
+fn without_the_slim_supervisor_binary_the_daemon_uses_nightjar_supervise() {
+    let mut nj = Nj::new("");
+    let lone = nj.path("bin").join("nightjar");
+    if std::fs::hard_link(crate::harness::BIN, &lone).is_err() {
+        std::fs::copy(crate::harness::BIN, &lone).unwrap();
+    }
+    nj.start_with(&lone);
+    let id = nj.submit(&["--", "sh", "-c", "echo via-fallback; exit 4"]);
+    assert_eq!(nj.wait(id), 4);
+    assert_eq!(nj.ok(&["logs", &id.to_string()]), "via-fallback\n");
+}

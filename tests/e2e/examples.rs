@@ -17,7 +17,11 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 fn ids(v: &serde_json::Value) -> Vec<i64> {
-    v.as_array().unwrap().iter().map(|e| e["id"].as_i64().unwrap()).collect()
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["id"].as_i64().unwrap())
+        .collect()
 }
 
 #[test]
@@ -25,7 +29,10 @@ fn the_three_example_workloads_run_as_documented() {
     let mut nj = Nj::new("slots = 2");
     nj.start();
     let work = nj.path("work");
-    copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/tasks"), &work);
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/tasks"),
+        &work,
+    );
 
     let train = ids(&nj.json(&["submit", "train/train.toml"]))[0];
     let sim = ids(&nj.json(&["submit", "hpc/sim.yaml"]));
@@ -36,24 +43,41 @@ fn the_three_example_workloads_run_as_documented() {
     for m in nj.show(train)["members"].as_array().unwrap() {
         let run = nj.show(m["id"].as_i64().unwrap())["runs"][0].clone();
         let out = Path::new(run["run_dir"].as_str().unwrap()).join("output");
-        assert!(out.join("ckpt-epoch5.json").exists(), "checkpoint in {}", out.display());
-        let metrics: serde_json::Value = serde_json::from_str(&read(&out.join("metrics.json"))).unwrap();
+        assert!(
+            out.join("ckpt-epoch5.json").exists(),
+            "checkpoint in {}",
+            out.display()
+        );
+        let metrics: serde_json::Value =
+            serde_json::from_str(&read(&out.join("metrics.json"))).unwrap();
         assert!(metrics["final_loss"].as_f64().unwrap().is_finite());
     }
 
     // Simulation, then post-processing of its output.
     assert_eq!(nj.wait(sim[0]), 0);
     assert_eq!(nj.wait(sim[1]), 0);
-    let summary: serde_json::Value = serde_json::from_str(&read(&work.join("hpc/out/sim/summary.json"))).unwrap();
-    assert!((summary["total_heat"].as_f64().unwrap() - 100.0).abs() < 1e-3, "heat is conserved: {summary}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&read(&work.join("hpc/out/sim/summary.json"))).unwrap();
+    assert!(
+        (summary["total_heat"].as_f64().unwrap() - 100.0).abs() < 1e-3,
+        "heat is conserved: {summary}"
+    );
 
     // Pipeline: validate fails, report is blocked, cleanup runs anyway.
-    let [fetch, clean, validate, report, cleanup] = pipe[..] else { panic!("5 steps") };
+    let [fetch, clean, validate, report, cleanup] = pipe[..] else {
+        panic!("5 steps")
+    };
     assert_eq!(nj.wait(fetch), 0);
     assert_eq!(nj.wait(clean), 0);
     assert_eq!(nj.wait(validate), 2);
     assert_eq!(nj.wait(report), 69);
     assert_eq!(nj.wait(cleanup), 0);
-    assert!(!work.join("pipeline/out/report.txt").exists(), "the chain stopped");
-    assert!(nj.ok(&["logs", "--stderr", &validate.to_string()]).contains("negative read count"));
+    assert!(
+        !work.join("pipeline/out/report.txt").exists(),
+        "the chain stopped"
+    );
+    assert!(
+        nj.ok(&["logs", "--stderr", &validate.to_string()])
+            .contains("negative read count")
+    );
 }

@@ -51,12 +51,17 @@ impl Nj {
 
     /// Starts the daemon and waits until it answers.
     pub fn start(&mut self) {
+        self.start_with(Path::new(BIN));
+    }
+
+    /// Starts the daemon from the binary `bin` and waits until it answers.
+    pub fn start_with(&mut self, bin: &Path) {
         let log = std::fs::File::options()
             .create(true)
             .append(true)
             .open(self.dir.path().join("daemon.log"))
             .expect("daemon log");
-        let child = Command::new(BIN)
+        let child = Command::new(bin)
             .args(["--config", self.config.to_str().unwrap(), "daemon"])
             .env("SECRET_TOKEN", "must-not-leak")
             .stdin(Stdio::null())

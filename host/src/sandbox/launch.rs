@@ -154,3 +154,21 @@ pub fn wait_unlocked(dir: &Path) -> Result<()> {
     sys::flock_exclusive(lock.as_raw_fd(), true)?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_slim_supervisor_is_preferred_and_nightjar_supervise_is_the_fallback() {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = dir.path().join("nightjar");
+        let fallback = SupervisorCmd::for_exe(&exe);
+        assert_eq!(fallback.program, exe);
+        assert_eq!(fallback.prefix, vec!["supervise".to_string()]);
+        std::fs::write(dir.path().join("nightjar-supervise"), "").unwrap();
+        let slim = SupervisorCmd::for_exe(&exe);
+        assert_eq!(slim.program, dir.path().join("nightjar-supervise"));
+        assert!(slim.prefix.is_empty());
+    }
+}

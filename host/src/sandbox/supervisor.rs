@@ -100,10 +100,10 @@ impl Tree {
             .for_each(|p| sys::kill(p, sig));
     }
 
+    /// True while any process of the run is left. As subreaper we are the
+    /// parent of every orphan, so "no children" means "no descendants".
     fn alive(&self) -> bool {
-        // SAFETY: getpid has no preconditions.
-        let me = unsafe { libc::getpid() };
-        !sys::descendants(me).is_empty()
+        sys::has_children()
             || self
                 .cgroup
                 .as_deref()

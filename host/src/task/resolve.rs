@@ -179,12 +179,25 @@ fn resolve_one(
     })
 }
 
+/// `p` made absolute against `base`, with `.` and `..` folded away.
 fn absolute(base: &Path, p: &Path) -> PathBuf {
-    if p.is_absolute() {
+    use std::path::Component;
+    let joined = if p.is_absolute() {
         p.to_path_buf()
     } else {
         base.join(p)
+    };
+    let mut out = PathBuf::new();
+    for c in joined.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
     }
+    out
 }
 
 /// Every combination of the grid's values (one empty combination for no grid).
@@ -307,6 +320,18 @@ mod tests {
     fn cycle_is_named() {
         let err = go("[[task]]\nname = \"a\"\ncommand = \"true\"\nafter = [\"b\"]\n[[task]]\nname = \"b\"\ncommand = \"true\"\nafter = [\"a\"]\n").unwrap_err();
         assert!(err.contains("cycle: a -> b -> a"), "{err}");
+    }
+
+    #[test]
+    fn paths_are_absolute_without_dot_segments() {
+        assert_eq!(
+            absolute(Path::new("/a/b"), Path::new("./c/../d")),
+            PathBuf::from("/a/b/d")
+        );
+        assert_eq!(
+            absolute(Path::new("/a/b"), Path::new(".")),
+            PathBuf::from("/a/b")
+        );
     }
 
     #[test]
