@@ -44,7 +44,9 @@ fn sigterm_stops_the_daemon_and_leaves_running_tasks_running() {
     let mut nj = Nj::new("");
     nj.start();
     let id = nj.submit(&["--", "sh", "-c", "sleep 2; exit 5"]);
-    nj.until("running", || nj.running() == 1);
+    nj.until("supervisor recorded", || {
+        !nj.show(id)["runs"][0]["supervisor_pid"].is_null()
+    });
     let status = nj.term();
     assert!(
         status.success(),
@@ -80,6 +82,14 @@ fn host_reboot_marks_runs_lost_and_requeues_per_retry_settings() {
     ]);
     let once = nj.submit(&["--", "sleep", "61"]);
     nj.until("2 running", || nj.running() == 2);
+    nj.until("the first attempt's marker", || {
+        marks.join("again").exists()
+    });
+    nj.until("both supervisors recorded", || {
+        [retried, once]
+            .iter()
+            .all(|&id| !nj.show(id)["runs"][0]["supervisor_pid"].is_null())
+    });
     nj.kill9();
     // A reboot takes every supervisor and task with it: each supervisor
     // leads its own session, which holds its task's whole tree.
