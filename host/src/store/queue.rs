@@ -52,6 +52,19 @@ pub(super) fn run_row(r: &rusqlite::Row) -> rusqlite::Result<RunRow> {
     })
 }
 
+/// Recurring templates due at `?1`. Runs on every pass: must use an index.
+/// `INDEXED BY` pins the small partial index: without statistics SQLite
+/// would pick the (state, ...) index and walk every queued task.
+pub(super) const DUE_SQL: &str = "SELECT id, spec, schedule FROM tasks INDEXED BY tasks_fire
+    WHERE state = 'scheduled' AND next_fire_at <= ?1";
+
+/// The scheduler's next timer. Runs after every pass: must use indexes.
+pub(super) const WAKEUP_SQL: &str = "SELECT MIN(x) FROM (
+    SELECT MIN(not_before) AS x FROM tasks INDEXED BY tasks_backoff
+        WHERE state = 'queued' AND not_before IS NOT NULL
+    UNION ALL
+    SELECT MIN(next_fire_at) FROM tasks INDEXED BY tasks_fire WHERE state = 'scheduled')";
+
 /// SQL true when task `t` has a dependency that is not yet satisfied.
 const UNSATISFIED: &str = "EXISTS (SELECT 1 FROM deps d JOIN tasks p ON p.id = d.dep_id
     WHERE d.task_id = t.id AND NOT (
@@ -256,9 +269,7 @@ impl Store {
     ) -> Result<Vec<i64>> {
         let tx = self.conn.transaction()?;
         let due: Vec<(i64, String, String)> = {
-            let mut stmt = tx.prepare_cached(
-                "SELECT id, spec, schedule FROM tasks WHERE kind = 'recurring' AND state = 'scheduled' AND next_fire_at <= ?1",
-            )?;
+            let mut stmt = tx.prepare_cached(DUE_SQL)?;
             stmt.query_map([now], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
                 .collect::<rusqlite::Result<_>>()?
         };
@@ -292,14 +303,7 @@ impl Store {
 
     /// The earliest time something waits for: a backoff ending or a template firing.
     pub fn next_wakeup(&self) -> Result<Option<i64>> {
-        let t: Option<i64> = self.conn.query_row(
-            "SELECT MIN(x) FROM (
-                SELECT MIN(not_before) AS x FROM tasks WHERE state = 'queued' AND not_before IS NOT NULL
-                UNION ALL
-                SELECT MIN(next_fire_at) FROM tasks WHERE state = 'scheduled')",
-            [],
-            |r| r.get(0),
-        )?;
+        let t: Option<i64> = self.conn.query_row(WAKEUP_SQL, [], |r| r.get(0))?;
         Ok(t)
     }
 

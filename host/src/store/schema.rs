@@ -24,6 +24,9 @@ CREATE TABLE tasks (
 );
 CREATE INDEX tasks_queue  ON tasks (state, priority DESC, submitted_at, id);
 CREATE INDEX tasks_parent ON tasks (parent_id);
+-- What the scheduler's timer looks at, kept small so a pass never scans the queue.
+CREATE INDEX tasks_backoff ON tasks (not_before) WHERE state = 'queued' AND not_before IS NOT NULL;
+CREATE INDEX tasks_fire    ON tasks (next_fire_at) WHERE state = 'scheduled';
 
 CREATE TABLE deps (
     task_id INTEGER NOT NULL REFERENCES tasks(id),

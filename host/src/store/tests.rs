@@ -231,3 +231,41 @@ fn held_tasks_do_not_start_until_released() {
     s.release(id, 4).unwrap();
     assert_eq!(s.candidates(5, 10, 0).unwrap().len(), 1);
 }
+
+/// The queries every pass runs must not scan the task table, or submit
+/// latency grows with the queue.
+#[test]
+fn per_pass_queries_use_indexes_not_scans() {
+    let (_dir, mut s) = store();
+    // With rows in the table the planner's choice differs from an empty one.
+    for _ in 0..50 {
+        submit(&mut s, "command = \"true\"\n");
+    }
+    for (sql, param) in [
+        (super::queue::DUE_SQL, true),
+        (super::queue::WAKEUP_SQL, false),
+    ] {
+        let explain = format!("EXPLAIN QUERY PLAN {sql}");
+        let mut stmt = s.conn.prepare(&explain).unwrap();
+        let rows: Vec<String> = if param {
+            stmt.query_map([0i64], |r| r.get::<_, String>(3))
+                .unwrap()
+                .map(|r| r.unwrap())
+                .collect()
+        } else {
+            stmt.query_map([], |r| r.get::<_, String>(3))
+                .unwrap()
+                .map(|r| r.unwrap())
+                .collect()
+        };
+        assert!(
+            rows.iter().all(|r| !r.starts_with("SCAN tasks")),
+            "{sql}: {rows:?}"
+        );
+        assert!(
+            rows.iter()
+                .any(|r| r.contains("USING INDEX") || r.contains("USING COVERING INDEX")),
+            "{rows:?}"
+        );
+    }
+}
