@@ -167,6 +167,11 @@ impl Config {
         self.state_dir.join("runs")
     }
 
+    /// The file whose byte N is run N's lock, held by its supervisor.
+    pub fn run_lock_path(&self) -> PathBuf {
+        self.state_dir.join("runs.lock")
+    }
+
     /// The folder holding per-run scratch space.
     pub fn scratch_dir(&self) -> PathBuf {
         self.state_dir.join("scratch")

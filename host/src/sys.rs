@@ -28,6 +28,36 @@ pub fn flock_exclusive(fd: RawFd, block: bool) -> io::Result<bool> {
     }
 }
 
+/// Takes (or, with `block` false, tries to take) an exclusive open-file-
+/// description lock on byte `at` of `fd`'s file. The lock belongs to the open
+/// file description: it passes to a child with the descriptor and is released
+/// when the last descriptor to it closes. Returns `Ok(false)` when a
+/// non-blocking attempt finds it held elsewhere.
+pub fn ofd_lock_byte(fd: RawFd, at: i64, block: bool) -> io::Result<bool> {
+    // SAFETY: flock is plain data; fcntl reads it.
+    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+    fl.l_type = libc::F_WRLCK as libc::c_short;
+    fl.l_whence = libc::SEEK_SET as libc::c_short;
+    fl.l_start = at;
+    fl.l_len = 1;
+    let cmd = if block {
+        libc::F_OFD_SETLKW
+    } else {
+        libc::F_OFD_SETLK
+    };
+    loop {
+        // SAFETY: fl is a valid flock for the duration of the call.
+        match check(unsafe { libc::fcntl(fd, cmd, &fl) }) {
+            Ok(_) => return Ok(true),
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EACCES)) => {
+                return Ok(false);
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// Sets close-on-exec on a descriptor.
 pub fn set_cloexec(fd: RawFd) -> io::Result<()> {
     // SAFETY: fcntl on a descriptor; no memory is passed.

@@ -66,11 +66,18 @@ pub fn run(mut ctx: Ctx, a: Args) -> Result<i32> {
         std::io::stdout().write_all(&text)?;
         return Ok(0);
     }
-    follow(&dir, &path)
+    let (task, run_id) = (a.id, run.id);
+    follow(&path, || {
+        let d: TaskDetail = ctx.client.call(&Request::Show { id: task })?;
+        Ok(d.runs
+            .iter()
+            .any(|r| r.id == run_id && r.state != "running"))
+    })
 }
 
-/// Prints the log and then new output until the run's status appears.
-fn follow(dir: &Path, path: &Path) -> Result<i32> {
+/// Prints the log and then new output until `ended` says the run is over
+/// (checked before each read, so the last output is always printed).
+fn follow(path: &Path, mut ended: impl FnMut() -> Result<bool>) -> Result<i32> {
     let mut out = std::io::stdout();
     let rotated = logs::CappedLog::rotated_path(path);
     if let Ok(old) = std::fs::read(&rotated) {
@@ -79,7 +86,7 @@ fn follow(dir: &Path, path: &Path) -> Result<i32> {
     let mut pos = 0u64;
     let mut inode = None;
     loop {
-        let ended = dir.join(files::STATUS).exists();
+        let ended = ended()?;
         if let Ok(mut f) = std::fs::File::open(path) {
             let ino = std::os::unix::fs::MetadataExt::ino(&f.metadata()?);
             if inode.is_some_and(|i| i != ino) {

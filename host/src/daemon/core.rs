@@ -202,18 +202,21 @@ impl Daemon {
             .as_ref()
             .ok()
             .map(|b| b.dir.join(format!("run-{}", run.id)));
-        let launched = runenv::build(&self.cfg, spec, &run, &placement, cgroup)
-            .and_then(|rs| launch::launch(&self.supervisor, Path::new(&run.run_dir), &rs));
-        match launched {
-            Ok(l) => {
+        let prepared = runenv::build(&self.cfg, spec, &run, &placement, cgroup).and_then(|rs| {
+            launch::launch(&self.supervisor, Path::new(&run.run_dir), &rs).map(|l| (l, rs))
+        });
+        match prepared {
+            Ok((l, rs)) => {
                 let note = self.sandbox_note(spec);
                 self.store()
                     .set_run_started(run.id, l.pid, note.as_deref())?;
                 let me = Arc::clone(self);
                 tokio::spawn(async move {
-                    let mut child = l.child;
-                    let _ = child.wait().await;
-                    me.run_ended(run.id, Path::new(&run.run_dir));
+                    let reported =
+                        launch::converse(l.child, &rs, |s| me.finish(run.id, &s.outcome())).await;
+                    if reported.is_none() {
+                        me.run_ended(run.id, Path::new(&run.run_dir));
+                    }
                 });
             }
             Err(e) => {
@@ -231,11 +234,12 @@ impl Daemon {
         Ok(true)
     }
 
-    /// Called when a run's supervisor is gone: read its status and record it.
+    /// Called when a run's supervisor is gone without reporting to us: read
+    /// the status it left (or mark the run lost) and record it.
     pub fn run_ended(&self, run: i64, dir: &Path) {
         let out = match files::read_json::<RunStatus>(dir, files::STATUS) {
             Ok(Some(status)) => status.outcome(),
-            Ok(None) | Err(_) => match launch::probe(dir) {
+            Ok(None) | Err(_) => match launch::probe(&self.cfg.run_lock_path(), run, dir) {
                 Ok(Liveness::Ended(s) | Liveness::Vanished(s)) => s.outcome(),
                 Ok(Liveness::Alive) => return,
                 Err(e) => RunOutcome {
@@ -287,7 +291,7 @@ impl Daemon {
         }
         for run in runs {
             let dir = PathBuf::from(&run.run_dir);
-            match launch::probe(&dir)? {
+            match launch::probe(&self.cfg.run_lock_path(), run.id, &dir)? {
                 Liveness::Alive => {
                     let placement = placement_of(&run);
                     self.pool
@@ -300,10 +304,12 @@ impl Daemon {
                         .insert(run.id, placement);
                     tracing::info!("run {} of task {}: re-adopted", run.id, run.task_id);
                     let me = Arc::clone(self);
+                    let lock = self.cfg.run_lock_path();
                     tokio::spawn(async move {
-                        let d = dir.clone();
+                        let id = run.id;
                         let _ =
-                            tokio::task::spawn_blocking(move || launch::wait_unlocked(&d)).await;
+                            tokio::task::spawn_blocking(move || launch::wait_unlocked(&lock, id))
+                                .await;
                         me.run_ended(run.id, &dir);
                     });
                 }

@@ -100,6 +100,12 @@ fn prepare_state_dir(cfg: &Config) -> Result<File> {
         )
     })?;
     let _ = std::fs::remove_file(&probe);
+    let run_lock = cfg.run_lock_path();
+    File::options()
+        .create(true)
+        .append(true)
+        .open(&run_lock)
+        .with_context(|| format!("create {}", run_lock.display()))?;
     let path = dir.join("daemon.lock");
     let mut lock = File::options()
         .read(true)

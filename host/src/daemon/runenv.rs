@@ -119,5 +119,6 @@ pub fn build(
         cpus: place.cpus.clone(),
         mem_limit: spec.resources.mem.map(|m| m.as_u64()),
         cgroup,
+        lock_file: cfg.run_lock_path(),
     })
 }

@@ -1,7 +1,12 @@
-//! The run folder's files. The daemon hands the supervisor its [`RunSpec`]
-//! on stdin; the supervisor holds an exclusive `flock` on the run folder
-//! itself for as long as it lives, writes `stdout.log`/`stderr.log` (created
-//! at the first byte) and, at the end, `status.json` (atomically).
+//! The run folder's files and the supervisor's report. The daemon hands the
+//! supervisor its [`RunSpec`] as one JSON line on stdin. The supervisor holds
+//! the run's lock (byte `run_id` of the state dir's `runs.lock`, an
+//! open-file-description lock) for as long as it lives, and writes
+//! `stdout.log`/`stderr.log` into the run folder (both created at the first
+//! byte). At the end it sends its [`RunStatus`] as one JSON line on stdout and
+//! waits for the daemon's `ok`; only when no daemon acknowledges (it died or
+//! restarted) does it write `status.json` (atomically) for the next daemon.
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -9,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::store::{RunClass, RunOutcome};
 
-/// Status file name; present only once the run has ended.
+/// Status file name; written only when no daemon took the status on stdout.
 pub const STATUS: &str = "status.json";
 /// Standard output log.
 pub const STDOUT: &str = "stdout.log";
@@ -43,6 +48,8 @@ pub struct RunSpec {
     pub mem_limit: Option<u64>,
     /// The cgroup folder to create for the run, when cgroups are in use.
     pub cgroup: Option<PathBuf>,
+    /// The state dir's run-lock file; the run's lock is byte `run_id` of it.
+    pub lock_file: PathBuf,
 }
 
 /// Why the run's main process ended.

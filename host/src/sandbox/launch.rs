@@ -1,7 +1,6 @@
-//! The daemon's side of a run: make the run folder, start the supervisor in
-//! its own session with the folder's lock already held, hand it the spec on
-//! stdin, and find out later whether a supervisor from before a restart is
-//! still alive.
+//! The daemon's side of a run: start the supervisor in its own session with
+//! the run's lock already held, talk to it over its stdin and stdout, and
+//! find out later whether a supervisor from before a restart is still alive.
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
@@ -10,7 +9,7 @@ use std::path::Path;
 use std::process::Stdio;
 
 use anyhow::{Context, Result};
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
 use super::files::{self, EndedBy, RunSpec, RunStatus};
 use super::supervisor::LOCK_FD;
@@ -52,25 +51,32 @@ pub struct Launched {
     pub pid: u32,
 }
 
-/// Opens a run folder for locking.
-pub fn open_dir(dir: &Path) -> std::io::Result<File> {
-    File::open(dir)
+/// The run's lock: byte `run` of the state dir's `runs.lock`, on a fresh
+/// open file description (a lock per description, so runs never share one).
+fn open_lock(lock_file: &Path) -> std::io::Result<File> {
+    File::options().read(true).write(true).open(lock_file)
 }
 
-/// Creates the run folder and starts the supervisor on it, writing `spec` to
-/// its stdin. The folder's lock is taken here and handed to the supervisor
-/// (fd 3), so there is no instant at which the run exists without a holder.
-/// Must be called within the tokio runtime.
+/// Takes run `run`'s lock on a fresh descriptor; `Ok(None)` when it is held
+/// (its supervisor is alive).
+pub fn try_lock(lock_file: &Path, run: i64) -> Result<Option<File>> {
+    let f = open_lock(lock_file).with_context(|| format!("open {}", lock_file.display()))?;
+    Ok(sys::ofd_lock_byte(f.as_raw_fd(), run, false)?.then_some(f))
+}
+
+/// Starts the supervisor on the run folder `dir` with the run's lock already
+/// taken and handed over as fd 3, so there is no instant at which the run
+/// exists without a holder. The spec goes to the supervisor's stdin as one
+/// line; its stdout carries the status back. Must run inside the tokio runtime.
 pub fn launch(sup: &SupervisorCmd, dir: &Path, spec: &RunSpec) -> Result<Launched> {
-    std::fs::create_dir_all(dir).with_context(|| format!("create run folder {}", dir.display()))?;
-    let lock = open_dir(dir).context("open run folder for locking")?;
-    sys::flock_exclusive(lock.as_raw_fd(), false)?;
+    let lock = try_lock(&spec.lock_file, spec.run_id)?
+        .with_context(|| format!("run {} is already locked by a supervisor", spec.run_id))?;
     let lock_fd = lock.as_raw_fd();
     let mut cmd = std::process::Command::new(&sup.program);
     cmd.args(&sup.prefix)
         .arg(dir)
         .stdin(Stdio::piped())
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::null());
     // SAFETY: setsid and dup2 are async-signal-safe; lock_fd stays open in
     // the parent until spawn returns.
@@ -85,51 +91,68 @@ pub fn launch(sup: &SupervisorCmd, dir: &Path, spec: &RunSpec) -> Result<Launche
             Ok(())
         });
     }
-    let mut child = tokio::process::Command::from(cmd)
+    let child = tokio::process::Command::from(cmd)
         .kill_on_drop(false)
         .spawn()
         .with_context(|| format!("start supervisor {}", sup.program.display()))?;
     drop(lock);
     let pid = child.id().unwrap_or(0);
-    let body = serde_json::to_vec(spec)?;
-    if let Some(mut stdin) = child.stdin.take() {
-        // Written in the background: a large environment may exceed the pipe buffer.
-        tokio::spawn(async move {
-            let _ = stdin.write_all(&body).await;
-        });
-    }
     Ok(Launched { child, pid })
 }
 
-/// What a run folder says about its supervisor.
+/// Talks to a launched supervisor: sends the spec, waits for its status line,
+/// lets `record` store it, acknowledges, and reaps the process. Returns the
+/// status, or `None` when the supervisor ended without reporting on stdout
+/// (then `status.json` or [`probe`] tells).
+pub async fn converse(
+    mut child: tokio::process::Child,
+    spec: &RunSpec,
+    record: impl FnOnce(&RunStatus),
+) -> Option<RunStatus> {
+    let mut stdin = child.stdin.take()?;
+    let stdout = child.stdout.take()?;
+    let mut line = serde_json::to_vec(spec).ok()?;
+    line.push(b'\n');
+    let mut status = None;
+    if stdin.write_all(&line).await.is_ok() {
+        let mut reply = String::new();
+        let mut reader = tokio::io::BufReader::new(stdout);
+        if reader.read_line(&mut reply).await.is_ok()
+            && let Ok(s) = serde_json::from_str::<RunStatus>(&reply)
+        {
+            record(&s);
+            let _ = stdin.write_all(b"ok\n").await;
+            status = Some(s);
+        }
+    }
+    drop(stdin);
+    let _ = child.wait().await;
+    status
+}
+
+/// What a run says about its supervisor.
 #[derive(Debug)]
 pub enum Liveness {
     /// A supervisor holds the lock: the run goes on.
     Alive,
-    /// The run ended and reported how.
+    /// The run ended and left its status in the run folder.
     Ended(RunStatus),
     /// No supervisor and no readable status: it vanished (host reboot,
     /// kill -9 of the supervisor); a status saying `lost` is now on disk.
     Vanished(RunStatus),
 }
 
-/// Checks a run folder. When it reports `Vanished`, a `status.json` marking the
-/// run lost has been written under the lock, so no late supervisor can start it.
-pub fn probe(dir: &Path) -> Result<Liveness> {
-    let lock = match open_dir(dir) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(Liveness::Vanished(lost_status()));
-        }
-        Err(e) => return Err(e).context("open run folder"),
-    };
-    if !sys::flock_exclusive(lock.as_raw_fd(), false)? {
+/// Checks a run. When it reports `Vanished`, a `status.json` marking the run
+/// lost has been written while holding its lock.
+pub fn probe(lock_file: &Path, run: i64, dir: &Path) -> Result<Liveness> {
+    let Some(_lock) = try_lock(lock_file, run)? else {
         return Ok(Liveness::Alive);
-    }
+    };
     if let Ok(Some(status)) = files::read_json::<RunStatus>(dir, files::STATUS) {
         return Ok(Liveness::Ended(status));
     }
     let lost = lost_status();
+    std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
     files::write_atomic(dir, files::STATUS, &lost)?;
     Ok(Liveness::Vanished(lost))
 }
@@ -147,11 +170,11 @@ fn lost_status() -> RunStatus {
     }
 }
 
-/// Blocks until no supervisor holds the run folder's lock (call it from a
-/// blocking thread). This is how the daemon learns that an adopted run ended.
-pub fn wait_unlocked(dir: &Path) -> Result<()> {
-    let lock = open_dir(dir)?;
-    sys::flock_exclusive(lock.as_raw_fd(), true)?;
+/// Blocks until no supervisor holds run `run`'s lock (call it from a blocking
+/// thread). This is how the daemon learns that an adopted run ended.
+pub fn wait_unlocked(lock_file: &Path, run: i64) -> Result<()> {
+    let f = open_lock(lock_file)?;
+    sys::ofd_lock_byte(f.as_raw_fd(), run, true)?;
     Ok(())
 }
 

@@ -51,6 +51,11 @@ impl CappedLog {
                 return;
             }
             if self.file.is_none() {
+                if let Some(parent) = self.path.parent()
+                    && let Err(e) = std::fs::create_dir_all(parent)
+                {
+                    return self.fail(e);
+                }
                 match File::create(&self.path) {
                     Ok(f) => self.file = Some(f),
                     Err(e) => return self.fail(e),

@@ -1,12 +1,12 @@
-//! The per-run supervisor: `nightjar supervise RUN_DIR`. It outlives the
-//! daemon (own session), holds the run folder's lock for as long as it lives,
-//! runs the task in its own process group (and cgroup where available),
-//! enforces the timeout with SIGTERM -> grace -> SIGKILL of the whole tree,
-//! treats its own SIGTERM as a cancel request, and writes `status.json`
-//! atomically when everything in the tree is gone.
+//! The per-run supervisor: `nightjar-supervise RUN_DIR` (or `nightjar
+//! supervise RUN_DIR`). It outlives the daemon (own session), holds the run's
+//! lock for as long as it lives, runs the task in its own process group (and
+//! cgroup where available), enforces the timeout with SIGTERM -> grace ->
+//! SIGKILL of the whole tree, treats its own SIGTERM as a cancel request, and
+//! reports the status when everything in the tree is gone (see [`super::files`]).
 
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::{BufRead, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -40,38 +40,53 @@ fn run(dir: &Path) -> Result<()> {
     let set = sys::sigset(&[libc::SIGCHLD, libc::SIGTERM, libc::SIGINT]);
     sys::block_signals(&set).context("block signals")?;
     let sigfd = sys::signalfd(&set).context("signalfd")?;
-    let _lock = take_lock(dir)?;
+    let mut stdin = std::io::stdin().lock();
+    let mut line = String::new();
+    stdin
+        .read_line(&mut line)
+        .context("read the run spec from stdin")?;
+    let spec: RunSpec = serde_json::from_str(&line).context("parse the run spec")?;
+    let _lock = take_lock(&spec)?;
     if dir.join(files::STATUS).exists() {
-        // Declared lost (or already finished) while we were starting: never run twice.
+        // Declared lost (or already finished) before we got here: never run twice.
         return Ok(());
     }
     sys::set_child_subreaper().context("become child subreaper")?;
-    let mut body = Vec::new();
-    std::io::stdin()
-        .read_to_end(&mut body)
-        .context("read the run spec from stdin")?;
-    let spec: RunSpec = serde_json::from_slice(&body).context("parse the run spec")?;
     let status = supervise(dir, &spec, &sigfd);
-    files::write_atomic(dir, files::STATUS, &status).context("write status.json")?;
+    if !report(&status, &mut stdin) {
+        std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
+        files::write_atomic(dir, files::STATUS, &status).context("write status.json")?;
+    }
     Ok(())
 }
 
-/// Keeps the lock the daemon passed on fd 3, or takes it when run by hand.
-fn take_lock(dir: &Path) -> Result<File> {
-    let file = super::launch::open_dir(dir)
-        .with_context(|| format!("open run folder {}", dir.display()))?;
-    // The inherited descriptor (same open file) already holds the lock; a lock
-    // taken on a fresh open succeeds only when no one else holds it.
-    if sys::set_cloexec(LOCK_FD).is_ok() && sys::flock_exclusive(LOCK_FD, false).unwrap_or(false) {
-        return Ok(file);
+/// Sends the status to the daemon and waits for its `ok`. False when no
+/// daemon took it (it died or restarted since it started us).
+fn report(status: &RunStatus, stdin: &mut impl BufRead) -> bool {
+    let Ok(mut line) = serde_json::to_vec(status) else {
+        return false;
+    };
+    line.push(b'\n');
+    let mut out = std::io::stdout().lock();
+    if out.write_all(&line).and_then(|_| out.flush()).is_err() {
+        return false;
     }
-    if !sys::flock_exclusive(file.as_raw_fd(), false)? {
-        anyhow::bail!(
-            "run folder {} is locked by another supervisor",
-            dir.display()
-        );
+    let mut ack = String::new();
+    stdin.read_line(&mut ack).is_ok() && ack == "ok\n"
+}
+
+/// Keeps the lock the daemon handed over on fd 3 (the same open file
+/// description, so re-locking is a no-op), or takes it when run by hand.
+fn take_lock(spec: &RunSpec) -> Result<Option<File>> {
+    if sys::set_cloexec(LOCK_FD).is_ok()
+        && sys::ofd_lock_byte(LOCK_FD, spec.run_id, false).unwrap_or(false)
+    {
+        return Ok(None);
     }
-    Ok(file)
+    match super::launch::try_lock(&spec.lock_file, spec.run_id)? {
+        Some(f) => Ok(Some(f)),
+        None => anyhow::bail!("run {} is locked by another supervisor", spec.run_id),
+    }
 }
 
 struct Tree {
@@ -332,6 +347,7 @@ fn spawn_error(program: &str, workdir: &Path, e: std::io::Error) -> String {
 }
 
 fn note(dir: &Path, msg: &str) {
+    let _ = std::fs::create_dir_all(dir);
     if let Ok(mut f) = File::options()
         .create(true)
         .append(true)
