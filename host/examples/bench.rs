@@ -132,6 +132,9 @@ fn throughput(n: usize) -> Result<()> {
     let ids: Vec<i64> = c.call(&Request::Submit { entries: batch })?;
     let results: Vec<nightjar::api::WaitResult> = c.call(&Request::Wait { ids })?;
     let ours = t.elapsed().as_secs_f64();
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    let daemon_cpu = cpu_ticks(d.child.id())? as f64 / hz;
     let ok = results
         .iter()
         .filter(|r| r.state == nightjar::store::TaskState::Succeeded)
@@ -141,6 +144,10 @@ fn throughput(n: usize) -> Result<()> {
     println!(
         "  nightjar:   {ours:.2} s ({ok}/{n} succeeded, {:.1} ms per task per slot)",
         ours * 2000.0 / n as f64
+    );
+    println!(
+        "  daemon CPU: {:.2} ms per task (the rest is supervisors and the tasks)",
+        daemon_cpu * 1000.0 / n as f64
     );
     println!("  ratio nightjar/xargs: {:.2} (goal <= 3)", ours / baseline);
     Ok(())

@@ -203,7 +203,7 @@ impl Daemon {
             .ok()
             .map(|b| b.dir.join(format!("run-{}", run.id)));
         let prepared = runenv::build(&self.cfg, spec, &run, &placement, cgroup).and_then(|rs| {
-            launch::launch(&self.supervisor, Path::new(&run.run_dir), &rs).map(|l| (l, rs))
+            launch::launch(&self.supervisor, Path::new(&run.run_dir)).map(|l| (l, rs))
         });
         match prepared {
             Ok((l, rs)) => {

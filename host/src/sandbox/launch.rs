@@ -4,7 +4,6 @@
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Stdio;
 
@@ -12,7 +11,6 @@ use anyhow::{Context, Result};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
 use super::files::{self, EndedBy, RunSpec, RunStatus};
-use super::supervisor::LOCK_FD;
 use crate::sys;
 
 /// How to start a supervisor: the slim `nightjar-supervise` binary next to
@@ -64,38 +62,25 @@ pub fn try_lock(lock_file: &Path, run: i64) -> Result<Option<File>> {
     Ok(sys::ofd_lock_byte(f.as_raw_fd(), run, false)?.then_some(f))
 }
 
-/// Starts the supervisor on the run folder `dir` with the run's lock already
-/// taken and handed over as fd 3, so there is no instant at which the run
-/// exists without a holder. The spec goes to the supervisor's stdin as one
-/// line; its stdout carries the status back. Must run inside the tokio runtime.
-pub fn launch(sup: &SupervisorCmd, dir: &Path, spec: &RunSpec) -> Result<Launched> {
-    let lock = try_lock(&spec.lock_file, spec.run_id)?
-        .with_context(|| format!("run {} is already locked by a supervisor", spec.run_id))?;
-    let lock_fd = lock.as_raw_fd();
+/// Starts the supervisor on the run folder `dir`. The spec goes to its stdin
+/// as one line; its stdout carries the status back. No `pre_exec`, so the
+/// standard library spawns with `posix_spawn` (no fork of the daemon); the
+/// supervisor makes its own session and takes the run's lock itself. Should
+/// this daemon die before that, the next daemon finds the lock free and no
+/// status, marks the run lost under the lock, and the late supervisor, once
+/// it has the lock, sees that status and never starts the task.
+/// Must run inside the tokio runtime.
+pub fn launch(sup: &SupervisorCmd, dir: &Path) -> Result<Launched> {
     let mut cmd = std::process::Command::new(&sup.program);
     cmd.args(&sup.prefix)
         .arg(dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
-    // SAFETY: setsid and dup2 are async-signal-safe; lock_fd stays open in
-    // the parent until spawn returns.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::setsid() < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            if libc::dup2(lock_fd, LOCK_FD) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
     let child = tokio::process::Command::from(cmd)
         .kill_on_drop(false)
         .spawn()
         .with_context(|| format!("start supervisor {}", sup.program.display()))?;
-    drop(lock);
     let pid = child.id().unwrap_or(0);
     Ok(Launched { child, pid })
 }

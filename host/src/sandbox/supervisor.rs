@@ -21,9 +21,6 @@ use super::logs::CappedLog;
 use crate::sys::{self, Exit};
 use crate::time::now_ms;
 
-/// The descriptor on which the daemon hands over the run folder's lock.
-pub const LOCK_FD: i32 = 3;
-
 /// Runs the supervisor for the run folder `dir` (its spec arrives on stdin);
 /// returns when the run is recorded. Errors also go to `supervisor.log`.
 pub fn main(dir: &Path) -> Result<()> {
@@ -40,6 +37,12 @@ fn run(dir: &Path) -> Result<()> {
     let set = sys::sigset(&[libc::SIGCHLD, libc::SIGTERM, libc::SIGINT]);
     sys::block_signals(&set).context("block signals")?;
     let sigfd = sys::signalfd(&set).context("signalfd")?;
+    // Our own session: the daemon's terminal or process group no longer
+    // reaches us (fails only if we already lead a group, e.g. run by hand).
+    // SAFETY: setsid has no memory effects.
+    unsafe {
+        libc::setsid();
+    }
     let mut stdin = std::io::stdin().lock();
     let mut line = String::new();
     stdin
@@ -75,18 +78,10 @@ fn report(status: &RunStatus, stdin: &mut impl BufRead) -> bool {
     stdin.read_line(&mut ack).is_ok() && ack == "ok\n"
 }
 
-/// Keeps the lock the daemon handed over on fd 3 (the same open file
-/// description, so re-locking is a no-op), or takes it when run by hand.
-fn take_lock(spec: &RunSpec) -> Result<Option<File>> {
-    if sys::set_cloexec(LOCK_FD).is_ok()
-        && sys::ofd_lock_byte(LOCK_FD, spec.run_id, false).unwrap_or(false)
-    {
-        return Ok(None);
-    }
-    match super::launch::try_lock(&spec.lock_file, spec.run_id)? {
-        Some(f) => Ok(Some(f)),
-        None => anyhow::bail!("run {} is locked by another supervisor", spec.run_id),
-    }
+/// Takes the run's lock, held until we exit.
+fn take_lock(spec: &RunSpec) -> Result<File> {
+    super::launch::try_lock(&spec.lock_file, spec.run_id)?
+        .with_context(|| format!("run {} is locked by another supervisor", spec.run_id))
 }
 
 struct Tree {
