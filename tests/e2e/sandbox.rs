@@ -184,3 +184,64 @@ fn memory_limit_enforcement_is_reported_in_show() {
         );
     }
 }
+
+/// The late-supervisor race: a daemon dies right after starting a supervisor,
+/// the next daemon finds the run's lock free and marks it lost. When the
+/// late supervisor then gets the lock, it must not start the task.
+#[test]
+fn a_supervisor_whose_run_was_declared_lost_never_starts_the_task() {
+    let nj = Nj::new("");
+    let state = nj.path("state");
+    let lock_file = state.join("runs.lock");
+    std::fs::write(&lock_file, "").unwrap();
+    let run_dir = state.join("runs").join("9");
+    std::fs::create_dir_all(&run_dir).unwrap();
+    std::fs::write(run_dir.join("status.json"), r#"{"started_at":0,"finished_at":1,"exit_code":null,"signal":null,"ended_by":"lost","message":null,"log_dropped":0,"log_error":null}"#).unwrap();
+    let marker = nj.path("out").join("ran");
+    let spec = serde_json::json!({
+        "run_id": 9, "task_id": 1,
+        "argv": ["touch", marker],
+        "env": [["PATH", "/usr/bin:/bin"]],
+        "workdir": "/", "timeout_ms": null, "grace_ms": 1000, "log_cap": 65536,
+        "cpus": [], "mem_limit": null, "cgroup": null, "lock_file": lock_file,
+    });
+    let sup = std::path::Path::new(crate::harness::BIN).with_file_name("nightjar-supervise");
+    let mut child = std::process::Command::new(sup)
+        .arg(&run_dir)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    writeln!(child.stdin.take().unwrap(), "{spec}").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert!(
+        !marker.exists(),
+        "the task ran although its run was declared lost"
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "no status reported for a run it did not run"
+    );
+
+    // The same supervisor on a fresh run does run it and reports on stdout.
+    let fresh = state.join("runs").join("10");
+    let mut spec = spec;
+    spec["run_id"] = 10.into();
+    let mut child = std::process::Command::new(
+        std::path::Path::new(crate::harness::BIN).with_file_name("nightjar-supervise"),
+    )
+    .arg(&fresh)
+    .stdin(std::process::Stdio::piped())
+    .stdout(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    writeln!(child.stdin.take().unwrap(), "{spec}").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(marker.exists(), "the task ran");
+    let status: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(status["exit_code"], 0);
+    // Nobody acknowledged (stdin closed), so it also left status.json.
+    assert!(fresh.join("status.json").exists());
+}

@@ -168,6 +168,37 @@ mod tests {
     use super::*;
 
     #[test]
+    fn probe_sees_a_held_lock_as_alive_and_a_free_one_without_status_as_lost() {
+        let dir = tempfile::tempdir().unwrap();
+        let lock_file = dir.path().join("runs.lock");
+        std::fs::write(&lock_file, "").unwrap();
+        let run_dir = dir.path().join("runs/5");
+        // Another open file description holds byte 5: the run is alive.
+        let held = try_lock(&lock_file, 5).unwrap().expect("free at first");
+        assert!(matches!(
+            probe(&lock_file, 5, &run_dir).unwrap(),
+            Liveness::Alive
+        ));
+        assert!(
+            try_lock(&lock_file, 6).unwrap().is_some(),
+            "other runs are unaffected"
+        );
+        drop(held);
+        // Free and no status: lost, and the lost status is now on disk.
+        assert!(matches!(
+            probe(&lock_file, 5, &run_dir).unwrap(),
+            Liveness::Vanished(_)
+        ));
+        let on_disk: RunStatus = files::read_json(&run_dir, files::STATUS).unwrap().unwrap();
+        assert_eq!(on_disk.ended_by, EndedBy::Lost);
+        // A second probe reads it back instead of writing again.
+        assert!(matches!(
+            probe(&lock_file, 5, &run_dir).unwrap(),
+            Liveness::Ended(_)
+        ));
+    }
+
+    #[test]
     fn the_slim_supervisor_is_preferred_and_nightjar_supervise_is_the_fallback() {
         let dir = tempfile::tempdir().unwrap();
         let exe = dir.path().join("nightjar");
