@@ -71,7 +71,7 @@ fn host_reboot_marks_runs_lost_and_requeues_per_retry_settings() {
         m = marks.display()
     );
     let retried = nj.submit(&[
-        "--retries",
+        "--attempts",
         "2",
         "--backoff",
         "0s",

@@ -50,7 +50,7 @@ pub struct Args {
     pub after_any: Vec<i64>,
     /// Attempts in all (1 = no retry).
     #[arg(long, default_value_t = 1)]
-    pub retries: u32,
+    pub attempts: u32,
     /// Wait before a retry (doubled each time).
     #[arg(long, value_parser = humantime::parse_duration, default_value = "10s")]
     pub backoff: std::time::Duration,
@@ -165,7 +165,7 @@ fn definitions(a: Args) -> Result<(Vec<TaskDef>, PathBuf, String, String)> {
         after_any: a.after_any.into_iter().map(DepRef::Id).collect(),
         schedule: a.schedule,
         retry: RetryPolicy {
-            max_attempts: a.retries,
+            max_attempts: a.attempts,
             backoff: a.backoff,
             ..RetryPolicy::default()
         },

@@ -133,22 +133,22 @@ fn supervise(dir: &Path, spec: &RunSpec, sigfd: &OwnedFd) -> RunStatus {
         log_dropped: 0,
         log_error: None,
     };
-    let cgroup = spec
-        .cgroup
-        .as_ref()
-        .and_then(|cg| match prepare_cgroup(cg, spec.mem_limit) {
-            Ok(()) => Some(cg.clone()),
-            Err(e) => {
-                note(
-                    dir,
-                    &format!(
-                        "cgroup {} unavailable, using the process group only: {e}",
-                        cg.display()
-                    ),
-                );
-                None
-            }
-        });
+    let cgroup =
+        spec.cgroup
+            .as_ref()
+            .and_then(|cg| match prepare_cgroup(dir, cg, spec.mem_limit) {
+                Ok(()) => Some(cg.clone()),
+                Err(e) => {
+                    note(
+                        dir,
+                        &format!(
+                            "cgroup {} unavailable, using the process group only: {e}",
+                            cg.display()
+                        ),
+                    );
+                    None
+                }
+            });
     let logs = [
         CappedLog::new(&dir.join(files::STDOUT), spec.log_cap),
         CappedLog::new(&dir.join(files::STDERR), spec.log_cap),
@@ -252,10 +252,20 @@ fn supervise(dir: &Path, spec: &RunSpec, sigfd: &OwnedFd) -> RunStatus {
     status
 }
 
-fn prepare_cgroup(cg: &Path, mem: Option<u64>) -> std::io::Result<()> {
+fn prepare_cgroup(dir: &Path, cg: &Path, mem: Option<u64>) -> std::io::Result<()> {
     std::fs::create_dir_all(cg)?;
-    if let Some(bytes) = mem {
-        std::fs::write(cg.join("memory.max"), bytes.to_string())?;
+    if let Some(bytes) = mem
+        && let Err(e) = std::fs::write(cg.join("memory.max"), bytes.to_string())
+    {
+        // The cgroup still gives the kill path; only the limit is missing
+        // (the daemon's sandbox note already says so in `show`).
+        note(
+            dir,
+            &format!(
+                "memory limit not applied ({}): {e}",
+                cg.join("memory.max").display()
+            ),
+        );
     }
     Ok(())
 }
