@@ -18,9 +18,6 @@ use crate::scheduler::{Placement, Pool};
 use crate::store::{NewRun, RunClass, RunOutcome, RunRow, Store};
 use crate::time::now_ms;
 
-/// Candidates fetched beyond the free slots, per page of a pass.
-const PAGE_EXTRA: usize = 8;
-
 /// State shared by the scheduler, the run waiters and the API handlers.
 pub struct Daemon {
     /// The configuration in force.
@@ -126,7 +123,8 @@ impl Daemon {
             if free == 0 {
                 break;
             }
-            let page = free + PAGE_EXTRA;
+            // A page as large as the free slots: only tasks that may start are parsed.
+            let page = free;
             let candidates = self.store().candidates(now_ms(), page, offset)?;
             let fetched = candidates.len();
             for c in candidates {

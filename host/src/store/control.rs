@@ -4,7 +4,7 @@
 use rusqlite::{Transaction, params};
 
 use super::queue::{block_dependants_of, unblock_dependants};
-use super::{Result, Store, StoreError, TaskState, event, state_of};
+use super::{Result, Store, StoreError, TaskState, event, exec, state_of};
 
 /// What the daemon must still do after a cancel: signal these runs' supervisors.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -40,7 +40,8 @@ impl Store {
         for (task, state) in targets(&tx, id)? {
             match state {
                 TaskState::Queued | TaskState::Held | TaskState::Blocked | TaskState::Scheduled => {
-                    tx.execute(
+                    exec(
+                        &tx,
                         "UPDATE tasks SET state = 'cancelled', reason = 'cancelled by user', finished_at = ?2 WHERE id = ?1",
                         params![task, now],
                     )?;
@@ -49,7 +50,8 @@ impl Store {
                     effect.cancelled.push(task);
                 }
                 TaskState::Running => {
-                    tx.execute(
+                    exec(
+                        &tx,
                         "UPDATE tasks SET cancel_requested = 1 WHERE id = ?1",
                         [task],
                     )?;
@@ -110,7 +112,8 @@ impl Store {
                 }
                 continue;
             }
-            tx.execute(
+            exec(
+                &tx,
                 "UPDATE tasks SET state = 'queued', reason = NULL, attempts = 0, not_before = NULL,
                         finished_at = NULL, cancel_requested = 0 WHERE id = ?1",
                 [task],
@@ -144,7 +147,8 @@ impl Store {
                 }
                 continue;
             }
-            tx.execute(
+            exec(
+                &tx,
                 "UPDATE tasks SET state = ?2 WHERE id = ?1 AND state = ?3",
                 params![task, to.as_str(), from.as_str()],
             )?;

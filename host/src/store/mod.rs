@@ -70,6 +70,7 @@ impl Store {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
+        conn.set_prepared_statement_cache_capacity(64);
         let mut store = Store { conn };
         store.migrate(found)?;
         Ok(store)
@@ -93,6 +94,22 @@ impl Store {
     }
 }
 
+/// Runs a statement through the connection's statement cache, so the hot
+/// paths (claim, finish, events) parse their SQL once.
+fn exec<P: rusqlite::Params>(c: &Connection, sql: &str, p: P) -> rusqlite::Result<usize> {
+    c.prepare_cached(sql)?.execute(p)
+}
+
+/// Reads one row through the statement cache.
+fn row<T, P: rusqlite::Params>(
+    c: &Connection,
+    sql: &str,
+    p: P,
+    f: impl FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> rusqlite::Result<T> {
+    c.prepare_cached(sql)?.query_row(p, f)
+}
+
 /// Records an event inside a transaction.
 fn event(
     tx: &Transaction,
@@ -102,7 +119,8 @@ fn event(
     kind: &str,
     msg: &str,
 ) -> Result<()> {
-    tx.execute(
+    exec(
+        &tx,
         "INSERT INTO events (at, task_id, run_id, kind, message) VALUES (?1, ?2, ?3, ?4, ?5)",
         params![at, task, run, kind, msg],
     )?;

@@ -3,7 +3,9 @@
 
 use rusqlite::{OptionalExtension, Transaction, params};
 
-use super::{Candidate, Result, RunClass, RunOutcome, RunRow, Store, StoreError, TaskState, event};
+use super::{
+    Candidate, Result, RunClass, RunOutcome, RunRow, Store, StoreError, TaskState, event, exec, row,
+};
 use crate::task::model::TaskSpec;
 
 /// What a claimed run records at its start.
@@ -132,7 +134,7 @@ impl Store {
             return Ok(None);
         };
         let eligible = eligible.min(now);
-        let changed = tx.execute(
+        let changed = exec(&tx, 
             "UPDATE tasks SET state = 'running', reason = NULL, attempts = attempts + 1, eligible_at = ?2
              WHERE id = ?1 AND state = 'queued'",
             params![task, eligible],
@@ -140,24 +142,27 @@ impl Store {
         if changed == 0 {
             return Ok(None);
         }
-        let submitted: i64 = tx.query_row(
+        let submitted: i64 = row(
+            &tx,
             "SELECT submitted_at FROM tasks WHERE id = ?1",
             [task],
             |r| r.get(0),
         )?;
-        let attempt: i64 = tx.query_row(
+        let attempt: i64 = row(
+            &tx,
             "SELECT COALESCE(MAX(attempt), 0) + 1 FROM runs WHERE task_id = ?1",
             [task],
             |r| r.get(0),
         )?;
-        tx.execute(
+        exec(&tx, 
             "INSERT INTO runs (task_id, attempt, state, run_dir, submitted_at, eligible_at, started_at, gpus, cpus)
              VALUES (?1, ?2, 'running', '', ?3, ?4, ?5, ?6, ?7)",
             params![task, attempt, submitted, eligible, now, run.gpus, run.cpus],
         )?;
         let run_id = tx.last_insert_rowid();
         let dir = runs_dir.join(run_id.to_string());
-        tx.execute(
+        exec(
+            &tx,
             "UPDATE runs SET run_dir = ?1 WHERE id = ?2",
             params![dir.to_string_lossy(), run_id],
         )?;
@@ -169,7 +174,8 @@ impl Store {
             "started",
             &format!("attempt {attempt}"),
         )?;
-        let row = tx.query_row(
+        let row = row(
+            &tx,
             &format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1"),
             [run_id],
             run_row,
@@ -180,7 +186,8 @@ impl Store {
 
     /// Records the supervisor of a started run, and what its sandbox enforces.
     pub fn set_run_started(&self, run: i64, pid: u32, note: Option<&str>) -> Result<()> {
-        self.conn.execute(
+        exec(
+            &self.conn,
             "UPDATE runs SET supervisor_pid = ?1, sandbox_note = ?2 WHERE id = ?3",
             params![pid, note, run],
         )?;
@@ -203,7 +210,8 @@ impl Store {
     /// the task's after-ok dependants. Recording twice is a no-op.
     pub fn finish_run(&mut self, run: i64, out: &RunOutcome) -> Result<Option<Finished>> {
         let tx = self.conn.transaction()?;
-        let changed = tx.execute(
+        let changed = exec(
+            &tx,
             "UPDATE runs SET state = 'finished', finished_at = ?2, exit_code = ?3, signal = ?4,
                     class = ?5, message = ?6
              WHERE id = ?1 AND state = 'running'",
@@ -219,7 +227,8 @@ impl Store {
         if changed == 0 {
             return Ok(None);
         }
-        let (task, spec, attempts, cancel): (i64, String, u32, bool) = tx.query_row(
+        let (task, spec, attempts, cancel): (i64, String, u32, bool) = row(
+            &tx,
             "SELECT t.id, t.spec, t.attempts, t.cancel_requested FROM runs r JOIN tasks t ON t.id = r.task_id WHERE r.id = ?1",
             [run],
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
@@ -248,7 +257,8 @@ impl Store {
             (TaskState::Failed, Some(what.clone()), None)
         };
         let finished_at = state.is_final().then_some(now);
-        tx.execute(
+        exec(
+            &tx,
             "UPDATE tasks SET state = ?2, reason = ?3, not_before = ?4, finished_at = ?5, cancel_requested = 0 WHERE id = ?1",
             params![task, state.as_str(), reason, not_before, finished_at],
         )?;
@@ -276,7 +286,7 @@ impl Store {
         let mut created = Vec::new();
         for (template, spec_json, schedule) in due {
             let spec: TaskSpec = serde_json::from_str(&spec_json)?;
-            tx.execute(
+            exec(&tx, 
                 "INSERT INTO tasks (kind, parent_id, name, project, priority, state, spec, submitted_at)
                  VALUES ('task', ?1, ?2, ?3, ?4, 'queued', ?5, ?6)",
                 params![template, spec.name, spec.project, spec.priority.rank(), spec_json, now],
@@ -284,7 +294,8 @@ impl Store {
             let id = tx.last_insert_rowid();
             created.push(id);
             let next = next_fire(&schedule, now);
-            tx.execute(
+            exec(
+                &tx,
                 "UPDATE tasks SET next_fire_at = ?1 WHERE id = ?2",
                 params![next, template],
             )?;
@@ -303,7 +314,7 @@ impl Store {
 
     /// The earliest time something waits for: a backoff ending or a template firing.
     pub fn next_wakeup(&self) -> Result<Option<i64>> {
-        let t: Option<i64> = self.conn.query_row(WAKEUP_SQL, [], |r| r.get(0))?;
+        let t: Option<i64> = row(&self.conn, WAKEUP_SQL, [], |r| r.get(0))?;
         Ok(t)
     }
 
@@ -344,8 +355,9 @@ pub fn describe(out: &RunOutcome) -> String {
 pub(super) fn block_dependants_of(tx: &Transaction, failed: i64, now: i64) -> Result<()> {
     let mut stack = vec![failed];
     while let Some(id) = stack.pop() {
-        let name: String =
-            tx.query_row("SELECT name FROM tasks WHERE id = ?1", [id], |r| r.get(0))?;
+        let name: String = row(&tx, "SELECT name FROM tasks WHERE id = ?1", [id], |r| {
+            r.get(0)
+        })?;
         let dependants: Vec<i64> = {
             let mut stmt = tx.prepare_cached(
                 "SELECT d.task_id FROM deps d JOIN tasks t ON t.id = d.task_id
@@ -357,7 +369,8 @@ pub(super) fn block_dependants_of(tx: &Transaction, failed: i64, now: i64) -> Re
         for d in dependants {
             let reason =
                 format!("dependency {id} ({name}) did not succeed; `nightjar retry {id}` unblocks");
-            tx.execute(
+            exec(
+                &tx,
                 "UPDATE tasks SET state = 'blocked', reason = ?2 WHERE id = ?1",
                 params![d, reason],
             )?;
@@ -381,7 +394,8 @@ pub(super) fn block_if_dependency_failed(tx: &Transaction, task: i64, now: i64) 
     if let Some((id, name)) = bad {
         let reason =
             format!("dependency {id} ({name}) did not succeed; `nightjar retry {id}` unblocks");
-        tx.execute(
+        exec(
+            &tx,
             "UPDATE tasks SET state = 'blocked', reason = ?2 WHERE id = ?1 AND state IN ('queued', 'held')",
             params![task, reason],
         )?;
@@ -404,14 +418,15 @@ pub(super) fn unblock_dependants(tx: &Transaction, id: i64, now: i64) -> Result<
                 .collect::<rusqlite::Result<_>>()?
         };
         for d in dependants {
-            let still_bad: bool = tx.query_row(
+            let still_bad: bool = row(&tx, 
                 "SELECT EXISTS (SELECT 1 FROM deps d JOIN tasks p ON p.id = d.dep_id
                  WHERE d.task_id = ?1 AND d.kind = 'after-ok' AND p.state IN ('failed', 'cancelled', 'blocked'))",
                 [d],
                 |r| r.get(0),
             )?;
             if !still_bad {
-                tx.execute(
+                exec(
+                    &tx,
                     "UPDATE tasks SET state = 'queued', reason = NULL WHERE id = ?1",
                     [d],
                 )?;

@@ -2,7 +2,7 @@
 
 use rusqlite::{Transaction, params};
 
-use super::{Result, Store, StoreError, TaskState, event, state_of};
+use super::{Result, Store, StoreError, TaskState, event, exec, state_of};
 use crate::task::model::{DepTarget, NewEntry, TaskSpec};
 
 impl Store {
@@ -34,7 +34,8 @@ impl Store {
                 };
                 for &task in &members[i] {
                     for &dep in &targets {
-                        tx.execute(
+                        exec(
+                            &tx,
                             "INSERT OR REPLACE INTO deps (task_id, dep_id, kind) VALUES (?1, ?2, ?3)",
                             params![task, dep, kind.as_str()],
                         )?;
@@ -115,7 +116,8 @@ fn insert_entry(
         let fire = next_fire(expr)
             .ok_or_else(|| StoreError::Invalid(format!("schedule `{expr}` never fires")))?;
         let id = insert_task(tx, "recurring", None, first, TaskState::Scheduled, now)?;
-        tx.execute(
+        exec(
+            &tx,
             "UPDATE tasks SET schedule = ?1, next_fire_at = ?2 WHERE id = ?3",
             params![expr, fire, id],
         )?;
