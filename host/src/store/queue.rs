@@ -134,7 +134,7 @@ impl Store {
             return Ok(None);
         };
         let eligible = eligible.min(now);
-        let changed = exec(&tx, 
+        let changed = exec(&tx,
             "UPDATE tasks SET state = 'running', reason = NULL, attempts = attempts + 1, eligible_at = ?2
              WHERE id = ?1 AND state = 'queued'",
             params![task, eligible],
@@ -154,7 +154,7 @@ impl Store {
             [task],
             |r| r.get(0),
         )?;
-        exec(&tx, 
+        exec(&tx,
             "INSERT INTO runs (task_id, attempt, state, run_dir, submitted_at, eligible_at, started_at, gpus, cpus)
              VALUES (?1, ?2, 'running', '', ?3, ?4, ?5, ?6, ?7)",
             params![task, attempt, submitted, eligible, now, run.gpus, run.cpus],
@@ -286,7 +286,7 @@ impl Store {
         let mut created = Vec::new();
         for (template, spec_json, schedule) in due {
             let spec: TaskSpec = serde_json::from_str(&spec_json)?;
-            exec(&tx, 
+            exec(&tx,
                 "INSERT INTO tasks (kind, parent_id, name, project, priority, state, spec, submitted_at)
                  VALUES ('task', ?1, ?2, ?3, ?4, 'queued', ?5, ?6)",
                 params![template, spec.name, spec.project, spec.priority.rank(), spec_json, now],
@@ -418,7 +418,7 @@ pub(super) fn unblock_dependants(tx: &Transaction, id: i64, now: i64) -> Result<
                 .collect::<rusqlite::Result<_>>()?
         };
         for d in dependants {
-            let still_bad: bool = row(&tx, 
+            let still_bad: bool = row(&tx,
                 "SELECT EXISTS (SELECT 1 FROM deps d JOIN tasks p ON p.id = d.dep_id
                  WHERE d.task_id = ?1 AND d.kind = 'after-ok' AND p.state IN ('failed', 'cancelled', 'blocked'))",
                 [d],
