@@ -120,7 +120,7 @@ fn event(
     msg: &str,
 ) -> Result<()> {
     exec(
-        &tx,
+        tx,
         "INSERT INTO events (at, task_id, run_id, kind, message) VALUES (?1, ?2, ?3, ?4, ?5)",
         params![at, task, run, kind, msg],
     )?;

@@ -355,7 +355,7 @@ pub fn describe(out: &RunOutcome) -> String {
 pub(super) fn block_dependants_of(tx: &Transaction, failed: i64, now: i64) -> Result<()> {
     let mut stack = vec![failed];
     while let Some(id) = stack.pop() {
-        let name: String = row(&tx, "SELECT name FROM tasks WHERE id = ?1", [id], |r| {
+        let name: String = row(tx, "SELECT name FROM tasks WHERE id = ?1", [id], |r| {
             r.get(0)
         })?;
         let dependants: Vec<i64> = {
@@ -370,7 +370,7 @@ pub(super) fn block_dependants_of(tx: &Transaction, failed: i64, now: i64) -> Re
             let reason =
                 format!("dependency {id} ({name}) did not succeed; `nightjar retry {id}` unblocks");
             exec(
-                &tx,
+                tx,
                 "UPDATE tasks SET state = 'blocked', reason = ?2 WHERE id = ?1",
                 params![d, reason],
             )?;
@@ -395,7 +395,7 @@ pub(super) fn block_if_dependency_failed(tx: &Transaction, task: i64, now: i64) 
         let reason =
             format!("dependency {id} ({name}) did not succeed; `nightjar retry {id}` unblocks");
         exec(
-            &tx,
+            tx,
             "UPDATE tasks SET state = 'blocked', reason = ?2 WHERE id = ?1 AND state IN ('queued', 'held')",
             params![task, reason],
         )?;
@@ -418,7 +418,7 @@ pub(super) fn unblock_dependants(tx: &Transaction, id: i64, now: i64) -> Result<
                 .collect::<rusqlite::Result<_>>()?
         };
         for d in dependants {
-            let still_bad: bool = row(&tx,
+            let still_bad: bool = row(tx,
                 "SELECT EXISTS (SELECT 1 FROM deps d JOIN tasks p ON p.id = d.dep_id
                  WHERE d.task_id = ?1 AND d.kind = 'after-ok' AND p.state IN ('failed', 'cancelled', 'blocked'))",
                 [d],
@@ -426,7 +426,7 @@ pub(super) fn unblock_dependants(tx: &Transaction, id: i64, now: i64) -> Result<
             )?;
             if !still_bad {
                 exec(
-                    &tx,
+                    tx,
                     "UPDATE tasks SET state = 'queued', reason = NULL WHERE id = ?1",
                     [d],
                 )?;

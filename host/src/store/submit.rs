@@ -117,7 +117,7 @@ fn insert_entry(
             .ok_or_else(|| StoreError::Invalid(format!("schedule `{expr}` never fires")))?;
         let id = insert_task(tx, "recurring", None, first, TaskState::Scheduled, now)?;
         exec(
-            &tx,
+            tx,
             "UPDATE tasks SET schedule = ?1, next_fire_at = ?2 WHERE id = ?3",
             params![expr, fire, id],
         )?;
