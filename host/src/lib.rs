@@ -7,6 +7,7 @@ pub mod api;
 pub mod cli;
 pub mod config;
 pub mod daemon;
+pub mod gpu;
 pub mod sandbox;
 pub mod scheduler;
 pub mod store;

@@ -1,0 +1,552 @@
+//! Turns sweeps of GPU readings into what the daemon acts on: each GPU's
+//! health, the memory and load of processes nightjar did not start (foreign),
+//! whether the GPU may be offered, per-run accumulators (peak memory, mean
+//! and max utilisation, max temperature, energy), a downsampled series, and
+//! the `stalled` mark for GPU runs that show no sign of life.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::{GpuInfo, GpuReading};
+
+/// Thresholds, from the `[gpu]` config.
+#[derive(Debug, Clone)]
+pub struct MonitorConfig {
+    /// Foreign load must stay under this utilisation (percent)...
+    pub foreign_util_max: u32,
+    /// ...for this long (ms) before the GPU is offered again.
+    pub foreign_quiet_ms: i64,
+    /// GPUs are offered only while the host has this much memory available.
+    pub host_mem_min_free: u64,
+    /// A GPU run with no GPU utilisation and no log growth for this long (ms) is stalled.
+    pub stall_after_ms: i64,
+    /// One series point per run and GPU at most this often (ms).
+    pub series_every_ms: i64,
+}
+
+/// One GPU as the daemon sees it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GpuStatus {
+    /// What it is.
+    pub info: GpuInfo,
+    /// The latest good reading.
+    pub reading: Option<GpuReading>,
+    /// False while reads fail.
+    pub healthy: bool,
+    /// The last read error.
+    pub error: Option<String>,
+    /// Memory of processes nightjar did not start, bytes.
+    pub foreign_mem: u64,
+    /// Their pids.
+    pub foreign_pids: Vec<u32>,
+    /// Since when foreign load has stayed under the threshold (ms), if it has.
+    pub quiet_since: Option<i64>,
+    /// Whether new work may be placed on it.
+    pub open: bool,
+    /// Why not, when closed.
+    pub closed_reason: Option<String>,
+}
+
+/// A run that holds GPUs, as the monitor needs to know it.
+#[derive(Debug, Clone)]
+pub struct RunOnGpus {
+    /// Run id.
+    pub run: i64,
+    /// GPU indices it was given.
+    pub gpus: Vec<u32>,
+    /// Its supervisor's pid, which is also its session id.
+    pub session: u32,
+    /// Total bytes in its log files now (for the stall check).
+    pub log_bytes: u64,
+}
+
+/// The GPU record of one run on one GPU, stored when the run ends.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunGpuRecord {
+    /// Run id.
+    pub run: i64,
+    /// GPU index.
+    pub gpu: u32,
+    /// GPU UUID.
+    pub uuid: String,
+    /// Sweeps that saw the run.
+    pub samples: u32,
+    /// Peak GPU memory of the run's processes (the GPU's used memory when
+    /// the driver lists no processes and the run has the GPU alone), bytes.
+    pub mem_peak: u64,
+    /// Mean GPU utilisation, percent.
+    pub util_mean: f64,
+    /// Max GPU utilisation, percent.
+    pub util_max: u32,
+    /// Max temperature, °C.
+    pub temp_max: u32,
+    /// Energy, joules.
+    pub energy_j: f64,
+    /// `counter` (the GPU's energy counter) or `power` (power integrated over time).
+    pub energy_source: String,
+}
+
+/// One downsampled point of a run's GPU series.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeriesPoint {
+    /// Run id.
+    pub run: i64,
+    /// When (Unix ms).
+    pub at: i64,
+    /// GPU index.
+    pub gpu: u32,
+    /// Utilisation, percent.
+    pub util: u32,
+    /// The run's memory on it, bytes.
+    pub mem: u64,
+    /// Temperature, °C.
+    pub temp_c: u32,
+    /// Power, mW.
+    pub power_mw: u32,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Acc {
+    uuid: String,
+    samples: u32,
+    util_sum: u64,
+    util_max: u32,
+    mem_peak: u64,
+    temp_max: u32,
+    counter_first: Option<u64>,
+    counter_last: Option<u64>,
+    power_mj: f64,
+    last_at: Option<i64>,
+    last_series: Option<i64>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct RunState {
+    per_gpu: HashMap<u32, Acc>,
+    last_active: i64,
+    log_bytes: u64,
+    stalled: bool,
+}
+
+/// What one sweep changed that the daemon must act on.
+#[derive(Debug, Default)]
+pub struct SweepEffects {
+    /// Series points to store.
+    pub series: Vec<SeriesPoint>,
+    /// Runs that became stalled (true) or active again (false).
+    pub stall_changes: Vec<(i64, bool)>,
+    /// GPUs whose open/closed state changed.
+    pub opened_or_closed: bool,
+}
+
+/// The monitor's state.
+pub struct Monitor {
+    cfg: MonitorConfig,
+    /// Every GPU, by position (index order).
+    pub gpus: Vec<GpuStatus>,
+    runs: HashMap<i64, RunState>,
+    /// Whether host memory is above the minimum.
+    pub host_mem_ok: bool,
+}
+
+impl Monitor {
+    /// A monitor for `inventory`.
+    pub fn new(inventory: &[GpuInfo], cfg: MonitorConfig) -> Monitor {
+        let gpus = inventory
+            .iter()
+            .map(|info| GpuStatus {
+                info: info.clone(),
+                reading: None,
+                healthy: true,
+                error: None,
+                foreign_mem: 0,
+                foreign_pids: Vec::new(),
+                quiet_since: None,
+                open: false,
+                closed_reason: Some("not read yet".into()),
+            })
+            .collect();
+        Monitor {
+            cfg,
+            gpus,
+            runs: HashMap::new(),
+            host_mem_ok: true,
+        }
+    }
+
+    /// Applies one sweep taken at `now`. `owner` maps a pid to the run it
+    /// belongs to (None: foreign); `host_available` is MemAvailable in bytes.
+    pub fn apply(
+        &mut self,
+        now: i64,
+        readings: Vec<(u32, Result<GpuReading, String>)>,
+        runs: &[RunOnGpus],
+        owner: &dyn Fn(u32) -> Option<i64>,
+        host_available: Option<u64>,
+    ) -> SweepEffects {
+        let mut fx = SweepEffects::default();
+        self.host_mem_ok = host_available.is_none_or(|a| a >= self.cfg.host_mem_min_free);
+        for (index, result) in readings {
+            let Some(g) = self.gpus.iter_mut().find(|g| g.info.index == index) else {
+                continue;
+            };
+            match result {
+                Ok(r) => {
+                    let foreign: Vec<_> = r
+                        .processes
+                        .iter()
+                        .filter(|p| owner(p.pid).is_none())
+                        .collect();
+                    g.foreign_mem = foreign.iter().map(|p| p.mem).sum();
+                    g.foreign_pids = foreign.iter().map(|p| p.pid).collect();
+                    let ours = runs.iter().any(|run| run.gpus.contains(&index));
+                    // With only foreign processes (or unexplained use), the load is theirs.
+                    let foreign_util = if !foreign.is_empty() || (!ours && r.util > 0) {
+                        r.util
+                    } else {
+                        0
+                    };
+                    if foreign_util < self.cfg.foreign_util_max {
+                        g.quiet_since.get_or_insert(now);
+                    } else {
+                        g.quiet_since = None;
+                    }
+                    g.healthy = true;
+                    g.error = None;
+                    g.reading = Some(r);
+                }
+                Err(e) => {
+                    g.healthy = false;
+                    g.error = Some(e);
+                    g.quiet_since = None;
+                }
+            }
+            let (open, reason) = if !g.healthy {
+                (
+                    false,
+                    Some(format!(
+                        "unhealthy: {}",
+                        g.error.as_deref().unwrap_or("read failed")
+                    )),
+                )
+            } else if g
+                .quiet_since
+                .is_none_or(|q| now - q < self.cfg.foreign_quiet_ms)
+            {
+                (
+                    false,
+                    Some(format!(
+                        "busy with processes nightjar did not start (needs utilisation under {}% for {})",
+                        self.cfg.foreign_util_max,
+                        crate::time::fmt_span(self.cfg.foreign_quiet_ms)
+                    )),
+                )
+            } else if !self.host_mem_ok {
+                (
+                    false,
+                    Some("host memory below gpu.host_mem_min_free".to_string()),
+                )
+            } else {
+                (true, None)
+            };
+            if open != g.open {
+                fx.opened_or_closed = true;
+            }
+            g.open = open;
+            g.closed_reason = reason;
+        }
+        self.account(now, runs, owner, &mut fx);
+        fx
+    }
+
+    fn account(
+        &mut self,
+        now: i64,
+        runs: &[RunOnGpus],
+        owner: &dyn Fn(u32) -> Option<i64>,
+        fx: &mut SweepEffects,
+    ) {
+        for run in runs {
+            let state = self.runs.entry(run.run).or_insert_with(|| RunState {
+                last_active: now,
+                log_bytes: run.log_bytes,
+                ..Default::default()
+            });
+            let mut active = run.log_bytes != state.log_bytes;
+            state.log_bytes = run.log_bytes;
+            for &index in &run.gpus {
+                let Some(g) = self.gpus.iter().find(|g| g.info.index == index) else {
+                    continue;
+                };
+                let Some(r) = g.reading.as_ref().filter(|_| g.healthy) else {
+                    continue;
+                };
+                let mine: Vec<_> = r
+                    .processes
+                    .iter()
+                    .filter(|p| owner(p.pid) == Some(run.run))
+                    .collect();
+                let alone = runs.iter().filter(|o| o.gpus.contains(&index)).count() == 1;
+                let mem = if mine.is_empty() && alone && r.processes.is_empty() {
+                    r.mem_used
+                } else {
+                    mine.iter().map(|p| p.mem).sum()
+                };
+                active |= r.util > 0;
+                let acc = state.per_gpu.entry(index).or_insert_with(|| Acc {
+                    uuid: g.info.uuid.clone(),
+                    ..Default::default()
+                });
+                acc.samples += 1;
+                acc.util_sum += r.util as u64;
+                acc.util_max = acc.util_max.max(r.util);
+                acc.mem_peak = acc.mem_peak.max(mem);
+                acc.temp_max = acc.temp_max.max(r.temp_c);
+                if let Some(c) = r.energy_mj {
+                    acc.counter_first.get_or_insert(c);
+                    acc.counter_last = Some(c);
+                }
+                if let Some(prev) = acc.last_at {
+                    acc.power_mj += r.power_mw as f64 * (now - prev).max(0) as f64 / 1000.0;
+                }
+                acc.last_at = Some(now);
+                if acc
+                    .last_series
+                    .is_none_or(|t| now - t >= self.cfg.series_every_ms)
+                {
+                    acc.last_series = Some(now);
+                    fx.series.push(SeriesPoint {
+                        run: run.run,
+                        at: now,
+                        gpu: index,
+                        util: r.util,
+                        mem,
+                        temp_c: r.temp_c,
+                        power_mw: r.power_mw,
+                    });
+                }
+            }
+            if active {
+                state.last_active = now;
+                if state.stalled {
+                    state.stalled = false;
+                    fx.stall_changes.push((run.run, false));
+                }
+            } else if !state.stalled && now - state.last_active >= self.cfg.stall_after_ms {
+                state.stalled = true;
+                fx.stall_changes.push((run.run, true));
+            }
+        }
+    }
+
+    /// The run's GPU records, taken when it ends (empty for runs never seen).
+    pub fn take_records(&mut self, run: i64) -> Vec<RunGpuRecord> {
+        let Some(state) = self.runs.remove(&run) else {
+            return Vec::new();
+        };
+        let mut out: Vec<RunGpuRecord> = state
+            .per_gpu
+            .into_iter()
+            .map(|(gpu, a)| {
+                let (energy_j, source) = match (a.counter_first, a.counter_last) {
+                    (Some(f), Some(l)) if a.samples > 1 => {
+                        (l.saturating_sub(f) as f64 / 1000.0, "counter")
+                    }
+                    _ => (a.power_mj / 1000.0, "power"),
+                };
+                RunGpuRecord {
+                    run,
+                    gpu,
+                    uuid: a.uuid,
+                    samples: a.samples,
+                    mem_peak: a.mem_peak,
+                    util_mean: if a.samples > 0 {
+                        a.util_sum as f64 / a.samples as f64
+                    } else {
+                        0.0
+                    },
+                    util_max: a.util_max,
+                    temp_max: a.temp_max,
+                    energy_j,
+                    energy_source: source.to_string(),
+                }
+            })
+            .collect();
+        out.sort_by_key(|r| r.gpu);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gpu::GpuProcess;
+
+    fn cfg() -> MonitorConfig {
+        MonitorConfig {
+            foreign_util_max: 15,
+            foreign_quiet_ms: 5_000,
+            host_mem_min_free: 16 << 30,
+            stall_after_ms: 60_000,
+            series_every_ms: 10_000,
+        }
+    }
+
+    fn info(i: u32) -> GpuInfo {
+        GpuInfo {
+            index: i,
+            uuid: format!("GPU-{i}"),
+            name: "A100".into(),
+            mem_total: 80 << 30,
+        }
+    }
+
+    fn reading(util: u32, procs: &[(u32, u64)]) -> GpuReading {
+        GpuReading {
+            util,
+            util_mem: 0,
+            mem_used: procs.iter().map(|p| p.1).sum(),
+            temp_c: 50 + util / 10,
+            power_mw: 100_000,
+            energy_mj: None,
+            processes: procs
+                .iter()
+                .map(|&(pid, mem)| GpuProcess { pid, mem })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn foreign_load_closes_a_gpu_until_quiet_for_the_configured_time() {
+        let mut m = Monitor::new(&[info(0)], cfg());
+        let none = |_: u32| None;
+        let host = Some(64u64 << 30);
+        m.apply(
+            0,
+            vec![(0, Ok(reading(80, &[(99, 4 << 30)])))],
+            &[],
+            &none,
+            host,
+        );
+        assert!(!m.gpus[0].open);
+        assert_eq!(m.gpus[0].foreign_mem, 4 << 30);
+        m.apply(
+            1_000,
+            vec![(0, Ok(reading(5, &[(99, 4 << 30)])))],
+            &[],
+            &none,
+            host,
+        );
+        assert!(!m.gpus[0].open, "quiet for 0 s only");
+        m.apply(
+            6_000,
+            vec![(0, Ok(reading(5, &[(99, 4 << 30)])))],
+            &[],
+            &none,
+            host,
+        );
+        assert!(
+            m.gpus[0].open,
+            "quiet for 5 s: offered, its memory still counted"
+        );
+        m.apply(
+            7_000,
+            vec![(0, Ok(reading(5, &[])))],
+            &[],
+            &none,
+            Some(8 << 30),
+        );
+        assert!(!m.gpus[0].open, "host memory low");
+    }
+
+    #[test]
+    fn failing_reads_mark_unhealthy_and_close() {
+        let mut m = Monitor::new(&[info(0)], cfg());
+        m.apply(
+            0,
+            vec![(0, Err("GPU is lost".into()))],
+            &[],
+            &|_| None,
+            None,
+        );
+        assert!(!m.gpus[0].healthy && !m.gpus[0].open);
+        assert!(
+            m.gpus[0]
+                .closed_reason
+                .as_deref()
+                .unwrap()
+                .contains("GPU is lost")
+        );
+    }
+
+    #[test]
+    fn run_records_peak_memory_utilisation_and_energy_from_power() {
+        let mut m = Monitor::new(&[info(0)], cfg());
+        let run = RunOnGpus {
+            run: 1,
+            gpus: vec![0],
+            session: 10,
+            log_bytes: 0,
+        };
+        let owner = |pid: u32| (pid == 11).then_some(1);
+        for (t, util, mem) in [
+            (0, 20, 1u64 << 30),
+            (1_000, 60, 3 << 30),
+            (2_000, 40, 2 << 30),
+        ] {
+            m.apply(
+                t,
+                vec![(0, Ok(reading(util, &[(11, mem), (99, 5 << 30)])))],
+                std::slice::from_ref(&run),
+                &owner,
+                None,
+            );
+        }
+        let rec = m.take_records(1);
+        assert_eq!(rec.len(), 1);
+        assert_eq!(
+            rec[0].mem_peak,
+            3 << 30,
+            "only the run's own process counts"
+        );
+        assert_eq!(rec[0].util_max, 60);
+        assert!((rec[0].util_mean - 40.0).abs() < 1e-9);
+        assert!((rec[0].energy_j - 200.0).abs() < 1e-9, "100 W for 2 s");
+        assert_eq!(rec[0].energy_source, "power");
+    }
+
+    #[test]
+    fn no_utilisation_and_no_log_growth_marks_stalled_and_activity_clears_it() {
+        let mut m = Monitor::new(&[info(0)], cfg());
+        let owner = |_: u32| Some(1);
+        let run = |log| RunOnGpus {
+            run: 1,
+            gpus: vec![0],
+            session: 10,
+            log_bytes: log,
+        };
+        let fx = m.apply(0, vec![(0, Ok(reading(0, &[])))], &[run(5)], &owner, None);
+        assert!(fx.stall_changes.is_empty());
+        let fx = m.apply(
+            61_000,
+            vec![(0, Ok(reading(0, &[])))],
+            &[run(5)],
+            &owner,
+            None,
+        );
+        assert_eq!(fx.stall_changes, vec![(1, true)]);
+        let fx = m.apply(
+            62_000,
+            vec![(0, Ok(reading(0, &[])))],
+            &[run(9)],
+            &owner,
+            None,
+        );
+        assert_eq!(
+            fx.stall_changes,
+            vec![(1, false)],
+            "log growth is a sign of life"
+        );
+    }
+}
