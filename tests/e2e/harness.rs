@@ -14,6 +14,8 @@ pub struct Nj {
     pub dir: tempfile::TempDir,
     pub state: PathBuf,
     pub config: PathBuf,
+    /// Extra environment for the daemon.
+    pub env: Vec<(String, String)>,
     daemon: Option<Child>,
 }
 
@@ -38,6 +40,7 @@ impl Nj {
             dir,
             state,
             config,
+            env: Vec::new(),
             daemon: None,
         }
     }
@@ -64,6 +67,7 @@ impl Nj {
         let child = Command::new(bin)
             .args(["--config", self.config.to_str().unwrap(), "daemon"])
             .env("SECRET_TOKEN", "must-not-leak")
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)

@@ -5,6 +5,7 @@ mod harness;
 
 mod cli;
 mod examples;
+mod gpus;
 mod input;
 mod restart;
 mod sandbox;

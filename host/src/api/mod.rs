@@ -51,6 +51,8 @@ pub enum Request {
         /// Task id.
         id: i64,
     },
+    /// Every GPU: readings, reservations, health and tasks.
+    Gpus,
     /// Reply once every task named has ended (or is blocked).
     Wait {
         /// Task ids (an array id waits for all members).

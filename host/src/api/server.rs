@@ -93,20 +93,42 @@ async fn handle(d: &Arc<Daemon>, req: Request) -> anyhow::Result<Value> {
             json!(n)
         }
         Request::Wait { ids } => json!(wait(d, &ids).await?),
+        Request::Gpus => {
+            let mut views = d.gpu_views();
+            let store = d.store();
+            for v in &mut views {
+                v.tasks = v
+                    .runs
+                    .iter()
+                    .filter_map(|r| store.run(*r).ok().map(|r| r.task_id))
+                    .collect();
+            }
+            json!(views)
+        }
     })
 }
 
 /// Rejects tasks that could never be placed on this machine.
 fn check_fits(d: &Daemon, entries: &[crate::task::model::NewEntry]) -> anyhow::Result<()> {
     let cpus = d.cfg.cpu_pool().len() as u32;
+    let (gpus, largest) = d.gpu_capacity();
     for m in entries.iter().flat_map(|e| &e.members) {
         let r = &m.resources;
-        if r.gpus as usize > d.cfg.gpus.len() {
+        if r.gpus as usize > gpus {
             anyhow::bail!(
-                "task `{}` asks for {} GPU(s) but this daemon has {} configured (`gpus` in the config)",
+                "task `{}` asks for {} GPU(s) but this daemon has {gpus} (`nightjar gpus` lists them; `gpus` and `gpu.backend` in the config choose them)",
                 m.name,
                 r.gpus,
-                d.cfg.gpus.len()
+            );
+        }
+        if let (Some(want), Some(max)) = (r.gpu_mem, largest)
+            && r.gpus > 0
+            && want.as_u64() > max
+        {
+            anyhow::bail!(
+                "task `{}` asks for gpu_mem {want} per GPU but the largest GPU here has {}",
+                m.name,
+                bytesize::ByteSize::b(max)
             );
         }
         if r.cpus.unwrap_or(0) > cpus {

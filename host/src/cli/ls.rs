@@ -79,6 +79,9 @@ pub fn info(r: &TaskRow, now: i64) -> String {
             fmt_span(at - now)
         );
     }
+    if let Some(at) = r.stalled_at {
+        return format!("stalled for {} (no GPU use, no output)", fmt_span(now - at));
+    }
     r.reason.clone().unwrap_or_else(|| match r.state {
         TaskState::Running => format!("attempt {}", r.attempts),
         _ => String::new(),

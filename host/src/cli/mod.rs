@@ -2,6 +2,7 @@
 //! its socket (except `daemon`, `completions` and the internal `supervise`).
 
 mod control;
+mod gpus;
 mod logs;
 mod ls;
 mod show;
@@ -81,6 +82,8 @@ pub enum Verb {
         #[arg(required = true)]
         ids: Vec<i64>,
     },
+    /// Every GPU: utilisation, memory used/reserved/free, temperature, power, health, tasks.
+    Gpus(gpus::Args),
     /// Print shell completions (bash, zsh, fish, elvish, powershell).
     Completions {
         /// The shell.
@@ -140,6 +143,7 @@ fn run(cli: Cli) -> Result<i32> {
         Verb::Release { ids } => control::run(ctx, control::Action::Release, &ids),
         Verb::Retry { ids } => control::run(ctx, control::Action::Retry, &ids),
         Verb::Wait { ids } => wait::run(ctx, &ids),
+        Verb::Gpus(a) => gpus::run(ctx, a),
         Verb::Daemon | Verb::Completions { .. } | Verb::Supervise { .. } => Ok(0),
     }
 }

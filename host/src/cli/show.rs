@@ -110,6 +110,25 @@ pub fn run(mut ctx: Ctx, id: i64) -> Result<i32> {
         if let Some(n) = &run.sandbox_note {
             println!("      sandbox {n}");
         }
+        if let Some(at) = run.stalled_at {
+            println!(
+                "      stalled since {} (no GPU utilisation, no log growth)",
+                fmt_local(at)
+            );
+        }
+        for g in d.gpu_records.iter().filter(|g| g.run == run.id) {
+            println!(
+                "      gpu {}   peak mem {}, util mean {:.0}% max {}%, max {}C, energy {:.1} kJ ({}), {} samples",
+                g.gpu,
+                bytesize::ByteSize::b(g.mem_peak),
+                g.util_mean,
+                g.util_max,
+                g.temp_max,
+                g.energy_j / 1000.0,
+                g.energy_source,
+                g.samples
+            );
+        }
         println!("      logs    {}/stdout.log, stderr.log", run.run_dir);
     }
     if !d.members.is_empty() {

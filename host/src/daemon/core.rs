@@ -11,12 +11,29 @@ use tokio::sync::{Notify, watch};
 
 use super::runenv;
 use crate::config::Config;
+use crate::gpu::monitor::Monitor;
 use crate::sandbox::cgroup::CgroupBase;
 use crate::sandbox::files::{self, RunStatus};
 use crate::sandbox::launch::{self, Liveness};
-use crate::scheduler::{Placement, Pool};
+use crate::scheduler::{Placement, Pool, PoolGpu};
 use crate::store::{NewRun, RunClass, RunOutcome, RunRow, Store};
 use crate::time::now_ms;
+
+/// A run in progress, as the daemon tracks it.
+#[derive(Debug, Clone)]
+pub(super) struct Held {
+    /// What it was given.
+    pub placement: Placement,
+    /// Its supervisor's pid (= its session id); 0 until started.
+    pub session: u32,
+    /// Its run folder.
+    pub dir: PathBuf,
+}
+
+/// Locks a mutex, recovering from a poisoned one (state stays usable).
+pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 /// State shared by the scheduler, the run waiters and the API handlers.
 pub struct Daemon {
@@ -25,9 +42,11 @@ pub struct Daemon {
     /// The store (short critical sections only).
     store: Mutex<Store>,
     /// What is free.
-    pool: Mutex<Pool>,
-    /// Placements of the runs in progress.
-    placed: Mutex<HashMap<i64, Placement>>,
+    pub(super) pool: Mutex<Pool>,
+    /// The runs in progress and what they hold.
+    pub(super) placed: Mutex<HashMap<i64, Held>>,
+    /// GPU monitoring, when a backend reports GPUs.
+    pub(super) gpu: Mutex<Option<Monitor>>,
     /// Where per-run cgroups go, if anywhere; else why not.
     pub cgroup: Result<CgroupBase, String>,
     /// How supervisors are started.
@@ -47,17 +66,21 @@ impl Daemon {
         store: Store,
         cgroup: Result<CgroupBase, String>,
         exe: PathBuf,
+        gpus: Vec<PoolGpu>,
+        monitor: Option<Monitor>,
     ) -> Arc<Daemon> {
         let pool = Pool {
             slots: cfg.slots,
-            gpus: cfg.gpus.clone(),
+            gpus,
             cpus: cfg.cpu_pool(),
+            share: cfg.gpu.share,
         };
         Arc::new(Daemon {
             cfg,
             store: Mutex::new(store),
             pool: Mutex::new(pool),
             placed: Mutex::new(HashMap::new()),
+            gpu: Mutex::new(monitor),
             cgroup,
             supervisor: launch::SupervisorCmd::for_exe(&exe),
             kick: Notify::new(),
@@ -95,8 +118,8 @@ impl Daemon {
                 }
             }
         }
-        if spec.resources.gpu_mem.is_some() {
-            notes.push("gpu_mem recorded, not yet reserved (no GPU monitoring)".to_string());
+        if spec.resources.gpu_mem.is_some() && lock(&self.gpu).is_none() {
+            notes.push("gpu_mem not checked: the GPUs are not monitored".to_string());
         }
         (!notes.is_empty()).then(|| notes.join("; "))
     }
@@ -159,15 +182,9 @@ impl Daemon {
 
     fn release(&self, run: Option<i64>, placement: &Placement) {
         if let Some(run) = run {
-            self.placed
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .remove(&run);
+            lock(&self.placed).remove(&run);
         }
-        self.pool
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .give_back(placement);
+        lock(&self.pool).give_back(placement);
     }
 
     /// Claims and launches one task. `Ok(false)`: it was no longer queued.
@@ -191,10 +208,12 @@ impl Daemon {
         else {
             return Ok(false);
         };
-        self.placed
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(run.id, placement.clone());
+        let held = Held {
+            placement: placement.clone(),
+            session: 0,
+            dir: PathBuf::from(&run.run_dir),
+        };
+        lock(&self.placed).insert(run.id, held);
         let cgroup = self
             .cgroup
             .as_ref()
@@ -205,6 +224,9 @@ impl Daemon {
         });
         match prepared {
             Ok((l, rs)) => {
+                if let Some(h) = lock(&self.placed).get_mut(&run.id) {
+                    h.session = l.pid;
+                }
                 let note = self.sandbox_note(spec);
                 self.store()
                     .set_run_started(run.id, l.pid, note.as_deref())?;
@@ -257,16 +279,18 @@ impl Daemon {
             Ok(_) => {}
             Err(e) => tracing::error!("run {run}: cannot record its end: {e}"),
         }
-        let placement = self
-            .placed
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&run);
-        if let Some(p) = placement {
-            self.pool
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .give_back(&p);
+        let held = lock(&self.placed).remove(&run);
+        if let Some(h) = held {
+            lock(&self.pool).give_back(&h.placement);
+        }
+        let records = lock(&self.gpu)
+            .as_mut()
+            .map(|m| m.take_records(run))
+            .unwrap_or_default();
+        if !records.is_empty()
+            && let Err(e) = self.store().record_run_gpus(&records)
+        {
+            tracing::error!("run {run}: cannot store its GPU record: {e}");
         }
         if out.class == RunClass::Ok {
             let scratch = runenv::scratch_dir(&self.cfg, run);
@@ -291,15 +315,15 @@ impl Daemon {
             let dir = PathBuf::from(&run.run_dir);
             match launch::probe(&self.cfg.run_lock_path(), run.id, &dir)? {
                 Liveness::Alive => {
-                    let placement = placement_of(&run);
-                    self.pool
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .take_adopted(&placement);
-                    self.placed
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .insert(run.id, placement);
+                    let spec = self.store().show(run.task_id)?.spec;
+                    let placement = placement_of(&run, &spec.resources, self.cfg.gpu.share);
+                    lock(&self.pool).take_adopted(&placement);
+                    let held = Held {
+                        placement,
+                        session: run.supervisor_pid.unwrap_or(0) as u32,
+                        dir: dir.clone(),
+                    };
+                    lock(&self.placed).insert(run.id, held);
                     tracing::info!("run {} of task {}: re-adopted", run.id, run.task_id);
                     let me = Arc::clone(self);
                     let lock = self.cfg.run_lock_path();
@@ -346,14 +370,20 @@ impl Daemon {
     }
 }
 
-fn placement_of(run: &RunRow) -> Placement {
-    let parse = |s: &Option<String>| {
+/// What an adopted run holds, rebuilt from its row and its task's resources.
+fn placement_of(run: &RunRow, res: &crate::task::model::Resources, share: bool) -> Placement {
+    let parse = |s: &Option<String>| -> Vec<u32> {
         s.as_deref()
             .map(|s| s.split(',').filter_map(|x| x.parse().ok()).collect())
             .unwrap_or_default()
     };
+    let gpus = parse(&run.gpus);
+    let gpu_mem = res.gpu_mem.map(|m| m.as_u64()).filter(|_| !gpus.is_empty());
     Placement {
-        gpus: parse(&run.gpus),
+        exclusive: !gpus.is_empty() && (gpu_mem.is_none() || !share),
+        uuids: Vec::new(),
+        gpu_mem,
+        gpus,
         cpus: parse(&run.cpus),
     }
 }

@@ -2,9 +2,11 @@
 //! second daemon, re-adopts runs, serves the API and schedules until SIGTERM.
 
 mod core;
+mod gpus;
 mod runenv;
 
 pub use self::core::Daemon;
+pub use self::gpus::GpuView;
 
 use std::fs::File;
 use std::io::Write;
@@ -43,13 +45,21 @@ pub fn run(cfg: Config) -> Result<()> {
         Err(why) => tracing::warn!("no per-run cgroups: {why}; using process groups"),
     }
     let exe = std::env::current_exe().context("find the nightjar binary for supervisors")?;
+    let gpu = gpus::open(&cfg)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("start the async runtime")?;
     rt.block_on(async move {
-        let daemon = Daemon::new(cfg, store, cgroup, exe);
+        let daemon = Daemon::new(cfg, store, cgroup, exe, gpu.pool, gpu.monitor);
         daemon.adopt()?;
+        if let Some(mut backend) = gpu.backend {
+            // The first sweep before anything is placed, so GPUs start open or closed truthfully.
+            let indices: Vec<u32> = backend.inventory().iter().map(|g| g.index).collect();
+            let readings = gpus::read_all(backend.as_mut(), &indices);
+            daemon.apply_sweep(readings);
+            tokio::spawn(Arc::clone(&daemon).sample_loop(backend));
+        }
         let listener = bind(&daemon.cfg.socket)?;
         tracing::info!(
             "nightjar daemon {} ready: socket {}, state {}",

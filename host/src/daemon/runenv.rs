@@ -103,7 +103,13 @@ pub fn build(
         );
     }
     // Tasks that asked for no GPU see none, so they cannot race into one.
-    let visible: Vec<String> = place.gpus.iter().map(|g| g.to_string()).collect();
+    let by_uuid = cfg.gpu.visible_devices == crate::config::VisibleDevices::Uuid
+        && place.uuids.iter().all(|u| !u.is_empty());
+    let visible: Vec<String> = if by_uuid {
+        place.uuids.clone()
+    } else {
+        place.gpus.iter().map(|g| g.to_string()).collect()
+    };
     env.insert("CUDA_VISIBLE_DEVICES".into(), visible.join(","));
     env.entry("PATH".into())
         .or_insert_with(|| "/usr/local/bin:/usr/bin:/bin".into());

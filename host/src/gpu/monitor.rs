@@ -40,8 +40,8 @@ pub struct GpuStatus {
     pub foreign_mem: u64,
     /// Their pids.
     pub foreign_pids: Vec<u32>,
-    /// Since when foreign load has stayed under the threshold (ms), if it has.
-    pub quiet_since: Option<i64>,
+    /// The last time foreign load was at or above the threshold (ms).
+    pub foreign_busy_at: Option<i64>,
     /// Whether new work may be placed on it.
     pub open: bool,
     /// Why not, when closed.
@@ -162,7 +162,7 @@ impl Monitor {
                 error: None,
                 foreign_mem: 0,
                 foreign_pids: Vec::new(),
-                quiet_since: None,
+                foreign_busy_at: None,
                 open: false,
                 closed_reason: Some("not read yet".into()),
             })
@@ -207,10 +207,8 @@ impl Monitor {
                     } else {
                         0
                     };
-                    if foreign_util < self.cfg.foreign_util_max {
-                        g.quiet_since.get_or_insert(now);
-                    } else {
-                        g.quiet_since = None;
+                    if foreign_util >= self.cfg.foreign_util_max {
+                        g.foreign_busy_at = Some(now);
                     }
                     g.healthy = true;
                     g.error = None;
@@ -219,7 +217,6 @@ impl Monitor {
                 Err(e) => {
                     g.healthy = false;
                     g.error = Some(e);
-                    g.quiet_since = None;
                 }
             }
             let (open, reason) = if !g.healthy {
@@ -231,8 +228,8 @@ impl Monitor {
                     )),
                 )
             } else if g
-                .quiet_since
-                .is_none_or(|q| now - q < self.cfg.foreign_quiet_ms)
+                .foreign_busy_at
+                .is_some_and(|b| now - b < self.cfg.foreign_quiet_ms)
             {
                 (
                     false,
@@ -438,7 +435,7 @@ mod tests {
             &none,
             host,
         );
-        assert!(!m.gpus[0].open, "quiet for 0 s only");
+        assert!(!m.gpus[0].open, "quiet for 1 s only");
         m.apply(
             6_000,
             vec![(0, Ok(reading(5, &[(99, 4 << 30)])))],
@@ -458,6 +455,13 @@ mod tests {
             Some(8 << 30),
         );
         assert!(!m.gpus[0].open, "host memory low");
+    }
+
+    #[test]
+    fn a_gpu_never_busy_with_foreign_load_is_offered_at_once() {
+        let mut m = Monitor::new(&[info(0)], cfg());
+        m.apply(0, vec![(0, Ok(reading(0, &[])))], &[], &|_| None, None);
+        assert!(m.gpus[0].open);
     }
 
     #[test]

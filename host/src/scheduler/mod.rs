@@ -1,18 +1,79 @@
 //! The pure core of scheduling: given what is free, where does a task go.
 //! Order comes from the store (priority, then submit time): the built-in
 //! fallback that stays in force when every policy plugin has failed.
+//!
+//! GPU memory is reserved at placement, so two tasks never race into the
+//! same memory: a task's `gpu_mem` is taken from the GPU's total minus what
+//! is already reserved and what processes nightjar did not start hold. A task
+//! without `gpu_mem` takes whole GPUs. Several tasks share a GPU only when
+//! sharing is allowed and their memory fits; otherwise a GPU is exclusive.
 
 use crate::task::model::Resources;
+
+/// One GPU's place in the pool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PoolGpu {
+    /// Index.
+    pub index: u32,
+    /// UUID (empty when unmonitored).
+    pub uuid: String,
+    /// Total memory, when a backend reports it.
+    pub mem_total: Option<u64>,
+    /// Memory reserved by runs placed on it.
+    pub reserved: u64,
+    /// Memory held by processes nightjar did not start.
+    pub foreign: u64,
+    /// Runs placed on it.
+    pub users: u32,
+    /// Held whole by one run.
+    pub exclusive: bool,
+    /// May receive new work (healthy, not busy with foreign load, not closed by policy).
+    pub open: bool,
+}
+
+impl PoolGpu {
+    /// An unmonitored GPU known only by its index (`gpus = [...]` with no backend).
+    pub fn unmonitored(index: u32) -> PoolGpu {
+        PoolGpu {
+            index,
+            uuid: String::new(),
+            mem_total: None,
+            reserved: 0,
+            foreign: 0,
+            users: 0,
+            exclusive: false,
+            open: true,
+        }
+    }
+
+    fn free_mem(&self) -> Option<u64> {
+        self.mem_total
+            .map(|t| t.saturating_sub(self.reserved + self.foreign))
+    }
+
+    fn fits(&self, mem: Option<u64>, share: bool) -> bool {
+        if !self.open || self.exclusive {
+            return false;
+        }
+        match mem {
+            // Whole GPU: nobody else on it, nothing foreign in its memory.
+            None => self.users == 0 && self.foreign == 0,
+            Some(m) => (share || self.users == 0) && self.free_mem().is_none_or(|f| f >= m),
+        }
+    }
+}
 
 /// What is free right now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pool {
     /// Free slots.
     pub slots: u32,
-    /// Free GPU indices, in config order.
-    pub gpus: Vec<u32>,
+    /// The GPUs, in index order.
+    pub gpus: Vec<PoolGpu>,
     /// Free cores, in order.
     pub cpus: Vec<u32>,
+    /// Whether GPUs may be shared by tasks whose memory fits.
+    pub share: bool,
 }
 
 /// Where a task was placed.
@@ -20,6 +81,12 @@ pub struct Pool {
 pub struct Placement {
     /// GPU indices given.
     pub gpus: Vec<u32>,
+    /// Their UUIDs (empty strings when unmonitored).
+    pub uuids: Vec<String>,
+    /// Memory reserved on each, bytes (`None`: the GPUs are held whole).
+    pub gpu_mem: Option<u64>,
+    /// Whether the GPUs are held exclusively.
+    pub exclusive: bool,
     /// Cores pinned to (empty: not pinned).
     pub cpus: Vec<u32>,
 }
@@ -27,14 +94,36 @@ pub struct Placement {
 impl Pool {
     /// Takes what `res` needs from the pool, or returns `None` and takes nothing.
     pub fn place(&mut self, res: &Resources) -> Option<Placement> {
-        let gpus = res.gpus as usize;
+        let want = res.gpus as usize;
         let cpus = res.cpus.unwrap_or(0) as usize;
-        if self.slots == 0 || self.gpus.len() < gpus || self.cpus.len() < cpus {
+        if self.slots == 0 || self.cpus.len() < cpus {
             return None;
+        }
+        let mem = res.gpu_mem.map(|m| m.as_u64());
+        let chosen: Vec<usize> = self
+            .gpus
+            .iter()
+            .enumerate()
+            .filter(|(_, g)| g.fits(mem, self.share))
+            .map(|(i, _)| i)
+            .take(want)
+            .collect();
+        if chosen.len() < want {
+            return None;
+        }
+        let exclusive = mem.is_none() || !self.share;
+        for &i in &chosen {
+            let g = &mut self.gpus[i];
+            g.users += 1;
+            g.reserved += mem.unwrap_or(0);
+            g.exclusive = exclusive;
         }
         self.slots -= 1;
         Some(Placement {
-            gpus: self.gpus.drain(..gpus).collect(),
+            gpus: chosen.iter().map(|&i| self.gpus[i].index).collect(),
+            uuids: chosen.iter().map(|&i| self.gpus[i].uuid.clone()).collect(),
+            gpu_mem: if want > 0 { mem } else { None },
+            exclusive: want > 0 && exclusive,
             cpus: self.cpus.drain(..cpus).collect(),
         })
     }
@@ -42,35 +131,70 @@ impl Pool {
     /// Gives a placement's resources back.
     pub fn give_back(&mut self, p: &Placement) {
         self.slots += 1;
-        self.gpus.extend(&p.gpus);
-        self.gpus.sort_unstable();
+        for g in self.gpus.iter_mut().filter(|g| p.gpus.contains(&g.index)) {
+            g.users = g.users.saturating_sub(1);
+            g.reserved = g.reserved.saturating_sub(p.gpu_mem.unwrap_or(0));
+            if g.users == 0 {
+                g.exclusive = false;
+            }
+        }
         self.cpus.extend(&p.cpus);
         self.cpus.sort_unstable();
     }
 
-    /// Removes resources held by a run adopted after a restart.
+    /// Takes the resources of a run adopted after a restart, as it holds them.
     pub fn take_adopted(&mut self, p: &Placement) {
         self.slots = self.slots.saturating_sub(1);
-        self.gpus.retain(|g| !p.gpus.contains(g));
+        for g in self.gpus.iter_mut().filter(|g| p.gpus.contains(&g.index)) {
+            g.users += 1;
+            g.reserved += p.gpu_mem.unwrap_or(0);
+            g.exclusive |= p.exclusive;
+        }
         self.cpus.retain(|c| !p.cpus.contains(c));
+    }
+
+    /// Updates a GPU from monitoring: open or closed, and foreign memory.
+    pub fn observe(&mut self, index: u32, open: bool, foreign: u64) {
+        if let Some(g) = self.gpus.iter_mut().find(|g| g.index == index) {
+            g.open = open;
+            g.foreign = foreign;
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytesize::ByteSize;
 
-    fn pool() -> Pool {
+    fn gpu(index: u32, gib: u64) -> PoolGpu {
+        PoolGpu {
+            mem_total: Some(gib << 30),
+            uuid: format!("GPU-{index}"),
+            ..PoolGpu::unmonitored(index)
+        }
+    }
+
+    fn pool(share: bool) -> Pool {
         Pool {
-            slots: 2,
-            gpus: vec![0, 1],
+            slots: 4,
+            gpus: vec![gpu(0, 80), gpu(1, 80)],
             cpus: vec![0, 1, 2, 3],
+            share,
+        }
+    }
+
+    fn res(gpus: u32, gib: Option<u64>) -> Resources {
+        Resources {
+            gpus,
+            gpu_mem: gib.map(ByteSize::gib),
+            ..Default::default()
         }
     }
 
     #[test]
-    fn gpus_and_cpus_are_exclusive_until_given_back() {
-        let mut p = pool();
+    fn whole_gpus_are_exclusive_until_given_back() {
+        let mut p = pool(true);
         let a = p
             .place(&Resources {
                 gpus: 2,
@@ -79,14 +203,9 @@ mod tests {
             })
             .unwrap();
         assert_eq!(a.gpus, vec![0, 1]);
+        assert_eq!(a.uuids, vec!["GPU-0", "GPU-1"]);
         assert_eq!(a.cpus, vec![0, 1, 2]);
-        assert!(
-            p.place(&Resources {
-                gpus: 1,
-                ..Default::default()
-            })
-            .is_none()
-        );
+        assert!(p.place(&res(1, Some(1))).is_none(), "held whole");
         assert!(
             p.place(&Resources {
                 cpus: Some(2),
@@ -94,16 +213,61 @@ mod tests {
             })
             .is_none()
         );
-        assert_eq!(p.slots, 1, "a failed placement takes nothing");
+        assert_eq!(p.slots, 3, "a failed placement takes nothing");
         p.give_back(&a);
-        assert_eq!(p, pool());
+        assert_eq!(p, pool(true));
     }
 
     #[test]
-    fn slots_bound_concurrency() {
-        let mut p = pool();
-        assert!(p.place(&Resources::default()).is_some());
-        assert!(p.place(&Resources::default()).is_some());
-        assert!(p.place(&Resources::default()).is_none());
+    fn sharing_reserves_memory_so_two_tasks_never_overcommit_a_gpu() {
+        let mut p = pool(true);
+        let a = p.place(&res(1, Some(50))).unwrap();
+        let b = p.place(&res(1, Some(50))).unwrap();
+        assert_eq!(
+            (a.gpus[0], b.gpus[0]),
+            (0, 1),
+            "50 + 50 GiB does not fit one 80 GiB GPU"
+        );
+        let c = p.place(&res(1, Some(30))).unwrap();
+        assert_eq!(c.gpus, vec![0], "30 GiB fits next to 50 GiB");
+        assert!(p.place(&res(1, Some(31))).is_none());
+        p.give_back(&a);
+        assert!(p.place(&res(1, Some(31))).is_some());
+    }
+
+    #[test]
+    fn without_sharing_a_gpu_with_a_task_is_taken() {
+        let mut p = pool(false);
+        p.place(&res(1, Some(10))).unwrap();
+        p.place(&res(1, Some(10))).unwrap();
+        assert!(p.place(&res(1, Some(10))).is_none());
+    }
+
+    #[test]
+    fn foreign_memory_counts_as_taken_and_closed_gpus_get_nothing() {
+        let mut p = pool(true);
+        p.observe(0, true, 70 << 30);
+        p.observe(1, false, 0);
+        assert!(
+            p.place(&res(1, Some(20))).is_none(),
+            "GPU 0 has 10 GiB left, GPU 1 is closed"
+        );
+        assert!(
+            p.place(&res(1, None)).is_none(),
+            "a whole GPU needs no foreign memory on it"
+        );
+        assert_eq!(p.place(&res(1, Some(10))).unwrap().gpus, vec![0]);
+    }
+
+    #[test]
+    fn unmonitored_gpus_are_placed_by_index() {
+        let mut p = Pool {
+            slots: 2,
+            gpus: vec![PoolGpu::unmonitored(3)],
+            cpus: vec![],
+            share: false,
+        };
+        assert_eq!(p.place(&res(1, Some(8))).unwrap().gpus, vec![3]);
+        assert!(p.place(&res(1, None)).is_none());
     }
 }

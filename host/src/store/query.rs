@@ -2,13 +2,14 @@
 
 use rusqlite::{OptionalExtension, params};
 
-use super::queue::run_row;
+use super::queue::{RUN_COLUMNS, run_row};
 use super::{Counts, DepRow, EventRow, Result, Store, StoreError, TaskDetail, TaskRow, TaskState};
 use crate::task::model::{DepKind, Priority, TaskSpec};
 
 const TASK_COLUMNS: &str =
     "t.id, t.kind, t.parent_id, t.name, t.project, t.priority, t.state, t.reason,
-    t.submitted_at, t.eligible_at, t.finished_at, t.attempts, t.next_fire_at, t.spec";
+    t.submitted_at, t.eligible_at, t.finished_at, t.attempts, t.next_fire_at, t.spec,
+    (SELECT r.stalled_at FROM runs r WHERE r.task_id = t.id AND r.state = 'running')";
 
 fn task_row(r: &rusqlite::Row) -> rusqlite::Result<TaskRow> {
     let state: String = r.get(6)?;
@@ -32,6 +33,7 @@ fn task_row(r: &rusqlite::Row) -> rusqlite::Result<TaskRow> {
         next_fire_at: r.get(12)?,
         command,
         counts: None,
+        stalled_at: r.get(14)?,
     })
 }
 
@@ -141,11 +143,9 @@ impl Store {
             .collect::<rusqlite::Result<Vec<_>>>()?;
         let runs = self
             .conn
-            .prepare_cached(
-                "SELECT id, task_id, attempt, state, run_dir, supervisor_pid, submitted_at, eligible_at,
-                    started_at, finished_at, exit_code, signal, class, message, gpus, cpus, sandbox_note
-                 FROM runs WHERE task_id = ?1 ORDER BY attempt",
-            )?
+            .prepare_cached(&format!(
+                "SELECT {RUN_COLUMNS} FROM runs WHERE task_id = ?1 ORDER BY attempt"
+            ))?
             .query_map([id], run_row)?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         let members = self
@@ -169,6 +169,7 @@ impl Store {
                 })
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
+        let gpu_records = self.gpu_records(id)?;
         Ok(TaskDetail {
             task,
             spec,
@@ -176,6 +177,7 @@ impl Store {
             runs,
             members,
             events,
+            gpu_records,
         })
     }
 
@@ -184,9 +186,7 @@ impl Store {
         Ok(self
             .conn
             .query_row(
-                "SELECT id, task_id, attempt, state, run_dir, supervisor_pid, submitted_at, eligible_at,
-                    started_at, finished_at, exit_code, signal, class, message, gpus, cpus, sandbox_note
-                 FROM runs WHERE task_id = ?1 ORDER BY attempt DESC LIMIT 1",
+                &format!("SELECT {RUN_COLUMNS} FROM runs WHERE task_id = ?1 ORDER BY attempt DESC LIMIT 1"),
                 [task],
                 run_row,
             )

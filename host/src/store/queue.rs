@@ -26,9 +26,9 @@ pub struct Finished {
     pub reason: Option<String>,
 }
 
-const RUN_COLUMNS: &str =
+pub(super) const RUN_COLUMNS: &str =
     "id, task_id, attempt, state, run_dir, supervisor_pid, submitted_at, eligible_at,
-    started_at, finished_at, exit_code, signal, class, message, gpus, cpus, sandbox_note";
+    started_at, finished_at, exit_code, signal, class, message, gpus, cpus, sandbox_note, stalled_at";
 
 /// Reads a run row selected with [`RUN_COLUMNS`].
 pub(super) fn run_row(r: &rusqlite::Row) -> rusqlite::Result<RunRow> {
@@ -51,6 +51,7 @@ pub(super) fn run_row(r: &rusqlite::Row) -> rusqlite::Result<RunRow> {
         gpus: r.get(14)?,
         cpus: r.get(15)?,
         sandbox_note: r.get(16)?,
+        stalled_at: r.get(17)?,
     })
 }
 

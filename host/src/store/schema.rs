@@ -2,7 +2,8 @@
 //! version lives in SQLite's `user_version`.
 
 /// Migration `i` takes the schema from version `i` to `i + 1`.
-pub const MIGRATIONS: &[&str] = &[r#"
+pub const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE tasks (
     id             INTEGER PRIMARY KEY,
     kind           TEXT    NOT NULL CHECK (kind IN ('task', 'array', 'recurring')),
@@ -67,4 +68,34 @@ CREATE TABLE events (
     message TEXT    NOT NULL
 );
 CREATE INDEX events_task ON events (task_id);
-"#];
+"#,
+    r#"
+-- GPU monitoring: the stalled mark, per-run GPU records and series.
+ALTER TABLE runs ADD COLUMN stalled_at INTEGER;
+
+CREATE TABLE run_gpus (
+    run_id        INTEGER NOT NULL REFERENCES runs(id),
+    gpu           INTEGER NOT NULL,
+    uuid          TEXT    NOT NULL,
+    samples       INTEGER NOT NULL,
+    mem_peak      INTEGER NOT NULL,
+    util_mean     REAL    NOT NULL,
+    util_max      INTEGER NOT NULL,
+    temp_max      INTEGER NOT NULL,
+    energy_j      REAL    NOT NULL,
+    energy_source TEXT    NOT NULL,
+    PRIMARY KEY (run_id, gpu)
+);
+
+CREATE TABLE run_gpu_series (
+    run_id   INTEGER NOT NULL REFERENCES runs(id),
+    at       INTEGER NOT NULL,
+    gpu      INTEGER NOT NULL,
+    util     INTEGER NOT NULL,
+    mem      INTEGER NOT NULL,
+    temp     INTEGER NOT NULL,
+    power_mw INTEGER NOT NULL
+);
+CREATE INDEX run_gpu_series_run ON run_gpu_series (run_id, at);
+"#,
+];

@@ -181,6 +181,8 @@ pub struct TaskRow {
     pub command: String,
     /// Member counts, for arrays.
     pub counts: Option<Counts>,
+    /// Since when its running run is stalled, if it is.
+    pub stalled_at: Option<i64>,
 }
 
 /// One run (attempt) of a task.
@@ -220,6 +222,8 @@ pub struct RunRow {
     pub cpus: Option<String>,
     /// What the sandbox could and could not enforce.
     pub sandbox_note: Option<String>,
+    /// Since when the run shows no sign of life (GPU runs only).
+    pub stalled_at: Option<i64>,
 }
 
 /// A dependency edge as `show` prints it.
@@ -263,6 +267,8 @@ pub struct TaskDetail {
     pub members: Vec<TaskRow>,
     /// Its events, oldest first.
     pub events: Vec<EventRow>,
+    /// GPU records of its runs (one per run and GPU).
+    pub gpu_records: Vec<crate::gpu::monitor::RunGpuRecord>,
 }
 
 /// A task ready to be placed, in scheduling order.
