@@ -3,7 +3,10 @@
 //!
 //! - `submit`: latency of submit 1 vs submit 10,000 into a growing queue;
 //! - `throughput`: 1,000 `true` tasks on 2 slots vs `xargs -P 2`;
-//! - `idle`: CPU and RSS of an idle daemon over 60 s.
+//! - `idle`: CPU and RSS of an idle daemon over 60 s;
+//! - `gpu`: one sampling sweep of 8 GPUs through the stand-in NVML library
+//!   (µs per GPU), and the daemon's CPU with 8 GPUs sampled at 1 Hz and 8
+//!   GPU tasks running, against the same daemon with no GPU backend.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -166,21 +169,87 @@ fn nightjar_round(n: usize) -> Result<(f64, f64)> {
     if ok != n {
         bail!("only {ok} of {n} tasks succeeded");
     }
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    Ok((secs, cpu_ticks(d.child.id())? as f64 / hz))
+    Ok((secs, cpu_secs(d.child.id())?))
+}
+
+/// Eight stand-in GPUs, as the stand-in NVML library reads them.
+fn eight_gpus() -> String {
+    let mut v = String::from("count=8\n");
+    for i in 0..8 {
+        v.push_str(&format!(
+            "{i}.name=NVIDIA A100-SXM4-80GB\n{i}.uuid=GPU-{i:08}-0000-0000-0000-000000000000\n{i}.mem_total={}\n{i}.mem_used=0\n{i}.util=0\n{i}.temp=40\n{i}.power_mw=60000\n{i}.energy_mj=1000\n",
+            80u64 << 30
+        ));
+    }
+    v
+}
+
+fn gpu(secs: u64) -> Result<()> {
+    let standin = env!("NIGHTJAR_NVML_STANDIN");
+    let values = std::env::temp_dir().join(format!("nightjar-bench-gpus-{}", std::process::id()));
+    std::fs::write(&values, eight_gpus())?;
+    // SAFETY: set before this process starts any thread that reads the environment.
+    unsafe { std::env::set_var("NVML_STANDIN_FILE", &values) };
+    let mut backend = nightjar::gpu::nvml::NvmlGpus::open(Some(Path::new(standin)))
+        .map_err(anyhow::Error::msg)?;
+    use nightjar::gpu::GpuBackend;
+    let indices: Vec<u32> = backend.inventory().iter().map(|g| g.index).collect();
+    let rounds = 2_000;
+    for _ in 0..100 {
+        indices.iter().for_each(|&i| drop(backend.read(i)));
+    }
+    let t = Instant::now();
+    for _ in 0..rounds {
+        for &i in &indices {
+            backend.read(i).map_err(anyhow::Error::msg)?;
+        }
+    }
+    let per_gpu = t.elapsed().as_secs_f64() * 1e6 / (rounds * indices.len()) as f64;
+    println!(
+        "gpu: one sampling sweep of {} GPUs through the stand-in NVML (nvml-wrapper, real call path)",
+        indices.len()
+    );
+    println!(
+        "  {per_gpu:.1} us per GPU, {:.1} us per sweep = {:.4}% of the 1 s sample period",
+        per_gpu * 8.0,
+        per_gpu * 8.0 / 1e4
+    );
+
+    let cpu_with = |backend: &str, gpus: bool| -> Result<f64> {
+        let d = Daemon::start(&format!(
+            "slots = 8\n[gpu]\nbackend = \"{backend}\"\nhost_mem_min_free = \"1MiB\"\n"
+        ))?;
+        let mut c = d.client()?;
+        let one = entries(if gpus {
+            "command = \"sleep 600\"\n[resources]\ngpus = 1\n"
+        } else {
+            "command = \"sleep 600\"\n"
+        })?;
+        let batch: Vec<_> = (0..8).flat_map(|_| one.clone()).collect();
+        let _: Vec<i64> = c.call(&Request::Submit { entries: batch })?;
+        std::thread::sleep(Duration::from_secs(2));
+        let (cpu0, t0) = (cpu_secs(d.child.id())?, Instant::now());
+        std::thread::sleep(Duration::from_secs(secs));
+        let (cpu1, wall) = (cpu_secs(d.child.id())?, t0.elapsed().as_secs_f64());
+        Ok((cpu1 - cpu0) / wall * 100.0)
+    };
+    let with = cpu_with(&format!("nvml:{standin}"), true)?;
+    let without = cpu_with("none", false)?;
+    println!(
+        "  daemon CPU over {secs} s with 8 tasks running: 8 GPUs sampled at 1 Hz {with:.3}% of one core (goal < 1%), no GPU backend {without:.3}%"
+    );
+    let _ = std::fs::remove_file(&values);
+    Ok(())
 }
 
 fn idle(secs: u64) -> Result<()> {
     let d = Daemon::start("")?;
     let pid = d.child.id();
     std::thread::sleep(Duration::from_secs(1));
-    let (cpu0, t0) = (cpu_ticks(pid)?, Instant::now());
+    let (cpu0, t0) = (cpu_secs(pid)?, Instant::now());
     std::thread::sleep(Duration::from_secs(secs));
-    let (cpu1, wall) = (cpu_ticks(pid)?, t0.elapsed().as_secs_f64());
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    let pct = (cpu1 - cpu0) as f64 / hz / wall * 100.0;
+    let (cpu1, wall) = (cpu_secs(pid)?, t0.elapsed().as_secs_f64());
+    let pct = (cpu1 - cpu0) / wall * 100.0;
     let rss = std::fs::read_to_string(format!("/proc/{pid}/status"))?
         .lines()
         .find(|l| l.starts_with("VmRSS:"))
@@ -192,11 +261,19 @@ fn idle(secs: u64) -> Result<()> {
     Ok(())
 }
 
-fn cpu_ticks(pid: u32) -> Result<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    let rest = &stat[stat.rfind(')').context("stat")? + 2..];
-    let f: Vec<&str> = rest.split(' ').collect();
-    Ok(f[11].parse::<u64>()? + f[12].parse::<u64>()?)
+/// CPU time of every thread of `pid` in seconds, at nanosecond resolution
+/// (/proc/PID/task/*/schedstat), so short windows of a quiet daemon still measure.
+fn cpu_secs(pid: u32) -> Result<f64> {
+    let mut ns = 0u64;
+    for t in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+        let stat = std::fs::read_to_string(t?.path().join("schedstat")).unwrap_or_default();
+        ns += stat
+            .split_whitespace()
+            .next()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+    }
+    Ok(ns as f64 / 1e9)
 }
 
 fn main() -> Result<()> {
@@ -207,11 +284,13 @@ fn main() -> Result<()> {
         "submit" => submit_latency(n(1, 10_000)),
         "throughput" => throughput(n(1, 1_000)),
         "idle" => idle(n(1, 60) as u64),
+        "gpu" => gpu(n(1, 20) as u64),
         "all" => {
             submit_latency(10_000)?;
             throughput(1_000)?;
+            gpu(20)?;
             idle(60)
         }
-        other => bail!("unknown benchmark `{other}`: use submit, throughput, idle or all"),
+        other => bail!("unknown benchmark `{other}`: use submit, throughput, gpu, idle or all"),
     }
 }
