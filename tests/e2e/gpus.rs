@@ -82,7 +82,7 @@ fn inventory_and_readings_come_through_nvml() {
 
 #[test]
 fn a_run_gets_its_gpu_record_peak_memory_utilisation_and_energy() {
-    let w = GpuWorld::new("", &two_gpus("", ""));
+    let w = GpuWorld::new("series_every = \"250ms\"", &two_gpus("", ""));
     let pidfile = w.nj.path("out").join("pid");
     let script = format!(
         "echo $$ > {}; echo gpus=$CUDA_VISIBLE_DEVICES; sleep 1.5",
@@ -135,6 +135,15 @@ fn a_run_gets_its_gpu_record_peak_memory_utilisation_and_energy() {
             .contains("peak mem 6.0 GiB")
     );
     assert_eq!(w.gpus()[0]["mem_reserved"], 0, "reservation given back");
+    // The downsampled series is in the database (series_every = 250ms here).
+    let db = rusqlite::Connection::open(w.nj.state.join("nightjar.db")).unwrap();
+    let points: i64 = db
+        .query_row("SELECT COUNT(*) FROM run_gpu_series s JOIN runs r ON r.id = s.run_id WHERE r.task_id = ?1", [id], |r| r.get(0))
+        .unwrap();
+    assert!(
+        (3..=12).contains(&points),
+        "one point per 250 ms over ~1.5 s, got {points}"
+    );
 }
 
 #[test]
