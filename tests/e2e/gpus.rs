@@ -293,3 +293,33 @@ fn simulated_gpus_are_scriptable() {
     assert_eq!(g[0]["mem_total"], A100);
     assert_eq!(g[1]["healthy"], false);
 }
+
+#[test]
+fn a_restarted_daemon_re_adopts_gpu_runs_with_their_reservations() {
+    let mut w = GpuWorld::new("share = true", &two_gpus("", "1.fail=1"));
+    let id =
+        w.nj.submit(&["--gpus", "1", "--gpu-mem", "50GiB", "--", "sleep", "2"]);
+    w.nj.until("running", || w.nj.show(id)["task"]["state"] == "running");
+    w.nj.until("supervisor recorded", || {
+        !w.nj.show(id)["runs"][0]["supervisor_pid"].is_null()
+    });
+    w.nj.kill9();
+    w.nj.start();
+    let g = w.gpus();
+    assert_eq!(
+        g[0]["mem_reserved"],
+        50 * GIB,
+        "reservation restored: {g:?}"
+    );
+    assert_eq!(g[0]["tasks"][0], id);
+    let other =
+        w.nj.submit(&["--gpus", "1", "--gpu-mem", "40GiB", "--", "true"]);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(
+        w.nj.show(other)["task"]["state"],
+        "queued",
+        "50 + 40 GiB would overcommit"
+    );
+    assert_eq!(w.nj.wait(id), 0);
+    assert_eq!(w.nj.wait(other), 0);
+}
