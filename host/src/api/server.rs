@@ -110,7 +110,7 @@ async fn handle(d: &Arc<Daemon>, req: Request) -> anyhow::Result<Value> {
 
 /// Rejects tasks that could never be placed on this machine.
 fn check_fits(d: &Daemon, entries: &[crate::task::model::NewEntry]) -> anyhow::Result<()> {
-    let cpus = d.cfg.cpu_pool().len() as u32;
+    let cpus = d.cpu_total;
     let (gpus, largest) = d.gpu_capacity();
     for m in entries.iter().flat_map(|e| &e.members) {
         let r = &m.resources;

@@ -57,6 +57,8 @@ pub struct Daemon {
     pub changes: watch::Sender<u64>,
     /// Set on SIGTERM: no new runs start.
     pub draining: AtomicBool,
+    /// Cores tasks may be pinned to (read once: finding them reads cgroup files).
+    pub cpu_total: u32,
 }
 
 impl Daemon {
@@ -69,10 +71,12 @@ impl Daemon {
         gpus: Vec<PoolGpu>,
         monitor: Option<Monitor>,
     ) -> Arc<Daemon> {
+        let cpus = cfg.cpu_pool();
+        let cpu_total = cpus.len() as u32;
         let pool = Pool {
             slots: cfg.slots,
             gpus,
-            cpus: cfg.cpu_pool(),
+            cpus,
             share: cfg.gpu.share,
         };
         Arc::new(Daemon {
@@ -86,6 +90,7 @@ impl Daemon {
             kick: Notify::new(),
             changes: watch::channel(0).0,
             draining: AtomicBool::new(false),
+            cpu_total,
         })
     }
 
