@@ -1,0 +1,128 @@
+//! `priority`: scores waiting tasks by priority class, plus aging so a low
+//! priority task never starves: every hour waited adds `aging_per_hour`
+//! points, up to `max_aging`.
+//!
+//! ```toml
+//! [plugins.config.priority]
+//! weights = { low = 0, normal = 100, high = 200, urgent = 1000 }
+//! aging_per_hour = 10
+//! max_aging = 500
+//! ```
+
+use std::sync::Mutex;
+
+use nightjar_sdk::*;
+use serde::Deserialize;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct Config {
+    weights: Weights,
+    aging_per_hour: i32,
+    max_aging: i32,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct Weights {
+    low: i32,
+    normal: i32,
+    high: i32,
+    urgent: i32,
+}
+
+impl Default for Weights {
+    fn default() -> Self {
+        Weights { low: 0, normal: 100, high: 200, urgent: 1000 }
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config { weights: Weights::default(), aging_per_hour: 10, max_aging: 500 }
+    }
+}
+
+static CONFIG: Mutex<Option<Config>> = Mutex::new(None);
+
+/// The policy.
+pub struct PriorityPolicy;
+
+fn parse(text: &str) -> Result<Config, ConfigError> {
+    let cfg: Config = toml::from_str(text).map_err(|e| ConfigError { key: None, message: e.to_string() })?;
+    if cfg.aging_per_hour < 0 || cfg.max_aging < 0 {
+        return Err(ConfigError {
+            key: Some("aging_per_hour".into()),
+            message: "aging must not be negative".into(),
+        });
+    }
+    Ok(cfg)
+}
+
+/// The score of one task at `now`.
+fn score(cfg: &Config, t: &QueuedTask, now: i64) -> i32 {
+    let w = &cfg.weights;
+    let class = match t.priority {
+        Priority::Low => w.low,
+        Priority::Normal => w.normal,
+        Priority::High => w.high,
+        Priority::Urgent => w.urgent,
+    };
+    let hours = (now - t.eligible_at).max(0) / 3_600_000;
+    let aging = (hours.min(i32::MAX as i64) as i32).saturating_mul(cfg.aging_per_hour).min(cfg.max_aging);
+    class.saturating_add(aging)
+}
+
+impl Policy for PriorityPolicy {
+    fn configure(config: String) -> Result<(), ConfigError> {
+        let cfg = parse(&config)?;
+        *CONFIG.lock().unwrap_or_else(|p| p.into_inner()) = Some(cfg);
+        Ok(())
+    }
+
+    fn evaluate(s: Snapshot) -> Evaluation {
+        let cfg = CONFIG.lock().unwrap_or_else(|p| p.into_inner()).clone().unwrap_or_default();
+        let mut e = Evaluation::default();
+        for t in &s.queue {
+            e.allow(t.id, score(&cfg, t, s.now));
+        }
+        e
+    }
+}
+
+export_policy!(PriorityPolicy);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nightjar_sdk::testing::SnapshotBuilder;
+
+    fn scores(s: Snapshot) -> Vec<(i64, i32)> {
+        PriorityPolicy::evaluate(s)
+            .verdicts
+            .into_iter()
+            .map(|v| match v.verdict {
+                Verdict::Allow(n) => (v.task, n),
+                _ => panic!("priority only allows"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn classes_order_and_aging_lifts_old_low_priority_work() {
+        let hour = 3_600_000;
+        let s = SnapshotBuilder::at(20 * hour)
+            .queued(1, "a", Priority::Low, 0)
+            .queued(2, "a", Priority::Normal, 19 * hour)
+            .queued(3, "a", Priority::Urgent, 20 * hour)
+            .build();
+        assert_eq!(scores(s), vec![(1, 200), (2, 110), (3, 1000)], "20 h of aging lifts low above a fresh normal");
+    }
+
+    #[test]
+    fn bad_config_is_refused_with_the_key() {
+        assert!(parse("aging_per_hour = -1").unwrap_err().key.is_some());
+        assert!(parse("colour = 1").is_err());
+        assert_eq!(parse("").unwrap().weights.urgent, 1000);
+    }
+}
