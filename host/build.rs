@@ -1,23 +1,115 @@
-//! Builds the stand-in NVML library (tests/nvml-standin) that the tests load
-//! through nvml-wrapper's library path, so the real NVML code path runs on
-//! machines without a GPU. The daemon itself never loads it unless told to.
+//! Build-time work:
+//! - compiles the stand-in NVML library (tests/nvml-standin) that the tests
+//!   load through nvml-wrapper's library path, so the real NVML code path
+//!   runs on machines without a GPU (the daemon never loads it unless told to);
+//! - builds the first-party plugins (plugins/, a workspace of its own) for
+//!   wasm32-wasip2 and generates `first_party.rs`, which embeds them, so the
+//!   daemon schedules with its policies even with no plugin folder.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The first-party plugins, by crate name.
+const FIRST_PARTY: &[&str] = &["priority"];
 
 fn main() {
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR"));
+    standin(&out);
+    plugins(&out);
+}
+
+/// Builds the wasm32-wasip2 workspace at `manifest` into `<target>/plugins-wasm`;
+/// returns the folder holding the `.wasm` files.
+fn build_wasm(out: &Path, manifest: &str) -> PathBuf {
+    // target/<profile>/build/<pkg>/out -> target/plugins-wasm, shared by every profile.
+    let target_dir = out
+        .ancestors()
+        .nth(4)
+        .map(|t| t.join("plugins-wasm"))
+        .unwrap_or_else(|| out.join("plugins-wasm"));
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let status = Command::new(cargo)
+        .args([
+            "build",
+            "--release",
+            "--locked",
+            "--target",
+            "wasm32-wasip2",
+            "--manifest-path",
+            manifest,
+        ])
+        .arg("--target-dir")
+        .arg(&target_dir)
+        // The outer build's settings (clippy's wrapper, host rustflags) are not the plugins'.
+        .env_remove("RUSTC_WORKSPACE_WRAPPER")
+        .env_remove("RUSTC_WRAPPER")
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("CARGO_BUILD_TARGET")
+        .env_remove("CARGO_TARGET_DIR")
+        .status()
+        .expect("run cargo for the wasm plugins");
+    assert!(
+        status.success(),
+        "building {manifest} failed; is the wasm32-wasip2 target installed? (rustup target add wasm32-wasip2)"
+    );
+    target_dir.join("wasm32-wasip2/release")
+}
+
+fn standin(out: &Path) {
     let src = PathBuf::from("../tests/nvml-standin/nvml_standin.c");
     println!("cargo:rerun-if-changed={}", src.display());
-    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR"))
-        .join("libnvidia-ml-standin.so");
-    let compiler = cc::Build::new().get_compiler();
-    let status = compiler
+    let lib = out.join("libnvidia-ml-standin.so");
+    let status = cc::Build::new()
+        .get_compiler()
         .to_command()
         .args(["-shared", "-fPIC", "-O2", "-Wall", "-Werror", "-o"])
-        .arg(&out)
+        .arg(&lib)
         .arg(&src)
         .arg("-lpthread")
         .status()
         .expect("run the C compiler for the NVML stand-in");
     assert!(status.success(), "building the NVML stand-in failed");
-    println!("cargo:rustc-env=NIGHTJAR_NVML_STANDIN={}", out.display());
+    println!("cargo:rustc-env=NIGHTJAR_NVML_STANDIN={}", lib.display());
+}
+
+fn plugins(out: &Path) {
+    for p in [
+        "../plugins/Cargo.toml",
+        "../plugins/Cargo.lock",
+        "../sdk/src",
+        "../sdk/Cargo.toml",
+        "../wit",
+    ] {
+        println!("cargo:rerun-if-changed={p}");
+    }
+    for name in FIRST_PARTY {
+        println!("cargo:rerun-if-changed=../plugins/{name}/src");
+        println!("cargo:rerun-if-changed=../plugins/{name}/Cargo.toml");
+    }
+    let built = build_wasm(out, "../plugins/Cargo.toml");
+    // Test fixtures: misbehaving plugins, compiled from source, never committed.
+    println!("cargo:rerun-if-changed=../tests/plugins/hostile/src");
+    println!("cargo:rerun-if-changed=../tests/plugins/Cargo.toml");
+    let fixtures = build_wasm(out, "../tests/plugins/Cargo.toml");
+    let hostile = out.join("hostile.wasm");
+    std::fs::copy(fixtures.join("hostile.wasm"), &hostile).expect("copy hostile.wasm");
+    println!(
+        "cargo:rustc-env=NIGHTJAR_TEST_PLUGIN_HOSTILE={}",
+        hostile.display()
+    );
+    let mut rs = String::from(
+        "/// The first-party plugins embedded in the binary: (name, component bytes).\npub const FIRST_PARTY: &[(&str, &[u8])] = &[\n",
+    );
+    for name in FIRST_PARTY {
+        let wasm = built.join(format!("{name}.wasm"));
+        let copy = out.join(format!("{name}.wasm"));
+        std::fs::copy(&wasm, &copy).unwrap_or_else(|e| panic!("copy {}: {e}", wasm.display()));
+        rs.push_str(&format!(
+            "    ({name:?}, include_bytes!({:?})),\n",
+            copy.display().to_string()
+        ));
+    }
+    rs.push_str("];\n");
+    std::fs::write(out.join("first_party.rs"), rs).expect("write first_party.rs");
 }

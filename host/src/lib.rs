@@ -8,6 +8,7 @@ pub mod cli;
 pub mod config;
 pub mod daemon;
 pub mod gpu;
+pub mod plugins;
 pub mod sandbox;
 pub mod scheduler;
 pub mod store;

@@ -31,7 +31,9 @@ impl SnapshotBuilder {
 
     /// Adds a waiting task.
     pub fn queued(mut self, id: i64, project: &str, priority: Priority, submitted_at: i64) -> Self {
-        self.snapshot.queue.push(queued_task(id, project, priority, submitted_at));
+        self.snapshot
+            .queue
+            .push(queued_task(id, project, priority, submitted_at));
         self
     }
 
@@ -72,8 +74,19 @@ impl SnapshotBuilder {
     }
 
     /// Adds a usage record.
-    pub fn usage(mut self, project: &str, gpus: u32, started_at: i64, ended_at: Option<i64>) -> Self {
-        self.snapshot.usage.push(Usage { project: project.into(), gpus, started_at, ended_at });
+    pub fn usage(
+        mut self,
+        project: &str,
+        gpus: u32,
+        started_at: i64,
+        ended_at: Option<i64>,
+    ) -> Self {
+        self.snapshot.usage.push(Usage {
+            project: project.into(),
+            gpus,
+            started_at,
+            ended_at,
+        });
         self
     }
 
@@ -90,7 +103,13 @@ pub fn queued_task(id: i64, project: &str, priority: Priority, submitted_at: i64
         name: format!("task-{id}"),
         project: project.into(),
         priority,
-        resources: Resources { gpus: 0, gpu_mem: None, cpus: None, mem: None, timeout: None },
+        resources: Resources {
+            gpus: 0,
+            gpu_mem: None,
+            cpus: None,
+            mem: None,
+            timeout: None,
+        },
         submitted_at,
         eligible_at: submitted_at,
         attempts: 0,

@@ -32,7 +32,11 @@ pub fn parse_hhmm(text: &str) -> Option<u32> {
 
 /// Whether `minute` lies in the window `[start, end)`, which may wrap midnight.
 pub fn in_window(minute: u32, start: u32, end: u32) -> bool {
-    if start <= end { minute >= start && minute < end } else { minute >= start || minute < end }
+    if start <= end {
+        minute >= start && minute < end
+    } else {
+        minute >= start || minute < end
+    }
 }
 
 /// Parses durations such as `30s`, `5m`, `2h`, `1d` into milliseconds.
@@ -55,7 +59,9 @@ pub fn parse_duration_ms(text: &str) -> Option<i64> {
 /// Parses sizes such as `512MiB`, `80GiB`, `16GB` into bytes.
 pub fn parse_size(text: &str) -> Option<u64> {
     let text = text.trim();
-    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
     let (n, unit) = text.split_at(split);
     let n: u64 = n.parse().ok()?;
     let mult: u64 = match unit.trim() {
@@ -79,7 +85,9 @@ mod tests {
     #[test]
     fn weekday_and_minute_follow_the_offset() {
         // 2026-11-30T23:30Z is a Monday; at UTC+8 it is Tuesday 07:30.
-        let s = SnapshotBuilder::at(1_796_081_400_000).utc_offset(8 * 3600).build();
+        let s = SnapshotBuilder::at(1_796_081_400_000)
+            .utc_offset(8 * 3600)
+            .build();
         assert_eq!(weekday(&s), 1);
         assert_eq!(minute_of_day(&s), 7 * 60 + 30);
     }

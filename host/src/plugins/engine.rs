@@ -1,0 +1,110 @@
+//! The wasmtime engine every plugin shares: epoch interruption for per-call
+//! deadlines, a bounded stack, and an on-disk cache of compiled code keyed by
+//! the component's sha256 and the engine, so a restart does not recompile.
+
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use sha2::{Digest, Sha256};
+use wasmtime::component::Component;
+use wasmtime::{Config, Engine};
+
+/// How often the epoch advances while a plugin call is in flight.
+pub const TICK: Duration = Duration::from_millis(5);
+
+/// The shared engine, its deadline ticker and its code cache.
+#[derive(Clone)]
+pub struct PluginEngine {
+    /// The wasmtime engine.
+    pub engine: Engine,
+    busy: Arc<AtomicUsize>,
+    ticker: Arc<std::thread::Thread>,
+    cache_dir: Option<PathBuf>,
+}
+
+impl PluginEngine {
+    /// An engine whose compiled code is cached in `cache_dir` (if given).
+    pub fn new(cache_dir: Option<PathBuf>) -> Result<PluginEngine> {
+        let mut config = Config::new();
+        config.wasm_component_model(true);
+        config.epoch_interruption(true);
+        config.max_wasm_stack(512 * 1024);
+        let engine =
+            Engine::new(&config).map_err(|e| anyhow::anyhow!("create the wasm engine: {e}"))?;
+        let busy = Arc::new(AtomicUsize::new(0));
+        let (e, b) = (engine.clone(), Arc::clone(&busy));
+        // The ticker sleeps (parked) unless a call is in flight, so an idle
+        // daemon pays nothing for deadlines.
+        let handle = std::thread::Builder::new()
+            .name("nightjar-epoch".into())
+            .spawn(move || {
+                loop {
+                    if b.load(Ordering::Acquire) == 0 {
+                        std::thread::park();
+                        continue;
+                    }
+                    std::thread::sleep(TICK);
+                    e.increment_epoch();
+                }
+            })
+            .context("start the epoch ticker")?;
+        Ok(PluginEngine {
+            engine,
+            busy,
+            ticker: Arc::new(handle.thread().clone()),
+            cache_dir,
+        })
+    }
+
+    /// Runs `f` (a plugin call) with the deadline ticker running.
+    pub fn with_deadline<R>(&self, f: impl FnOnce() -> R) -> R {
+        self.busy.fetch_add(1, Ordering::AcqRel);
+        self.ticker.unpark();
+        let r = f();
+        self.busy.fetch_sub(1, Ordering::AcqRel);
+        r
+    }
+
+    /// Epoch ticks for a deadline of `d`.
+    pub fn ticks(d: Duration) -> u64 {
+        (d.as_micros() / TICK.as_micros()).max(1) as u64 + 1
+    }
+
+    /// Compiles `wasm` (or loads it from the cache) into a component.
+    pub fn component(&self, wasm: &[u8]) -> Result<Component> {
+        let key = self.cache_key(wasm);
+        if let Some(path) = key.as_deref().filter(|p| p.exists()) {
+            // SAFETY: the file was written by `Component::serialize` of this
+            // engine's configuration (the key includes the engine's
+            // compatibility hash) into a folder only the daemon writes.
+            if let Ok(c) = unsafe { Component::deserialize_file(&self.engine, path) } {
+                return Ok(c);
+            }
+        }
+        let component = Component::new(&self.engine, wasm).map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        if let Some(path) = key
+            && let Ok(bytes) = component.serialize()
+        {
+            let tmp = path.with_extension("tmp");
+            if std::fs::create_dir_all(path.parent().unwrap_or(Path::new("."))).is_ok()
+                && std::fs::write(&tmp, bytes).is_ok()
+            {
+                let _ = std::fs::rename(&tmp, &path);
+            }
+        }
+        Ok(component)
+    }
+
+    fn cache_key(&self, wasm: &[u8]) -> Option<PathBuf> {
+        let dir = self.cache_dir.as_ref()?;
+        let sha = Sha256::digest(wasm);
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        self.engine.precompile_compatibility_hash().hash(&mut h);
+        let hex: String = sha.iter().map(|b| format!("{b:02x}")).collect();
+        Some(dir.join(format!("{hex}-{:016x}.cwasm", h.finish())))
+    }
+}

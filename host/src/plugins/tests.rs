@@ -1,0 +1,242 @@
+//! The plugin host against real compiled components: the first-party
+//! priority policy and the hostile test plugin (tests/plugins/hostile).
+
+use std::time::Duration;
+
+use super::engine::PluginEngine;
+use super::policy::*;
+use super::validate;
+
+const HOSTILE: &[u8] = include_bytes!(env!("NIGHTJAR_TEST_PLUGIN_HOSTILE"));
+
+fn priority_wasm() -> &'static [u8] {
+    super::first_party::FIRST_PARTY
+        .iter()
+        .find(|(n, _)| *n == "priority")
+        .map(|(_, w)| *w)
+        .unwrap()
+}
+
+fn limits() -> PluginLimits {
+    PluginLimits {
+        evaluate_timeout: Duration::from_millis(100),
+        configure_timeout: Duration::from_millis(300),
+        ..PluginLimits::default()
+    }
+}
+
+fn task(id: i64, project: &str, priority: Priority, submitted_at: i64) -> QueuedTask {
+    QueuedTask {
+        id,
+        name: format!("t{id}"),
+        project: project.into(),
+        priority,
+        resources: Resources {
+            gpus: 0,
+            gpu_mem: None,
+            cpus: None,
+            mem: None,
+            timeout: None,
+        },
+        submitted_at,
+        eligible_at: submitted_at,
+        attempts: 0,
+        estimated_runtime: None,
+    }
+}
+
+fn snapshot(queue: Vec<QueuedTask>) -> Snapshot {
+    Snapshot {
+        now: 10 * 3_600_000,
+        time_zone: "UTC".into(),
+        utc_offset: 0,
+        queue,
+        running: Vec::new(),
+        gpus: vec![Gpu {
+            index: 0,
+            uuid: "GPU-0".into(),
+            name: "A100".into(),
+            mem_total: 80 << 30,
+            mem_used: 0,
+            mem_reserved: 0,
+            util: 0,
+            temperature: 40,
+            power: 0,
+            healthy: true,
+        }],
+        usage: Vec::new(),
+    }
+}
+
+fn hostile(engine: &PluginEngine, mode: &str) -> Result<PolicyPlugin, PluginError> {
+    PolicyPlugin::load(engine, "hostile", HOSTILE, mode, limits())
+}
+
+#[test]
+fn the_priority_plugin_scores_by_class_and_age() {
+    let engine = PluginEngine::new(None).unwrap();
+    let mut p = PolicyPlugin::load(
+        &engine,
+        "priority",
+        priority_wasm(),
+        "aging_per_hour = 50",
+        limits(),
+    )
+    .unwrap();
+    let s = snapshot(vec![
+        task(1, "a", Priority::Low, 0),
+        task(2, "a", Priority::High, 9 * 3_600_000),
+    ]);
+    let e = p.evaluate(&s).unwrap();
+    validate::check(&s, &e).unwrap();
+    let scores: Vec<(i64, i32)> = e
+        .verdicts
+        .iter()
+        .map(|v| match v.verdict {
+            Verdict::Allow(n) => (v.task, n),
+            _ => panic!("allow only"),
+        })
+        .collect();
+    assert_eq!(
+        scores,
+        vec![(1, 500), (2, 250)],
+        "10 h at 50/h (capped at 500) vs high + 1 h"
+    );
+}
+
+#[test]
+fn a_bad_config_is_refused_at_load_with_the_plugins_reason() {
+    let engine = PluginEngine::new(None).unwrap();
+    let err = PolicyPlugin::load(
+        &engine,
+        "priority",
+        priority_wasm(),
+        "aging_per_hour = \"fast\"",
+        limits(),
+    )
+    .err()
+    .unwrap();
+    assert_eq!(err.cause(), "config", "{err}");
+    let err = hostile(&engine, "reject-config").err().unwrap();
+    assert_eq!(
+        err,
+        PluginError::Config {
+            key: Some("mode".into()),
+            message: "this plugin refuses every config".into()
+        }
+    );
+}
+
+#[test]
+fn a_configure_that_never_returns_times_out() {
+    let engine = PluginEngine::new(None).unwrap();
+    assert!(matches!(
+        hostile(&engine, "hang-config").err().unwrap(),
+        PluginError::Timeout(_)
+    ));
+}
+
+#[test]
+fn an_infinite_loop_times_out_and_the_next_call_gets_a_fresh_instance() {
+    let engine = PluginEngine::new(None).unwrap();
+    let mut p = hostile(&engine, "loop").unwrap();
+    let s = snapshot(vec![task(1, "held-by-plugin", Priority::Normal, 0)]);
+    let t = std::time::Instant::now();
+    assert!(matches!(p.evaluate(&s), Err(PluginError::Timeout(_))));
+    assert!(
+        t.elapsed() < Duration::from_secs(2),
+        "the deadline stops it"
+    );
+    // Still looping on the next call (same config), and still stopped.
+    assert!(matches!(p.evaluate(&s), Err(PluginError::Timeout(_))));
+}
+
+#[test]
+fn a_4_gib_allocation_hits_the_memory_cap() {
+    let engine = PluginEngine::new(None).unwrap();
+    let mut p = hostile(&engine, "alloc").unwrap();
+    let err = p
+        .evaluate(&snapshot(vec![task(1, "a", Priority::Normal, 0)]))
+        .unwrap_err();
+    assert_eq!(err.cause(), "memory", "{err}");
+}
+
+#[test]
+fn deep_recursion_and_panics_are_traps() {
+    let engine = PluginEngine::new(None).unwrap();
+    let s = snapshot(vec![task(1, "a", Priority::Normal, 0)]);
+    let err = hostile(&engine, "recurse")
+        .unwrap()
+        .evaluate(&s)
+        .unwrap_err();
+    assert_eq!(err.cause(), "trap", "{err}");
+    let err = hostile(&engine, "panic").unwrap().evaluate(&s).unwrap_err();
+    assert_eq!(err.cause(), "trap", "{err}");
+}
+
+#[test]
+fn a_ten_million_entry_answer_never_reaches_the_host() {
+    let engine = PluginEngine::new(None).unwrap();
+    let err = hostile(&engine, "huge")
+        .unwrap()
+        .evaluate(&snapshot(vec![]))
+        .unwrap_err();
+    assert_eq!(
+        err.cause(),
+        "memory",
+        "10M verdicts do not fit in 64 MiB: {err}"
+    );
+}
+
+#[test]
+fn unknown_tasks_and_gpus_are_invalid_answers() {
+    let engine = PluginEngine::new(None).unwrap();
+    let s = snapshot(vec![task(1, "a", Priority::Normal, 0)]);
+    for mode in ["unknown-task", "unknown-gpu"] {
+        let e = hostile(&engine, mode).unwrap().evaluate(&s).unwrap();
+        let err = validate::check(&s, &e).unwrap_err();
+        assert_eq!(err.cause(), "invalid-answer", "{mode}: {err}");
+    }
+}
+
+#[test]
+fn output_is_bounded_and_a_well_behaved_answer_passes() {
+    let engine = PluginEngine::new(None).unwrap();
+    // A generous deadline: this test is about bounding output, and a debug
+    // build of the host makes each of the 5,000 writes slow.
+    let generous = PluginLimits {
+        evaluate_timeout: Duration::from_secs(5),
+        ..limits()
+    };
+    let mut p = PolicyPlugin::load(&engine, "hostile", HOSTILE, "print", generous).unwrap();
+    let s = snapshot(vec![
+        task(1, "held-by-plugin", Priority::Normal, 0),
+        task(2, "a", Priority::Normal, 0),
+    ]);
+    let e = p.evaluate(&s).unwrap();
+    validate::check(&s, &e).unwrap();
+    assert_eq!(e.verdicts.len(), 1);
+    assert!(matches!(&e.verdicts[0].verdict, Verdict::Defer(d) if d.reason.contains("hostile")));
+}
+
+#[test]
+fn bytes_that_are_not_a_component_do_not_load() {
+    let engine = PluginEngine::new(None).unwrap();
+    let err = PolicyPlugin::load(&engine, "junk", b"\0asm junk", "", limits())
+        .err()
+        .unwrap();
+    assert_eq!(err.cause(), "compile");
+}
+
+#[test]
+fn compiled_code_is_cached_on_disk_by_sha256() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = PluginEngine::new(Some(dir.path().to_path_buf())).unwrap();
+    PolicyPlugin::load(&engine, "priority", priority_wasm(), "", limits()).unwrap();
+    let cached: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();
+    assert_eq!(cached.len(), 1);
+    assert!(cached[0].file_name().to_string_lossy().ends_with(".cwasm"));
+    // A second load comes from the cache and works.
+    let mut p = PolicyPlugin::load(&engine, "priority", priority_wasm(), "", limits()).unwrap();
+    assert!(p.evaluate(&snapshot(vec![])).is_ok());
+}

@@ -1,0 +1,90 @@
+//! A policy that misbehaves the way its config says, so the host's tests can
+//! pin what happens to each kind of hostile plugin. The config is one word:
+//!
+//! - `loop`: `evaluate` never returns
+//! - `alloc`: `evaluate` allocates 4 GiB (in 1 MiB pieces)
+//! - `recurse`: `evaluate` recurses without end
+//! - `panic`: `evaluate` panics
+//! - `huge`: `evaluate` answers ten million verdicts
+//! - `unknown-task`: a verdict for a task that is not queued
+//! - `unknown-gpu`: closes a GPU that does not exist
+//! - `reject-config`: `configure` refuses its config
+//! - `hang-config`: `configure` never returns
+//! - `print`: prints 5,000 lines, then answers like `ok`
+//! - `ok` (or empty): defers every task whose project is `held-by-plugin`
+
+use std::sync::Mutex;
+
+use nightjar_sdk::*;
+
+static MODE: Mutex<String> = Mutex::new(String::new());
+
+fn mode() -> String {
+    MODE.lock().map(|m| m.clone()).unwrap_or_default()
+}
+
+#[inline(never)]
+fn recurse(n: u64) -> u64 {
+    if n == u64::MAX { 0 } else { recurse(n + 1).wrapping_add(std::hint::black_box(n)) }
+}
+
+struct Hostile;
+
+impl Policy for Hostile {
+    fn configure(config: String) -> Result<(), ConfigError> {
+        let m = config.trim().trim_matches('"').to_string();
+        match m.as_str() {
+            "reject-config" => {
+                return Err(ConfigError { key: Some("mode".into()), message: "this plugin refuses every config".into() });
+            }
+            "hang-config" => loop {
+                std::hint::black_box(0);
+            },
+            _ => {}
+        }
+        *MODE.lock().unwrap_or_else(|p| p.into_inner()) = m;
+        Ok(())
+    }
+
+    fn evaluate(s: Snapshot) -> Evaluation {
+        let mut e = Evaluation::default();
+        match mode().as_str() {
+            "loop" => loop {
+                std::hint::black_box(0);
+            },
+            "alloc" => {
+                // 4 GiB in 1 MiB pieces (wasm32 cannot ask for 4 GiB at once).
+                let mut held: Vec<Vec<u8>> = Vec::new();
+                for _ in 0..4096 {
+                    held.push(vec![1u8; 1 << 20]);
+                }
+                e.allow(s.queue.first().map(|t| t.id).unwrap_or(0), held.len() as i32);
+            }
+            "recurse" => {
+                e.allow(0, recurse(0) as i32);
+            }
+            "panic" => panic!("hostile plugin panics on purpose"),
+            "huge" => {
+                for i in 0..10_000_000 {
+                    e.allow(i, 0);
+                }
+            }
+            "unknown-task" => e.allow(987_654_321, 1),
+            "unknown-gpu" => e.close_gpu(99, "no such GPU"),
+            "print" => {
+                for i in 0..5_000 {
+                    println!("hostile plugin line {i}");
+                }
+            }
+            _ => {}
+        }
+        for t in &s.queue {
+            if t.project == "held-by-plugin" {
+                e.defer(t.id, "held by the hostile test plugin", None);
+            }
+        }
+        e
+    }
+}
+
+export_policy!(Hostile);
