@@ -37,6 +37,65 @@ pub struct Config {
     pub sandbox: SandboxConfig,
     /// GPU monitoring and placement.
     pub gpu: GpuConfig,
+    /// The policy plugins and their limits.
+    pub plugins: PluginsConfig,
+    /// Per-plugin settings, by plugin name: `[plugin.priority]`.
+    pub plugin: std::collections::BTreeMap<String, PluginEntry>,
+}
+
+/// The policy chain and the limits every plugin runs under.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PluginsConfig {
+    /// Folder scanned for `NAME.wasm`; empty means `<state_dir>/plugins`.
+    pub dir: PathBuf,
+    /// Scheduling policies, in order. A name is `<dir>/NAME.wasm` if that
+    /// file exists, else a built-in (`priority`). Empty: the built-in order
+    /// (priority, then submit time) with no plugin at all.
+    pub chain: Vec<String>,
+    /// Deadline of one `evaluate` call.
+    #[serde(with = "humantime_serde_compat")]
+    pub evaluate_timeout: Duration,
+    /// Linear memory a plugin may grow to.
+    pub memory_limit: ByteSize,
+    /// Consecutive failures after which a plugin is disabled until reload.
+    pub max_failures: u32,
+    /// Most queued tasks a snapshot carries (the first in the host's order).
+    pub max_queue: usize,
+}
+
+impl Default for PluginsConfig {
+    fn default() -> Self {
+        PluginsConfig {
+            dir: PathBuf::new(),
+            chain: Vec::new(),
+            evaluate_timeout: Duration::from_millis(100),
+            memory_limit: ByteSize::mib(64),
+            max_failures: 3,
+            max_queue: 10_000,
+        }
+    }
+}
+
+/// One plugin's settings.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PluginEntry {
+    /// What happens while the plugin fails or is disabled.
+    pub on_failure: OnFailure,
+    /// The plugin's own configuration, handed to its `configure` as TOML.
+    pub config: toml::Table,
+}
+
+/// What a failing plugin means for scheduling.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnFailure {
+    /// Ignore it: schedule as if it were not in the chain.
+    #[default]
+    Open,
+    /// Start nothing until it answers again.
+    Closed,
 }
 
 /// GPU monitoring and placement.
@@ -146,6 +205,8 @@ impl Default for Config {
             cpus: Vec::new(),
             sandbox: SandboxConfig::default(),
             gpu: GpuConfig::default(),
+            plugins: PluginsConfig::default(),
+            plugin: Default::default(),
         }
     }
 }
@@ -218,6 +279,11 @@ impl Config {
         if let Err(e) = self.gpu.backend.parse::<crate::gpu::BackendSpec>() {
             bail!("key `gpu.backend`: {e}");
         }
+        if let Some(name) = self.plugin.keys().find(|n| !self.plugins.chain.contains(n)) {
+            bail!(
+                "table `[plugin.{name}]` configures a plugin that is not in `plugins.chain`; add it to the chain or remove the table"
+            );
+        }
         if self.gpu.sample_period < Duration::from_millis(100) {
             bail!("key `gpu.sample_period` must be at least 100ms");
         }
@@ -240,6 +306,15 @@ impl Config {
     /// The folder holding one folder per run.
     pub fn runs_dir(&self) -> PathBuf {
         self.state_dir.join("runs")
+    }
+
+    /// The folder scanned for plugin files.
+    pub fn plugin_dir(&self) -> PathBuf {
+        if self.plugins.dir.as_os_str().is_empty() {
+            self.state_dir.join("plugins")
+        } else {
+            self.plugins.dir.clone()
+        }
     }
 
     /// The file whose byte N is run N's lock, held by its supervisor.

@@ -7,5 +7,6 @@ mod cli;
 mod examples;
 mod gpus;
 mod input;
+mod policies;
 mod restart;
 mod sandbox;

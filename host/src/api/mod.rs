@@ -53,6 +53,8 @@ pub enum Request {
     },
     /// Every GPU: readings, reservations, health and tasks.
     Gpus,
+    /// The policy chain's members and their states.
+    Plugins,
     /// Reply once every task named has ended (or is blocked).
     Wait {
         /// Task ids (an array id waits for all members).

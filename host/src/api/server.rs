@@ -93,6 +93,7 @@ async fn handle(d: &Arc<Daemon>, req: Request) -> anyhow::Result<Value> {
             json!(n)
         }
         Request::Wait { ids } => json!(wait(d, &ids).await?),
+        Request::Plugins => json!(d.plugin_views()),
         Request::Gpus => {
             let mut views = d.gpu_views();
             let store = d.store();

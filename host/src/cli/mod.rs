@@ -5,6 +5,7 @@ mod control;
 mod gpus;
 mod logs;
 mod ls;
+mod plugins;
 mod show;
 mod submit;
 mod table;
@@ -84,6 +85,9 @@ pub enum Verb {
     },
     /// Every GPU: utilisation, memory used/reserved/free, temperature, power, health, tasks.
     Gpus(gpus::Args),
+    /// Policy plugins: `ls` (the daemon's chain), `check FILE`, `test FILE --snapshot S.json`.
+    #[command(subcommand)]
+    Plugins(plugins::Cmd),
     /// Print shell completions (bash, zsh, fish, elvish, powershell).
     Completions {
         /// The shell.
@@ -123,6 +127,19 @@ fn run(cli: Cli) -> Result<i32> {
         );
         return Ok(0);
     }
+    match &cli.verb {
+        Verb::Plugins(plugins::Cmd::Check { file, config }) => {
+            return plugins::check(file, config.as_deref());
+        }
+        Verb::Plugins(plugins::Cmd::Test {
+            file,
+            snapshot,
+            config,
+        }) => {
+            return plugins::test(file, snapshot, config.as_deref());
+        }
+        _ => {}
+    }
     let cfg = Config::load(cli.config.as_deref(), cli.state_dir.as_deref())?;
     if let Verb::Daemon = &cli.verb {
         init_logging();
@@ -144,6 +161,10 @@ fn run(cli: Cli) -> Result<i32> {
         Verb::Retry { ids } => control::run(ctx, control::Action::Retry, &ids),
         Verb::Wait { ids } => wait::run(ctx, &ids),
         Verb::Gpus(a) => gpus::run(ctx, a),
+        Verb::Plugins(_) => {
+            let mut ctx = ctx;
+            plugins::ls(&mut ctx.client, ctx.json)
+        }
         Verb::Daemon | Verb::Completions { .. } | Verb::Supervise { .. } => Ok(0),
     }
 }

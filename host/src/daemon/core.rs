@@ -47,6 +47,12 @@ pub struct Daemon {
     pub(super) placed: Mutex<HashMap<i64, Held>>,
     /// GPU monitoring, when a backend reports GPUs.
     pub(super) gpu: Mutex<Option<Monitor>>,
+    /// The scheduling-policy chain (empty: the built-in order).
+    pub(super) chain: Mutex<super::policies::Chain>,
+    /// When the chain wants to look again (a deferral's `until`).
+    pub(super) policy_wake: Mutex<Option<i64>>,
+    /// Waiting reasons set from policy deferrals, to write only changes.
+    pub(super) wait_reasons: Mutex<HashMap<i64, String>>,
     /// Where per-run cgroups go, if anywhere; else why not.
     pub cgroup: Result<CgroupBase, String>,
     /// How supervisors are started.
@@ -70,6 +76,7 @@ impl Daemon {
         exe: PathBuf,
         gpus: Vec<PoolGpu>,
         monitor: Option<Monitor>,
+        chain: super::policies::Chain,
     ) -> Arc<Daemon> {
         let cpus = cfg.cpu_pool();
         let cpu_total = cpus.len() as u32;
@@ -78,6 +85,7 @@ impl Daemon {
             gpus,
             cpus,
             share: cfg.gpu.share,
+            policy_closed: Vec::new(),
         };
         Arc::new(Daemon {
             cfg,
@@ -85,6 +93,9 @@ impl Daemon {
             pool: Mutex::new(pool),
             placed: Mutex::new(HashMap::new()),
             gpu: Mutex::new(monitor),
+            chain: Mutex::new(chain),
+            policy_wake: Mutex::new(None),
+            wait_reasons: Mutex::new(HashMap::new()),
             cgroup,
             supervisor: launch::SupervisorCmd::for_exe(&exe),
             kick: Notify::new(),
@@ -143,6 +154,13 @@ impl Daemon {
                 .map(|t| t.timestamp_millis())
         })?;
         let mut started = !fired.is_empty();
+        if !lock(&self.chain).is_empty() {
+            started |= self.policy_pass()?;
+            if started {
+                self.changes.send_modify(|n| *n += 1);
+            }
+            return Ok(());
+        }
         // Page through the queue in order until the slots are full; tasks that
         // do not fit (GPUs, cores) are skipped, not waited behind.
         let mut offset = 0;
@@ -185,7 +203,27 @@ impl Daemon {
         Ok(())
     }
 
-    fn release(&self, run: Option<i64>, placement: &Placement) {
+    /// Places one candidate if it fits; true when it started.
+    pub(super) fn try_start(self: &Arc<Self>, c: &crate::store::Candidate) -> bool {
+        let placement = lock(&self.pool).place(&c.spec.resources);
+        let Some(placement) = placement else {
+            return false;
+        };
+        match self.start(c.id, &c.spec, placement.clone()) {
+            Ok(true) => true,
+            Ok(false) => {
+                self.release(None, &placement);
+                false
+            }
+            Err(e) => {
+                tracing::error!("task {}: cannot start: {e:#}", c.id);
+                self.release(None, &placement);
+                false
+            }
+        }
+    }
+
+    pub(super) fn release(&self, run: Option<i64>, placement: &Placement) {
         if let Some(run) = run {
             lock(&self.placed).remove(&run);
         }

@@ -3,10 +3,12 @@
 
 mod core;
 mod gpus;
+mod policies;
 mod runenv;
 
 pub use self::core::Daemon;
 pub use self::gpus::GpuView;
+pub use self::policies::MemberView;
 
 use std::fs::File;
 use std::io::Write;
@@ -51,7 +53,13 @@ pub fn run(cfg: Config) -> Result<()> {
         .build()
         .context("start the async runtime")?;
     rt.block_on(async move {
-        let daemon = Daemon::new(cfg, store, cgroup, exe, gpu.pool, gpu.monitor);
+        let engine = if cfg.plugins.chain.is_empty() {
+            None
+        } else {
+            Some(crate::plugins::engine::PluginEngine::new(Some(cfg.state_dir.join("plugin-cache")))?)
+        };
+        let chain = policies::off_runtime(|| policies::Chain::load(&cfg, engine.as_ref()));
+        let daemon = Daemon::new(cfg, store, cgroup, exe, gpu.pool, gpu.monitor, chain);
         daemon.adopt()?;
         if let Some(mut backend) = gpu.backend {
             // The first sweep before anything is placed, so GPUs start open or closed truthfully.
@@ -74,7 +82,10 @@ pub fn run(cfg: Config) -> Result<()> {
             if let Err(e) = daemon.pass() {
                 tracing::error!("scheduling pass failed: {e:#}");
             }
-            let wake = daemon.store().next_wakeup()?;
+            let wake = match (daemon.store().next_wakeup()?, daemon.policy_wakeup()) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
             let sleep = match wake {
                 Some(at) => std::time::Duration::from_millis((at - crate::time::now_ms()).clamp(0, 3_600_000) as u64 + 1),
                 None => std::time::Duration::from_secs(3600),

@@ -3,6 +3,7 @@
 
 mod control;
 mod gpu;
+mod policy;
 mod query;
 mod queue;
 mod schema;
@@ -15,6 +16,7 @@ use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use thiserror::Error;
 
 pub use control::CancelEffect;
+pub use policy::{RunningInfo, UsageInfo};
 pub use query::ListFilter;
 pub use queue::{Finished, NewRun, describe};
 pub use types::*;

@@ -80,7 +80,11 @@ impl Store {
     /// after skipping `offset` (for paging through tasks that did not fit).
     pub fn candidates(&self, now: i64, limit: usize, offset: usize) -> Result<Vec<Candidate>> {
         let sql = format!(
-            "SELECT t.id, t.spec, t.submitted_at, t.attempts FROM tasks t
+            "SELECT t.id, t.spec, t.submitted_at, t.attempts,
+                    MAX(t.submitted_at, COALESCE(t.not_before, 0),
+                        COALESCE((SELECT MAX(p.finished_at) FROM deps d JOIN tasks p ON p.id = d.dep_id
+                                  WHERE d.task_id = t.id), 0))
+             FROM tasks t
              WHERE t.state = 'queued' AND t.kind = 'task'
                AND (t.not_before IS NULL OR t.not_before <= ?1)
                AND NOT {UNSATISFIED}
@@ -93,16 +97,18 @@ impl Store {
                 r.get::<_, String>(1)?,
                 r.get(2)?,
                 r.get(3)?,
+                r.get(4)?,
             ))
         })?;
         let mut out = Vec::new();
         for row in rows {
-            let (id, spec, submitted_at, attempts) = row?;
+            let (id, spec, submitted_at, attempts, eligible_at) = row?;
             let spec: TaskSpec = serde_json::from_str(&spec)?;
             out.push(Candidate {
                 id,
                 spec,
                 submitted_at,
+                eligible_at,
                 attempts,
             });
         }

@@ -280,6 +280,8 @@ pub struct Candidate {
     pub spec: TaskSpec,
     /// Submitted (Unix ms).
     pub submitted_at: i64,
+    /// Eligible since: submit, end of backoff, or its last dependency's end (Unix ms).
+    pub eligible_at: i64,
     /// Attempts so far in this round.
     pub attempts: i64,
 }

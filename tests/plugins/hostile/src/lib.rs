@@ -1,5 +1,6 @@
 //! A policy that misbehaves the way its config says, so the host's tests can
-//! pin what happens to each kind of hostile plugin. The config is one word:
+//! pin what happens to each kind of hostile plugin. The config is one word,
+//! bare or as `mode = "word"`:
 //!
 //! - `loop`: `evaluate` never returns
 //! - `alloc`: `evaluate` allocates 4 GiB (in 1 MiB pieces)
@@ -32,7 +33,8 @@ struct Hostile;
 
 impl Policy for Hostile {
     fn configure(config: String) -> Result<(), ConfigError> {
-        let m = config.trim().trim_matches('"').to_string();
+        // `mode = "loop"` (as the daemon passes `[plugin.hostile.config]`) or a bare word.
+        let m = config.split('"').nth(1).unwrap_or(config.trim()).to_string();
         match m.as_str() {
             "reject-config" => {
                 return Err(ConfigError { key: Some("mode".into()), message: "this plugin refuses every config".into() });

@@ -1,0 +1,119 @@
+//! `nightjar plugins ls | check FILE | test FILE --snapshot SNAP.json`.
+//! `check` and `test` work offline, so authors can try a policy without a daemon.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use super::table;
+use crate::api::Request;
+use crate::api::client::Client;
+use crate::daemon::MemberView;
+use crate::plugins::engine::PluginEngine;
+use crate::plugins::policy::{PluginLimits, PolicyPlugin, Snapshot};
+use crate::plugins::validate;
+
+/// The `plugins` sub-verbs.
+#[derive(Debug, clap::Subcommand)]
+pub enum Cmd {
+    /// The daemon's policy chain: each plugin's source, state and last failure.
+    Ls,
+    /// Check a component offline: compiles, implements scheduling-policy, accepts its config.
+    Check {
+        /// The `.wasm` component.
+        file: PathBuf,
+        /// A TOML file with the plugin's config (what `[plugin.NAME.config]` holds).
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+    /// Evaluate a snapshot offline and print the validated answer as JSON.
+    Test {
+        /// The `.wasm` component.
+        file: PathBuf,
+        /// A snapshot in JSON (`nightjar plugins test --help` shows the shape in the README).
+        #[arg(long)]
+        snapshot: PathBuf,
+        /// A TOML file with the plugin's config.
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+}
+
+/// Runs `plugins ls` against the daemon.
+pub fn ls(client: &mut Client, json: bool) -> Result<i32> {
+    let views: Vec<MemberView> = client.call(&Request::Plugins)?;
+    if json {
+        super::print_json(&views)?;
+        return Ok(0);
+    }
+    if views.is_empty() {
+        println!("no policy plugins: the built-in order (priority, then submit time) is in force");
+        return Ok(0);
+    }
+    let rows: Vec<Vec<String>> = views
+        .iter()
+        .map(|v| {
+            vec![
+                v.name.clone(),
+                v.state.clone(),
+                v.on_failure.clone(),
+                v.failures.to_string(),
+                v.source.clone(),
+                v.last_error.clone().unwrap_or_default(),
+            ]
+        })
+        .collect();
+    table::print(
+        &[
+            "NAME",
+            "STATE",
+            "ON_FAILURE",
+            "FAILURES",
+            "SOURCE",
+            "LAST ERROR",
+        ],
+        &rows,
+    );
+    Ok(0)
+}
+
+fn load(file: &Path, config: Option<&Path>) -> Result<PolicyPlugin> {
+    let wasm = std::fs::read(file).with_context(|| format!("read {}", file.display()))?;
+    let config = match config {
+        Some(c) => std::fs::read_to_string(c).with_context(|| format!("read {}", c.display()))?,
+        None => String::new(),
+    };
+    let name = file
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("plugin");
+    let engine = PluginEngine::new(None)?;
+    PolicyPlugin::load(&engine, name, &wasm, &config, PluginLimits::default())
+        .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))
+}
+
+/// `plugins check`.
+pub fn check(file: &Path, config: Option<&Path>) -> Result<i32> {
+    let p = load(file, config)?;
+    println!(
+        "{}: ok (scheduling-policy, sha256 {})",
+        file.display(),
+        p.sha256
+    );
+    Ok(0)
+}
+
+/// `plugins test`.
+pub fn test(file: &Path, snapshot: &Path, config: Option<&Path>) -> Result<i32> {
+    let text = std::fs::read_to_string(snapshot)
+        .with_context(|| format!("read {}", snapshot.display()))?;
+    let snap: Snapshot =
+        serde_json::from_str(&text).with_context(|| format!("snapshot {}", snapshot.display()))?;
+    let mut p = load(file, config)?;
+    let answer = p
+        .evaluate(&snap)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+    validate::check(&snap, &answer).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+    super::print_json(&answer)?;
+    Ok(0)
+}

@@ -1,0 +1,475 @@
+//! The policy chain in the daemon: loading the configured scheduling
+//! policies, building one snapshot per pass, and combining their answers.
+//!
+//! Combination rules: a task may start when no policy defers or rejects it;
+//! eligible tasks start in order of their summed scores, then by age (submit
+//! time). A reject fails the task with the policy's reason. A trap, timeout
+//! or invalid answer is recorded as an event with the plugin's name and
+//! cause; after `plugins.max_failures` consecutive failures the plugin is
+//! disabled until the daemon restarts. While a plugin fails or is disabled,
+//! its `on_failure` applies: `open` ignores it, `closed` starts nothing.
+
+use std::collections::HashMap;
+
+use chrono::{Offset, TimeZone};
+
+use crate::config::{Config, OnFailure};
+use crate::plugins::engine::PluginEngine;
+use crate::plugins::policy::{self as p, PluginError, PluginLimits, PolicyPlugin};
+use crate::plugins::validate;
+use crate::store::{Candidate, RunningInfo, UsageInfo};
+use crate::task::model::Priority;
+
+/// One member of the chain.
+pub struct Member {
+    /// Its name in `plugins.chain`.
+    pub name: String,
+    /// `built-in` or the file it came from.
+    pub source: String,
+    /// What its failure means.
+    pub on_failure: OnFailure,
+    /// The loaded plugin (None when it failed to load).
+    plugin: Option<PolicyPlugin>,
+    /// Consecutive failures.
+    pub failures: u32,
+    /// Disabled after too many failures.
+    pub disabled: bool,
+    /// The last failure, for `plugins ls`.
+    pub last_error: Option<String>,
+}
+
+/// A member's state, as `nightjar plugins ls` shows it.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct MemberView {
+    /// Name.
+    pub name: String,
+    /// Where it came from.
+    pub source: String,
+    /// sha256 of the component.
+    pub sha256: Option<String>,
+    /// `ok`, `failing` or `disabled`.
+    pub state: String,
+    /// Consecutive failures.
+    pub failures: u32,
+    /// `open` or `closed`.
+    pub on_failure: String,
+    /// The last failure.
+    pub last_error: Option<String>,
+}
+
+/// The configured chain.
+pub struct Chain {
+    members: Vec<Member>,
+    max_failures: u32,
+}
+
+/// How the chain judged one task.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Judgement {
+    /// May start, with this summed score.
+    Eligible(i64),
+    /// Waits: why.
+    Deferred(String),
+    /// Fails: why.
+    Rejected(String),
+}
+
+/// The chain's answer for one pass.
+#[derive(Debug, Default)]
+pub struct ChainAnswer {
+    /// Per task (tasks not listed are eligible with score 0).
+    pub judgements: HashMap<i64, Judgement>,
+    /// GPUs closed to new work this pass, with the reason.
+    pub closed_gpus: HashMap<u32, String>,
+    /// A failing `closed` plugin: start nothing this pass.
+    pub hold_all: Option<String>,
+    /// Failures to record: (plugin, message).
+    pub failures: Vec<(String, String)>,
+    /// The earliest `until` of a deferral.
+    pub wake_at: Option<i64>,
+}
+
+impl Chain {
+    /// Loads every plugin in `plugins.chain`. A plugin that fails to load is
+    /// kept as failed (its on_failure applies) and says why in `plugins ls`.
+    pub fn load(cfg: &Config, engine: Option<&PluginEngine>) -> Chain {
+        let limits = PluginLimits {
+            evaluate_timeout: cfg.plugins.evaluate_timeout,
+            memory: cfg.plugins.memory_limit.as_u64() as usize,
+            ..PluginLimits::default()
+        };
+        let members = cfg
+            .plugins
+            .chain
+            .iter()
+            .map(|name| {
+                let entry = cfg.plugin.get(name).cloned().unwrap_or_default();
+                let file = cfg.plugin_dir().join(format!("{name}.wasm"));
+                let (source, wasm) = if file.is_file() {
+                    (
+                        file.display().to_string(),
+                        std::fs::read(&file).map_err(|e| format!("read {}: {e}", file.display())),
+                    )
+                } else {
+                    let builtin = crate::plugins::first_party::FIRST_PARTY
+                        .iter()
+                        .find(|(n, _)| n == name);
+                    (
+                        "built-in".to_string(),
+                        builtin.map(|(_, w)| w.to_vec()).ok_or_else(|| {
+                            format!("no {} and no built-in plugin of that name", file.display())
+                        }),
+                    )
+                };
+                let config = toml::to_string(&entry.config).unwrap_or_default();
+                let loaded = match (wasm, engine) {
+                    (Ok(w), Some(engine)) => {
+                        PolicyPlugin::load(engine, name, &w, &config, limits.clone())
+                            .map_err(|e| e.to_string())
+                    }
+                    (Ok(_), None) => Err("no plugin engine".to_string()),
+                    (Err(e), _) => Err(e),
+                };
+                match loaded {
+                    Ok(plugin) => {
+                        tracing::info!("policy {name} loaded ({source})");
+                        Member {
+                            name: name.clone(),
+                            source,
+                            on_failure: entry.on_failure,
+                            plugin: Some(plugin),
+                            failures: 0,
+                            disabled: false,
+                            last_error: None,
+                        }
+                    }
+                    Err(e) => {
+                        tracing::error!("policy {name} did not load: {e}");
+                        Member {
+                            name: name.clone(),
+                            source,
+                            on_failure: entry.on_failure,
+                            plugin: None,
+                            failures: 0,
+                            disabled: true,
+                            last_error: Some(e),
+                        }
+                    }
+                }
+            })
+            .collect();
+        Chain {
+            members,
+            max_failures: cfg.plugins.max_failures.max(1),
+        }
+    }
+
+    /// No policies: the built-in order alone.
+    pub fn is_empty(&self) -> bool {
+        self.members.is_empty()
+    }
+
+    /// The members' states.
+    pub fn views(&self) -> Vec<MemberView> {
+        self.members
+            .iter()
+            .map(|m| MemberView {
+                name: m.name.clone(),
+                source: m.source.clone(),
+                sha256: m.plugin.as_ref().map(|p| p.sha256.clone()),
+                state: if m.disabled {
+                    "disabled".into()
+                } else if m.failures > 0 {
+                    "failing".into()
+                } else {
+                    "ok".into()
+                },
+                failures: m.failures,
+                on_failure: match m.on_failure {
+                    OnFailure::Open => "open".into(),
+                    OnFailure::Closed => "closed".into(),
+                },
+                last_error: m.last_error.clone(),
+            })
+            .collect()
+    }
+
+    /// Runs every policy on `snapshot` and combines their answers.
+    pub fn evaluate(&mut self, snapshot: &p::Snapshot) -> ChainAnswer {
+        let mut answer = ChainAnswer::default();
+        let mut answers: Vec<(String, p::Evaluation)> = Vec::new();
+        for m in &mut self.members {
+            let result = match (&mut m.plugin, m.disabled) {
+                (Some(plugin), false) => plugin
+                    .evaluate(snapshot)
+                    .and_then(|e| validate::check(snapshot, &e).map(|_| e)),
+                _ => Err(PluginError::Trap(
+                    m.last_error.clone().unwrap_or_else(|| "disabled".into()),
+                )),
+            };
+            match result {
+                Ok(e) => {
+                    m.failures = 0;
+                    answers.push((m.name.clone(), e));
+                }
+                Err(e) => {
+                    if !m.disabled {
+                        m.failures += 1;
+                        m.last_error = Some(format!("{} ({})", e, e.cause()));
+                        let mut msg = format!("policy {} failed ({}): {e}", m.name, e.cause());
+                        if m.failures >= self.max_failures {
+                            m.disabled = true;
+                            msg.push_str(&format!("; disabled after {} consecutive failures until the daemon restarts", m.failures));
+                        }
+                        answer.failures.push((m.name.clone(), msg));
+                    }
+                    if m.on_failure == OnFailure::Closed {
+                        answer.hold_all = Some(format!(
+                            "policy {} is failing and its on_failure is closed",
+                            m.name
+                        ));
+                    }
+                }
+            }
+        }
+        for (name, e) in answers {
+            for v in e.verdicts {
+                let j = answer
+                    .judgements
+                    .entry(v.task)
+                    .or_insert(Judgement::Eligible(0));
+                match v.verdict {
+                    p::Verdict::Allow(score) => {
+                        if let Judgement::Eligible(s) = j {
+                            *s += score as i64;
+                        }
+                    }
+                    p::Verdict::Defer(d) => {
+                        if let Some(until) = d.until {
+                            answer.wake_at =
+                                Some(answer.wake_at.map_or(until, |w: i64| w.min(until)));
+                        }
+                        if let Judgement::Eligible(_) = j {
+                            *j = Judgement::Deferred(format!("deferred by {name}: {}", d.reason));
+                        }
+                    }
+                    p::Verdict::Reject(r) => {
+                        *j = Judgement::Rejected(format!("rejected by {name}: {r}"))
+                    }
+                }
+            }
+            for g in e.closed_gpus {
+                answer
+                    .closed_gpus
+                    .entry(g.index)
+                    .or_insert(format!("closed by {name}: {}", g.reason));
+            }
+            for pre in e.preempt {
+                tracing::info!(
+                    "policy {name} asks to preempt task {}: {} (preemption is not implemented yet)",
+                    pre.task,
+                    pre.reason
+                );
+            }
+        }
+        answer
+    }
+}
+
+/// Runs `f` on a thread outside the async runtime: WASI's blocking host
+/// calls (a guest writing to stdout) start a runtime of their own, which must
+/// not happen on the runtime's own thread.
+pub fn off_runtime<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    std::thread::scope(|s| match s.spawn(f).join() {
+        Ok(r) => r,
+        Err(panic) => std::panic::resume_unwind(panic),
+    })
+}
+
+/// The plugin-facing priority.
+fn priority(p: Priority) -> p::Priority {
+    match p {
+        Priority::Low => p::Priority::Low,
+        Priority::Normal => p::Priority::Normal,
+        Priority::High => p::Priority::High,
+        Priority::Urgent => p::Priority::Urgent,
+    }
+}
+
+/// Builds the snapshot a pass hands to the chain.
+pub fn snapshot(
+    cfg: &Config,
+    now: i64,
+    queue: &[Candidate],
+    running: &[RunningInfo],
+    gpus: Vec<p::Gpu>,
+    usage: &[UsageInfo],
+) -> p::Snapshot {
+    let tz = cfg.tz();
+    let offset = tz
+        .offset_from_utc_datetime(&crate::time::to_utc(now).naive_utc())
+        .fix()
+        .local_minus_utc();
+    p::Snapshot {
+        now,
+        time_zone: cfg.timezone.clone(),
+        utc_offset: offset,
+        queue: queue
+            .iter()
+            .map(|c| {
+                let r = &c.spec.resources;
+                p::QueuedTask {
+                    id: c.id,
+                    name: c.spec.name.clone(),
+                    project: c.spec.project.clone(),
+                    priority: priority(c.spec.priority),
+                    resources: p::Resources {
+                        gpus: r.gpus,
+                        gpu_mem: r.gpu_mem.map(|m| m.as_u64()),
+                        cpus: r.cpus,
+                        mem: r.mem.map(|m| m.as_u64()),
+                        timeout: r.timeout.map(|t| t.as_millis() as u64),
+                    },
+                    submitted_at: c.submitted_at,
+                    eligible_at: c.eligible_at,
+                    attempts: c.attempts.max(0) as u32,
+                    estimated_runtime: r.timeout.map(|t| t.as_millis() as u64),
+                }
+            })
+            .collect(),
+        running: running
+            .iter()
+            .map(|t| p::RunningTask {
+                id: t.id,
+                name: t.name.clone(),
+                project: t.project.clone(),
+                priority: priority(t.priority),
+                gpus: t.gpus.clone(),
+                started_at: t.started_at,
+            })
+            .collect(),
+        gpus,
+        usage: usage
+            .iter()
+            .map(|u| p::Usage {
+                project: u.project.clone(),
+                gpus: u.gpus,
+                started_at: u.started_at,
+                ended_at: u.ended_at,
+            })
+            .collect(),
+    }
+}
+
+impl super::core::Daemon {
+    /// A scheduling pass through the policy chain. True when something started.
+    pub(super) fn policy_pass(self: &std::sync::Arc<Self>) -> anyhow::Result<bool> {
+        use super::core::lock;
+        let now = crate::time::now_ms();
+        if lock(&self.pool).slots == 0 {
+            return Ok(false);
+        }
+        let queue = self
+            .store()
+            .candidates(now, self.cfg.plugins.max_queue, 0)?;
+        if queue.is_empty() {
+            return Ok(false);
+        }
+        let running = self.store().running_tasks()?;
+        let usage = self.store().usage_since(now - 7 * 86_400_000)?;
+        let gpus = self
+            .gpu_views()
+            .into_iter()
+            .map(|g| p::Gpu {
+                index: g.index,
+                uuid: g.uuid,
+                name: g.name,
+                mem_total: g.mem_total.unwrap_or(0),
+                mem_used: g.mem_used.unwrap_or(0),
+                mem_reserved: g.mem_reserved,
+                util: g.util.unwrap_or(0),
+                temperature: g.temp_c.unwrap_or(0),
+                power: g.power_w.map(|w| (w * 1000.0) as u32).unwrap_or(0),
+                healthy: g.healthy,
+            })
+            .collect();
+        let snap = snapshot(&self.cfg, now, &queue, &running, gpus, &usage);
+        let answer = {
+            let mut chain = lock(&self.chain);
+            let chain: &mut Chain = &mut chain;
+            off_runtime(move || chain.evaluate(&snap))
+        };
+        for (name, msg) in &answer.failures {
+            tracing::warn!("{msg}");
+            if let Err(e) = self.store().plugin_event("plugin-failed", msg, now) {
+                tracing::error!("policy {name}: cannot record its failure: {e}");
+            }
+        }
+        let any_open_deferral = answer
+            .judgements
+            .values()
+            .any(|j| matches!(j, Judgement::Deferred(_)));
+        *lock(&self.policy_wake) = match (answer.wake_at, any_open_deferral) {
+            (Some(t), _) => Some(t),
+            // Deferrals without an `until` are looked at again within a minute.
+            (None, true) => Some(now + 60_000),
+            (None, false) => None,
+        };
+        lock(&self.pool).policy_closed = answer.closed_gpus.keys().copied().collect();
+        let mut order = Vec::with_capacity(queue.len());
+        for c in &queue {
+            match answer
+                .judgements
+                .get(&c.id)
+                .cloned()
+                .unwrap_or(Judgement::Eligible(0))
+            {
+                Judgement::Eligible(score) => {
+                    if lock(&self.wait_reasons).remove(&c.id).is_some() {
+                        self.store().set_wait_reason(c.id, None, now)?;
+                    }
+                    order.push((score, c));
+                }
+                Judgement::Deferred(reason) => {
+                    let changed = lock(&self.wait_reasons).get(&c.id) != Some(&reason);
+                    if changed {
+                        self.store().set_wait_reason(c.id, Some(&reason), now)?;
+                        lock(&self.wait_reasons).insert(c.id, reason);
+                    }
+                }
+                Judgement::Rejected(reason) => {
+                    lock(&self.wait_reasons).remove(&c.id);
+                    self.store().reject_task(c.id, &reason, now)?;
+                    self.changed();
+                }
+            }
+        }
+        if let Some(why) = answer.hold_all {
+            tracing::warn!("starting nothing: {why}");
+            return Ok(false);
+        }
+        order.sort_by(|a, b| {
+            b.0.cmp(&a.0)
+                .then(a.1.submitted_at.cmp(&b.1.submitted_at))
+                .then(a.1.id.cmp(&b.1.id))
+        });
+        let mut started = false;
+        for (_, c) in order {
+            if lock(&self.pool).slots == 0 {
+                break;
+            }
+            started |= self.try_start(c);
+        }
+        Ok(started)
+    }
+
+    /// The chain's members, for `nightjar plugins ls`.
+    pub fn plugin_views(&self) -> Vec<MemberView> {
+        super::core::lock(&self.chain).views()
+    }
+
+    /// When the chain asked to be asked again.
+    pub fn policy_wakeup(&self) -> Option<i64> {
+        *super::core::lock(&self.policy_wake)
+    }
+}

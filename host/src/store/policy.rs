@@ -1,0 +1,131 @@
+//! What scheduling policies need from the store: running tasks, recent usage,
+//! and recording their verdicts (a rejection, a waiting reason, a failure).
+
+use rusqlite::params;
+
+use super::{Result, Store, event, exec};
+use crate::task::model::Priority;
+
+/// A running task as a policy sees it.
+#[derive(Debug, Clone)]
+pub struct RunningInfo {
+    /// Task id.
+    pub id: i64,
+    /// Name.
+    pub name: String,
+    /// Project.
+    pub project: String,
+    /// Priority.
+    pub priority: Priority,
+    /// GPU indices held.
+    pub gpus: Vec<u32>,
+    /// When its run started (Unix ms).
+    pub started_at: i64,
+}
+
+/// One run's use of the machine.
+#[derive(Debug, Clone)]
+pub struct UsageInfo {
+    /// Project.
+    pub project: String,
+    /// GPUs held.
+    pub gpus: u32,
+    /// Started (Unix ms).
+    pub started_at: i64,
+    /// Ended (Unix ms), if it has.
+    pub ended_at: Option<i64>,
+}
+
+fn gpu_list(s: Option<String>) -> Vec<u32> {
+    s.map(|s| s.split(',').filter_map(|x| x.parse().ok()).collect())
+        .unwrap_or_default()
+}
+
+impl Store {
+    /// Tasks with a run in progress.
+    pub fn running_tasks(&self) -> Result<Vec<RunningInfo>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT t.id, t.name, t.project, t.priority, r.gpus, r.started_at
+             FROM runs r JOIN tasks t ON t.id = r.task_id WHERE r.state = 'running' ORDER BY r.id",
+        )?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(RunningInfo {
+                    id: r.get(0)?,
+                    name: r.get(1)?,
+                    project: r.get(2)?,
+                    priority: Priority::from_rank(r.get(3)?),
+                    gpus: gpu_list(r.get(4)?),
+                    started_at: r.get(5)?,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
+    /// Runs that started at or after `since` (Unix ms).
+    pub fn usage_since(&self, since: i64) -> Result<Vec<UsageInfo>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT t.project, r.gpus, r.started_at, r.finished_at
+             FROM runs r JOIN tasks t ON t.id = r.task_id WHERE r.started_at >= ?1 ORDER BY r.id",
+        )?;
+        let rows = stmt
+            .query_map([since], |r| {
+                Ok(UsageInfo {
+                    project: r.get(0)?,
+                    gpus: gpu_list(r.get(1)?).len() as u32,
+                    started_at: r.get(2)?,
+                    ended_at: r.get(3)?,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
+    /// A policy rejected a waiting task: it fails without a run, and its
+    /// after-ok dependants are blocked.
+    pub fn reject_task(&mut self, id: i64, reason: &str, now: i64) -> Result<bool> {
+        let tx = self.conn.transaction()?;
+        let changed = exec(
+            &tx,
+            "UPDATE tasks SET state = 'failed', reason = ?2, finished_at = ?3 WHERE id = ?1 AND state = 'queued'",
+            params![id, reason, now],
+        )?;
+        if changed == 1 {
+            event(&tx, now, Some(id), None, "rejected", reason)?;
+            super::queue::block_dependants_of(&tx, id, now)?;
+        }
+        tx.commit()?;
+        Ok(changed == 1)
+    }
+
+    /// Sets (or clears) why a queued task waits, with an event when it changes.
+    pub fn set_wait_reason(&mut self, id: i64, reason: Option<&str>, now: i64) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        let changed = exec(
+            &tx,
+            "UPDATE tasks SET reason = ?2 WHERE id = ?1 AND state = 'queued' AND reason IS NOT ?2",
+            params![id, reason],
+        )?;
+        if changed == 1 {
+            event(
+                &tx,
+                now,
+                Some(id),
+                None,
+                "waiting",
+                reason.unwrap_or("no policy defers it"),
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Records a plugin failure as an event (no task).
+    pub fn plugin_event(&mut self, kind: &str, message: &str, now: i64) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        event(&tx, now, None, None, kind, message)?;
+        tx.commit()?;
+        Ok(())
+    }
+}
