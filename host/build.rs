@@ -98,6 +98,16 @@ fn plugins(out: &Path) {
         "cargo:rustc-env=NIGHTJAR_TEST_PLUGIN_HOSTILE={}",
         hostile.display()
     );
+    // The lab-written example policy, so the tests prove the author's README works.
+    println!("cargo:rerun-if-changed=../examples/policy-weekends/src");
+    println!("cargo:rerun-if-changed=../examples/policy-weekends/Cargo.toml");
+    let example = build_wasm(out, "../examples/policy-weekends/Cargo.toml");
+    let weekends = out.join("weekends.wasm");
+    std::fs::copy(example.join("weekends.wasm"), &weekends).expect("copy weekends.wasm");
+    println!(
+        "cargo:rustc-env=NIGHTJAR_EXAMPLE_POLICY_WEEKENDS={}",
+        weekends.display()
+    );
     let mut rs = String::from(
         "/// The first-party plugins embedded in the binary: (name, component bytes).\npub const FIRST_PARTY: &[(&str, &[u8])] = &[\n",
     );

@@ -436,6 +436,14 @@ mod tests {
     }
 
     #[test]
+    fn the_example_config_with_every_key_is_valid() {
+        let text = include_str!("../../examples/nightjar.toml");
+        let cfg = Config::parse(text, Path::new("examples/nightjar.toml")).unwrap();
+        assert_eq!(cfg.plugins.chain, vec!["priority".to_string()]);
+        assert_eq!(cfg.gpus, vec![0, 1]);
+    }
+
+    #[test]
     fn gpu_backend_is_validated() {
         let err = format!(
             "{:#}",

@@ -154,3 +154,32 @@ fn plugins_check_and_test_work_offline() {
     assert_eq!(answer["verdicts"][0]["task"], 7, "{answer}");
     assert!(read(&snap).contains("held-by-plugin"));
 }
+
+#[test]
+fn the_example_lab_policy_defers_its_projects_until_the_weekend() {
+    let example = env!("NIGHTJAR_EXAMPLE_POLICY_WEEKENDS");
+    let mut nj = Nj::new(
+        "timezone = \"UTC\"\n[plugins]\nchain = [\"weekends\"]\n[plugin.weekends.config]\nprojects = \"render\"\n",
+    );
+    let dir = nj.state.join("plugins");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(example, dir.join("weekends.wasm")).unwrap();
+    nj.start();
+    let render = nj.submit(&["--project", "render", "--", "true"]);
+    let other = nj.submit(&["--project", "vision", "--", "true"]);
+    assert_eq!(nj.wait(other), 0);
+    let weekday = {
+        let days = chrono::Utc::now().timestamp().div_euclid(86_400);
+        (days + 3).rem_euclid(7)
+    };
+    let t = nj.show(render)["task"].clone();
+    if weekday < 5 {
+        assert_eq!(t["state"], "queued");
+        assert_eq!(
+            t["reason"],
+            "deferred by weekends: project render runs at weekends only"
+        );
+    } else {
+        assert_eq!(nj.wait(render), 0, "at weekends render runs");
+    }
+}
