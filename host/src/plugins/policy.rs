@@ -240,7 +240,7 @@ impl PolicyPlugin {
     }
 
     /// A fresh instance, configured. The old one (if any) is dropped first.
-    fn instantiate(&mut self) -> Result<(), PluginError> {
+    pub fn instantiate(&mut self) -> Result<(), PluginError> {
         self.live = None;
         let mut store = self.new_store();
         store.set_epoch_deadline(PluginEngine::ticks(self.limits.configure_timeout));

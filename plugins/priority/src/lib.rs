@@ -33,13 +33,22 @@ struct Weights {
 
 impl Default for Weights {
     fn default() -> Self {
-        Weights { low: 0, normal: 100, high: 200, urgent: 1000 }
+        Weights {
+            low: 0,
+            normal: 100,
+            high: 200,
+            urgent: 1000,
+        }
     }
 }
 
 impl Default for Config {
     fn default() -> Self {
-        Config { weights: Weights::default(), aging_per_hour: 10, max_aging: 500 }
+        Config {
+            weights: Weights::default(),
+            aging_per_hour: 10,
+            max_aging: 500,
+        }
     }
 }
 
@@ -49,7 +58,10 @@ static CONFIG: Mutex<Option<Config>> = Mutex::new(None);
 pub struct PriorityPolicy;
 
 fn parse(text: &str) -> Result<Config, ConfigError> {
-    let cfg: Config = toml::from_str(text).map_err(|e| ConfigError { key: None, message: e.to_string() })?;
+    let cfg: Config = toml::from_str(text).map_err(|e| ConfigError {
+        key: None,
+        message: e.to_string(),
+    })?;
     if cfg.aging_per_hour < 0 || cfg.max_aging < 0 {
         return Err(ConfigError {
             key: Some("aging_per_hour".into()),
@@ -69,7 +81,9 @@ fn score(cfg: &Config, t: &QueuedTask, now: i64) -> i32 {
         Priority::Urgent => w.urgent,
     };
     let hours = (now - t.eligible_at).max(0) / 3_600_000;
-    let aging = (hours.min(i32::MAX as i64) as i32).saturating_mul(cfg.aging_per_hour).min(cfg.max_aging);
+    let aging = (hours.min(i32::MAX as i64) as i32)
+        .saturating_mul(cfg.aging_per_hour)
+        .min(cfg.max_aging);
     class.saturating_add(aging)
 }
 
@@ -81,7 +95,11 @@ impl Policy for PriorityPolicy {
     }
 
     fn evaluate(s: Snapshot) -> Evaluation {
-        let cfg = CONFIG.lock().unwrap_or_else(|p| p.into_inner()).clone().unwrap_or_default();
+        let cfg = CONFIG
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .unwrap_or_default();
         let mut e = Evaluation::default();
         for t in &s.queue {
             e.allow(t.id, score(&cfg, t, s.now));
@@ -116,7 +134,11 @@ mod tests {
             .queued(2, "a", Priority::Normal, 19 * hour)
             .queued(3, "a", Priority::Urgent, 20 * hour)
             .build();
-        assert_eq!(scores(s), vec![(1, 200), (2, 110), (3, 1000)], "20 h of aging lifts low above a fresh normal");
+        assert_eq!(
+            scores(s),
+            vec![(1, 200), (2, 110), (3, 1000)],
+            "20 h of aging lifts low above a fresh normal"
+        );
     }
 
     #[test]
