@@ -183,3 +183,46 @@ fn the_example_lab_policy_defers_its_projects_until_the_weekend() {
         assert_eq!(nj.wait(render), 0, "at weekends render runs");
     }
 }
+
+#[test]
+fn a_bad_upload_leaves_the_old_plugin_running_and_a_good_one_replaces_it() {
+    let mut nj = world("[plugins]\nchain = [\"hostile\"]\n");
+    nj.start();
+    let file = nj.state.join("plugins/hostile.wasm");
+    let held = nj.submit(&["--project", "held-by-plugin", "--", "true"]);
+    nj.until("deferred", || {
+        nj.show(held)["task"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("hostile"))
+    });
+    let old_sha = nj.json(&["plugins", "ls"])[0]["sha256"].clone();
+
+    // A broken upload: rejected, the old version keeps deferring.
+    std::fs::write(&file, b"\0asm broken upload").unwrap();
+    let out = nj.cli(&["plugins", "reload"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("new version rejected"));
+    let v = nj.json(&["plugins", "ls"]);
+    assert_eq!(v[0]["sha256"], old_sha, "the old version still runs");
+    assert!(
+        v[0]["last_error"]
+            .as_str()
+            .unwrap()
+            .contains("previous version keeps running"),
+        "{v}"
+    );
+    assert_eq!(nj.show(held)["task"]["state"], "queued");
+
+    // A good one (here: the example policy under the same name) replaces it,
+    // found by the folder watch without asking.
+    std::fs::copy(env!("NIGHTJAR_EXAMPLE_POLICY_WEEKENDS"), &file).unwrap();
+    nj.until("the new version is loaded", || {
+        nj.json(&["plugins", "ls"])[0]["sha256"] != old_sha
+    });
+    assert_eq!(nj.json(&["plugins", "ls"])[0]["state"], "ok");
+    assert_eq!(
+        nj.wait(held),
+        0,
+        "the new policy does not hold that project"
+    );
+}

@@ -55,6 +55,8 @@ pub enum Request {
     Gpus,
     /// The policy chain's members and their states.
     Plugins,
+    /// Reload the chain's plugin files; replies with what changed.
+    PluginsReload,
     /// Reply once every task named has ended (or is blocked).
     Wait {
         /// Task ids (an array id waits for all members).

@@ -161,9 +161,12 @@ fn run(cli: Cli) -> Result<i32> {
         Verb::Retry { ids } => control::run(ctx, control::Action::Retry, &ids),
         Verb::Wait { ids } => wait::run(ctx, &ids),
         Verb::Gpus(a) => gpus::run(ctx, a),
-        Verb::Plugins(_) => {
+        Verb::Plugins(cmd) => {
             let mut ctx = ctx;
-            plugins::ls(&mut ctx.client, ctx.json)
+            match cmd {
+                plugins::Cmd::Reload => plugins::reload(&mut ctx.client, ctx.json),
+                _ => plugins::ls(&mut ctx.client, ctx.json),
+            }
         }
         Verb::Daemon | Verb::Completions { .. } | Verb::Supervise { .. } => Ok(0),
     }

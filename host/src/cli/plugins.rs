@@ -18,6 +18,8 @@ use crate::plugins::validate;
 pub enum Cmd {
     /// The daemon's policy chain: each plugin's source, state and last failure.
     Ls,
+    /// Reload the chain's plugin files now (also on SIGHUP and on a change in the folder).
+    Reload,
     /// Check a component offline: compiles, implements scheduling-policy, accepts its config.
     Check {
         /// The `.wasm` component.
@@ -90,6 +92,23 @@ fn load(file: &Path, config: Option<&Path>) -> Result<PolicyPlugin> {
     let engine = PluginEngine::new(None)?;
     PolicyPlugin::load(&engine, name, &wasm, &config, PluginLimits::default())
         .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))
+}
+
+/// Runs `plugins reload` against the daemon.
+pub fn reload(client: &mut Client, json: bool) -> Result<i32> {
+    let changes: Vec<String> = client.call(&Request::PluginsReload)?;
+    if json {
+        super::print_json(&changes)?;
+    } else if changes.is_empty() {
+        println!("no plugin changed");
+    } else {
+        changes.iter().for_each(|c| println!("{c}"));
+    }
+    Ok(if changes.iter().any(|c| c.contains("rejected")) {
+        1
+    } else {
+        0
+    })
 }
 
 /// `plugins check`.

@@ -76,6 +76,10 @@ pub fn run(cfg: Config) -> Result<()> {
             daemon.cfg.state_dir.display()
         );
         tokio::spawn(crate::api::server::serve(Arc::clone(&daemon), listener));
+        if !daemon.cfg.plugins.chain.is_empty() {
+            tokio::spawn(Arc::clone(&daemon).watch_plugin_folder());
+        }
+        let mut hup = signal(SignalKind::hangup())?;
         let mut term = signal(SignalKind::terminate())?;
         let mut int = signal(SignalKind::interrupt())?;
         loop {
@@ -93,6 +97,10 @@ pub fn run(cfg: Config) -> Result<()> {
             tokio::select! {
                 _ = daemon.kick.notified() => {}
                 _ = tokio::time::sleep(sleep) => {}
+                _ = hup.recv() => {
+                    tracing::info!("SIGHUP: reloading plugins");
+                    daemon.reload_plugins();
+                }
                 _ = term.recv() => break,
                 _ = int.recv() => break,
             }

@@ -61,6 +61,26 @@ pub struct MemberView {
 pub struct Chain {
     members: Vec<Member>,
     max_failures: u32,
+    engine: Option<PluginEngine>,
+    limits: PluginLimits,
+}
+
+/// Where plugin `name` comes from: `<plugins.dir>/NAME.wasm`, else a built-in.
+fn source_of(cfg: &Config, name: &str) -> (String, Result<Vec<u8>, String>) {
+    let file = cfg.plugin_dir().join(format!("{name}.wasm"));
+    if file.is_file() {
+        let bytes = std::fs::read(&file).map_err(|e| format!("read {}: {e}", file.display()));
+        return (file.display().to_string(), bytes);
+    }
+    let builtin = crate::plugins::first_party::FIRST_PARTY
+        .iter()
+        .find(|(n, _)| *n == name);
+    (
+        "built-in".to_string(),
+        builtin
+            .map(|(_, w)| w.to_vec())
+            .ok_or_else(|| format!("no {} and no built-in plugin of that name", file.display())),
+    )
 }
 
 /// How the chain judged one task.
@@ -98,70 +118,111 @@ impl Chain {
             memory: cfg.plugins.memory_limit.as_u64() as usize,
             ..PluginLimits::default()
         };
-        let members = cfg
-            .plugins
+        let mut chain = Chain {
+            members: Vec::new(),
+            max_failures: cfg.plugins.max_failures.max(1),
+            engine: engine.cloned(),
+            limits,
+        };
+        for name in &cfg.plugins.chain {
+            let entry = cfg.plugin.get(name).cloned().unwrap_or_default();
+            let (source, wasm) = source_of(cfg, name);
+            let mut m = Member {
+                name: name.clone(),
+                source,
+                on_failure: entry.on_failure,
+                plugin: None,
+                failures: 0,
+                disabled: true,
+                last_error: None,
+            };
+            match chain.compile(cfg, name, wasm) {
+                Ok(plugin) => {
+                    tracing::info!("policy {name} loaded ({})", m.source);
+                    m.plugin = Some(plugin);
+                    m.disabled = false;
+                }
+                Err(e) => {
+                    tracing::error!("policy {name} did not load: {e}");
+                    m.last_error = Some(e);
+                }
+            }
+            chain.members.push(m);
+        }
+        chain
+    }
+
+    fn compile(
+        &self,
+        cfg: &Config,
+        name: &str,
+        wasm: Result<Vec<u8>, String>,
+    ) -> Result<PolicyPlugin, String> {
+        let entry = cfg.plugin.get(name).cloned().unwrap_or_default();
+        let config = toml::to_string(&entry.config).unwrap_or_default();
+        let engine = self.engine.as_ref().ok_or("no plugin engine")?;
+        PolicyPlugin::load(engine, name, &wasm?, &config, self.limits.clone())
+            .map_err(|e| e.to_string())
+    }
+
+    /// Re-reads every member's file: a new or changed component is compiled
+    /// and checked (world, config) before it replaces the old one; a bad one
+    /// leaves the old one running and says why. Disabled members get a fresh
+    /// start. Returns what changed, one line each.
+    pub fn reload(&mut self, cfg: &Config) -> Vec<String> {
+        let mut changes = Vec::new();
+        for i in 0..self.members.len() {
+            let name = self.members[i].name.clone();
+            let (source, wasm) = source_of(cfg, &name);
+            let sha = wasm.as_ref().ok().map(|w| {
+                use sha2::Digest;
+                sha2::Sha256::digest(w)
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect::<String>()
+            });
+            let m = &self.members[i];
+            let same = m.plugin.as_ref().map(|p| &p.sha256) == sha.as_ref() && m.source == source;
+            if same && !m.disabled {
+                continue;
+            }
+            match self.compile(cfg, &name, wasm) {
+                Ok(plugin) => {
+                    let m = &mut self.members[i];
+                    m.plugin = Some(plugin);
+                    m.source = source;
+                    m.disabled = false;
+                    m.failures = 0;
+                    m.last_error = None;
+                    changes.push(format!("policy {name}: loaded ({})", m.source));
+                }
+                Err(e) => {
+                    let m = &mut self.members[i];
+                    let kept = if m.plugin.is_some() {
+                        "; the previous version keeps running"
+                    } else {
+                        ""
+                    };
+                    m.last_error = Some(format!("new version rejected: {e}{kept}"));
+                    changes.push(format!("policy {name}: new version rejected: {e}{kept}"));
+                }
+            }
+        }
+        changes
+    }
+
+    /// The files the chain would load, with their modification times, to
+    /// notice changes in the plugin folder.
+    pub fn fingerprint(cfg: &Config) -> Vec<Option<std::time::SystemTime>> {
+        cfg.plugins
             .chain
             .iter()
-            .map(|name| {
-                let entry = cfg.plugin.get(name).cloned().unwrap_or_default();
-                let file = cfg.plugin_dir().join(format!("{name}.wasm"));
-                let (source, wasm) = if file.is_file() {
-                    (
-                        file.display().to_string(),
-                        std::fs::read(&file).map_err(|e| format!("read {}: {e}", file.display())),
-                    )
-                } else {
-                    let builtin = crate::plugins::first_party::FIRST_PARTY
-                        .iter()
-                        .find(|(n, _)| n == name);
-                    (
-                        "built-in".to_string(),
-                        builtin.map(|(_, w)| w.to_vec()).ok_or_else(|| {
-                            format!("no {} and no built-in plugin of that name", file.display())
-                        }),
-                    )
-                };
-                let config = toml::to_string(&entry.config).unwrap_or_default();
-                let loaded = match (wasm, engine) {
-                    (Ok(w), Some(engine)) => {
-                        PolicyPlugin::load(engine, name, &w, &config, limits.clone())
-                            .map_err(|e| e.to_string())
-                    }
-                    (Ok(_), None) => Err("no plugin engine".to_string()),
-                    (Err(e), _) => Err(e),
-                };
-                match loaded {
-                    Ok(plugin) => {
-                        tracing::info!("policy {name} loaded ({source})");
-                        Member {
-                            name: name.clone(),
-                            source,
-                            on_failure: entry.on_failure,
-                            plugin: Some(plugin),
-                            failures: 0,
-                            disabled: false,
-                            last_error: None,
-                        }
-                    }
-                    Err(e) => {
-                        tracing::error!("policy {name} did not load: {e}");
-                        Member {
-                            name: name.clone(),
-                            source,
-                            on_failure: entry.on_failure,
-                            plugin: None,
-                            failures: 0,
-                            disabled: true,
-                            last_error: Some(e),
-                        }
-                    }
-                }
+            .map(|n| {
+                std::fs::metadata(cfg.plugin_dir().join(format!("{n}.wasm")))
+                    .and_then(|m| m.modified())
+                    .ok()
             })
-            .collect();
-        Chain {
-            members,
-            max_failures: cfg.plugins.max_failures.max(1),
-        }
+            .collect()
     }
 
     /// No policies: the built-in order alone.
@@ -461,6 +522,38 @@ impl super::core::Daemon {
             started |= self.try_start(c);
         }
         Ok(started)
+    }
+
+    /// Reloads the chain's plugin files (SIGHUP, `plugins reload`, a change in
+    /// the folder), off the async runtime; returns what changed.
+    pub fn reload_plugins(&self) -> Vec<String> {
+        let changes = {
+            let mut chain = super::core::lock(&self.chain);
+            let chain: &mut Chain = &mut chain;
+            let cfg = &self.cfg;
+            off_runtime(move || chain.reload(cfg))
+        };
+        for c in &changes {
+            tracing::info!("{c}");
+        }
+        if !changes.is_empty() {
+            self.changed();
+        }
+        changes
+    }
+
+    /// Re-scans the plugin folder every two seconds and reloads on a change.
+    pub async fn watch_plugin_folder(self: std::sync::Arc<Self>) {
+        let mut seen = Chain::fingerprint(&self.cfg);
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(2));
+        loop {
+            tick.tick().await;
+            let now = Chain::fingerprint(&self.cfg);
+            if now != seen {
+                seen = now;
+                self.reload_plugins();
+            }
+        }
     }
 
     /// The chain's members, for `nightjar plugins ls`.
