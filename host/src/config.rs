@@ -58,7 +58,7 @@ pub struct PluginsConfig {
     pub evaluate_timeout: Duration,
     /// Linear memory a plugin may grow to.
     pub memory_limit: ByteSize,
-    /// Consecutive failures after which a plugin is disabled until reload.
+    /// Consecutive failures after which a plugin is disabled until it is reloaded.
     pub max_failures: u32,
     /// Most queued tasks a snapshot carries (the first in the host's order).
     pub max_queue: usize,

@@ -226,3 +226,28 @@ fn a_bad_upload_leaves_the_old_plugin_running_and_a_good_one_replaces_it() {
         "the new policy does not hold that project"
     );
 }
+
+#[test]
+fn why_explains_a_deferral_a_dependency_and_a_start_with_its_score() {
+    let mut nj = world("[plugins]\nchain = [\"priority\", \"hostile\"]\n");
+    nj.start();
+    let held = nj.submit(&["--project", "held-by-plugin", "--", "true"]);
+    let ran = nj.submit(&["--priority", "high", "--", "true"]);
+    let waits = nj.submit(&["--after", &held.to_string(), "--", "true"]);
+    assert_eq!(nj.wait(ran), 0);
+    nj.until("deferred", || {
+        nj.show(held)["task"]["reason"].as_str().is_some()
+    });
+    let why = nj.ok(&["why", &held.to_string()]);
+    assert!(
+        why.contains("waiting: deferred by hostile: held by the hostile test plugin"),
+        "{why}"
+    );
+    let why = nj.ok(&["why", &ran.to_string()]);
+    assert!(why.contains("score 200 = priority 200"), "{why}");
+    let why = nj.ok(&["why", &waits.to_string()]);
+    assert!(
+        why.contains(&format!("waiting for dependencies: {held}")),
+        "{why}"
+    );
+}

@@ -51,6 +51,11 @@ pub enum Request {
         /// Task id.
         id: i64,
     },
+    /// Why a task waits, or where and why it started.
+    Why {
+        /// Task id.
+        id: i64,
+    },
     /// Every GPU: readings, reservations, health and tasks.
     Gpus,
     /// The policy chain's members and their states.

@@ -83,6 +83,11 @@ pub enum Verb {
         #[arg(required = true)]
         ids: Vec<i64>,
     },
+    /// Why a task waits, or where and why it started (policy verdicts, scores).
+    Why {
+        /// Task id.
+        id: i64,
+    },
     /// Every GPU: utilisation, memory used/reserved/free, temperature, power, health, tasks.
     Gpus(gpus::Args),
     /// Policy plugins: `ls` (the daemon's chain), `check FILE`, `test FILE --snapshot S.json`.
@@ -161,6 +166,16 @@ fn run(cli: Cli) -> Result<i32> {
         Verb::Retry { ids } => control::run(ctx, control::Action::Retry, &ids),
         Verb::Wait { ids } => wait::run(ctx, &ids),
         Verb::Gpus(a) => gpus::run(ctx, a),
+        Verb::Why { id } => {
+            let mut ctx = ctx;
+            let lines: Vec<String> = ctx.client.call(&crate::api::Request::Why { id })?;
+            if ctx.json {
+                print_json(&lines)?;
+            } else {
+                lines.iter().for_each(|l| println!("{l}"));
+            }
+            Ok(0)
+        }
         Verb::Plugins(cmd) => {
             let mut ctx = ctx;
             match cmd {
@@ -198,6 +213,11 @@ fn init_logging() {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .init();
+}
+
+/// `3 running, 2 waiting, 1 succeeded` for an array's counts.
+pub fn ls_counts(c: &crate::store::Counts) -> String {
+    ls::counts(c)
 }
 
 /// Prints `value` as pretty JSON.

@@ -5,6 +5,7 @@ mod core;
 mod gpus;
 mod policies;
 mod runenv;
+mod why;
 
 pub use self::core::Daemon;
 pub use self::gpus::GpuView;

@@ -6,7 +6,7 @@
 //! time). A reject fails the task with the policy's reason. A trap, timeout
 //! or invalid answer is recorded as an event with the plugin's name and
 //! cause; after `plugins.max_failures` consecutive failures the plugin is
-//! disabled until the daemon restarts. While a plugin fails or is disabled,
+//! disabled until it is reloaded. While a plugin fails or is disabled,
 //! its `on_failure` applies: `open` ignores it, `closed` starts nothing.
 
 use std::collections::HashMap;
@@ -107,6 +107,8 @@ pub struct ChainAnswer {
     pub failures: Vec<(String, String)>,
     /// The earliest `until` of a deferral.
     pub wake_at: Option<i64>,
+    /// Each eligible task's score, policy by policy.
+    pub parts: HashMap<i64, Vec<(String, i32)>>,
 }
 
 impl Chain {
@@ -280,7 +282,10 @@ impl Chain {
                         let mut msg = format!("policy {} failed ({}): {e}", m.name, e.cause());
                         if m.failures >= self.max_failures {
                             m.disabled = true;
-                            msg.push_str(&format!("; disabled after {} consecutive failures until the daemon restarts", m.failures));
+                            msg.push_str(&format!(
+                                "; disabled after {} consecutive failures until it is reloaded",
+                                m.failures
+                            ));
                         }
                         answer.failures.push((m.name.clone(), msg));
                     }
@@ -303,6 +308,11 @@ impl Chain {
                     p::Verdict::Allow(score) => {
                         if let Judgement::Eligible(s) = j {
                             *s += score as i64;
+                            answer
+                                .parts
+                                .entry(v.task)
+                                .or_default()
+                                .push((name.clone(), score));
                         }
                     }
                     p::Verdict::Defer(d) => {
@@ -515,11 +525,21 @@ impl super::core::Daemon {
                 .then(a.1.id.cmp(&b.1.id))
         });
         let mut started = false;
-        for (_, c) in order {
+        for (score, c) in order {
             if lock(&self.pool).slots == 0 {
                 break;
             }
-            started |= self.try_start(c);
+            if self.try_start(c) {
+                started = true;
+                let parts = answer.parts.get(&c.id).map(Vec::as_slice).unwrap_or(&[]);
+                let terms: Vec<String> = parts.iter().map(|(n, s)| format!("{n} {s}")).collect();
+                let why = if terms.is_empty() {
+                    format!("score {score} (no policy scored it)")
+                } else {
+                    format!("score {score} = {}", terms.join(" + "))
+                };
+                self.store().note_event(Some(c.id), "placed", &why, now)?;
+            }
         }
         Ok(started)
     }

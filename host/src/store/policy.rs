@@ -123,8 +123,19 @@ impl Store {
 
     /// Records a plugin failure as an event (no task).
     pub fn plugin_event(&mut self, kind: &str, message: &str, now: i64) -> Result<()> {
+        self.note_event(None, kind, message, now)
+    }
+
+    /// Records an event about a task (or about none).
+    pub fn note_event(
+        &mut self,
+        task: Option<i64>,
+        kind: &str,
+        message: &str,
+        now: i64,
+    ) -> Result<()> {
         let tx = self.conn.transaction()?;
-        event(&tx, now, None, None, kind, message)?;
+        event(&tx, now, task, None, kind, message)?;
         tx.commit()?;
         Ok(())
     }
