@@ -9,8 +9,11 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The first-party plugins, by crate name.
-const FIRST_PARTY: &[&str] = &["priority"];
+/// The first-party plugins: (name in `plugins.chain`, crate folder, wasm file stem).
+const FIRST_PARTY: &[(&str, &str, &str)] = &[
+    ("priority", "priority", "priority"),
+    ("offpeak-tariff", "offpeak-tariff", "offpeak_tariff"),
+];
 
 fn main() {
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR"));
@@ -83,9 +86,9 @@ fn plugins(out: &Path) {
     ] {
         println!("cargo:rerun-if-changed={p}");
     }
-    for name in FIRST_PARTY {
-        println!("cargo:rerun-if-changed=../plugins/{name}/src");
-        println!("cargo:rerun-if-changed=../plugins/{name}/Cargo.toml");
+    for (_, dir, _) in FIRST_PARTY {
+        println!("cargo:rerun-if-changed=../plugins/{dir}/src");
+        println!("cargo:rerun-if-changed=../plugins/{dir}/Cargo.toml");
     }
     let built = build_wasm(out, "../plugins/Cargo.toml");
     // Test fixtures: misbehaving plugins, compiled from source, never committed.
@@ -111,9 +114,9 @@ fn plugins(out: &Path) {
     let mut rs = String::from(
         "/// The first-party plugins embedded in the binary: (name, component bytes).\npub const FIRST_PARTY: &[(&str, &[u8])] = &[\n",
     );
-    for name in FIRST_PARTY {
-        let wasm = built.join(format!("{name}.wasm"));
-        let copy = out.join(format!("{name}.wasm"));
+    for (name, _, stem) in FIRST_PARTY {
+        let wasm = built.join(format!("{stem}.wasm"));
+        let copy = out.join(format!("{stem}.wasm"));
         std::fs::copy(&wasm, &copy).unwrap_or_else(|e| panic!("copy {}: {e}", wasm.display()));
         rs.push_str(&format!(
             "    ({name:?}, include_bytes!({:?})),\n",

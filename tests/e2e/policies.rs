@@ -251,3 +251,31 @@ fn why_explains_a_deferral_a_dependency_and_a_start_with_its_score() {
         "{why}"
     );
 }
+
+#[test]
+fn offpeak_tariff_defers_normal_work_to_the_cheap_window_and_lets_urgent_run() {
+    // A cheap window twelve hours away, whatever the time now.
+    let hour = (chrono::Utc::now().timestamp().div_euclid(3600) + 12).rem_euclid(24);
+    let mut nj = world(&format!(
+        "timezone = \"UTC\"\n[plugins]\nchain = [\"offpeak-tariff\"]\n[plugin.offpeak-tariff.config]\ncurrency = \"CNY\"\npeak_price = 1.2\n[[plugin.offpeak-tariff.config.windows]]\nstart = \"{hour:02}:00\"\nend = \"{:02}:00\"\nprice = 0.35\n",
+        (hour + 1) % 24
+    ));
+    nj.start();
+    let normal = nj.submit(&["--", "true"]);
+    let urgent = nj.submit(&["--priority", "urgent", "--", "true"]);
+    assert_eq!(
+        nj.wait(urgent),
+        0,
+        "urgent work is never deferred by the tariff"
+    );
+    nj.until("deferred", || {
+        nj.show(normal)["task"]["reason"].as_str().is_some()
+    });
+    let why = nj.ok(&["why", &normal.to_string()]);
+    assert!(
+        why.contains(&format!(
+            "deferred by offpeak-tariff: price 1.20 CNY/kWh until {hour:02}:00"
+        )) && why.contains("then 0.35 CNY/kWh"),
+        "{why}"
+    );
+}
