@@ -13,6 +13,7 @@ use std::process::Command;
 const FIRST_PARTY: &[(&str, &str, &str)] = &[
     ("priority", "priority", "priority"),
     ("offpeak-tariff", "offpeak-tariff", "offpeak_tariff"),
+    ("thermal", "thermal", "thermal"),
 ];
 
 fn main() {

@@ -362,6 +362,7 @@ fn host_snapshot(n: usize) -> nightjar::plugins::policy::Snapshot {
                 temperature: 40 + i,
                 power: 100_000,
                 healthy: true,
+                closed_by: Vec::new(),
             })
             .collect(),
         usage: Vec::new(),

@@ -69,6 +69,7 @@ impl SnapshotBuilder {
             temperature,
             power: 100_000,
             healthy: true,
+            closed_by: Vec::new(),
         });
         self
     }

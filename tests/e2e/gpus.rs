@@ -323,3 +323,27 @@ fn a_restarted_daemon_re_adopts_gpu_runs_with_their_reservations() {
     assert_eq!(w.nj.wait(id), 0);
     assert_eq!(w.nj.wait(other), 0);
 }
+
+#[test]
+fn the_thermal_policy_closes_a_hot_gpu_until_it_cools_below_the_lower_mark() {
+    let w = GpuWorld::new(
+        "[plugins]\nchain = [\"thermal\"]\n[plugin.thermal.config]\nclose_above = 85\nreopen_below = 75\n",
+        &two_gpus("0.temp=90", "1.fail=1"),
+    );
+    let id = w.nj.submit(&["--gpus", "1", "--", "true"]);
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    assert_eq!(
+        w.nj.show(id)["task"]["state"],
+        "queued",
+        "GPU 0 is too hot, GPU 1 is failing"
+    );
+    w.set(&two_gpus("0.temp=80", "1.fail=1"));
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    assert_eq!(
+        w.nj.show(id)["task"]["state"],
+        "queued",
+        "80°C is not below 75°C: still closed"
+    );
+    w.set(&two_gpus("0.temp=70", "1.fail=1"));
+    assert_eq!(w.nj.wait(id), 0, "reopened once cool");
+}

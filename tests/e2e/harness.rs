@@ -143,12 +143,28 @@ impl Nj {
         v[0]["id"].as_i64().expect("id")
     }
 
-    /// `nightjar wait ID`'s exit status.
+    /// `nightjar wait ID`'s exit status; a test fails (instead of hanging)
+    /// when the task has not ended within 60 s.
     pub fn wait(&self, id: i64) -> i32 {
-        self.cli(&["wait", &id.to_string()])
-            .status
-            .code()
-            .unwrap_or(-1)
+        let mut child = Command::new(BIN)
+            .arg("--config")
+            .arg(&self.config)
+            .args(["wait", &id.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("run nightjar wait");
+        let t0 = Instant::now();
+        loop {
+            if let Some(status) = child.try_wait().expect("poll nightjar wait") {
+                return status.code().unwrap_or(-1);
+            }
+            if t0.elapsed() > Duration::from_secs(60) {
+                let _ = child.kill();
+                panic!("task {id} did not end within 60 s\n{}", self.daemon_log());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// `show --json`.

@@ -59,6 +59,8 @@ pub struct MemberView {
 
 /// The configured chain.
 pub struct Chain {
+    /// Per GPU, the policies that closed it in the last pass.
+    pub closed_by: HashMap<u32, Vec<String>>,
     members: Vec<Member>,
     max_failures: u32,
     engine: Option<PluginEngine>,
@@ -121,6 +123,7 @@ impl Chain {
             ..PluginLimits::default()
         };
         let mut chain = Chain {
+            closed_by: HashMap::new(),
             members: Vec::new(),
             max_failures: cfg.plugins.max_failures.max(1),
             engine: engine.cloned(),
@@ -298,6 +301,7 @@ impl Chain {
                 }
             }
         }
+        let mut closed_by: HashMap<u32, Vec<String>> = HashMap::new();
         for (name, e) in answers {
             for v in e.verdicts {
                 let j = answer
@@ -329,6 +333,9 @@ impl Chain {
                     }
                 }
             }
+            for g in &e.closed_gpus {
+                closed_by.entry(g.index).or_default().push(name.clone());
+            }
             for g in e.closed_gpus {
                 answer
                     .closed_gpus
@@ -343,6 +350,7 @@ impl Chain {
                 );
             }
         }
+        self.closed_by = closed_by;
         answer
     }
 }
@@ -448,6 +456,7 @@ impl super::core::Daemon {
         }
         let running = self.store().running_tasks()?;
         let usage = self.store().usage_since(now - 7 * 86_400_000)?;
+        let closed_by = lock(&self.chain).closed_by.clone();
         let gpus = self
             .gpu_views()
             .into_iter()
@@ -462,6 +471,7 @@ impl super::core::Daemon {
                 temperature: g.temp_c.unwrap_or(0),
                 power: g.power_w.map(|w| (w * 1000.0) as u32).unwrap_or(0),
                 healthy: g.healthy,
+                closed_by: closed_by.get(&g.index).cloned().unwrap_or_default(),
             })
             .collect();
         let snap = snapshot(&self.cfg, now, &queue, &running, gpus, &usage);
@@ -486,6 +496,12 @@ impl super::core::Daemon {
             (None, true) => Some(now + 60_000),
             (None, false) => None,
         };
+        if !answer.closed_gpus.is_empty() {
+            // A GPU closed by a policy (a hot one) is looked at again with the next GPU reading.
+            let again = now + self.cfg.gpu.sample_period.as_millis() as i64;
+            let mut wake = lock(&self.policy_wake);
+            *wake = Some(wake.map_or(again, |w| w.min(again)));
+        }
         lock(&self.pool).policy_closed = answer.closed_gpus.keys().copied().collect();
         let mut order = Vec::with_capacity(queue.len());
         for c in &queue {

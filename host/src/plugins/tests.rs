@@ -63,6 +63,7 @@ fn snapshot(queue: Vec<QueuedTask>) -> Snapshot {
             temperature: 40,
             power: 0,
             healthy: true,
+            closed_by: Vec::new(),
         }],
         usage: Vec::new(),
     }

@@ -1,0 +1,159 @@
+//! `thermal`: closes a GPU to new work above a temperature and reopens it
+//! only below a lower one (hysteresis: the snapshot says which GPUs this
+//! policy closed last pass); optionally closes GPUs drawing more than a power
+//! cap. Running tasks are never touched. The reason names the GPU and its
+//! temperature.
+//!
+//! ```toml
+//! [plugin.thermal.config]
+//! close_above = 85     # °C
+//! reopen_below = 75    # °C
+//! power_cap_w = 350    # optional
+//! ```
+
+use std::sync::Mutex;
+
+use nightjar_sdk::*;
+use serde::Deserialize;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct Config {
+    close_above: u32,
+    reopen_below: u32,
+    power_cap_w: Option<u32>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            close_above: 85,
+            reopen_below: 75,
+            power_cap_w: None,
+        }
+    }
+}
+
+static CONFIG: Mutex<Option<Config>> = Mutex::new(None);
+
+/// The name this policy is loaded under, as the snapshot's `closed-by` says it.
+fn me() -> String {
+    #[cfg(target_arch = "wasm32")]
+    return host::plugin_name();
+    #[cfg(not(target_arch = "wasm32"))]
+    "thermal".to_string()
+}
+
+fn parse(text: &str) -> Result<Config, ConfigError> {
+    let cfg: Config = toml::from_str(text).map_err(|e| ConfigError {
+        key: None,
+        message: e.to_string(),
+    })?;
+    if cfg.reopen_below > cfg.close_above {
+        return Err(ConfigError {
+            key: Some("reopen_below".into()),
+            message: format!(
+                "reopen_below ({}) must not be above close_above ({})",
+                cfg.reopen_below, cfg.close_above
+            ),
+        });
+    }
+    Ok(cfg)
+}
+
+/// The policy.
+pub struct Thermal;
+
+impl Policy for Thermal {
+    fn configure(config: String) -> Result<(), ConfigError> {
+        let cfg = parse(&config)?;
+        *CONFIG.lock().unwrap_or_else(|p| p.into_inner()) = Some(cfg);
+        Ok(())
+    }
+
+    fn evaluate(s: Snapshot) -> Evaluation {
+        let cfg = CONFIG
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .unwrap_or_default();
+        let name = me();
+        let mut e = Evaluation::default();
+        for g in &s.gpus {
+            let was_closed = g.closed_by.iter().any(|n| *n == name);
+            let t = g.temperature;
+            if t > cfg.close_above || (was_closed && t >= cfg.reopen_below) {
+                e.close_gpu(
+                    g.index,
+                    format!(
+                        "GPU {} at {t}°C (closes above {}°C, reopens below {}°C)",
+                        g.index, cfg.close_above, cfg.reopen_below
+                    ),
+                );
+            } else if let Some(cap) = cfg.power_cap_w
+                && g.power > cap * 1000
+            {
+                e.close_gpu(
+                    g.index,
+                    format!(
+                        "GPU {} draws {} W, above the cap of {cap} W",
+                        g.index,
+                        g.power / 1000
+                    ),
+                );
+            }
+        }
+        e
+    }
+}
+
+export_policy!(Thermal);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nightjar_sdk::testing::SnapshotBuilder;
+
+    fn closed(s: Snapshot) -> Vec<u32> {
+        Thermal::evaluate(s)
+            .closed_gpus
+            .iter()
+            .map(|c| c.index)
+            .collect()
+    }
+
+    #[test]
+    fn hysteresis_closes_hot_gpus_and_reopens_only_when_cool() {
+        Thermal::configure("close_above = 85\nreopen_below = 75".into()).unwrap();
+        let hot = SnapshotBuilder::at(0).gpu(0, 90).gpu(1, 80).build();
+        assert_eq!(closed(hot), vec![0]);
+        let mut cooling = SnapshotBuilder::at(0).gpu(0, 80).gpu(1, 80).build();
+        cooling.gpus[0].closed_by = vec!["thermal".into()];
+        assert_eq!(
+            closed(cooling),
+            vec![0],
+            "80°C is not below 75°C: still closed"
+        );
+        let mut cool = SnapshotBuilder::at(0).gpu(0, 70).build();
+        cool.gpus[0].closed_by = vec!["thermal".into()];
+        assert!(closed(cool).is_empty());
+        let reason = Thermal::evaluate(SnapshotBuilder::at(0).gpu(3, 91).build()).closed_gpus[0]
+            .reason
+            .clone();
+        assert_eq!(
+            reason,
+            "GPU 3 at 91°C (closes above 85°C, reopens below 75°C)"
+        );
+    }
+
+    #[test]
+    fn reopen_above_close_is_refused() {
+        assert_eq!(
+            parse("close_above = 70\nreopen_below = 80")
+                .unwrap_err()
+                .key
+                .as_deref(),
+            Some("reopen_below")
+        );
+    }
+}
