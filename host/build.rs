@@ -14,6 +14,7 @@ const FIRST_PARTY: &[(&str, &str, &str)] = &[
     ("priority", "priority", "priority"),
     ("offpeak-tariff", "offpeak-tariff", "offpeak_tariff"),
     ("thermal", "thermal", "thermal"),
+    ("fair-share", "fair-share", "fair_share"),
 ];
 
 fn main() {

@@ -279,3 +279,39 @@ fn offpeak_tariff_defers_normal_work_to_the_cheap_window_and_lets_urgent_run() {
         "{why}"
     );
 }
+
+#[test]
+fn all_four_first_party_policies_load_from_the_binary_with_no_plugin_folder() {
+    let mut nj = Nj::new(
+        "[plugins]\nchain = [\"priority\", \"offpeak-tariff\", \"fair-share\", \"thermal\"]\n[plugin.offpeak-tariff.config]\n[[plugin.offpeak-tariff.config.windows]]\nstart = \"00:00\"\nend = \"23:59\"\nprice = 0.3\n",
+    );
+    nj.start();
+    let v = nj.json(&["plugins", "ls"]);
+    let states: Vec<(&str, &str)> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["name"].as_str().unwrap(), m["state"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        states,
+        vec![
+            ("priority", "ok"),
+            ("offpeak-tariff", "ok"),
+            ("fair-share", "ok"),
+            ("thermal", "ok")
+        ]
+    );
+    assert!(
+        v.as_array()
+            .unwrap()
+            .iter()
+            .all(|m| m["source"] == "built-in")
+    );
+    let id = nj.submit(&["--priority", "urgent", "--", "true"]);
+    assert_eq!(nj.wait(id), 0);
+    assert!(
+        nj.ok(&["why", &id.to_string()]).contains("score"),
+        "started through the chain"
+    );
+}

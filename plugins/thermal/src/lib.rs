@@ -80,7 +80,7 @@ impl Policy for Thermal {
         let name = me();
         let mut e = Evaluation::default();
         for g in &s.gpus {
-            let was_closed = g.closed_by.iter().any(|n| *n == name);
+            let was_closed = g.closed_by.contains(&name);
             let t = g.temperature;
             if t > cfg.close_above || (was_closed && t >= cfg.reopen_below) {
                 e.close_gpu(

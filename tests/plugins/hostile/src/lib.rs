@@ -26,7 +26,11 @@ fn mode() -> String {
 
 #[inline(never)]
 fn recurse(n: u64) -> u64 {
-    if n == u64::MAX { 0 } else { recurse(n + 1).wrapping_add(std::hint::black_box(n)) }
+    if n == u64::MAX {
+        0
+    } else {
+        recurse(n + 1).wrapping_add(std::hint::black_box(n))
+    }
 }
 
 struct Hostile;
@@ -34,10 +38,17 @@ struct Hostile;
 impl Policy for Hostile {
     fn configure(config: String) -> Result<(), ConfigError> {
         // `mode = "loop"` (as the daemon passes `[plugin.hostile.config]`) or a bare word.
-        let m = config.split('"').nth(1).unwrap_or(config.trim()).to_string();
+        let m = config
+            .split('"')
+            .nth(1)
+            .unwrap_or(config.trim())
+            .to_string();
         match m.as_str() {
             "reject-config" => {
-                return Err(ConfigError { key: Some("mode".into()), message: "this plugin refuses every config".into() });
+                return Err(ConfigError {
+                    key: Some("mode".into()),
+                    message: "this plugin refuses every config".into(),
+                });
             }
             "hang-config" => loop {
                 std::hint::black_box(0);
@@ -60,7 +71,10 @@ impl Policy for Hostile {
                 for _ in 0..4096 {
                     held.push(vec![1u8; 1 << 20]);
                 }
-                e.allow(s.queue.first().map(|t| t.id).unwrap_or(0), held.len() as i32);
+                e.allow(
+                    s.queue.first().map(|t| t.id).unwrap_or(0),
+                    held.len() as i32,
+                );
             }
             "recurse" => {
                 e.allow(0, recurse(0) as i32);

@@ -1,0 +1,267 @@
+//! `fair-share`: fair turns between projects. Each project has a share;
+//! its usage (GPU-hours, CPU-only runs count as one GPU) decays with a
+//! half-life. A waiting task scores by its project's share deficit (its
+//! target fraction minus its fraction of the decayed usage), so projects
+//! below their share go first. Per-project caps on running tasks defer the
+//! rest. When a project far below its share waits while a project over its
+//! share runs, the policy asks the host to preempt that project's newest run.
+//!
+//! ```toml
+//! [plugin.fair-share.config]
+//! half_life = "24h"
+//! default_share = 1
+//! max_score = 100          # score of a full deficit
+//! preempt_below = 0.25     # ask for preemption below this fraction of the share (0: never)
+//! [plugin.fair-share.config.shares]
+//! vision = 2
+//! bio = 1
+//! [plugin.fair-share.config.caps]
+//! bio = 2                  # at most 2 running tasks
+//! ```
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Mutex;
+
+use nightjar_sdk::time::parse_duration_ms;
+use nightjar_sdk::*;
+use serde::Deserialize;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct RawConfig {
+    half_life: String,
+    default_share: f64,
+    max_score: i32,
+    preempt_below: f64,
+    shares: BTreeMap<String, f64>,
+    caps: BTreeMap<String, u32>,
+}
+
+impl Default for RawConfig {
+    fn default() -> Self {
+        RawConfig {
+            half_life: "24h".into(),
+            default_share: 1.0,
+            max_score: 100,
+            preempt_below: 0.0,
+            shares: BTreeMap::new(),
+            caps: BTreeMap::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Config {
+    half_life_ms: i64,
+    raw: RawConfig,
+}
+
+static CONFIG: Mutex<Option<Config>> = Mutex::new(None);
+
+fn parse(text: &str) -> Result<Config, ConfigError> {
+    let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError {
+        key: None,
+        message: e.to_string(),
+    })?;
+    let half_life_ms = parse_duration_ms(&raw.half_life)
+        .filter(|h| *h > 0)
+        .ok_or_else(|| ConfigError {
+            key: Some("half_life".into()),
+            message: format!("`{}` is not a duration like 24h", raw.half_life),
+        })?;
+    if let Some((p, s)) = raw.shares.iter().find(|(_, s)| **s <= 0.0) {
+        return Err(ConfigError {
+            key: Some(format!("shares.{p}")),
+            message: format!("share {s} must be above 0"),
+        });
+    }
+    if raw.default_share <= 0.0 {
+        return Err(ConfigError {
+            key: Some("default_share".into()),
+            message: "must be above 0".into(),
+        });
+    }
+    Ok(Config { half_life_ms, raw })
+}
+
+/// Decayed usage per project, in GPU-hours.
+fn usage(cfg: &Config, s: &Snapshot) -> BTreeMap<String, f64> {
+    let mut out = BTreeMap::new();
+    for u in &s.usage {
+        let end = u.ended_at.unwrap_or(s.now).min(s.now);
+        let hours = (end - u.started_at).max(0) as f64 / 3_600_000.0;
+        let age = (s.now - end).max(0) as f64;
+        let decay = 0.5f64.powf(age / cfg.half_life_ms as f64);
+        *out.entry(u.project.clone()).or_insert(0.0) += hours * u.gpus.max(1) as f64 * decay;
+    }
+    out
+}
+
+/// The policy.
+pub struct FairShare;
+
+impl Policy for FairShare {
+    fn configure(config: String) -> Result<(), ConfigError> {
+        let cfg = parse(&config)?;
+        *CONFIG.lock().unwrap_or_else(|p| p.into_inner()) = Some(cfg);
+        Ok(())
+    }
+
+    fn evaluate(s: Snapshot) -> Evaluation {
+        let Some(cfg) = CONFIG.lock().unwrap_or_else(|p| p.into_inner()).clone() else {
+            return Evaluation::default();
+        };
+        let mut e = Evaluation::default();
+        let used = usage(&cfg, &s);
+        let projects: BTreeSet<&str> = s
+            .queue
+            .iter()
+            .map(|t| t.project.as_str())
+            .chain(s.running.iter().map(|t| t.project.as_str()))
+            .chain(used.keys().map(String::as_str))
+            .collect();
+        let share = |p: &str| {
+            cfg.raw
+                .shares
+                .get(p)
+                .copied()
+                .unwrap_or(cfg.raw.default_share)
+        };
+        let total_share: f64 = projects.iter().map(|p| share(p)).sum();
+        let total_used: f64 = used.values().sum();
+        let fraction = |p: &str| {
+            if total_used > 0.0 {
+                used.get(p).copied().unwrap_or(0.0) / total_used
+            } else {
+                0.0
+            }
+        };
+        let target = |p: &str| share(p) / total_share;
+        let mut running: BTreeMap<&str, u32> = BTreeMap::new();
+        for r in &s.running {
+            *running.entry(r.project.as_str()).or_insert(0) += 1;
+        }
+        for t in &s.queue {
+            let p = t.project.as_str();
+            if let Some(cap) = cfg.raw.caps.get(p)
+                && running.get(p).copied().unwrap_or(0) >= *cap
+            {
+                e.defer(
+                    t.id,
+                    format!("project {p} has {cap} running (its cap)"),
+                    None,
+                );
+                continue;
+            }
+            let deficit = target(p) - fraction(p);
+            e.allow(t.id, (deficit * cfg.raw.max_score as f64).round() as i32);
+        }
+        // Preemption: the starved project with the largest deficit, against
+        // the newest run of the most over-served running project.
+        if cfg.raw.preempt_below > 0.0 && total_used > 0.0 {
+            let starved = s
+                .queue
+                .iter()
+                .map(|t| t.project.as_str())
+                .filter(|p| fraction(p) < cfg.raw.preempt_below * target(p))
+                .max_by(|a, b| (target(a) - fraction(a)).total_cmp(&(target(b) - fraction(b))));
+            if let Some(starved) = starved {
+                let victim = s
+                    .running
+                    .iter()
+                    .filter(|r| fraction(&r.project) > target(&r.project))
+                    .max_by_key(|r| r.started_at);
+                if let Some(v) = victim {
+                    e.preempt(
+                        v.id,
+                        format!(
+                            "project {starved} has {:.0}% of its share's use while {} has {:.0}%",
+                            100.0 * fraction(starved) / target(starved),
+                            v.project,
+                            100.0 * fraction(&v.project) / target(&v.project)
+                        ),
+                    );
+                }
+            }
+        }
+        e
+    }
+}
+
+export_policy!(FairShare);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nightjar_sdk::testing::SnapshotBuilder;
+
+    const H: i64 = 3_600_000;
+
+    fn scores(e: &Evaluation) -> BTreeMap<i64, i32> {
+        e.verdicts
+            .iter()
+            .filter_map(|v| match v.verdict {
+                Verdict::Allow(s) => Some((v.task, s)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_project_below_its_share_scores_higher_caps_defer_and_starvation_preempts() {
+        FairShare::configure(
+            "half_life = \"24h\"\nmax_score = 100\npreempt_below = 0.5\n[shares]\nvision = 1\nbio = 1\n[caps]\nbio = 1\n".into(),
+        )
+        .unwrap();
+        let now = 100 * H;
+        let s = SnapshotBuilder::at(now)
+            // vision used 9 GPU-hours just now, bio 1.
+            .usage("vision", 1, now - 9 * H, Some(now))
+            .usage("bio", 1, now - H, Some(now))
+            .running(50, "vision", vec![0], now - H)
+            .queued(1, "vision", Priority::Normal, 0)
+            .queued(2, "bio", Priority::Normal, 0)
+            .build();
+        let e = FairShare::evaluate(s);
+        let sc = scores(&e);
+        assert_eq!(sc[&1], -40, "vision: target 50%, uses 90%");
+        assert_eq!(sc[&2], 40, "bio: target 50%, uses 10%");
+        assert_eq!(e.preempt.len(), 1, "bio at 20% of its share is starved");
+        assert_eq!(e.preempt[0].task, 50);
+
+        let capped = SnapshotBuilder::at(now)
+            .running(51, "bio", vec![], now)
+            .queued(3, "bio", Priority::Normal, 0)
+            .build();
+        let e = FairShare::evaluate(capped);
+        assert!(
+            matches!(&e.verdicts[0].verdict, Verdict::Defer(d) if d.reason == "project bio has 1 running (its cap)")
+        );
+    }
+
+    #[test]
+    fn old_usage_decays_with_the_half_life() {
+        let cfg = parse("half_life = \"10h\"").unwrap();
+        let now = 100 * H;
+        let s = SnapshotBuilder::at(now)
+            .usage("a", 2, now - 11 * H, Some(now - 10 * H))
+            .build();
+        let u = usage(&cfg, &s);
+        assert!(
+            (u["a"] - 1.0).abs() < 1e-9,
+            "2 GPU-hours, one half-life ago: {u:?}"
+        );
+    }
+
+    #[test]
+    fn bad_config_names_the_key() {
+        assert_eq!(
+            parse("[shares]\nx = 0").unwrap_err().key.as_deref(),
+            Some("shares.x")
+        );
+        assert_eq!(
+            parse("half_life = \"never\"").unwrap_err().key.as_deref(),
+            Some("half_life")
+        );
+    }
+}
