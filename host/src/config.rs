@@ -62,6 +62,8 @@ pub struct PluginsConfig {
     pub max_failures: u32,
     /// Most queued tasks a snapshot carries (the first in the host's order).
     pub max_queue: usize,
+    /// Policies whose deferrals urgent tasks bypass (e.g. `["offpeak-tariff"]`).
+    pub urgent_bypass: Vec<String>,
 }
 
 impl Default for PluginsConfig {
@@ -73,6 +75,7 @@ impl Default for PluginsConfig {
             memory_limit: ByteSize::mib(64),
             max_failures: 3,
             max_queue: 10_000,
+            urgent_bypass: Vec::new(),
         }
     }
 }

@@ -315,3 +315,23 @@ fn all_four_first_party_policies_load_from_the_binary_with_no_plugin_folder() {
         "started through the chain"
     );
 }
+
+#[test]
+fn urgent_tasks_bypass_the_deferrals_the_config_allows() {
+    let mut nj = world("[plugins]\nchain = [\"hostile\"]\nurgent_bypass = [\"hostile\"]\n");
+    nj.start();
+    let normal = nj.submit(&["--project", "held-by-plugin", "--", "true"]);
+    let urgent = nj.submit(&[
+        "--project",
+        "held-by-plugin",
+        "--priority",
+        "urgent",
+        "--",
+        "true",
+    ]);
+    assert_eq!(nj.wait(urgent), 0, "urgent bypasses hostile's deferral");
+    nj.until("deferred", || {
+        nj.show(normal)["task"]["reason"].as_str().is_some()
+    });
+    assert_eq!(nj.show(normal)["task"]["state"], "queued");
+}

@@ -8,6 +8,7 @@
 //! cause; after `plugins.max_failures` consecutive failures the plugin is
 //! disabled until it is reloaded. While a plugin fails or is disabled,
 //! its `on_failure` applies: `open` ignores it, `closed` starts nothing.
+//! Urgent tasks bypass the deferrals of the policies in `plugins.urgent_bypass`.
 
 use std::collections::HashMap;
 
@@ -63,6 +64,7 @@ pub struct Chain {
     pub closed_by: HashMap<u32, Vec<String>>,
     members: Vec<Member>,
     max_failures: u32,
+    urgent_bypass: Vec<String>,
     engine: Option<PluginEngine>,
     limits: PluginLimits,
 }
@@ -126,6 +128,7 @@ impl Chain {
             closed_by: HashMap::new(),
             members: Vec::new(),
             max_failures: cfg.plugins.max_failures.max(1),
+            urgent_bypass: cfg.plugins.urgent_bypass.clone(),
             engine: engine.cloned(),
             limits,
         };
@@ -302,6 +305,12 @@ impl Chain {
             }
         }
         let mut closed_by: HashMap<u32, Vec<String>> = HashMap::new();
+        let urgent: std::collections::HashSet<i64> = snapshot
+            .queue
+            .iter()
+            .filter(|t| t.priority == p::Priority::Urgent)
+            .map(|t| t.id)
+            .collect();
         for (name, e) in answers {
             for v in e.verdicts {
                 let j = answer
@@ -319,6 +328,8 @@ impl Chain {
                                 .push((name.clone(), score));
                         }
                     }
+                    p::Verdict::Defer(_)
+                        if self.urgent_bypass.contains(&name) && urgent.contains(&v.task) => {}
                     p::Verdict::Defer(d) => {
                         if let Some(until) = d.until {
                             answer.wake_at =
