@@ -67,6 +67,11 @@ impl Nj {
         let child = Command::new(bin)
             .args(["--config", self.config.to_str().unwrap(), "daemon"])
             .env("SECRET_TOKEN", "must-not-leak")
+            // Compiled plugin code is shared by every test daemon (compiling in a debug build is slow).
+            .env(
+                "NIGHTJAR_PLUGIN_CACHE",
+                concat!(env!("CARGO_TARGET_TMPDIR"), "/plugin-cache"),
+            )
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -77,7 +82,7 @@ impl Nj {
         let t0 = Instant::now();
         while !self.cli(&["ls"]).status.success() {
             assert!(
-                t0.elapsed() < Duration::from_secs(20),
+                t0.elapsed() < Duration::from_secs(90),
                 "daemon did not come up: {}",
                 self.daemon_log()
             );

@@ -243,6 +243,11 @@ fn why_explains_a_deferral_a_dependency_and_a_start_with_its_score() {
         why.contains("waiting: deferred by hostile: held by the hostile test plugin"),
         "{why}"
     );
+    assert!(
+        why.contains("  hostile: defer (held by the hostile test plugin) since"),
+        "every policy's verdict: {why}"
+    );
+    assert!(why.contains("  priority: allow (score 100) since"), "{why}");
     let why = nj.ok(&["why", &ran.to_string()]);
     assert!(why.contains("score 200 = priority 200"), "{why}");
     let why = nj.ok(&["why", &waits.to_string()]);

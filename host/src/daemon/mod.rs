@@ -57,7 +57,11 @@ pub fn run(cfg: Config) -> Result<()> {
         let engine = if cfg.plugins.chain.is_empty() {
             None
         } else {
-            Some(crate::plugins::engine::PluginEngine::new(Some(cfg.state_dir.join("plugin-cache")))?)
+            // NIGHTJAR_PLUGIN_CACHE shares compiled code between state dirs (the tests use it).
+            let cache = std::env::var_os("NIGHTJAR_PLUGIN_CACHE")
+                .map(std::path::PathBuf::from)
+                .unwrap_or_else(|| cfg.state_dir.join("plugin-cache"));
+            Some(crate::plugins::engine::PluginEngine::new(Some(cache))?)
         };
         let chain = policies::off_runtime(|| policies::Chain::load(&cfg, engine.as_ref()));
         let daemon = Daemon::new(cfg, store, cgroup, exe, gpu.pool, gpu.monitor, chain);

@@ -60,6 +60,8 @@ pub struct MemberView {
 
 /// The configured chain.
 pub struct Chain {
+    /// The verdicts last stored, so only changes are written.
+    pub stored_verdicts: HashMap<(i64, String), (String, String)>,
     /// Per GPU, the policies that closed it in the last pass.
     pub closed_by: HashMap<u32, Vec<String>>,
     members: Vec<Member>,
@@ -113,6 +115,8 @@ pub struct ChainAnswer {
     pub wake_at: Option<i64>,
     /// Each eligible task's score, policy by policy.
     pub parts: HashMap<i64, Vec<(String, i32)>>,
+    /// Each policy's verdict per task this pass: (task, plugin) -> (verdict, reason).
+    pub verdicts: HashMap<(i64, String), (String, String)>,
 }
 
 impl Chain {
@@ -125,6 +129,7 @@ impl Chain {
             ..PluginLimits::default()
         };
         let mut chain = Chain {
+            stored_verdicts: HashMap::new(),
             closed_by: HashMap::new(),
             members: Vec::new(),
             max_failures: cfg.plugins.max_failures.max(1),
@@ -312,6 +317,16 @@ impl Chain {
             .map(|t| t.id)
             .collect();
         for (name, e) in answers {
+            for v in &e.verdicts {
+                let (kind, reason) = match &v.verdict {
+                    p::Verdict::Allow(s) => ("allow".to_string(), format!("score {s}")),
+                    p::Verdict::Defer(d) => ("defer".to_string(), d.reason.clone()),
+                    p::Verdict::Reject(r) => ("reject".to_string(), r.clone()),
+                };
+                answer
+                    .verdicts
+                    .insert((v.task, name.clone()), (kind, reason));
+            }
             for v in e.verdicts {
                 let j = answer
                     .judgements
@@ -491,6 +506,18 @@ impl super::core::Daemon {
             let chain: &mut Chain = &mut chain;
             off_runtime(move || chain.evaluate(&snap))
         };
+        let changed: Vec<(i64, String, String, String)> = {
+            let mut chain = lock(&self.chain);
+            let changed = answer
+                .verdicts
+                .iter()
+                .filter(|(k, v)| chain.stored_verdicts.get(*k) != Some(*v))
+                .map(|((t, p), (k, r))| (*t, p.clone(), k.clone(), r.clone()))
+                .collect();
+            chain.stored_verdicts = answer.verdicts.clone();
+            changed
+        };
+        self.store().record_verdicts(&changed, now)?;
         for (name, msg) in &answer.failures {
             tracing::warn!("{msg}");
             if let Err(e) = self.store().plugin_event("plugin-failed", msg, now) {

@@ -106,6 +106,12 @@ impl Daemon {
                 out.push(format!("  ended {}", c.as_str()));
             }
         }
+        for (plugin, verdict, reason, since) in self.store().verdicts(id)? {
+            out.push(format!(
+                "  {plugin}: {verdict} ({reason}) since {}",
+                fmt_local(since)
+            ));
+        }
         if let Some(c) = &t.counts {
             out.push(format!(
                 "members: {} ({})",

@@ -89,7 +89,13 @@ impl PluginEngine {
         if let Some(path) = key
             && let Ok(bytes) = component.serialize()
         {
-            let tmp = path.with_extension("tmp");
+            // A name of its own per writer: daemons sharing a cache never
+            // interleave writes; the rename publishes a whole file.
+            let tmp = path.with_extension(format!(
+                "{}.{}.tmp",
+                std::process::id(),
+                crate::time::now_ms()
+            ));
             if std::fs::create_dir_all(path.parent().unwrap_or(Path::new("."))).is_ok()
                 && std::fs::write(&tmp, bytes).is_ok()
             {

@@ -121,6 +121,39 @@ impl Store {
         Ok(())
     }
 
+    /// Stores verdicts that changed: (task, plugin, verdict, reason).
+    pub fn record_verdicts(
+        &mut self,
+        changed: &[(i64, String, String, String)],
+        now: i64,
+    ) -> Result<()> {
+        if changed.is_empty() {
+            return Ok(());
+        }
+        let tx = self.conn.transaction()?;
+        for (task, plugin, verdict, reason) in changed {
+            exec(
+                &tx,
+                "INSERT INTO policy_verdicts (task_id, plugin, verdict, reason, since) VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT (task_id, plugin) DO UPDATE SET verdict = ?3, reason = ?4, since = ?5",
+                params![task, plugin, verdict, reason, now],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Every policy's current verdict on a task: (plugin, verdict, reason, since).
+    pub fn verdicts(&self, task: i64) -> Result<Vec<(String, String, String, i64)>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT plugin, verdict, reason, since FROM policy_verdicts WHERE task_id = ?1 ORDER BY plugin",
+        )?;
+        let rows = stmt
+            .query_map([task], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
     /// Records a plugin failure as an event (no task).
     pub fn plugin_event(&mut self, kind: &str, message: &str, now: i64) -> Result<()> {
         self.note_event(None, kind, message, now)

@@ -98,4 +98,16 @@ CREATE TABLE run_gpu_series (
 );
 CREATE INDEX run_gpu_series_run ON run_gpu_series (run_id, at);
 "#,
+    r#"
+-- Each policy's current verdict on each waiting task; rows change only when a
+-- verdict changes, so the table does not grow per pass.
+CREATE TABLE policy_verdicts (
+    task_id INTEGER NOT NULL REFERENCES tasks(id),
+    plugin  TEXT    NOT NULL,
+    verdict TEXT    NOT NULL,
+    reason  TEXT    NOT NULL,
+    since   INTEGER NOT NULL,
+    PRIMARY KEY (task_id, plugin)
+);
+"#,
 ];
