@@ -52,6 +52,7 @@ impl SnapshotBuilder {
             priority: Priority::Normal,
             gpus,
             started_at,
+            preemptible: true,
         });
         self
     }

@@ -340,3 +340,70 @@ fn urgent_tasks_bypass_the_deferrals_the_config_allows() {
     });
     assert_eq!(nj.show(normal)["task"]["state"], "queued");
 }
+
+#[test]
+fn fair_share_preempts_a_preemptible_hog_for_a_starved_project_and_the_host_requeues_it() {
+    let mut nj = world(
+        "[plugins]\nchain = [\"fair-share\"]\n[plugin.fair-share.config]\npreempt_below = 0.5\n",
+    );
+    nj.start();
+    let marker = nj.path("work").join("hog-ran-once");
+    let script = format!(
+        "if [ -e {m} ]; then exit 0; fi; touch {m}; exec sleep 60",
+        m = marker.display()
+    );
+    let hog = nj.submit(&[
+        "--project",
+        "hog",
+        "--preemptible",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    nj.until("hog running", || marker.exists());
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let starved = nj.submit(&["--project", "starved", "--", "true"]);
+    assert_eq!(nj.wait(starved), 0, "the starved project gets the slot");
+    assert_eq!(
+        nj.wait(hog),
+        0,
+        "the hog is queued again and finishes later"
+    );
+    let runs = nj.show(hog)["runs"].clone();
+    assert_eq!(runs[0]["class"], "preempted", "{runs}");
+    assert_eq!(runs[1]["class"], "ok");
+    let s_start = nj.show(starved)["runs"][0]["started_at"].as_i64().unwrap();
+    assert!(
+        runs[1]["started_at"].as_i64().unwrap() >= s_start,
+        "the starved task went first"
+    );
+    let events = nj.show(hog)["events"].clone();
+    assert!(
+        events
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["kind"] == "preempting"),
+        "{events}"
+    );
+}
+
+#[test]
+fn a_task_that_is_not_preemptible_is_never_preempted() {
+    let mut nj = world(
+        "[plugins]\nchain = [\"fair-share\"]\n[plugin.fair-share.config]\npreempt_below = 0.5\n",
+    );
+    nj.start();
+    let hog = nj.submit(&["--project", "hog", "--", "sleep", "1.5"]);
+    nj.until("hog running", || nj.show(hog)["task"]["state"] == "running");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let starved = nj.submit(&["--project", "starved", "--", "true"]);
+    assert_eq!(nj.wait(hog), 0);
+    assert_eq!(nj.wait(starved), 0);
+    assert_eq!(
+        nj.show(hog)["runs"].as_array().unwrap().len(),
+        1,
+        "one run, not preempted"
+    );
+}

@@ -72,6 +72,9 @@ pub struct Args {
     /// Submit held: nothing starts until `nightjar release`.
     #[arg(long)]
     pub hold: bool,
+    /// A policy may stop it and queue it again (the attempt is not counted).
+    #[arg(long)]
+    pub preemptible: bool,
     /// A task file, or the command and its arguments after `--`.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     pub command: Vec<String>,
@@ -171,6 +174,7 @@ fn definitions(a: Args) -> Result<(Vec<TaskDef>, PathBuf, String, String)> {
         },
         sweep: BTreeMap::new(),
         hold: a.hold,
+        preemptible: a.preemptible,
     };
     Ok((vec![def], cwd, default_name, "command line".to_string()))
 }

@@ -115,6 +115,8 @@ pub struct ChainAnswer {
     pub wake_at: Option<i64>,
     /// Each eligible task's score, policy by policy.
     pub parts: HashMap<i64, Vec<(String, i32)>>,
+    /// Preemption requests: (task, reason).
+    pub preempt: Vec<(i64, String)>,
     /// Each policy's verdict per task this pass: (task, plugin) -> (verdict, reason).
     pub verdicts: HashMap<(i64, String), (String, String)>,
 }
@@ -369,11 +371,9 @@ impl Chain {
                     .or_insert(format!("closed by {name}: {}", g.reason));
             }
             for pre in e.preempt {
-                tracing::info!(
-                    "policy {name} asks to preempt task {}: {} (preemption is not implemented yet)",
-                    pre.task,
-                    pre.reason
-                );
+                answer
+                    .preempt
+                    .push((pre.task, format!("preempted by {name}: {}", pre.reason)));
             }
         }
         self.closed_by = closed_by;
@@ -451,6 +451,7 @@ pub fn snapshot(
                 priority: priority(t.priority),
                 gpus: t.gpus.clone(),
                 started_at: t.started_at,
+                preemptible: t.preemptible,
             })
             .collect(),
         gpus,
@@ -471,7 +472,10 @@ impl super::core::Daemon {
     pub(super) fn policy_pass(self: &std::sync::Arc<Self>) -> anyhow::Result<bool> {
         use super::core::lock;
         let now = crate::time::now_ms();
-        if lock(&self.pool).slots == 0 {
+        let running = self.store().running_tasks()?;
+        // With every slot taken, a pass can still preempt; without a
+        // preemptible run there is nothing to decide.
+        if lock(&self.pool).slots == 0 && !running.iter().any(|r| r.preemptible) {
             return Ok(false);
         }
         let queue = self
@@ -480,7 +484,6 @@ impl super::core::Daemon {
         if queue.is_empty() {
             return Ok(false);
         }
-        let running = self.store().running_tasks()?;
         let usage = self.store().usage_since(now - 7 * 86_400_000)?;
         let closed_by = lock(&self.chain).closed_by.clone();
         let gpus = self
@@ -518,6 +521,17 @@ impl super::core::Daemon {
             changed
         };
         self.store().record_verdicts(&changed, now)?;
+        for (task, reason) in &answer.preempt {
+            if !running.iter().any(|r| r.id == *task && r.preemptible) {
+                continue;
+            }
+            // Bound first: the store's lock must be released before signalling.
+            let request = self.store().request_preempt(*task, reason, now)?;
+            if let Some((run, pid)) = request {
+                tracing::info!("task {task}: {reason}");
+                self.signal_supervisor(run, pid);
+            }
+        }
         for (name, msg) in &answer.failures {
             tracing::warn!("{msg}");
             if let Err(e) = self.store().plugin_event("plugin-failed", msg, now) {

@@ -21,6 +21,8 @@ pub struct RunningInfo {
     pub gpus: Vec<u32>,
     /// When its run started (Unix ms).
     pub started_at: i64,
+    /// A policy may preempt it.
+    pub preemptible: bool,
 }
 
 /// One run's use of the machine.
@@ -45,7 +47,8 @@ impl Store {
     /// Tasks with a run in progress.
     pub fn running_tasks(&self) -> Result<Vec<RunningInfo>> {
         let mut stmt = self.conn.prepare_cached(
-            "SELECT t.id, t.name, t.project, t.priority, r.gpus, r.started_at
+            "SELECT t.id, t.name, t.project, t.priority, r.gpus, r.started_at,
+                    COALESCE(json_extract(t.spec, '$.preemptible'), 0)
              FROM runs r JOIN tasks t ON t.id = r.task_id WHERE r.state = 'running' ORDER BY r.id",
         )?;
         let rows = stmt
@@ -57,6 +60,7 @@ impl Store {
                     priority: Priority::from_rank(r.get(3)?),
                     gpus: gpu_list(r.get(4)?),
                     started_at: r.get(5)?,
+                    preemptible: r.get::<_, i64>(6)? != 0,
                 })
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -119,6 +123,33 @@ impl Store {
         }
         tx.commit()?;
         Ok(())
+    }
+
+    /// Marks a running task for preemption; returns its run and supervisor to
+    /// signal, or None when it is not running or already being stopped.
+    pub fn request_preempt(
+        &mut self,
+        task: i64,
+        reason: &str,
+        now: i64,
+    ) -> Result<Option<(i64, Option<i64>)>> {
+        let tx = self.conn.transaction()?;
+        let changed = exec(
+            &tx,
+            "UPDATE tasks SET cancel_requested = ?2 WHERE id = ?1 AND state = 'running' AND cancel_requested = 0",
+            params![task, super::queue::PREEMPT],
+        )?;
+        if changed == 0 {
+            return Ok(None);
+        }
+        let run: (i64, Option<i64>) = tx.query_row(
+            "SELECT id, supervisor_pid FROM runs WHERE task_id = ?1 AND state = 'running'",
+            [task],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        event(&tx, now, Some(task), Some(run.0), "preempting", reason)?;
+        tx.commit()?;
+        Ok(Some(run))
     }
 
     /// Stores verdicts that changed: (task, plugin, verdict, reason).

@@ -8,6 +8,11 @@ use super::{
 };
 use crate::task::model::TaskSpec;
 
+/// `tasks.cancel_requested`: a user cancel.
+pub(super) const CANCEL: i64 = 1;
+/// `tasks.cancel_requested`: a policy's preemption.
+pub(super) const PREEMPT: i64 = 2;
+
 /// What a claimed run records at its start.
 #[derive(Debug, Clone, Default)]
 pub struct NewRun {
@@ -234,7 +239,7 @@ impl Store {
         if changed == 0 {
             return Ok(None);
         }
-        let (task, spec, attempts, cancel): (i64, String, u32, bool) = row(
+        let (task, spec, attempts, cancel): (i64, String, u32, i64) = row(
             &tx,
             "SELECT t.id, t.spec, t.attempts, t.cancel_requested FROM runs r JOIN tasks t ON t.id = r.task_id WHERE r.id = ?1",
             [run],
@@ -243,9 +248,36 @@ impl Store {
         let spec: TaskSpec = serde_json::from_str(&spec)?;
         let what = describe(out);
         let now = out.finished_at;
+        if cancel == PREEMPT && out.class != RunClass::Ok {
+            // Stopped for a policy: queued again, and the attempt does not count.
+            exec(
+                &tx,
+                "UPDATE runs SET class = 'preempted', message = 'stopped by a policy and queued again' WHERE id = ?1",
+                [run],
+            )?;
+            exec(
+                &tx,
+                "UPDATE tasks SET state = 'queued', reason = 'preempted by a policy; queued again',
+                        attempts = MAX(attempts - 1, 0), cancel_requested = 0 WHERE id = ?1",
+                [task],
+            )?;
+            event(
+                &tx,
+                now,
+                Some(task),
+                Some(run),
+                "preempted",
+                "stopped by a policy and queued again",
+            )?;
+            tx.commit()?;
+            return Ok(Some(Finished {
+                state: TaskState::Queued,
+                reason: Some("preempted".into()),
+            }));
+        }
         let (state, reason, not_before) = if out.class == RunClass::Ok {
             (TaskState::Succeeded, None, None)
-        } else if out.class == RunClass::Cancelled || cancel {
+        } else if out.class == RunClass::Cancelled || cancel == CANCEL {
             (
                 TaskState::Cancelled,
                 Some("cancelled by user".to_string()),

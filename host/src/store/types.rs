@@ -85,6 +85,8 @@ pub enum RunClass {
     Killed,
     /// Its supervisor vanished without a status (host reboot).
     Lost,
+    /// Stopped by a policy's preemption request and queued again.
+    Preempted,
 }
 
 impl RunClass {
@@ -97,6 +99,7 @@ impl RunClass {
             RunClass::Cancelled => "cancelled",
             RunClass::Killed => "killed",
             RunClass::Lost => "lost",
+            RunClass::Preempted => "preempted",
         }
     }
 
@@ -109,6 +112,7 @@ impl RunClass {
             "cancelled" => RunClass::Cancelled,
             "killed" => RunClass::Killed,
             "lost" => RunClass::Lost,
+            "preempted" => RunClass::Preempted,
             _ => return None,
         })
     }

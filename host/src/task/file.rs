@@ -57,6 +57,9 @@ pub struct TaskDef {
     /// Submit held.
     #[serde(default)]
     pub hold: bool,
+    /// A policy may stop it (SIGTERM, grace) and queue it again; the attempt is not counted.
+    #[serde(default)]
+    pub preemptible: bool,
 }
 
 #[derive(Deserialize)]

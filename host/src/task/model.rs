@@ -191,6 +191,9 @@ pub struct TaskSpec {
     pub retry: RetryPolicy,
     /// Sweep parameters of this member (empty for plain tasks).
     pub params: BTreeMap<String, String>,
+    /// A policy may stop it and queue it again (fair share).
+    #[serde(default)]
+    pub preemptible: bool,
 }
 
 /// The kind of a dependency edge.

@@ -166,6 +166,7 @@ fn resolve_one(
             resources: def.resources.clone(),
             retry: def.retry.clone(),
             params,
+            preemptible: def.preemptible,
         });
     }
     Ok(NewEntry {
