@@ -407,3 +407,31 @@ fn a_task_that_is_not_preemptible_is_never_preempted() {
         "one run, not preempted"
     );
 }
+
+/// Every hostile behaviour, in a daemon: the cause is recorded against the
+/// plugin, and with `on_failure = "open"` the daemon keeps scheduling.
+#[test]
+fn every_hostile_plugin_is_recorded_with_its_cause_and_open_keeps_scheduling() {
+    let cases = [
+        ("loop", "timed out"),
+        ("alloc", "memory limit"),
+        ("recurse", "trap"),
+        ("panic", "trap"),
+        ("huge", "memory limit"),
+        ("unknown-task", "not in the queue"),
+        ("unknown-gpu", "exist"),
+        ("reject-config", "rejected its config"),
+        ("hang-config", "timed out"),
+    ];
+    for (mode, cause) in cases {
+        let mut nj = world(&format!(
+            "[plugins]\nchain = [\"hostile\"]\nevaluate_timeout = \"50ms\"\n[plugin.hostile]\non_failure = \"open\"\n[plugin.hostile.config]\nmode = \"{mode}\"\n"
+        ));
+        nj.start();
+        let id = nj.submit(&["--", "true"]);
+        assert_eq!(nj.wait(id), 0, "{mode}: open keeps scheduling");
+        let v = nj.json(&["plugins", "ls"]);
+        let err = v[0]["last_error"].as_str().unwrap_or_default().to_string();
+        assert!(err.contains(cause), "{mode}: expected `{cause}` in `{err}`");
+    }
+}
