@@ -274,10 +274,20 @@ impl Chain {
     pub fn evaluate(&mut self, snapshot: &p::Snapshot) -> ChainAnswer {
         let mut answer = ChainAnswer::default();
         let mut answers: Vec<(String, p::Evaluation)> = Vec::new();
+        // Every live policy evaluates at once (each has its own store), so a
+        // chain costs about its slowest member, not the sum.
+        let mut live: Vec<&mut PolicyPlugin> = self
+            .members
+            .iter_mut()
+            .filter(|m| !m.disabled)
+            .filter_map(|m| m.plugin.as_mut())
+            .collect();
+        let mut results = crate::plugins::policy::evaluate_all(&mut live, snapshot).into_iter();
         for m in &mut self.members {
-            let result = match (&mut m.plugin, m.disabled) {
-                (Some(plugin), false) => plugin
-                    .evaluate(snapshot)
+            let result = match (&m.plugin, m.disabled) {
+                (Some(_), false) => results
+                    .next()
+                    .unwrap_or_else(|| Err(PluginError::Trap("no result".into())))
                     .and_then(|e| validate::check(snapshot, &e).map(|_| e)),
                 _ => Err(PluginError::Trap(
                     m.last_error.clone().unwrap_or_else(|| "disabled".into()),

@@ -310,6 +310,31 @@ impl PolicyPlugin {
     }
 }
 
+/// Evaluates one snapshot with several policies at once, one thread each
+/// (each plugin has its own store); results come back in the same order.
+pub fn evaluate_all(
+    plugins: &mut [&mut PolicyPlugin],
+    snapshot: &Snapshot,
+) -> Vec<Result<Evaluation, PluginError>> {
+    if plugins.len() <= 1 {
+        return plugins.iter_mut().map(|p| p.evaluate(snapshot)).collect();
+    }
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = plugins
+            .iter_mut()
+            .map(|p| scope.spawn(move || p.evaluate(snapshot)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(PluginError::Trap("the evaluating thread panicked".into()))
+                })
+            })
+            .collect()
+    })
+}
+
 /// Turns a wasmtime error into a cause.
 fn classify(e: wasmtime::Error, timeout: Duration, memory: usize) -> PluginError {
     if let Some(trap) = e.downcast_ref::<Trap>() {
