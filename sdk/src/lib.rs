@@ -126,3 +126,38 @@ pub fn log(level: Level, message: &str) {
     #[cfg(not(target_arch = "wasm32"))]
     let _ = (level, message);
 }
+
+/// Where a plugin keeps its parsed configuration between `configure` and
+/// `evaluate` (a plugin instance is single-threaded; the lock only makes the
+/// static safe to declare).
+///
+/// ```
+/// use nightjar_sdk::ConfigSlot;
+/// static CONFIG: ConfigSlot<u32> = ConfigSlot::new();
+/// CONFIG.set(7);
+/// assert_eq!(CONFIG.get(), Some(7));
+/// ```
+pub struct ConfigSlot<T>(std::sync::Mutex<Option<T>>);
+
+impl<T: Clone> ConfigSlot<T> {
+    /// An empty slot (before `configure`).
+    pub const fn new() -> Self {
+        ConfigSlot(std::sync::Mutex::new(None))
+    }
+
+    /// Stores the configuration `configure` parsed.
+    pub fn set(&self, value: T) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(value);
+    }
+
+    /// The stored configuration, if `configure` ran.
+    pub fn get(&self) -> Option<T> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+impl<T: Clone> Default for ConfigSlot<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}

@@ -14,7 +14,8 @@ use nightjar_sdk::*;
 
 static PROJECTS: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
-struct Weekends;
+/// The policy.
+pub struct Weekends;
 
 impl Policy for Weekends {
     fn configure(config: String) -> Result<(), ConfigError> {

@@ -19,12 +19,10 @@
 //! bio = 2                  # at most 2 running tasks
 //! ```
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Mutex;
-
 use nightjar_sdk::time::parse_duration_ms;
 use nightjar_sdk::*;
 use serde::Deserialize;
+use std::collections::{BTreeMap, BTreeSet};
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -56,7 +54,7 @@ struct Config {
     raw: RawConfig,
 }
 
-static CONFIG: Mutex<Option<Config>> = Mutex::new(None);
+static CONFIG: ConfigSlot<Config> = ConfigSlot::new();
 
 fn parse(text: &str) -> Result<Config, ConfigError> {
     let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError {
@@ -103,12 +101,12 @@ pub struct FairShare;
 impl Policy for FairShare {
     fn configure(config: String) -> Result<(), ConfigError> {
         let cfg = parse(&config)?;
-        *CONFIG.lock().unwrap_or_else(|p| p.into_inner()) = Some(cfg);
+        CONFIG.set(cfg);
         Ok(())
     }
 
     fn evaluate(s: Snapshot) -> Evaluation {
-        let Some(cfg) = CONFIG.lock().unwrap_or_else(|p| p.into_inner()).clone() else {
+        let Some(cfg) = CONFIG.get() else {
             return Evaluation::default();
         };
         let mut e = Evaluation::default();

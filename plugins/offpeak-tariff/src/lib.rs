@@ -23,8 +23,6 @@
 //!
 //! Times are in the daemon's time zone, at the snapshot's UTC offset.
 
-use std::sync::Mutex;
-
 use nightjar_sdk::time::{DAY_MS, parse_duration_ms, parse_hhmm, weekday};
 use nightjar_sdk::*;
 use serde::Deserialize;
@@ -91,7 +89,7 @@ struct Config {
     windows: Vec<Window>,
 }
 
-static CONFIG: Mutex<Option<Config>> = Mutex::new(None);
+static CONFIG: ConfigSlot<Config> = ConfigSlot::new();
 
 fn err(key: &str, message: String) -> ConfigError {
     ConfigError {
@@ -210,13 +208,13 @@ pub struct OffpeakTariff;
 impl Policy for OffpeakTariff {
     fn configure(config: String) -> Result<(), ConfigError> {
         let cfg = parse(&config)?;
-        *CONFIG.lock().unwrap_or_else(|p| p.into_inner()) = Some(cfg);
+        CONFIG.set(cfg);
         Ok(())
     }
 
     fn evaluate(s: Snapshot) -> Evaluation {
         let mut e = Evaluation::default();
-        let Some(cfg) = CONFIG.lock().unwrap_or_else(|p| p.into_inner()).clone() else {
+        let Some(cfg) = CONFIG.get() else {
             return e;
         };
         let spans = spans(&cfg, &s);

@@ -9,8 +9,6 @@
 //! max_aging = 500
 //! ```
 
-use std::sync::Mutex;
-
 use nightjar_sdk::*;
 use serde::Deserialize;
 
@@ -52,7 +50,7 @@ impl Default for Config {
     }
 }
 
-static CONFIG: Mutex<Option<Config>> = Mutex::new(None);
+static CONFIG: ConfigSlot<Config> = ConfigSlot::new();
 
 /// The policy.
 pub struct PriorityPolicy;
@@ -90,16 +88,12 @@ fn score(cfg: &Config, t: &QueuedTask, now: i64) -> i32 {
 impl Policy for PriorityPolicy {
     fn configure(config: String) -> Result<(), ConfigError> {
         let cfg = parse(&config)?;
-        *CONFIG.lock().unwrap_or_else(|p| p.into_inner()) = Some(cfg);
+        CONFIG.set(cfg);
         Ok(())
     }
 
     fn evaluate(s: Snapshot) -> Evaluation {
-        let cfg = CONFIG
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-            .unwrap_or_default();
+        let cfg = CONFIG.get().unwrap_or_default();
         let mut e = Evaluation::default();
         for t in &s.queue {
             e.allow(t.id, score(&cfg, t, s.now));

@@ -11,8 +11,6 @@
 //! power_cap_w = 350    # optional
 //! ```
 
-use std::sync::Mutex;
-
 use nightjar_sdk::*;
 use serde::Deserialize;
 
@@ -34,7 +32,7 @@ impl Default for Config {
     }
 }
 
-static CONFIG: Mutex<Option<Config>> = Mutex::new(None);
+static CONFIG: ConfigSlot<Config> = ConfigSlot::new();
 
 /// The name this policy is loaded under, as the snapshot's `closed-by` says it.
 fn me() -> String {
@@ -67,16 +65,12 @@ pub struct Thermal;
 impl Policy for Thermal {
     fn configure(config: String) -> Result<(), ConfigError> {
         let cfg = parse(&config)?;
-        *CONFIG.lock().unwrap_or_else(|p| p.into_inner()) = Some(cfg);
+        CONFIG.set(cfg);
         Ok(())
     }
 
     fn evaluate(s: Snapshot) -> Evaluation {
-        let cfg = CONFIG
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-            .unwrap_or_default();
+        let cfg = CONFIG.get().unwrap_or_default();
         let name = me();
         let mut e = Evaluation::default();
         for g in &s.gpus {
