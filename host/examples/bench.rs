@@ -416,23 +416,25 @@ fn plugins() -> Result<()> {
     let snap = host_snapshot(10_000);
     let sdk = sdk_snapshot(&snap);
     // The four first-party policies, as a chain would run them.
-    let mut chain: Vec<PolicyPlugin> = nightjar::plugins::first_party::FIRST_PARTY
+    let chain: Vec<nightjar::plugins::worker::Worker> = nightjar::plugins::first_party::FIRST_PARTY
         .iter()
         .map(|(name, wasm)| {
             let l = PluginLimits {
                 evaluate_timeout: Duration::from_secs(5),
                 ..PluginLimits::default()
             };
-            PolicyPlugin::load(&engine, name, wasm, "", l).map_err(anyhow::Error::msg)
+            nightjar::plugins::worker::Worker::start(&engine, name, wasm.to_vec(), String::new(), l)
+                .map_err(anyhow::Error::msg)
         })
         .collect::<Result<_>>()?;
     let mut chain_times = Vec::new();
     for _ in 0..10 {
         let t = Instant::now();
         // As the daemon's chain runs them: all at once, then validated.
-        let mut refs: Vec<&mut PolicyPlugin> = chain.iter_mut().collect();
-        for r in nightjar::plugins::policy::evaluate_all(&mut refs, &snap) {
-            let e = r.map_err(anyhow::Error::msg)?;
+        let shared = std::sync::Arc::new(snap.clone());
+        let pending: Vec<_> = chain.iter().map(|w| w.submit(shared.clone())).collect();
+        for p in pending {
+            let e = p.wait().result.map_err(anyhow::Error::msg)?;
             nightjar::plugins::validate::check(&snap, &e).map_err(anyhow::Error::msg)?;
         }
         chain_times.push(t.elapsed().as_secs_f64() * 1e3);

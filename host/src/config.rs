@@ -56,10 +56,27 @@ pub struct PluginsConfig {
     /// Deadline of one `evaluate` call.
     #[serde(with = "humantime_serde_compat")]
     pub evaluate_timeout: Duration,
-    /// Linear memory a plugin may grow to.
+    /// Memory a plugin may hold in all: every linear memory and table together.
     pub memory_limit: ByteSize,
-    /// Consecutive failures after which a plugin is disabled until it is reloaded.
+    /// A plugin is disabled (until reloaded) when this many of its last
+    /// `failure_window` calls failed.
     pub max_failures: u32,
+    /// How many recent calls `max_failures` counts over.
+    pub failure_window: u32,
+    /// CPU a plugin may spend per minute; more counts as a failure.
+    #[serde(with = "humantime_serde_compat")]
+    pub cpu_budget: Duration,
+    /// Passes a plugin asks for (deferral `until`, closed GPUs) run at most this often.
+    #[serde(with = "humantime_serde_compat")]
+    pub min_pass_interval: Duration,
+    /// A task runs at least this long after it starts before a policy may preempt it,
+    /// and is preempted at most once per this time.
+    #[serde(with = "humantime_serde_compat")]
+    pub preempt_min_runtime: Duration,
+    /// Bytes a plugin may write to the daemon's log per minute; the excess is counted.
+    pub log_budget: ByteSize,
+    /// Largest plugin file read at all; larger ones are refused before reading.
+    pub max_file_size: ByteSize,
     /// Most queued tasks a snapshot carries (the first in the host's order).
     pub max_queue: usize,
     /// Policies whose deferrals urgent tasks bypass (e.g. `["offpeak-tariff"]`).
@@ -74,6 +91,12 @@ impl Default for PluginsConfig {
             evaluate_timeout: Duration::from_millis(100),
             memory_limit: ByteSize::mib(64),
             max_failures: 3,
+            failure_window: 10,
+            cpu_budget: Duration::from_secs(6),
+            min_pass_interval: Duration::from_secs(1),
+            preempt_min_runtime: Duration::from_secs(600),
+            log_budget: ByteSize::kib(64),
+            max_file_size: ByteSize::mib(32),
             max_queue: 10_000,
             urgent_bypass: Vec::new(),
         }
@@ -286,6 +309,17 @@ impl Config {
             bail!(
                 "table `[plugin.{name}]` configures a plugin that is not in `plugins.chain`; add it to the chain or remove the table"
             );
+        }
+        let p = &self.plugins;
+        if p.max_failures == 0 || p.failure_window < p.max_failures {
+            bail!(
+                "keys `plugins.max_failures` ({}) and `plugins.failure_window` ({}): need 1 <= max_failures <= failure_window",
+                p.max_failures,
+                p.failure_window
+            );
+        }
+        if p.min_pass_interval < Duration::from_millis(10) {
+            bail!("key `plugins.min_pass_interval` must be at least 10ms");
         }
         if self.gpu.sample_period < Duration::from_millis(100) {
             bail!("key `gpu.sample_period` must be at least 100ms");

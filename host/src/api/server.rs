@@ -95,7 +95,7 @@ async fn handle(d: &Arc<Daemon>, req: Request) -> anyhow::Result<Value> {
         Request::Wait { ids } => json!(wait(d, &ids).await?),
         Request::Plugins => json!(d.plugin_views()),
         Request::Why { id } => json!(d.why(id)?),
-        Request::PluginsReload => json!(d.reload_plugins()),
+        Request::PluginsReload => json!(d.reload_plugins().await?),
         Request::Gpus => {
             let mut views = d.gpu_views();
             let store = d.store();

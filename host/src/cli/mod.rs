@@ -134,14 +134,16 @@ fn run(cli: Cli) -> Result<i32> {
     }
     match &cli.verb {
         Verb::Plugins(plugins::Cmd::Check { file, config }) => {
-            return plugins::check(file, config.as_deref());
+            let limits = plugins::daemon_limits(cli.config.as_deref())?;
+            return plugins::check(file, config.as_deref(), &limits);
         }
         Verb::Plugins(plugins::Cmd::Test {
             file,
             snapshot,
             config,
         }) => {
-            return plugins::test(file, snapshot, config.as_deref());
+            let limits = plugins::daemon_limits(cli.config.as_deref())?;
+            return plugins::test(file, snapshot, config.as_deref(), &limits);
         }
         _ => {}
     }

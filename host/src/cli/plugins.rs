@@ -10,8 +10,9 @@ use crate::api::Request;
 use crate::api::client::Client;
 use crate::daemon::MemberView;
 use crate::plugins::engine::PluginEngine;
-use crate::plugins::policy::{PluginLimits, PolicyPlugin, Snapshot};
-use crate::plugins::validate;
+use crate::plugins::policy::{PluginLimits, Snapshot};
+use crate::plugins::worker::Worker;
+use crate::plugins::{source, validate};
 
 /// The `plugins` sub-verbs.
 #[derive(Debug, clap::Subcommand)]
@@ -55,13 +56,19 @@ pub fn ls(client: &mut Client, json: bool) -> Result<i32> {
     let rows: Vec<Vec<String>> = views
         .iter()
         .map(|v| {
+            let last = match (&v.last_error, &v.last_failure_at) {
+                (Some(e), Some(at)) => format!("{} (at {})", e, crate::time::fmt_local(*at)),
+                (Some(e), None) => e.clone(),
+                _ => String::new(),
+            };
             vec![
-                v.name.clone(),
+                v.name.escape_debug().to_string(),
                 v.state.clone(),
                 v.on_failure.clone(),
-                v.failures.to_string(),
-                v.source.clone(),
-                v.last_error.clone().unwrap_or_default(),
+                v.failure_rate.clone(),
+                format!("{:.1}%", v.cpu_percent),
+                v.source.escape_debug().to_string(),
+                last.escape_debug().to_string(),
             ]
         })
         .collect();
@@ -70,7 +77,8 @@ pub fn ls(client: &mut Client, json: bool) -> Result<i32> {
             "NAME",
             "STATE",
             "ON_FAILURE",
-            "FAILURES",
+            "FAILED",
+            "CPU",
             "SOURCE",
             "LAST ERROR",
         ],
@@ -79,8 +87,17 @@ pub fn ls(client: &mut Client, json: bool) -> Result<i32> {
     Ok(0)
 }
 
-fn load(file: &Path, config: Option<&Path>) -> Result<PolicyPlugin> {
-    let wasm = std::fs::read(file).with_context(|| format!("read {}", file.display()))?;
+/// The limits the daemon would run plugins under: those of the config
+/// (`--config`), else the defaults.
+pub fn daemon_limits(config: Option<&Path>) -> Result<PluginLimits> {
+    let cfg = crate::config::Config::load(config, None)?;
+    Ok(crate::daemon::limits_of(&cfg))
+}
+
+/// Loads `file` as the daemon would: a regular file under the size cap, on a
+/// worker thread behind the watchdog, with the daemon's limits.
+fn load(file: &Path, config: Option<&Path>, limits: &PluginLimits) -> Result<Worker> {
+    let wasm = source::read(file, limits.max_file_size)?;
     let config = match config {
         Some(c) => std::fs::read_to_string(c).with_context(|| format!("read {}", c.display()))?,
         None => String::new(),
@@ -90,8 +107,8 @@ fn load(file: &Path, config: Option<&Path>) -> Result<PolicyPlugin> {
         .and_then(|s| s.to_str())
         .unwrap_or("plugin");
     let engine = PluginEngine::new(None)?;
-    PolicyPlugin::load(&engine, name, &wasm, &config, PluginLimits::default())
-        .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))
+    Worker::start(&engine, name, wasm, config, limits.clone())
+        .map_err(|e| anyhow::anyhow!("{}: {e} ({})", file.display(), e.cause()))
 }
 
 /// Runs `plugins reload` against the daemon.
@@ -112,8 +129,8 @@ pub fn reload(client: &mut Client, json: bool) -> Result<i32> {
 }
 
 /// `plugins check`.
-pub fn check(file: &Path, config: Option<&Path>) -> Result<i32> {
-    let p = load(file, config)?;
+pub fn check(file: &Path, config: Option<&Path>, limits: &PluginLimits) -> Result<i32> {
+    let p = load(file, config, limits)?;
     println!(
         "{}: ok (scheduling-policy, sha256 {})",
         file.display(),
@@ -123,15 +140,21 @@ pub fn check(file: &Path, config: Option<&Path>) -> Result<i32> {
 }
 
 /// `plugins test`.
-pub fn test(file: &Path, snapshot: &Path, config: Option<&Path>) -> Result<i32> {
+pub fn test(
+    file: &Path,
+    snapshot: &Path,
+    config: Option<&Path>,
+    limits: &PluginLimits,
+) -> Result<i32> {
     let text = std::fs::read_to_string(snapshot)
         .with_context(|| format!("read {}", snapshot.display()))?;
     let snap: Snapshot =
         serde_json::from_str(&text).with_context(|| format!("snapshot {}", snapshot.display()))?;
-    let mut p = load(file, config)?;
+    let p = load(file, config, limits)?;
     let answer = p
-        .evaluate(&snap)
-        .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+        .evaluate(std::sync::Arc::new(snap.clone()))
+        .result
+        .map_err(|e| anyhow::anyhow!("{}: {e} ({})", file.display(), e.cause()))?;
     validate::check(&snap, &answer).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
     super::print_json(&answer)?;
     Ok(0)

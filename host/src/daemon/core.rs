@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use anyhow::Result;
-use tokio::sync::{Notify, watch};
+use tokio::sync::watch;
 
 use super::runenv;
 use crate::config::Config;
@@ -22,6 +22,8 @@ use crate::time::now_ms;
 /// A run in progress, as the daemon tracks it.
 #[derive(Debug, Clone)]
 pub(super) struct Held {
+    /// Its task.
+    pub task: i64,
     /// What it was given.
     pub placement: Placement,
     /// Its supervisor's pid (= its session id); 0 until started.
@@ -47,8 +49,11 @@ pub struct Daemon {
     pub(super) placed: Mutex<HashMap<i64, Held>>,
     /// GPU monitoring, when a backend reports GPUs.
     pub(super) gpu: Mutex<Option<Monitor>>,
-    /// The scheduling-policy chain (empty: the built-in order).
-    pub(super) chain: Mutex<super::policies::Chain>,
+    /// What the API may read of the policy chain (the chain itself lives on
+    /// the scheduler thread).
+    pub(super) chain_status: Mutex<super::policy_pass::ChainStatus>,
+    /// Requests to the scheduler thread.
+    pub(super) commands: Mutex<std::sync::mpsc::Sender<super::scheduler::Command>>,
     /// When the chain wants to look again (a deferral's `until`).
     pub(super) policy_wake: Mutex<Option<i64>>,
     /// Waiting reasons set from policy deferrals, to write only changes.
@@ -57,8 +62,8 @@ pub struct Daemon {
     pub cgroup: Result<CgroupBase, String>,
     /// How supervisors are started.
     pub supervisor: launch::SupervisorCmd,
-    /// Wakes the scheduling loop.
-    pub kick: Notify,
+    /// Wakes the scheduler thread.
+    pub kick: super::scheduler::Kick,
     /// Bumped on every change; `wait` watches it.
     pub changes: watch::Sender<u64>,
     /// Set on SIGTERM: no new runs start.
@@ -76,7 +81,7 @@ impl Daemon {
         exe: PathBuf,
         gpus: Vec<PoolGpu>,
         monitor: Option<Monitor>,
-        chain: super::policies::Chain,
+        commands: std::sync::mpsc::Sender<super::scheduler::Command>,
     ) -> Arc<Daemon> {
         let cpus = cfg.cpu_pool();
         let cpu_total = cpus.len() as u32;
@@ -85,20 +90,22 @@ impl Daemon {
             gpus,
             cpus,
             share: cfg.gpu.share,
-            policy_closed: Vec::new(),
+            policy_closed: Default::default(),
         };
+        let chain_status = super::policy_pass::ChainStatus::default();
         Arc::new(Daemon {
             cfg,
             store: Mutex::new(store),
             pool: Mutex::new(pool),
             placed: Mutex::new(HashMap::new()),
             gpu: Mutex::new(monitor),
-            chain: Mutex::new(chain),
+            chain_status: Mutex::new(chain_status),
+            commands: Mutex::new(commands),
             policy_wake: Mutex::new(None),
             wait_reasons: Mutex::new(HashMap::new()),
             cgroup,
             supervisor: launch::SupervisorCmd::for_exe(&exe),
-            kick: Notify::new(),
+            kick: Default::default(),
             changes: watch::channel(0).0,
             draining: AtomicBool::new(false),
             cpu_total,
@@ -113,7 +120,7 @@ impl Daemon {
     /// Tells waiters something changed and asks for a scheduling pass.
     pub fn changed(&self) {
         self.changes.send_modify(|n| *n += 1);
-        self.kick.notify_one();
+        self.kick.notify();
     }
 
     /// What the sandbox can enforce for a run, for `show`.
@@ -140,8 +147,10 @@ impl Daemon {
         (!notes.is_empty()).then(|| notes.join("; "))
     }
 
-    /// One scheduling pass: fire due recurring tasks, then start what fits.
-    pub fn pass(self: &Arc<Self>) -> Result<()> {
+    /// One scheduling pass: fire due recurring tasks, then start what fits
+    /// (through the chain when one is configured; none is started until it
+    /// has loaded).
+    pub(super) fn pass(self: &Arc<Self>, chain: Option<&mut super::chain::Chain>) -> Result<()> {
         if self.draining.load(Ordering::SeqCst) {
             return Ok(());
         }
@@ -154,8 +163,10 @@ impl Daemon {
                 .map(|t| t.timestamp_millis())
         })?;
         let mut started = !fired.is_empty();
-        if !lock(&self.chain).is_empty() {
-            started |= self.policy_pass()?;
+        if !self.cfg.plugins.chain.is_empty() {
+            if let Some(chain) = chain {
+                started |= self.policy_pass(chain)?;
+            }
             if started {
                 self.changes.send_modify(|n| *n += 1);
             }
@@ -252,6 +263,7 @@ impl Daemon {
             return Ok(false);
         };
         let held = Held {
+            task,
             placement: placement.clone(),
             session: 0,
             dir: PathBuf::from(&run.run_dir),
@@ -362,6 +374,7 @@ impl Daemon {
                     let placement = placement_of(&run, &spec.resources, self.cfg.gpu.share);
                     lock(&self.pool).take_adopted(&placement);
                     let held = Held {
+                        task: run.task_id,
                         placement,
                         session: run.supervisor_pid.unwrap_or(0) as u32,
                         dir: dir.clone(),

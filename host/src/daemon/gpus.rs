@@ -258,8 +258,10 @@ impl Daemon {
                         .unwrap_or_else(|| "unmonitored".into()),
                     monitored: status.is_some(),
                     healthy: status.is_none_or(|s| s.healthy),
-                    open: p.open,
-                    reason: status.and_then(|s| s.closed_reason.clone()),
+                    open: p.open && !pool.policy_closed.contains_key(&p.index),
+                    reason: status
+                        .and_then(|s| s.closed_reason.clone())
+                        .or_else(|| pool.policy_closed.get(&p.index).cloned()),
                     util: reading.map(|r| r.util),
                     mem_used: reading.map(|r| r.mem_used),
                     mem_total: p.mem_total,

@@ -1,15 +1,20 @@
 //! `nightjar daemon`: prepares the state dir, refuses to share it with a
 //! second daemon, re-adopts runs, serves the API and schedules until SIGTERM.
 
+mod chain;
+mod combine;
 mod core;
 mod gpus;
-mod policies;
+mod health;
+mod policy_pass;
 mod runenv;
+mod scheduler;
+mod snapshot;
 mod why;
 
+pub use self::chain::{MemberView, limits_of};
 pub use self::core::Daemon;
 pub use self::gpus::GpuView;
-pub use self::policies::MemberView;
 
 use std::fs::File;
 use std::io::Write;
@@ -53,7 +58,7 @@ pub fn run(cfg: Config) -> Result<()> {
         .enable_all()
         .build()
         .context("start the async runtime")?;
-    rt.block_on(async move {
+    let result = rt.block_on(async move {
         let engine = if cfg.plugins.chain.is_empty() {
             None
         } else {
@@ -63,8 +68,8 @@ pub fn run(cfg: Config) -> Result<()> {
                 .unwrap_or_else(|| cfg.state_dir.join("plugin-cache"));
             Some(crate::plugins::engine::PluginEngine::new(Some(cache))?)
         };
-        let chain = policies::off_runtime(|| policies::Chain::load(&cfg, engine.as_ref()));
-        let daemon = Daemon::new(cfg, store, cgroup, exe, gpu.pool, gpu.monitor, chain);
+        let (commands, command_rx) = std::sync::mpsc::channel();
+        let daemon = Daemon::new(cfg, store, cgroup, exe, gpu.pool, gpu.monitor, commands);
         daemon.adopt()?;
         if let Some(mut backend) = gpu.backend {
             // The first sweep before anything is placed, so GPUs start open or closed truthfully.
@@ -81,40 +86,35 @@ pub fn run(cfg: Config) -> Result<()> {
             daemon.cfg.state_dir.display()
         );
         tokio::spawn(crate::api::server::serve(Arc::clone(&daemon), listener));
-        if !daemon.cfg.plugins.chain.is_empty() {
-            tokio::spawn(Arc::clone(&daemon).watch_plugin_folder());
-        }
+        // Policies load and passes run on a thread of their own: the socket is
+        // open and answering before any plugin is compiled or configured.
+        let (d, handle) = (Arc::clone(&daemon), tokio::runtime::Handle::current());
+        std::thread::Builder::new()
+            .name("nightjar-scheduler".into())
+            .spawn(move || scheduler::run(d, handle, engine, command_rx))
+            .context("start the scheduler thread")?;
         let mut hup = signal(SignalKind::hangup())?;
         let mut term = signal(SignalKind::terminate())?;
         let mut int = signal(SignalKind::interrupt())?;
         loop {
-            if let Err(e) = daemon.pass() {
-                tracing::error!("scheduling pass failed: {e:#}");
-            }
-            let wake = match (daemon.store().next_wakeup()?, daemon.policy_wakeup()) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
-            let sleep = match wake {
-                Some(at) => std::time::Duration::from_millis((at - crate::time::now_ms()).clamp(0, 3_600_000) as u64 + 1),
-                None => std::time::Duration::from_secs(3600),
-            };
             tokio::select! {
-                _ = daemon.kick.notified() => {}
-                _ = tokio::time::sleep(sleep) => {}
                 _ = hup.recv() => {
                     tracing::info!("SIGHUP: reloading plugins");
-                    daemon.reload_plugins();
+                    daemon.request_reload(None);
                 }
                 _ = term.recv() => break,
                 _ = int.recv() => break,
             }
         }
         daemon.draining.store(true, Ordering::SeqCst);
+        daemon.kick.notify();
         let _ = std::fs::remove_file(&daemon.cfg.socket);
         tracing::info!("nightjar daemon stopping; running tasks keep running and are re-adopted at the next start");
         Ok(())
-    })
+    });
+    // Whatever a plugin thread or a blocking wait is doing, the daemon ends now.
+    rt.shutdown_background();
+    result
 }
 
 /// Creates the state dir and its folders, checks it is writable, and takes

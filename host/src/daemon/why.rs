@@ -44,7 +44,7 @@ impl Daemon {
                         .gpus
                         .iter()
                         .filter(|g| {
-                            g.open && !g.exclusive && !pool.policy_closed.contains(&g.index)
+                            g.open && !g.exclusive && !pool.policy_closed.contains_key(&g.index)
                         })
                         .count();
                     if pool.slots == 0 {
@@ -57,6 +57,9 @@ impl Daemon {
                             "waiting for GPUs: needs {}, {} open and free now",
                             need.gpus, open_gpus
                         ));
+                        for reason in pool.policy_closed.values() {
+                            out.push(format!("  {reason}"));
+                        }
                     } else {
                         out.push("eligible: it starts at the next scheduling pass".into());
                     }
@@ -106,11 +109,22 @@ impl Daemon {
                 out.push(format!("  ended {}", c.as_str()));
             }
         }
+        // The stored row says since when; the live verdict has the current text.
+        let live = std::sync::Arc::clone(&lock(&self.chain_status).verdicts);
         for (plugin, verdict, reason, since) in self.store().verdicts(id)? {
+            let (verdict, reason) = live
+                .get(&(id, plugin.clone()))
+                .cloned()
+                .unwrap_or((verdict, reason));
             out.push(format!(
                 "  {plugin}: {verdict} ({reason}) since {}",
                 fmt_local(since)
             ));
+        }
+        if t.state == TaskState::Running
+            && let Some((reason, at)) = lock(&self.chain_status).refused_preemptions.get(&id)
+        {
+            out.push(format!("  {reason} ({})", fmt_local(*at)));
         }
         if let Some(c) = &t.counts {
             out.push(format!(

@@ -2,10 +2,16 @@
 //! host. Every plugin answer is validated here before the scheduler uses it.
 
 pub mod engine;
+pub mod limits;
 pub mod policy;
 pub mod sink;
+pub mod source;
 pub mod validate;
+pub mod wasi;
+pub mod worker;
 
+#[cfg(test)]
+mod containment_tests;
 #[cfg(test)]
 mod tests;
 

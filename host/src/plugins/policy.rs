@@ -5,11 +5,13 @@
 use std::time::Duration;
 
 use wasmtime::component::{HasSelf, Linker, ResourceTable};
-use wasmtime::{Store, StoreLimits, StoreLimitsBuilder, Trap};
-use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime::{Store, Trap};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::engine::PluginEngine;
-use super::sink::LogSink;
+use super::limits::{MAX_HOST_RESOURCES, MAX_LOG_MESSAGE, OverMemory, TotalLimiter};
+use super::sink::{LogBudget, LogSink};
+use super::wasi::{Blocked, SeededRng};
 
 wasmtime::component::bindgen!({
     path: "../wit",
@@ -23,29 +25,7 @@ pub use exports::nightjar::plugin::policy::{
 };
 pub use nightjar::plugin::types::{ConfigError, Level, Priority, Resources};
 
-/// Limits every call runs under.
-#[derive(Debug, Clone)]
-pub struct PluginLimits {
-    /// Deadline of one `evaluate`.
-    pub evaluate_timeout: Duration,
-    /// Deadline of one `configure`.
-    pub configure_timeout: Duration,
-    /// Linear memory a plugin may grow to.
-    pub memory: usize,
-    /// Log lines a plugin may write per call.
-    pub log_lines: u32,
-}
-
-impl Default for PluginLimits {
-    fn default() -> Self {
-        PluginLimits {
-            evaluate_timeout: Duration::from_millis(100),
-            configure_timeout: Duration::from_secs(1),
-            memory: 64 << 20,
-            log_lines: 100,
-        }
-    }
-}
+pub use super::limits::PluginLimits;
 
 /// Why a plugin call failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -68,8 +48,18 @@ pub enum PluginError {
     #[error("timed out after {0:?}")]
     Timeout(Duration),
     /// The plugin tried to grow its memory past the cap.
-    #[error("exceeded its memory limit of {0} bytes")]
+    #[error("exceeded its memory limit of {0} bytes (all memories and tables together)")]
     Memory(usize),
+    /// The plugin called an import that would block.
+    #[error("{0}")]
+    Blocked(String),
+    /// The call did not come back within the watchdog's time (stuck in the
+    /// host); it was abandoned.
+    #[error("did not return within {0:?} and was abandoned")]
+    Stuck(Duration),
+    /// The plugin file could not be read.
+    #[error("{0}")]
+    Source(String),
     /// The plugin trapped (panic, unreachable, stack overflow, ...).
     #[error("trapped: {0}")]
     Trap(String),
@@ -87,6 +77,9 @@ impl PluginError {
             PluginError::Config { .. } => "config",
             PluginError::Timeout(_) => "timeout",
             PluginError::Memory(_) => "memory",
+            PluginError::Blocked(_) => "blocking-call",
+            PluginError::Stuck(_) => "stuck",
+            PluginError::Source(_) => "file",
             PluginError::Trap(_) => "trap",
             PluginError::Invalid(_) => "invalid-answer",
         }
@@ -98,8 +91,9 @@ pub struct PluginState {
     name: String,
     wasi: WasiCtx,
     table: ResourceTable,
-    limits: StoreLimits,
-    log_budget: u32,
+    limits: TotalLimiter,
+    log_lines: u32,
+    log_budget: LogBudget,
 }
 
 impl WasiView for PluginState {
@@ -115,11 +109,14 @@ impl nightjar::plugin::types::Host for PluginState {}
 
 impl nightjar::plugin::host::Host for PluginState {
     fn log(&mut self, level: Level, message: String) {
-        if self.log_budget == 0 {
+        if self.log_lines == 0 {
             return;
         }
-        self.log_budget -= 1;
-        let message: String = message.chars().take(1024).collect();
+        self.log_lines -= 1;
+        let message: String = message.chars().take(MAX_LOG_MESSAGE).collect();
+        if !self.log_budget.admit(message.len()) {
+            return;
+        }
         let name = &self.name;
         match level {
             Level::Trace | Level::Debug => tracing::debug!(plugin = %name, "{message}"),
@@ -134,28 +131,6 @@ impl nightjar::plugin::host::Host for PluginState {
     }
 }
 
-/// A wall clock stuck at the epoch: policies read time from the snapshot only.
-struct FrozenWall;
-impl wasmtime_wasi::HostWallClock for FrozenWall {
-    fn resolution(&self) -> Duration {
-        Duration::from_secs(1)
-    }
-    fn now(&self) -> Duration {
-        Duration::ZERO
-    }
-}
-
-/// A monotonic clock that never moves.
-struct FrozenMono;
-impl wasmtime_wasi::HostMonotonicClock for FrozenMono {
-    fn resolution(&self) -> u64 {
-        1_000_000_000
-    }
-    fn now(&self) -> u64 {
-        0
-    }
-}
-
 /// A loaded scheduling policy.
 pub struct PolicyPlugin {
     /// The name it is known by.
@@ -167,6 +142,8 @@ pub struct PolicyPlugin {
     limits: PluginLimits,
     config: String,
     sink: LogSink,
+    rng: SeededRng,
+    log_budget: LogBudget,
     live: Option<(Store<PluginState>, SchedulingPolicy)>,
 }
 
@@ -184,7 +161,7 @@ impl PolicyPlugin {
             .component(wasm)
             .map_err(|e| PluginError::Compile(format!("{e:#}")))?;
         let mut linker: Linker<PluginState> = Linker::new(&engine.engine);
-        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
+        super::wasi::add_to_linker(&mut linker)
             .map_err(|e| PluginError::World(format!("{e:?}")))?;
         SchedulingPolicy::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
             .map_err(|e| PluginError::World(format!("{e:?}")))?;
@@ -205,9 +182,11 @@ impl PolicyPlugin {
             sha256,
             engine: engine.clone(),
             pre,
+            log_budget: LogBudget::new(name, limits.log_bytes_per_minute),
             limits,
             config: config.to_string(),
             sink: LogSink::default(),
+            rng: SeededRng::default(),
             live: None,
         };
         p.instantiate()?;
@@ -215,24 +194,15 @@ impl PolicyPlugin {
     }
 
     fn new_store(&self) -> Store<PluginState> {
-        let wasi = WasiCtxBuilder::new()
-            .stdout(self.sink.clone())
-            .stderr(self.sink.clone())
-            .wall_clock(FrozenWall)
-            .monotonic_clock(FrozenMono)
-            .build();
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(MAX_HOST_RESOURCES);
         let state = PluginState {
             name: self.name.clone(),
-            wasi,
-            table: ResourceTable::new(),
-            limits: StoreLimitsBuilder::new()
-                .memory_size(self.limits.memory)
-                .instances(16)
-                .tables(16)
-                .table_elements(100_000)
-                .trap_on_grow_failure(true)
-                .build(),
-            log_budget: self.limits.log_lines,
+            wasi: super::wasi::context(&self.sink, &self.rng, 0),
+            table,
+            limits: TotalLimiter::new(self.limits.memory),
+            log_lines: self.limits.log_lines,
+            log_budget: self.log_budget.clone(),
         };
         let mut store = Store::new(&self.engine.engine, state);
         store.limiter(|s| &mut s.limits);
@@ -243,6 +213,7 @@ impl PolicyPlugin {
     pub fn instantiate(&mut self) -> Result<(), PluginError> {
         self.live = None;
         let mut store = self.new_store();
+        self.rng.seed(0);
         store.set_epoch_deadline(PluginEngine::ticks(self.limits.configure_timeout));
         let timeout = self.limits.configure_timeout;
         let memory = self.limits.memory;
@@ -281,7 +252,11 @@ impl PolicyPlugin {
         let Some((store, bindings)) = self.live.as_mut() else {
             return Err(PluginError::Trap("no instance".into()));
         };
-        store.data_mut().log_budget = budget;
+        let seed = seed_of(snapshot);
+        store.data_mut().log_lines = budget;
+        // Every source of randomness restarts from the snapshot's seed.
+        store.data_mut().wasi = super::wasi::context(&self.sink, &self.rng, seed);
+        self.rng.seed(seed);
         store.set_epoch_deadline(PluginEngine::ticks(timeout));
         let result = engine.with_deadline(|| {
             bindings
@@ -298,45 +273,56 @@ impl PolicyPlugin {
         }
     }
 
-    /// Writes what the guest printed to the daemon's log.
+    /// Writes what the guest printed to the daemon's log, within its budget.
     fn flush_output(&self) {
         let out = self.sink.drain();
         if !out.is_empty() {
             let text = String::from_utf8_lossy(&out);
             for line in text.lines().take(50) {
-                tracing::info!(plugin = %self.name, "{line}");
+                if self.log_budget.admit(line.len()) {
+                    tracing::info!(plugin = %self.name, "{}", line.escape_debug());
+                }
             }
         }
+        self.log_budget.tick();
     }
 }
 
-/// Evaluates one snapshot with several policies at once, one thread each
-/// (each plugin has its own store); results come back in the same order.
-pub fn evaluate_all(
-    plugins: &mut [&mut PolicyPlugin],
-    snapshot: &Snapshot,
-) -> Vec<Result<Evaluation, PluginError>> {
-    if plugins.len() <= 1 {
-        return plugins.iter_mut().map(|p| p.evaluate(snapshot)).collect();
+/// The random seed for `snapshot`: a hash of what the policy sees, so the
+/// same snapshot always gives the same random bytes.
+pub fn seed_of(s: &Snapshot) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (s.now, &s.time_zone, s.utc_offset).hash(&mut h);
+    for t in &s.queue {
+        (t.id, t.submitted_at, t.eligible_at, t.attempts, &t.project).hash(&mut h);
     }
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = plugins
-            .iter_mut()
-            .map(|p| scope.spawn(move || p.evaluate(snapshot)))
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join().unwrap_or_else(|_| {
-                    Err(PluginError::Trap("the evaluating thread panicked".into()))
-                })
-            })
-            .collect()
-    })
+    for t in &s.running {
+        (t.id, t.started_at, &t.gpus).hash(&mut h);
+    }
+    for g in &s.gpus {
+        (
+            g.index,
+            g.mem_used,
+            g.mem_reserved,
+            g.util,
+            g.temperature,
+            g.healthy,
+        )
+            .hash(&mut h);
+    }
+    s.usage.len().hash(&mut h);
+    h.finish()
 }
 
 /// Turns a wasmtime error into a cause.
 fn classify(e: wasmtime::Error, timeout: Duration, memory: usize) -> PluginError {
+    if e.downcast_ref::<OverMemory>().is_some() {
+        return PluginError::Memory(memory);
+    }
+    if let Some(b) = e.downcast_ref::<Blocked>() {
+        return PluginError::Blocked(b.to_string());
+    }
     if let Some(trap) = e.downcast_ref::<Trap>() {
         return match trap {
             Trap::Interrupt => PluginError::Timeout(timeout),
@@ -344,7 +330,7 @@ fn classify(e: wasmtime::Error, timeout: Duration, memory: usize) -> PluginError
         };
     }
     let text = format!("{e:#}");
-    if text.contains("forcing trap when growing memory") || text.contains("memory minimum size") {
+    if text.contains("memory minimum size") || text.contains("count too high") {
         return PluginError::Memory(memory);
     }
     PluginError::Trap(text)

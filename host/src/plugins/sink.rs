@@ -1,15 +1,17 @@
-//! A guest's stdout and stderr: kept up to a bound, then dropped, and drained
-//! into the daemon's log after each call, tagged with the plugin's name.
+//! What a plugin writes to the daemon's log: its stdout and stderr, kept up
+//! to a bound per call, and a per-minute byte budget over everything it logs,
+//! with the excess counted and summarised in one line.
 
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use tokio::io::AsyncWrite;
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 
 /// Bytes kept per drain.
-pub const CAP: usize = 8 * 1024;
+pub const CAP: usize = super::limits::MAX_CALL_OUTPUT;
 
 /// A bounded, shared output buffer.
 #[derive(Clone, Default)]
@@ -53,5 +55,99 @@ impl AsyncWrite for LogSink {
     }
     fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         Poll::Ready(Ok(()))
+    }
+}
+
+/// A plugin's budget of log bytes per minute, shared by its log messages and
+/// its output.
+#[derive(Clone)]
+pub struct LogBudget {
+    name: Arc<str>,
+    state: Arc<Mutex<BudgetState>>,
+}
+
+struct BudgetState {
+    limit: usize,
+    window_start: Instant,
+    used: usize,
+    dropped_messages: u64,
+    dropped_bytes: u64,
+}
+
+impl LogBudget {
+    /// `limit` bytes a minute for plugin `name`.
+    pub fn new(name: &str, limit: usize) -> LogBudget {
+        LogBudget {
+            name: name.into(),
+            state: Arc::new(Mutex::new(BudgetState {
+                limit,
+                window_start: Instant::now(),
+                used: 0,
+                dropped_messages: 0,
+                dropped_bytes: 0,
+            })),
+        }
+    }
+
+    /// Whether a message of `bytes` may be written now. A refused one is
+    /// counted for the summary.
+    pub fn admit(&self, bytes: usize) -> bool {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        self.roll(&mut s);
+        if s.used.saturating_add(bytes) > s.limit {
+            s.dropped_messages += 1;
+            s.dropped_bytes += bytes as u64;
+            return false;
+        }
+        s.used += bytes;
+        true
+    }
+
+    /// Ends the current minute if it is over, writing the summary line.
+    pub fn tick(&self) {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        self.roll(&mut s);
+    }
+
+    fn roll(&self, s: &mut BudgetState) {
+        if s.window_start.elapsed() < Duration::from_secs(60) {
+            return;
+        }
+        if s.dropped_messages > 0 {
+            tracing::warn!(
+                plugin = %self.name,
+                "dropped {} log messages ({} bytes) over its log budget of {} bytes a minute",
+                s.dropped_messages,
+                s.dropped_bytes,
+                s.limit
+            );
+        }
+        s.window_start = Instant::now();
+        s.used = 0;
+        s.dropped_messages = 0;
+        s.dropped_bytes = 0;
+    }
+
+    /// Messages dropped in the current minute.
+    pub fn dropped(&self) -> u64 {
+        self.state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .dropped_messages
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_budget_refuses_what_passes_the_minute_and_counts_it() {
+        let b = LogBudget::new("p", 100);
+        assert!(b.admit(60));
+        assert!(b.admit(40));
+        assert!(!b.admit(1));
+        assert!(!b.admit(500));
+        assert_eq!(b.dropped(), 2);
     }
 }

@@ -4,10 +4,8 @@
 
 use std::collections::HashSet;
 
+pub use super::limits::MAX_REASON;
 use super::policy::{Evaluation, PluginError, Snapshot, Verdict};
-
-/// Longest reason string accepted.
-pub const MAX_REASON: usize = 4096;
 
 /// Validates `e` for `s`.
 pub fn check(s: &Snapshot, e: &Evaluation) -> Result<(), PluginError> {
@@ -59,6 +57,12 @@ pub fn check(s: &Snapshot, e: &Evaluation) -> Result<(), PluginError> {
     for p in &e.preempt {
         if !running.contains(&p.task) {
             return bad(format!("preempts task {} which is not running", p.task));
+        }
+        if p.reason.len() > MAX_REASON {
+            return bad(format!(
+                "preemption reason for task {} longer than {MAX_REASON} bytes",
+                p.task
+            ));
         }
     }
     Ok(())

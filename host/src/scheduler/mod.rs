@@ -74,8 +74,8 @@ pub struct Pool {
     pub cpus: Vec<u32>,
     /// Whether GPUs may be shared by tasks whose memory fits.
     pub share: bool,
-    /// GPUs a policy closed for the current pass.
-    pub policy_closed: Vec<u32>,
+    /// GPUs a policy closed for the current pass, with the reason.
+    pub policy_closed: std::collections::BTreeMap<u32, String>,
 }
 
 /// Where a task was placed.
@@ -106,7 +106,7 @@ impl Pool {
             .gpus
             .iter()
             .enumerate()
-            .filter(|(_, g)| g.fits(mem, self.share) && !self.policy_closed.contains(&g.index))
+            .filter(|(_, g)| g.fits(mem, self.share) && !self.policy_closed.contains_key(&g.index))
             .map(|(i, _)| i)
             .take(want)
             .collect();
@@ -183,7 +183,7 @@ mod tests {
             gpus: vec![gpu(0, 80), gpu(1, 80)],
             cpus: vec![0, 1, 2, 3],
             share,
-            policy_closed: Vec::new(),
+            policy_closed: Default::default(),
         }
     }
 
@@ -269,7 +269,7 @@ mod tests {
             gpus: vec![PoolGpu::unmonitored(3)],
             cpus: vec![],
             share: false,
-            policy_closed: Vec::new(),
+            policy_closed: Default::default(),
         };
         assert_eq!(p.place(&res(1, Some(8))).unwrap().gpus, vec![3]);
         assert!(p.place(&res(1, None)).is_none());

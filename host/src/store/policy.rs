@@ -104,14 +104,22 @@ impl Store {
     }
 
     /// Sets (or clears) why a queued task waits, with an event when it changes.
-    pub fn set_wait_reason(&mut self, id: i64, reason: Option<&str>, now: i64) -> Result<()> {
+    /// `event`: also write a `waiting` event (when the cause changed, not
+    /// only a countdown in the text).
+    pub fn set_wait_reason(
+        &mut self,
+        id: i64,
+        reason: Option<&str>,
+        event_too: bool,
+        now: i64,
+    ) -> Result<()> {
         let tx = self.conn.transaction()?;
         let changed = exec(
             &tx,
             "UPDATE tasks SET reason = ?2 WHERE id = ?1 AND state = 'queued' AND reason IS NOT ?2",
             params![id, reason],
         )?;
-        if changed == 1 {
+        if changed == 1 && event_too {
             event(
                 &tx,
                 now,

@@ -12,13 +12,28 @@
 //! - `reject-config`: `configure` refuses its config
 //! - `hang-config`: `configure` never returns
 //! - `print`: prints 5,000 lines, then answers like `ok`
+//! - `sleep`: `evaluate` sleeps 120 s (a WASI clock subscription)
+//! - `sleep-forever`: `evaluate` sleeps as long as a `Duration` can say
+//! - `sleep-config`: `configure` sleeps 120 s
+//! - `preempt-huge`: preempts every running task with a 50 MB reason
+//! - `preempt-all`: preempts every running task, every pass
+//! - `spam`: logs 100 messages of 1 KiB and prints 8 KiB each call, and
+//!   defers every task with `until = now`
+//! - `until-now`, `until-past`, `until-min`: defers every task until
+//!   `now`, `-1` or `i64::MIN`
+//! - `flaky`: traps on every second call
+//! - `random`: scores every task with a value drawn from WASI randomness
 //! - `ok` (or empty): defers every task whose project is `held-by-plugin`
 
+use std::hash::BuildHasher;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use nightjar_sdk::*;
 
 static MODE: Mutex<String> = Mutex::new(String::new());
+static CALLS: AtomicU64 = AtomicU64::new(0);
 
 fn mode() -> String {
     MODE.lock().map(|m| m.clone()).unwrap_or_default()
@@ -53,6 +68,7 @@ impl Policy for Hostile {
             "hang-config" => loop {
                 std::hint::black_box(0);
             },
+            "sleep-config" => std::thread::sleep(Duration::from_secs(120)),
             _ => {}
         }
         *MODE.lock().unwrap_or_else(|p| p.into_inner()) = m;
@@ -90,6 +106,50 @@ impl Policy for Hostile {
             "print" => {
                 for i in 0..5_000 {
                     println!("hostile plugin line {i}");
+                }
+            }
+            "sleep" => std::thread::sleep(Duration::from_secs(120)),
+            "sleep-forever" => std::thread::sleep(Duration::MAX),
+            "preempt-huge" => {
+                let reason = "x".repeat(50 << 20);
+                for t in &s.running {
+                    e.preempt(t.id, reason.clone());
+                }
+            }
+            "preempt-all" => {
+                for t in &s.running {
+                    e.preempt(t.id, "preempt everything, every pass");
+                }
+            }
+            "spam" => {
+                let line = "s".repeat(1024);
+                for _ in 0..100 {
+                    log(Level::Warn, &line);
+                }
+                println!("{}", "p".repeat(8 * 1024));
+                for t in &s.queue {
+                    e.defer(t.id, "spam: ask again now", Some(s.now));
+                }
+            }
+            "until-now" | "until-past" | "until-min" => {
+                let until = match mode().as_str() {
+                    "until-now" => s.now,
+                    "until-past" => -1,
+                    _ => i64::MIN,
+                };
+                for t in &s.queue {
+                    e.defer(t.id, "asks to be asked again at once", Some(until));
+                }
+            }
+            "flaky" => {
+                if CALLS.fetch_add(1, Ordering::Relaxed) % 2 == 1 {
+                    panic!("hostile plugin fails every second call");
+                }
+            }
+            "random" => {
+                let draw = std::collections::hash_map::RandomState::new().hash_one(7u64);
+                for t in &s.queue {
+                    e.allow(t.id, (draw % 1_000_000) as i32);
                 }
             }
             _ => {}

@@ -1,0 +1,406 @@
+//! The policy chain: the configured scheduling policies, each on a worker
+//! thread of its own behind a watchdog, loaded, reloaded and called from the
+//! scheduler thread only (never from the async runtime that serves the API).
+//!
+//! A trap, timeout, blocking call, stuck call or invalid answer is a failure
+//! recorded with the plugin's name and cause; a plugin is disabled when it
+//! fails `plugins.max_failures` of its last `plugins.failure_window` calls, or
+//! spends more CPU in a minute than `plugins.cpu_budget`, until it is
+//! reloaded. While a plugin fails or is disabled its `on_failure` applies:
+//! `open` ignores it, `closed` starts nothing.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::config::{Config, OnFailure};
+use crate::plugins::engine::PluginEngine;
+use crate::plugins::policy::{self as p, PluginError, PluginLimits};
+use crate::plugins::worker::Worker;
+use crate::plugins::{source, validate};
+
+use super::combine::{self, ChainAnswer};
+use super::health::Health;
+
+/// One member of the chain.
+pub struct Member {
+    /// Its name in `plugins.chain`.
+    pub name: String,
+    /// `built-in` or the file it came from.
+    pub source: String,
+    /// What its failure means.
+    pub on_failure: OnFailure,
+    /// The running plugin (None when it failed to load or was abandoned).
+    worker: Option<Worker>,
+    /// The component and config it runs, to start it again after a stuck call.
+    loaded: Option<Loaded>,
+    /// Disabled until reloaded.
+    pub disabled: bool,
+    /// Recent calls.
+    pub health: Health,
+    /// The last failure, for `plugins ls`.
+    pub last_error: Option<String>,
+}
+
+/// What a member runs: its component, config and the component's sha256.
+struct Loaded {
+    wasm: Arc<Vec<u8>>,
+    config: String,
+    sha256: String,
+}
+
+/// A member's state, as `nightjar plugins ls` shows it.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct MemberView {
+    /// Name.
+    pub name: String,
+    /// Where it came from.
+    pub source: String,
+    /// sha256 of the component.
+    pub sha256: Option<String>,
+    /// `ok`, `slow`, `failing` or `disabled`.
+    pub state: String,
+    /// Failures among the recent calls, as `failed/calls`.
+    pub failure_rate: String,
+    /// Failures among the recent calls.
+    pub failures: u32,
+    /// `open` or `closed`.
+    pub on_failure: String,
+    /// The last failure.
+    pub last_error: Option<String>,
+    /// The last failure's cause (`timeout`, `memory`, ...).
+    pub last_cause: Option<String>,
+    /// When the last failure happened (Unix ms).
+    pub last_failure_at: Option<i64>,
+    /// CPU used over the last minute, percent of one core.
+    pub cpu_percent: f64,
+}
+
+/// The configured chain.
+pub struct Chain {
+    members: Vec<Member>,
+    urgent_bypass: Vec<String>,
+    engine: Option<PluginEngine>,
+    limits: PluginLimits,
+    max_failures: u32,
+    window: u32,
+    cpu_budget: Duration,
+    min_interval_ms: i64,
+}
+
+/// The limits the daemon's config sets for every plugin (`plugins check` uses the same).
+pub fn limits_of(cfg: &Config) -> PluginLimits {
+    PluginLimits {
+        evaluate_timeout: cfg.plugins.evaluate_timeout,
+        memory: cfg.plugins.memory_limit.as_u64() as usize,
+        log_bytes_per_minute: cfg.plugins.log_budget.as_u64() as usize,
+        max_file_size: cfg.plugins.max_file_size.as_u64(),
+        ..PluginLimits::default()
+    }
+}
+
+/// Where plugin `name` comes from: `<plugins.dir>/NAME.wasm` when something
+/// is there (and it must be a regular file under the size cap), else a built-in.
+fn source_of(cfg: &Config, name: &str) -> (String, Result<Vec<u8>, String>) {
+    let file = cfg.plugin_dir().join(format!("{name}.wasm"));
+    let shown = file.display().to_string();
+    match source::check(&file) {
+        Ok(true) => {
+            let bytes =
+                source::read(&file, cfg.plugins.max_file_size.as_u64()).map_err(|e| e.to_string());
+            return (shown, bytes);
+        }
+        Err(e) => return (shown, Err(e.to_string())),
+        Ok(false) => {}
+    }
+    let builtin = crate::plugins::first_party::FIRST_PARTY
+        .iter()
+        .find(|(n, _)| *n == name);
+    (
+        "built-in".to_string(),
+        builtin
+            .map(|(_, w)| w.to_vec())
+            .ok_or_else(|| format!("no {shown} and no built-in plugin of that name")),
+    )
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+impl Chain {
+    /// Loads every plugin in `plugins.chain`. A plugin that fails to load is
+    /// kept as failed (its on_failure applies) and says why in `plugins ls`.
+    pub fn load(cfg: &Config, engine: Option<&PluginEngine>) -> Chain {
+        let mut chain = Chain {
+            members: Vec::new(),
+            urgent_bypass: cfg.plugins.urgent_bypass.clone(),
+            engine: engine.cloned(),
+            limits: limits_of(cfg),
+            max_failures: cfg.plugins.max_failures,
+            window: cfg.plugins.failure_window,
+            cpu_budget: cfg.plugins.cpu_budget,
+            min_interval_ms: cfg.plugins.min_pass_interval.as_millis() as i64,
+        };
+        for name in &cfg.plugins.chain {
+            let entry = cfg.plugin.get(name).cloned().unwrap_or_default();
+            let (source, wasm) = source_of(cfg, name);
+            let mut m = Member {
+                name: name.clone(),
+                source,
+                on_failure: entry.on_failure,
+                worker: None,
+                loaded: None,
+                disabled: true,
+                health: Health::new(chain.max_failures, chain.window),
+                last_error: None,
+            };
+            match chain.start(cfg, name, wasm) {
+                Ok((worker, loaded)) => {
+                    tracing::info!("policy {name} loaded ({})", m.source);
+                    m.worker = Some(worker);
+                    m.loaded = Some(loaded);
+                    m.disabled = false;
+                }
+                Err(e) => {
+                    tracing::error!("policy {name} did not load: {e}");
+                    m.last_error = Some(e);
+                }
+            }
+            chain.members.push(m);
+        }
+        chain
+    }
+
+    /// Starts a worker for `name` with its configured config.
+    fn start(
+        &self,
+        cfg: &Config,
+        name: &str,
+        wasm: Result<Vec<u8>, String>,
+    ) -> Result<(Worker, Loaded), String> {
+        let entry = cfg.plugin.get(name).cloned().unwrap_or_default();
+        let config = toml::to_string(&entry.config).unwrap_or_default();
+        let engine = self.engine.as_ref().ok_or("no plugin engine")?;
+        let wasm = Arc::new(wasm?);
+        let sha = sha256(&wasm);
+        let worker = Worker::start(
+            engine,
+            name,
+            wasm.to_vec(),
+            config.clone(),
+            self.limits.clone(),
+        )
+        .map_err(|e| format!("{e} ({})", e.cause()))?;
+        Ok((
+            worker,
+            Loaded {
+                wasm,
+                config,
+                sha256: sha,
+            },
+        ))
+    }
+
+    /// Re-reads every member's file: a new or changed component is compiled
+    /// and checked (world, config) before it replaces the old one; a bad one
+    /// leaves the old one running and says why. Disabled members get a fresh
+    /// start. Returns what changed, one line each.
+    pub fn reload(&mut self, cfg: &Config) -> Vec<String> {
+        let mut changes = Vec::new();
+        for i in 0..self.members.len() {
+            let name = self.members[i].name.clone();
+            let (source, wasm) = source_of(cfg, &name);
+            let sha = wasm.as_ref().ok().map(|w| sha256(w));
+            let m = &self.members[i];
+            let running = m.loaded.as_ref().map(|l| &l.sha256);
+            if running == sha.as_ref() && m.source == source && !m.disabled {
+                continue;
+            }
+            match self.start(cfg, &name, wasm) {
+                Ok((worker, loaded)) => {
+                    let m = &mut self.members[i];
+                    m.worker = Some(worker);
+                    m.loaded = Some(loaded);
+                    m.source = source;
+                    m.disabled = false;
+                    m.health.reset();
+                    m.last_error = None;
+                    changes.push(format!("policy {name}: loaded ({})", m.source));
+                }
+                Err(e) => {
+                    let m = &mut self.members[i];
+                    let kept = if m.worker.is_some() || m.loaded.is_some() {
+                        "; the previous version keeps running"
+                    } else {
+                        ""
+                    };
+                    m.last_error = Some(format!("new version rejected: {e}{kept}"));
+                    changes.push(format!("policy {name}: new version rejected: {e}{kept}"));
+                }
+            }
+        }
+        changes
+    }
+
+    /// The plugin folder entries the chain would load, with their kind, size
+    /// and modification time, to notice changes.
+    pub fn fingerprint(cfg: &Config) -> Vec<Option<(u32, u64, std::time::SystemTime)>> {
+        use std::os::unix::fs::MetadataExt;
+        cfg.plugins
+            .chain
+            .iter()
+            .map(|n| {
+                let path = cfg.plugin_dir().join(format!("{n}.wasm"));
+                let m = std::fs::symlink_metadata(&path).ok()?;
+                let target = std::fs::metadata(&path).ok();
+                let m = target.unwrap_or(m);
+                Some((m.mode(), m.len(), m.modified().ok()?))
+            })
+            .collect()
+    }
+
+    /// The members' states.
+    pub fn views(&self) -> Vec<MemberView> {
+        self.members
+            .iter()
+            .map(|m| {
+                let failures = m.health.failures() as u32;
+                let state = if m.disabled {
+                    "disabled"
+                } else if failures > 0 {
+                    "failing"
+                } else if m.health.slow(self.limits.evaluate_timeout) {
+                    "slow"
+                } else {
+                    "ok"
+                };
+                let last = m.health.last_failure.as_ref();
+                MemberView {
+                    name: m.name.clone(),
+                    source: m.source.clone(),
+                    sha256: m.loaded.as_ref().map(|l| l.sha256.clone()),
+                    state: state.into(),
+                    failure_rate: m.health.rate(),
+                    failures,
+                    on_failure: match m.on_failure {
+                        OnFailure::Open => "open".into(),
+                        OnFailure::Closed => "closed".into(),
+                    },
+                    last_error: m.last_error.clone(),
+                    last_cause: last.map(|l| l.1.clone()),
+                    last_failure_at: last.map(|l| l.2),
+                    cpu_percent: m.health.cpu_percent(),
+                }
+            })
+            .collect()
+    }
+
+    /// Runs every policy on `snapshot` (all at once, each on its thread) and
+    /// combines their answers.
+    pub fn evaluate(&mut self, snapshot: Arc<p::Snapshot>, now: i64) -> ChainAnswer {
+        let mut answer = ChainAnswer::default();
+        // A member whose worker was abandoned starts again (its code is cached).
+        for m in &mut self.members {
+            if !m.disabled
+                && m.worker.is_none()
+                && let Some(loaded) = &m.loaded
+                && let Some(engine) = &self.engine
+            {
+                match Worker::start(
+                    engine,
+                    &m.name,
+                    loaded.wasm.to_vec(),
+                    loaded.config.clone(),
+                    self.limits.clone(),
+                ) {
+                    Ok(w) => m.worker = Some(w),
+                    Err(e) => m.last_error = Some(format!("{e} ({})", e.cause())),
+                }
+            }
+        }
+        let pending: Vec<_> = self
+            .members
+            .iter()
+            .map(|m| {
+                (!m.disabled)
+                    .then(|| m.worker.as_ref().map(|w| w.submit(Arc::clone(&snapshot))))
+                    .flatten()
+            })
+            .collect();
+        let mut answers = Vec::new();
+        for (m, pending) in self.members.iter_mut().zip(pending) {
+            let result = match pending {
+                Some(call) => {
+                    let report = call.wait();
+                    if matches!(report.result, Err(PluginError::Stuck(_))) {
+                        // Never joined: the thread ends on its own if the call returns.
+                        m.worker = None;
+                    }
+                    let mut result = report
+                        .result
+                        .and_then(|e| validate::check(&snapshot, &e).map(|_| e));
+                    if let Some(cpu) = m.health.spend(report.cpu, report.wall, self.cpu_budget)
+                        && result.is_ok()
+                    {
+                        result = Err(PluginError::Invalid(format!(
+                            "used {:.1} s of CPU in a minute, over plugins.cpu_budget ({:.1} s)",
+                            cpu.as_secs_f64(),
+                            self.cpu_budget.as_secs_f64()
+                        )));
+                    }
+                    result
+                }
+                None if m.disabled => Err(PluginError::Trap(
+                    m.last_error.clone().unwrap_or_else(|| "disabled".into()),
+                )),
+                None => Err(PluginError::Trap(
+                    m.last_error
+                        .clone()
+                        .unwrap_or_else(|| "did not load".into()),
+                )),
+            };
+            let was_disabled = m.disabled;
+            match result {
+                Ok(e) => {
+                    m.health.record(false);
+                    answers.push((m.name.clone(), e));
+                }
+                Err(e) => {
+                    if !was_disabled {
+                        let over = m.health.record(true);
+                        let cause = e.cause();
+                        m.last_error = Some(format!("{e} ({cause})"));
+                        m.health.last_failure = Some((e.to_string(), cause.into(), now));
+                        let mut msg = format!("policy {} failed ({cause}): {e}", m.name);
+                        if over {
+                            m.disabled = true;
+                            msg.push_str(&format!(
+                                "; disabled after {} failures in its last calls until it is reloaded",
+                                m.health.rate()
+                            ));
+                        }
+                        answer.failures.push((m.name.clone(), msg));
+                    }
+                    if m.on_failure == OnFailure::Closed {
+                        answer.hold_all = Some(format!(
+                            "policy {} is failing and its on_failure is closed",
+                            m.name
+                        ));
+                    }
+                }
+            }
+        }
+        combine::combine(
+            &mut answer,
+            answers,
+            &snapshot,
+            &self.urgent_bypass,
+            self.min_interval_ms,
+        );
+        answer
+    }
+}

@@ -1,0 +1,262 @@
+//! Combining the policies' answers (pure): a task may start when no policy
+//! defers or rejects it; eligible tasks start in order of their summed scores,
+//! then by age. A reject fails the task with the policy's reason. Urgent
+//! tasks bypass the deferrals of the policies in `plugins.urgent_bypass`.
+//! Deferral times are the host's to bound: a past or absurd `until` cannot
+//! make the daemon spin or sleep through its own wake-ups.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::plugins::policy as p;
+
+/// Latest `until` a plugin may ask for, from now: a year.
+pub const MAX_DEFER_MS: i64 = 365 * 86_400_000;
+
+/// How the chain judged one task.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Judgement {
+    /// May start, with this summed score.
+    Eligible(i64),
+    /// Waits: why.
+    Deferred(String),
+    /// Fails: why.
+    Rejected(String),
+}
+
+/// The chain's answer for one pass.
+#[derive(Debug, Default)]
+pub struct ChainAnswer {
+    /// Per task (tasks not listed are eligible with score 0).
+    pub judgements: HashMap<i64, Judgement>,
+    /// GPUs closed to new work this pass, with the reason.
+    pub closed_gpus: HashMap<u32, String>,
+    /// Per GPU, the policies that closed it.
+    pub closed_by: HashMap<u32, Vec<String>>,
+    /// A failing `closed` plugin: start nothing this pass.
+    pub hold_all: Option<String>,
+    /// Failures to record: (plugin, message).
+    pub failures: Vec<(String, String)>,
+    /// The earliest `until` of a deferral, bounded by the host.
+    pub wake_at: Option<i64>,
+    /// Each eligible task's score, policy by policy, in chain order.
+    pub parts: HashMap<i64, Vec<(String, i32)>>,
+    /// Preemption requests: (task, reason).
+    pub preempt: Vec<(i64, String)>,
+    /// Each policy's verdict per task this pass: (task, plugin) -> (verdict, reason).
+    pub verdicts: HashMap<(i64, String), (String, String)>,
+}
+
+/// A deferral's `until` as the host honours it: a time in the past (or now)
+/// means "ask again after the minimum interval"; more than a year ahead is
+/// clamped to a year. Saturating throughout: no value wraps.
+pub fn bound_until(until: i64, now: i64, min_interval_ms: i64) -> i64 {
+    let earliest = now.saturating_add(min_interval_ms.max(1));
+    let latest = now.saturating_add(MAX_DEFER_MS);
+    until.clamp(earliest, latest.max(earliest))
+}
+
+/// What a reason says, without the numbers in it: a countdown such as
+/// "(in 13h02m)" changes every minute, its cause does not.
+pub fn cause(reason: &str) -> String {
+    reason.chars().filter(|c| !c.is_ascii_digit()).collect()
+}
+
+/// Combines the answers of the members that answered, in chain order.
+pub fn combine(
+    answer: &mut ChainAnswer,
+    answers: Vec<(String, p::Evaluation)>,
+    snapshot: &p::Snapshot,
+    urgent_bypass: &[String],
+    min_interval_ms: i64,
+) {
+    let urgent: HashSet<i64> = snapshot
+        .queue
+        .iter()
+        .filter(|t| t.priority == p::Priority::Urgent)
+        .map(|t| t.id)
+        .collect();
+    for (name, e) in answers {
+        for v in e.verdicts {
+            let (kind, reason) = match &v.verdict {
+                p::Verdict::Allow(s) => ("allow", format!("score {s}")),
+                p::Verdict::Defer(d) => ("defer", d.reason.clone()),
+                p::Verdict::Reject(r) => ("reject", r.clone()),
+            };
+            answer
+                .verdicts
+                .insert((v.task, name.clone()), (kind.to_string(), reason));
+            let j = answer
+                .judgements
+                .entry(v.task)
+                .or_insert(Judgement::Eligible(0));
+            match v.verdict {
+                p::Verdict::Allow(score) => {
+                    if let Judgement::Eligible(s) = j {
+                        *s = s.saturating_add(score as i64);
+                        answer
+                            .parts
+                            .entry(v.task)
+                            .or_default()
+                            .push((name.clone(), score));
+                    }
+                }
+                p::Verdict::Defer(_)
+                    if urgent_bypass.contains(&name) && urgent.contains(&v.task) => {}
+                p::Verdict::Defer(d) => {
+                    if let Some(until) = d.until {
+                        let until = bound_until(until, snapshot.now, min_interval_ms);
+                        answer.wake_at = Some(answer.wake_at.map_or(until, |w| w.min(until)));
+                    }
+                    if let Judgement::Eligible(_) = j {
+                        *j = Judgement::Deferred(format!("deferred by {name}: {}", d.reason));
+                    }
+                }
+                p::Verdict::Reject(r) => {
+                    *j = Judgement::Rejected(format!("rejected by {name}: {r}"))
+                }
+            }
+        }
+        for g in e.closed_gpus {
+            answer
+                .closed_by
+                .entry(g.index)
+                .or_default()
+                .push(name.clone());
+            answer
+                .closed_gpus
+                .entry(g.index)
+                .or_insert(format!("closed by {name}: {}", g.reason));
+        }
+        for pre in e.preempt {
+            answer
+                .preempt
+                .push((pre.task, format!("preempted by {name}: {}", pre.reason)));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn untils_in_the_past_or_absurd_are_bounded_without_wrapping() {
+        let now = 1_000_000;
+        assert_eq!(bound_until(now, now, 1000), now + 1000);
+        assert_eq!(bound_until(-1, now, 1000), now + 1000);
+        assert_eq!(bound_until(i64::MIN, now, 1000), now + 1000);
+        assert_eq!(bound_until(i64::MAX, now, 1000), now + MAX_DEFER_MS);
+        assert_eq!(bound_until(now + 5000, now, 1000), now + 5000);
+        assert_eq!(
+            bound_until(i64::MAX, i64::MAX - 5, 1000),
+            i64::MAX,
+            "saturates at the end of time"
+        );
+    }
+
+    #[test]
+    fn a_countdown_is_not_a_new_cause() {
+        assert_eq!(
+            cause("price 1.20 CNY/kWh until 23:00 (in 13h02m)"),
+            cause("price 1.20 CNY/kWh until 23:00 (in 13h01m)")
+        );
+        assert_ne!(cause("GPU too hot"), cause("off-peak window closed"));
+    }
+
+    fn queued(id: i64, priority: p::Priority) -> p::QueuedTask {
+        p::QueuedTask {
+            id,
+            name: format!("t{id}"),
+            project: "p".into(),
+            priority,
+            resources: p::Resources {
+                gpus: 0,
+                gpu_mem: None,
+                cpus: None,
+                mem: None,
+                timeout: None,
+            },
+            submitted_at: 0,
+            eligible_at: 0,
+            attempts: 0,
+            estimated_runtime: None,
+        }
+    }
+
+    fn snapshot(queue: Vec<p::QueuedTask>) -> p::Snapshot {
+        p::Snapshot {
+            now: 10_000,
+            time_zone: "UTC".into(),
+            utc_offset: 0,
+            queue,
+            running: vec![],
+            gpus: vec![],
+            usage: vec![],
+        }
+    }
+
+    fn verdict(task: i64, verdict: p::Verdict) -> p::TaskVerdict {
+        p::TaskVerdict { task, verdict }
+    }
+
+    #[test]
+    fn scores_add_up_defers_win_and_urgent_bypasses_only_the_listed_policy() {
+        let snap = snapshot(vec![
+            queued(1, p::Priority::Normal),
+            queued(2, p::Priority::Urgent),
+            queued(3, p::Priority::Normal),
+        ]);
+        let defer = |reason: &str, until| {
+            p::Verdict::Defer(p::Deferral {
+                reason: reason.into(),
+                until,
+            })
+        };
+        let a = p::Evaluation {
+            verdicts: vec![
+                verdict(1, p::Verdict::Allow(5)),
+                verdict(2, defer("night only", Some(-5))),
+                verdict(3, p::Verdict::Reject("never".into())),
+            ],
+            closed_gpus: vec![],
+            preempt: vec![],
+        };
+        let b = p::Evaluation {
+            verdicts: vec![verdict(1, p::Verdict::Allow(7))],
+            closed_gpus: vec![],
+            preempt: vec![],
+        };
+        let mut answer = ChainAnswer::default();
+        combine(
+            &mut answer,
+            vec![("offpeak".into(), a), ("prio".into(), b)],
+            &snap,
+            &["offpeak".to_string()],
+            1000,
+        );
+        assert_eq!(answer.judgements[&1], Judgement::Eligible(12));
+        assert_eq!(
+            answer.parts[&1],
+            vec![("offpeak".to_string(), 5), ("prio".to_string(), 7)]
+        );
+        assert_eq!(answer.judgements[&2], Judgement::Eligible(0));
+        assert_eq!(
+            answer.judgements[&3],
+            Judgement::Rejected("rejected by offpeak: never".into())
+        );
+        // The bypassed deferral still set no wake-up; a bounded one would be now + 1 s.
+        assert_eq!(answer.wake_at, None);
+        let mut answer = ChainAnswer::default();
+        let c = p::Evaluation {
+            verdicts: vec![verdict(1, defer("later", Some(i64::MIN)))],
+            closed_gpus: vec![],
+            preempt: vec![],
+        };
+        combine(&mut answer, vec![("x".into(), c)], &snap, &[], 1000);
+        assert_eq!(answer.wake_at, Some(11_000));
+        assert_eq!(
+            answer.judgements[&1],
+            Judgement::Deferred("deferred by x: later".into())
+        );
+    }
+}

@@ -1,0 +1,277 @@
+//! A scheduling pass through the policy chain, on the scheduler thread:
+//! snapshot -> evaluate (the chain's workers) -> combine -> record what
+//! changed -> start what is eligible and fits -> honour the preemptions that
+//! are worth their cost. What the API shows of the chain (members, closed
+//! GPUs, live verdicts, refused preemptions) is published after each pass,
+//! so no request ever waits on a plugin.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::chain::{Chain, MemberView};
+use super::combine::{Judgement, cause};
+use super::core::{Daemon, lock};
+use crate::plugins::policy as p;
+use crate::store::{Candidate, RunningInfo};
+
+/// Longest plugin-caused message written to the events table.
+const MAX_EVENT_TEXT: usize = 1024;
+
+/// What the API may read of the chain, published by the scheduler thread.
+#[derive(Debug, Default)]
+pub struct ChainStatus {
+    /// It has been loaded (the first pass waits for this).
+    pub loaded: bool,
+    /// Its members.
+    pub views: Vec<MemberView>,
+    /// Per GPU, the policies that closed it in the last pass.
+    pub closed_by: HashMap<u32, Vec<String>>,
+    /// Every policy's current verdict: (task, plugin) -> (verdict, reason).
+    pub verdicts: Arc<HashMap<(i64, String), (String, String)>>,
+    /// Preemption requests the host refused, by victim: (reason, when).
+    pub refused_preemptions: HashMap<i64, (String, i64)>,
+    /// When each task was last preempted.
+    pub preempted_at: HashMap<i64, i64>,
+}
+
+fn cap(text: &str) -> String {
+    if text.len() <= MAX_EVENT_TEXT {
+        return text.to_string();
+    }
+    let mut end = MAX_EVENT_TEXT;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}... ({} bytes in all)", &text[..end], text.len())
+}
+
+impl Daemon {
+    /// A scheduling pass through the policy chain. True when something started.
+    pub(super) fn policy_pass(self: &Arc<Self>, chain: &mut Chain) -> anyhow::Result<bool> {
+        let now = crate::time::now_ms();
+        let running = self.store().running_tasks()?;
+        // With every slot taken, a pass can still preempt; without a
+        // preemptible run there is nothing to decide.
+        if lock(&self.pool).slots == 0 && !running.iter().any(|r| r.preemptible) {
+            return Ok(false);
+        }
+        let queue = self
+            .store()
+            .candidates(now, self.cfg.plugins.max_queue, 0)?;
+        if queue.is_empty() {
+            return Ok(false);
+        }
+        let usage = self.store().usage_since(now - 7 * 86_400_000)?;
+        let closed_by = lock(&self.chain_status).closed_by.clone();
+        let gpus = self
+            .gpu_views()
+            .into_iter()
+            .map(|g| p::Gpu {
+                index: g.index,
+                uuid: g.uuid,
+                name: g.name,
+                mem_total: g.mem_total.unwrap_or(0),
+                mem_used: g.mem_used.unwrap_or(0),
+                mem_reserved: g.mem_reserved,
+                util: g.util.unwrap_or(0),
+                temperature: g.temp_c.unwrap_or(0),
+                power: g.power_w.map(|w| (w * 1000.0) as u32).unwrap_or(0),
+                healthy: g.healthy,
+                closed_by: closed_by.get(&g.index).cloned().unwrap_or_default(),
+            })
+            .collect();
+        let snap = Arc::new(super::snapshot::snapshot(
+            &self.cfg, now, &queue, &running, gpus, &usage,
+        ));
+        let answer = chain.evaluate(snap, now);
+        self.record_verdicts(&answer.verdicts, now)?;
+        {
+            let mut status = lock(&self.chain_status);
+            status.views = chain.views();
+            status.closed_by = answer.closed_by.clone();
+            status.verdicts = Arc::new(answer.verdicts.clone());
+        }
+        for (name, msg) in &answer.failures {
+            tracing::warn!("{}", cap(msg));
+            if let Err(e) = self.store().plugin_event("plugin-failed", &cap(msg), now) {
+                tracing::error!("policy {name}: cannot record its failure: {e}");
+            }
+        }
+        self.set_policy_wake(&answer, now);
+        lock(&self.pool).policy_closed = answer.closed_gpus.clone().into_iter().collect();
+        let mut order = Vec::with_capacity(queue.len());
+        for c in &queue {
+            match answer
+                .judgements
+                .get(&c.id)
+                .cloned()
+                .unwrap_or(Judgement::Eligible(0))
+            {
+                Judgement::Eligible(score) => {
+                    if lock(&self.wait_reasons).remove(&c.id).is_some() {
+                        self.store().set_wait_reason(c.id, None, true, now)?;
+                    }
+                    order.push((score, c));
+                }
+                Judgement::Deferred(reason) => {
+                    let before = lock(&self.wait_reasons).get(&c.id).cloned();
+                    if before.as_ref() != Some(&reason) {
+                        // An event only when the cause changes, not a countdown in its text.
+                        let new_cause = before.is_none_or(|b| cause(&b) != cause(&reason));
+                        self.store()
+                            .set_wait_reason(c.id, Some(&reason), new_cause, now)?;
+                        lock(&self.wait_reasons).insert(c.id, reason);
+                    }
+                }
+                Judgement::Rejected(reason) => {
+                    lock(&self.wait_reasons).remove(&c.id);
+                    self.store().reject_task(c.id, &cap(&reason), now)?;
+                    self.changed();
+                }
+            }
+        }
+        if let Some(why) = answer.hold_all {
+            tracing::warn!("starting nothing: {why}");
+            return Ok(false);
+        }
+        order.sort_by(|a, b| {
+            b.0.cmp(&a.0)
+                .then(a.1.submitted_at.cmp(&b.1.submitted_at))
+                .then(a.1.id.cmp(&b.1.id))
+        });
+        let mut started = false;
+        let mut waiting: Vec<&Candidate> = Vec::new();
+        for (score, c) in order {
+            if lock(&self.pool).slots == 0 || !self.try_start(c) {
+                waiting.push(c);
+                continue;
+            }
+            started = true;
+            let parts = answer.parts.get(&c.id).map(Vec::as_slice).unwrap_or(&[]);
+            let terms: Vec<String> = parts.iter().map(|(n, s)| format!("{n} {s}")).collect();
+            let why = if terms.is_empty() {
+                format!("score {score} (no policy scored it)")
+            } else {
+                format!("score {score} = {}", terms.join(" + "))
+            };
+            self.store().note_event(Some(c.id), "placed", &why, now)?;
+        }
+        self.preempt(&answer.preempt, &running, &waiting, now)?;
+        Ok(started)
+    }
+
+    /// Stores each verdict whose kind or cause changed (a countdown in a
+    /// reason is not a change); the live text is kept for `why`.
+    fn record_verdicts(
+        &self,
+        verdicts: &HashMap<(i64, String), (String, String)>,
+        now: i64,
+    ) -> anyhow::Result<()> {
+        let before = Arc::clone(&lock(&self.chain_status).verdicts);
+        let changed: Vec<(i64, String, String, String)> = verdicts
+            .iter()
+            .filter(|(k, (kind, reason))| {
+                before
+                    .get(*k)
+                    .is_none_or(|(bk, br)| bk != kind || cause(br) != cause(reason))
+            })
+            .map(|((t, p), (k, r))| (*t, p.clone(), k.clone(), r.clone()))
+            .collect();
+        self.store().record_verdicts(&changed, now)?;
+        Ok(())
+    }
+
+    /// When the chain is asked again: the earliest bounded `until`; within a
+    /// minute for a deferral without one; with the next GPU reading while a
+    /// policy closes a GPU. Never sooner than `plugins.min_pass_interval`.
+    fn set_policy_wake(&self, answer: &super::combine::ChainAnswer, now: i64) {
+        let min = now + self.cfg.plugins.min_pass_interval.as_millis() as i64;
+        let any_open_deferral = answer
+            .judgements
+            .values()
+            .any(|j| matches!(j, Judgement::Deferred(_)));
+        let mut wake = match (answer.wake_at, any_open_deferral) {
+            (Some(t), _) => Some(t),
+            (None, true) => Some(now + 60_000),
+            (None, false) => None,
+        };
+        if !answer.closed_gpus.is_empty() {
+            let again = now + self.cfg.gpu.sample_period.as_millis() as i64;
+            wake = Some(wake.map_or(again, |w| w.min(again)));
+        }
+        *lock(&self.policy_wake) = wake.map(|w| w.max(min));
+    }
+
+    /// Honours the preemption requests that are worth their cost: the victim
+    /// is preemptible, has run `plugins.preempt_min_runtime` since it last
+    /// started, was not preempted within that time, and a task that may start
+    /// now would use what it frees. Refusals are kept for `why`.
+    fn preempt(
+        &self,
+        requests: &[(i64, String)],
+        running: &[RunningInfo],
+        waiting: &[&Candidate],
+        now: i64,
+    ) -> anyhow::Result<()> {
+        let min_ms = self.cfg.plugins.preempt_min_runtime.as_millis() as i64;
+        let mut seen = std::collections::HashSet::new();
+        for (task, reason) in requests {
+            if !seen.insert(*task) {
+                continue;
+            }
+            let refuse = |why: String| {
+                let mut s = lock(&self.chain_status);
+                s.refused_preemptions
+                    .insert(*task, (format!("{reason}: not honoured: {why}"), now));
+            };
+            let Some(victim) = running.iter().find(|r| r.id == *task) else {
+                continue;
+            };
+            if !victim.preemptible {
+                refuse("the task is not preemptible".into());
+                continue;
+            }
+            let ran = now - victim.started_at;
+            if ran < min_ms {
+                refuse(format!(
+                    "it has run {} of the {} plugins.preempt_min_runtime",
+                    crate::time::fmt_span(ran),
+                    crate::time::fmt_span(min_ms)
+                ));
+                continue;
+            }
+            let last = lock(&self.chain_status).preempted_at.get(task).copied();
+            if let Some(at) = last.filter(|at| now - at < min_ms) {
+                refuse(format!(
+                    "it was preempted {} ago; at most once per plugins.preempt_min_runtime",
+                    crate::time::fmt_span(now - at)
+                ));
+                continue;
+            }
+            let freed = lock(&self.placed)
+                .values()
+                .find(|h| h.task == *task)
+                .map(|h| h.placement.clone());
+            let Some(freed) = freed else { continue };
+            let mut pool = lock(&self.pool).clone();
+            pool.give_back(&freed);
+            let user = waiting
+                .iter()
+                .find(|c| pool.place(&c.spec.resources).is_some());
+            let Some(user) = user else {
+                refuse("no waiting task that may start now would use what it frees".into());
+                continue;
+            };
+            let request = self.store().request_preempt(*task, &cap(reason), now)?;
+            if let Some((run, pid)) = request {
+                tracing::info!("task {task}: {reason} (for task {})", user.id);
+                let mut s = lock(&self.chain_status);
+                s.preempted_at.insert(*task, now);
+                s.refused_preemptions.remove(task);
+                drop(s);
+                self.signal_supervisor(run, pid);
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,156 @@
+//! The scheduler thread: it owns the policy chain, loads and reloads it, and
+//! runs every scheduling pass, so neither a plugin nor a compile ever runs on
+//! the async runtime that answers the API, records runs and handles signals.
+//! The host owns the cadence: passes run when something changed (a kick),
+//! when the store has something due, and when a policy asked to be asked
+//! again, but never sooner than `plugins.min_pass_interval` for the latter.
+
+use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use super::chain::Chain;
+use super::core::{Daemon, lock};
+use crate::plugins::engine::PluginEngine;
+
+/// How often the plugin folder is looked at for changed files.
+const FOLDER_SCAN: Duration = Duration::from_secs(2);
+
+/// Wakes the scheduler thread.
+#[derive(Default)]
+pub struct Kick {
+    flag: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Kick {
+    /// Asks for a pass as soon as the thread is free.
+    pub fn notify(&self) {
+        *lock(&self.flag) = true;
+        self.cv.notify_one();
+    }
+
+    /// Sleeps until kicked or `timeout` has passed.
+    fn wait(&self, timeout: Duration) {
+        let mut kicked = lock(&self.flag);
+        if !*kicked {
+            kicked = self
+                .cv
+                .wait_timeout(kicked, timeout)
+                .map(|(g, _)| g)
+                .unwrap_or_else(|p| p.into_inner().0);
+        }
+        *kicked = false;
+    }
+}
+
+/// What the rest of the daemon asks of the scheduler thread.
+pub enum Command {
+    /// Reload the chain's plugin files; the changes go to the sender, if any.
+    Reload(Option<tokio::sync::oneshot::Sender<Vec<String>>>),
+}
+
+/// Runs the scheduler until the daemon drains. `handle` lets runs started
+/// here be watched on the async runtime.
+pub fn run(
+    d: Arc<Daemon>,
+    handle: tokio::runtime::Handle,
+    engine: Option<PluginEngine>,
+    commands: mpsc::Receiver<Command>,
+) {
+    let _runtime = handle.enter();
+    let mut chain = (!d.cfg.plugins.chain.is_empty()).then(|| {
+        let c = Chain::load(&d.cfg, engine.as_ref());
+        let mut s = lock(&d.chain_status);
+        s.views = c.views();
+        s.loaded = true;
+        c
+    });
+    let mut seen = Chain::fingerprint(&d.cfg);
+    let mut last_scan = Instant::now();
+    loop {
+        if d.draining.load(std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
+        while let Ok(Command::Reload(reply)) = commands.try_recv() {
+            let changes = reload(&d, chain.as_mut());
+            if let Some(reply) = reply {
+                let _ = reply.send(changes);
+            }
+        }
+        if chain.is_some() && last_scan.elapsed() >= FOLDER_SCAN {
+            last_scan = Instant::now();
+            let now = Chain::fingerprint(&d.cfg);
+            if now != seen {
+                seen = now;
+                reload(&d, chain.as_mut());
+            }
+        }
+        if let Err(e) = d.pass(chain.as_mut()) {
+            tracing::error!("scheduling pass failed: {e:#}");
+        }
+        let store_wake = d.store().next_wakeup().ok().flatten();
+        let wake = match (store_wake, d.policy_wakeup()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let now = crate::time::now_ms();
+        let mut sleep = match wake {
+            Some(at) => Duration::from_millis(at.saturating_sub(now).clamp(0, 3_600_000) as u64),
+            None => Duration::from_secs(3600),
+        };
+        if chain.is_some() {
+            sleep = sleep.min(FOLDER_SCAN);
+        }
+        d.kick.wait(sleep);
+    }
+}
+
+/// Reloads the chain, publishes its members and says what changed.
+fn reload(d: &Daemon, chain: Option<&mut Chain>) -> Vec<String> {
+    let Some(chain) = chain else {
+        return Vec::new();
+    };
+    let changes = chain.reload(&d.cfg);
+    lock(&d.chain_status).views = chain.views();
+    for c in &changes {
+        tracing::info!("{c}");
+    }
+    if !changes.is_empty() {
+        d.changes.send_modify(|n| *n += 1);
+        d.kick.notify();
+    }
+    changes
+}
+
+impl Daemon {
+    /// Asks the scheduler thread to reload the plugins (SIGHUP, `plugins
+    /// reload`); the changes come back on `reply`.
+    pub fn request_reload(&self, reply: Option<tokio::sync::oneshot::Sender<Vec<String>>>) {
+        let _ = lock(&self.commands).send(Command::Reload(reply));
+        self.kick.notify();
+    }
+
+    /// Reloads the plugins and waits (asynchronously) for what changed.
+    pub async fn reload_plugins(&self) -> anyhow::Result<Vec<String>> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.request_reload(Some(tx));
+        match tokio::time::timeout(Duration::from_secs(300), rx).await {
+            Ok(Ok(changes)) => Ok(changes),
+            Ok(Err(_)) => anyhow::bail!("the daemon is stopping"),
+            Err(_) => anyhow::bail!(
+                "the reload is still running after 5 minutes; `nightjar plugins` shows when it is done"
+            ),
+        }
+    }
+
+    /// The chain's members, for `nightjar plugins ls`.
+    pub fn plugin_views(&self) -> Vec<super::chain::MemberView> {
+        lock(&self.chain_status).views.clone()
+    }
+
+    /// When the chain asked to be asked again.
+    pub fn policy_wakeup(&self) -> Option<i64> {
+        *lock(&self.policy_wake)
+    }
+}

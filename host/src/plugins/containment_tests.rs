@@ -1,0 +1,145 @@
+//! Containment against the hostile test plugin's attack modes, through the
+//! same worker threads and watchdog the daemon uses: nothing a plugin does
+//! may block its caller, exceed its memory, or make its answer depend on
+//! anything but its input.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::engine::PluginEngine;
+use super::limits::{OverMemory, PluginLimits, TotalLimiter};
+use super::policy::*;
+use super::worker::Worker;
+
+const HOSTILE: &[u8] = include_bytes!(env!("NIGHTJAR_TEST_PLUGIN_HOSTILE"));
+
+fn limits() -> PluginLimits {
+    PluginLimits {
+        evaluate_timeout: Duration::from_millis(100),
+        configure_timeout: Duration::from_millis(300),
+        ..PluginLimits::default()
+    }
+}
+
+fn worker(engine: &PluginEngine, mode: &str) -> Result<Worker, PluginError> {
+    Worker::start(engine, "hostile", HOSTILE.to_vec(), mode.into(), limits())
+}
+
+fn snapshot(now: i64, tasks: &[i64], running: &[i64]) -> Arc<Snapshot> {
+    Arc::new(Snapshot {
+        now,
+        time_zone: "UTC".into(),
+        utc_offset: 0,
+        queue: tasks
+            .iter()
+            .map(|&id| QueuedTask {
+                id,
+                name: format!("t{id}"),
+                project: "p".into(),
+                priority: Priority::Normal,
+                resources: Resources {
+                    gpus: 0,
+                    gpu_mem: None,
+                    cpus: None,
+                    mem: None,
+                    timeout: None,
+                },
+                submitted_at: 0,
+                eligible_at: 0,
+                attempts: 0,
+                estimated_runtime: None,
+            })
+            .collect(),
+        running: running
+            .iter()
+            .map(|&id| RunningTask {
+                id,
+                name: format!("r{id}"),
+                project: "p".into(),
+                priority: Priority::Normal,
+                gpus: vec![],
+                started_at: 0,
+                preemptible: true,
+            })
+            .collect(),
+        gpus: vec![],
+        usage: vec![],
+    })
+}
+
+#[test]
+fn sleeping_in_evaluate_traps_at_once_instead_of_blocking() {
+    let engine = PluginEngine::new(None).unwrap();
+    for mode in ["sleep", "sleep-forever"] {
+        let w = worker(&engine, mode).unwrap();
+        let report = w.evaluate(snapshot(1, &[1], &[]));
+        let err = report.result.unwrap_err();
+        assert_eq!(err.cause(), "blocking-call", "{mode}: {err}");
+        assert!(err.to_string().contains("wasi:"), "names the import: {err}");
+    }
+}
+
+#[test]
+fn sleeping_in_configure_fails_the_load_with_its_cause() {
+    let engine = PluginEngine::new(None).unwrap();
+    let err = worker(&engine, "sleep-config").err().unwrap();
+    assert_eq!(err.cause(), "blocking-call", "{err}");
+}
+
+#[test]
+fn random_bytes_are_a_function_of_the_snapshot() {
+    let engine = PluginEngine::new(None).unwrap();
+    let score = |snap: Arc<Snapshot>| {
+        // A fresh instance each time, as the simulator would run it.
+        let w = worker(&engine, "random").unwrap();
+        match &w.evaluate(snap).result.unwrap().verdicts[0].verdict {
+            Verdict::Allow(s) => *s,
+            other => panic!("{other:?}"),
+        }
+    };
+    let a1 = score(snapshot(1_000, &[1, 2], &[]));
+    let a2 = score(snapshot(1_000, &[1, 2], &[]));
+    let b = score(snapshot(2_000, &[1, 2], &[]));
+    assert_eq!(a1, a2, "the same snapshot gives the same answer");
+    assert_ne!(a1, b, "the seed comes from the snapshot, not a constant");
+}
+
+#[test]
+fn a_plugin_failing_every_second_call_alternates() {
+    let engine = PluginEngine::new(None).unwrap();
+    let w = worker(&engine, "flaky").unwrap();
+    let outcomes: Vec<bool> = (0..4)
+        .map(|_| w.evaluate(snapshot(1, &[1], &[])).result.is_ok())
+        .collect();
+    assert_eq!(outcomes, vec![true, false, true, false]);
+}
+
+#[test]
+fn a_giant_preemption_reason_never_reaches_the_scheduler() {
+    let engine = PluginEngine::new(None).unwrap();
+    let w = worker(&engine, "preempt-huge").unwrap();
+    let snap = snapshot(1, &[1], &[7]);
+    let r = w.evaluate(Arc::clone(&snap)).result;
+    let refused = match r {
+        Err(e) => e.cause() == "memory" || e.cause() == "invalid-answer",
+        Ok(e) => super::validate::check(&snap, &e).is_err(),
+    };
+    assert!(refused, "a 50 MB reason is refused");
+}
+
+#[test]
+fn the_memory_cap_holds_over_many_memories_together() {
+    let engine = PluginEngine::new(None).unwrap();
+    // 24 memories of 62.5 MiB each: each alone is under 64 MiB, together 1.5 GiB.
+    let memories = "(memory 1000) ".repeat(24);
+    let bytes = wat::parse_str(format!("(module {memories})")).unwrap();
+    let module = wasmtime::Module::new(&engine.engine, bytes).unwrap();
+    let mut store = wasmtime::Store::new(&engine.engine, TotalLimiter::new(64 << 20));
+    store.limiter(|l| l);
+    let err = wasmtime::Instance::new(&mut store, &module, &[]).unwrap_err();
+    let over = err
+        .downcast_ref::<OverMemory>()
+        .unwrap_or_else(|| panic!("{err:?}"));
+    assert!(over.wanted > 64 << 20);
+    assert!(store.data().held() <= 64 << 20);
+}

@@ -1,0 +1,213 @@
+//! Every limit a plugin runs under, in one place, and the resource limiter
+//! that enforces the memory cap over the plugin's whole store: the sum of all
+//! its linear memories and tables, not each one alone (a component may declare
+//! many memories; capping each would let 24 of them take 24 times the cap).
+
+use std::time::Duration;
+
+use wasmtime::ResourceLimiter;
+
+/// Longest reason string (verdict, GPU closure, preemption) a plugin may give.
+pub const MAX_REASON: usize = 4096;
+
+/// Longest single log message kept; the rest is cut.
+pub const MAX_LOG_MESSAGE: usize = 1024;
+
+/// Bytes of guest stdout/stderr kept per call.
+pub const MAX_CALL_OUTPUT: usize = 8 * 1024;
+
+/// Host-side resources (streams, pollables) a plugin may hold at once.
+pub const MAX_HOST_RESOURCES: usize = 1_000;
+
+/// Instances one plugin's store may create (a component is a few).
+pub const MAX_INSTANCES: usize = 32;
+
+/// Linear memories and tables one store may create.
+pub const MAX_MEMORIES: usize = 32;
+
+/// Table elements one store may hold in all.
+pub const MAX_TABLE_ELEMENTS: usize = 100_000;
+
+/// Limits every call runs under.
+#[derive(Debug, Clone)]
+pub struct PluginLimits {
+    /// Deadline of one `evaluate`.
+    pub evaluate_timeout: Duration,
+    /// Deadline of one `configure` (instantiation included).
+    pub configure_timeout: Duration,
+    /// Longest a compile may take before the watchdog abandons it.
+    pub compile_timeout: Duration,
+    /// Memory a plugin may hold in all: every linear memory and table together.
+    pub memory: usize,
+    /// Log lines a plugin may write per call.
+    pub log_lines: u32,
+    /// Bytes a plugin may write to the daemon's log per minute (messages and
+    /// stdout/stderr together); the excess is counted and summarised.
+    pub log_bytes_per_minute: usize,
+    /// Largest plugin file that is read at all.
+    pub max_file_size: u64,
+}
+
+impl Default for PluginLimits {
+    fn default() -> Self {
+        PluginLimits {
+            evaluate_timeout: Duration::from_millis(100),
+            configure_timeout: Duration::from_secs(1),
+            compile_timeout: Duration::from_secs(60),
+            memory: 64 << 20,
+            log_lines: 100,
+            log_bytes_per_minute: 64 << 10,
+            max_file_size: 32 << 20,
+        }
+    }
+}
+
+impl PluginLimits {
+    /// How long the watchdog waits for a call with deadline `d` before it
+    /// abandons the call: the epoch deadline fires inside wasm code, so only a
+    /// call stuck in the host outlives this.
+    pub fn watchdog(d: Duration) -> Duration {
+        d * 2 + Duration::from_millis(250)
+    }
+}
+
+/// The memory cap was hit: the store's memories and tables together would
+/// pass the limit.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("would hold {wanted} bytes of memory in all, over its limit of {limit}")]
+pub struct OverMemory {
+    /// What the store would hold after the growth.
+    pub wanted: usize,
+    /// The cap.
+    pub limit: usize,
+}
+
+/// Enforces [`PluginLimits::memory`] over the sum of every memory and table
+/// of a store, and caps how many instances, memories and tables it creates.
+#[derive(Debug)]
+pub struct TotalLimiter {
+    limit: usize,
+    memory_bytes: usize,
+    table_bytes: usize,
+    table_elements: usize,
+}
+
+impl TotalLimiter {
+    /// A limiter for `limit` bytes in all.
+    pub fn new(limit: usize) -> TotalLimiter {
+        TotalLimiter {
+            limit,
+            memory_bytes: 0,
+            table_bytes: 0,
+            table_elements: 0,
+        }
+    }
+
+    /// Bytes held now (memories and tables).
+    pub fn held(&self) -> usize {
+        self.memory_bytes.saturating_add(self.table_bytes)
+    }
+
+    fn over(&self, wanted: usize) -> wasmtime::Error {
+        wasmtime::Error::new(OverMemory {
+            wanted,
+            limit: self.limit,
+        })
+    }
+}
+
+impl ResourceLimiter for TotalLimiter {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if maximum.is_some_and(|m| desired > m) {
+            return Ok(false);
+        }
+        let grow = desired.saturating_sub(current);
+        let wanted = self.held().saturating_add(grow);
+        if wanted > self.limit {
+            // A trap, not a failed grow: the call ends with a cause we can name.
+            return Err(self.over(wanted));
+        }
+        self.memory_bytes = self.memory_bytes.saturating_add(grow);
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if maximum.is_some_and(|m| desired > m) {
+            return Ok(false);
+        }
+        let grow = desired.saturating_sub(current);
+        let elements = self.table_elements.saturating_add(grow);
+        // Each element is a pointer's worth of host memory.
+        let bytes = grow.saturating_mul(std::mem::size_of::<usize>());
+        let wanted = self.held().saturating_add(bytes);
+        if elements > MAX_TABLE_ELEMENTS || wanted > self.limit {
+            return Err(self.over(wanted));
+        }
+        self.table_elements = elements;
+        self.table_bytes = self.table_bytes.saturating_add(bytes);
+        Ok(true)
+    }
+
+    fn instances(&self) -> usize {
+        MAX_INSTANCES
+    }
+
+    fn tables(&self) -> usize {
+        MAX_MEMORIES
+    }
+
+    fn memories(&self) -> usize {
+        MAX_MEMORIES
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memories_are_capped_in_sum_not_one_by_one() {
+        let mut l = TotalLimiter::new(100 << 20);
+        // Two memories of 40 MiB each fit; a third does not.
+        assert!(l.memory_growing(0, 40 << 20, None).unwrap());
+        assert!(l.memory_growing(0, 40 << 20, None).unwrap());
+        let e = l.memory_growing(0, 40 << 20, None).unwrap_err();
+        let over = e.downcast_ref::<OverMemory>().expect("typed cause");
+        assert_eq!(over.wanted, 120 << 20);
+        assert_eq!(l.held(), 80 << 20);
+    }
+
+    #[test]
+    fn growing_one_memory_counts_only_the_growth() {
+        let mut l = TotalLimiter::new(10 << 20);
+        assert!(l.memory_growing(0, 4 << 20, None).unwrap());
+        assert!(l.memory_growing(4 << 20, 8 << 20, None).unwrap());
+        assert_eq!(l.held(), 8 << 20);
+        assert!(l.memory_growing(8 << 20, 12 << 20, None).is_err());
+    }
+
+    #[test]
+    fn tables_count_toward_the_same_cap() {
+        let mut l = TotalLimiter::new(1 << 20);
+        assert!(l.memory_growing(0, (1 << 20) - 64, None).unwrap());
+        assert!(l.table_growing(0, 1000, None).is_err());
+        assert!(l.table_growing(0, 4, None).unwrap());
+    }
+
+    #[test]
+    fn a_growth_past_the_declared_maximum_fails_without_a_trap() {
+        let mut l = TotalLimiter::new(1 << 30);
+        assert!(!l.memory_growing(0, 2 << 20, Some(1 << 20)).unwrap());
+        assert_eq!(l.held(), 0);
+    }
+}

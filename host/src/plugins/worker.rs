@@ -1,0 +1,212 @@
+//! A plugin on a thread of its own, behind a watchdog. The thread compiles,
+//! instantiates and configures the plugin, then serves `evaluate` calls; the
+//! caller waits for each answer at most the watchdog's time. A call that does
+//! not come back in time (stuck in a host call the epoch deadline cannot
+//! reach) is abandoned: the caller drops the worker and never joins its
+//! thread, which exits on its own if the call ever returns.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use super::engine::PluginEngine;
+use super::limits::PluginLimits;
+use super::policy::{Evaluation, PluginError, PolicyPlugin, Snapshot};
+
+/// Threads whose call was abandoned and that have not come back yet.
+static ABANDONED: AtomicUsize = AtomicUsize::new(0);
+
+/// Above this many abandoned threads no new worker starts: each holds a
+/// thread and a store.
+pub const MAX_ABANDONED: usize = 64;
+
+/// Abandoned plugin threads still alive.
+pub fn abandoned_threads() -> usize {
+    ABANDONED.load(Ordering::Relaxed)
+}
+
+/// What one call cost and gave.
+#[derive(Debug)]
+pub struct CallReport {
+    /// The answer, or why there is none.
+    pub result: Result<Evaluation, PluginError>,
+    /// CPU time the plugin's thread spent on the call.
+    pub cpu: Duration,
+    /// Wall time from sending the call to its answer.
+    pub wall: Duration,
+}
+
+type Reply = mpsc::SyncSender<CallReport>;
+
+/// A live plugin thread.
+pub struct Worker {
+    jobs: mpsc::Sender<(Arc<Snapshot>, Reply)>,
+    limits: PluginLimits,
+    life: Arc<Life>,
+    /// sha256 of the component.
+    pub sha256: String,
+}
+
+/// An `evaluate` in flight.
+pub struct Pending {
+    rx: mpsc::Receiver<CallReport>,
+    life: Arc<Life>,
+    sent: Instant,
+    watchdog: Duration,
+}
+
+/// The CPU time this thread has used.
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec into the valid pointer given.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(
+        ts.tv_sec.max(0) as u64,
+        ts.tv_nsec.clamp(0, 999_999_999) as u32,
+    )
+}
+
+/// A plugin thread's life: running, abandoned by its caller, or ended. An
+/// abandoned thread counts in [`abandoned_threads`] until it ends.
+#[derive(Default)]
+struct Life(AtomicU8);
+
+const RUNNING: u8 = 0;
+const ABANDONED_STATE: u8 = 1;
+const ENDED: u8 = 2;
+
+impl Life {
+    fn abandon(&self) {
+        if self
+            .0
+            .compare_exchange(RUNNING, ABANDONED_STATE, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+        {
+            ABANDONED.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+/// Held by the thread; marks it ended when dropped.
+struct EndMark(Arc<Life>);
+
+impl Drop for EndMark {
+    fn drop(&mut self) {
+        if self.0.0.swap(ENDED, Ordering::SeqCst) == ABANDONED_STATE {
+            ABANDONED.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+impl Worker {
+    /// Starts a thread that loads `wasm` as plugin `name` with `config`, and
+    /// waits for it under the watchdog (compile, then configure).
+    pub fn start(
+        engine: &PluginEngine,
+        name: &str,
+        wasm: Vec<u8>,
+        config: String,
+        limits: PluginLimits,
+    ) -> Result<Worker, PluginError> {
+        if abandoned_threads() >= MAX_ABANDONED {
+            return Err(PluginError::Stuck(limits.compile_timeout));
+        }
+        let (load_tx, load_rx) = mpsc::sync_channel::<Result<String, PluginError>>(1);
+        let (jobs, job_rx) = mpsc::channel::<(Arc<Snapshot>, Reply)>();
+        let life = Arc::new(Life::default());
+        let mark = EndMark(Arc::clone(&life));
+        let (engine, name_owned, l) = (engine.clone(), name.to_string(), limits.clone());
+        std::thread::Builder::new()
+            .name(format!("plugin-{name}"))
+            .spawn(move || {
+                let _mark = mark;
+                let mut plugin = match PolicyPlugin::load(&engine, &name_owned, &wasm, &config, l) {
+                    Ok(p) => {
+                        let _ = load_tx.send(Ok(p.sha256.clone()));
+                        p
+                    }
+                    Err(e) => {
+                        let _ = load_tx.send(Err(e));
+                        return;
+                    }
+                };
+                drop(wasm);
+                for (snapshot, reply) in job_rx {
+                    let (c0, t0) = (thread_cpu(), Instant::now());
+                    let result = plugin.evaluate(&snapshot);
+                    let report = CallReport {
+                        result,
+                        cpu: thread_cpu().saturating_sub(c0),
+                        wall: t0.elapsed(),
+                    };
+                    if reply.send(report).is_err() {
+                        return;
+                    }
+                }
+            })
+            .map_err(|e| PluginError::Trap(format!("cannot start a plugin thread: {e}")))?;
+        let watchdog = limits.compile_timeout + PluginLimits::watchdog(limits.configure_timeout);
+        match load_rx.recv_timeout(watchdog) {
+            Ok(Ok(sha256)) => Ok(Worker {
+                jobs,
+                limits,
+                life,
+                sha256,
+            }),
+            Ok(Err(e)) => Err(e),
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                life.abandon();
+                Err(PluginError::Stuck(watchdog))
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => Err(PluginError::Trap(
+                "the plugin thread ended while loading".into(),
+            )),
+        }
+    }
+
+    /// Sends `snapshot` to be evaluated; the answer is waited for with
+    /// [`Pending::wait`], so several workers can evaluate at once.
+    pub fn submit(&self, snapshot: Arc<Snapshot>) -> Pending {
+        let (tx, rx) = mpsc::sync_channel(1);
+        let _ = self.jobs.send((snapshot, tx));
+        Pending {
+            rx,
+            life: Arc::clone(&self.life),
+            sent: Instant::now(),
+            watchdog: PluginLimits::watchdog(self.limits.evaluate_timeout),
+        }
+    }
+
+    /// Evaluates `snapshot` and waits for the answer.
+    pub fn evaluate(&self, snapshot: Arc<Snapshot>) -> CallReport {
+        self.submit(snapshot).wait()
+    }
+}
+
+impl Pending {
+    /// The answer, or [`PluginError::Stuck`] once the watchdog's time has
+    /// passed since the call was sent; then the worker must be dropped.
+    pub fn wait(self) -> CallReport {
+        let left = self.watchdog.saturating_sub(self.sent.elapsed());
+        match self.rx.recv_timeout(left) {
+            Ok(report) => report,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                self.life.abandon();
+                CallReport {
+                    result: Err(PluginError::Stuck(self.watchdog)),
+                    cpu: Duration::ZERO,
+                    wall: self.sent.elapsed(),
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => CallReport {
+                result: Err(PluginError::Trap("the plugin thread ended".into())),
+                cpu: Duration::ZERO,
+                wall: self.sent.elapsed(),
+            },
+        }
+    }
+}
