@@ -90,6 +90,11 @@ impl Nj {
         }
     }
 
+    /// The running daemon's pid.
+    pub fn daemon_pid(&self) -> Option<u32> {
+        self.daemon.as_ref().map(|c| c.id())
+    }
+
     /// The daemon's stderr so far.
     pub fn daemon_log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("daemon.log")).unwrap_or_default()

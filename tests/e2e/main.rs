@@ -4,6 +4,7 @@
 mod harness;
 
 mod cli;
+mod containment;
 mod examples;
 mod gpus;
 mod input;

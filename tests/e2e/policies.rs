@@ -344,7 +344,7 @@ fn urgent_tasks_bypass_the_deferrals_the_config_allows() {
 #[test]
 fn fair_share_preempts_a_preemptible_hog_for_a_starved_project_and_the_host_requeues_it() {
     let mut nj = world(
-        "[plugins]\nchain = [\"fair-share\"]\n[plugin.fair-share.config]\npreempt_below = 0.5\n",
+        "[plugins]\nchain = [\"fair-share\"]\npreempt_min_runtime = \"100ms\"\n[plugin.fair-share.config]\npreempt_below = 0.5\n",
     );
     nj.start();
     let marker = nj.path("work").join("hog-ran-once");
@@ -392,7 +392,7 @@ fn fair_share_preempts_a_preemptible_hog_for_a_starved_project_and_the_host_requ
 #[test]
 fn a_task_that_is_not_preemptible_is_never_preempted() {
     let mut nj = world(
-        "[plugins]\nchain = [\"fair-share\"]\n[plugin.fair-share.config]\npreempt_below = 0.5\n",
+        "[plugins]\nchain = [\"fair-share\"]\npreempt_min_runtime = \"100ms\"\n[plugin.fair-share.config]\npreempt_below = 0.5\n",
     );
     nj.start();
     let hog = nj.submit(&["--project", "hog", "--", "sleep", "1.5"]);
@@ -425,7 +425,7 @@ fn every_hostile_plugin_is_recorded_with_its_cause_and_open_keeps_scheduling() {
     ];
     for (mode, cause) in cases {
         let mut nj = world(&format!(
-            "[plugins]\nchain = [\"hostile\"]\nevaluate_timeout = \"50ms\"\n[plugin.hostile]\non_failure = \"open\"\n[plugin.hostile.config]\nmode = \"{mode}\"\n"
+            "[plugins]\nchain = [\"hostile\"]\nevaluate_timeout = \"200ms\"\n[plugin.hostile]\non_failure = \"open\"\n[plugin.hostile.config]\nmode = \"{mode}\"\n"
         ));
         nj.start();
         let id = nj.submit(&["--", "true"]);

@@ -32,6 +32,9 @@ pub struct ChainStatus {
     pub refused_preemptions: HashMap<i64, (String, i64)>,
     /// When each task was last preempted.
     pub preempted_at: HashMap<i64, i64>,
+    /// A preempted task yields to the task it was preempted for until that
+    /// one has started: victim -> beneficiary.
+    pub yields_to: HashMap<i64, i64>,
 }
 
 fn cap(text: &str) -> String {
@@ -141,12 +144,24 @@ impl Daemon {
         });
         let mut started = false;
         let mut waiting: Vec<&Candidate> = Vec::new();
+        let mut started_ids = std::collections::HashSet::new();
+        let queued: std::collections::HashSet<i64> = queue.iter().map(|c| c.id).collect();
+        let yields = {
+            let mut s = lock(&self.chain_status);
+            s.yields_to.retain(|_, b| queued.contains(b));
+            s.yields_to.clone()
+        };
         for (score, c) in order {
-            if lock(&self.pool).slots == 0 || !self.try_start(c) {
+            // A preempted task does not take back what it freed before the task it freed it for.
+            let yielding = yields
+                .get(&c.id)
+                .is_some_and(|b| queued.contains(b) && !started_ids.contains(b));
+            if yielding || lock(&self.pool).slots == 0 || !self.try_start(c) {
                 waiting.push(c);
                 continue;
             }
             started = true;
+            started_ids.insert(c.id);
             let parts = answer.parts.get(&c.id).map(Vec::as_slice).unwrap_or(&[]);
             let terms: Vec<String> = parts.iter().map(|(n, s)| format!("{n} {s}")).collect();
             let why = if terms.is_empty() {
@@ -156,7 +171,11 @@ impl Daemon {
             };
             self.store().note_event(Some(c.id), "placed", &why, now)?;
         }
-        self.preempt(&answer.preempt, &running, &waiting, now)?;
+        if let Some(again) = self.preempt(&answer.preempt, &running, &waiting, now)? {
+            // A request refused for now is looked at again when it may be honoured.
+            let mut wake = lock(&self.policy_wake);
+            *wake = Some(wake.map_or(again, |w| w.min(again)));
+        }
         Ok(started)
     }
 
@@ -205,15 +224,18 @@ impl Daemon {
     /// Honours the preemption requests that are worth their cost: the victim
     /// is preemptible, has run `plugins.preempt_min_runtime` since it last
     /// started, was not preempted within that time, and a task that may start
-    /// now would use what it frees. Refusals are kept for `why`.
+    /// now would use what it frees. Refusals are kept for `why`; returns when
+    /// a request refused for its timing may be honoured.
     fn preempt(
         &self,
         requests: &[(i64, String)],
         running: &[RunningInfo],
         waiting: &[&Candidate],
         now: i64,
-    ) -> anyhow::Result<()> {
+    ) -> anyhow::Result<Option<i64>> {
         let min_ms = self.cfg.plugins.preempt_min_runtime.as_millis() as i64;
+        let mut again: Option<i64> = None;
+        let mut retry_at = |t: i64| again = Some(again.map_or(t, |a| a.min(t)));
         let mut seen = std::collections::HashSet::new();
         for (task, reason) in requests {
             if !seen.insert(*task) {
@@ -233,6 +255,7 @@ impl Daemon {
             }
             let ran = now - victim.started_at;
             if ran < min_ms {
+                retry_at(victim.started_at.saturating_add(min_ms));
                 refuse(format!(
                     "it has run {} of the {} plugins.preempt_min_runtime",
                     crate::time::fmt_span(ran),
@@ -242,6 +265,7 @@ impl Daemon {
             }
             let last = lock(&self.chain_status).preempted_at.get(task).copied();
             if let Some(at) = last.filter(|at| now - at < min_ms) {
+                retry_at(at.saturating_add(min_ms));
                 refuse(format!(
                     "it was preempted {} ago; at most once per plugins.preempt_min_runtime",
                     crate::time::fmt_span(now - at)
@@ -267,11 +291,12 @@ impl Daemon {
                 tracing::info!("task {task}: {reason} (for task {})", user.id);
                 let mut s = lock(&self.chain_status);
                 s.preempted_at.insert(*task, now);
+                s.yields_to.insert(*task, user.id);
                 s.refused_preemptions.remove(task);
                 drop(s);
                 self.signal_supervisor(run, pid);
             }
         }
-        Ok(())
+        Ok(again)
     }
 }

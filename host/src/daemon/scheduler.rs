@@ -144,6 +144,19 @@ impl Daemon {
         }
     }
 
+    /// The chain's members once it has loaded (waiting up to 10 s for the
+    /// first load, which compiles on a new machine), for `nightjar plugins ls`.
+    pub async fn loaded_plugin_views(&self) -> Vec<super::chain::MemberView> {
+        let t0 = Instant::now();
+        while !self.cfg.plugins.chain.is_empty()
+            && !lock(&self.chain_status).loaded
+            && t0.elapsed() < Duration::from_secs(10)
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        self.plugin_views()
+    }
+
     /// The chain's members, for `nightjar plugins ls`.
     pub fn plugin_views(&self) -> Vec<super::chain::MemberView> {
         lock(&self.chain_status).views.clone()

@@ -18,9 +18,10 @@
 //! - `preempt-huge`: preempts every running task with a 50 MB reason
 //! - `preempt-all`: preempts every running task, every pass
 //! - `spam`: logs 100 messages of 1 KiB and prints 8 KiB each call, and
-//!   defers every task with `until = now`
-//! - `until-now`, `until-past`, `until-min`: defers every task until
-//!   `now`, `-1` or `i64::MIN`
+//!   defers every task (but those of project `free`) with `until = now`
+//! - `until-now`, `until-past`, `until-min`: defers every task (but those of
+//!   project `free`) until `now`, `-1` or `i64::MIN`
+//! - `close-gpu`: closes GPU 0
 //! - `flaky`: traps on every second call
 //! - `random`: scores every task with a value drawn from WASI randomness
 //! - `ok` (or empty): defers every task whose project is `held-by-plugin`
@@ -127,7 +128,7 @@ impl Policy for Hostile {
                     log(Level::Warn, &line);
                 }
                 println!("{}", "p".repeat(8 * 1024));
-                for t in &s.queue {
+                for t in s.queue.iter().filter(|t| t.project != "free") {
                     e.defer(t.id, "spam: ask again now", Some(s.now));
                 }
             }
@@ -137,10 +138,11 @@ impl Policy for Hostile {
                     "until-past" => -1,
                     _ => i64::MIN,
                 };
-                for t in &s.queue {
+                for t in s.queue.iter().filter(|t| t.project != "free") {
                     e.defer(t.id, "asks to be asked again at once", Some(until));
                 }
             }
+            "close-gpu" => e.close_gpu(0, "closed by the hostile test plugin"),
             "flaky" => {
                 if CALLS.fetch_add(1, Ordering::Relaxed) % 2 == 1 {
                     panic!("hostile plugin fails every second call");
