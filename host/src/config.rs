@@ -41,6 +41,10 @@ pub struct Config {
     pub plugins: PluginsConfig,
     /// Per-plugin settings, by plugin name: `[plugin.priority]`.
     pub plugin: std::collections::BTreeMap<String, PluginEntry>,
+    /// The file this came from and its text (none: the embedded defaults),
+    /// so later errors can name the file and line.
+    #[serde(skip)]
+    pub origin: Option<(PathBuf, String)>,
 }
 
 /// The policy chain and the limits every plugin runs under.
@@ -233,6 +237,7 @@ impl Default for Config {
             gpu: GpuConfig::default(),
             plugins: PluginsConfig::default(),
             plugin: Default::default(),
+            origin: None,
         }
     }
 }
@@ -285,6 +290,7 @@ impl Config {
         }
         cfg.validate()
             .with_context(|| format!("config file {}", origin.display()))?;
+        cfg.origin = Some((origin.to_path_buf(), text.to_string()));
         Ok(cfg)
     }
 
@@ -328,6 +334,36 @@ impl Config {
             bail!("key `sandbox.log_cap` must be at least 4 KiB");
         }
         Ok(())
+    }
+
+    /// Where `key` (under the table `[table]`, or at the top when `table` is
+    /// empty) is set in the config file: "config file F, line N", or just the
+    /// file, or "the embedded defaults".
+    pub fn locate(&self, table: &str, key: &str) -> String {
+        let Some((path, text)) = &self.origin else {
+            return "the embedded defaults".into();
+        };
+        let mut in_table = table.is_empty();
+        let header = format!("[{table}]");
+        let mut table_line = None;
+        for (i, line) in text.lines().enumerate() {
+            let l = line.trim();
+            if l.starts_with('[') {
+                in_table = l == header;
+                if in_table {
+                    table_line = Some(i + 1);
+                }
+                continue;
+            }
+            let k = l.split('=').next().unwrap_or("").trim().trim_matches('"');
+            if in_table && !key.is_empty() && k == key {
+                return format!("config file {}, line {}", path.display(), i + 1);
+            }
+        }
+        match table_line {
+            Some(n) => format!("config file {}, line {n}", path.display()),
+            None => format!("config file {}", path.display()),
+        }
     }
 
     /// The parsed time zone (validated at load).

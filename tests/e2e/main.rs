@@ -8,6 +8,7 @@ mod containment;
 mod examples;
 mod gpus;
 mod input;
+mod plugin_config;
 mod policies;
 mod restart;
 mod sandbox;

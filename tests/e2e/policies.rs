@@ -420,7 +420,6 @@ fn every_hostile_plugin_is_recorded_with_its_cause_and_open_keeps_scheduling() {
         ("huge", "memory limit"),
         ("unknown-task", "not in the queue"),
         ("unknown-gpu", "exist"),
-        ("reject-config", "rejected its config"),
         ("hang-config", "timed out"),
     ];
     for (mode, cause) in cases {

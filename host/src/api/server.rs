@@ -93,7 +93,7 @@ async fn handle(d: &Arc<Daemon>, req: Request) -> anyhow::Result<Value> {
             json!(n)
         }
         Request::Wait { ids } => json!(wait(d, &ids).await?),
-        Request::Plugins => json!(d.loaded_plugin_views().await),
+        Request::Plugins => json!(d.plugin_views()),
         Request::Why { id } => json!(d.why(id)?),
         Request::PluginsReload => json!(d.reload_plugins().await?),
         Request::Gpus => {

@@ -39,6 +39,26 @@ pub struct Member {
     pub health: Health,
     /// The last failure, for `plugins ls`.
     pub last_error: Option<String>,
+    /// A fault in the config itself found at load (an unknown name, a config
+    /// the plugin rejects): the daemon refuses to start with it.
+    startup_problem: Option<String>,
+}
+
+/// Why a member could not start.
+enum StartError {
+    /// Its file could not be read, or nothing has its name.
+    Source(String),
+    /// The plugin failed to load.
+    Plugin(PluginError),
+}
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StartError::Source(e) => write!(f, "{e}"),
+            StartError::Plugin(e) => write!(f, "{e} ({})", e.cause()),
+        }
+    }
 }
 
 /// What a member runs: its component, config and the component's sha256.
@@ -157,7 +177,9 @@ impl Chain {
                 disabled: true,
                 health: Health::new(chain.max_failures, chain.window),
                 last_error: None,
+                startup_problem: None,
             };
+            let missing = wasm.is_err() && m.source == "built-in";
             match chain.start(cfg, name, wasm) {
                 Ok((worker, loaded)) => {
                     tracing::info!("policy {name} loaded ({})", m.source);
@@ -167,7 +189,8 @@ impl Chain {
                 }
                 Err(e) => {
                     tracing::error!("policy {name} did not load: {e}");
-                    m.last_error = Some(e);
+                    m.startup_problem = startup_problem(cfg, name, &e, missing);
+                    m.last_error = Some(e.to_string());
                 }
             }
             chain.members.push(m);
@@ -181,11 +204,14 @@ impl Chain {
         cfg: &Config,
         name: &str,
         wasm: Result<Vec<u8>, String>,
-    ) -> Result<(Worker, Loaded), String> {
+    ) -> Result<(Worker, Loaded), StartError> {
         let entry = cfg.plugin.get(name).cloned().unwrap_or_default();
         let config = toml::to_string(&entry.config).unwrap_or_default();
-        let engine = self.engine.as_ref().ok_or("no plugin engine")?;
-        let wasm = Arc::new(wasm?);
+        let engine = self
+            .engine
+            .as_ref()
+            .ok_or_else(|| StartError::Source("no plugin engine".into()))?;
+        let wasm = Arc::new(wasm.map_err(StartError::Source)?);
         let sha = sha256(&wasm);
         let worker = Worker::start(
             engine,
@@ -194,7 +220,7 @@ impl Chain {
             config.clone(),
             self.limits.clone(),
         )
-        .map_err(|e| format!("{e} ({})", e.cause()))?;
+        .map_err(StartError::Plugin)?;
         Ok((
             worker,
             Loaded {
@@ -244,6 +270,15 @@ impl Chain {
             }
         }
         changes
+    }
+
+    /// Faults in the config found at load, each naming the file, line and
+    /// key: the daemon does not start with any.
+    pub fn startup_problems(&self) -> Vec<String> {
+        self.members
+            .iter()
+            .filter_map(|m| m.startup_problem.clone())
+            .collect()
     }
 
     /// The plugin folder entries the chain would load, with their kind, size
@@ -403,4 +438,58 @@ impl Chain {
         );
         answer
     }
+}
+
+/// The config fault behind a failed load, if the failure is the config's.
+fn startup_problem(cfg: &Config, name: &str, e: &StartError, missing: bool) -> Option<String> {
+    match e {
+        StartError::Source(_) if missing => {
+            let builtins: Vec<&str> = crate::plugins::first_party::FIRST_PARTY
+                .iter()
+                .map(|(n, _)| *n)
+                .collect();
+            Some(format!(
+                "{}: key `plugins.chain` names `{name}`, which is neither a built-in plugin ({}) nor a file {}; add the file or fix the name",
+                cfg.locate("plugins", "chain"),
+                builtins.join(", "),
+                cfg.plugin_dir().join(format!("{name}.wasm")).display()
+            ))
+        }
+        StartError::Plugin(PluginError::Config { key, message }) => {
+            let table = format!("plugin.{name}.config");
+            let key = key
+                .clone()
+                .or_else(|| key_of_parse_error(cfg, name, message));
+            let at = key
+                .as_deref()
+                .map(|k| format!(" key `{k}`"))
+                .unwrap_or_default();
+            Some(format!(
+                "{}: `[{table}]`{at}: the plugin rejects it: {message}",
+                cfg.locate(&table, key.as_deref().unwrap_or(""))
+            ))
+        }
+        _ => None,
+    }
+}
+
+/// The key a TOML parse error in a plugin's config points at: the plugin
+/// parsed the TOML the host wrote from `[plugin.NAME.config]` and said "at
+/// line N"; line N of that text names the key.
+fn key_of_parse_error(cfg: &Config, name: &str, message: &str) -> Option<String> {
+    let rest = &message[message.find("at line ")? + "at line ".len()..];
+    let line: usize = rest
+        .split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()?;
+    let entry = cfg.plugin.get(name)?;
+    let text = toml::to_string(&entry.config).ok()?;
+    let key = text
+        .lines()
+        .nth(line.checked_sub(1)?)?
+        .split('=')
+        .next()?
+        .trim();
+    (!key.is_empty() && !key.starts_with('[')).then(|| key.trim_matches('"').to_string())
 }

@@ -148,8 +148,7 @@ impl Daemon {
     }
 
     /// One scheduling pass: fire due recurring tasks, then start what fits
-    /// (through the chain when one is configured; none is started until it
-    /// has loaded).
+    /// (through the chain when one is configured).
     pub(super) fn pass(self: &Arc<Self>, chain: Option<&mut super::chain::Chain>) -> Result<()> {
         if self.draining.load(Ordering::SeqCst) {
             return Ok(());

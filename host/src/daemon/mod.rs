@@ -58,19 +58,14 @@ pub fn run(cfg: Config) -> Result<()> {
         .enable_all()
         .build()
         .context("start the async runtime")?;
+    let chain = load_chain(&cfg)?;
     let result = rt.block_on(async move {
-        let engine = if cfg.plugins.chain.is_empty() {
-            None
-        } else {
-            // NIGHTJAR_PLUGIN_CACHE shares compiled code between state dirs (the tests use it).
-            let cache = std::env::var_os("NIGHTJAR_PLUGIN_CACHE")
-                .map(std::path::PathBuf::from)
-                .unwrap_or_else(|| cfg.state_dir.join("plugin-cache"));
-            Some(crate::plugins::engine::PluginEngine::new(Some(cache))?)
-        };
         let (commands, command_rx) = std::sync::mpsc::channel();
         let daemon = Daemon::new(cfg, store, cgroup, exe, gpu.pool, gpu.monitor, commands);
         daemon.adopt()?;
+        if let Some(c) = &chain {
+            core::lock(&daemon.chain_status).views = c.views();
+        }
         if let Some(mut backend) = gpu.backend {
             // The first sweep before anything is placed, so GPUs start open or closed truthfully.
             let indices: Vec<u32> = backend.inventory().iter().map(|g| g.index).collect();
@@ -91,7 +86,7 @@ pub fn run(cfg: Config) -> Result<()> {
         let (d, handle) = (Arc::clone(&daemon), tokio::runtime::Handle::current());
         std::thread::Builder::new()
             .name("nightjar-scheduler".into())
-            .spawn(move || scheduler::run(d, handle, engine, command_rx))
+            .spawn(move || scheduler::run(d, handle, chain, command_rx))
             .context("start the scheduler thread")?;
         let mut hup = signal(SignalKind::hangup())?;
         let mut term = signal(SignalKind::terminate())?;
@@ -115,6 +110,27 @@ pub fn run(cfg: Config) -> Result<()> {
     // Whatever a plugin thread or a blocking wait is doing, the daemon ends now.
     rt.shutdown_background();
     result
+}
+
+/// Loads the policy chain before the daemon serves anything: each plugin on
+/// its worker thread behind the watchdog, so this is bounded whatever a
+/// plugin does. A chain name that is nothing, or a plugin config the plugin
+/// rejects, stops the start with the file, line and key.
+fn load_chain(cfg: &Config) -> Result<Option<chain::Chain>> {
+    if cfg.plugins.chain.is_empty() {
+        return Ok(None);
+    }
+    // NIGHTJAR_PLUGIN_CACHE shares compiled code between state dirs (the tests use it).
+    let cache = std::env::var_os("NIGHTJAR_PLUGIN_CACHE")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| cfg.state_dir.join("plugin-cache"));
+    let engine = crate::plugins::engine::PluginEngine::new(Some(cache))?;
+    let chain = chain::Chain::load(cfg, Some(&engine));
+    let problems = chain.startup_problems();
+    if !problems.is_empty() {
+        bail!("{}", problems.join("\n"));
+    }
+    Ok(Some(chain))
 }
 
 /// Creates the state dir and its folders, checks it is writable, and takes

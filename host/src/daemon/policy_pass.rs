@@ -20,8 +20,6 @@ const MAX_EVENT_TEXT: usize = 1024;
 /// What the API may read of the chain, published by the scheduler thread.
 #[derive(Debug, Default)]
 pub struct ChainStatus {
-    /// It has been loaded (the first pass waits for this).
-    pub loaded: bool,
     /// Its members.
     pub views: Vec<MemberView>,
     /// Per GPU, the policies that closed it in the last pass.

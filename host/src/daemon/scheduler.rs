@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 
 use super::chain::Chain;
 use super::core::{Daemon, lock};
-use crate::plugins::engine::PluginEngine;
 
 /// How often the plugin folder is looked at for changed files.
 const FOLDER_SCAN: Duration = Duration::from_secs(2);
@@ -50,22 +49,15 @@ pub enum Command {
     Reload(Option<tokio::sync::oneshot::Sender<Vec<String>>>),
 }
 
-/// Runs the scheduler until the daemon drains. `handle` lets runs started
-/// here be watched on the async runtime.
+/// Runs the scheduler with the loaded `chain` until the daemon drains.
+/// `handle` lets runs started here be watched on the async runtime.
 pub fn run(
     d: Arc<Daemon>,
     handle: tokio::runtime::Handle,
-    engine: Option<PluginEngine>,
+    mut chain: Option<Chain>,
     commands: mpsc::Receiver<Command>,
 ) {
     let _runtime = handle.enter();
-    let mut chain = (!d.cfg.plugins.chain.is_empty()).then(|| {
-        let c = Chain::load(&d.cfg, engine.as_ref());
-        let mut s = lock(&d.chain_status);
-        s.views = c.views();
-        s.loaded = true;
-        c
-    });
     let mut seen = Chain::fingerprint(&d.cfg);
     let mut last_scan = Instant::now();
     loop {
@@ -142,19 +134,6 @@ impl Daemon {
                 "the reload is still running after 5 minutes; `nightjar plugins` shows when it is done"
             ),
         }
-    }
-
-    /// The chain's members once it has loaded (waiting up to 10 s for the
-    /// first load, which compiles on a new machine), for `nightjar plugins ls`.
-    pub async fn loaded_plugin_views(&self) -> Vec<super::chain::MemberView> {
-        let t0 = Instant::now();
-        while !self.cfg.plugins.chain.is_empty()
-            && !lock(&self.chain_status).loaded
-            && t0.elapsed() < Duration::from_secs(10)
-        {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        self.plugin_views()
     }
 
     /// The chain's members, for `nightjar plugins ls`.
