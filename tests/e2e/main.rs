@@ -6,6 +6,7 @@ mod harness;
 mod cli;
 mod examples;
 mod gpus;
+mod hostile_inputs;
 mod input;
 mod policies;
 mod restart;
