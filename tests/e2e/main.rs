@@ -6,6 +6,7 @@ mod harness;
 mod cli;
 mod examples;
 mod gpus;
+mod hardening;
 mod hostile_inputs;
 mod input;
 mod policies;
