@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::harness::Nj;
 
 /// A daemon with `output_roots` set and one held task in the queue.
-fn world() -> Nj {
+pub(crate) fn world() -> Nj {
     let mut nj = Nj::new("");
     let results = nj.path("results");
     let text = std::fs::read_to_string(&nj.config).unwrap();
@@ -27,12 +27,12 @@ fn world() -> Nj {
 }
 
 /// The whole queue as the CLI prints it.
-fn queue(nj: &Nj) -> String {
+pub(crate) fn queue(nj: &Nj) -> String {
     nj.ok(&["--json", "ls", "--all"])
 }
 
 /// A raw connection to the daemon's socket.
-fn connect(nj: &Nj) -> UnixStream {
+pub(crate) fn connect(nj: &Nj) -> UnixStream {
     let s = UnixStream::connect(nj.state.join("nightjar.sock")).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     s
@@ -49,7 +49,7 @@ fn raw(nj: &Nj, line: &[u8]) -> String {
 }
 
 /// The daemon answers a ping.
-fn assert_alive(nj: &Nj) {
+pub(crate) fn assert_alive(nj: &Nj) {
     let reply = raw(nj, br#"{"verb":"ping"}"#);
     assert!(reply.contains("\"pid\""), "no pong: {reply}");
 }

@@ -8,6 +8,7 @@ mod examples;
 mod gpus;
 mod hardening;
 mod hostile_inputs;
+mod hostile_output;
 mod input;
 mod policies;
 mod restart;
