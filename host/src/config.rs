@@ -11,6 +11,10 @@ use anyhow::{Context, Result, bail};
 use bytesize::ByteSize;
 use serde::{Deserialize, Serialize};
 
+mod host;
+
+pub use host::{ApiConfig, REDACTED, redacted};
+
 /// The environment variables a run inherits from the daemon unless the config
 /// names its own list. Everything else is cleared.
 pub const DEFAULT_ENV_ALLOW: &[&str] = &[
@@ -45,6 +49,10 @@ pub struct Config {
     /// so later errors can name the file and line.
     #[serde(skip)]
     pub origin: Option<(PathBuf, String)>,
+    /// Folders task output may go to; empty means anywhere the task's user may write.
+    pub output_roots: Vec<PathBuf>,
+    /// Limits of the API socket.
+    pub api: ApiConfig,
 }
 
 /// The policy chain and the limits every plugin runs under.
@@ -209,6 +217,8 @@ pub struct SandboxConfig {
     pub cgroup: CgroupMode,
     /// The cgroup v2 folder under which per-run cgroups are made; empty means detect.
     pub cgroup_root: PathBuf,
+    /// Env names (globs, any case) whose values `show`, `--json` and logs print as `<redacted>`.
+    pub redact_env: Vec<String>,
 }
 
 /// Whether runs get their own cgroup.
@@ -238,6 +248,8 @@ impl Default for Config {
             plugins: PluginsConfig::default(),
             plugin: Default::default(),
             origin: None,
+            output_roots: Vec::new(),
+            api: ApiConfig::default(),
         }
     }
 }
@@ -250,6 +262,7 @@ impl Default for SandboxConfig {
             env_allow: DEFAULT_ENV_ALLOW.iter().map(|s| s.to_string()).collect(),
             cgroup: CgroupMode::Auto,
             cgroup_root: PathBuf::new(),
+            redact_env: host::default_redact_env(),
         }
     }
 }
@@ -333,7 +346,7 @@ impl Config {
         if self.sandbox.log_cap.as_u64() < 4096 {
             bail!("key `sandbox.log_cap` must be at least 4 KiB");
         }
-        Ok(())
+        host::validate(&self.api, &self.sandbox.redact_env, &self.output_roots)
     }
 
     /// Where `key` (under the table `[table]`, or at the top when `table` is

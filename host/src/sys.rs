@@ -120,6 +120,87 @@ pub fn ignore_signal(sig: libc::c_int) {
     }
 }
 
+/// Restores a signal's default action; for use between fork and exec too.
+pub fn default_signal(sig: libc::c_int) {
+    // SAFETY: installing SIG_DFL has no memory effects; signal() is async-signal-safe.
+    unsafe {
+        libc::signal(sig, libc::SIG_DFL);
+    }
+}
+
+/// Sets the process's file-mode creation mask; returns the previous one.
+pub fn set_umask(mask: u32) -> u32 {
+    // SAFETY: umask cannot fail and is async-signal-safe.
+    unsafe { libc::umask(mask as libc::mode_t) as u32 }
+}
+
+/// `close_range(from, ~0, flags)`, falling back to a loop over the fd
+/// limit where the kernel lacks it (before 5.9). Async-signal-safe.
+fn for_fds_from(from: i32, flags: libc::c_uint, each: impl Fn(i32)) {
+    // SAFETY: close_range takes plain integers.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            from as libc::c_uint,
+            libc::c_uint::MAX,
+            flags,
+        )
+    };
+    if r == 0 {
+        return;
+    }
+    let mut lim: libc::rlimit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: lim is a valid out-pointer.
+    let max = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0 {
+        lim.rlim_cur.min(65_536) as i32
+    } else {
+        1024
+    };
+    (from..max).for_each(each);
+}
+
+/// Closes every descriptor from `from` up.
+pub fn close_fds_from(from: i32) {
+    for_fds_from(from, 0, |fd| {
+        // SAFETY: closing a descriptor number we do not use; EBADF is harmless.
+        unsafe {
+            libc::close(fd);
+        }
+    });
+}
+
+/// Marks every descriptor from `from` up close-on-exec (between fork and
+/// exec, so the exec'd program gets none of them). Async-signal-safe.
+pub fn cloexec_fds_from(from: i32) {
+    // CLOSE_RANGE_CLOEXEC (Linux 5.11).
+    const CLOEXEC: libc::c_uint = 1 << 2;
+    for_fds_from(from, CLOEXEC, |fd| {
+        // SAFETY: fcntl on a descriptor number; EBADF is harmless.
+        unsafe {
+            libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+        }
+    });
+}
+
+/// Raises the soft limit on open files to the hard limit; returns the new limit.
+pub fn raise_nofile_limit() -> io::Result<u64> {
+    let mut lim: libc::rlimit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: lim is a valid out-pointer.
+    check(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) })?;
+    if lim.rlim_cur < lim.rlim_max {
+        lim.rlim_cur = lim.rlim_max;
+        // SAFETY: lim is valid; raising the soft limit up to the hard one is always allowed.
+        check(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) })?;
+    }
+    Ok(lim.rlim_cur)
+}
+
 /// A signalfd delivering the (already blocked) signals of `set`.
 pub fn signalfd(set: &libc::sigset_t) -> io::Result<OwnedFd> {
     // SAFETY: set is valid; -1 asks for a new descriptor.

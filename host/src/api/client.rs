@@ -1,6 +1,7 @@
 //! The CLI's side of the socket.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
+use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 
@@ -43,11 +44,24 @@ impl Client {
     /// Sends one request and decodes the reply.
     pub fn call<T: DeserializeOwned>(&mut self, req: &Request) -> Result<T> {
         let mut line = serde_json::to_vec(req)?;
+        if line.len() > super::MAX_REQUEST {
+            bail!(
+                "the request is {} bytes; the daemon accepts at most {} MiB per request: split it (fewer tasks per file, a smaller sweep)",
+                line.len(),
+                super::MAX_REQUEST / (1024 * 1024)
+            );
+        }
         line.push(b'\n');
-        self.writer.write_all(&line)?;
+        // A daemon that refuses a request may close before reading it all:
+        // its reply is still there to read, so a failed send is reported
+        // only when no reply came.
+        let sent = send_all(&self.writer, &line);
         let mut reply = String::new();
-        if self.reader.read_line(&mut reply)? == 0 {
-            bail!("the daemon closed the connection without replying (did it stop?)");
+        let got = self.reader.read_line(&mut reply);
+        match (sent, got) {
+            (_, Ok(n)) if n > 0 => {}
+            (Err(e), _) => return Err(anyhow!("cannot send the request to the daemon: {e}")),
+            _ => bail!("the daemon closed the connection without replying (did it stop?)"),
         }
         let reply: Reply = serde_json::from_str(&reply)?;
         match (reply.ok, reply.error) {
@@ -56,4 +70,29 @@ impl Client {
             (None, None) => Ok(serde_json::from_value(serde_json::Value::Null)?),
         }
     }
+}
+
+/// Writes all of `buf` with MSG_NOSIGNAL: a daemon that closed the socket is
+/// an error here, never a SIGPIPE (the CLI lets SIGPIPE end it on stdout).
+fn send_all(stream: &UnixStream, mut buf: &[u8]) -> std::io::Result<()> {
+    while !buf.is_empty() {
+        // SAFETY: buf is a valid slice; the fd is an open socket for the call.
+        let n = unsafe {
+            libc::send(
+                stream.as_raw_fd(),
+                buf.as_ptr().cast(),
+                buf.len(),
+                libc::MSG_NOSIGNAL,
+            )
+        };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        buf = &buf[n as usize..];
+    }
+    Ok(())
 }

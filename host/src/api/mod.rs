@@ -3,7 +3,12 @@
 //! dashboard's HTTP routes later.
 
 pub mod client;
+pub mod listen;
 pub mod server;
+
+/// Longest request line the daemon reads (1 MiB); a longer one is refused
+/// and the connection closed.
+pub const MAX_REQUEST: usize = 1024 * 1024;
 
 use serde::{Deserialize, Serialize};
 

@@ -1,53 +1,33 @@
-//! The daemon's side of the socket: one task per connection, one reply per request line.
+//! The daemon's side of the socket: one reply per request line. Every
+//! submission is checked here again, exactly as the CLI checks it.
 
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::net::{UnixListener, UnixStream};
 
+pub use super::listen::serve;
 use super::{Reply, Request, WaitResult};
 use crate::daemon::Daemon;
 use crate::store::TaskState;
 use crate::time::now_ms;
 
-/// Accepts connections until the daemon stops.
-pub async fn serve(daemon: Arc<Daemon>, listener: UnixListener) {
-    loop {
-        match listener.accept().await {
-            Ok((stream, _)) => {
-                tokio::spawn(connection(Arc::clone(&daemon), stream));
-            }
-            Err(e) => tracing::warn!("accept failed: {e}"),
-        }
-    }
-}
-
-async fn connection(daemon: Arc<Daemon>, stream: UnixStream) {
-    let (read, mut write) = stream.into_split();
-    let mut lines = BufReader::new(read).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
-        let reply = match serde_json::from_str::<Request>(&line) {
-            Ok(req) => match handle(&daemon, req).await {
-                Ok(v) => Reply {
-                    ok: Some(v),
-                    error: None,
-                },
-                Err(e) => Reply {
-                    ok: None,
-                    error: Some(format!("{e:#}")),
-                },
+/// The reply to one request line.
+pub async fn answer(daemon: &Arc<Daemon>, line: &[u8]) -> Reply {
+    match serde_json::from_slice::<Request>(line) {
+        Ok(req) => match handle(daemon, req).await {
+            Ok(v) => Reply {
+                ok: Some(v),
+                error: None,
             },
             Err(e) => Reply {
                 ok: None,
-                error: Some(format!("bad request: {e}")),
+                error: Some(format!("{e:#}")),
             },
-        };
-        let mut out = serde_json::to_vec(&reply).unwrap_or_default();
-        out.push(b'\n');
-        if write.write_all(&out).await.is_err() {
-            return;
-        }
+        },
+        Err(e) => Reply {
+            ok: None,
+            error: Some(format!("bad request: {e}")),
+        },
     }
 }
 
@@ -56,6 +36,8 @@ async fn handle(d: &Arc<Daemon>, req: Request) -> anyhow::Result<Value> {
     Ok(match req {
         Request::Ping => json!({ "pid": std::process::id(), "version": env!("CARGO_PKG_VERSION") }),
         Request::Submit { entries } => {
+            crate::task::check::check_entries(&entries).map_err(anyhow::Error::msg)?;
+            check_outputs(d, &entries)?;
             check_fits(d, &entries)?;
             let tz = d.cfg.tz();
             let ids = d.store().submit(&entries, now, |expr| {
@@ -68,7 +50,15 @@ async fn handle(d: &Arc<Daemon>, req: Request) -> anyhow::Result<Value> {
             json!(ids)
         }
         Request::List { filter } => json!(d.store().list(&filter)?),
-        Request::Show { id } => json!(d.store().show(id)?),
+        Request::Show { id } => {
+            let mut detail = d.store().show(id)?;
+            for (k, v) in detail.spec.env.iter_mut() {
+                if crate::config::redacted(k, &d.cfg.sandbox.redact_env) {
+                    *v = crate::config::REDACTED.to_string();
+                }
+            }
+            json!(detail)
+        }
         Request::Cancel { id } => {
             let effect = d.store().cancel(id, now)?;
             for (run, pid) in &effect.to_signal {
@@ -109,6 +99,35 @@ async fn handle(d: &Arc<Daemon>, req: Request) -> anyhow::Result<Value> {
             json!(views)
         }
     })
+}
+
+/// Rejects an output folder outside `output_roots` (when set), with the
+/// values known at submit filled in (ids as `0`: a digit string is one path
+/// component like any id). The supervisor checks the real path again.
+fn check_outputs(d: &Daemon, entries: &[crate::task::model::NewEntry]) -> anyhow::Result<()> {
+    use crate::task::vars::{Subst, expand};
+    if d.cfg.output_roots.is_empty() {
+        return Ok(());
+    }
+    for m in entries.iter().flat_map(|e| &e.members) {
+        let Some(t) = &m.output else { continue };
+        let inputs: Vec<String> = m.inputs.iter().map(|p| p.display().to_string()).collect();
+        let path = expand(t, true, |n| {
+            Some(Subst::Value(match n {
+                "TASK_ID" | "RUN_ID" => "0".into(),
+                "WORKDIR" => m.workdir.display().to_string(),
+                "TASK_NAME" => m.name.clone(),
+                "PROJECT" => m.project.clone(),
+                "INPUT_PATH" => inputs.first().cloned().unwrap_or_default(),
+                "INPUTS" => inputs.join(" "),
+                "SCRATCH" => d.cfg.scratch_dir().join("0").display().to_string(),
+                _ => String::new(),
+            }))
+        })?;
+        crate::sandbox::paths::check_within(&m.workdir.join(path), &d.cfg.output_roots)
+            .map_err(|e| anyhow::anyhow!("task `{}`: {e}", m.name.escape_debug()))?;
+    }
+    Ok(())
 }
 
 /// Rejects tasks that could never be placed on this machine.

@@ -33,14 +33,17 @@ pub fn run(mut ctx: Ctx, action: Action, ids: &[i64]) -> Result<i32> {
         match ctx.client.call::<Value>(&req) {
             Ok(v) => {
                 if !ctx.json {
-                    println!("{id}: {}", summary(action, &v));
+                    println!("{id}: {}", super::table::clean(&summary(action, &v)));
                 }
                 results.push(serde_json::json!({ "id": id, "ok": v }));
             }
             Err(e) => {
                 failed = true;
                 if !ctx.json {
-                    eprintln!("nightjar: {id}: {e:#}");
+                    eprintln!(
+                        "nightjar: {id}: {}",
+                        super::table::clean_text(&format!("{e:#}"))
+                    );
                 }
                 results.push(serde_json::json!({ "id": id, "error": format!("{e:#}") }));
             }

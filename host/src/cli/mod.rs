@@ -109,10 +109,17 @@ pub enum Verb {
 /// Runs the CLI and returns the process exit status.
 pub fn main() -> i32 {
     let cli = Cli::parse();
+    if !matches!(cli.verb, Verb::Daemon | Verb::Supervise { .. }) {
+        // `nightjar show 4 | head -1`: the reader left, so end quietly as
+        // every Unix tool does, instead of panicking in println!. (The
+        // daemon keeps SIGPIPE ignored; the client's socket writes use
+        // MSG_NOSIGNAL.)
+        crate::sys::default_signal(libc::SIGPIPE);
+    }
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("nightjar: {e:#}");
+            eprintln!("nightjar: {}", table::clean_text(&format!("{e:#}")));
             1
         }
     }
@@ -174,7 +181,7 @@ fn run(cli: Cli) -> Result<i32> {
             if ctx.json {
                 print_json(&lines)?;
             } else {
-                lines.iter().for_each(|l| println!("{l}"));
+                lines.iter().for_each(|l| println!("{}", table::clean(l)));
             }
             Ok(0)
         }

@@ -4,6 +4,7 @@
 use anyhow::Result;
 
 use super::Ctx;
+use super::table::clean;
 use crate::api::Request;
 use crate::store::TaskDetail;
 use crate::time::{fmt_local, fmt_span, now_ms};
@@ -17,23 +18,30 @@ pub fn run(mut ctx: Ctx, id: i64) -> Result<i32> {
     }
     let t = &d.task;
     let now = now_ms();
-    println!("task {}  {}  ({})", t.id, t.name, t.kind);
+    println!("task {}  {}  ({})", t.id, clean(&t.name), t.kind);
     println!(
         "  state      {}{}",
         t.state.as_str(),
         t.reason
             .as_ref()
-            .map(|r| format!(": {r}"))
+            .map(|r| format!(": {}", clean(r)))
             .unwrap_or_default()
     );
     if let Some(c) = &t.counts {
         println!("  members    {} ({})", c.total, super::ls::counts(c));
     }
     println!("  project    {}   priority {}", t.project, t.priority);
-    println!("  command    {}", t.command);
-    println!("  workdir    {}", d.spec.workdir.display());
+    println!("  command    {}", clean(&t.command));
+    println!(
+        "  workdir    {}",
+        clean(&d.spec.workdir.display().to_string())
+    );
     if let Some(o) = &d.spec.output {
-        println!("  output     {o}");
+        println!("  output     {}", clean(o));
+    }
+    // Values of secret-looking names arrive as <redacted> (`sandbox.redact_env`).
+    for (k, v) in &d.spec.env {
+        println!("  env        {}={}", clean(k), clean(v));
     }
     let r = &d.spec.resources;
     let mut res = vec![format!("gpus {}", r.gpus)];
@@ -63,7 +71,7 @@ pub fn run(mut ctx: Ctx, id: i64) -> Result<i32> {
         println!(
             "  after      {} {} ({}, {})",
             dep.dep_id,
-            dep.name,
+            clean(&dep.name),
             dep.kind.as_str(),
             dep.state.as_str()
         );
@@ -99,7 +107,7 @@ pub fn run(mut ctx: Ctx, id: i64) -> Result<i32> {
                 .unwrap_or_default()
         );
         if let Some(m) = &run.message {
-            println!("      message {m}");
+            println!("      message {}", clean(m));
         }
         if let Some(g) = &run.gpus {
             println!("      gpus    {g}");
@@ -108,7 +116,7 @@ pub fn run(mut ctx: Ctx, id: i64) -> Result<i32> {
             println!("      cpus    {c}");
         }
         if let Some(n) = &run.sandbox_note {
-            println!("      sandbox {n}");
+            println!("      sandbox {}", clean(n));
         }
         if let Some(at) = run.stalled_at {
             println!(
@@ -134,12 +142,22 @@ pub fn run(mut ctx: Ctx, id: i64) -> Result<i32> {
     if !d.members.is_empty() {
         println!("  members:");
         for m in &d.members {
-            println!("    {:<6} {:<10} {}", m.id, m.state.as_str(), m.name);
+            println!(
+                "    {:<6} {:<10} {}",
+                m.id,
+                m.state.as_str(),
+                clean(&m.name)
+            );
         }
     }
     println!("  events:");
     for e in &d.events {
-        println!("    {}  {:<10} {}", fmt_local(e.at), e.kind, e.message);
+        println!(
+            "    {}  {:<10} {}",
+            fmt_local(e.at),
+            clean(&e.kind),
+            clean(&e.message)
+        );
     }
     Ok(0)
 }

@@ -7,6 +7,7 @@ use anyhow::{Context, Result, bail};
 use bytesize::ByteSize;
 
 use super::Ctx;
+use super::table::clean;
 use crate::api::Request;
 use crate::task::file::{self, CommandDef, DepRef, TaskDef};
 use crate::task::model::{CommandSpec, Priority, Resources, RetryPolicy};
@@ -102,7 +103,7 @@ pub fn run(mut ctx: Ctx, a: Args) -> Result<i32> {
         for (id, e) in ids.iter().zip(&entries) {
             match (e.is_sweep, &e.schedule) {
                 (true, _) => println!("{id}\t{} (sweep of {} tasks)", e.name, e.members.len()),
-                (_, Some(s)) => println!("{id}\t{} (recurring: {s})", e.name),
+                (_, Some(s)) => println!("{id}\t{} (recurring: {})", e.name, clean(s)),
                 _ => println!("{id}\t{}", e.name),
             }
         }

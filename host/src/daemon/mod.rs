@@ -7,6 +7,7 @@ mod core;
 mod gpus;
 mod health;
 mod policy_pass;
+mod private;
 mod runenv;
 mod scheduler;
 mod snapshot;
@@ -22,7 +23,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use anyhow::{Context, Result, bail};
 use tokio::net::UnixListener;
@@ -133,21 +134,56 @@ fn load_chain(cfg: &Config) -> Result<Option<chain::Chain>> {
     Ok(Some(chain))
 }
 
-/// Creates the state dir and its folders, checks it is writable, and takes
-/// the daemon lock. The returned file holds the lock for the daemon's life.
+/// The file-mode mask the daemon was started with: tasks get it back (the
+/// daemon's own files are made under 077).
+static TASK_UMASK: AtomicU32 = AtomicU32::new(0o022);
+
+/// The mask tasks run with.
+pub(crate) fn task_umask() -> u32 {
+    TASK_UMASK.load(Ordering::Relaxed)
+}
+
+/// Creates the state dir (0700) and its folders, refuses one that others
+/// could write, makes the daemon's files private (0600), checks the dir is
+/// writable, and takes the daemon lock. The returned file holds the lock for
+/// the daemon's life. Also sets umask 077 and raises the fd limit.
 fn prepare_state_dir(cfg: &Config) -> Result<File> {
+    TASK_UMASK.store(sys::set_umask(0o077), Ordering::Relaxed);
+    match sys::raise_nofile_limit() {
+        Ok(n) => tracing::debug!("open-file limit {n}"),
+        Err(e) => tracing::warn!("cannot raise the open-file limit: {e}"),
+    }
     let dir = &cfg.state_dir;
-    for d in [dir.clone(), cfg.runs_dir(), cfg.scratch_dir()] {
-        std::fs::create_dir_all(&d).with_context(|| {
-            format!("cannot create state dir {}: choose a writable one with --state-dir or `state_dir` in the config", d.display())
-        })?;
+    std::fs::create_dir_all(dir).map_err(|e| {
+        anyhow::anyhow!(
+            "cannot create state dir {}: {}; choose a writable one with --state-dir or `state_dir` in the config",
+            dir.display(),
+            private::describe(dir, &e)
+        )
+    })?;
+    private::check_dir(dir)?;
+    for d in [cfg.runs_dir(), cfg.scratch_dir()] {
+        std::fs::create_dir_all(&d)
+            .and_then(|_| std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)))
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "cannot create {}: {}",
+                    d.display(),
+                    private::describe(&d, &e)
+                )
+            })?;
     }
     let probe = dir.join(".write-test");
-    std::fs::write(&probe, b"ok").with_context(|| {
-        format!(
-            "state dir {} is not writable: fix its permissions or choose another with --state-dir",
+    std::fs::write(&probe, b"ok").map_err(|e| match e.raw_os_error() {
+        Some(libc::ENOSPC | libc::EDQUOT) => anyhow::anyhow!(
+            "state dir {}: {}",
+            dir.display(),
+            private::describe(dir, &e)
+        ),
+        _ => anyhow::anyhow!(
+            "state dir {} is not writable ({e}): fix its permissions or choose another with --state-dir",
             dir.display()
-        )
+        ),
     })?;
     let _ = std::fs::remove_file(&probe);
     let run_lock = cfg.run_lock_path();
@@ -155,7 +191,21 @@ fn prepare_state_dir(cfg: &Config) -> Result<File> {
         .create(true)
         .append(true)
         .open(&run_lock)
-        .with_context(|| format!("create {}", run_lock.display()))?;
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "create {}: {}",
+                run_lock.display(),
+                private::describe(dir, &e)
+            )
+        })?;
+    // Files of an older, less careful nightjar: only we may read or lock them.
+    private::tighten(&[
+        run_lock,
+        cfg.db_path(),
+        dir.join("nightjar.db-wal"),
+        dir.join("nightjar.db-shm"),
+        dir.join("daemon.lock"),
+    ])?;
     let path = dir.join("daemon.lock");
     let mut lock = File::options()
         .read(true)

@@ -1,5 +1,6 @@
 //! Building the exact run a claimed task gets: environment (cleared to an
-//! allow-list), variables substituted, output and scratch folders made.
+//! allow-list), variables substituted, the scratch folder made. The output
+//! folder is named here and made by the supervisor, never by the daemon.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -74,9 +75,7 @@ pub fn build(
         None if uses("OUTPUT_PATH") => Some(run_dir.join("output")),
         None => None,
     };
-    if let Some(output) = output {
-        std::fs::create_dir_all(&output)
-            .with_context(|| format!("create output folder {}", output.display()))?;
+    if let Some(output) = &output {
         values.insert("OUTPUT_PATH", output.display().to_string());
     }
     let argv: Vec<String> = argv_templates
@@ -90,7 +89,10 @@ pub fn build(
         }
     }
     for (k, v) in &spec.env {
-        env.insert(k.clone(), expand_with(v, &values)?);
+        // The error names the key, never the value (it may be a secret).
+        let value = vars::expand(v, true, |n| values.get(n).cloned().map(Subst::Value))
+            .with_context(|| format!("substitute variables in env `{k}`"))?;
+        env.insert(k.clone(), value);
     }
     for (k, v) in &values {
         env.insert(format!("NIGHTJAR_{k}"), v.clone());
@@ -126,5 +128,8 @@ pub fn build(
         mem_limit: spec.resources.mem.map(|m| m.as_u64()),
         cgroup,
         lock_file: cfg.run_lock_path(),
+        output,
+        output_roots: cfg.output_roots.clone(),
+        umask: Some(super::task_umask()),
     })
 }

@@ -50,6 +50,15 @@ pub struct RunSpec {
     pub cgroup: Option<PathBuf>,
     /// The state dir's run-lock file; the run's lock is byte `run_id` of it.
     pub lock_file: PathBuf,
+    /// The output folder the supervisor makes before the task starts, if any.
+    #[serde(default)]
+    pub output: Option<PathBuf>,
+    /// When not empty, `output` must resolve inside one of these (checked again when made).
+    #[serde(default)]
+    pub output_roots: Vec<PathBuf>,
+    /// The file-mode mask the task runs with (the daemon's own before it chose 077).
+    #[serde(default)]
+    pub umask: Option<u32>,
 }
 
 /// Why the run's main process ended.

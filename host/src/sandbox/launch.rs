@@ -62,7 +62,8 @@ pub fn try_lock(lock_file: &Path, run: i64) -> Result<Option<File>> {
     Ok(sys::ofd_lock_byte(f.as_raw_fd(), run, false)?.then_some(f))
 }
 
-/// Starts the supervisor on the run folder `dir`. The spec goes to its stdin
+/// Starts the supervisor on the run folder `dir` with a cleared environment
+/// (it closes any descriptor above 2 itself). The spec goes to its stdin
 /// as one line; its stdout carries the status back. No `pre_exec`, so the
 /// standard library spawns with `posix_spawn` (no fork of the daemon); the
 /// supervisor makes its own session and takes the run's lock itself. Should
@@ -72,7 +73,10 @@ pub fn try_lock(lock_file: &Path, run: i64) -> Result<Option<File>> {
 /// Must run inside the tokio runtime.
 pub fn launch(sup: &SupervisorCmd, dir: &Path) -> Result<Launched> {
     let mut cmd = std::process::Command::new(&sup.program);
-    cmd.args(&sup.prefix)
+    // A cleared environment: the task must not find the daemon's secrets in
+    // /proc/<supervisor>/environ. The spec carries everything it needs.
+    cmd.env_clear()
+        .args(&sup.prefix)
         .arg(dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

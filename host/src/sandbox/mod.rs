@@ -5,4 +5,5 @@ pub mod cgroup;
 pub mod files;
 pub mod launch;
 pub mod logs;
+pub mod paths;
 pub mod supervisor;

@@ -32,6 +32,9 @@ pub fn main(dir: &Path) -> Result<()> {
 }
 
 fn run(dir: &Path) -> Result<()> {
+    // Only stdin, stdout and stderr come from the daemon; anything else it
+    // might have leaked (a socket, the database) is closed before we read.
+    sys::close_fds_from(3);
     sys::ignore_signal(libc::SIGPIPE);
     sys::ignore_signal(libc::SIGHUP);
     let set = sys::sigset(&[libc::SIGCHLD, libc::SIGTERM, libc::SIGINT]);
@@ -149,6 +152,16 @@ fn supervise(dir: &Path, spec: &RunSpec, sigfd: &OwnedFd) -> RunStatus {
                     None
                 }
             });
+    if let Some(out) = &spec.output
+        && let Err(e) = super::paths::make_output(out, &spec.output_roots, spec.umask)
+    {
+        status.message = Some(e);
+        status.finished_at = now_ms();
+        if let Some(cg) = &cgroup {
+            let _ = std::fs::remove_dir(cg);
+        }
+        return status;
+    }
     let logs = [
         CappedLog::new(&dir.join(files::STDOUT), spec.log_cap),
         CappedLog::new(&dir.join(files::STDERR), spec.log_cap),
@@ -169,7 +182,10 @@ fn supervise(dir: &Path, spec: &RunSpec, sigfd: &OwnedFd) -> RunStatus {
         cgroup,
     };
     let start = Instant::now();
-    let deadline = spec.timeout_ms.map(|t| start + Duration::from_millis(t));
+    // A timeout too far ahead for the clock (centuries) never fires.
+    let deadline = spec
+        .timeout_ms
+        .and_then(|t| start.checked_add(Duration::from_millis(t)));
     let grace = Duration::from_millis(spec.grace_ms);
     let mut ended_by = EndedBy::Exited;
     let mut kill_at: Option<Instant> = None;
@@ -213,7 +229,7 @@ fn supervise(dir: &Path, spec: &RunSpec, sigfd: &OwnedFd) -> RunStatus {
         let wake = [deadline.filter(|_| main_exit.is_none()), kill_at]
             .into_iter()
             .flatten()
-            .map(|t| t.saturating_duration_since(now).as_millis() as i32 + 1)
+            .map(|t| poll_ms(t.saturating_duration_since(now)))
             .min()
             .unwrap_or(-1);
         // Leftovers are checked at least every 100 ms (they are not our children).
@@ -250,6 +266,12 @@ fn supervise(dir: &Path, spec: &RunSpec, sigfd: &OwnedFd) -> RunStatus {
         _ => None,
     };
     status
+}
+
+/// The poll timeout for a wait of `d`: at least 1 ms, at most `i32::MAX`
+/// (about 24.8 days; a longer wait wakes, finds nothing due, and polls again).
+fn poll_ms(d: Duration) -> i32 {
+    i32::try_from(d.as_millis().saturating_add(1)).unwrap_or(i32::MAX)
 }
 
 fn prepare_cgroup(dir: &Path, cg: &Path, mem: Option<u64>) -> std::io::Result<()> {
@@ -298,9 +320,11 @@ fn spawn(
         .stdout(Stdio::from(out_w))
         .stderr(Stdio::from(err_w));
     let cpus = spec.cpus.clone();
+    let umask = spec.umask;
     let procs_raw = procs_fd.as_ref().map(|f| f.as_raw_fd());
     // SAFETY: the closure only makes async-signal-safe calls (sigprocmask,
-    // setpgid, write, sched_setaffinity) on memory prepared before the fork.
+    // setpgid, write, sched_setaffinity, signal, umask, close_range/fcntl)
+    // on memory prepared before the fork.
     unsafe {
         cmd.pre_exec(move || {
             sys::unblock_all_signals();
@@ -315,6 +339,14 @@ fn spawn(
             if !cpus.is_empty() {
                 sys::pin_to_cpus(&cpus)?;
             }
+            // The task starts with default SIGHUP and SIGPIPE (ignored ones
+            // would survive exec), its user's file-mode mask, and no fd but 0-2.
+            sys::default_signal(libc::SIGHUP);
+            sys::default_signal(libc::SIGPIPE);
+            if let Some(mask) = umask {
+                sys::set_umask(mask);
+            }
+            sys::cloexec_fds_from(3);
             Ok(())
         });
     }
@@ -359,5 +391,19 @@ fn note(dir: &Path, msg: &str) {
         .open(dir.join(files::SUPERVISOR_LOG))
     {
         let _ = writeln!(f, "{msg}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeouts_of_years_give_a_positive_poll_timeout() {
+        let year = Duration::from_secs(365 * 24 * 3600);
+        assert_eq!(poll_ms(year * 3), i32::MAX);
+        assert_eq!(poll_ms(Duration::from_secs(30 * 24 * 3600)), i32::MAX);
+        assert_eq!(poll_ms(Duration::from_millis(1500)), 1501);
+        assert_eq!(poll_ms(Duration::ZERO), 1);
     }
 }

@@ -218,6 +218,7 @@ pub fn parse(text: &str, format: Format) -> Result<Vec<TaskDef>, String> {
             }
         }
         Format::Yaml => {
+            yaml_budget(text)?;
             let value: serde_norway::Value =
                 serde_norway::from_str(text).map_err(|e| e.to_string())?;
             let many = value
@@ -233,6 +234,99 @@ pub fn parse(text: &str, format: Format) -> Result<Vec<TaskDef>, String> {
             }
         }
     }
+}
+
+/// Most values a YAML task file may expand to: its length in bytes plus
+/// 100,000. A file without aliases never comes near it; a file of nested
+/// aliases (`*name` repeats the anchored content) is refused after that many
+/// values instead of growing to gigabytes.
+fn yaml_budget(text: &str) -> Result<(), String> {
+    use std::cell::Cell;
+    struct Count<'a> {
+        left: &'a Cell<usize>,
+    }
+    impl Count<'_> {
+        fn tick<E: de::Error>(&self) -> Result<(), E> {
+            match self.left.get().checked_sub(1) {
+                Some(n) => {
+                    self.left.set(n);
+                    Ok(())
+                }
+                None => Err(E::custom(EXPANDS)),
+            }
+        }
+    }
+    const EXPANDS: &str = "the YAML expands to too many values (nested aliases `*name`?)";
+    impl<'de> de::DeserializeSeed<'de> for Count<'_> {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+    impl<'de> Visitor<'de> for Count<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("any YAML value")
+        }
+        fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
+            self.tick()
+        }
+        fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> {
+            self.tick()
+        }
+        fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> {
+            self.tick()
+        }
+        fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
+            self.tick()
+        }
+        fn visit_str<E: de::Error>(self, _: &str) -> Result<(), E> {
+            self.tick()
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+            self.tick()
+        }
+        fn visit_none<E: de::Error>(self) -> Result<(), E> {
+            self.tick()
+        }
+        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            self.tick()?;
+            d.deserialize_any(self)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+            self.tick()?;
+            while seq.next_element_seed(Count { left: self.left })?.is_some() {}
+            Ok(())
+        }
+        fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            self.tick()?;
+            while map.next_key_seed(Count { left: self.left })?.is_some() {
+                map.next_value_seed(Count { left: self.left })?;
+            }
+            Ok(())
+        }
+        fn visit_enum<A: de::EnumAccess<'de>>(self, data: A) -> Result<(), A::Error> {
+            use de::VariantAccess;
+            self.tick()?;
+            let ((), v) = data.variant_seed(Count { left: self.left })?;
+            v.newtype_variant_seed(Count { left: self.left })
+        }
+    }
+    let budget = text.len().saturating_add(100_000);
+    let left = Cell::new(budget);
+    de::DeserializeSeed::deserialize(
+        Count { left: &left },
+        serde_norway::Deserializer::from_str(text),
+    )
+    .map_err(|e| {
+        if e.to_string().contains(EXPANDS) {
+            format!(
+                "the YAML expands to more than {budget} values (aliases `*name` repeat their anchor's content): refused; write the values out instead of nesting aliases"
+            )
+        } else {
+            e.to_string()
+        }
+    })
 }
 
 #[cfg(test)]
@@ -301,6 +395,25 @@ seed = [1, 2]
         let err = parse("command: echo\npriorty: high\n", Format::Yaml).unwrap_err();
         assert!(err.contains("priorty"), "{err}");
         assert!(err.contains("line 2"), "{err}");
+    }
+
+    #[test]
+    fn nested_yaml_aliases_are_refused_early_with_a_clear_error() {
+        let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for i in 1..30 {
+            let refs = vec![format!("*a{}", i - 1); 10].join(", ");
+            text.push_str(&format!("a{i}: &a{i} [{refs}]\n"));
+        }
+        text.push_str("command: echo\n");
+        let err = parse(&text, Format::Yaml).unwrap_err();
+        assert!(
+            err.contains("expands to more than") && err.contains("aliases"),
+            "{err}"
+        );
+        // A few aliases are fine.
+        let ok = "base: &b [1, 2]\ncommand: echo\nsweep:\n  lr: *b\n";
+        let err = parse(ok, Format::Yaml).unwrap_err();
+        assert!(err.contains("base"), "only the unknown key is wrong: {err}");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Task definitions: the file schema, variables, schedules, and resolution
 //! into a checked submission.
 
+pub mod check;
 pub mod file;
 pub mod model;
 pub mod resolve;

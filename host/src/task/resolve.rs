@@ -2,7 +2,7 @@
 //! expanded, variables and schedules validated, dependencies resolved and
 //! free of cycles. Everything that can be wrong is an error here, at submit.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::file::{DepRef, TaskDef};
@@ -21,18 +21,18 @@ pub fn resolve(defs: &[TaskDef], base: &Path, default_name: &str) -> Result<Vec<
         .enumerate()
         .map(|(i, d)| match &d.name {
             Some(n) => n.clone(),
-            None if defs.len() == 1 => default_name.to_string(),
-            None => format!("{default_name}-{}", i + 1),
+            None if defs.len() == 1 => super::check::sanitize_name(default_name),
+            None => format!("{}-{}", super::check::sanitize_name(default_name), i + 1),
         })
         .collect();
     let mut entries = Vec::with_capacity(defs.len());
     for (i, def) in defs.iter().enumerate() {
         let name = &names[i];
-        let entry =
-            resolve_one(def, name, base, &names).map_err(|e| format!("task `{name}`: {e}"))?;
+        let entry = resolve_one(def, name, base, &names)
+            .map_err(|e| format!("task `{}`: {e}", name.escape_debug()))?;
         entries.push(entry);
     }
-    check_cycles(&entries, &names)?;
+    super::check::check_entries(&entries)?;
     Ok(entries)
 }
 
@@ -42,10 +42,9 @@ fn resolve_one(
     base: &Path,
     names: &[String],
 ) -> Result<NewEntry, String> {
-    if name.trim().is_empty() {
-        return Err("name is empty".into());
-    }
+    super::check::check_name("name", name)?;
     let project = def.project.clone().unwrap_or_else(|| "default".into());
+    super::check::check_name("project", &project)?;
     let workdir = absolute(base, def.workdir.as_deref().unwrap_or(Path::new(".")));
     if !workdir.is_dir() {
         return Err(format!(
@@ -138,8 +137,10 @@ fn resolve_one(
     let mut members = Vec::with_capacity(grid.len());
     for params in grid {
         let sub = |t: &str| {
+            // A value is text, substituted once: `${` in it is escaped so
+            // the substitution at dispatch leaves it literal.
             vars::expand(t, false, |n| match params.get(n) {
-                Some(v) => Some(vars::Subst::Value(v.clone())),
+                Some(v) => Some(vars::Subst::Value(v.replace("${", "$${"))),
                 None => Some(vars::Subst::Keep),
             })
             .map_err(|e| e.to_string())
@@ -229,58 +230,6 @@ fn expand_grid(
     Ok(out)
 }
 
-/// Rejects a submission whose local dependencies form a cycle, naming it.
-fn check_cycles(entries: &[NewEntry], names: &[String]) -> Result<(), String> {
-    #[derive(Clone, Copy, PartialEq)]
-    enum Mark {
-        New,
-        Active,
-        Done,
-    }
-    fn visit(
-        i: usize,
-        entries: &[NewEntry],
-        marks: &mut [Mark],
-        path: &mut Vec<usize>,
-    ) -> Option<Vec<usize>> {
-        match marks[i] {
-            Mark::Done => return None,
-            Mark::Active => {
-                let start = path.iter().position(|&p| p == i).unwrap_or(0);
-                let mut cycle = path[start..].to_vec();
-                cycle.push(i);
-                return Some(cycle);
-            }
-            Mark::New => {}
-        }
-        marks[i] = Mark::Active;
-        path.push(i);
-        for (target, _) in &entries[i].deps {
-            if let DepTarget::Local(j) = target
-                && let Some(c) = visit(*j, entries, marks, path)
-            {
-                return Some(c);
-            }
-        }
-        path.pop();
-        marks[i] = Mark::Done;
-        None
-    }
-    let mut marks = vec![Mark::New; entries.len()];
-    let mut memo: HashMap<usize, ()> = HashMap::new();
-    for i in 0..entries.len() {
-        if memo.contains_key(&i) {
-            continue;
-        }
-        if let Some(cycle) = visit(i, entries, &mut marks, &mut Vec::new()) {
-            let names: Vec<&str> = cycle.iter().map(|&k| names[k].as_str()).collect();
-            return Err(format!("dependency cycle: {}", names.join(" -> ")));
-        }
-        memo.insert(i, ());
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -321,6 +270,33 @@ mod tests {
     fn cycle_is_named() {
         let err = go("[[task]]\nname = \"a\"\ncommand = \"true\"\nafter = [\"b\"]\n[[task]]\nname = \"b\"\ncommand = \"true\"\nafter = [\"a\"]\n").unwrap_err();
         assert!(err.contains("cycle: a -> b -> a"), "{err}");
+    }
+
+    #[test]
+    fn a_sweep_value_is_substituted_once_and_stays_literal_at_dispatch() {
+        let e =
+            go("command = \"echo ${v}\"\n[sweep]\nv = [\"${TASK_ID}\", \"$${HOME}\"]\n").unwrap();
+        let dispatch = |m: &TaskSpec| {
+            vars::expand(&m.command.display(), true, |n| {
+                Some(vars::Subst::Value(format!("<{n}>")))
+            })
+            .unwrap()
+        };
+        assert_eq!(dispatch(&e[0].members[0]), "echo ${TASK_ID}");
+        assert_eq!(dispatch(&e[0].members[1]), "echo $${HOME}");
+        assert_eq!(e[0].members[0].params["v"], "${TASK_ID}");
+    }
+
+    #[test]
+    fn self_dependency_and_bad_names_are_refused() {
+        let err = go("[[task]]\nname = \"a\"\ncommand = \"true\"\nafter = [\"a\"]\n").unwrap_err();
+        assert!(err.contains("depends on itself"), "{err}");
+        let err = go("name = \"../../etc/x\"\ncommand = \"true\"\n").unwrap_err();
+        assert!(err.contains("contains `/`"), "{err}");
+        let err = go("project = \".x\"\ncommand = \"true\"\n").unwrap_err();
+        assert!(err.contains("project `.x` starts with a dot"), "{err}");
+        let err = go("command = \"true\"\n[retry]\nmax_attempts = 0\n").unwrap_err();
+        assert!(err.contains("max_attempts"), "{err}");
     }
 
     #[test]
