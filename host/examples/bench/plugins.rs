@@ -1,0 +1,174 @@
+//! `plugins`: the policy host's costs: compile, cached load, instantiate,
+//! one pass of the four first-party policies over a 10,000-task snapshot,
+//! and the priority policy as wasm against the same policy compiled natively.
+
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+
+use super::median;
+
+/// A snapshot of `n` queued tasks over 5 projects and 8 GPUs, for the host.
+fn host_snapshot(n: usize) -> nightjar::plugins::policy::Snapshot {
+    use nightjar::plugins::policy as p;
+    let hour = 3_600_000;
+    p::Snapshot {
+        now: 1_000 * hour,
+        time_zone: "UTC".into(),
+        utc_offset: 0,
+        queue: (0..n)
+            .map(|i| p::QueuedTask {
+                id: i as i64 + 1,
+                name: format!("t{i}"),
+                project: format!("p{}", i % 5),
+                priority: [
+                    p::Priority::Low,
+                    p::Priority::Normal,
+                    p::Priority::High,
+                    p::Priority::Urgent,
+                ][i % 4],
+                resources: p::Resources {
+                    gpus: (i % 2) as u32,
+                    gpu_mem: None,
+                    cpus: None,
+                    mem: None,
+                    timeout: Some(hour as u64),
+                },
+                submitted_at: (i as i64 % 900) * hour,
+                eligible_at: (i as i64 % 900) * hour,
+                attempts: 0,
+                estimated_runtime: Some(hour as u64),
+            })
+            .collect(),
+        running: Vec::new(),
+        gpus: (0..8)
+            .map(|i| p::Gpu {
+                index: i,
+                uuid: format!("GPU-{i}"),
+                name: "A100".into(),
+                mem_total: 80 << 30,
+                mem_used: 0,
+                mem_reserved: 0,
+                util: 0,
+                temperature: 40 + i,
+                power: 100_000,
+                healthy: true,
+                closed_by: Vec::new(),
+            })
+            .collect(),
+        usage: Vec::new(),
+    }
+}
+
+/// The same snapshot in the SDK's types, for the native run.
+fn sdk_snapshot(s: &nightjar::plugins::policy::Snapshot) -> nightjar_sdk::Snapshot {
+    use nightjar::plugins::policy as p;
+    let mut b = nightjar_sdk::testing::SnapshotBuilder::at(s.now);
+    for t in &s.queue {
+        let priority = match t.priority {
+            p::Priority::Low => nightjar_sdk::Priority::Low,
+            p::Priority::Normal => nightjar_sdk::Priority::Normal,
+            p::Priority::High => nightjar_sdk::Priority::High,
+            p::Priority::Urgent => nightjar_sdk::Priority::Urgent,
+        };
+        b = b.queued(t.id, &t.project, priority, t.submitted_at);
+    }
+    for g in &s.gpus {
+        b = b.gpu(g.index, g.temperature);
+    }
+    b.build()
+}
+
+/// Runs the plugin benchmarks.
+pub fn plugins() -> Result<()> {
+    use nightjar::plugins::engine::PluginEngine;
+    use nightjar::plugins::policy::{PluginLimits, PolicyPlugin};
+    use nightjar_sdk::Policy;
+    let wasm = nightjar::plugins::first_party::FIRST_PARTY[0].1;
+    let cache = tempfile::tempdir()?;
+    let engine = PluginEngine::new(Some(cache.path().to_path_buf()))?;
+    let limits = PluginLimits {
+        evaluate_timeout: Duration::from_secs(5),
+        ..PluginLimits::default()
+    };
+    let t = Instant::now();
+    PolicyPlugin::load(&engine, "priority", wasm, "", limits.clone())
+        .map_err(anyhow::Error::msg)?;
+    let compile = t.elapsed();
+    let t = Instant::now();
+    let mut plugin =
+        PolicyPlugin::load(&engine, "priority", wasm, "", limits).map_err(anyhow::Error::msg)?;
+    let cached_load = t.elapsed();
+    let rounds = 200;
+    let t = Instant::now();
+    for _ in 0..rounds {
+        plugin.instantiate().map_err(anyhow::Error::msg)?;
+    }
+    let instantiate = t.elapsed() / rounds;
+    let snap = host_snapshot(10_000);
+    let sdk = sdk_snapshot(&snap);
+    // The four first-party policies, as a chain would run them.
+    let chain: Vec<nightjar::plugins::worker::Worker> = nightjar::plugins::first_party::FIRST_PARTY
+        .iter()
+        .map(|(name, wasm)| {
+            let l = PluginLimits {
+                evaluate_timeout: Duration::from_secs(5),
+                ..PluginLimits::default()
+            };
+            nightjar::plugins::worker::Worker::start(&engine, name, wasm.to_vec(), String::new(), l)
+                .map_err(anyhow::Error::msg)
+        })
+        .collect::<Result<_>>()?;
+    let mut chain_times = Vec::new();
+    for _ in 0..10 {
+        let t = Instant::now();
+        // As the daemon's chain runs them: all at once, then validated.
+        let shared = std::sync::Arc::new(snap.clone());
+        let pending: Vec<_> = chain.iter().map(|w| w.submit(shared.clone())).collect();
+        for p in pending {
+            let e = p.wait().result.map_err(anyhow::Error::msg)?;
+            nightjar::plugins::validate::check(&snap, &e).map_err(anyhow::Error::msg)?;
+        }
+        chain_times.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    let mut wasm_times = Vec::new();
+    let mut native_times = Vec::new();
+    for _ in 0..20 {
+        let t = Instant::now();
+        let e = plugin.evaluate(&snap).map_err(anyhow::Error::msg)?;
+        nightjar::plugins::validate::check(&snap, &e).map_err(anyhow::Error::msg)?;
+        wasm_times.push(t.elapsed().as_secs_f64() * 1e3);
+        let t = Instant::now();
+        let n = priority::PriorityPolicy::evaluate(sdk.clone());
+        native_times.push(t.elapsed().as_secs_f64() * 1e3);
+        assert_eq!(n.verdicts.len(), e.verdicts.len());
+    }
+    let (w, n) = (median(&wasm_times), median(&native_times));
+    println!("plugins: the first-party policies");
+    println!(
+        "  load: compile {:.0} ms, from the on-disk cache {:.1} ms",
+        compile.as_secs_f64() * 1e3,
+        cached_load.as_secs_f64() * 1e3
+    );
+    println!(
+        "  instantiate + configure from compiled code: {:.0} us (goal < 50 us for instantiation)",
+        instantiate.as_secs_f64() * 1e6
+    );
+    println!(
+        "  one pass over 10,000 queued tasks and 8 GPUs (evaluate + validate), priority alone: {w:.2} ms"
+    );
+    println!(
+        "  the same pass through the four-policy chain ({}): {:.2} ms (goal < 10 ms)",
+        nightjar::plugins::first_party::FIRST_PARTY
+            .iter()
+            .map(|(n, _)| *n)
+            .collect::<Vec<_>>()
+            .join(", "),
+        median(&chain_times)
+    );
+    println!(
+        "  the same policy compiled natively: {n:.2} ms; wasm/native ratio {:.2} (goal < 3)",
+        w / n
+    );
+    Ok(())
+}
