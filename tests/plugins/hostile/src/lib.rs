@@ -143,10 +143,8 @@ impl Policy for Hostile {
                 }
             }
             "close-gpu" => e.close_gpu(0, "closed by the hostile test plugin"),
-            "flaky" => {
-                if CALLS.fetch_add(1, Ordering::Relaxed) % 2 == 1 {
-                    panic!("hostile plugin fails every second call");
-                }
+            "flaky" if CALLS.fetch_add(1, Ordering::Relaxed) % 2 == 1 => {
+                panic!("hostile plugin fails every second call")
             }
             "random" => {
                 let draw = std::collections::hash_map::RandomState::new().hash_one(7u64);
