@@ -5,6 +5,7 @@ mod harness;
 
 mod cli;
 mod containment;
+mod exactly_once;
 mod examples;
 mod gpus;
 mod hardening;

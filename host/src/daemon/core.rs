@@ -289,7 +289,8 @@ impl Daemon {
                     let reported =
                         launch::converse(l.child, &rs, |s| me.finish(run.id, &s.outcome())).await;
                     if reported.is_none() {
-                        me.run_ended(run.id, Path::new(&run.run_dir));
+                        me.record_until_done(run.id, PathBuf::from(&run.run_dir))
+                            .await;
                     }
                 });
             }
@@ -302,20 +303,42 @@ impl Daemon {
                     finished_at: now_ms(),
                     message: Some(format!("{e:#}")),
                 };
-                self.finish(run.id, &out);
+                if !self.finish(run.id, &out) {
+                    // Nothing else holds this outcome: keep offering it to the store.
+                    let me = Arc::clone(self);
+                    tokio::spawn(async move {
+                        let mut delay = std::time::Duration::from_millis(200);
+                        while !me.finish(run.id, &out) {
+                            tokio::time::sleep(delay).await;
+                            delay = (delay * 2).min(std::time::Duration::from_secs(30));
+                        }
+                    });
+                }
             }
         }
         Ok(true)
     }
 
-    /// Called when a run's supervisor is gone without reporting to us: read
-    /// the status it left (or mark the run lost) and record it.
-    pub fn run_ended(&self, run: i64, dir: &Path) {
+    /// Records a run whose supervisor ended without a recorded report, again
+    /// and again (backing off to every 30 s) until the store has it: the
+    /// status stays in the run folder (or with its live supervisor) meanwhile.
+    pub async fn record_until_done(self: Arc<Self>, run: i64, dir: PathBuf) {
+        let mut delay = std::time::Duration::from_millis(200);
+        while !self.run_ended(run, &dir) {
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(std::time::Duration::from_secs(30));
+        }
+    }
+
+    /// Called when a run's supervisor is gone without a recorded report: read
+    /// the status it left (or mark the run lost) and record it. False when it
+    /// is not recorded yet (the store refused, or the run is still alive).
+    pub fn run_ended(&self, run: i64, dir: &Path) -> bool {
         let out = match files::read_json::<RunStatus>(dir, files::STATUS) {
             Ok(Some(status)) => status.outcome(),
             Ok(None) | Err(_) => match launch::probe(&self.cfg.run_lock_path(), run, dir) {
                 Ok(Liveness::Ended(s) | Liveness::Vanished(s)) => s.outcome(),
-                Ok(Liveness::Alive) => return,
+                Ok(Liveness::Alive) => return false,
                 Err(e) => RunOutcome {
                     class: RunClass::Lost,
                     exit_code: None,
@@ -325,14 +348,21 @@ impl Daemon {
                 },
             },
         };
-        self.finish(run, &out);
+        self.finish(run, &out)
     }
 
-    fn finish(&self, run: i64, out: &RunOutcome) {
-        match self.store().finish_run(run, out) {
-            Ok(_) => {}
-            Err(e) => tracing::error!("run {run}: cannot record its end: {e}"),
-        }
+    /// Records a run's end; true once it is committed (or was already).
+    /// What the run held is given back either way: its processes are gone.
+    fn finish(&self, run: i64, out: &RunOutcome) -> bool {
+        let recorded = match self.store().finish_run(run, out) {
+            Ok(_) => true,
+            Err(e) => {
+                tracing::error!(
+                    "run {run}: cannot record its end yet ({e}); its status is kept and recorded when the store accepts it"
+                );
+                false
+            }
+        };
         let held = lock(&self.placed).remove(&run);
         if let Some(h) = held {
             lock(&self.pool).give_back(&h.placement);
@@ -356,6 +386,7 @@ impl Daemon {
             let _ = std::fs::remove_dir(base.dir.join(format!("run-{run}")));
         }
         self.changed();
+        recorded
     }
 
     /// At start: re-adopt live runs, record finished ones, mark vanished ones lost.
@@ -387,7 +418,7 @@ impl Daemon {
                         let _ =
                             tokio::task::spawn_blocking(move || launch::wait_unlocked(&lock, id))
                                 .await;
-                        me.run_ended(run.id, &dir);
+                        me.record_until_done(run.id, dir).await;
                     });
                 }
                 Liveness::Ended(status) => {

@@ -19,6 +19,26 @@ pub const MAX_CALL_OUTPUT: usize = 8 * 1024;
 /// Host-side resources (streams, pollables) a plugin may hold at once.
 pub const MAX_HOST_RESOURCES: usize = 1_000;
 
+/// Bytes of randomness one `wasi:random` call may ask for (the host makes
+/// them outside the plugin's memory cap and deadline; wasmtime allows 64 MiB).
+pub const MAX_RANDOM_BYTES: u64 = 64 << 10;
+
+/// Bytes a plugin may hand the host in one call to `configure` or to a host
+/// import (wasmtime's hostcall fuel; its default is 128 MiB, copied on the
+/// host whatever the plugin's memory cap).
+pub const MAX_CALL_TRANSFER: usize = 1 << 20;
+
+/// Bytes an `evaluate` answer may hand the host for `items` tasks and GPUs:
+/// each item's record and a reason of [`MAX_REASON`], no more. The bound
+/// holds when the answer is copied out of the plugin, before it is checked:
+/// reasons that all point at one string in the plugin's memory are each
+/// copied, so a plugin could otherwise make the host copy 64 times its cap.
+pub fn answer_transfer(items: usize) -> usize {
+    items
+        .saturating_mul(MAX_REASON + 256)
+        .saturating_add(MAX_CALL_TRANSFER)
+}
+
 /// Instances one plugin's store may create (a component is a few).
 pub const MAX_INSTANCES: usize = 32;
 
@@ -69,6 +89,30 @@ impl PluginLimits {
     pub fn watchdog(d: Duration) -> Duration {
         d * 2 + Duration::from_millis(250)
     }
+}
+
+/// `text` cut to `max` characters, with a note of what was cut.
+pub fn capped(text: &str, max: usize) -> String {
+    let n = text.chars().count();
+    if n <= max {
+        return text.to_string();
+    }
+    let kept: String = text.chars().take(max).collect();
+    format!("{kept}... ({n} characters in all)")
+}
+
+/// `text` cut to `max` characters with its control characters escaped, so
+/// a plugin cannot forge a line of the daemon's log or drive the terminal.
+pub fn printable(text: &str, max: usize) -> String {
+    let mut out = String::with_capacity(text.len().min(max));
+    for c in text.chars().take(max) {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// The memory cap was hit: the store's memories and tables together would
@@ -174,6 +218,18 @@ impl ResourceLimiter for TotalLimiter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plugin_text_cannot_forge_a_log_line_or_drive_the_terminal() {
+        let forged = "ok\n2030-01-01T00:00:00Z  INFO nightjar: task 1 finished\x1b[2J\r";
+        assert_eq!(
+            printable(forged, 1024),
+            "ok\\n2030-01-01T00:00:00Z  INFO nightjar: task 1 finished\\u{1b}[2J\\r"
+        );
+        assert_eq!(printable("ééé", 2), "éé");
+        assert_eq!(capped("abcdef", 3), "abc... (6 characters in all)");
+        assert_eq!(capped("abc", 3), "abc");
+    }
 
     #[test]
     fn memories_are_capped_in_sum_not_one_by_one() {

@@ -9,7 +9,10 @@ use wasmtime::{Store, Trap};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::engine::PluginEngine;
-use super::limits::{MAX_HOST_RESOURCES, MAX_LOG_MESSAGE, OverMemory, TotalLimiter};
+use super::limits::{
+    MAX_CALL_TRANSFER, MAX_HOST_RESOURCES, MAX_LOG_MESSAGE, MAX_REASON, OverMemory, TotalLimiter,
+    answer_transfer, capped, printable,
+};
 use super::sink::{LogBudget, LogSink};
 use super::wasi::{Blocked, SeededRng};
 
@@ -113,7 +116,7 @@ impl nightjar::plugin::host::Host for PluginState {
             return;
         }
         self.log_lines -= 1;
-        let message: String = message.chars().take(MAX_LOG_MESSAGE).collect();
+        let message = printable(&message, MAX_LOG_MESSAGE);
         if !self.log_budget.admit(message.len()) {
             return;
         }
@@ -206,6 +209,7 @@ impl PolicyPlugin {
         };
         let mut store = Store::new(&self.engine.engine, state);
         store.limiter(|s| &mut s.limits);
+        store.set_hostcall_fuel(MAX_CALL_TRANSFER);
         store
     }
 
@@ -232,8 +236,8 @@ impl PolicyPlugin {
                 Ok(())
             }
             Ok((_, Err(e))) => Err(PluginError::Config {
-                key: e.key,
-                message: e.message,
+                key: e.key.map(|k| capped(&k, MAX_LOG_MESSAGE)),
+                message: capped(&e.message, MAX_REASON),
             }),
             Err(e) => Err(classify(e, timeout, memory)),
         }
@@ -258,11 +262,15 @@ impl PolicyPlugin {
         store.data_mut().wasi = super::wasi::context(&self.sink, &self.rng, seed);
         self.rng.seed(seed);
         store.set_epoch_deadline(PluginEngine::ticks(timeout));
+        // What a valid answer can hold is all the answer may copy to the host.
+        let items = snapshot.queue.len() + snapshot.running.len() + snapshot.gpus.len();
+        store.set_hostcall_fuel(answer_transfer(items));
         let result = engine.with_deadline(|| {
             bindings
                 .nightjar_plugin_policy()
                 .call_evaluate(&mut *store, snapshot)
         });
+        store.set_hostcall_fuel(MAX_CALL_TRANSFER);
         self.flush_output();
         match result {
             Ok(e) => Ok(e),
@@ -330,6 +338,11 @@ fn classify(e: wasmtime::Error, timeout: Duration, memory: usize) -> PluginError
         };
     }
     let text = format!("{e:#}");
+    if text.contains("fuel allocated for hostcalls has been exhausted") {
+        return PluginError::Invalid(
+            "handed the host more data in one call than it accepts (a reason over 4096 bytes, more items than the snapshot has, or over 1 MiB to an import or from configure)".into(),
+        );
+    }
     if text.contains("memory minimum size") || text.contains("count too high") {
         return PluginError::Memory(memory);
     }

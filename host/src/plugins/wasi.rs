@@ -116,7 +116,7 @@ impl wasmtime_wasi::HostMonotonicClock for FrozenMono {
 
 /// The WASI context of one plugin store: output into `sink`, frozen clocks,
 /// randomness from `rng` and an insecure seed of `seed` (both set from the
-/// snapshot before each call), no sockets, no files, no environment.
+/// snapshot before each call) of at most `MAX_RANDOM_BYTES` a call, no sockets, no files, no environment.
 pub fn context(sink: &LogSink, rng: &SeededRng, seed: u64) -> WasiCtx {
     WasiCtxBuilder::new()
         .stdout(sink.clone())
@@ -126,6 +126,7 @@ pub fn context(sink: &LogSink, rng: &SeededRng, seed: u64) -> WasiCtx {
         .secure_random(rng.clone())
         .insecure_random(rng.clone())
         .insecure_random_seed(seed as u128)
+        .max_random_size(super::limits::MAX_RANDOM_BYTES)
         .allow_tcp(false)
         .allow_udp(false)
         .allow_ip_name_lookup(false)

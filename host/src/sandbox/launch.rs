@@ -90,13 +90,15 @@ pub fn launch(sup: &SupervisorCmd, dir: &Path) -> Result<Launched> {
 }
 
 /// Talks to a launched supervisor: sends the spec, waits for its status line,
-/// lets `record` store it, acknowledges, and reaps the process. Returns the
-/// status, or `None` when the supervisor ended without reporting on stdout
-/// (then `status.json` or [`probe`] tells).
+/// lets `record` commit it, and acknowledges only a committed one (`ok`);
+/// otherwise it says `retry` and the supervisor keeps the status (it offers
+/// it again, or writes `status.json`). Reaps the process. Returns the status
+/// once recorded, or `None` when the supervisor ended without a recorded
+/// report (then `status.json` or [`probe`] tells).
 pub async fn converse(
     mut child: tokio::process::Child,
     spec: &RunSpec,
-    record: impl FnOnce(&RunStatus),
+    mut record: impl FnMut(&RunStatus) -> bool,
 ) -> Option<RunStatus> {
     let mut stdin = child.stdin.take()?;
     let stdout = child.stdout.take()?;
@@ -104,14 +106,24 @@ pub async fn converse(
     line.push(b'\n');
     let mut status = None;
     if stdin.write_all(&line).await.is_ok() {
-        let mut reply = String::new();
         let mut reader = tokio::io::BufReader::new(stdout);
-        if reader.read_line(&mut reply).await.is_ok()
-            && let Ok(s) = serde_json::from_str::<RunStatus>(&reply)
-        {
-            record(&s);
-            let _ = stdin.write_all(b"ok\n").await;
-            status = Some(s);
+        loop {
+            let mut reply = String::new();
+            match reader.read_line(&mut reply).await {
+                Ok(n) if n > 0 => {}
+                _ => break,
+            }
+            let Ok(s) = serde_json::from_str::<RunStatus>(&reply) else {
+                break;
+            };
+            if record(&s) {
+                let _ = stdin.write_all(b"ok\n").await;
+                status = Some(s);
+                break;
+            }
+            if stdin.write_all(b"retry\n").await.is_err() {
+                break;
+            }
         }
     }
     drop(stdin);

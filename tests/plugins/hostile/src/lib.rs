@@ -24,6 +24,13 @@
 //! - `close-gpu`: closes GPU 0
 //! - `flaky`: traps on every second call
 //! - `random`: scores every task with a value drawn from WASI randomness
+//! - `churn`: defers every task (but those of project `free`) with a 4,000
+//!   character reason whose letters change every call, `until = now`
+//! - `alias`: answers 64 deferrals whose reasons all point at one 16 MiB
+//!   string (1 GiB for the host to copy, 16 MiB in the plugin)
+//! - `config-huge`: `configure` refuses its config with a 32 MiB message
+//! - `log-forge`: logs a message with a newline, a forged log line and an
+//!   ANSI escape
 //! - `ok` (or empty): defers every task whose project is `held-by-plugin`
 
 use std::hash::BuildHasher;
@@ -70,6 +77,12 @@ impl Policy for Hostile {
                 std::hint::black_box(0);
             },
             "sleep-config" => std::thread::sleep(Duration::from_secs(120)),
+            "config-huge" => {
+                return Err(ConfigError {
+                    key: Some("mode".into()),
+                    message: "c".repeat(32 << 20),
+                });
+            }
             _ => {}
         }
         *MODE.lock().unwrap_or_else(|p| p.into_inner()) = m;
@@ -142,6 +155,31 @@ impl Policy for Hostile {
                     e.defer(t.id, "asks to be asked again at once", Some(until));
                 }
             }
+            "churn" => {
+                let call = CALLS.fetch_add(1, Ordering::Relaxed);
+                let letter = (b'a' + (call % 26) as u8) as char;
+                let reason: String = std::iter::repeat_n(letter, 4000).collect();
+                for t in s.queue.iter().filter(|t| t.project != "free") {
+                    e.defer(t.id, reason.clone(), Some(s.now));
+                }
+            }
+            "alias" => {
+                // One 16 MiB string, 64 reasons that all point at it: the
+                // plugin holds 16 MiB, a host that copies each holds 1 GiB.
+                let big = std::mem::ManuallyDrop::new("a".repeat(16 << 20));
+                for i in 0..64 {
+                    // SAFETY: the host reads the answer before the plugin
+                    // frees it (then twice: a test plugin may trap there).
+                    let r = unsafe {
+                        String::from_raw_parts(big.as_ptr() as *mut u8, big.len(), big.capacity())
+                    };
+                    e.defer(s.queue.first().map(|t| t.id).unwrap_or(0) + i, r, None);
+                }
+            }
+            "log-forge" => log(
+                Level::Info,
+                "innocent\n2030-01-01T00:00:00Z  INFO nightjar: task 1 finished ok\x1b[2J",
+            ),
             "close-gpu" => e.close_gpu(0, "closed by the hostile test plugin"),
             "flaky" if CALLS.fetch_add(1, Ordering::Relaxed) % 2 == 1 => {
                 panic!("hostile plugin fails every second call")

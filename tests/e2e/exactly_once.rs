@@ -1,0 +1,103 @@
+//! A result is acknowledged only after it is committed: when the store
+//! cannot record a run's end (the database locked past its busy timeout, the
+//! state dir's file system full), the supervisor keeps the status and the
+//! run is recorded once, with the right exit code, after the obstacle goes.
+
+use std::io::Write;
+use std::process::Command;
+use std::time::Duration;
+
+use crate::harness::Nj;
+
+/// The run rows of task `id`.
+fn runs(nj: &Nj, id: i64) -> Vec<serde_json::Value> {
+    nj.show(id)["runs"].as_array().cloned().unwrap_or_default()
+}
+
+#[test]
+fn a_run_ending_while_the_database_is_locked_is_recorded_once_afterwards() {
+    let mut nj = Nj::new("slots = 1");
+    nj.start();
+    let id = nj.submit(&["--", "sh", "-c", "sleep 1; exit 3"]);
+    nj.until("running", || nj.show(id)["task"]["state"] == "running");
+    // Another connection holds the write lock well past the daemon's 5 s busy timeout.
+    let db = rusqlite::Connection::open(nj.state.join("nightjar.db")).unwrap();
+    db.execute_batch("BEGIN IMMEDIATE").unwrap();
+    std::thread::sleep(Duration::from_secs(8));
+    db.execute_batch("COMMIT").unwrap();
+    drop(db);
+    assert_eq!(nj.wait(id), 3, "the exit code survives");
+    let r = runs(&nj, id);
+    assert_eq!(r.len(), 1, "recorded once, never run again: {r:?}");
+    assert_eq!(r[0]["exit_code"], 3);
+    assert!(
+        nj.daemon_log().contains("cannot record its end yet"),
+        "the refusal was real"
+    );
+}
+
+/// A tmpfs of `mib` MiB mounted on `dir` for the test's life.
+struct Tmpfs(std::path::PathBuf);
+
+impl Tmpfs {
+    fn mount(dir: &std::path::Path, mib: u32) -> Tmpfs {
+        std::fs::create_dir_all(dir).unwrap();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={mib}m,mode=0700")])
+            .arg("tmpfs")
+            .arg(dir)
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        assert!(
+            ok,
+            "this test mounts a small tmpfs as its full disk: run it as root (CI does)"
+        );
+        Tmpfs(dir.to_path_buf())
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_run_ending_on_a_full_disk_is_recorded_once_after_space_is_freed() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("full");
+    let _fs = Tmpfs::mount(&state, 16);
+    let mut nj = Nj::new(&format!("slots = 1\nstate_dir = \"{}\"", state.display()));
+    // The harness wrote its own state_dir first; this world's is the tmpfs.
+    let cfg = std::fs::read_to_string(&nj.config).unwrap();
+    let cfg: String = cfg
+        .lines()
+        .filter(|l| !l.starts_with("state_dir") || l.contains("/full"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&nj.config, cfg).unwrap();
+    nj.state = state.clone();
+    nj.start();
+    let id = nj.submit(&["--", "sh", "-c", "sleep 2; exit 4"]);
+    nj.until("running", || nj.show(id)["task"]["state"] == "running");
+    // Fill the file system to the last byte.
+    let filler = state.join("filler");
+    let mut f = std::fs::File::create(&filler).unwrap();
+    let block = vec![0u8; 1 << 16];
+    while f.write_all(&block).is_ok() {}
+    let _ = f.write_all(&[0u8; 512]);
+    drop(f);
+    // The run ends while nothing can be written; give the daemon time to fail.
+    std::thread::sleep(Duration::from_secs(5));
+    assert!(
+        nj.daemon_log().contains("cannot record its end yet"),
+        "the store refused while full: {}",
+        nj.daemon_log()
+    );
+    std::fs::remove_file(&filler).unwrap();
+    assert_eq!(nj.wait(id), 4, "the exit code survives the full disk");
+    let r = runs(&nj, id);
+    assert_eq!(r.len(), 1, "recorded once, never run again: {r:?}");
+    assert_eq!(r[0]["exit_code"], 4);
+}
