@@ -260,3 +260,35 @@ fn plugin_folder_entries_show_their_real_kind() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("FIFO"));
 }
+
+#[test]
+fn reasons_that_change_every_pass_leave_the_events_table_bounded() {
+    // Every task deferred with a new 4,000-character reason every pass (at
+    // most every 200 ms here): 20 tasks would add 400 KB of events a second.
+    let mut nj = attacked("churn", "min_pass_interval = \"200ms\"");
+    nj.start();
+    for _ in 0..20 {
+        nj.submit(&["--", "true"]);
+    }
+    let events = |nj: &Nj| -> u64 {
+        let db = rusqlite::Connection::open(nj.state.join("nightjar.db")).unwrap();
+        db.busy_timeout(Duration::from_secs(5)).unwrap();
+        db.query_row(
+            "SELECT coalesce(sum(length(message)), 0) FROM events",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .unwrap() as u64
+    };
+    std::thread::sleep(Duration::from_secs(2));
+    let before = events(&nj);
+    std::thread::sleep(Duration::from_secs(20));
+    let grown = events(&nj) - before;
+    assert!(
+        grown < 200 << 10,
+        "the events table grew {grown} bytes in 20 s; log:\n{}",
+        nj.daemon_log()
+    );
+    let worst = slowest_ls(&nj, Duration::from_secs(2));
+    assert!(worst < Duration::from_secs(2), "ls took {worst:?}");
+}

@@ -17,6 +17,56 @@ use crate::store::{Candidate, RunningInfo};
 /// Longest plugin-caused message written to the events table.
 const MAX_EVENT_TEXT: usize = 1024;
 
+/// Bytes of `waiting` events (a deferral whose cause changed) the policies
+/// may add to the events table in a minute, all tasks together. A policy
+/// that changes every task's reason every pass would otherwise add its
+/// reasons to the database every pass, for ever.
+pub const WAIT_EVENT_BUDGET: usize = 128 << 10;
+
+/// The per-minute budget of `waiting` events; the excess is counted and
+/// summarised in one event when the minute ends.
+#[derive(Debug, Default)]
+pub struct WaitEventBudget {
+    /// When the current minute began (Unix ms).
+    window_start: i64,
+    /// Bytes written in it.
+    used: usize,
+    /// Events dropped in it, and their bytes.
+    dropped: u64,
+    dropped_bytes: u64,
+}
+
+impl WaitEventBudget {
+    /// Whether an event of `bytes` may be written in this minute.
+    pub fn admit(&mut self, bytes: usize) -> bool {
+        if self.used.saturating_add(bytes) > WAIT_EVENT_BUDGET {
+            self.dropped += 1;
+            self.dropped_bytes += bytes as u64;
+            return false;
+        }
+        self.used += bytes;
+        true
+    }
+
+    /// Ends the minute if it is over: the summary of what was dropped in it.
+    pub fn roll(&mut self, now: i64) -> Option<String> {
+        if now.saturating_sub(self.window_start) < 60_000 {
+            return None;
+        }
+        let summary = (self.dropped > 0).then(|| {
+            format!(
+                "{} waiting events ({} bytes) not recorded: policies changed their reasons faster than the budget of {} bytes a minute; `nightjar why` shows each task's current reason",
+                self.dropped, self.dropped_bytes, WAIT_EVENT_BUDGET
+            )
+        });
+        *self = WaitEventBudget {
+            window_start: now,
+            ..WaitEventBudget::default()
+        };
+        summary
+    }
+}
+
 /// What the API may read of the chain, published by the scheduler thread.
 #[derive(Debug, Default)]
 pub struct ChainStatus {
@@ -98,6 +148,12 @@ impl Daemon {
                 tracing::error!("policy {name}: cannot record its failure: {e}");
             }
         }
+        let dropped = lock(&self.chain_status).wait_events.roll(now);
+        if let Some(summary) = dropped {
+            tracing::warn!("{summary}");
+            self.store()
+                .plugin_event("waiting-events-dropped", &summary, now)?;
+        }
         self.set_policy_wake(&answer, now);
         lock(&self.pool).policy_closed = answer.closed_gpus.clone().into_iter().collect();
         let mut order = Vec::with_capacity(queue.len());
@@ -118,7 +174,8 @@ impl Daemon {
                     let before = lock(&self.wait_reasons).get(&c.id).cloned();
                     if before.as_ref() != Some(&reason) {
                         // An event only when the cause changes, not a countdown in its text.
-                        let new_cause = before.is_none_or(|b| cause(&b) != cause(&reason));
+                        let new_cause = before.is_none_or(|b| cause(&b) != cause(&reason))
+                            && lock(&self.chain_status).wait_events.admit(reason.len());
                         self.store()
                             .set_wait_reason(c.id, Some(&reason), new_cause, now)?;
                         lock(&self.wait_reasons).insert(c.id, reason);
@@ -296,5 +353,33 @@ impl Daemon {
             }
         }
         Ok(again)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waiting_events_past_the_minute_budget_are_dropped_and_summarised_once() {
+        let mut b = WaitEventBudget::default();
+        assert_eq!(b.roll(60_000), None, "a new minute with nothing dropped");
+        let mut admitted = 0;
+        for _ in 0..100 {
+            admitted += usize::from(b.admit(4096));
+        }
+        assert_eq!(admitted, WAIT_EVENT_BUDGET / 4096);
+        assert_eq!(b.roll(119_999), None, "the minute is not over");
+        let summary = b.roll(120_000).expect("summary");
+        assert!(
+            summary.starts_with(&format!(
+                "{} waiting events ({} bytes) not recorded",
+                100 - admitted,
+                (100 - admitted) * 4096
+            )),
+            "{summary}"
+        );
+        assert!(b.admit(4096), "a fresh minute");
+        assert_eq!(b.roll(180_000), None, "nothing dropped: no summary");
     }
 }

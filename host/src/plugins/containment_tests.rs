@@ -143,3 +143,49 @@ fn the_memory_cap_holds_over_many_memories_together() {
     assert!(over.wanted > 64 << 20);
     assert!(store.data().held() <= 64 << 20);
 }
+
+#[test]
+fn reasons_aliasing_one_string_are_refused_before_the_host_copies_them() {
+    // 64 reasons pointing at one 16 MiB string: 1 GiB if the host copied
+    // each before checking the answer.
+    let engine = PluginEngine::new(None).unwrap();
+    let w = worker(&engine, "alias").unwrap();
+    let tasks: Vec<i64> = (1..=64).collect();
+    let report = w.evaluate(snapshot(1, &tasks, &[]));
+    let err = report.result.unwrap_err();
+    assert_eq!(err.cause(), "invalid-answer", "{err}");
+    assert!(
+        err.to_string()
+            .contains("handed the host more data in one call than it accepts"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_giant_configure_error_is_refused_not_copied() {
+    let engine = PluginEngine::new(None).unwrap();
+    let err = worker(&engine, "config-huge").err().expect("refused");
+    assert_eq!(err.cause(), "invalid-answer", "{err}");
+    assert!(
+        err.to_string().len() < 1024,
+        "bounded: {} bytes",
+        err.to_string().len()
+    );
+}
+
+#[test]
+fn huge_random_requests_fail_at_once_instead_of_running_in_the_host() {
+    // 1,000 requests of 32 MiB: made on the host, where the deadline cannot
+    // reach, they ran far past the watchdog.
+    let engine = PluginEngine::new(None).unwrap();
+    let w = worker(&engine, "random-huge").unwrap();
+    let report = w.evaluate(snapshot(1, &[1], &[]));
+    let err = report.result.unwrap_err();
+    assert_eq!(err.cause(), "trap", "{err}");
+    assert!(err.to_string().contains("exceeds limit 65536"), "{err}");
+    assert!(
+        report.wall < Duration::from_millis(100),
+        "{:?}",
+        report.wall
+    );
+}

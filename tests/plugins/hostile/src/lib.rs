@@ -31,6 +31,7 @@
 //! - `config-huge`: `configure` refuses its config with a 32 MiB message
 //! - `log-forge`: logs a message with a newline, a forged log line and an
 //!   ANSI escape
+//! - `random-huge`: asks `wasi:random` for 32 MiB at a time, 1,000 times
 //! - `ok` (or empty): defers every task whose project is `held-by-plugin`
 
 use std::hash::BuildHasher;
@@ -54,6 +55,26 @@ fn recurse(n: u64) -> u64 {
     } else {
         recurse(n + 1).wrapping_add(std::hint::black_box(n))
     }
+}
+
+#[link(wasm_import_module = "wasi:random/random@0.2.4")]
+unsafe extern "C" {
+    /// `get-random-bytes: func(len: u64) -> list<u8>`, by hand: the list's
+    /// pointer and length are written at `ret`.
+    #[link_name = "get-random-bytes"]
+    fn wasi_get_random_bytes(len: i64, ret: *mut usize);
+}
+
+/// `len` random bytes straight from the host, dropped at once.
+fn raw_random(len: i64) -> usize {
+    let mut ret = [0usize; 2];
+    // SAFETY: `ret` has room for the pointer and length the import writes;
+    // the list was allocated by this module's `cabi_realloc` with align 1.
+    unsafe {
+        wasi_get_random_bytes(len, ret.as_mut_ptr());
+        drop(Vec::from_raw_parts(ret[0] as *mut u8, ret[1], ret[1]));
+    }
+    ret[1]
 }
 
 struct Hostile;
@@ -175,6 +196,13 @@ impl Policy for Hostile {
                     };
                     e.defer(s.queue.first().map(|t| t.id).unwrap_or(0) + i, r, None);
                 }
+            }
+            "random-huge" => {
+                let mut got = 0;
+                for _ in 0..1000 {
+                    got += raw_random(32 << 20);
+                }
+                e.allow(s.queue.first().map(|t| t.id).unwrap_or(0), got as i32);
             }
             "log-forge" => log(
                 Level::Info,
