@@ -83,6 +83,8 @@ pub struct ChainStatus {
     /// A preempted task yields to the task it was preempted for until that
     /// one has started: victim -> beneficiary.
     pub yields_to: HashMap<i64, i64>,
+    /// The per-minute budget of `waiting` events.
+    pub wait_events: WaitEventBudget,
 }
 
 fn cap(text: &str) -> String {
