@@ -12,8 +12,10 @@ use bytesize::ByteSize;
 use serde::{Deserialize, Serialize};
 
 mod host;
+mod retention;
 
 pub use host::{ApiConfig, REDACTED, redacted};
+pub use retention::RetentionConfig;
 
 /// The environment variables a run inherits from the daemon unless the config
 /// names its own list. Everything else is cleared.
@@ -53,6 +55,8 @@ pub struct Config {
     pub output_roots: Vec<PathBuf>,
     /// Limits of the API socket.
     pub api: ApiConfig,
+    /// How long ended tasks are kept.
+    pub retention: RetentionConfig,
 }
 
 /// The policy chain and the limits every plugin runs under.
@@ -250,6 +254,7 @@ impl Default for Config {
             origin: None,
             output_roots: Vec::new(),
             api: ApiConfig::default(),
+            retention: RetentionConfig::default(),
         }
     }
 }
@@ -346,6 +351,7 @@ impl Config {
         if self.sandbox.log_cap.as_u64() < 4096 {
             bail!("key `sandbox.log_cap` must be at least 4 KiB");
         }
+        self.retention.validate()?;
         host::validate(&self.api, &self.sandbox.redact_env, &self.output_roots)
     }
 
@@ -377,6 +383,14 @@ impl Config {
             Some(n) => format!("config file {}, line {n}", path.display()),
             None => format!("config file {}", path.display()),
         }
+    }
+
+    /// Where compiled plugin code is cached: `NIGHTJAR_PLUGIN_CACHE` (the
+    /// tests share one between state dirs), else `<state_dir>/plugin-cache`.
+    pub fn plugin_cache_dir(&self) -> PathBuf {
+        std::env::var_os("NIGHTJAR_PLUGIN_CACHE")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| self.state_dir.join("plugin-cache"))
     }
 
     /// The parsed time zone (validated at load).

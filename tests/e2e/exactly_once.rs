@@ -101,3 +101,34 @@ fn a_run_ending_on_a_full_disk_is_recorded_once_after_space_is_freed() {
     assert_eq!(r.len(), 1, "recorded once, never run again: {r:?}");
     assert_eq!(r[0]["exit_code"], 4);
 }
+
+#[test]
+fn a_task_that_kills_its_supervisor_is_killed_whole_and_never_run_twice() {
+    let mut nj = Nj::new("slots = 1");
+    nj.start();
+    // A marker argument to find the task's own processes by.
+    let id = nj.submit(&["--", "sh", "-c", "kill -9 $PPID; exec sleep 31.123"]);
+    nj.until("the run ended", || {
+        nj.show(id)["runs"][0]["state"] == "finished"
+    });
+    let r = runs(&nj, id);
+    assert_eq!(r.len(), 1, "never started again: {r:?}");
+    assert_eq!(r[0]["class"], "killed", "{r:?}");
+    assert!(
+        r[0]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("supervisor died"),
+        "{r:?}"
+    );
+    let left = Command::new("pgrep")
+        .args(["-f", "sleep 31.123"])
+        .output()
+        .unwrap();
+    assert!(
+        left.stdout.is_empty(),
+        "the task's tree was killed: {}",
+        String::from_utf8_lossy(&left.stdout)
+    );
+    assert_ne!(nj.show(id)["task"]["state"], "running");
+}

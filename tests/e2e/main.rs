@@ -15,4 +15,5 @@ mod input;
 mod plugin_config;
 mod policies;
 mod restart;
+mod retention;
 mod sandbox;

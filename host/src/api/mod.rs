@@ -67,6 +67,13 @@ pub enum Request {
     Plugins,
     /// Reload the chain's plugin files; replies with what changed.
     PluginsReload,
+    /// Delete ended tasks older than `[retention]` says, with their runs,
+    /// events and folders; replies with what was (or would be) removed.
+    Gc {
+        /// Only count.
+        #[serde(default)]
+        dry_run: bool,
+    },
     /// Reply once every task named has ended (or is blocked).
     Wait {
         /// Task ids (an array id waits for all members).

@@ -82,6 +82,7 @@ async fn handle(d: &Arc<Daemon>, req: Request) -> anyhow::Result<Value> {
             d.changed();
             json!(n)
         }
+        Request::Gc { dry_run } => json!(d.gc(dry_run)?),
         Request::Wait { ids } => json!(wait(d, &ids).await?),
         Request::Plugins => json!(d.plugin_views()),
         Request::Why { id } => json!(d.why(id)?),

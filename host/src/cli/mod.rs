@@ -93,6 +93,12 @@ pub enum Verb {
     /// Policy plugins: `ls` (the daemon's chain), `check FILE`, `test FILE --snapshot S.json`.
     #[command(subcommand)]
     Plugins(plugins::Cmd),
+    /// Delete ended tasks older than `[retention]` keeps them, with their runs, events and folders.
+    Gc {
+        /// Only say what would be deleted.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Print shell completions (bash, zsh, fish, elvish, powershell).
     Completions {
         /// The shell.
@@ -175,6 +181,25 @@ fn run(cli: Cli) -> Result<i32> {
         Verb::Retry { ids } => control::run(ctx, control::Action::Retry, &ids),
         Verb::Wait { ids } => wait::run(ctx, &ids),
         Verb::Gpus(a) => gpus::run(ctx, a),
+        Verb::Gc { dry_run } => {
+            let mut ctx = ctx;
+            let r: crate::store::GcReport =
+                ctx.client.call(&crate::api::Request::Gc { dry_run })?;
+            if ctx.json {
+                print_json(&r)?;
+            } else {
+                println!(
+                    "{} {} tasks, {} runs and their folders, {} events, {} GPU samples, {} unused compiled plugins",
+                    if dry_run { "would delete" } else { "deleted" },
+                    r.tasks,
+                    r.runs.len(),
+                    r.events,
+                    r.gpu_samples,
+                    r.cache_files
+                );
+            }
+            Ok(0)
+        }
         Verb::Why { id } => {
             let mut ctx = ctx;
             let lines: Vec<String> = ctx.client.call(&crate::api::Request::Why { id })?;

@@ -15,6 +15,7 @@ use crate::gpu::monitor::Monitor;
 use crate::sandbox::cgroup::CgroupBase;
 use crate::sandbox::files::{self, RunStatus};
 use crate::sandbox::launch::{self, Liveness};
+use crate::sandbox::liveness::{self, RunIds};
 use crate::scheduler::{Placement, Pool, PoolGpu};
 use crate::store::{NewRun, RunClass, RunOutcome, RunRow, Store};
 use crate::time::now_ms;
@@ -336,17 +337,19 @@ impl Daemon {
     pub fn run_ended(&self, run: i64, dir: &Path) -> bool {
         let out = match files::read_json::<RunStatus>(dir, files::STATUS) {
             Ok(Some(status)) => status.outcome(),
-            Ok(None) | Err(_) => match launch::probe(&self.cfg.run_lock_path(), run, dir) {
-                Ok(Liveness::Ended(s) | Liveness::Vanished(s)) => s.outcome(),
-                Ok(Liveness::Alive) => return false,
-                Err(e) => RunOutcome {
-                    class: RunClass::Lost,
-                    exit_code: None,
-                    signal: None,
-                    finished_at: now_ms(),
-                    message: Some(format!("cannot read run folder: {e:#}")),
-                },
-            },
+            Ok(None) | Err(_) => {
+                match liveness::probe(&self.cfg.run_lock_path(), &self.run_ids(run, dir)) {
+                    Ok(Liveness::Ended(s) | Liveness::Vanished(s)) => s.outcome(),
+                    Ok(Liveness::Alive) => return false,
+                    Err(e) => RunOutcome {
+                        class: RunClass::Lost,
+                        exit_code: None,
+                        signal: None,
+                        finished_at: now_ms(),
+                        message: Some(format!("cannot read run folder: {e:#}")),
+                    },
+                }
+            }
         };
         self.finish(run, &out)
     }
@@ -398,7 +401,11 @@ impl Daemon {
         }
         for run in runs {
             let dir = PathBuf::from(&run.run_dir);
-            match launch::probe(&self.cfg.run_lock_path(), run.id, &dir)? {
+            let ids = RunIds {
+                supervisor: run.supervisor_pid.map(|p| p as i32),
+                ..self.run_ids(run.id, &dir)
+            };
+            match liveness::probe(&self.cfg.run_lock_path(), &ids)? {
                 Liveness::Alive => {
                     let spec = self.store().show(run.task_id)?.spec;
                     let placement = placement_of(&run, &spec.resources, self.cfg.gpu.share);
@@ -440,6 +447,26 @@ impl Daemon {
             }
         }
         Ok(())
+    }
+
+    /// What liveness needs to know of run `run` in `dir`: its supervisor's pid
+    /// from the store and its cgroup.
+    fn run_ids<'a>(&self, run: i64, dir: &'a Path) -> RunIds<'a> {
+        RunIds {
+            run,
+            dir,
+            supervisor: self
+                .store()
+                .run(run)
+                .ok()
+                .and_then(|r| r.supervisor_pid)
+                .map(|p| p as i32),
+            cgroup: self
+                .cgroup
+                .as_ref()
+                .ok()
+                .map(|b| b.dir.join(format!("run-{run}"))),
+        }
     }
 
     /// Sends a cancel (SIGTERM) to a run's supervisor, checking it is ours.

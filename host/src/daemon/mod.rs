@@ -8,6 +8,7 @@ mod gpus;
 mod health;
 mod policy_pass;
 mod private;
+mod retention;
 mod runenv;
 mod scheduler;
 mod snapshot;
@@ -121,11 +122,7 @@ fn load_chain(cfg: &Config) -> Result<Option<chain::Chain>> {
     if cfg.plugins.chain.is_empty() {
         return Ok(None);
     }
-    // NIGHTJAR_PLUGIN_CACHE shares compiled code between state dirs (the tests use it).
-    let cache = std::env::var_os("NIGHTJAR_PLUGIN_CACHE")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| cfg.state_dir.join("plugin-cache"));
-    let engine = crate::plugins::engine::PluginEngine::new(Some(cache))?;
+    let engine = crate::plugins::engine::PluginEngine::new(Some(cfg.plugin_cache_dir()))?;
     let chain = chain::Chain::load(cfg, Some(&engine));
     let problems = chain.startup_problems();
     if !problems.is_empty() {

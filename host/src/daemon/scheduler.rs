@@ -60,6 +60,7 @@ pub fn run(
     let _runtime = handle.enter();
     let mut seen = Chain::fingerprint(&d.cfg);
     let mut last_scan = Instant::now();
+    let mut last_gc = Instant::now();
     loop {
         if d.draining.load(std::sync::atomic::Ordering::SeqCst) {
             return;
@@ -78,6 +79,13 @@ pub fn run(
                 reload(&d, chain.as_mut());
             }
         }
+        let every = d.cfg.retention.every;
+        if !every.is_zero() && last_gc.elapsed() >= every {
+            last_gc = Instant::now();
+            if let Err(e) = d.gc(false) {
+                tracing::error!("retention: collection failed: {e:#}");
+            }
+        }
         if let Err(e) = d.pass(chain.as_mut()) {
             tracing::error!("scheduling pass failed: {e:#}");
         }
@@ -93,6 +101,9 @@ pub fn run(
         };
         if chain.is_some() {
             sleep = sleep.min(FOLDER_SCAN);
+        }
+        if !every.is_zero() {
+            sleep = sleep.min(every.saturating_sub(last_gc.elapsed()));
         }
         d.kick.wait(sleep);
     }

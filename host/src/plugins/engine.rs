@@ -82,6 +82,11 @@ impl PluginEngine {
             // engine's configuration (the key includes the engine's
             // compatibility hash) into a folder only the daemon writes.
             if let Ok(c) = unsafe { Component::deserialize_file(&self.engine, path) } {
+                // A use: retention prunes entries not used for a while.
+                let _ = std::fs::File::options()
+                    .write(true)
+                    .open(path)
+                    .and_then(|f| f.set_modified(std::time::SystemTime::now()));
                 return Ok(c);
             }
         }

@@ -75,6 +75,9 @@ pub enum EndedBy {
     SpawnFailed,
     /// The supervisor vanished without reporting (written by the daemon).
     Lost,
+    /// The supervisor died while the run's processes lived on; the daemon
+    /// killed the tree (written by the daemon).
+    SupervisorDied,
 }
 
 /// What the supervisor writes when the run is over.
@@ -106,6 +109,7 @@ impl RunStatus {
             (EndedBy::Cancelled, _, _) => RunClass::Cancelled,
             (EndedBy::SpawnFailed, _, _) => RunClass::AppError,
             (EndedBy::Lost, _, _) => RunClass::Lost,
+            (EndedBy::SupervisorDied, _, _) => RunClass::Killed,
             (EndedBy::Exited, Some(0), _) => RunClass::Ok,
             (EndedBy::Exited, Some(_), _) => RunClass::AppError,
             (EndedBy::Exited, None, _) => RunClass::Killed,

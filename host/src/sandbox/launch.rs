@@ -10,7 +10,7 @@ use std::process::Stdio;
 use anyhow::{Context, Result};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
-use super::files::{self, EndedBy, RunSpec, RunStatus};
+use super::files::{EndedBy, RunSpec, RunStatus};
 use crate::sys;
 
 /// How to start a supervisor: the slim `nightjar-supervise` binary next to
@@ -143,22 +143,8 @@ pub enum Liveness {
     Vanished(RunStatus),
 }
 
-/// Checks a run. When it reports `Vanished`, a `status.json` marking the run
-/// lost has been written while holding its lock.
-pub fn probe(lock_file: &Path, run: i64, dir: &Path) -> Result<Liveness> {
-    let Some(_lock) = try_lock(lock_file, run)? else {
-        return Ok(Liveness::Alive);
-    };
-    if let Ok(Some(status)) = files::read_json::<RunStatus>(dir, files::STATUS) {
-        return Ok(Liveness::Ended(status));
-    }
-    let lost = lost_status();
-    std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
-    files::write_atomic(dir, files::STATUS, &lost)?;
-    Ok(Liveness::Vanished(lost))
-}
-
-fn lost_status() -> RunStatus {
+/// The status of a run whose supervisor vanished without a word.
+pub(super) fn lost_status() -> RunStatus {
     RunStatus {
         started_at: 0,
         finished_at: crate::time::now_ms(),
@@ -182,37 +168,6 @@ pub fn wait_unlocked(lock_file: &Path, run: i64) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn probe_sees_a_held_lock_as_alive_and_a_free_one_without_status_as_lost() {
-        let dir = tempfile::tempdir().unwrap();
-        let lock_file = dir.path().join("runs.lock");
-        std::fs::write(&lock_file, "").unwrap();
-        let run_dir = dir.path().join("runs/5");
-        // Another open file description holds byte 5: the run is alive.
-        let held = try_lock(&lock_file, 5).unwrap().expect("free at first");
-        assert!(matches!(
-            probe(&lock_file, 5, &run_dir).unwrap(),
-            Liveness::Alive
-        ));
-        assert!(
-            try_lock(&lock_file, 6).unwrap().is_some(),
-            "other runs are unaffected"
-        );
-        drop(held);
-        // Free and no status: lost, and the lost status is now on disk.
-        assert!(matches!(
-            probe(&lock_file, 5, &run_dir).unwrap(),
-            Liveness::Vanished(_)
-        ));
-        let on_disk: RunStatus = files::read_json(&run_dir, files::STATUS).unwrap().unwrap();
-        assert_eq!(on_disk.ended_by, EndedBy::Lost);
-        // A second probe reads it back instead of writing again.
-        assert!(matches!(
-            probe(&lock_file, 5, &run_dir).unwrap(),
-            Liveness::Ended(_)
-        ));
-    }
 
     #[test]
     fn the_slim_supervisor_is_preferred_and_nightjar_supervise_is_the_fallback() {

@@ -4,6 +4,7 @@
 pub mod cgroup;
 pub mod files;
 pub mod launch;
+pub mod liveness;
 pub mod logs;
 pub mod paths;
 pub mod supervisor;

@@ -2,6 +2,7 @@
 //! is one transaction; a claim can hand a task to one runner only.
 
 mod control;
+mod gc;
 mod gpu;
 mod policy;
 mod query;
@@ -16,6 +17,7 @@ use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use thiserror::Error;
 
 pub use control::CancelEffect;
+pub use gc::GcReport;
 pub use policy::{RunningInfo, UsageInfo};
 pub use query::ListFilter;
 pub use queue::{Finished, NewRun, describe};

@@ -1,0 +1,207 @@
+//! Retention: ended tasks older than their cutoff are deleted with every row
+//! that hangs off them (runs, events, GPU records and series, verdicts,
+//! dependencies), in one transaction. Nothing a waiting task still depends
+//! on is deleted, recurring templates stay, and an array goes only once all
+//! of its members have.
+
+use rusqlite::params;
+use serde::{Deserialize, Serialize};
+
+use super::{Result, Store, exec};
+
+/// What one collection removed (or, dry, would remove).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GcReport {
+    /// Tasks deleted (array parents included).
+    pub tasks: usize,
+    /// Runs deleted; their folders go too.
+    pub runs: Vec<i64>,
+    /// Events deleted.
+    pub events: usize,
+    /// GPU series samples deleted.
+    pub gpu_samples: usize,
+    /// Plugin-cache files deleted.
+    #[serde(default)]
+    pub cache_files: usize,
+    /// Nothing was deleted: this is what would be.
+    pub dry_run: bool,
+}
+
+/// The tasks to collect, into the temporary table `gc_tasks`.
+const SELECT: &str = "
+INSERT INTO gc_tasks (id)
+SELECT t.id FROM tasks t
+ WHERE t.kind = 'task' AND t.finished_at IS NOT NULL
+   AND ((t.state = 'failed' AND t.finished_at < ?2)
+     OR (t.state IN ('succeeded', 'cancelled') AND t.finished_at < ?1))
+   AND NOT EXISTS (
+       SELECT 1 FROM deps d JOIN tasks w ON w.id = d.task_id
+        WHERE d.dep_id = t.id AND w.state NOT IN ('succeeded', 'failed', 'cancelled'))";
+
+/// Arrays whose members are all collected (or gone).
+const ARRAYS: &str = "
+INSERT INTO gc_tasks (id)
+SELECT a.id FROM tasks a
+ WHERE a.kind = 'array'
+   AND EXISTS (SELECT 1 FROM gc_tasks g JOIN tasks m ON m.id = g.id WHERE m.parent_id = a.id)
+   AND NOT EXISTS (
+       SELECT 1 FROM tasks m WHERE m.parent_id = a.id AND m.id NOT IN (SELECT id FROM gc_tasks))";
+
+impl Store {
+    /// Deletes tasks that succeeded or were cancelled before `ended_before`,
+    /// failed before `failed_before`, and task-less events before
+    /// `ended_before` (Unix ms). `dry_run` counts without deleting.
+    pub fn gc(&mut self, ended_before: i64, failed_before: i64, dry_run: bool) -> Result<GcReport> {
+        let tx = self.conn.transaction()?;
+        tx.execute_batch(
+            "CREATE TEMP TABLE IF NOT EXISTS gc_tasks (id INTEGER PRIMARY KEY); DELETE FROM gc_tasks;",
+        )?;
+        exec(&tx, SELECT, params![ended_before, failed_before])?;
+        exec(&tx, ARRAYS, [])?;
+        let tasks: usize = tx.query_row("SELECT COUNT(*) FROM gc_tasks", [], |r| r.get(0))?;
+        let runs: Vec<i64> = {
+            let mut stmt = tx.prepare(
+                "SELECT id FROM runs WHERE task_id IN (SELECT id FROM gc_tasks) ORDER BY id",
+            )?;
+            stmt.query_map([], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?
+        };
+        let events: usize = tx.query_row(
+            "SELECT COUNT(*) FROM events WHERE task_id IN (SELECT id FROM gc_tasks)
+                OR (task_id IS NULL AND at < ?1)",
+            [ended_before],
+            |r| r.get(0),
+        )?;
+        let gpu_samples: usize = tx.query_row(
+            "SELECT COUNT(*) FROM run_gpu_series WHERE run_id IN
+                (SELECT id FROM runs WHERE task_id IN (SELECT id FROM gc_tasks))",
+            [],
+            |r| r.get(0),
+        )?;
+        let report = GcReport {
+            tasks,
+            runs,
+            events,
+            gpu_samples,
+            cache_files: 0,
+            dry_run,
+        };
+        if dry_run {
+            return Ok(report);
+        }
+        let gone_runs = "(SELECT id FROM runs WHERE task_id IN (SELECT id FROM gc_tasks))";
+        for sql in [
+            format!("DELETE FROM run_gpu_series WHERE run_id IN {gone_runs}"),
+            format!("DELETE FROM run_gpus WHERE run_id IN {gone_runs}"),
+            "DELETE FROM events WHERE task_id IN (SELECT id FROM gc_tasks)".into(),
+            "DELETE FROM policy_verdicts WHERE task_id IN (SELECT id FROM gc_tasks)".into(),
+            "DELETE FROM deps WHERE task_id IN (SELECT id FROM gc_tasks) OR dep_id IN (SELECT id FROM gc_tasks)".into(),
+            "DELETE FROM runs WHERE task_id IN (SELECT id FROM gc_tasks)".into(),
+            // Members before their arrays (the parent reference).
+            "DELETE FROM tasks WHERE kind = 'task' AND id IN (SELECT id FROM gc_tasks)".into(),
+            "DELETE FROM tasks WHERE id IN (SELECT id FROM gc_tasks)".into(),
+        ] {
+            exec(&tx, &sql, [])?;
+        }
+        exec(
+            &tx,
+            "DELETE FROM events WHERE task_id IS NULL AND at < ?1",
+            [ended_before],
+        )?;
+        tx.commit()?;
+        // Hand the freed pages back to the file system's view of the WAL.
+        let _ = self.conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);");
+        Ok(report)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{NewRun, RunClass, RunOutcome};
+    use crate::task::file::{Format, parse};
+    use crate::task::resolve::resolve;
+
+    fn submit(s: &mut Store, toml: &str) -> Vec<i64> {
+        let entries = resolve(
+            &parse(toml, Format::Toml).unwrap(),
+            &std::env::temp_dir(),
+            "t",
+        )
+        .unwrap();
+        s.submit(&entries, 1_000, |_| Some(5_000)).unwrap()
+    }
+
+    /// Runs task `id` to an end of `class` at time `at`.
+    fn end(s: &mut Store, dir: &std::path::Path, id: i64, class: RunClass, at: i64) {
+        let run = s
+            .claim(id, &NewRun::default(), dir, at - 10)
+            .unwrap()
+            .unwrap();
+        let code = if class == RunClass::Ok { 0 } else { 1 };
+        let out = RunOutcome {
+            class,
+            exit_code: Some(code),
+            signal: None,
+            finished_at: at,
+            message: None,
+        };
+        s.finish_run(run.id, &out).unwrap();
+    }
+
+    fn count(s: &Store, table: &str) -> i64 {
+        s.conn
+            .query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0))
+            .unwrap()
+    }
+
+    #[test]
+    fn old_ended_tasks_go_with_their_rows_and_failures_are_kept_longer() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Store::open(&dir.path().join("nj.db")).unwrap();
+        let ok = submit(&mut s, "command = \"true\"")[0];
+        let failed = submit(&mut s, "command = \"false\"")[0];
+        let fresh = submit(&mut s, "command = \"true\"")[0];
+        let waiting = submit(&mut s, "command = \"true\"")[0];
+        end(&mut s, dir.path(), ok, RunClass::Ok, 10_000);
+        end(&mut s, dir.path(), failed, RunClass::AppError, 10_000);
+        end(&mut s, dir.path(), fresh, RunClass::Ok, 90_000);
+        let dry = s.gc(50_000, 5_000, true).unwrap();
+        assert_eq!((dry.tasks, dry.runs.len()), (1, 1), "{dry:?}");
+        assert_eq!(count(&s, "tasks"), 4, "a dry run deletes nothing");
+        let r = s.gc(50_000, 5_000, false).unwrap();
+        assert_eq!(r.tasks, 1);
+        assert!(s.task(ok).is_err(), "the old success is gone");
+        assert!(
+            s.task(failed).is_ok(),
+            "failures are kept until their own cutoff"
+        );
+        assert!(s.task(fresh).is_ok() && s.task(waiting).is_ok());
+        assert_eq!(count(&s, "runs"), 2);
+        let r = s.gc(50_000, 50_000, false).unwrap();
+        assert_eq!(r.tasks, 1, "the failure once past its cutoff");
+        assert_eq!(
+            s.conn
+                .query_row(
+                    "SELECT COUNT(*) FROM events WHERE task_id IN (?1, ?2)",
+                    [ok, failed],
+                    |r| r.get::<_, i64>(0)
+                )
+                .unwrap(),
+            0
+        );
+    }
+
+    #[test]
+    fn a_task_a_waiting_task_depends_on_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Store::open(&dir.path().join("nj.db")).unwrap();
+        let dep = submit(&mut s, "command = \"true\"")[0];
+        let after = submit(&mut s, &format!("command = \"true\"\nafter = [{dep}]"))[0];
+        end(&mut s, dir.path(), dep, RunClass::Ok, 10_000);
+        assert_eq!(s.gc(50_000, 50_000, false).unwrap().tasks, 0);
+        end(&mut s, dir.path(), after, RunClass::Ok, 20_000);
+        assert_eq!(s.gc(50_000, 50_000, false).unwrap().tasks, 2);
+        assert_eq!(count(&s, "deps"), 0);
+    }
+}
