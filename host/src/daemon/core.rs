@@ -71,6 +71,8 @@ pub struct Daemon {
     pub draining: AtomicBool,
     /// Cores tasks may be pinned to (read once: finding them reads cgroup files).
     pub cpu_total: u32,
+    /// The only way the daemon makes and deletes under its state dir.
+    pub(super) state: super::statedir::StateDir,
 }
 
 impl Daemon {
@@ -83,7 +85,8 @@ impl Daemon {
         gpus: Vec<PoolGpu>,
         monitor: Option<Monitor>,
         commands: std::sync::mpsc::Sender<super::scheduler::Command>,
-    ) -> Arc<Daemon> {
+    ) -> Result<Arc<Daemon>> {
+        let state = super::statedir::StateDir::open(&cfg.state_dir)?;
         let cpus = cfg.cpu_pool();
         let cpu_total = cpus.len() as u32;
         let pool = Pool {
@@ -94,7 +97,7 @@ impl Daemon {
             policy_closed: Default::default(),
         };
         let chain_status = super::policy_pass::ChainStatus::default();
-        Arc::new(Daemon {
+        Ok(Arc::new(Daemon {
             cfg,
             store: Mutex::new(store),
             pool: Mutex::new(pool),
@@ -110,7 +113,8 @@ impl Daemon {
             changes: watch::channel(0).0,
             draining: AtomicBool::new(false),
             cpu_total,
-        })
+            state,
+        }))
     }
 
     /// The store, locked.
@@ -274,9 +278,10 @@ impl Daemon {
             .as_ref()
             .ok()
             .map(|b| b.dir.join(format!("run-{}", run.id)));
-        let prepared = runenv::build(&self.cfg, spec, &run, &placement, cgroup).and_then(|rs| {
-            launch::launch(&self.supervisor, Path::new(&run.run_dir)).map(|l| (l, rs))
-        });
+        let prepared = runenv::build(&self.cfg, &self.state, spec, &run, &placement, cgroup)
+            .and_then(|rs| {
+                launch::launch(&self.supervisor, Path::new(&run.run_dir)).map(|l| (l, rs))
+            });
         match prepared {
             Ok((l, rs)) => {
                 if let Some(h) = lock(&self.placed).get_mut(&run.id) {
@@ -379,11 +384,10 @@ impl Daemon {
         {
             tracing::error!("run {run}: cannot store its GPU record: {e}");
         }
-        if out.class == RunClass::Ok {
-            let scratch = runenv::scratch_dir(&self.cfg, run);
-            if scratch.exists() {
-                let _ = std::fs::remove_dir_all(scratch);
-            }
+        if out.class == RunClass::Ok
+            && let Err(e) = self.state.remove_all(&runenv::scratch_rel(run))
+        {
+            tracing::warn!("run {run}: cannot remove its scratch folder: {e}");
         }
         if let Ok(base) = &self.cgroup {
             let _ = std::fs::remove_dir(base.dir.join(format!("run-{run}")));

@@ -12,6 +12,7 @@ mod retention;
 mod runenv;
 mod scheduler;
 mod snapshot;
+mod statedir;
 mod why;
 
 pub use self::chain::{MemberView, limits_of};
@@ -63,7 +64,7 @@ pub fn run(cfg: Config) -> Result<()> {
     let chain = load_chain(&cfg)?;
     let result = rt.block_on(async move {
         let (commands, command_rx) = std::sync::mpsc::channel();
-        let daemon = Daemon::new(cfg, store, cgroup, exe, gpu.pool, gpu.monitor, commands);
+        let daemon = Daemon::new(cfg, store, cgroup, exe, gpu.pool, gpu.monitor, commands)?;
         daemon.adopt()?;
         if let Some(c) = &chain {
             core::lock(&daemon.chain_status).views = c.views();

@@ -20,14 +20,12 @@ impl Daemon {
             .gc(before(r.ended), before(r.failed), dry_run)?;
         if !dry_run {
             for run in &report.runs {
-                for dir in [
-                    self.cfg.runs_dir().join(run.to_string()),
-                    super::runenv::scratch_dir(&self.cfg, *run),
+                for rel in [
+                    std::path::PathBuf::from("runs").join(run.to_string()),
+                    super::runenv::scratch_rel(*run),
                 ] {
-                    if let Err(e) = std::fs::remove_dir_all(&dir)
-                        && e.kind() != std::io::ErrorKind::NotFound
-                    {
-                        tracing::warn!("gc: cannot remove {}: {e}", dir.display());
+                    if let Err(e) = self.state.remove_all(&rel) {
+                        tracing::warn!("gc: cannot remove {}: {e}", rel.display());
                     }
                 }
             }

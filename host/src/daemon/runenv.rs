@@ -14,6 +14,11 @@ use crate::store::RunRow;
 use crate::task::model::TaskSpec;
 use crate::task::vars::{self, Subst};
 
+/// The scratch folder of a run, relative to the state dir.
+pub fn scratch_rel(run: i64) -> PathBuf {
+    PathBuf::from("scratch").join(run.to_string())
+}
+
 /// The scratch folder of a run.
 pub fn scratch_dir(cfg: &Config, run: i64) -> PathBuf {
     cfg.scratch_dir().join(run.to_string())
@@ -22,6 +27,7 @@ pub fn scratch_dir(cfg: &Config, run: i64) -> PathBuf {
 /// Makes the run's spec. `cgroup` is the per-run cgroup folder, if cgroups are in use.
 pub fn build(
     cfg: &Config,
+    state: &super::statedir::StateDir,
     spec: &TaskSpec,
     run: &RunRow,
     place: &Placement,
@@ -62,7 +68,8 @@ pub fn build(
     // output folder are made only for tasks that use them (README: "Folders").
     if uses("SCRATCH") {
         let scratch = scratch_dir(cfg, run.id);
-        std::fs::create_dir_all(&scratch)
+        state
+            .make(&scratch_rel(run.id))
             .with_context(|| format!("create scratch {}", scratch.display()))?;
         values.insert("SCRATCH", scratch.display().to_string());
     }
