@@ -8,9 +8,13 @@
 //!   (µs per GPU), and the daemon's CPU with 8 GPUs sampled at 1 Hz and 8
 //!   GPU tasks running, against the same daemon with no GPU backend;
 //! - `attack`: `nightjar ls` latency and daemon CPU while each attack of the
-//!   hostile test plugin runs, against the built-in priority policy.
+//!   hostile test plugin runs, against the built-in priority policy;
+//! - `clients`: `nightjar ls` under 100 waiting clients and a garbage sender;
+//! - `soak [MINUTES]`: database growth with 10,000 deferred tasks, and its
+//!   size after rounds of 10,000 tasks collected by `nightjar gc`.
 
 mod attack;
+mod hardening;
 mod plugins;
 
 use std::path::{Path, PathBuf};
@@ -377,17 +381,20 @@ fn main() -> Result<()> {
         "gpu" => gpu(n(1, 20) as u64),
         "plugins" => plugins::plugins(),
         "attack" => attack::attack(n(1, 10) as u64),
+        "clients" => hardening::clients(n(1, 10) as u64),
+        "soak" => hardening::soak(n(1, 5) as u64),
         "all" => {
             submit_latency(10_000)?;
             throughput(1_000)?;
             gpu(20)?;
             plugins::plugins()?;
             attack::attack(10)?;
+            hardening::clients(10)?;
             idle(60)
         }
         other => {
             bail!(
-                "unknown benchmark `{other}`: use submit, throughput, gpu, plugins, attack, idle or all"
+                "unknown benchmark `{other}`: use submit, throughput, gpu, plugins, attack, clients, soak, idle or all"
             )
         }
     }
