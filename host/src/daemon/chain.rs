@@ -15,11 +15,14 @@ use std::time::Duration;
 use crate::config::{Config, OnFailure};
 use crate::plugins::engine::PluginEngine;
 use crate::plugins::policy::{self as p, PluginError, PluginLimits};
+use crate::plugins::validate;
 use crate::plugins::worker::Worker;
-use crate::plugins::{source, validate};
 
 use super::combine::{self, ChainAnswer};
 use super::health::Health;
+pub use super::sources::limits_of;
+use super::sources::{sha256, source_of};
+use super::startup::{StartError, startup_problem};
 
 /// One member of the chain.
 pub struct Member {
@@ -42,23 +45,6 @@ pub struct Member {
     /// A fault in the config itself found at load (an unknown name, a config
     /// the plugin rejects): the daemon refuses to start with it.
     startup_problem: Option<String>,
-}
-
-/// Why a member could not start.
-enum StartError {
-    /// Its file could not be read, or nothing has its name.
-    Source(String),
-    /// The plugin failed to load.
-    Plugin(PluginError),
-}
-
-impl std::fmt::Display for StartError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            StartError::Source(e) => write!(f, "{e}"),
-            StartError::Plugin(e) => write!(f, "{e} ({})", e.cause()),
-        }
-    }
 }
 
 /// What a member runs: its component, config and the component's sha256.
@@ -105,50 +91,6 @@ pub struct Chain {
     window: u32,
     cpu_budget: Duration,
     min_interval_ms: i64,
-}
-
-/// The limits the daemon's config sets for every plugin (`plugins check` uses the same).
-pub fn limits_of(cfg: &Config) -> PluginLimits {
-    PluginLimits {
-        evaluate_timeout: cfg.plugins.evaluate_timeout,
-        memory: cfg.plugins.memory_limit.as_u64() as usize,
-        log_bytes_per_minute: cfg.plugins.log_budget.as_u64() as usize,
-        max_file_size: cfg.plugins.max_file_size.as_u64(),
-        ..PluginLimits::default()
-    }
-}
-
-/// Where plugin `name` comes from: `<plugins.dir>/NAME.wasm` when something
-/// is there (and it must be a regular file under the size cap), else a built-in.
-fn source_of(cfg: &Config, name: &str) -> (String, Result<Vec<u8>, String>) {
-    let file = cfg.plugin_dir().join(format!("{name}.wasm"));
-    let shown = file.display().to_string();
-    match source::check(&file) {
-        Ok(true) => {
-            let bytes =
-                source::read(&file, cfg.plugins.max_file_size.as_u64()).map_err(|e| e.to_string());
-            return (shown, bytes);
-        }
-        Err(e) => return (shown, Err(e.to_string())),
-        Ok(false) => {}
-    }
-    let builtin = crate::plugins::first_party::FIRST_PARTY
-        .iter()
-        .find(|(n, _)| *n == name);
-    (
-        "built-in".to_string(),
-        builtin
-            .map(|(_, w)| w.to_vec())
-            .ok_or_else(|| format!("no {shown} and no built-in plugin of that name")),
-    )
-}
-
-fn sha256(bytes: &[u8]) -> String {
-    use sha2::Digest;
-    sha2::Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 impl Chain {
@@ -438,58 +380,4 @@ impl Chain {
         );
         answer
     }
-}
-
-/// The config fault behind a failed load, if the failure is the config's.
-fn startup_problem(cfg: &Config, name: &str, e: &StartError, missing: bool) -> Option<String> {
-    match e {
-        StartError::Source(_) if missing => {
-            let builtins: Vec<&str> = crate::plugins::first_party::FIRST_PARTY
-                .iter()
-                .map(|(n, _)| *n)
-                .collect();
-            Some(format!(
-                "{}: key `plugins.chain` names `{name}`, which is neither a built-in plugin ({}) nor a file {}; add the file or fix the name",
-                cfg.locate("plugins", "chain"),
-                builtins.join(", "),
-                cfg.plugin_dir().join(format!("{name}.wasm")).display()
-            ))
-        }
-        StartError::Plugin(PluginError::Config { key, message }) => {
-            let table = format!("plugin.{name}.config");
-            let key = key
-                .clone()
-                .or_else(|| key_of_parse_error(cfg, name, message));
-            let at = key
-                .as_deref()
-                .map(|k| format!(" key `{k}`"))
-                .unwrap_or_default();
-            Some(format!(
-                "{}: `[{table}]`{at}: the plugin rejects it: {message}",
-                cfg.locate(&table, key.as_deref().unwrap_or(""))
-            ))
-        }
-        _ => None,
-    }
-}
-
-/// The key a TOML parse error in a plugin's config points at: the plugin
-/// parsed the TOML the host wrote from `[plugin.NAME.config]` and said "at
-/// line N"; line N of that text names the key.
-fn key_of_parse_error(cfg: &Config, name: &str, message: &str) -> Option<String> {
-    let rest = &message[message.find("at line ")? + "at line ".len()..];
-    let line: usize = rest
-        .split(|c: char| !c.is_ascii_digit())
-        .next()?
-        .parse()
-        .ok()?;
-    let entry = cfg.plugin.get(name)?;
-    let text = toml::to_string(&entry.config).ok()?;
-    let key = text
-        .lines()
-        .nth(line.checked_sub(1)?)?
-        .split('=')
-        .next()?
-        .trim();
-    (!key.is_empty() && !key.starts_with('[')).then(|| key.trim_matches('"').to_string())
 }

@@ -10,8 +10,11 @@ mod policy_pass;
 mod private;
 mod retention;
 mod runenv;
+mod runs;
 mod scheduler;
 mod snapshot;
+mod sources;
+mod startup;
 mod statedir;
 mod why;
 

@@ -7,4 +7,5 @@ pub mod launch;
 pub mod liveness;
 pub mod logs;
 pub mod paths;
+pub mod report;
 pub mod supervisor;

@@ -1,0 +1,91 @@
+//! `[plugins]` (the policy chain and the limits every plugin runs under) and
+//! `[plugin.NAME]` (one plugin's settings).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use bytesize::ByteSize;
+use serde::{Deserialize, Serialize};
+
+use super::humantime_serde_compat;
+
+/// The policy chain and the limits every plugin runs under.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PluginsConfig {
+    /// Folder scanned for `NAME.wasm`; empty means `<state_dir>/plugins`.
+    pub dir: PathBuf,
+    /// Scheduling policies, in order. A name is `<dir>/NAME.wasm` if that
+    /// file exists, else a built-in (`priority`). Empty: the built-in order
+    /// (priority, then submit time) with no plugin at all.
+    pub chain: Vec<String>,
+    /// Deadline of one `evaluate` call.
+    #[serde(with = "humantime_serde_compat")]
+    pub evaluate_timeout: Duration,
+    /// Memory a plugin may hold in all: every linear memory and table together.
+    pub memory_limit: ByteSize,
+    /// A plugin is disabled (until reloaded) when this many of its last
+    /// `failure_window` calls failed.
+    pub max_failures: u32,
+    /// How many recent calls `max_failures` counts over.
+    pub failure_window: u32,
+    /// CPU a plugin may spend per minute; more counts as a failure.
+    #[serde(with = "humantime_serde_compat")]
+    pub cpu_budget: Duration,
+    /// Passes a plugin asks for (deferral `until`, closed GPUs) run at most this often.
+    #[serde(with = "humantime_serde_compat")]
+    pub min_pass_interval: Duration,
+    /// A task runs at least this long after it starts before a policy may preempt it,
+    /// and is preempted at most once per this time.
+    #[serde(with = "humantime_serde_compat")]
+    pub preempt_min_runtime: Duration,
+    /// Bytes a plugin may write to the daemon's log per minute; the excess is counted.
+    pub log_budget: ByteSize,
+    /// Largest plugin file read at all; larger ones are refused before reading.
+    pub max_file_size: ByteSize,
+    /// Most queued tasks a snapshot carries (the first in the host's order).
+    pub max_queue: usize,
+    /// Policies whose deferrals urgent tasks bypass (e.g. `["offpeak-tariff"]`).
+    pub urgent_bypass: Vec<String>,
+}
+
+impl Default for PluginsConfig {
+    fn default() -> Self {
+        PluginsConfig {
+            dir: PathBuf::new(),
+            chain: Vec::new(),
+            evaluate_timeout: Duration::from_millis(100),
+            memory_limit: ByteSize::mib(64),
+            max_failures: 3,
+            failure_window: 10,
+            cpu_budget: Duration::from_secs(6),
+            min_pass_interval: Duration::from_secs(1),
+            preempt_min_runtime: Duration::from_secs(600),
+            log_budget: ByteSize::kib(64),
+            max_file_size: ByteSize::mib(32),
+            max_queue: 10_000,
+            urgent_bypass: Vec::new(),
+        }
+    }
+}
+
+/// One plugin's settings.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PluginEntry {
+    /// What happens while the plugin fails or is disabled.
+    pub on_failure: OnFailure,
+    /// The plugin's own configuration, handed to its `configure` as TOML.
+    pub config: toml::Table,
+}
+
+/// What a failing plugin means for scheduling.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnFailure {
+    /// Ignore it: schedule as if it were not in the chain.
+    #[default]
+    Open,
+    /// Start nothing until it answers again.
+    Closed,
+}

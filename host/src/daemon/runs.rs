@@ -1,0 +1,198 @@
+//! A run after it started: recording its end exactly once (retrying while
+//! the store refuses), finding out whether anything of it is alive, and
+//! re-adopting runs at daemon start.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Result;
+
+use super::core::{Daemon, Held, lock};
+use super::runenv;
+use crate::sandbox::files::{self, RunStatus};
+use crate::sandbox::launch::{self, Liveness};
+use crate::sandbox::liveness::{self, RunIds};
+use crate::scheduler::Placement;
+use crate::store::{RunClass, RunOutcome, RunRow};
+use crate::time::now_ms;
+
+impl Daemon {
+    /// Records a run whose supervisor ended without a recorded report, again
+    /// and again (backing off to every 30 s) until the store has it: the
+    /// status stays in the run folder (or with its live supervisor) meanwhile.
+    pub async fn record_until_done(self: Arc<Self>, run: i64, dir: PathBuf) {
+        let mut delay = std::time::Duration::from_millis(200);
+        while !self.run_ended(run, &dir) {
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(std::time::Duration::from_secs(30));
+        }
+    }
+
+    /// Called when a run's supervisor is gone without a recorded report: read
+    /// the status it left (or mark the run lost) and record it. False when it
+    /// is not recorded yet (the store refused, or the run is still alive).
+    pub fn run_ended(&self, run: i64, dir: &Path) -> bool {
+        let out = match files::read_json::<RunStatus>(dir, files::STATUS) {
+            Ok(Some(status)) => status.outcome(),
+            Ok(None) | Err(_) => {
+                match liveness::probe(&self.cfg.run_lock_path(), &self.run_ids(run, dir)) {
+                    Ok(Liveness::Ended(s) | Liveness::Vanished(s)) => s.outcome(),
+                    Ok(Liveness::Alive) => return false,
+                    Err(e) => RunOutcome {
+                        class: RunClass::Lost,
+                        exit_code: None,
+                        signal: None,
+                        finished_at: now_ms(),
+                        message: Some(format!("cannot read run folder: {e:#}")),
+                    },
+                }
+            }
+        };
+        self.finish(run, &out)
+    }
+
+    /// Records a run's end; true once it is committed (or was already).
+    /// What the run held is given back either way: its processes are gone.
+    pub(super) fn finish(&self, run: i64, out: &RunOutcome) -> bool {
+        let recorded = match self.store().finish_run(run, out) {
+            Ok(_) => true,
+            Err(e) => {
+                tracing::error!(
+                    "run {run}: cannot record its end yet ({e}); its status is kept and recorded when the store accepts it"
+                );
+                false
+            }
+        };
+        let held = lock(&self.placed).remove(&run);
+        if let Some(h) = held {
+            lock(&self.pool).give_back(&h.placement);
+        }
+        let records = lock(&self.gpu)
+            .as_mut()
+            .map(|m| m.take_records(run))
+            .unwrap_or_default();
+        if !records.is_empty()
+            && let Err(e) = self.store().record_run_gpus(&records)
+        {
+            tracing::error!("run {run}: cannot store its GPU record: {e}");
+        }
+        if out.class == RunClass::Ok
+            && let Err(e) = self.state.remove_all(&runenv::scratch_rel(run))
+        {
+            tracing::warn!("run {run}: cannot remove its scratch folder: {e}");
+        }
+        if let Ok(base) = &self.cgroup {
+            let _ = std::fs::remove_dir(base.dir.join(format!("run-{run}")));
+        }
+        self.changed();
+        recorded
+    }
+
+    /// At start: re-adopt live runs, record finished ones, mark vanished ones lost.
+    pub fn adopt(self: &Arc<Self>) -> Result<()> {
+        let runs = self.store().running_runs()?;
+        if let Ok(base) = &self.cgroup {
+            let live: Vec<i64> = runs.iter().map(|r| r.id).collect();
+            crate::sandbox::cgroup::sweep(&base.dir, &live);
+        }
+        for run in runs {
+            let dir = PathBuf::from(&run.run_dir);
+            let ids = RunIds {
+                supervisor: run.supervisor_pid.map(|p| p as i32),
+                ..self.run_ids(run.id, &dir)
+            };
+            match liveness::probe(&self.cfg.run_lock_path(), &ids)? {
+                Liveness::Alive => {
+                    let spec = self.store().show(run.task_id)?.spec;
+                    let placement = placement_of(&run, &spec.resources, self.cfg.gpu.share);
+                    lock(&self.pool).take_adopted(&placement);
+                    let held = Held {
+                        task: run.task_id,
+                        placement,
+                        session: run.supervisor_pid.unwrap_or(0) as u32,
+                        dir: dir.clone(),
+                    };
+                    lock(&self.placed).insert(run.id, held);
+                    tracing::info!("run {} of task {}: re-adopted", run.id, run.task_id);
+                    let me = Arc::clone(self);
+                    let lock = self.cfg.run_lock_path();
+                    tokio::spawn(async move {
+                        let id = run.id;
+                        let _ =
+                            tokio::task::spawn_blocking(move || launch::wait_unlocked(&lock, id))
+                                .await;
+                        me.record_until_done(run.id, dir).await;
+                    });
+                }
+                Liveness::Ended(status) => {
+                    tracing::info!(
+                        "run {} of task {}: ended while the daemon was away",
+                        run.id,
+                        run.task_id
+                    );
+                    self.store().finish_run(run.id, &status.outcome())?;
+                }
+                Liveness::Vanished(status) => {
+                    tracing::warn!(
+                        "run {} of task {}: lost (no supervisor, no status)",
+                        run.id,
+                        run.task_id
+                    );
+                    self.store().finish_run(run.id, &status.outcome())?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// What liveness needs to know of run `run` in `dir`: its supervisor's pid
+    /// from the store and its cgroup.
+    fn run_ids<'a>(&self, run: i64, dir: &'a Path) -> RunIds<'a> {
+        RunIds {
+            run,
+            dir,
+            supervisor: self
+                .store()
+                .run(run)
+                .ok()
+                .and_then(|r| r.supervisor_pid)
+                .map(|p| p as i32),
+            cgroup: self
+                .cgroup
+                .as_ref()
+                .ok()
+                .map(|b| b.dir.join(format!("run-{run}"))),
+        }
+    }
+
+    /// Sends a cancel (SIGTERM) to a run's supervisor, checking it is ours.
+    pub fn signal_supervisor(&self, run: i64, pid: Option<i64>) {
+        let Some(pid) = pid else { return };
+        let Ok(row) = self.store().run(run) else {
+            return;
+        };
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline);
+        if cmdline.contains("supervise") && cmdline.contains(&row.run_dir) {
+            crate::sys::kill(pid as i32, libc::SIGTERM);
+        }
+    }
+}
+
+/// What an adopted run holds, rebuilt from its row and its task's resources.
+fn placement_of(run: &RunRow, res: &crate::task::model::Resources, share: bool) -> Placement {
+    let parse = |s: &Option<String>| -> Vec<u32> {
+        s.as_deref()
+            .map(|s| s.split(',').filter_map(|x| x.parse().ok()).collect())
+            .unwrap_or_default()
+    };
+    let gpus = parse(&run.gpus);
+    let gpu_mem = res.gpu_mem.map(|m| m.as_u64()).filter(|_| !gpus.is_empty());
+    Placement {
+        exclusive: !gpus.is_empty() && (gpu_mem.is_none() || !share),
+        uuids: Vec::new(),
+        gpu_mem,
+        gpus,
+        cpus: parse(&run.cpus),
+    }
+}

@@ -1,0 +1,51 @@
+//! Where each chain member's component comes from (a file in the plugin
+//! folder, checked and size-capped, else a built-in) and the limits every
+//! plugin runs under, as the daemon's config sets them.
+
+use crate::config::Config;
+use crate::plugins::policy::PluginLimits;
+use crate::plugins::source;
+
+/// The limits the daemon's config sets for every plugin (`plugins check` uses the same).
+pub fn limits_of(cfg: &Config) -> PluginLimits {
+    PluginLimits {
+        evaluate_timeout: cfg.plugins.evaluate_timeout,
+        memory: cfg.plugins.memory_limit.as_u64() as usize,
+        log_bytes_per_minute: cfg.plugins.log_budget.as_u64() as usize,
+        max_file_size: cfg.plugins.max_file_size.as_u64(),
+        ..PluginLimits::default()
+    }
+}
+
+/// Where plugin `name` comes from: `<plugins.dir>/NAME.wasm` when something
+/// is there (and it must be a regular file under the size cap), else a built-in.
+pub(super) fn source_of(cfg: &Config, name: &str) -> (String, Result<Vec<u8>, String>) {
+    let file = cfg.plugin_dir().join(format!("{name}.wasm"));
+    let shown = file.display().to_string();
+    match source::check(&file) {
+        Ok(true) => {
+            let bytes =
+                source::read(&file, cfg.plugins.max_file_size.as_u64()).map_err(|e| e.to_string());
+            return (shown, bytes);
+        }
+        Err(e) => return (shown, Err(e.to_string())),
+        Ok(false) => {}
+    }
+    let builtin = crate::plugins::first_party::FIRST_PARTY
+        .iter()
+        .find(|(n, _)| *n == name);
+    (
+        "built-in".to_string(),
+        builtin
+            .map(|(_, w)| w.to_vec())
+            .ok_or_else(|| format!("no {shown} and no built-in plugin of that name")),
+    )
+}
+
+pub(super) fn sha256(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
