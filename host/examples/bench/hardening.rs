@@ -173,8 +173,11 @@ pub fn soak(minutes: u64) -> Result<()> {
     std::thread::sleep(Duration::from_secs(minutes * 60));
     let s1 = db_bytes(&d);
     let per_hour = (s1.saturating_sub(s0)) as f64 / t0.elapsed().as_secs_f64() * 3600.0;
+    let file = |f: &str| std::fs::metadata(d.state.join(f)).map_or(0, |m| m.len());
     println!(
-        "  while nothing changes: {s0} -> {s1} bytes in {minutes} min = {:.1} KiB an hour (goal < 1 MiB)",
+        "  while nothing changes: {s0} -> {s1} bytes (database {} + WAL {}) in {minutes} min = {:.1} KiB an hour (goal < 1 MiB)",
+        file("nightjar.db"),
+        file("nightjar.db-wal"),
         per_hour / 1024.0
     );
     let mut sizes = Vec::new();

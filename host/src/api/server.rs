@@ -49,9 +49,14 @@ async fn handle(d: &Arc<Daemon>, req: Request) -> anyhow::Result<Value> {
             d.changed();
             json!(ids)
         }
-        Request::List { filter } => json!(d.store().list(&filter)?),
+        Request::List { filter } => {
+            let mut rows = d.store().list(&filter)?;
+            rows.iter_mut().for_each(|t| d.live_reason(t));
+            json!(rows)
+        }
         Request::Show { id } => {
             let mut detail = d.store().show(id)?;
+            d.live_reason(&mut detail.task);
             for (k, v) in detail.spec.env.iter_mut() {
                 if crate::config::redacted(k, &d.cfg.sandbox.redact_env) {
                     *v = crate::config::REDACTED.to_string();

@@ -175,11 +175,14 @@ impl Daemon {
                 Judgement::Deferred(reason) => {
                     let before = lock(&self.wait_reasons).get(&c.id).cloned();
                     if before.as_ref() != Some(&reason) {
-                        // An event only when the cause changes, not a countdown in its text.
-                        let new_cause = before.is_none_or(|b| cause(&b) != cause(&reason))
-                            && lock(&self.chain_status).wait_events.admit(reason.len());
-                        self.store()
-                            .set_wait_reason(c.id, Some(&reason), new_cause, now)?;
+                        // The store learns a reason when its cause changes (with an
+                        // event, within the budget); a countdown in its text changes
+                        // only the live reason that `ls`, `show` and `why` read.
+                        if before.is_none_or(|b| cause(&b) != cause(&reason)) {
+                            let event = lock(&self.chain_status).wait_events.admit(reason.len());
+                            self.store()
+                                .set_wait_reason(c.id, Some(&reason), event, now)?;
+                        }
                         lock(&self.wait_reasons).insert(c.id, reason);
                     }
                 }

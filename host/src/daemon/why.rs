@@ -7,9 +7,20 @@ use crate::time::{fmt_local, fmt_span, now_ms};
 use super::core::{Daemon, lock};
 
 impl Daemon {
+    /// Puts a waiting task's live reason (the policies' current text, which
+    /// the store has only as of its last change of cause) into `t`.
+    pub fn live_reason(&self, t: &mut crate::store::TaskRow) {
+        if t.state == TaskState::Queued
+            && let Some(r) = lock(&self.wait_reasons).get(&t.id)
+        {
+            t.reason = Some(r.clone());
+        }
+    }
+
     /// Lines explaining task `id`'s state.
     pub fn why(&self, id: i64) -> anyhow::Result<Vec<String>> {
-        let d: TaskDetail = self.store().show(id)?;
+        let mut d: TaskDetail = self.store().show(id)?;
+        self.live_reason(&mut d.task);
         let t = &d.task;
         let now = now_ms();
         let mut out = vec![format!(

@@ -74,6 +74,9 @@ impl Store {
         }
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
+        // After a checkpoint the WAL file is cut back to 4 MiB, so its
+        // high-water mark does not stay on disk for ever.
+        conn.pragma_update(None, "journal_size_limit", 4 << 20)?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         // 32 MiB of page cache: the hot b-tree pages of a 10,000-task queue stay in memory.
         conn.pragma_update(None, "cache_size", -32_768)?;
