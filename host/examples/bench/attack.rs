@@ -25,6 +25,10 @@ const MODES: &[&str] = &[
     "preempt-all",
     "preempt-huge",
     "random",
+    "random-huge",
+    "alias",
+    "churn",
+    "log-forge",
 ];
 
 struct Figures {
