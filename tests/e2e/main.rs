@@ -12,6 +12,7 @@ mod hardening;
 mod hostile_inputs;
 mod hostile_output;
 mod input;
+mod ordering;
 mod plugin_config;
 mod policies;
 mod restart;

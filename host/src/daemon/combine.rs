@@ -61,6 +61,32 @@ pub fn cause(reason: &str) -> String {
     reason.chars().filter(|c| !c.is_ascii_digit()).collect()
 }
 
+/// One eligible task as the order sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ranked {
+    /// Task id.
+    pub id: i64,
+    /// The policies' summed score.
+    pub score: i64,
+    /// The task's priority class (higher first).
+    pub priority: i64,
+    /// When it was submitted.
+    pub submitted_at: i64,
+}
+
+/// The start order: summed score, then the built-in order (priority class,
+/// then age, then id). With every score equal (no policy scores, or the
+/// scoring policy fails or is disabled) this is exactly the built-in order.
+pub fn order(tasks: &mut [Ranked]) {
+    tasks.sort_by(|a, b| {
+        b.score
+            .cmp(&a.score)
+            .then(b.priority.cmp(&a.priority))
+            .then(a.submitted_at.cmp(&b.submitted_at))
+            .then(a.id.cmp(&b.id))
+    });
+}
+
 /// Combines the answers of the members that answered, in chain order.
 pub fn combine(
     answer: &mut ChainAnswer,
@@ -138,6 +164,30 @@ pub fn combine(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ties_fall_back_to_the_built_in_order_priority_then_age() {
+        let r = |id, score, priority, submitted_at| Ranked {
+            id,
+            score,
+            priority,
+            submitted_at,
+        };
+        let mut tasks = vec![
+            r(1, 0, 1, 100),
+            r(2, 0, 3, 300),
+            r(3, 0, 3, 200),
+            r(4, 5, 0, 900),
+            r(5, 0, 1, 100),
+        ];
+        order(&mut tasks);
+        let ids: Vec<i64> = tasks.iter().map(|t| t.id).collect();
+        assert_eq!(
+            ids,
+            vec![4, 3, 2, 1, 5],
+            "score first; then priority class, then age, then id"
+        );
+    }
 
     #[test]
     fn untils_in_the_past_or_absurd_are_bounded_without_wrapping() {

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::chain::{Chain, MemberView};
-use super::combine::{Judgement, cause};
+use super::combine::{self, Judgement, Ranked, cause};
 use super::core::{Daemon, lock};
 use crate::plugins::policy as p;
 use crate::store::{Candidate, RunningInfo};
@@ -197,11 +197,21 @@ impl Daemon {
             tracing::warn!("starting nothing: {why}");
             return Ok(false);
         }
-        order.sort_by(|a, b| {
-            b.0.cmp(&a.0)
-                .then(a.1.submitted_at.cmp(&b.1.submitted_at))
-                .then(a.1.id.cmp(&b.1.id))
-        });
+        // Equal scores (a failing or disabled scorer leaves all at 0) fall
+        // back to the built-in order: priority class, then age.
+        let mut ranked: Vec<Ranked> = order
+            .iter()
+            .map(|(score, c)| Ranked {
+                id: c.id,
+                score: *score,
+                priority: c.spec.priority.rank(),
+                submitted_at: c.submitted_at,
+            })
+            .collect();
+        combine::order(&mut ranked);
+        let by_id: HashMap<i64, (i64, &Candidate)> =
+            order.iter().map(|(s, c)| (c.id, (*s, *c))).collect();
+        let order: Vec<(i64, &Candidate)> = ranked.iter().map(|r| by_id[&r.id]).collect();
         let mut started = false;
         let mut waiting: Vec<&Candidate> = Vec::new();
         let mut started_ids = std::collections::HashSet::new();
