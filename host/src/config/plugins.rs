@@ -47,6 +47,9 @@ pub struct PluginsConfig {
     pub max_queue: usize,
     /// Policies whose deferrals urgent tasks bypass (e.g. `["offpeak-tariff"]`).
     pub urgent_bypass: Vec<String>,
+    /// How far back the snapshot's usage (runs per project) reaches.
+    #[serde(with = "humantime_serde_compat")]
+    pub usage_window: Duration,
 }
 
 impl Default for PluginsConfig {
@@ -65,6 +68,7 @@ impl Default for PluginsConfig {
             max_file_size: ByteSize::mib(32),
             max_queue: 10_000,
             urgent_bypass: Vec::new(),
+            usage_window: Duration::from_secs(7 * 86_400),
         }
     }
 }

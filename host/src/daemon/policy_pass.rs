@@ -114,7 +114,8 @@ impl Daemon {
         if queue.is_empty() {
             return Ok(false);
         }
-        let usage = self.store().usage_since(now - 7 * 86_400_000)?;
+        let window = self.cfg.plugins.usage_window.as_millis() as i64;
+        let usage = self.store().usage_since(now.saturating_sub(window))?;
         let closed_by = lock(&self.chain_status).closed_by.clone();
         let gpus = self
             .gpu_views()

@@ -122,7 +122,11 @@ impl Daemon {
         }
         // The stored row says since when; the live verdict has the current text.
         let live = std::sync::Arc::clone(&lock(&self.chain_status).verdicts);
-        for (plugin, verdict, reason, since) in self.store().verdicts(id)? {
+        // In chain order, as the policies are asked.
+        let mut verdicts = self.store().verdicts(id)?;
+        let chain = &self.cfg.plugins.chain;
+        verdicts.sort_by_key(|v| chain.iter().position(|n| *n == v.0).unwrap_or(usize::MAX));
+        for (plugin, verdict, reason, since) in verdicts {
             let (verdict, reason) = live
                 .get(&(id, plugin.clone()))
                 .cloned()
