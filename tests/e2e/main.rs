@@ -3,6 +3,7 @@
 
 mod harness;
 
+mod breaker;
 mod cli;
 mod containment;
 mod exactly_once;
