@@ -1,10 +1,13 @@
 //! What a hostile reviewer broke: a `wait` naming one task 200,000 times
-//! (each lookup under the store lock kept `ls` and run recording waiting).
+//! (each lookup under the store lock kept `ls` and run recording waiting),
+//! and, with cgroups off, a task that leaves its session (`setsid`) and then
+//! kills its supervisor (the escaped process lived on while the task ran
+//! again).
 
 use std::io::{BufRead, BufReader, Write};
 use std::time::{Duration, Instant};
 
-use crate::harness::Nj;
+use crate::harness::{Nj, alive};
 use crate::hostile_inputs::connect;
 
 #[test]
@@ -36,5 +39,46 @@ fn a_wait_naming_one_task_200000_times_answers_once_and_keeps_ls_quick() {
     assert!(
         ls < Duration::from_secs(3),
         "ls waited {ls:?} behind the wait"
+    );
+}
+
+#[test]
+fn without_cgroups_a_task_that_leaves_its_session_and_kills_its_supervisor_leaves_nothing_alive() {
+    let mut nj = Nj::new("[sandbox]\ncgroup = \"off\"\ngrace = \"1s\"\n");
+    nj.start();
+    let pidfile = nj.path("out").join("escaped.pid");
+    // The first attempt starts a process in a session of its own, records its
+    // pid, kills its supervisor and exits; a second attempt would just end.
+    let script = format!(
+        "if [ -e {p} ]; then exit 0; fi; \
+         setsid sh -c 'echo $$ > {p}.tmp; mv {p}.tmp {p}; exec sleep 300' </dev/null >/dev/null 2>&1 & \
+         while [ ! -e {p} ]; do sleep 0.05; done; kill -9 $PPID; exit 0",
+        p = pidfile.display()
+    );
+    let id = nj.submit(&["--attempts", "3", "--", "sh", "-c", &script]);
+    nj.until("the escaped process is started", || pidfile.exists());
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    nj.until("the first run is recorded", || {
+        nj.show(id)["runs"]
+            .as_array()
+            .is_some_and(|r| r.first().is_some_and(|r| r["state"] == "finished"))
+    });
+    let run = &nj.show(id)["runs"][0];
+    assert_eq!(run["class"], "killed", "{run}");
+    let t0 = Instant::now();
+    while alive(pid) && t0.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let escaped = alive(pid);
+    if escaped {
+        crate::harness::unsafe_kill(pid, libc::SIGKILL);
+    }
+    assert!(
+        !escaped,
+        "a process of the run outlived it in a session of its own, and the task may run again"
     );
 }

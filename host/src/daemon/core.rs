@@ -71,6 +71,9 @@ pub struct Daemon {
     pub cpu_total: u32,
     /// The only way the daemon makes and deletes under its state dir.
     pub(super) state: super::statedir::StateDir,
+    /// The supervisors this daemon started and has not reaped: without
+    /// cgroups, any other child of ours is an orphan of a dead one.
+    pub(super) supervisors: Mutex<std::collections::HashSet<i32>>,
 }
 
 impl Daemon {
@@ -112,6 +115,7 @@ impl Daemon {
             draining: AtomicBool::new(false),
             cpu_total,
             state,
+            supervisors: Mutex::new(Default::default()),
         }))
     }
 
@@ -278,7 +282,12 @@ impl Daemon {
             .map(|b| b.dir.join(format!("run-{}", run.id)));
         let prepared = runenv::build(&self.cfg, &self.state, spec, &run, &placement, cgroup)
             .and_then(|rs| {
-                launch::launch(&self.supervisor, Path::new(&run.run_dir)).map(|l| (l, rs))
+                // Known from its first instant: without cgroups, a child of
+                // ours that is not a supervisor counts as an orphan.
+                let mut supervisors = lock(&self.supervisors);
+                let l = launch::launch(&self.supervisor, Path::new(&run.run_dir))?;
+                supervisors.insert(l.pid as i32);
+                Ok((l, rs))
             });
         match prepared {
             Ok((l, rs)) => {
@@ -290,8 +299,11 @@ impl Daemon {
                     .set_run_started(run.id, l.pid, note.as_deref())?;
                 let me = Arc::clone(self);
                 tokio::spawn(async move {
+                    let pid = l.pid as i32;
                     let reported =
                         launch::converse(l.child, &rs, |s| me.finish(run.id, &s.outcome())).await;
+                    // Reaped by converse: the pid is no longer our child.
+                    lock(&me.supervisors).remove(&pid);
                     if reported.is_none() {
                         me.record_until_done(run.id, PathBuf::from(&run.run_dir))
                             .await;

@@ -56,7 +56,14 @@ pub fn run(cfg: Config) -> Result<()> {
             b.dir.display(),
             b.memory
         ),
-        Err(why) => tracing::warn!("no per-run cgroups: {why}; using process groups"),
+        Err(why) => {
+            tracing::warn!("no per-run cgroups: {why}; using process groups");
+            // The orphans of a supervisor that dies (a task killed it) become
+            // our children instead of init's, so they are found and killed.
+            if let Err(e) = crate::sys::set_child_subreaper() {
+                tracing::warn!("cannot become a child subreaper: {e}");
+            }
+        }
     }
     let exe = std::env::current_exe().context("find the nightjar binary for supervisors")?;
     let gpu = gpus::open(&cfg)?;

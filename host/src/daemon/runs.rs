@@ -146,9 +146,16 @@ impl Daemon {
     }
 
     /// What liveness needs to know of run `run` in `dir`: its supervisor's pid
-    /// from the store and its cgroup.
+    /// from the store, its cgroup, and without cgroups the supervisors this
+    /// daemon started and has not reaped, so that its other children (it is
+    /// a subreaper) are known as orphans of a dead one.
     fn run_ids<'a>(&self, run: i64, dir: &'a Path) -> RunIds<'a> {
+        let reaper = self.cgroup.is_err().then(|| {
+            let live = lock(&self.supervisors).iter().copied().collect();
+            (std::process::id() as i32, live)
+        });
         RunIds {
+            reaper,
             run,
             dir,
             supervisor: self

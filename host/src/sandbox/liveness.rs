@@ -26,6 +26,10 @@ pub struct RunIds<'a> {
     pub supervisor: Option<i32>,
     /// Its cgroup, when runs get one.
     pub cgroup: Option<PathBuf>,
+    /// Without cgroups: the daemon's pid, a child subreaper (the orphans of
+    /// a supervisor that died become its children), and the supervisors it
+    /// knows alive (its children that are no orphans).
+    pub reaper: Option<(i32, Vec<i32>)>,
 }
 
 /// True when `pid` is a live supervisor of the run in `dir`.
@@ -35,22 +39,59 @@ pub fn is_supervisor(pid: i32, dir: &Path) -> bool {
     cmdline.contains("supervise") && cmdline.contains(&*dir.to_string_lossy())
 }
 
-/// The live (not zombie) processes in session `sid`.
-fn in_session(sid: i32) -> Vec<i32> {
+/// Every live (not zombie) process: (pid, parent, session).
+fn processes() -> Vec<(i32, i32, i32)> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
     entries
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
             // After "(comm)": state ppid pgrp session ...
-            let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+            let rest = stat.rsplit_once(')')?.1;
             let f: Vec<&str> = rest.split_whitespace().collect();
-            f.first().is_some_and(|s| *s != "Z")
-                && f.get(3).and_then(|s| s.parse().ok()) == Some(sid)
+            if *f.first()? == "Z" {
+                return None;
+            }
+            Some((pid, f.get(1)?.parse().ok()?, f.get(3)?.parse().ok()?))
         })
         .collect()
+}
+
+/// The live (not zombie) processes in session `sid`.
+#[cfg(test)]
+fn in_session(sid: i32) -> Vec<i32> {
+    without_cgroup(sid, None)
+}
+
+/// A run's processes without a cgroup: those in its supervisor's session
+/// `sid`, the orphans the daemon inherited from a dead supervisor, and every
+/// descendant of either (a process that left the session with `setsid` is
+/// still some run process's child, or, once orphaned, the daemon's).
+fn without_cgroup(sid: i32, reaper: Option<&(i32, Vec<i32>)>) -> Vec<i32> {
+    let procs = processes();
+    let mut out: Vec<i32> = procs.iter().filter(|p| p.2 == sid).map(|p| p.0).collect();
+    if let Some((me, live)) = reaper {
+        out.extend(
+            procs
+                .iter()
+                .filter(|p| p.1 == *me && !live.contains(&p.0))
+                .map(|p| p.0),
+        );
+    }
+    let mut seen: std::collections::HashSet<i32> = out.iter().copied().collect();
+    let mut i = 0;
+    while i < out.len() {
+        let parent = out[i];
+        for p in &procs {
+            if p.1 == parent && seen.insert(p.0) {
+                out.push(p.0);
+            }
+        }
+        i += 1;
+    }
+    out
 }
 
 /// The run's processes still alive.
@@ -58,13 +99,23 @@ pub fn tree(ids: &RunIds) -> Vec<i32> {
     if let Some(cg) = ids.cgroup.as_deref().filter(|c| c.exists()) {
         return super::cgroup::procs(cg);
     }
-    ids.supervisor.map(in_session).unwrap_or_default()
+    ids.supervisor
+        .map(|sid| without_cgroup(sid, ids.reaper.as_ref()))
+        .unwrap_or_default()
 }
 
 /// Kills the run's whole tree and waits (up to 5 s) until it is gone.
 pub fn kill_tree(ids: &RunIds) -> bool {
     let t0 = Instant::now();
+    let mut killed = std::collections::HashSet::new();
     loop {
+        // Orphans the daemon inherited are its children: reap the dead ones.
+        for &p in &killed {
+            // SAFETY: waitpid on one pid with WNOHANG; not our child is ECHILD.
+            unsafe {
+                libc::waitpid(p, std::ptr::null_mut(), libc::WNOHANG);
+            }
+        }
         let pids = tree(ids);
         if pids.is_empty() {
             return true;
@@ -74,9 +125,10 @@ pub fn kill_tree(ids: &RunIds) -> bool {
         }
         match ids.cgroup.as_deref().filter(|c| c.exists()) {
             Some(cg) => super::cgroup::kill_all(cg),
-            None => pids
-                .iter()
-                .for_each(|p| crate::sys::kill(*p, libc::SIGKILL)),
+            None => pids.iter().for_each(|&p| {
+                crate::sys::kill(p, libc::SIGKILL);
+                killed.insert(p);
+            }),
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -143,6 +195,7 @@ mod tests {
             dir: &run_dir,
             supervisor: None,
             cgroup: None,
+            reaper: None,
         };
         // Another open file description holds byte 5: the run is alive.
         let held = try_lock(&lock_file, 5).unwrap().expect("free at first");
@@ -179,6 +232,7 @@ mod tests {
             dir: &run_dir,
             supervisor: Some(1),
             cgroup: None,
+            reaper: None,
         };
         assert!(matches!(
             probe(&lock_file, &ids).unwrap(),
@@ -207,6 +261,7 @@ mod tests {
             dir: &run_dir,
             supervisor: Some(sid),
             cgroup: None,
+            reaper: None,
         };
         match probe(&lock_file, &ids).unwrap() {
             Liveness::Ended(s) => {
