@@ -393,11 +393,43 @@ mod tests {
     }
 
     #[test]
-    fn the_example_config_with_every_key_is_valid() {
+    fn the_example_config_holds_the_embedded_defaults() {
         let text = include_str!("../../examples/nightjar.toml");
         let cfg = Config::parse(text, Path::new("examples/nightjar.toml")).unwrap();
-        assert_eq!(cfg.plugins.chain, vec!["priority".to_string()]);
-        assert_eq!(cfg.gpus, vec![0, 1]);
+        // The machine-derived keys are commented out in the file; the rest must
+        // be exactly the defaults.
+        let defaults = Config::default();
+        let as_toml = |c: &Config| {
+            let mut t: toml::Table = toml::from_str(&toml::to_string(c).unwrap()).unwrap();
+            for k in ["state_dir", "socket", "timezone", "slots"] {
+                t.remove(k);
+            }
+            t
+        };
+        assert_eq!(as_toml(&cfg), as_toml(&defaults));
+        // Every key is in the file, set or commented.
+        let keys: toml::Table = toml::from_str(&toml::to_string(&defaults).unwrap()).unwrap();
+        for (k, v) in &keys {
+            assert!(
+                text.contains(&format!("{k} =")) || text.contains(&format!("[{k}")),
+                "{k}"
+            );
+            if let Some(table) = v.as_table() {
+                for sub in table.keys() {
+                    assert!(text.contains(&format!("{sub} =")), "{k}.{sub}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_lab_example_config_is_valid_and_runs_the_four_policies() {
+        let text = include_str!("../../examples/lab.toml");
+        let cfg = Config::parse(text, Path::new("examples/lab.toml")).unwrap();
+        assert_eq!(
+            cfg.plugins.chain,
+            vec!["priority", "offpeak-tariff", "fair-share", "thermal"]
+        );
     }
 
     #[test]
