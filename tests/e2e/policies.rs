@@ -424,7 +424,7 @@ fn every_hostile_plugin_is_recorded_with_its_cause_and_open_keeps_scheduling() {
     ];
     for (mode, cause) in cases {
         let mut nj = world(&format!(
-            "[plugins]\nchain = [\"hostile\"]\nevaluate_timeout = \"200ms\"\n[plugin.hostile]\non_failure = \"open\"\n[plugin.hostile.config]\nmode = \"{mode}\"\n"
+            "[plugins]\nchain = [\"hostile\"]\nevaluate_timeout = \"1s\"\n[plugin.hostile]\non_failure = \"open\"\n[plugin.hostile.config]\nmode = \"{mode}\"\n"
         ));
         nj.start();
         let id = nj.submit(&["--", "true"]);

@@ -155,7 +155,13 @@ fn an_infinite_loop_times_out_and_the_next_call_gets_a_fresh_instance() {
 #[test]
 fn a_4_gib_allocation_hits_the_memory_cap() {
     let engine = PluginEngine::new(None).unwrap();
-    let mut p = hostile(&engine, "alloc").unwrap();
+    // Filling 64 MiB takes tens of ms; a loaded machine must not turn the
+    // memory cause into a timeout, so the deadline here is generous.
+    let generous = PluginLimits {
+        evaluate_timeout: Duration::from_secs(5),
+        ..limits()
+    };
+    let mut p = PolicyPlugin::load(&engine, "hostile", HOSTILE, "alloc", generous).unwrap();
     let err = p
         .evaluate(&snapshot(vec![task(1, "a", Priority::Normal, 0)]))
         .unwrap_err();
