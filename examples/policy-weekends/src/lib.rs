@@ -4,56 +4,41 @@
 //! Config (`[plugin.weekends.config]` in the daemon config):
 //!
 //! ```toml
-//! projects = "render,archive"
+//! projects = ["render", "archive"]   # or one string: "render,archive"
 //! ```
-
-use std::sync::Mutex;
 
 use nightjar_sdk::time::{DAY_MS, is_weekend, weekday};
 use nightjar_sdk::*;
 
-static PROJECTS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+/// The configuration: every key has a default, a misspelt key is an error.
+#[derive(serde::Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+struct Config {
+    /// The projects that wait for the weekend.
+    #[serde(deserialize_with = "nightjar_sdk::config::string_list")]
+    projects: Vec<String>,
+}
 
 /// The policy.
-pub struct Weekends;
+struct Weekends;
 
 impl Policy for Weekends {
-    fn configure(config: String) -> Result<(), ConfigError> {
-        // One key, `projects = "a,b"`: simple enough to read without a TOML parser.
-        let mut projects = Vec::new();
-        for line in config.lines().map(str::trim).filter(|l| !l.is_empty()) {
-            let Some(value) = line
-                .strip_prefix("projects")
-                .map(|r| r.trim_start_matches([' ', '=']))
-            else {
-                return Err(ConfigError {
-                    key: None,
-                    message: format!("unknown line `{line}`: only `projects = \"a,b\"`"),
-                });
-            };
-            projects.extend(
-                value
-                    .trim_matches('"')
-                    .split(',')
-                    .map(|p| p.trim().to_string())
-                    .filter(|p| !p.is_empty()),
-            );
-        }
-        *PROJECTS.lock().unwrap_or_else(|p| p.into_inner()) = projects;
-        Ok(())
-    }
+    type Config = Config;
 
-    fn evaluate(s: Snapshot) -> Evaluation {
+    fn evaluate(config: &Config, s: &Snapshot) -> Evaluation {
         let mut e = Evaluation::default();
-        if is_weekend(&s) {
+        if is_weekend(s) {
             return e;
         }
         // Next Saturday 00:00 local time, as Unix ms.
-        let local = s.now + s.utc_offset as i64 * 1000;
-        let days = (5 - weekday(&s) as i64).rem_euclid(7);
-        let saturday = (local.div_euclid(DAY_MS) + days) * DAY_MS - s.utc_offset as i64 * 1000;
-        let projects = PROJECTS.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        for t in s.queue.iter().filter(|t| projects.contains(&t.project)) {
+        let offset = s.utc_offset as i64 * 1000;
+        let days = (5 - weekday(s) as i64).rem_euclid(7);
+        let saturday = ((s.now + offset).div_euclid(DAY_MS) + days) * DAY_MS - offset;
+        for t in s
+            .queue
+            .iter()
+            .filter(|t| config.projects.contains(&t.project))
+        {
             e.defer(
                 t.id,
                 format!("project {} runs at weekends only", t.project),
@@ -73,14 +58,14 @@ mod tests {
 
     #[test]
     fn render_waits_until_saturday_and_others_are_left_alone() {
-        Weekends::configure("projects = \"render\"".into()).unwrap();
+        let config = configure::<Weekends>("projects = [\"render\"]").unwrap();
         // 2026-11-30 12:00 UTC is a Monday.
         let monday = 1_796_040_000_000;
         let s = SnapshotBuilder::at(monday)
             .queued(1, "render", Priority::Normal, 0)
             .queued(2, "vision", Priority::Normal, 0)
             .build();
-        let e = Weekends::evaluate(s);
+        let e = Weekends::evaluate(&config, &s);
         assert_eq!(e.verdicts.len(), 1);
         match &e.verdicts[0].verdict {
             // Saturday 2026-12-05 00:00 UTC.
@@ -90,6 +75,19 @@ mod tests {
         let saturday = SnapshotBuilder::at(1_796_428_800_000 + 3_600_000)
             .queued(1, "render", Priority::Normal, 0)
             .build();
-        assert!(Weekends::evaluate(saturday).verdicts.is_empty());
+        assert!(Weekends::evaluate(&config, &saturday).verdicts.is_empty());
+    }
+
+    #[test]
+    fn the_config_reads_a_list_or_one_string_and_names_a_bad_key() {
+        let one = configure::<Weekends>("projects = \"render, archive\"").unwrap();
+        assert_eq!(one.projects, ["render", "archive"]);
+        assert!(configure::<Weekends>("").unwrap().projects.is_empty());
+        let e = configure::<Weekends>("project = [\"render\"]")
+            .err()
+            .unwrap();
+        assert_eq!(e.key.as_deref(), Some("project"));
+        let e = configure::<Weekends>("projects = 3").err().unwrap();
+        assert_eq!(e.key.as_deref(), Some("projects"));
     }
 }

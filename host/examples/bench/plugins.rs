@@ -107,6 +107,8 @@ pub fn plugins() -> Result<()> {
     let instantiate = t.elapsed() / rounds;
     let snap = host_snapshot(10_000);
     let sdk = sdk_snapshot(&snap);
+    let native_config = nightjar_sdk::configure::<priority::PriorityPolicy>("")
+        .map_err(|e| anyhow::anyhow!(e.message))?;
     // The four first-party policies, as a chain would run them.
     let chain: Vec<nightjar::plugins::worker::Worker> = nightjar::plugins::first_party::FIRST_PARTY
         .iter()
@@ -139,7 +141,8 @@ pub fn plugins() -> Result<()> {
         nightjar::plugins::validate::check(&snap, &e).map_err(anyhow::Error::msg)?;
         wasm_times.push(t.elapsed().as_secs_f64() * 1e3);
         let t = Instant::now();
-        let n = priority::PriorityPolicy::evaluate(sdk.clone());
+        // The clone stands for the copy into the instance the wasm side pays.
+        let n = priority::PriorityPolicy::evaluate(&native_config, &sdk.clone());
         native_times.push(t.elapsed().as_secs_f64() * 1e3);
         assert_eq!(n.verdicts.len(), e.verdicts.len());
     }

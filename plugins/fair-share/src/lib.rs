@@ -19,15 +19,15 @@
 //! bio = 2                  # at most 2 running tasks
 //! ```
 
-use nightjar_sdk::time::parse_duration_ms;
+use nightjar_sdk::config::Duration;
 use nightjar_sdk::*;
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-struct RawConfig {
-    half_life: String,
+struct Config {
+    half_life: Duration,
     default_share: f64,
     max_score: i32,
     preempt_below: f64,
@@ -35,10 +35,10 @@ struct RawConfig {
     caps: BTreeMap<String, u32>,
 }
 
-impl Default for RawConfig {
+impl Default for Config {
     fn default() -> Self {
-        RawConfig {
-            half_life: "24h".into(),
+        Config {
+            half_life: Duration::from_ms(24 * 3_600_000),
             default_share: 1.0,
             max_score: 100,
             preempt_below: 0.0,
@@ -48,40 +48,6 @@ impl Default for RawConfig {
     }
 }
 
-#[derive(Debug, Clone)]
-struct Config {
-    half_life_ms: i64,
-    raw: RawConfig,
-}
-
-static CONFIG: ConfigSlot<Config> = ConfigSlot::new();
-
-fn parse(text: &str) -> Result<Config, ConfigError> {
-    let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError {
-        key: None,
-        message: e.to_string(),
-    })?;
-    let half_life_ms = parse_duration_ms(&raw.half_life)
-        .filter(|h| *h > 0)
-        .ok_or_else(|| ConfigError {
-            key: Some("half_life".into()),
-            message: format!("`{}` is not a duration like 24h", raw.half_life),
-        })?;
-    if let Some((p, s)) = raw.shares.iter().find(|(_, s)| **s <= 0.0) {
-        return Err(ConfigError {
-            key: Some(format!("shares.{p}")),
-            message: format!("share {s} must be above 0"),
-        });
-    }
-    if raw.default_share <= 0.0 {
-        return Err(ConfigError {
-            key: Some("default_share".into()),
-            message: "must be above 0".into(),
-        });
-    }
-    Ok(Config { half_life_ms, raw })
-}
-
 /// Decayed usage per project, in GPU-hours.
 fn usage(cfg: &Config, s: &Snapshot) -> BTreeMap<String, f64> {
     let mut out = BTreeMap::new();
@@ -89,28 +55,42 @@ fn usage(cfg: &Config, s: &Snapshot) -> BTreeMap<String, f64> {
         let end = u.ended_at.unwrap_or(s.now).min(s.now);
         let hours = (end - u.started_at).max(0) as f64 / 3_600_000.0;
         let age = (s.now - end).max(0) as f64;
-        let decay = 0.5f64.powf(age / cfg.half_life_ms as f64);
+        let decay = 0.5f64.powf(age / cfg.half_life.ms() as f64);
         *out.entry(u.project.clone()).or_insert(0.0) += hours * u.gpus.max(1) as f64 * decay;
     }
     out
 }
 
 /// The policy.
-pub struct FairShare;
+struct FairShare;
 
 impl Policy for FairShare {
-    fn configure(config: String) -> Result<(), ConfigError> {
-        let cfg = parse(&config)?;
-        CONFIG.set(cfg);
+    type Config = Config;
+
+    fn validate(cfg: &Config) -> Result<(), ConfigError> {
+        if cfg.half_life.ms() <= 0 {
+            return Err(ConfigError::at(
+                "half_life",
+                "must be longer than 0; use a duration like 24h",
+            ));
+        }
+        if let Some((p, s)) = cfg.shares.iter().find(|(_, s)| **s <= 0.0) {
+            return Err(ConfigError::at(
+                format!("shares.{p}"),
+                format!(
+                    "share {s} must be above 0; leave the project out to give it default_share"
+                ),
+            ));
+        }
+        if cfg.default_share <= 0.0 {
+            return Err(ConfigError::at("default_share", "must be above 0"));
+        }
         Ok(())
     }
 
-    fn evaluate(s: Snapshot) -> Evaluation {
-        let Some(cfg) = CONFIG.get() else {
-            return Evaluation::default();
-        };
+    fn evaluate(cfg: &Config, s: &Snapshot) -> Evaluation {
         let mut e = Evaluation::default();
-        let used = usage(&cfg, &s);
+        let used = usage(cfg, s);
         let projects: BTreeSet<&str> = s
             .queue
             .iter()
@@ -118,13 +98,7 @@ impl Policy for FairShare {
             .chain(s.running.iter().map(|t| t.project.as_str()))
             .chain(used.keys().map(String::as_str))
             .collect();
-        let share = |p: &str| {
-            cfg.raw
-                .shares
-                .get(p)
-                .copied()
-                .unwrap_or(cfg.raw.default_share)
-        };
+        let share = |p: &str| cfg.shares.get(p).copied().unwrap_or(cfg.default_share);
         let total_share: f64 = projects.iter().map(|p| share(p)).sum();
         let total_used: f64 = used.values().sum();
         let fraction = |p: &str| {
@@ -141,7 +115,7 @@ impl Policy for FairShare {
         }
         for t in &s.queue {
             let p = t.project.as_str();
-            if let Some(cap) = cfg.raw.caps.get(p)
+            if let Some(cap) = cfg.caps.get(p)
                 && running.get(p).copied().unwrap_or(0) >= *cap
             {
                 e.defer(
@@ -152,16 +126,16 @@ impl Policy for FairShare {
                 continue;
             }
             let deficit = target(p) - fraction(p);
-            e.allow(t.id, (deficit * cfg.raw.max_score as f64).round() as i32);
+            e.allow(t.id, (deficit * cfg.max_score as f64).round() as i32);
         }
         // Preemption: the starved project with the largest deficit, against
         // the newest run of the most over-served running project.
-        if cfg.raw.preempt_below > 0.0 && total_used > 0.0 {
+        if cfg.preempt_below > 0.0 && total_used > 0.0 {
             let starved = s
                 .queue
                 .iter()
                 .map(|t| t.project.as_str())
-                .filter(|p| fraction(p) < cfg.raw.preempt_below * target(p))
+                .filter(|p| fraction(p) < cfg.preempt_below * target(p))
                 .max_by(|a, b| (target(a) - fraction(a)).total_cmp(&(target(b) - fraction(b))));
             if let Some(starved) = starved {
                 let victim = s
@@ -205,10 +179,14 @@ mod tests {
             .collect()
     }
 
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        configure::<FairShare>(text)
+    }
+
     #[test]
     fn the_project_below_its_share_scores_higher_caps_defer_and_starvation_preempts() {
-        FairShare::configure(
-            "half_life = \"24h\"\nmax_score = 100\npreempt_below = 0.5\n[shares]\nvision = 1\nbio = 1\n[caps]\nbio = 1\n".into(),
+        let cfg = parse(
+            "half_life = \"24h\"\nmax_score = 100\npreempt_below = 0.5\n[shares]\nvision = 1\nbio = 1\n[caps]\nbio = 1\n",
         )
         .unwrap();
         let now = 100 * H;
@@ -220,7 +198,7 @@ mod tests {
             .queued(1, "vision", Priority::Normal, 0)
             .queued(2, "bio", Priority::Normal, 0)
             .build();
-        let e = FairShare::evaluate(s);
+        let e = FairShare::evaluate(&cfg, &s);
         let sc = scores(&e);
         assert_eq!(sc[&1], -40, "vision: target 50%, uses 90%");
         assert_eq!(sc[&2], 40, "bio: target 50%, uses 10%");
@@ -231,7 +209,7 @@ mod tests {
             .running(51, "bio", vec![], now)
             .queued(3, "bio", Priority::Normal, 0)
             .build();
-        let e = FairShare::evaluate(capped);
+        let e = FairShare::evaluate(&cfg, &capped);
         assert!(
             matches!(&e.verdicts[0].verdict, Verdict::Defer(d) if d.reason == "project bio has 1 running (its cap)")
         );
@@ -260,6 +238,14 @@ mod tests {
         assert_eq!(
             parse("half_life = \"never\"").unwrap_err().key.as_deref(),
             Some("half_life")
+        );
+        assert_eq!(
+            parse("half_life = \"0h\"").unwrap_err().key.as_deref(),
+            Some("half_life")
+        );
+        assert_eq!(
+            parse("[caps]\nbio = -1").unwrap_err().key.as_deref(),
+            Some("caps.bio")
         );
     }
 }

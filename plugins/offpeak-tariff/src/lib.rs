@@ -23,29 +23,30 @@
 //!
 //! Times are in the daemon's time zone, at the snapshot's UTC offset.
 
-use nightjar_sdk::time::{DAY_MS, parse_duration_ms, parse_hhmm, weekday};
+use nightjar_sdk::config::{Duration, TimeOfDay};
+use nightjar_sdk::time::{DAY_MS, weekday};
 use nightjar_sdk::*;
 use serde::Deserialize;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-struct RawConfig {
+struct Config {
     currency: String,
     peak_price: f64,
-    margin: String,
-    windows: Vec<RawWindow>,
+    margin: Duration,
+    windows: Vec<Window>,
 }
 
-impl Default for RawConfig {
+impl Default for Config {
     fn default() -> Self {
-        RawConfig {
+        Config {
             currency: String::new(),
             peak_price: 1.0,
-            margin: "0m".into(),
-            windows: vec![RawWindow {
-                days: "all".into(),
-                start: "23:00".into(),
-                end: "07:00".into(),
+            margin: Duration::from_ms(0),
+            windows: vec![Window {
+                days: Days::All,
+                start: TimeOfDay::new(23, 0).unwrap_or_default(),
+                end: TimeOfDay::new(7, 0).unwrap_or_default(),
                 price: 0.4,
             }],
         }
@@ -54,98 +55,21 @@ impl Default for RawConfig {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawWindow {
-    #[serde(default = "all_days")]
-    days: String,
-    start: String,
-    end: String,
+struct Window {
+    #[serde(default)]
+    days: Days,
+    start: TimeOfDay,
+    end: TimeOfDay,
     price: f64,
 }
 
-fn all_days() -> String {
-    "all".into()
-}
-
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
 enum Days {
+    #[default]
     All,
     Weekdays,
     Weekends,
-}
-
-#[derive(Debug, Clone)]
-struct Window {
-    days: Days,
-    start: u32,
-    end: u32,
-    price: f64,
-}
-
-#[derive(Debug, Clone)]
-struct Config {
-    currency: String,
-    peak_price: f64,
-    margin_ms: i64,
-    windows: Vec<Window>,
-}
-
-static CONFIG: ConfigSlot<Config> = ConfigSlot::new();
-
-fn err(key: &str, message: String) -> ConfigError {
-    ConfigError {
-        key: Some(key.into()),
-        message,
-    }
-}
-
-fn parse(text: &str) -> Result<Config, ConfigError> {
-    let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError {
-        key: None,
-        message: e.to_string(),
-    })?;
-    let margin_ms = parse_duration_ms(&raw.margin).ok_or_else(|| {
-        err(
-            "margin",
-            format!("`{}` is not a duration like 30m", raw.margin),
-        )
-    })?;
-    let mut windows = Vec::new();
-    for (i, w) in raw.windows.iter().enumerate() {
-        let key = format!("windows[{i}]");
-        let days = match w.days.as_str() {
-            "all" => Days::All,
-            "weekdays" => Days::Weekdays,
-            "weekends" => Days::Weekends,
-            other => {
-                return Err(err(
-                    &key,
-                    format!("days `{other}`: use all, weekdays or weekends"),
-                ));
-            }
-        };
-        let start = parse_hhmm(&w.start)
-            .ok_or_else(|| err(&key, format!("start `{}` is not HH:MM", w.start)))?;
-        let end =
-            parse_hhmm(&w.end).ok_or_else(|| err(&key, format!("end `{}` is not HH:MM", w.end)))?;
-        if start == end {
-            return Err(err(&key, "start and end are equal".into()));
-        }
-        windows.push(Window {
-            days,
-            start,
-            end,
-            price: w.price,
-        });
-    }
-    if windows.is_empty() {
-        return Err(err("windows", "at least one cheap window is needed".into()));
-    }
-    Ok(Config {
-        currency: raw.currency,
-        peak_price: raw.peak_price,
-        margin_ms,
-        windows,
-    })
 }
 
 /// A window occurrence in absolute time: (start ms, end ms, price).
@@ -169,9 +93,10 @@ fn spans(cfg: &Config, s: &Snapshot) -> Vec<Span> {
             if !ok {
                 continue;
             }
-            let start = local_midnight + d * DAY_MS + w.start as i64 * 60_000;
-            let mut end = local_midnight + d * DAY_MS + w.end as i64 * 60_000;
-            if w.end <= w.start {
+            let (start_min, end_min) = (w.start.minute() as i64, w.end.minute() as i64);
+            let start = local_midnight + d * DAY_MS + start_min * 60_000;
+            let mut end = local_midnight + d * DAY_MS + end_min * 60_000;
+            if end_min <= start_min {
                 end += DAY_MS;
             }
             out.push((start, end, w.price));
@@ -203,21 +128,30 @@ fn hhmm(s: &Snapshot, at: i64) -> String {
 }
 
 /// The policy.
-pub struct OffpeakTariff;
+struct OffpeakTariff;
 
 impl Policy for OffpeakTariff {
-    fn configure(config: String) -> Result<(), ConfigError> {
-        let cfg = parse(&config)?;
-        CONFIG.set(cfg);
+    type Config = Config;
+
+    fn validate(cfg: &Config) -> Result<(), ConfigError> {
+        if cfg.windows.is_empty() {
+            return Err(ConfigError::at(
+                "windows",
+                "at least one cheap window is needed; add a [[windows]] with start, end and price",
+            ));
+        }
+        if let Some(i) = cfg.windows.iter().position(|w| w.start == w.end) {
+            return Err(ConfigError::at(
+                format!("windows[{i}]"),
+                "start and end are equal; a window that wraps midnight ends before it starts (23:00 to 07:00)",
+            ));
+        }
         Ok(())
     }
 
-    fn evaluate(s: Snapshot) -> Evaluation {
+    fn evaluate(cfg: &Config, s: &Snapshot) -> Evaluation {
         let mut e = Evaluation::default();
-        let Some(cfg) = CONFIG.get() else {
-            return e;
-        };
-        let spans = spans(&cfg, &s);
+        let spans = spans(cfg, s);
         let current = spans
             .iter()
             .filter(|(a, b, _)| *a <= s.now && s.now < *b)
@@ -241,10 +175,10 @@ impl Policy for OffpeakTariff {
                             t.id,
                             format!(
                                 "price {} until {} (in {}), then {}",
-                                money(&cfg, cfg.peak_price),
-                                hhmm(&s, start),
+                                money(cfg, cfg.peak_price),
+                                hhmm(s, start),
                                 span_text(start - s.now),
-                                money(&cfg, price)
+                                money(cfg, price)
                             ),
                             Some(start),
                         );
@@ -254,8 +188,10 @@ impl Policy for OffpeakTariff {
                     let Some(runtime) = t.estimated_runtime else {
                         continue;
                     };
-                    let finish = s.now + runtime as i64;
-                    if finish > end + cfg.margin_ms
+                    let finish = s
+                        .now
+                        .saturating_add(i64::try_from(runtime).unwrap_or(i64::MAX));
+                    if finish > end + cfg.margin.ms()
                         && let Some((start, _, price)) = next_start(s.now)
                     {
                         e.defer(
@@ -263,10 +199,10 @@ impl Policy for OffpeakTariff {
                             format!(
                                 "would run {} past the cheap window's end at {}; next window {} (in {}) at {}",
                                 span_text(finish - end),
-                                hhmm(&s, end),
-                                hhmm(&s, start),
+                                hhmm(s, end),
+                                hhmm(s, start),
                                 span_text(start - s.now),
-                                money(&cfg, price)
+                                money(cfg, price)
                             ),
                             Some(start),
                         );
@@ -289,11 +225,16 @@ mod tests {
     // 2026-11-30 00:00 UTC, a Monday.
     const MONDAY: i64 = 1_796_083_200_000 - DAY_MS;
 
-    fn setup() {
-        OffpeakTariff::configure(
-            "currency = \"CNY\"\npeak_price = 1.2\nmargin = \"30m\"\n[[windows]]\nstart = \"23:00\"\nend = \"07:00\"\nprice = 0.35\n".into(),
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        configure::<OffpeakTariff>(text)
+    }
+
+    fn evaluate(s: Snapshot) -> Evaluation {
+        let cfg = parse(
+            "currency = \"CNY\"\npeak_price = 1.2\nmargin = \"30m\"\n[[windows]]\nstart = \"23:00\"\nend = \"07:00\"\nprice = 0.35\n",
         )
         .unwrap();
+        OffpeakTariff::evaluate(&cfg, &s)
     }
 
     fn with_runtime(id: i64, priority: Priority, hours: i64) -> QueuedTask {
@@ -304,12 +245,11 @@ mod tests {
 
     #[test]
     fn outside_the_window_work_waits_with_price_and_next_opening() {
-        setup();
         let s = SnapshotBuilder::at(MONDAY + 18 * HOUR + 48 * 60_000)
             .queued(1, "p", Priority::Normal, 0)
             .queued(2, "p", Priority::Urgent, 0)
             .build();
-        let e = OffpeakTariff::evaluate(s);
+        let e = evaluate(s);
         assert_eq!(e.verdicts.len(), 1, "urgent is never deferred");
         match &e.verdicts[0].verdict {
             Verdict::Defer(d) => {
@@ -325,13 +265,12 @@ mod tests {
 
     #[test]
     fn inside_the_window_long_work_that_would_overrun_waits_short_work_runs() {
-        setup();
         // 05:00: the window ends at 07:00, margin 30 min.
         let s = SnapshotBuilder::at(MONDAY + 5 * HOUR)
             .queued_task(with_runtime(1, Priority::Normal, 1))
             .queued_task(with_runtime(2, Priority::Normal, 3))
             .build();
-        let e = OffpeakTariff::evaluate(s);
+        let e = evaluate(s);
         assert_eq!(e.verdicts.len(), 1);
         assert_eq!(e.verdicts[0].task, 2);
         match &e.verdicts[0].verdict {
@@ -344,21 +283,43 @@ mod tests {
 
     #[test]
     fn the_window_is_in_the_daemons_time_zone() {
-        setup();
         // 16:00 UTC is 00:00 in UTC+8: inside the window there.
         let s = SnapshotBuilder::at(MONDAY + 16 * HOUR)
             .utc_offset(8 * 3600)
             .queued(1, "p", Priority::Normal, 0)
             .build();
-        assert!(OffpeakTariff::evaluate(s).verdicts.is_empty());
+        assert!(evaluate(s).verdicts.is_empty());
     }
 
     #[test]
     fn bad_windows_are_refused_with_their_key() {
         let e =
             parse("[[windows]]\nstart = \"25:00\"\nend = \"07:00\"\nprice = 1.0\n").unwrap_err();
-        assert_eq!(e.key.as_deref(), Some("windows[0]"));
-        assert!(parse("margin = \"soon\"").is_err());
+        assert_eq!(e.key.as_deref(), Some("windows[0].start"));
+        assert_eq!(
+            parse("margin = \"soon\"").unwrap_err().key.as_deref(),
+            Some("margin")
+        );
+        assert_eq!(
+            parse(
+                "[[windows]]\ndays = \"fridays\"\nstart = \"01:00\"\nend = \"07:00\"\nprice = 1.0\n"
+            )
+            .unwrap_err()
+            .key
+            .as_deref(),
+            Some("windows[0].days")
+        );
+        assert_eq!(
+            parse("[[windows]]\nstart = \"01:00\"\nend = \"01:00\"\nprice = 1.0\n")
+                .unwrap_err()
+                .key
+                .as_deref(),
+            Some("windows[0]")
+        );
+        assert_eq!(
+            parse("windows = []").unwrap_err().key.as_deref(),
+            Some("windows")
+        );
         assert!(parse("").is_ok(), "defaults: 23:00-07:00");
     }
 }

@@ -3,7 +3,7 @@
 //! points, up to `max_aging`.
 //!
 //! ```toml
-//! [plugins.config.priority]
+//! [plugin.priority.config]
 //! weights = { low = 0, normal = 100, high = 200, urgent = 1000 }
 //! aging_per_hour = 10
 //! max_aging = 500
@@ -12,9 +12,11 @@
 use nightjar_sdk::*;
 use serde::Deserialize;
 
+/// `[plugin.priority.config]`: the weight of each class and the aging.
+/// Public, with [`PriorityPolicy`], for the host's native benchmark.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-struct Config {
+pub struct Config {
     weights: Weights,
     aging_per_hour: i32,
     max_aging: i32,
@@ -50,24 +52,8 @@ impl Default for Config {
     }
 }
 
-static CONFIG: ConfigSlot<Config> = ConfigSlot::new();
-
 /// The policy.
 pub struct PriorityPolicy;
-
-fn parse(text: &str) -> Result<Config, ConfigError> {
-    let cfg: Config = toml::from_str(text).map_err(|e| ConfigError {
-        key: None,
-        message: e.to_string(),
-    })?;
-    if cfg.aging_per_hour < 0 || cfg.max_aging < 0 {
-        return Err(ConfigError {
-            key: Some("aging_per_hour".into()),
-            message: "aging must not be negative".into(),
-        });
-    }
-    Ok(cfg)
-}
 
 /// The score of one task at `now`.
 fn score(cfg: &Config, t: &QueuedTask, now: i64) -> i32 {
@@ -86,19 +72,29 @@ fn score(cfg: &Config, t: &QueuedTask, now: i64) -> i32 {
 }
 
 impl Policy for PriorityPolicy {
-    fn configure(config: String) -> Result<(), ConfigError> {
-        let cfg = parse(&config)?;
-        CONFIG.set(cfg);
-        Ok(())
-    }
+    type Config = Config;
 
-    fn evaluate(s: Snapshot) -> Evaluation {
-        let cfg = CONFIG.get().unwrap_or_default();
+    fn evaluate(cfg: &Config, s: &Snapshot) -> Evaluation {
         let mut e = Evaluation::default();
         for t in &s.queue {
-            e.allow(t.id, score(&cfg, t, s.now));
+            e.allow(t.id, score(cfg, t, s.now));
         }
         e
+    }
+
+    fn validate(cfg: &Config) -> Result<(), ConfigError> {
+        for (key, value) in [
+            ("aging_per_hour", cfg.aging_per_hour),
+            ("max_aging", cfg.max_aging),
+        ] {
+            if value < 0 {
+                return Err(ConfigError::at(
+                    key,
+                    format!("{value} is negative; aging only lifts a score, use 0 for none"),
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -109,8 +105,12 @@ mod tests {
     use super::*;
     use nightjar_sdk::testing::SnapshotBuilder;
 
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        configure::<PriorityPolicy>(text)
+    }
+
     fn scores(s: Snapshot) -> Vec<(i64, i32)> {
-        PriorityPolicy::evaluate(s)
+        PriorityPolicy::evaluate(&parse("").unwrap(), &s)
             .verdicts
             .into_iter()
             .map(|v| match v.verdict {
@@ -138,7 +138,21 @@ mod tests {
     #[test]
     fn bad_config_is_refused_with_the_key() {
         assert!(parse("aging_per_hour = -1").unwrap_err().key.is_some());
-        assert!(parse("colour = 1").is_err());
+        assert_eq!(
+            parse("max_aging = -5").unwrap_err().key.as_deref(),
+            Some("max_aging")
+        );
+        assert_eq!(
+            parse("colour = 1").unwrap_err().key.as_deref(),
+            Some("colour")
+        );
+        assert_eq!(
+            parse("[weights]\nhigh = \"lots\"")
+                .unwrap_err()
+                .key
+                .as_deref(),
+            Some("weights.high")
+        );
         assert_eq!(parse("").unwrap().weights.urgent, 1000);
     }
 }

@@ -32,46 +32,15 @@ impl Default for Config {
     }
 }
 
-static CONFIG: ConfigSlot<Config> = ConfigSlot::new();
-
-/// The name this policy is loaded under, as the snapshot's `closed-by` says it.
-fn me() -> String {
-    #[cfg(target_arch = "wasm32")]
-    return host::plugin_name();
-    #[cfg(not(target_arch = "wasm32"))]
-    "thermal".to_string()
-}
-
-fn parse(text: &str) -> Result<Config, ConfigError> {
-    let cfg: Config = toml::from_str(text).map_err(|e| ConfigError {
-        key: None,
-        message: e.to_string(),
-    })?;
-    if cfg.reopen_below > cfg.close_above {
-        return Err(ConfigError {
-            key: Some("reopen_below".into()),
-            message: format!(
-                "reopen_below ({}) must not be above close_above ({})",
-                cfg.reopen_below, cfg.close_above
-            ),
-        });
-    }
-    Ok(cfg)
-}
-
 /// The policy.
-pub struct Thermal;
+struct Thermal;
 
 impl Policy for Thermal {
-    fn configure(config: String) -> Result<(), ConfigError> {
-        let cfg = parse(&config)?;
-        CONFIG.set(cfg);
-        Ok(())
-    }
+    type Config = Config;
 
-    fn evaluate(s: Snapshot) -> Evaluation {
-        let cfg = CONFIG.get().unwrap_or_default();
-        let name = me();
+    fn evaluate(cfg: &Config, s: &Snapshot) -> Evaluation {
+        // The name this policy is loaded under, as the snapshot's `closed-by` says it.
+        let name = plugin_name("thermal");
         let mut e = Evaluation::default();
         for g in &s.gpus {
             let was_closed = g.closed_by.contains(&name);
@@ -85,7 +54,7 @@ impl Policy for Thermal {
                     ),
                 );
             } else if let Some(cap) = cfg.power_cap_w
-                && g.power > cap * 1000
+                && g.power > cap.saturating_mul(1000)
             {
                 e.close_gpu(
                     g.index,
@@ -99,6 +68,19 @@ impl Policy for Thermal {
         }
         e
     }
+
+    fn validate(cfg: &Config) -> Result<(), ConfigError> {
+        if cfg.reopen_below > cfg.close_above {
+            return Err(ConfigError::at(
+                "reopen_below",
+                format!(
+                    "reopen_below ({}) must not be above close_above ({}); lower it, or raise close_above",
+                    cfg.reopen_below, cfg.close_above
+                ),
+            ));
+        }
+        Ok(())
+    }
 }
 
 export_policy!(Thermal);
@@ -108,17 +90,20 @@ mod tests {
     use super::*;
     use nightjar_sdk::testing::SnapshotBuilder;
 
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        configure::<Thermal>(text)
+    }
+
+    fn evaluate(s: Snapshot) -> Evaluation {
+        Thermal::evaluate(&parse("close_above = 85\nreopen_below = 75").unwrap(), &s)
+    }
+
     fn closed(s: Snapshot) -> Vec<u32> {
-        Thermal::evaluate(s)
-            .closed_gpus
-            .iter()
-            .map(|c| c.index)
-            .collect()
+        evaluate(s).closed_gpus.iter().map(|c| c.index).collect()
     }
 
     #[test]
     fn hysteresis_closes_hot_gpus_and_reopens_only_when_cool() {
-        Thermal::configure("close_above = 85\nreopen_below = 75".into()).unwrap();
         let hot = SnapshotBuilder::at(0).gpu(0, 90).gpu(1, 80).build();
         assert_eq!(closed(hot), vec![0]);
         let mut cooling = SnapshotBuilder::at(0).gpu(0, 80).gpu(1, 80).build();
@@ -131,7 +116,7 @@ mod tests {
         let mut cool = SnapshotBuilder::at(0).gpu(0, 70).build();
         cool.gpus[0].closed_by = vec!["thermal".into()];
         assert!(closed(cool).is_empty());
-        let reason = Thermal::evaluate(SnapshotBuilder::at(0).gpu(3, 91).build()).closed_gpus[0]
+        let reason = evaluate(SnapshotBuilder::at(0).gpu(3, 91).build()).closed_gpus[0]
             .reason
             .clone();
         assert_eq!(

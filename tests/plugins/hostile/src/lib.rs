@@ -35,18 +35,12 @@
 //! - `ok` (or empty): defers every task whose project is `held-by-plugin`
 
 use std::hash::BuildHasher;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use nightjar_sdk::*;
 
-static MODE: Mutex<String> = Mutex::new(String::new());
 static CALLS: AtomicU64 = AtomicU64::new(0);
-
-fn mode() -> String {
-    MODE.lock().map(|m| m.clone()).unwrap_or_default()
-}
 
 #[inline(never)]
 fn recurse(n: u64) -> u64 {
@@ -80,8 +74,12 @@ fn raw_random(len: i64) -> usize {
 struct Hostile;
 
 impl Policy for Hostile {
-    fn configure(config: String) -> Result<(), ConfigError> {
-        // `mode = "loop"` (as the daemon passes `[plugin.hostile.config]`) or a bare word.
+    /// The mode.
+    type Config = String;
+
+    /// Not TOML: `mode = "loop"` (as the daemon passes
+    /// `[plugin.hostile.config]`) or a bare word.
+    fn parse(config: &str) -> Result<String, ConfigError> {
         let m = config
             .split('"')
             .nth(1)
@@ -106,13 +104,12 @@ impl Policy for Hostile {
             }
             _ => {}
         }
-        *MODE.lock().unwrap_or_else(|p| p.into_inner()) = m;
-        Ok(())
+        Ok(m)
     }
 
-    fn evaluate(s: Snapshot) -> Evaluation {
+    fn evaluate(mode: &String, s: &Snapshot) -> Evaluation {
         let mut e = Evaluation::default();
-        match mode().as_str() {
+        match mode.as_str() {
             "loop" => loop {
                 std::hint::black_box(0);
             },
@@ -167,7 +164,7 @@ impl Policy for Hostile {
                 }
             }
             "until-now" | "until-past" | "until-min" => {
-                let until = match mode().as_str() {
+                let until = match mode.as_str() {
                     "until-now" => s.now,
                     "until-past" => -1,
                     _ => i64::MIN,

@@ -1,0 +1,206 @@
+//! The SDK's [`Policy`] trait and what exports it: parse and check the
+//! configuration once, keep it, and hand it to every `evaluate`.
+
+use serde::de::DeserializeOwned;
+
+use crate::{ConfigError, Evaluation, Snapshot};
+
+/// A scheduling policy: a configuration type and a pure function from that
+/// configuration and a snapshot to an [`Evaluation`]. Export it with
+/// [`export_policy!`](crate::export_policy).
+///
+/// The host calls `configure` once with the `[plugin.NAME.config]` table as
+/// TOML text; the SDK parses it into [`Policy::Config`] (an empty table gives
+/// the defaults, so derive `Default` and use `#[serde(default)]`), runs
+/// [`Policy::validate`], and keeps the result for every pass.
+pub trait Policy {
+    /// The configuration, read from TOML with serde. Use
+    /// `#[serde(default, deny_unknown_fields)]` so a missing key takes its
+    /// default and a misspelt one is an error naming it; the field types in
+    /// [`config`](crate::config) read durations, times of day and sizes.
+    type Config: DeserializeOwned + Send + 'static;
+
+    /// Answers one scheduling pass. Must be pure: the same configuration and
+    /// snapshot give the same evaluation, and `snapshot.now` is the only clock.
+    fn evaluate(config: &Self::Config, snapshot: &Snapshot) -> Evaluation;
+
+    /// Checks what serde cannot: ranges, one key against another. Name the
+    /// key in the error ([`ConfigError::at`]) and say what to do.
+    fn validate(config: &Self::Config) -> Result<(), ConfigError> {
+        let _ = config;
+        Ok(())
+    }
+
+    /// Turns the config text into [`Policy::Config`]: TOML by default
+    /// ([`config::from_toml`](crate::config::from_toml)). Override it only
+    /// for a config that is not TOML.
+    fn parse(text: &str) -> Result<Self::Config, ConfigError> {
+        crate::config::from_toml(text)
+    }
+}
+
+/// What the exported `configure` does: [`Policy::parse`], then
+/// [`Policy::validate`]. Native tests call it to get a policy's config from
+/// TOML text exactly as the host's would be read.
+pub fn configure<P: Policy>(text: &str) -> Result<P::Config, ConfigError> {
+    let config = P::parse(text)?;
+    P::validate(&config)?;
+    Ok(config)
+}
+
+/// The machinery [`export_policy!`](crate::export_policy) expands to; not
+/// for plugin code.
+pub mod private {
+    use std::sync::{Mutex, MutexGuard};
+
+    use super::{Policy, configure};
+    use crate::{ConfigError, Evaluation, Snapshot};
+
+    /// Where the exported policy keeps its parsed configuration between
+    /// `configure` and `evaluate` (an instance is single-threaded; the lock
+    /// only makes the static safe to declare).
+    pub struct ConfigSlot<T>(Mutex<Option<T>>);
+
+    impl<T> ConfigSlot<T> {
+        /// An empty slot (before `configure`).
+        pub const fn new() -> Self {
+            ConfigSlot(Mutex::new(None))
+        }
+
+        fn lock(&self) -> MutexGuard<'_, Option<T>> {
+            self.0.lock().unwrap_or_else(|p| p.into_inner())
+        }
+    }
+
+    impl<T> Default for ConfigSlot<T> {
+        fn default() -> Self {
+            Self::new()
+        }
+    }
+
+    /// The exported `configure`: parse, check, keep.
+    pub fn configure_into<P: Policy>(
+        slot: &ConfigSlot<P::Config>,
+        text: &str,
+    ) -> Result<(), ConfigError> {
+        let config = configure::<P>(text)?;
+        *slot.lock() = Some(config);
+        Ok(())
+    }
+
+    /// The exported `evaluate`: the kept configuration (the defaults if the
+    /// host never configured the plugin; nothing if there are none) and the
+    /// snapshot, into [`Policy::evaluate`].
+    pub fn evaluate_with<P: Policy>(
+        slot: &ConfigSlot<P::Config>,
+        snapshot: &Snapshot,
+    ) -> Evaluation {
+        let mut config = slot.lock();
+        if config.is_none() {
+            *config = configure::<P>("").ok();
+        }
+        match config.as_ref() {
+            Some(c) => P::evaluate(c, snapshot),
+            None => Evaluation::default(),
+        }
+    }
+}
+
+/// Exports a [`Policy`] as the component's `policy` interface (on wasm only:
+/// natively the same crate builds for unit tests, and the macro only checks
+/// that the type is a [`Policy`]).
+#[macro_export]
+macro_rules! export_policy {
+    ($policy:ty) => {
+        const _: fn() = || {
+            fn is_a_policy<P: $crate::Policy>() {}
+            is_a_policy::<$policy>();
+        };
+
+        #[cfg(target_arch = "wasm32")]
+        const _: () = {
+            static CONFIG: $crate::__private::ConfigSlot<<$policy as $crate::Policy>::Config> =
+                $crate::__private::ConfigSlot::new();
+
+            struct Export;
+
+            impl $crate::bindings::exports::nightjar::plugin::policy::Guest for Export {
+                fn configure(
+                    text: ::std::string::String,
+                ) -> ::std::result::Result<(), $crate::ConfigError> {
+                    $crate::__private::configure_into::<$policy>(&CONFIG, &text)
+                }
+
+                fn evaluate(snapshot: $crate::Snapshot) -> $crate::Evaluation {
+                    $crate::__private::evaluate_with::<$policy>(&CONFIG, &snapshot)
+                }
+            }
+
+    $crate::bindings::__export_scheduling_policy!(Export with_types_in $crate::bindings);
+        };
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::private::{ConfigSlot, configure_into, evaluate_with};
+    use super::*;
+    use crate::testing::SnapshotBuilder;
+
+    #[derive(serde::Deserialize, Debug)]
+    #[serde(default, deny_unknown_fields)]
+    struct Config {
+        low: u32,
+        high: u32,
+    }
+
+    impl Default for Config {
+        fn default() -> Self {
+            Config { low: 1, high: 2 }
+        }
+    }
+
+    /// Allows task 1 with the score `high - low`.
+    struct Gap;
+
+    impl Policy for Gap {
+        type Config = Config;
+        fn evaluate(c: &Config, _: &Snapshot) -> Evaluation {
+            let mut e = Evaluation::default();
+            e.allow(1, (c.high - c.low) as i32);
+            e
+        }
+        fn validate(c: &Config) -> Result<(), ConfigError> {
+            if c.low > c.high {
+                return Err(ConfigError::at("low", "must not be above `high`"));
+            }
+            Ok(())
+        }
+    }
+
+    fn score(slot: &ConfigSlot<Config>) -> i32 {
+        let s = SnapshotBuilder::at(0).build();
+        match evaluate_with::<Gap>(slot, &s).verdicts[0].verdict {
+            crate::Verdict::Allow(n) => n,
+            ref other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn configure_parses_then_validates_and_evaluate_uses_what_it_kept() {
+        assert_eq!(
+            configure::<Gap>("low = 5").unwrap_err().key.as_deref(),
+            Some("low")
+        );
+        assert_eq!(
+            configure::<Gap>("hgih = 5").unwrap_err().key.as_deref(),
+            Some("hgih")
+        );
+        let slot = ConfigSlot::new();
+        assert_eq!(score(&slot), 1, "never configured: the defaults");
+        configure_into::<Gap>(&slot, "high = 10").unwrap();
+        assert_eq!(score(&slot), 9);
+        assert!(configure_into::<Gap>(&slot, "low = 50").is_err());
+        assert_eq!(score(&slot), 9, "a refused config changes nothing");
+    }
+}
