@@ -132,3 +132,38 @@ fn a_task_that_kills_its_supervisor_is_killed_whole_and_never_run_twice() {
     );
     assert_ne!(nj.show(id)["task"]["state"], "running");
 }
+
+#[test]
+fn a_run_whose_lock_another_process_holds_is_not_started_and_says_why() {
+    let mut nj = Nj::new("slots = 2");
+    nj.start();
+    let lock = nj.state.join("runs.lock");
+    // A task of the same user locks the bytes of every later run in runs.lock.
+    let script = format!(
+        "import fcntl, os, time\nf = open({:?}, 'r+')\nfcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB, 1000, int(os.environ['NIGHTJAR_RUN_ID']) + 1, 0)\nopen(os.environ['MARK'], 'w').close()\ntime.sleep(20)\n",
+        lock.display().to_string()
+    );
+    let mark = nj.path("work").join("locked");
+    let holder = nj.submit(&[
+        "--env",
+        &format!("MARK={}", mark.display()),
+        "--",
+        "python3",
+        "-c",
+        &script,
+    ]);
+    nj.until("the bytes are locked", || mark.exists());
+    let victim = nj.submit(&["--", "echo", "must-not-run"]);
+    nj.until("the victim's run ended", || {
+        nj.show(victim)["runs"][0]["state"] == "finished"
+    });
+    let r = runs(&nj, victim);
+    assert_eq!(r[0]["class"], "app-error", "{r:?}");
+    assert!(
+        r[0]["message"].as_str().unwrap_or("").contains("runs.lock"),
+        "says why, not `lost (host reboot?)`: {r:?}"
+    );
+    let out = nj.ok(&["logs", &victim.to_string()]);
+    assert!(!out.contains("must-not-run"), "never started: {out}");
+    nj.ok(&["cancel", &holder.to_string()]);
+}

@@ -10,7 +10,7 @@ use super::files::{self, RunStatus};
 
 /// What the daemon said to a status.
 #[derive(Debug, PartialEq, Eq)]
-enum Ack {
+pub enum Ack {
     /// Committed: the status is safe in the database.
     Recorded,
     /// Not committed (database busy, disk full): keep it.
@@ -45,7 +45,7 @@ pub fn keep(dir: &Path, status: &RunStatus, stdin: &mut impl BufRead) {
 }
 
 /// Sends the status to the daemon and waits for its answer.
-fn report(status: &RunStatus, stdin: &mut impl BufRead) -> Ack {
+pub fn report(status: &RunStatus, stdin: &mut impl BufRead) -> Ack {
     let Ok(mut line) = serde_json::to_vec(status) else {
         return Ack::Gone;
     };

@@ -52,7 +52,27 @@ fn run(dir: &Path) -> Result<()> {
         .read_line(&mut line)
         .context("read the run spec from stdin")?;
     let spec: RunSpec = serde_json::from_str(&line).context("parse the run spec")?;
-    let _lock = take_lock(&spec)?;
+    let _lock = match take_lock(&spec) {
+        Ok(lock) => lock,
+        Err(e) => {
+            // Another process holds this run's byte: never start the task,
+            // and tell a listening daemon why (without the lock, no status.json).
+            let status = RunStatus {
+                started_at: 0,
+                finished_at: now_ms(),
+                exit_code: None,
+                signal: None,
+                ended_by: EndedBy::SpawnFailed,
+                message: Some(format!(
+                    "not started: {e:#}: another process holds this run's byte in runs.lock (a task of the same user can; see the README)"
+                )),
+                log_dropped: 0,
+                log_error: None,
+            };
+            super::report::report(&status, &mut stdin);
+            return Ok(());
+        }
+    };
     if dir.join(files::STATUS).exists() {
         // Declared lost (or already finished) before we got here: never run twice.
         return Ok(());
