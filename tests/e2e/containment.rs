@@ -236,7 +236,12 @@ fn a_gpu_closed_by_a_policy_shows_closed_with_the_policy_and_reason() {
         "{table}"
     );
     let why = nj.ok(&["why", &id.to_string()]);
-    assert!(why.contains("closed by hostile"), "{why}");
+    assert!(why.contains("GPU 0: closed by hostile"), "{why}");
+    let typed = nj.json(&["why", &id.to_string()]);
+    assert_eq!(
+        typed["fit"]["gpus"][0]["unusable"]["kind"], "closed-by-policy",
+        "--json why is structured: {typed}"
+    );
 }
 
 #[test]

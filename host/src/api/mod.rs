@@ -5,6 +5,7 @@
 pub mod client;
 pub mod listen;
 pub mod server;
+pub mod why;
 
 /// Longest request line the daemon reads (1 MiB); a longer one is refused
 /// and the connection closed.

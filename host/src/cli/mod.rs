@@ -202,11 +202,16 @@ fn run(cli: Cli) -> Result<i32> {
         }
         Verb::Why { id } => {
             let mut ctx = ctx;
-            let lines: Vec<String> = ctx.client.call(&crate::api::Request::Why { id })?;
+            let report: crate::api::why::WhyReport =
+                ctx.client.call(&crate::api::Request::Why { id })?;
             if ctx.json {
-                print_json(&lines)?;
+                print_json(&report)?;
             } else {
-                lines.iter().for_each(|l| println!("{}", table::clean(l)));
+                let now = crate::time::now_ms();
+                report
+                    .lines(now)
+                    .iter()
+                    .for_each(|l| println!("{}", table::clean(l)));
             }
             Ok(0)
         }

@@ -8,6 +8,10 @@
 //! without `gpu_mem` takes whole GPUs. Several tasks share a GPU only when
 //! sharing is allowed and their memory fits; otherwise a GPU is exclusive.
 
+mod fit;
+
+pub use fit::{Fit, GpuFit, Unusable};
+
 use crate::task::model::Resources;
 
 /// One GPU's place in the pool.
@@ -49,17 +53,6 @@ impl PoolGpu {
     fn free_mem(&self) -> Option<u64> {
         self.mem_total
             .map(|t| t.saturating_sub(self.reserved + self.foreign))
-    }
-
-    fn fits(&self, mem: Option<u64>, share: bool) -> bool {
-        if !self.open || self.exclusive {
-            return false;
-        }
-        match mem {
-            // Whole GPU: nobody else on it, nothing foreign in its memory.
-            None => self.users == 0 && self.foreign == 0,
-            Some(m) => (share || self.users == 0) && self.free_mem().is_none_or(|f| f >= m),
-        }
     }
 }
 
@@ -106,7 +99,7 @@ impl Pool {
             .gpus
             .iter()
             .enumerate()
-            .filter(|(_, g)| g.fits(mem, self.share) && !self.policy_closed.contains_key(&g.index))
+            .filter(|(_, g)| self.gpu_unusable(g, mem).is_none())
             .map(|(i, _)| i)
             .take(want)
             .collect();

@@ -1,0 +1,257 @@
+//! The reply to `why`: a typed account of why a task waits, or where and why
+//! it started (`--json why` prints it as is), and the lines a person reads.
+
+use serde::{Deserialize, Serialize};
+
+use crate::scheduler::{Fit, Unusable};
+use crate::time::{fmt_local, fmt_span};
+
+/// A dependency the task still waits for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WaitingDep {
+    /// Its id.
+    pub id: i64,
+    /// Its name.
+    pub name: String,
+    /// Its state.
+    pub state: String,
+}
+
+/// One policy's current verdict on the task.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PolicyVerdict {
+    /// The policy, in chain order.
+    pub plugin: String,
+    /// `allow`, `defer` or `reject`.
+    pub verdict: String,
+    /// Its reason (or score).
+    pub reason: String,
+    /// Since when (Unix ms).
+    pub since: i64,
+}
+
+/// The task's latest run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunWhy {
+    /// Run id.
+    pub id: i64,
+    /// When it started (Unix ms).
+    pub started_at: i64,
+    /// GPUs it was given.
+    pub gpus: Option<String>,
+    /// Why it started then: its score by policy, or the built-in order.
+    pub because: String,
+    /// How long it waited after becoming eligible, ms.
+    pub waited_ms: i64,
+    /// How it ended, once it has.
+    pub class: Option<String>,
+}
+
+/// Why a task is where it is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WhyReport {
+    /// Task id.
+    pub id: i64,
+    /// Task name.
+    pub name: String,
+    /// Its state.
+    pub state: String,
+    /// When it was submitted (Unix ms).
+    pub submitted_at: i64,
+    /// What keeps it (a policy's deferral, a block, a hold, a failure).
+    pub reason: Option<String>,
+    /// Dependencies it still waits for.
+    pub waiting_for: Vec<WaitingDep>,
+    /// For a queued task nothing else holds: what placing it now would meet,
+    /// from the same code that places tasks.
+    pub fit: Option<Fit>,
+    /// Slots in all.
+    pub slots: u32,
+    /// A recurring template's next firing (Unix ms).
+    pub next_firing: Option<i64>,
+    /// Its latest run.
+    pub run: Option<RunWhy>,
+    /// Each policy's current verdict, in chain order.
+    pub verdicts: Vec<PolicyVerdict>,
+    /// A preemption a policy asked for and the host refused: (why, when).
+    pub refused_preemption: Option<(String, i64)>,
+    /// A sweep's members: how many, and their states in one line.
+    pub members: Option<(u32, String)>,
+}
+
+/// A GPU's obstacle in words.
+fn unusable(u: &Unusable) -> String {
+    let size = |b: u64| bytesize::ByteSize::b(b).display().iec_short().to_string();
+    match u {
+        Unusable::ClosedByPolicy { reason } => reason.clone(),
+        Unusable::Closed => "closed (unhealthy, or busy with work nightjar did not start: `nightjar gpus` says which)".into(),
+        Unusable::Exclusive => "held whole by a run".into(),
+        Unusable::InUse { runs, foreign } => {
+            format!("the task wants it whole; in use by {runs} run(s) and {} of foreign memory", size(*foreign))
+        }
+        Unusable::Memory { free, want } => {
+            format!("{} free, the task asks for gpu_mem {}", size(*free), size(*want))
+        }
+    }
+}
+
+impl WhyReport {
+    /// The report as lines for a person, times relative to `now` (Unix ms).
+    pub fn lines(&self, now: i64) -> Vec<String> {
+        let mut out = vec![format!(
+            "task {} ({}) is {}",
+            self.id, self.name, self.state
+        )];
+        if !self.waiting_for.is_empty() {
+            let deps: Vec<String> = self
+                .waiting_for
+                .iter()
+                .map(|d| format!("{} ({}, {})", d.id, d.name, d.state))
+                .collect();
+            out.push(format!("waiting for dependencies: {}", deps.join(", ")));
+        } else if self.state == "queued" {
+            if let Some(r) = &self.reason {
+                out.push(format!("waiting: {r}"));
+            }
+        } else if self.state == "held" {
+            out.push("held by a user: `nightjar release` lets it start".into());
+        } else if matches!(self.state.as_str(), "blocked" | "failed" | "cancelled")
+            && let Some(r) = &self.reason
+        {
+            out.push(r.clone());
+        }
+        if let Some(fit) = &self.fit {
+            let usable = fit.usable_gpus();
+            if fit.slots_free == 0 {
+                out.push(format!(
+                    "waiting for a free slot: all {} are in use",
+                    self.slots
+                ));
+            } else if fit.gpus_wanted as usize > usable {
+                out.push(format!(
+                    "waiting for GPUs: needs {}, {usable} open and free now",
+                    fit.gpus_wanted
+                ));
+                for g in &fit.gpus {
+                    if let Some(u) = &g.unusable {
+                        out.push(format!("  GPU {}: {}", g.index, unusable(u)));
+                    }
+                }
+            } else if fit.cpus_free < fit.cpus_wanted {
+                out.push(format!(
+                    "waiting for cores: needs {} pinned, {} free now",
+                    fit.cpus_wanted, fit.cpus_free
+                ));
+            } else {
+                out.push("eligible: it starts at the next scheduling pass".into());
+            }
+        }
+        if self.state == "queued" {
+            out.push(format!(
+                "submitted {} ({} ago)",
+                fmt_local(self.submitted_at),
+                fmt_span(now - self.submitted_at)
+            ));
+        }
+        if let Some(at) = self.next_firing {
+            out.push(format!(
+                "recurring: next firing {} (in {})",
+                fmt_local(at),
+                fmt_span(at - now)
+            ));
+        }
+        if let Some(run) = &self.run {
+            let gpus = run
+                .gpus
+                .as_deref()
+                .map(|g| format!(" on GPU {g}"))
+                .unwrap_or_default();
+            out.push(format!(
+                "run {} started {}{gpus}: {}",
+                run.id,
+                fmt_local(run.started_at),
+                run.because
+            ));
+            out.push(format!(
+                "  waited {} after becoming eligible",
+                fmt_span(run.waited_ms)
+            ));
+            if let Some(c) = &run.class {
+                out.push(format!("  ended {c}"));
+            }
+        }
+        for v in &self.verdicts {
+            out.push(format!(
+                "  {}: {} ({}) since {}",
+                v.plugin,
+                v.verdict,
+                v.reason,
+                fmt_local(v.since)
+            ));
+        }
+        if let Some((reason, at)) = &self.refused_preemption {
+            out.push(format!("  {reason} ({})", fmt_local(*at)));
+        }
+        if let Some((n, counts)) = &self.members {
+            out.push(format!("members: {n} ({counts})"));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scheduler::GpuFit;
+
+    fn report() -> WhyReport {
+        WhyReport {
+            id: 7,
+            name: "train".into(),
+            state: "queued".into(),
+            submitted_at: 0,
+            reason: None,
+            waiting_for: vec![],
+            fit: Some(Fit {
+                slots_free: 1,
+                gpus_wanted: 2,
+                gpus: vec![
+                    GpuFit {
+                        index: 0,
+                        unusable: None,
+                    },
+                    GpuFit {
+                        index: 1,
+                        unusable: Some(Unusable::ClosedByPolicy {
+                            reason: "closed by thermal: GPU 1 at 91°C".into(),
+                        }),
+                    },
+                ],
+                cpus_wanted: 0,
+                cpus_free: 2,
+            }),
+            slots: 2,
+            next_firing: None,
+            run: None,
+            verdicts: vec![],
+            refused_preemption: None,
+            members: None,
+        }
+    }
+
+    #[test]
+    fn a_report_names_each_gpu_that_stands_in_the_way() {
+        let lines = report().lines(1_000);
+        assert_eq!(lines[0], "task 7 (train) is queued");
+        assert_eq!(lines[1], "waiting for GPUs: needs 2, 1 open and free now");
+        assert_eq!(lines[2], "  GPU 1: closed by thermal: GPU 1 at 91°C");
+    }
+
+    #[test]
+    fn the_report_survives_the_wire() {
+        let r = report();
+        let wire = serde_json::to_string(&r).unwrap();
+        assert_eq!(serde_json::from_str::<WhyReport>(&wire).unwrap(), r);
+        assert!(wire.contains("\"kind\":\"closed-by-policy\""), "{wire}");
+    }
+}

@@ -1,0 +1,179 @@
+//! Why a GPU can or cannot take a task: the one judgement that placement
+//! uses to choose GPUs and that `why` prints, so the two never disagree.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Pool, PoolGpu};
+use crate::task::model::Resources;
+
+/// Why a GPU cannot take a task now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Unusable {
+    /// Closed to new work by a policy this pass (e.g. thermal).
+    ClosedByPolicy {
+        /// The policy's words.
+        reason: String,
+    },
+    /// Closed by monitoring: unhealthy, or busy with work nightjar did not start.
+    Closed,
+    /// Held whole by a run.
+    Exclusive,
+    /// The task wants the GPU whole, and others use it.
+    InUse {
+        /// Runs on it.
+        runs: u32,
+        /// Memory held by processes nightjar did not start, bytes.
+        foreign: u64,
+    },
+    /// Not enough memory left for the task's `gpu_mem`.
+    Memory {
+        /// Free after reservations and foreign use, bytes.
+        free: u64,
+        /// What the task asks for, bytes.
+        want: u64,
+    },
+}
+
+impl PoolGpu {
+    /// Why this GPU cannot take a task wanting `mem` per GPU (`None`: the
+    /// whole GPU), or `None` when it can.
+    pub fn unusable(&self, mem: Option<u64>, share: bool) -> Option<Unusable> {
+        if !self.open {
+            return Some(Unusable::Closed);
+        }
+        if self.exclusive {
+            return Some(Unusable::Exclusive);
+        }
+        match mem {
+            // Whole GPU: nobody else on it, nothing foreign in its memory.
+            None if self.users > 0 || self.foreign > 0 => Some(Unusable::InUse {
+                runs: self.users,
+                foreign: self.foreign,
+            }),
+            None => None,
+            Some(_) if !share && self.users > 0 => Some(Unusable::InUse {
+                runs: self.users,
+                foreign: self.foreign,
+            }),
+            Some(m) => match self.free_mem() {
+                Some(free) if free < m => Some(Unusable::Memory { free, want: m }),
+                _ => None,
+            },
+        }
+    }
+}
+
+/// One GPU as a task sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GpuFit {
+    /// Index.
+    pub index: u32,
+    /// Why it cannot take the task now (`None`: it can).
+    pub unusable: Option<Unusable>,
+}
+
+/// Whether a task fits what is free now, and what stands in the way.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fit {
+    /// Free slots.
+    pub slots_free: u32,
+    /// GPUs the task asks for.
+    pub gpus_wanted: u32,
+    /// Every GPU with whether it could take the task.
+    pub gpus: Vec<GpuFit>,
+    /// Cores the task asks to be pinned to.
+    pub cpus_wanted: u32,
+    /// Cores free to pin.
+    pub cpus_free: u32,
+}
+
+impl Fit {
+    /// GPUs that could take the task now.
+    pub fn usable_gpus(&self) -> usize {
+        self.gpus.iter().filter(|g| g.unusable.is_none()).count()
+    }
+
+    /// Whether the task would be placed now.
+    pub fn fits(&self) -> bool {
+        self.slots_free > 0
+            && self.cpus_free >= self.cpus_wanted
+            && self.usable_gpus() >= self.gpus_wanted as usize
+    }
+}
+
+impl Pool {
+    /// Why GPU `g` cannot take a task wanting `mem` per GPU, policies included.
+    pub fn gpu_unusable(&self, g: &PoolGpu, mem: Option<u64>) -> Option<Unusable> {
+        if let Some(reason) = self.policy_closed.get(&g.index) {
+            return Some(Unusable::ClosedByPolicy {
+                reason: reason.clone(),
+            });
+        }
+        g.unusable(mem, self.share)
+    }
+
+    /// What placing `res` now would meet, GPU by GPU.
+    pub fn explain(&self, res: &Resources) -> Fit {
+        let mem = res.gpu_mem.map(|m| m.as_u64());
+        Fit {
+            slots_free: self.slots,
+            gpus_wanted: res.gpus,
+            gpus: self
+                .gpus
+                .iter()
+                .map(|g| GpuFit {
+                    index: g.index,
+                    unusable: self.gpu_unusable(g, mem),
+                })
+                .collect(),
+            cpus_wanted: res.cpus.unwrap_or(0),
+            cpus_free: self.cpus.len() as u32,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gpu(users: u32, reserved: u64, foreign: u64) -> PoolGpu {
+        PoolGpu {
+            mem_total: Some(80 << 30),
+            reserved,
+            foreign,
+            users,
+            ..PoolGpu::unmonitored(0)
+        }
+    }
+
+    #[test]
+    fn each_obstacle_is_named_as_placement_sees_it() {
+        let whole = gpu(1, 0, 0).unusable(None, true);
+        assert_eq!(
+            whole,
+            Some(Unusable::InUse {
+                runs: 1,
+                foreign: 0
+            })
+        );
+        let memory = gpu(1, 60 << 30, 10 << 30).unusable(Some(20 << 30), true);
+        assert_eq!(
+            memory,
+            Some(Unusable::Memory {
+                free: 10 << 30,
+                want: 20 << 30
+            })
+        );
+        assert_eq!(gpu(1, 60 << 30, 0).unusable(Some(20 << 30), true), None);
+        assert!(matches!(
+            gpu(1, 0, 0).unusable(Some(1), false),
+            Some(Unusable::InUse { .. })
+        ));
+        let closed = PoolGpu {
+            open: false,
+            ..gpu(0, 0, 0)
+        };
+        assert_eq!(closed.unusable(None, true), Some(Unusable::Closed));
+    }
+}
