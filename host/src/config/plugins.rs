@@ -16,8 +16,8 @@ pub struct PluginsConfig {
     /// Folder scanned for `NAME.wasm`; empty means `<state_dir>/plugins`.
     pub dir: PathBuf,
     /// Scheduling policies, in order. A name is `<dir>/NAME.wasm` if that
-    /// file exists, else a built-in (`priority`). Empty: the built-in order
-    /// (priority, then submit time) with no plugin at all.
+    /// file exists, else a built-in. Default: `["priority"]`. Empty: the
+    /// built-in order (priority, then submit time) with no plugin at all.
     pub chain: Vec<String>,
     /// Deadline of one `evaluate` call.
     #[serde(with = "humantime_serde_compat")]
@@ -56,7 +56,9 @@ impl Default for PluginsConfig {
     fn default() -> Self {
         PluginsConfig {
             dir: PathBuf::new(),
-            chain: Vec::new(),
+            // The defaults show the product: the first-party priority policy,
+            // so `why` shows each start's score.
+            chain: vec!["priority".to_string()],
             evaluate_timeout: Duration::from_millis(100),
             memory_limit: ByteSize::mib(64),
             max_failures: 3,
