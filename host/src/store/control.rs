@@ -42,7 +42,8 @@ impl Store {
                 TaskState::Queued | TaskState::Held | TaskState::Blocked | TaskState::Scheduled => {
                     exec(
                         &tx,
-                        "UPDATE tasks SET state = 'cancelled', reason = 'cancelled by user', finished_at = ?2 WHERE id = ?1",
+                        // A cancelled recurring template fires no more: no next firing.
+                        "UPDATE tasks SET state = 'cancelled', reason = 'cancelled by user', finished_at = ?2, next_fire_at = NULL WHERE id = ?1",
                         params![task, now],
                     )?;
                     event(&tx, now, Some(task), None, "cancelled", "cancelled by user")?;

@@ -51,11 +51,15 @@ pub struct ListFilter {
 }
 
 impl Store {
-    /// Top-level tasks (array members are folded into their array's counts).
+    /// Top-level tasks (sweep members are folded into their sweep's counts;
+    /// with a state filter, members in that state are listed themselves, so
+    /// `ls --state held` finds a held member).
     pub fn list(&self, f: &ListFilter) -> Result<Vec<TaskRow>> {
         let sql = format!(
             "SELECT {TASK_COLUMNS} FROM tasks t
-             WHERE (t.parent_id IS NULL OR t.parent_id IN (SELECT id FROM tasks WHERE kind = 'recurring'))
+             WHERE (t.parent_id IS NULL
+                    OR t.parent_id IN (SELECT id FROM tasks WHERE kind = 'recurring')
+                    OR (?1 IS NOT NULL AND t.kind = 'task'))
                AND (?1 IS NULL OR t.state = ?1)
                AND (?2 IS NULL OR t.project = ?2)
                AND (?3 OR t.finished_at IS NULL OR t.finished_at >= ?4)

@@ -210,6 +210,36 @@ fn sweep_is_one_array_with_member_counts_and_cancel_reaches_members() {
 }
 
 #[test]
+fn a_state_filter_finds_sweep_members_in_that_state() {
+    let (_dir, mut s) = store();
+    let ids = submit(&mut s, "command = \"echo ${x}\"\n[sweep]\nx = [1, 2, 3]\n");
+    let members = s.show(ids[0]).unwrap().members;
+    s.hold(members[1].id, 2_000).unwrap();
+    let held = s
+        .list(&ListFilter {
+            state: Some(TaskState::Held),
+            all: true,
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(
+        held.iter().map(|r| r.id).collect::<Vec<_>>(),
+        vec![members[1].id]
+    );
+}
+
+#[test]
+fn a_cancelled_recurring_template_has_no_next_firing() {
+    let (_dir, mut s) = store();
+    let ids = submit(&mut s, "command = \"true\"\nschedule = \"daily@03:00\"\n");
+    assert!(s.task(ids[0]).unwrap().next_fire_at.is_some());
+    s.cancel(ids[0], 2_000).unwrap();
+    let t = s.task(ids[0]).unwrap();
+    assert_eq!(t.state, TaskState::Cancelled);
+    assert_eq!(t.next_fire_at, None);
+}
+
+#[test]
 fn recurring_template_fires_an_instance_and_advances() {
     let (_dir, mut s) = store();
     let ids = submit(&mut s, "command = \"true\"\nschedule = \"daily@03:00\"\n");
