@@ -3,7 +3,7 @@
 
 use rusqlite::{Transaction, params};
 
-use super::queue::{block_dependants_of, unblock_dependants};
+use super::deps::{block_dependants_of, unblock_dependants};
 use super::{Result, Store, StoreError, TaskState, event, exec, state_of};
 
 /// What the daemon must still do after a cancel: signal these runs' supervisors.

@@ -2,6 +2,7 @@
 //! is one transaction; a claim can hand a task to one runner only.
 
 mod control;
+mod deps;
 mod gc;
 mod gpu;
 mod policy;

@@ -97,7 +97,7 @@ impl Store {
         )?;
         if changed == 1 {
             event(&tx, now, Some(id), None, "rejected", reason)?;
-            super::queue::block_dependants_of(&tx, id, now)?;
+            super::deps::block_dependants_of(&tx, id, now)?;
         }
         tx.commit()?;
         Ok(changed == 1)

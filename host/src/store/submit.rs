@@ -44,7 +44,7 @@ impl Store {
             }
         }
         for m in members.iter().flatten() {
-            super::queue::block_if_dependency_failed(&tx, *m, now)?;
+            super::deps::block_if_dependency_failed(&tx, *m, now)?;
         }
         tx.commit()?;
         Ok(ids)

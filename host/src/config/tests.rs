@@ -1,0 +1,95 @@
+use super::*;
+
+#[test]
+fn unknown_key_is_named_with_its_line() {
+    let err = Config::parse("slots = 2\nslotz = 3\n", Path::new("/etc/nj.toml"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("/etc/nj.toml"), "{err}");
+    assert!(err.contains("line 2"), "{err}");
+    assert!(err.contains("slotz"), "{err}");
+}
+
+#[test]
+fn bad_timezone_is_rejected_with_its_value() {
+    let err = format!(
+        "{:#}",
+        Config::parse("timezone = \"Mars/Olympus\"\n", Path::new("c.toml")).unwrap_err()
+    );
+    assert!(err.contains("Mars/Olympus"), "{err}");
+}
+
+#[test]
+fn state_dir_in_file_moves_the_socket() {
+    let cfg = Config::parse("state_dir = \"/srv/nj\"\n", Path::new("c.toml")).unwrap();
+    assert_eq!(cfg.socket, PathBuf::from("/srv/nj/nightjar.sock"));
+}
+
+#[test]
+fn the_example_config_holds_the_embedded_defaults() {
+    let text = include_str!("../../../examples/nightjar.toml");
+    let cfg = Config::parse(text, Path::new("examples/nightjar.toml")).unwrap();
+    // The machine-derived keys are commented out in the file; the rest must
+    // be exactly the defaults.
+    let defaults = Config::default();
+    let as_toml = |c: &Config| {
+        let mut t: toml::Table = toml::from_str(&toml::to_string(c).unwrap()).unwrap();
+        for k in ["state_dir", "socket", "timezone", "slots"] {
+            t.remove(k);
+        }
+        t
+    };
+    assert_eq!(as_toml(&cfg), as_toml(&defaults));
+    // Every key is in the file, set or commented.
+    let keys: toml::Table = toml::from_str(&toml::to_string(&defaults).unwrap()).unwrap();
+    for (k, v) in &keys {
+        assert!(
+            text.contains(&format!("{k} =")) || text.contains(&format!("[{k}")),
+            "{k}"
+        );
+        if let Some(table) = v.as_table() {
+            for sub in table.keys() {
+                assert!(text.contains(&format!("{sub} =")), "{k}.{sub}");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_lab_example_config_is_valid_and_runs_the_four_policies() {
+    let text = include_str!("../../../examples/lab.toml");
+    let cfg = Config::parse(text, Path::new("examples/lab.toml")).unwrap();
+    assert_eq!(
+        cfg.plugins.chain,
+        vec!["priority", "offpeak-tariff", "fair-share", "thermal"]
+    );
+}
+
+#[test]
+fn gpu_backend_is_validated() {
+    let err = format!(
+        "{:#}",
+        Config::parse("[gpu]\nbackend = \"cuda\"\n", Path::new("c.toml")).unwrap_err()
+    );
+    assert!(
+        err.contains("gpu.backend") && err.contains("sim:2xA100-80GB"),
+        "{err}"
+    );
+    let ok = Config::parse(
+        "[gpu]\nbackend = \"sim:2xA100-80GB\"\nshare = true\n",
+        Path::new("c.toml"),
+    )
+    .unwrap();
+    assert!(ok.gpu.share);
+}
+
+#[test]
+fn durations_and_sizes_parse() {
+    let cfg = Config::parse(
+        "[sandbox]\ngrace = \"5s\"\nlog_cap = \"1 MiB\"\n",
+        Path::new("c.toml"),
+    )
+    .unwrap();
+    assert_eq!(cfg.sandbox.grace, Duration::from_secs(5));
+    assert_eq!(cfg.sandbox.log_cap, ByteSize::mib(1));
+}
