@@ -188,15 +188,7 @@ fn run(cli: Cli) -> Result<i32> {
             if ctx.json {
                 print_json(&r)?;
             } else {
-                println!(
-                    "{} {} tasks, {} runs and their folders, {} events, {} GPU samples, {} unused compiled plugins",
-                    if dry_run { "would delete" } else { "deleted" },
-                    r.tasks,
-                    r.runs.len(),
-                    r.events,
-                    r.gpu_samples,
-                    r.cache_files
-                );
+                println!("{}", r.summary());
             }
             Ok(0)
         }

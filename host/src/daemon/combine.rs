@@ -77,14 +77,12 @@ pub struct Ranked {
 /// The start order: summed score, then the built-in order (priority class,
 /// then age, then id). With every score equal (no policy scores, or the
 /// scoring policy fails or is disabled) this is exactly the built-in order.
-pub fn order(tasks: &mut [Ranked]) {
-    tasks.sort_by(|a, b| {
-        b.score
-            .cmp(&a.score)
-            .then(b.priority.cmp(&a.priority))
-            .then(a.submitted_at.cmp(&b.submitted_at))
-            .then(a.id.cmp(&b.id))
-    });
+pub fn start_order(a: &Ranked, b: &Ranked) -> std::cmp::Ordering {
+    b.score
+        .cmp(&a.score)
+        .then(b.priority.cmp(&a.priority))
+        .then(a.submitted_at.cmp(&b.submitted_at))
+        .then(a.id.cmp(&b.id))
 }
 
 /// Combines the answers of the members that answered, in chain order.
@@ -164,6 +162,7 @@ pub fn combine(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plugins::tests::{snapshot, task};
 
     #[test]
     fn ties_fall_back_to_the_built_in_order_priority_then_age() {
@@ -173,14 +172,14 @@ mod tests {
             priority,
             submitted_at,
         };
-        let mut tasks = vec![
+        let mut tasks = [
             r(1, 0, 1, 100),
             r(2, 0, 3, 300),
             r(3, 0, 3, 200),
             r(4, 5, 0, 900),
             r(5, 0, 1, 100),
         ];
-        order(&mut tasks);
+        tasks.sort_by(start_order);
         let ids: Vec<i64> = tasks.iter().map(|t| t.id).collect();
         assert_eq!(
             ids,
@@ -214,35 +213,7 @@ mod tests {
     }
 
     fn queued(id: i64, priority: p::Priority) -> p::QueuedTask {
-        p::QueuedTask {
-            id,
-            name: format!("t{id}"),
-            project: "p".into(),
-            priority,
-            resources: p::Resources {
-                gpus: 0,
-                gpu_mem: None,
-                cpus: None,
-                mem: None,
-                timeout: None,
-            },
-            submitted_at: 0,
-            eligible_at: 0,
-            attempts: 0,
-            estimated_runtime: None,
-        }
-    }
-
-    fn snapshot(queue: Vec<p::QueuedTask>) -> p::Snapshot {
-        p::Snapshot {
-            now: 10_000,
-            time_zone: "UTC".into(),
-            utc_offset: 0,
-            queue,
-            running: vec![],
-            gpus: vec![],
-            usage: vec![],
-        }
+        task(id, "p", priority, 0)
     }
 
     fn verdict(task: i64, verdict: p::Verdict) -> p::TaskVerdict {
@@ -303,7 +274,11 @@ mod tests {
             preempt: vec![],
         };
         combine(&mut answer, vec![("x".into(), c)], &snap, &[], 1000);
-        assert_eq!(answer.wake_at, Some(11_000));
+        assert_eq!(
+            answer.wake_at,
+            Some(snap.now + 1000),
+            "now + the minimum interval"
+        );
         assert_eq!(
             answer.judgements[&1],
             Judgement::Deferred("deferred by x: later".into())

@@ -137,13 +137,14 @@ impl Daemon {
         let snap = Arc::new(super::snapshot::snapshot(
             &self.cfg, now, &queue, &running, gpus, &usage,
         ));
-        let answer = chain.evaluate(snap, now);
+        let mut answer = chain.evaluate(snap, now);
         self.record_verdicts(&answer.verdicts, now)?;
         {
             let mut status = lock(&self.chain_status);
             status.views = chain.views();
-            status.closed_by = answer.closed_by.clone();
-            status.verdicts = Arc::new(answer.verdicts.clone());
+            status.closed_by = std::mem::take(&mut answer.closed_by);
+            // Handed over, not copied: up to a verdict per task and policy.
+            status.verdicts = Arc::new(std::mem::take(&mut answer.verdicts));
         }
         for (name, msg) in &answer.failures {
             tracing::warn!("{}", cap(msg));
@@ -194,29 +195,26 @@ impl Daemon {
                 }
             }
         }
+        // Live reasons of tasks that left the queue (started elsewhere,
+        // cancelled, held) are dropped with them.
+        let queued: std::collections::HashSet<i64> = queue.iter().map(|c| c.id).collect();
+        lock(&self.wait_reasons).retain(|id, _| queued.contains(id));
         if let Some(why) = answer.hold_all {
             tracing::warn!("starting nothing: {why}");
             return Ok(false);
         }
         // Equal scores (a failing or disabled scorer leaves all at 0) fall
         // back to the built-in order: priority class, then age.
-        let mut ranked: Vec<Ranked> = order
-            .iter()
-            .map(|(score, c)| Ranked {
-                id: c.id,
-                score: *score,
-                priority: c.spec.priority.rank(),
-                submitted_at: c.submitted_at,
-            })
-            .collect();
-        combine::order(&mut ranked);
-        let by_id: HashMap<i64, (i64, &Candidate)> =
-            order.iter().map(|(s, c)| (c.id, (*s, *c))).collect();
-        let order: Vec<(i64, &Candidate)> = ranked.iter().map(|r| by_id[&r.id]).collect();
+        let rank = |(score, c): &(i64, &Candidate)| Ranked {
+            id: c.id,
+            score: *score,
+            priority: c.spec.priority.rank(),
+            submitted_at: c.submitted_at,
+        };
+        order.sort_by(|a, b| combine::start_order(&rank(a), &rank(b)));
         let mut started = false;
         let mut waiting: Vec<&Candidate> = Vec::new();
         let mut started_ids = std::collections::HashSet::new();
-        let queued: std::collections::HashSet<i64> = queue.iter().map(|c| c.id).collect();
         let yields = {
             let mut s = lock(&self.chain_status);
             s.yields_to.retain(|_, b| queued.contains(b));
@@ -305,6 +303,14 @@ impl Daemon {
         now: i64,
     ) -> anyhow::Result<Option<i64>> {
         let min_ms = self.cfg.plugins.preempt_min_runtime.as_millis() as i64;
+        {
+            // Forget what no longer matters: refusals of tasks that stopped
+            // running, preemptions older than the window.
+            let mut s = lock(&self.chain_status);
+            s.refused_preemptions
+                .retain(|t, _| running.iter().any(|r| r.id == *t));
+            s.preempted_at.retain(|_, at| now - *at < min_ms);
+        }
         let mut again: Option<i64> = None;
         let mut retry_at = |t: i64| again = Some(again.map_or(t, |a| a.min(t)));
         let mut seen = std::collections::HashSet::new();

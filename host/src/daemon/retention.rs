@@ -32,15 +32,7 @@ impl Daemon {
         }
         report.cache_files = prune_cache(&self.cfg.plugin_cache_dir(), r.plugin_cache, dry_run);
         if report.tasks > 0 || report.cache_files > 0 {
-            tracing::info!(
-                "gc{}: {} tasks, {} runs, {} events, {} GPU samples, {} cached plugins",
-                if dry_run { " (dry run)" } else { "" },
-                report.tasks,
-                report.runs.len(),
-                report.events,
-                report.gpu_samples,
-                report.cache_files
-            );
+            tracing::info!("gc: {}", report.summary());
         }
         Ok(report)
     }

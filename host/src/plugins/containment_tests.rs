@@ -26,30 +26,12 @@ fn worker(engine: &PluginEngine, mode: &str) -> Result<Worker, PluginError> {
 }
 
 fn snapshot(now: i64, tasks: &[i64], running: &[i64]) -> Arc<Snapshot> {
+    let queue = tasks
+        .iter()
+        .map(|&id| super::tests::task(id, "p", Priority::Normal, 0))
+        .collect();
     Arc::new(Snapshot {
         now,
-        time_zone: "UTC".into(),
-        utc_offset: 0,
-        queue: tasks
-            .iter()
-            .map(|&id| QueuedTask {
-                id,
-                name: format!("t{id}"),
-                project: "p".into(),
-                priority: Priority::Normal,
-                resources: Resources {
-                    gpus: 0,
-                    gpu_mem: None,
-                    cpus: None,
-                    mem: None,
-                    timeout: None,
-                },
-                submitted_at: 0,
-                eligible_at: 0,
-                attempts: 0,
-                estimated_runtime: None,
-            })
-            .collect(),
         running: running
             .iter()
             .map(|&id| RunningTask {
@@ -63,7 +45,7 @@ fn snapshot(now: i64, tasks: &[i64], running: &[i64]) -> Arc<Snapshot> {
             })
             .collect(),
         gpus: vec![],
-        usage: vec![],
+        ..super::tests::snapshot(queue)
     })
 }
 

@@ -13,7 +13,7 @@ pub mod worker;
 #[cfg(test)]
 mod containment_tests;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 /// The first-party plugins embedded in the binary: (name, component bytes).
 pub mod first_party {

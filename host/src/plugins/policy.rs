@@ -60,9 +60,7 @@ pub enum PluginError {
     /// host); it was abandoned.
     #[error("did not return within {0:?} and was abandoned")]
     Stuck(Duration),
-    /// The plugin file could not be read.
-    #[error("{0}")]
-    Source(String),
+
     /// The plugin trapped (panic, unreachable, stack overflow, ...).
     #[error("trapped: {0}")]
     Trap(String),
@@ -82,7 +80,6 @@ impl PluginError {
             PluginError::Memory(_) => "memory",
             PluginError::Blocked(_) => "blocking-call",
             PluginError::Stuck(_) => "stuck",
-            PluginError::Source(_) => "file",
             PluginError::Trap(_) => "trap",
             PluginError::Invalid(_) => "invalid-answer",
         }

@@ -25,7 +25,8 @@ fn limits() -> PluginLimits {
     }
 }
 
-fn task(id: i64, project: &str, priority: Priority, submitted_at: i64) -> QueuedTask {
+/// A queued task with no resources, for snapshots in tests.
+pub(crate) fn task(id: i64, project: &str, priority: Priority, submitted_at: i64) -> QueuedTask {
     QueuedTask {
         id,
         name: format!("t{id}"),
@@ -45,7 +46,8 @@ fn task(id: i64, project: &str, priority: Priority, submitted_at: i64) -> Queued
     }
 }
 
-fn snapshot(queue: Vec<QueuedTask>) -> Snapshot {
+/// A snapshot at 10:00 UTC with `queue` and one idle A100.
+pub(crate) fn snapshot(queue: Vec<QueuedTask>) -> Snapshot {
     Snapshot {
         now: 10 * 3_600_000,
         time_zone: "UTC".into(),

@@ -27,6 +27,25 @@ pub struct GcReport {
     pub dry_run: bool,
 }
 
+impl GcReport {
+    /// One line for a person: what was (or would be) deleted.
+    pub fn summary(&self) -> String {
+        format!(
+            "{} {} tasks, {} runs and their folders, {} events, {} GPU samples, {} unused compiled plugins",
+            if self.dry_run {
+                "would delete"
+            } else {
+                "deleted"
+            },
+            self.tasks,
+            self.runs.len(),
+            self.events,
+            self.gpu_samples,
+            self.cache_files
+        )
+    }
+}
+
 /// The tasks to collect, into the temporary table `gc_tasks`.
 const SELECT: &str = "
 INSERT INTO gc_tasks (id)
@@ -118,19 +137,8 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::tests::{store, submit};
     use crate::store::{NewRun, RunClass, RunOutcome};
-    use crate::task::file::{Format, parse};
-    use crate::task::resolve::resolve;
-
-    fn submit(s: &mut Store, toml: &str) -> Vec<i64> {
-        let entries = resolve(
-            &parse(toml, Format::Toml).unwrap(),
-            &std::env::temp_dir(),
-            "t",
-        )
-        .unwrap();
-        s.submit(&entries, 1_000, |_| Some(5_000)).unwrap()
-    }
 
     /// Runs task `id` to an end of `class` at time `at`.
     fn end(s: &mut Store, dir: &std::path::Path, id: i64, class: RunClass, at: i64) {
@@ -157,8 +165,7 @@ mod tests {
 
     #[test]
     fn old_ended_tasks_go_with_their_rows_and_failures_are_kept_longer() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut s = Store::open(&dir.path().join("nj.db")).unwrap();
+        let (dir, mut s) = store();
         let ok = submit(&mut s, "command = \"true\"")[0];
         let failed = submit(&mut s, "command = \"false\"")[0];
         let fresh = submit(&mut s, "command = \"true\"")[0];
@@ -194,8 +201,7 @@ mod tests {
 
     #[test]
     fn a_task_a_waiting_task_depends_on_is_kept() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut s = Store::open(&dir.path().join("nj.db")).unwrap();
+        let (dir, mut s) = store();
         let dep = submit(&mut s, "command = \"true\"")[0];
         let after = submit(&mut s, &format!("command = \"true\"\nafter = [{dep}]"))[0];
         end(&mut s, dir.path(), dep, RunClass::Ok, 10_000);

@@ -4,13 +4,15 @@ use super::*;
 use crate::task::file::{Format, parse};
 use crate::task::resolve::resolve;
 
-fn store() -> (tempfile::TempDir, Store) {
+/// A store on a fresh temporary file.
+pub(super) fn store() -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();
     let s = Store::open(&dir.path().join("nj.db")).unwrap();
     (dir, s)
 }
 
-fn submit(s: &mut Store, toml: &str) -> Vec<i64> {
+/// Submits a task file (TOML) at t = 1 s.
+pub(super) fn submit(s: &mut Store, toml: &str) -> Vec<i64> {
     let entries = resolve(
         &parse(toml, Format::Toml).unwrap(),
         &std::env::temp_dir(),
