@@ -141,14 +141,12 @@ impl Config {
             }
             None => Config::default(),
         };
-        if let Some(dir) = state_dir {
-            let default_socket = default_socket(&cfg.state_dir);
-            let socket_was_default = cfg.socket == default_socket;
-            cfg.state_dir = dir.to_path_buf();
-            if socket_was_default {
-                cfg.socket = dir.join("nightjar.sock");
-            }
-        }
+        // The same rule the client follows (`nightjar_core::paths`).
+        (cfg.state_dir, cfg.socket) = nightjar_core::paths::locate(
+            Some(cfg.state_dir.clone()),
+            Some(cfg.socket.clone()),
+            state_dir,
+        );
         cfg.validate()?;
         Ok(cfg)
     }
@@ -296,24 +294,7 @@ impl Config {
     }
 }
 
-/// `$XDG_STATE_HOME/nightjar`, else `~/.local/state/nightjar`.
-pub fn default_state_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
-        return PathBuf::from(d).join("nightjar");
-    }
-    let home = std::env::var_os("HOME").unwrap_or_else(|| "/tmp".into());
-    PathBuf::from(home).join(".local/state/nightjar")
-}
-
-/// `$XDG_RUNTIME_DIR/nightjar.sock` for the default state dir, else a socket inside the state dir.
-pub fn default_socket(state_dir: &Path) -> PathBuf {
-    if state_dir == default_state_dir()
-        && let Some(d) = std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty())
-    {
-        return PathBuf::from(d).join("nightjar.sock");
-    }
-    state_dir.join("nightjar.sock")
-}
+pub use nightjar_core::paths::{default_socket, default_state_dir};
 
 /// The machine's time zone name (`TZ`, else the system's), or `UTC`.
 fn local_timezone() -> String {
@@ -328,40 +309,7 @@ fn local_timezone() -> String {
         .unwrap_or_else(|| "UTC".to_string())
 }
 
-/// Serde adapter for durations written as `30s`, `5m`, `2h`.
-pub mod humantime_serde_compat {
-    use serde::{Deserialize, Deserializer, Serializer};
-    use std::time::Duration;
-
-    /// Writes a duration as `30s`.
-    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&humantime::format_duration(*d).to_string())
-    }
-
-    /// Reads a duration such as `30s` or `1h 30m`.
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-        let s = String::deserialize(d)?;
-        humantime::parse_duration(&s).map_err(|e| {
-            serde::de::Error::custom(format!("`{s}` is not a duration like `30s` or `2h`: {e}"))
-        })
-    }
-
-    /// The same for `Option<Duration>`.
-    pub mod option {
-        use super::*;
-        /// Writes an optional duration.
-        pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
-            match d {
-                Some(d) => super::serialize(d, s),
-                None => s.serialize_none(),
-            }
-        }
-        /// Reads an optional duration.
-        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-            super::deserialize(d).map(Some)
-        }
-    }
-}
+pub use nightjar_core::humantime_serde_compat;
 
 #[cfg(test)]
 mod tests;

@@ -1,17 +1,20 @@
 //! nightjar: a host that lets a lab's GPU machines work through the night.
 //!
-//! The library holds the mechanism (store, sandbox, daemon, API); the binary in
-//! `main.rs` only parses the command line and calls in here.
+//! This library is the daemon: store, sandbox, GPU monitor, plugin host,
+//! scheduler and the socket's server side. What the client shares with it
+//! (protocol, task files, times, paths) is the `nightjar-core` crate; the
+//! `nightjar` command line is `nightjar-cli`, which links neither wasmtime
+//! nor SQLite. Binaries: `nightjar` (the CLI), `nightjard` (the daemon and
+//! the offline plugin checks), `nightjar-supervise` (one per run).
 
 pub mod api;
-pub mod cli;
 pub mod config;
 pub mod daemon;
 pub mod gpu;
+pub mod nightjard;
 pub mod plugins;
 pub mod sandbox;
 pub mod scheduler;
 pub mod store;
 pub mod sys;
-pub mod task;
-pub mod time;
+pub use nightjar_core::{task, time};

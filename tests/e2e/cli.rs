@@ -14,7 +14,11 @@ fn every_verb_says_the_daemon_is_not_running_and_how_to_start_it() {
         &["logs", "1"],
     ] {
         let out = nj.cli(verb);
-        assert_eq!(out.status.code(), Some(1), "{verb:?}");
+        assert_eq!(
+            out.status.code(),
+            Some(3),
+            "{verb:?}: exit 3 is `no daemon`"
+        );
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains("not running"), "{verb:?}: {err}");
         assert!(err.contains("nightjar daemon"), "{verb:?}: {err}");
@@ -199,14 +203,69 @@ fn completions_are_printed_for_bash() {
 }
 
 #[test]
-fn without_the_slim_supervisor_binary_the_daemon_uses_nightjar_supervise() {
+fn without_the_slim_supervisor_binary_the_daemon_uses_nightjard_supervise() {
     let mut nj = Nj::new("");
-    let lone = nj.path("bin").join("nightjar");
-    if std::fs::hard_link(crate::harness::BIN, &lone).is_err() {
-        std::fs::copy(crate::harness::BIN, &lone).unwrap();
+    // `nightjard` alone in a folder: no `nightjar-supervise` beside it.
+    let lone = nj.path("bin").join("nightjard");
+    if std::fs::hard_link(crate::harness::DAEMON_BIN, &lone).is_err() {
+        std::fs::copy(crate::harness::DAEMON_BIN, &lone).unwrap();
     }
     nj.start_with(&lone);
     let id = nj.submit(&["--", "sh", "-c", "echo via-fallback; exit 4"]);
     assert_eq!(nj.wait(id), 4);
     assert_eq!(nj.ok(&["logs", &id.to_string()]), "via-fallback\n");
+}
+
+#[test]
+fn the_client_binary_links_neither_wasmtime_nor_sqlite() {
+    // The slim client: its symbols and strings name no wasmtime, cranelift
+    // or SQLite code (the daemon binary, for contrast, does).
+    let has = |bin: &str, needle: &[u8]| {
+        let bytes = std::fs::read(bin).unwrap();
+        bytes.windows(needle.len()).any(|w| w == needle)
+    };
+    for needle in [&b"wasmtime"[..], b"cranelift", b"sqlite3_prepare"] {
+        assert!(
+            !has(crate::harness::BIN, needle),
+            "nightjar contains {}",
+            String::from_utf8_lossy(needle)
+        );
+    }
+    assert!(has(crate::harness::DAEMON_BIN, b"sqlite3_prepare"));
+}
+
+#[test]
+fn exit_statuses_name_the_failure_kind() {
+    let mut nj = Nj::new("");
+    nj.start();
+    // 4: no such task, for every verb that names one.
+    for verb in [
+        &["show", "999"][..],
+        &["why", "999"],
+        &["cancel", "999"],
+        &["hold", "999"],
+    ] {
+        let out = nj.cli(verb);
+        assert_eq!(out.status.code(), Some(4), "{verb:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("no task with id 999"), "{verb:?}: {err}");
+    }
+    // 1: the task is there, the action is not possible.
+    let id = nj.submit(&["--", "true"]);
+    assert_eq!(nj.wait(id), 0);
+    let out = nj.cli(&["hold", &id.to_string()]);
+    assert_eq!(out.status.code(), Some(1), "{:?}", out);
+    // 2: usage.
+    assert_eq!(nj.cli(&["show", "x"]).status.code(), Some(2));
+}
+
+#[test]
+fn the_daemon_binary_sends_client_verbs_to_the_client() {
+    let out = std::process::Command::new(crate::harness::DAEMON_BIN)
+        .args(["ls"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("`nightjar ls`"), "{err}");
 }

@@ -263,7 +263,11 @@ fn idle_connections_are_closed_but_a_long_wait_gets_its_reply() {
     assert_eq!(idle.read(&mut buf).unwrap(), 0, "closed after idling");
     let id = nj.submit(&["--", "sleep", "3"]);
     let mut s = connect(&nj);
-    writeln!(s, "{{\"verb\":\"wait\",\"ids\":[{id}]}}").unwrap();
+    s.write_all(&crate::harness::raw_request(
+        serde_json::json!({"verb": "wait", "ids": [id]}),
+    ))
+    .unwrap();
+    writeln!(s).unwrap();
     let mut reply = String::new();
     BufReader::new(s).read_line(&mut reply).unwrap();
     assert!(reply.contains("succeeded"), "{reply}");
@@ -292,7 +296,11 @@ fn out_of_descriptors_the_daemon_backs_off_instead_of_spinning_and_recovers() {
     nj.start_with(&bin);
     let ping = {
         let mut s = connect(&nj);
-        writeln!(s, "{{\"verb\":\"ping\"}}").unwrap();
+        s.write_all(&crate::harness::raw_request(
+            serde_json::json!({"verb": "ping"}),
+        ))
+        .unwrap();
+        writeln!(s).unwrap();
         let mut r = String::new();
         BufReader::new(s).read_line(&mut r).unwrap();
         serde_json::from_str::<serde_json::Value>(&r).unwrap()["ok"]["pid"]

@@ -9,6 +9,15 @@ use serde_json::Value;
 /// The binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_nightjar");
 
+/// The daemon binary (`nightjar daemon` runs it; it sits next to `BIN`).
+pub const DAEMON_BIN: &str = env!("CARGO_BIN_EXE_nightjard");
+
+/// A raw request line of this protocol version for `req` (a JSON object
+/// with `verb`), without the newline.
+pub fn raw_request(req: serde_json::Value) -> Vec<u8> {
+    serde_json::to_vec(&serde_json::json!({ "v": nightjar::api::PROTOCOL, "req": req })).unwrap()
+}
+
 /// One daemon's world: a temp dir with its config, state dir and a scratch area.
 pub struct Nj {
     pub dir: tempfile::TempDir,

@@ -50,7 +50,7 @@ fn raw(nj: &Nj, line: &[u8]) -> String {
 
 /// The daemon answers a ping.
 pub(crate) fn assert_alive(nj: &Nj) {
-    let reply = raw(nj, br#"{"verb":"ping"}"#);
+    let reply = raw(nj, &crate::harness::raw_request(json!({"verb": "ping"})));
     assert!(reply.contains("\"pid\""), "no pong: {reply}");
 }
 
@@ -98,7 +98,7 @@ fn entry(nj: &Nj, name: &str) -> Value {
 }
 
 fn submit(entries: Vec<Value>) -> Vec<u8> {
-    serde_json::to_vec(&json!({"verb": "submit", "entries": entries})).unwrap()
+    crate::harness::raw_request(json!({"verb": "submit", "entries": entries}))
 }
 
 #[test]
@@ -351,7 +351,7 @@ fn hostile_raw_api_requests_are_refused_by_the_daemon_itself() {
         ),
         (b"this is not json".to_vec(), "bad request"),
         (
-            br#"{"verb":"format-disk"}"#.to_vec(),
+            crate::harness::raw_request(json!({"verb": "format-disk"})),
             "bad request: unknown variant `format-disk`",
         ),
         (b"\xff\xfe{}".to_vec(), "bad request"),
@@ -359,7 +359,15 @@ fn hostile_raw_api_requests_are_refused_by_the_daemon_itself() {
             [vec![b'['; 100_000], vec![b']'; 100_000]].concat(),
             "bad request",
         ),
-        (br#"{"verb":"show","id":-1}"#.to_vec(), "-1"),
+        (
+            crate::harness::raw_request(json!({"verb": "show", "id": -1})),
+            "-1",
+        ),
+        (br#"{"verb":"ping"}"#.to_vec(), "protocol 1 (nightjar 0.1)"),
+        (
+            br#"{"v":99,"req":{"verb":"ping"}}"#.to_vec(),
+            "speaks protocol 99",
+        ),
     ];
     for (line, expect) in &cases {
         refused_raw(&nj, line, expect);

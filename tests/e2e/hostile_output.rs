@@ -28,7 +28,8 @@ fn hostile_output_and_clients_reach_no_terminal_raw_and_stall_nobody() {
     // A client that sends half a line and stalls delays no one else.
     let before = queue(&nj);
     let mut slow = connect(&nj);
-    slow.write_all(br#"{"verb":"submit","entries":["#).unwrap();
+    slow.write_all(br#"{"v":2,"req":{"verb":"submit","entries":["#)
+        .unwrap();
     assert_alive(&nj);
     assert_eq!(queue(&nj), before);
     drop(slow);

@@ -2,7 +2,10 @@
 //! same run. Run with `scripts/bench` (release build):
 //!
 //! - `submit`: latency of submit 1 vs submit 10,000 into a growing queue;
-//! - `throughput`: 1,000 `true` tasks on 2 slots vs `xargs -P 2`;
+//! - `startup`: `nightjar --version` vs `/bin/true`, one `nightjar submit`
+//!   vs one `tsp` (task-spooler);
+//! - `throughput`: 1,000 `nightjar submit -- true` calls and their runs on 2
+//!   slots vs `xargs -P 2` and `tsp -S 2`;
 //! - `idle`: CPU and RSS of an idle daemon over 60 s;
 //! - `gpu`: one sampling sweep of 8 GPUs through the stand-in NVML library
 //!   (µs per GPU), and the daemon's CPU with 8 GPUs sampled at 1 Hz and 8
@@ -16,16 +19,17 @@
 mod attack;
 mod hardening;
 mod plugins;
+mod vs;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use nightjar::api::Request;
-use nightjar::api::client::Client;
+use nightjar::api;
 use nightjar::task::file::{Format, parse};
 use nightjar::task::resolve::resolve;
+use nightjar_core::client::Client;
 
 struct Daemon {
     child: Child,
@@ -79,7 +83,7 @@ impl Daemon {
     }
 
     fn client(&self) -> Result<Client> {
-        Client::connect(&self.socket, "")
+        Ok(Client::connect(&self.socket, "")?)
     }
 }
 
@@ -155,13 +159,13 @@ fn submit_round(n: usize) -> Result<SubmitRound> {
     let d = Daemon::start("slots = 1")?;
     let mut c = d.client()?;
     let blocker = entries("command = \"sleep 600\"\n")?;
-    let _: Vec<i64> = c.call(&Request::Submit { entries: blocker })?;
+    let _: Vec<i64> = c.call(api::Submit { entries: blocker })?;
     let one = entries("command = [\"true\"]\n")?;
     let api = |c: &mut Client, k: usize| -> Result<Vec<f64>> {
         let mut t = Vec::with_capacity(k);
         for _ in 0..k {
             let s = Instant::now();
-            let _: Vec<i64> = c.call(&Request::Submit {
+            let _: Vec<i64> = c.call(api::Submit {
                 entries: one.clone(),
             })?;
             t.push(s.elapsed().as_secs_f64() * 1e6);
@@ -206,64 +210,6 @@ fn median(v: &[f64]) -> f64 {
     let mut v = v.to_vec();
     v.sort_by(|a, b| a.total_cmp(b));
     v[v.len() / 2]
-}
-
-fn throughput(n: usize) -> Result<()> {
-    // Three rounds each, medians compared: one slow round on a busy machine
-    // should not decide the ratio.
-    let mut baseline = Vec::new();
-    let mut ours = Vec::new();
-    let mut daemon_cpu = Vec::new();
-    for _ in 0..3 {
-        let t = Instant::now();
-        let status = Command::new("sh")
-            .arg("-c")
-            .arg(format!("seq {n} | xargs -P 2 -I{{}} true"))
-            .status()?;
-        baseline.push(t.elapsed().as_secs_f64());
-        if !status.success() {
-            bail!("xargs baseline failed");
-        }
-        let (secs, cpu) = nightjar_round(n)?;
-        ours.push(secs);
-        daemon_cpu.push(cpu);
-    }
-    let (baseline, ours, cpu) = (median(&baseline), median(&ours), median(&daemon_cpu));
-    println!("throughput: {n} x `true`, 2 slots (median of 3 rounds)");
-    println!("  xargs -P 2: {baseline:.2} s");
-    println!(
-        "  nightjar:   {ours:.2} s ({:.1} ms per task per slot)",
-        ours * 2000.0 / n as f64
-    );
-    println!(
-        "  daemon CPU: {:.2} ms per task (the rest is supervisors and the tasks)",
-        cpu * 1000.0 / n as f64
-    );
-    println!("  ratio nightjar/xargs: {:.2} (goal <= 3)", ours / baseline);
-    Ok(())
-}
-
-/// One round: a fresh daemon runs `n` trivial tasks; (wall seconds, daemon CPU seconds).
-fn nightjar_round(n: usize) -> Result<(f64, f64)> {
-    let extra = std::env::var("BENCH_SANDBOX").unwrap_or_default();
-    let d = Daemon::start(&format!(
-        "slots = 2\n[sandbox]\nlog_cap = \"1MiB\"\n{extra}\n"
-    ))?;
-    let mut c = d.client()?;
-    let one = entries("command = [\"true\"]\n")?;
-    let batch: Vec<_> = (0..n).flat_map(|_| one.clone()).collect();
-    let t = Instant::now();
-    let ids: Vec<i64> = c.call(&Request::Submit { entries: batch })?;
-    let results: Vec<nightjar::api::WaitResult> = c.call(&Request::Wait { ids })?;
-    let secs = t.elapsed().as_secs_f64();
-    let ok = results
-        .iter()
-        .filter(|r| r.state == nightjar::store::TaskState::Succeeded)
-        .count();
-    if ok != n {
-        bail!("only {ok} of {n} tasks succeeded");
-    }
-    Ok((secs, cpu_secs(d.child.id())?))
 }
 
 /// Eight stand-in GPUs, as the stand-in NVML library reads them.
@@ -320,7 +266,7 @@ fn gpu(secs: u64) -> Result<()> {
             "command = \"sleep 600\"\n"
         })?;
         let batch: Vec<_> = (0..8).flat_map(|_| one.clone()).collect();
-        let _: Vec<i64> = c.call(&Request::Submit { entries: batch })?;
+        let _: Vec<i64> = c.call(api::Submit { entries: batch })?;
         std::thread::sleep(Duration::from_secs(2));
         let (cpu0, t0) = (cpu_secs(d.child.id())?, Instant::now());
         std::thread::sleep(Duration::from_secs(secs));
@@ -376,7 +322,8 @@ fn main() -> Result<()> {
     let n = |i: usize, d: usize| args.get(i).and_then(|s| s.parse().ok()).unwrap_or(d);
     match what {
         "submit" => submit_latency(n(1, 10_000)),
-        "throughput" => throughput(n(1, 1_000)),
+        "throughput" => vs::throughput(n(1, 1_000)),
+        "startup" => vs::startup_and_submit(n(1, 200)),
         "idle" => idle(n(1, 60) as u64),
         "gpu" => gpu(n(1, 20) as u64),
         "plugins" => plugins::plugins(),
@@ -384,8 +331,9 @@ fn main() -> Result<()> {
         "clients" => hardening::clients(n(1, 10) as u64),
         "soak" => hardening::soak(n(1, 5) as u64),
         "all" => {
+            vs::startup_and_submit(200)?;
             submit_latency(10_000)?;
-            throughput(1_000)?;
+            vs::throughput(1_000)?;
             gpu(20)?;
             plugins::plugins()?;
             attack::attack(10)?;
@@ -394,7 +342,7 @@ fn main() -> Result<()> {
         }
         other => {
             bail!(
-                "unknown benchmark `{other}`: use submit, throughput, gpu, plugins, attack, clients, soak, idle or all"
+                "unknown benchmark `{other}`: use startup, submit, throughput, gpu, plugins, attack, clients, soak, idle or all"
             )
         }
     }

@@ -9,7 +9,7 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufRea
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::Semaphore;
 
-use super::{MAX_REQUEST, Reply};
+use super::{ApiError, ErrorKind, MAX_REQUEST};
 use crate::daemon::Daemon;
 
 /// Sleep after an accept failed for lack of descriptors or memory.
@@ -63,24 +63,17 @@ pub async fn serve(daemon: Arc<Daemon>, listener: UnixListener) {
 
 /// Answers one error line and closes.
 async fn refuse(mut stream: UnixStream, why: String) {
-    let _ = tokio::time::timeout(
-        Duration::from_secs(1),
-        write_reply(&mut stream, &error(why)),
-    )
-    .await;
+    let _ =
+        tokio::time::timeout(Duration::from_secs(1), write_reply(&mut stream, error(why))).await;
 }
 
-fn error(why: String) -> Reply {
-    Reply {
-        ok: None,
-        error: Some(why),
-    }
+fn error(why: String) -> Vec<u8> {
+    super::server::error_line(ApiError::new(ErrorKind::Invalid, why))
 }
 
-async fn write_reply(w: &mut (impl AsyncWrite + Unpin), reply: &Reply) -> std::io::Result<()> {
-    let mut out = serde_json::to_vec(reply).unwrap_or_default();
-    out.push(b'\n');
-    w.write_all(&out).await
+async fn write_reply(w: &mut (impl AsyncWrite + Unpin), mut reply: Vec<u8>) -> std::io::Result<()> {
+    reply.push(b'\n');
+    w.write_all(&reply).await
 }
 
 /// One request line, as read.
@@ -137,13 +130,13 @@ async fn connection(daemon: Arc<Daemon>, stream: UnixStream) {
                         "request line longer than {} MiB: refused, connection closed",
                         MAX_REQUEST / (1024 * 1024)
                     );
-                    let _ = tokio::time::timeout(idle, write_reply(&mut write, &error(why))).await;
+                    let _ = tokio::time::timeout(idle, write_reply(&mut write, error(why))).await;
                     return;
                 }
                 Ok(Ok(Line::Eof) | Err(_)) | Err(_) => return,
             };
         let reply = super::server::answer(&daemon, line).await;
-        match tokio::time::timeout(idle, write_reply(&mut write, &reply)).await {
+        match tokio::time::timeout(idle, write_reply(&mut write, reply)).await {
             Ok(Ok(())) => {}
             _ => return,
         }

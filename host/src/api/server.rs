@@ -1,98 +1,141 @@
-//! The daemon's side of the socket: one reply per request line. Every
+//! The daemon's side of the socket: one typed reply per request line. Every
 //! submission is checked here again, exactly as the CLI checks it.
 
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde::Deserialize;
 
 pub use super::listen::serve;
-use super::{Reply, Request, WaitResult};
+use super::{
+    ApiError, Call, Cancelled, Changed, ErrorKind, PROTOCOL, Pong, ReplyLine, Request, RequestLine,
+    WaitResult,
+};
 use crate::daemon::Daemon;
-use crate::store::TaskState;
+use crate::store::{StoreError, TaskState};
 use crate::time::now_ms;
 
-/// The reply to one request line.
-pub async fn answer(daemon: &Arc<Daemon>, line: &[u8]) -> Reply {
-    match serde_json::from_slice::<Request>(line) {
-        Ok(req) => match handle(daemon, req).await {
-            Ok(v) => Reply {
-                ok: Some(v),
-                error: None,
-            },
-            Err(e) => Reply {
-                ok: None,
-                error: Some(format!("{e:#}")),
-            },
-        },
-        Err(e) => Reply {
-            ok: None,
-            error: Some(format!("bad request: {e}")),
-        },
+/// The reply line (without its newline) to one request line.
+pub async fn answer(daemon: &Arc<Daemon>, line: &[u8]) -> Vec<u8> {
+    match parse(line) {
+        Ok(req) => dispatch(daemon, req).await,
+        Err(e) => error_line(e),
     }
 }
 
-async fn handle(d: &Arc<Daemon>, req: Request) -> anyhow::Result<Value> {
+/// The request on a line, or why it is not one of this protocol.
+pub fn parse(line: &[u8]) -> Result<Request, ApiError> {
+    match serde_json::from_slice::<RequestLine>(line) {
+        Ok(l) if l.v == PROTOCOL => Ok(l.req),
+        Ok(l) => Err(ApiError::version_mismatch(Some(l.v))),
+        Err(e) => {
+            #[derive(Deserialize)]
+            struct Head {
+                #[serde(default)]
+                v: Option<u32>,
+            }
+            match serde_json::from_slice::<Head>(line) {
+                Ok(Head { v: Some(PROTOCOL) }) => Err(ApiError::new(
+                    ErrorKind::BadRequest,
+                    format!("bad request: {e}"),
+                )),
+                Ok(Head { v }) => Err(ApiError::version_mismatch(v)),
+                Err(_) => Err(ApiError::new(
+                    ErrorKind::BadRequest,
+                    format!("bad request: {e}"),
+                )),
+            }
+        }
+    }
+}
+
+/// An error reply line.
+pub fn error_line(e: ApiError) -> Vec<u8> {
+    serde_json::to_vec(&ReplyLine::<()>::err(e)).unwrap_or_default()
+}
+
+/// The reply line of request type `C`: its handler must produce `C::Reply`.
+fn reply<C: Call>(r: anyhow::Result<C::Reply>) -> Vec<u8> {
+    match r {
+        Ok(v) => serde_json::to_vec(&ReplyLine::ok(v)).unwrap_or_else(|e| {
+            error_line(ApiError::new(
+                ErrorKind::Internal,
+                format!("cannot encode the reply: {e}"),
+            ))
+        }),
+        Err(e) => error_line(classify(e)),
+    }
+}
+
+/// The kind of a handler's error: the store says not-found or invalid;
+/// an error the handler typed itself keeps its kind.
+fn classify(e: anyhow::Error) -> ApiError {
+    let kind = if let Some(api) = e.downcast_ref::<ApiError>() {
+        api.kind
+    } else {
+        match e.downcast_ref::<StoreError>() {
+            Some(StoreError::NotFound(_)) => ErrorKind::NotFound,
+            Some(StoreError::Sql(_) | StoreError::Json(_) | StoreError::TooNew { .. }) => {
+                ErrorKind::Internal
+            }
+            _ => ErrorKind::Invalid,
+        }
+    };
+    ApiError::new(kind, format!("{e:#}"))
+}
+
+async fn dispatch(d: &Arc<Daemon>, req: Request) -> Vec<u8> {
     let now = now_ms();
-    Ok(match req {
-        Request::Ping => json!({ "pid": std::process::id(), "version": env!("CARGO_PKG_VERSION") }),
-        Request::Submit { entries } => {
-            crate::task::check::check_entries(&entries).map_err(anyhow::Error::msg)?;
-            check_outputs(d, &entries)?;
-            check_fits(d, &entries)?;
-            let tz = d.cfg.tz();
-            let ids = d.store().submit(&entries, now, |expr| {
-                crate::task::schedule::parse(expr)
-                    .ok()
-                    .and_then(|s| s.next_after(crate::time::to_utc(now), tz))
-                    .map(|t| t.timestamp_millis())
-            })?;
-            d.changed();
-            json!(ids)
-        }
-        Request::List { filter } => {
-            let mut rows = d.store().list(&filter)?;
+    match req {
+        Request::Ping(_) => reply::<super::Ping>(Ok(Pong {
+            pid: std::process::id(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            protocol: PROTOCOL,
+        })),
+        Request::Submit(r) => reply::<super::Submit>(submit(d, &r.entries, now)),
+        Request::List(r) => reply::<super::List>((|| {
+            let mut rows = d.store().list(&r.filter)?;
             rows.iter_mut().for_each(|t| d.live_reason(t));
-            json!(rows)
-        }
-        Request::Show { id } => {
-            let mut detail = d.store().show(id)?;
+            Ok(rows)
+        })()),
+        Request::Show(r) => reply::<super::Show>((|| {
+            let mut detail = d.store().show(r.id)?;
             d.live_reason(&mut detail.task);
             for (k, v) in detail.spec.env.iter_mut() {
                 if crate::config::redacted(k, &d.cfg.sandbox.redact_env) {
                     *v = crate::config::REDACTED.to_string();
                 }
             }
-            json!(detail)
-        }
-        Request::Cancel { id } => {
-            let effect = d.store().cancel(id, now)?;
+            Ok(detail)
+        })()),
+        Request::Cancel(r) => reply::<super::Cancel>((|| {
+            let effect = d.store().cancel(r.id, now)?;
             for (run, pid) in &effect.to_signal {
                 d.signal_supervisor(*run, *pid);
             }
             d.changed();
-            json!({ "cancelled": effect.cancelled, "stopping": effect.to_signal.iter().map(|r| r.0).collect::<Vec<_>>() })
+            Ok(Cancelled {
+                cancelled: effect.cancelled,
+                stopping: effect.to_signal.iter().map(|r| r.0).collect(),
+            })
+        })()),
+        Request::Hold(r) => {
+            let n = d.store().hold(r.id, now);
+            reply::<super::Hold>(changed(d, n))
         }
-        Request::Hold { id } => {
-            let n = d.store().hold(id, now)?;
-            d.changed();
-            json!(n)
+        Request::Release(r) => {
+            let n = d.store().release(r.id, now);
+            reply::<super::Release>(changed(d, n))
         }
-        Request::Release { id } => {
-            let n = d.store().release(id, now)?;
-            d.changed();
-            json!(n)
+        Request::Retry(r) => {
+            let n = d.store().retry(r.id, now);
+            reply::<super::Retry>(changed(d, n))
         }
-        Request::Retry { id } => {
-            let n = d.store().retry(id, now)?;
-            d.changed();
-            json!(n)
-        }
-        Request::Gc { dry_run } => json!(d.gc(dry_run)?),
-        Request::Wait { ids } => json!(wait(d, &ids).await?),
-        Request::Plugins => json!(d.plugin_views()),
-        Request::Why { id } => json!(d.why(id)?),
-        Request::PluginsReload => json!(d.reload_plugins().await?),
-        Request::Gpus => {
+        Request::Gc(r) => reply::<super::Gc>(d.gc(r.dry_run)),
+        Request::Wait(r) => reply::<super::Wait>(wait(d, &r.ids).await),
+        Request::Plugins(_) => reply::<super::Plugins>(Ok(d.plugin_views())),
+        Request::Why(r) => reply::<super::Why>(d.why(r.id)),
+        Request::PluginsReload(_) => reply::<super::PluginsReload>(d.reload_plugins().await),
+        Request::Gpus(_) => reply::<super::Gpus>({
             let mut views = d.gpu_views();
             let store = d.store();
             for v in &mut views {
@@ -102,9 +145,36 @@ async fn handle(d: &Arc<Daemon>, req: Request) -> anyhow::Result<Value> {
                     .filter_map(|r| store.run(*r).ok().map(|r| r.task_id))
                     .collect();
             }
-            json!(views)
-        }
-    })
+            Ok(views)
+        }),
+    }
+}
+
+/// `hold`, `release`, `retry`: how many tasks changed.
+fn changed(d: &Daemon, n: crate::store::Result<usize>) -> anyhow::Result<Changed> {
+    let tasks = n?;
+    d.changed();
+    Ok(Changed { tasks })
+}
+
+/// Checks and queues a submission; one id per entry.
+fn submit(
+    d: &Daemon,
+    entries: &[crate::task::model::NewEntry],
+    now: i64,
+) -> anyhow::Result<Vec<i64>> {
+    crate::task::check::check_entries(entries).map_err(anyhow::Error::msg)?;
+    check_outputs(d, entries)?;
+    check_fits(d, entries)?;
+    let tz = d.cfg.tz();
+    let ids = d.store().submit(entries, now, |expr| {
+        crate::task::schedule::parse(expr)
+            .ok()
+            .and_then(|s| s.next_after(crate::time::to_utc(now), tz))
+            .map(|t| t.timestamp_millis())
+    })?;
+    d.changed();
+    Ok(ids)
 }
 
 /// Rejects an output folder outside `output_roots` (when set), with the

@@ -1,7 +1,7 @@
 //! `nightjar-supervise RUN_DIR`: the per-run supervisor as a binary of its
 //! own. It links only the sandbox code, so it starts in a fraction of the
-//! time of the full `nightjar` binary (which also accepts `nightjar
-//! supervise RUN_DIR` and is used when this one is missing).
+//! time of `nightjard` (which also accepts `nightjard supervise RUN_DIR` and
+//! is used when this one is missing).
 
 fn main() {
     let Some(dir) = std::env::args_os().nth(1) else {

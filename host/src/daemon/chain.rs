@@ -9,6 +9,8 @@
 //! reloaded. While a plugin fails or is disabled its `on_failure` applies:
 //! `open` ignores it, `closed` starts nothing.
 
+use super::MemberView;
+use nightjar_core::api::{ReloadChange, ReloadOutcome};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -52,33 +54,6 @@ struct Loaded {
     wasm: Arc<Vec<u8>>,
     config: String,
     sha256: String,
-}
-
-/// A member's state, as `nightjar plugins ls` shows it.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct MemberView {
-    /// Name.
-    pub name: String,
-    /// Where it came from.
-    pub source: String,
-    /// sha256 of the component.
-    pub sha256: Option<String>,
-    /// `ok`, `slow`, `failing` or `disabled`.
-    pub state: String,
-    /// Failures among the recent calls, as `failed/calls`.
-    pub failure_rate: String,
-    /// Failures among the recent calls.
-    pub failures: u32,
-    /// `open` or `closed`.
-    pub on_failure: String,
-    /// The last failure.
-    pub last_error: Option<String>,
-    /// The last failure's cause (`timeout`, `memory`, ...).
-    pub last_cause: Option<String>,
-    /// When the last failure happened (Unix ms).
-    pub last_failure_at: Option<i64>,
-    /// CPU used over the last minute, percent of one core.
-    pub cpu_percent: f64,
 }
 
 /// The configured chain.
@@ -177,7 +152,7 @@ impl Chain {
     /// and checked (world, config) before it replaces the old one; a bad one
     /// leaves the old one running and says why. Disabled members get a fresh
     /// start. Returns what changed, one line each.
-    pub fn reload(&mut self, cfg: &Config) -> Vec<String> {
+    pub fn reload(&mut self, cfg: &Config) -> Vec<ReloadChange> {
         let mut changes = Vec::new();
         for i in 0..self.members.len() {
             let name = self.members[i].name.clone();
@@ -197,7 +172,11 @@ impl Chain {
                     m.disabled = false;
                     m.health.reset();
                     m.last_error = None;
-                    changes.push(format!("policy {name}: loaded ({})", m.source));
+                    changes.push(ReloadChange {
+                        plugin: name.clone(),
+                        outcome: ReloadOutcome::Loaded,
+                        detail: m.source.clone(),
+                    });
                 }
                 Err(e) => {
                     let m = &mut self.members[i];
@@ -207,7 +186,11 @@ impl Chain {
                         ""
                     };
                     m.last_error = Some(format!("new version rejected: {e}{kept}"));
-                    changes.push(format!("policy {name}: new version rejected: {e}{kept}"));
+                    changes.push(ReloadChange {
+                        plugin: name.clone(),
+                        outcome: ReloadOutcome::Rejected,
+                        detail: format!("{e}{kept}"),
+                    });
                 }
             }
         }

@@ -1,11 +1,11 @@
 //! The daemon's GPU side: opening the backend, the sampling loop that feeds
 //! the monitor and the pool, and the view `nightjar gpus` prints.
 
+use super::GpuView;
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use anyhow::{Result, bail};
-use serde::{Deserialize, Serialize};
 
 use super::core::{Daemon, lock};
 use crate::config::Config;
@@ -275,41 +275,4 @@ impl Daemon {
             })
             .collect()
     }
-}
-
-/// One GPU as `nightjar gpus` shows it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct GpuView {
-    /// Index.
-    pub index: u32,
-    /// UUID (empty when unmonitored).
-    pub uuid: String,
-    /// Model.
-    pub name: String,
-    /// Read by a backend (else only known by index from the config).
-    pub monitored: bool,
-    /// Reads succeed.
-    pub healthy: bool,
-    /// New work may be placed on it.
-    pub open: bool,
-    /// Why it is closed, when it is.
-    pub reason: Option<String>,
-    /// Utilisation, percent.
-    pub util: Option<u32>,
-    /// Memory used (all processes), bytes.
-    pub mem_used: Option<u64>,
-    /// Memory in all, bytes.
-    pub mem_total: Option<u64>,
-    /// Memory reserved by nightjar's placements, bytes.
-    pub mem_reserved: u64,
-    /// Memory held by processes nightjar did not start, bytes.
-    pub mem_foreign: u64,
-    /// Temperature, °C.
-    pub temp_c: Option<u32>,
-    /// Power, W.
-    pub power_w: Option<f64>,
-    /// Runs on it.
-    pub runs: Vec<i64>,
-    /// Their tasks.
-    pub tasks: Vec<i64>,
 }

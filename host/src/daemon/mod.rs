@@ -18,9 +18,9 @@ mod startup;
 mod statedir;
 mod why;
 
-pub use self::chain::{MemberView, limits_of};
+pub use self::chain::limits_of;
 pub use self::core::Daemon;
-pub use self::gpus::GpuView;
+pub use nightjar_core::api::views::{GpuView, MemberView};
 
 use std::fs::File;
 use std::io::Write;

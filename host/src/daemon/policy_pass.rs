@@ -8,7 +8,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::chain::{Chain, MemberView};
+use super::MemberView;
+use super::chain::Chain;
 use super::combine::{self, Judgement, Ranked, cause};
 use super::core::{Daemon, lock};
 use crate::plugins::policy as p;

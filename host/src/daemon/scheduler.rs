@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use super::chain::Chain;
 use super::core::{Daemon, lock};
+use nightjar_core::api::ReloadChange;
 
 /// How often the plugin folder is looked at for changed files.
 const FOLDER_SCAN: Duration = Duration::from_secs(2);
@@ -46,7 +47,7 @@ impl Kick {
 /// What the rest of the daemon asks of the scheduler thread.
 pub enum Command {
     /// Reload the chain's plugin files; the changes go to the sender, if any.
-    Reload(Option<tokio::sync::oneshot::Sender<Vec<String>>>),
+    Reload(Option<tokio::sync::oneshot::Sender<Vec<ReloadChange>>>),
 }
 
 /// Runs the scheduler with the loaded `chain` until the daemon drains.
@@ -110,7 +111,7 @@ pub fn run(
 }
 
 /// Reloads the chain, publishes its members and says what changed.
-fn reload(d: &Daemon, chain: Option<&mut Chain>) -> Vec<String> {
+fn reload(d: &Daemon, chain: Option<&mut Chain>) -> Vec<ReloadChange> {
     let Some(chain) = chain else {
         return Vec::new();
     };
@@ -129,13 +130,13 @@ fn reload(d: &Daemon, chain: Option<&mut Chain>) -> Vec<String> {
 impl Daemon {
     /// Asks the scheduler thread to reload the plugins (SIGHUP, `plugins
     /// reload`); the changes come back on `reply`.
-    pub fn request_reload(&self, reply: Option<tokio::sync::oneshot::Sender<Vec<String>>>) {
+    pub fn request_reload(&self, reply: Option<tokio::sync::oneshot::Sender<Vec<ReloadChange>>>) {
         let _ = lock(&self.commands).send(Command::Reload(reply));
         self.kick.notify();
     }
 
     /// Reloads the plugins and waits (asynchronously) for what changed.
-    pub async fn reload_plugins(&self) -> anyhow::Result<Vec<String>> {
+    pub async fn reload_plugins(&self) -> anyhow::Result<Vec<ReloadChange>> {
         let (tx, rx) = tokio::sync::oneshot::channel();
         self.request_reload(Some(tx));
         match tokio::time::timeout(Duration::from_secs(300), rx).await {
@@ -148,7 +149,7 @@ impl Daemon {
     }
 
     /// The chain's members, for `nightjar plugins ls`.
-    pub fn plugin_views(&self) -> Vec<super::chain::MemberView> {
+    pub fn plugin_views(&self) -> Vec<super::MemberView> {
         lock(&self.chain_status).views.clone()
     }
 

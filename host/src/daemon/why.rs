@@ -97,10 +97,7 @@ impl Daemon {
             run,
             verdicts,
             refused_preemption,
-            members: t
-                .counts
-                .as_ref()
-                .map(|c| (c.total, crate::cli::ls_counts(c))),
+            members: t.counts.as_ref().map(|c| (c.total, c.summary())),
         })
     }
 }

@@ -4,6 +4,7 @@
 //! and max utilisation, max temperature, energy), a downsampled series, and
 //! the `stalled` mark for GPU runs that show no sign of life.
 
+pub use nightjar_core::api::wire::RunGpuRecord;
 use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
@@ -59,32 +60,6 @@ pub struct RunOnGpus {
     pub session: u32,
     /// Total bytes in its log files now (for the stall check).
     pub log_bytes: u64,
-}
-
-/// The GPU record of one run on one GPU, stored when the run ends.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunGpuRecord {
-    /// Run id.
-    pub run: i64,
-    /// GPU index.
-    pub gpu: u32,
-    /// GPU UUID.
-    pub uuid: String,
-    /// Sweeps that saw the run.
-    pub samples: u32,
-    /// Peak GPU memory of the run's processes (the GPU's used memory when
-    /// the driver lists no processes and the run has the GPU alone), bytes.
-    pub mem_peak: u64,
-    /// Mean GPU utilisation, percent.
-    pub util_mean: f64,
-    /// Max GPU utilisation, percent.
-    pub util_max: u32,
-    /// Max temperature, °C.
-    pub temp_max: u32,
-    /// Energy, joules.
-    pub energy_j: f64,
-    /// `counter` (the GPU's energy counter) or `power` (power integrated over time).
-    pub energy_source: String,
 }
 
 /// One downsampled point of a run's GPU series.

@@ -3,6 +3,7 @@
 
 pub mod engine;
 pub mod limits;
+pub mod offline;
 pub mod policy;
 pub mod sink;
 pub mod source;

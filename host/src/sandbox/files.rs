@@ -7,6 +7,7 @@
 //! waits for the daemon's `ok`; only when no daemon acknowledges (it died or
 //! restarted) does it write `status.json` (atomically) for the next daemon.
 
+pub use nightjar_core::runlog::{STDERR, STDOUT};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -16,10 +17,6 @@ use crate::store::{RunClass, RunOutcome};
 
 /// Status file name; written only when no daemon took the status on stdout.
 pub const STATUS: &str = "status.json";
-/// Standard output log.
-pub const STDOUT: &str = "stdout.log";
-/// Standard error log.
-pub const STDERR: &str = "stderr.log";
 /// The supervisor's own diagnostics.
 pub const SUPERVISOR_LOG: &str = "supervisor.log";
 

@@ -14,7 +14,7 @@ use super::files::{EndedBy, RunSpec, RunStatus};
 use crate::sys;
 
 /// How to start a supervisor: the slim `nightjar-supervise` binary next to
-/// `nightjar` when it is there, else `nightjar supervise`.
+/// `nightjard` when it is there, else `nightjard supervise`.
 #[derive(Debug, Clone)]
 pub struct SupervisorCmd {
     /// The program.
@@ -24,7 +24,7 @@ pub struct SupervisorCmd {
 }
 
 impl SupervisorCmd {
-    /// Picks the command for the `nightjar` binary at `exe`.
+    /// Picks the command for the `nightjard` binary at `exe`.
     pub fn for_exe(exe: &Path) -> SupervisorCmd {
         let slim = exe.with_file_name("nightjar-supervise");
         if slim.is_file() {

@@ -5,7 +5,7 @@ pub mod cgroup;
 pub mod files;
 pub mod launch;
 pub mod liveness;
-pub mod logs;
+pub use nightjar_core::runlog as logs;
 pub mod paths;
 pub mod report;
 pub mod supervisor;

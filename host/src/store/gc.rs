@@ -4,47 +4,8 @@
 //! on is deleted, recurring templates stay, and an array goes only once all
 //! of its members have.
 
+use super::{GcReport, Result, Store, exec};
 use rusqlite::params;
-use serde::{Deserialize, Serialize};
-
-use super::{Result, Store, exec};
-
-/// What one collection removed (or, dry, would remove).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GcReport {
-    /// Tasks deleted (array parents included).
-    pub tasks: usize,
-    /// Runs deleted; their folders go too.
-    pub runs: Vec<i64>,
-    /// Events deleted.
-    pub events: usize,
-    /// GPU series samples deleted.
-    pub gpu_samples: usize,
-    /// Plugin-cache files deleted.
-    #[serde(default)]
-    pub cache_files: usize,
-    /// Nothing was deleted: this is what would be.
-    pub dry_run: bool,
-}
-
-impl GcReport {
-    /// One line for a person: what was (or would be) deleted.
-    pub fn summary(&self) -> String {
-        format!(
-            "{} {} tasks, {} runs and their folders, {} events, {} GPU samples, {} unused compiled plugins",
-            if self.dry_run {
-                "would delete"
-            } else {
-                "deleted"
-            },
-            self.tasks,
-            self.runs.len(),
-            self.events,
-            self.gpu_samples,
-            self.cache_files
-        )
-    }
-}
 
 /// The tasks to collect, into the temporary table `gc_tasks`.
 const SELECT: &str = "

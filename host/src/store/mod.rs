@@ -18,9 +18,8 @@ use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use thiserror::Error;
 
 pub use control::CancelEffect;
-pub use gc::GcReport;
+pub use nightjar_core::api::wire::{GcReport, ListFilter};
 pub use policy::{RunningInfo, UsageInfo};
-pub use query::ListFilter;
 pub use queue::{Finished, NewRun, describe};
 pub use types::*;
 
@@ -39,7 +38,10 @@ pub enum StoreError {
         /// The newest this binary knows.
         known: i64,
     },
-    /// A request names something that is not there or not allowed.
+    /// A request names a task or run that is not there.
+    #[error("{0}")]
+    NotFound(String),
+    /// A request asks for something not allowed (wrong state, bad input).
     #[error("{0}")]
     Invalid(String),
     /// SQLite failed.
@@ -146,7 +148,7 @@ fn state_of(tx: &Transaction, id: i64) -> Result<(TaskState, String)> {
         })
         .optional()?;
     let (state, kind) = row.ok_or_else(|| {
-        StoreError::Invalid(format!("no task with id {id}; `nightjar ls` lists them"))
+        StoreError::NotFound(format!("no task with id {id}; `nightjar ls` lists them"))
     })?;
     let state = TaskState::parse(&state)
         .ok_or_else(|| StoreError::Invalid(format!("task {id} has unknown state `{state}`")))?;

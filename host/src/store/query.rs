@@ -3,7 +3,9 @@
 use rusqlite::{OptionalExtension, params};
 
 use super::queue::{RUN_COLUMNS, run_row};
-use super::{Counts, DepRow, EventRow, Result, Store, StoreError, TaskDetail, TaskRow, TaskState};
+use super::{
+    Counts, DepRow, EventRow, ListFilter, Result, Store, StoreError, TaskDetail, TaskRow, TaskState,
+};
 use crate::task::model::{DepKind, Priority, TaskSpec};
 
 const TASK_COLUMNS: &str =
@@ -35,19 +37,6 @@ fn task_row(r: &rusqlite::Row) -> rusqlite::Result<TaskRow> {
         counts: None,
         stalled_at: r.get(14)?,
     })
-}
-
-/// Which tasks `ls` lists.
-#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
-pub struct ListFilter {
-    /// Only this state.
-    pub state: Option<TaskState>,
-    /// Only this project.
-    pub project: Option<String>,
-    /// Include tasks that ended before `since`.
-    pub all: bool,
-    /// With `all` false: ended tasks are listed when they ended after this (Unix ms).
-    pub since: i64,
 }
 
 impl Store {
@@ -113,7 +102,7 @@ impl Store {
             )
             .optional()?
             .ok_or_else(|| {
-                StoreError::Invalid(format!("no task with id {id}; `nightjar ls` lists them"))
+                StoreError::NotFound(format!("no task with id {id}; `nightjar ls` lists them"))
             })?;
         if row.kind == "array" {
             row.counts = Some(self.counts(id)?);

@@ -367,7 +367,7 @@ impl Store {
                 run_row,
             )
             .optional()?
-            .ok_or_else(|| StoreError::Invalid(format!("no run with id {run}")))
+            .ok_or_else(|| StoreError::NotFound(format!("no run with id {run}")))
     }
 }
 

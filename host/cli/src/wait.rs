@@ -15,12 +15,12 @@
 use anyhow::Result;
 
 use super::Ctx;
-use crate::api::{Request, WaitResult};
-use crate::store::{RunClass, TaskState};
+use nightjar_core::api::wire::{RunClass, TaskState};
+use nightjar_core::api::{self, WaitResult};
 
 /// Waits and returns the mirrored exit status.
 pub fn run(mut ctx: Ctx, ids: &[i64]) -> Result<i32> {
-    let results: Vec<WaitResult> = ctx.client.call(&Request::Wait { ids: ids.to_vec() })?;
+    let results = ctx.client.call(api::Wait { ids: ids.to_vec() })?;
     if ctx.json {
         super::print_json(&results)?;
     } else {

@@ -1,14 +1,19 @@
-//! The command line: one file per verb. Every verb talks to the daemon over
-//! its socket (except `daemon`, `completions` and the internal `supervise`).
+//! The `nightjar` command line: one file per verb. Every verb talks to the
+//! daemon over its socket through the typed protocol of `nightjar-core`;
+//! `daemon`, `plugins check` and `plugins test` need the plugin host, so they
+//! run `nightjard` (next to this binary, else on `PATH`) with the same
+//! arguments. This crate links neither wasmtime nor SQLite: a client call
+//! starts in about a millisecond.
 
 mod control;
+mod exec;
 mod gpus;
 mod logs;
 mod ls;
-mod plugins;
+pub mod plugins;
 mod show;
 mod submit;
-mod table;
+pub mod table;
 mod wait;
 
 use std::path::PathBuf;
@@ -16,8 +21,8 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::{CommandFactory, Parser, Subcommand};
 
-use crate::api::client::Client;
-use crate::config::Config;
+use nightjar_core::api::{self, ErrorKind};
+use nightjar_core::client::{CallError, Client, NotRunning};
 
 /// nightjar: queue experiments in the evening, read the results in the morning.
 #[derive(Debug, Parser)]
@@ -40,7 +45,7 @@ pub struct Cli {
 /// The verbs.
 #[derive(Debug, Subcommand)]
 pub enum Verb {
-    /// Run the daemon in the foreground (systemd runs it this way).
+    /// Run the daemon in the foreground (runs `nightjard`; systemd runs `nightjard` itself).
     Daemon,
     /// Queue a task file, or a command: `nightjar submit [FLAGS] -- CMD ARGS`.
     Submit(Box<submit::Args>),
@@ -104,71 +109,57 @@ pub enum Verb {
         /// The shell.
         shell: clap_complete::Shell,
     },
-    /// Internal: supervise one run (started by the daemon).
-    #[command(hide = true)]
-    Supervise {
-        /// The run folder.
-        dir: PathBuf,
-    },
 }
 
-/// Runs the CLI and returns the process exit status.
+/// Runs the CLI and returns the process exit status (the README's table:
+/// 0 done, 1 failed, 2 usage, 3 no daemon, 4 no such task, 5 protocol
+/// mismatch; `wait` mirrors the tasks' own outcome).
 pub fn main() -> i32 {
     let cli = Cli::parse();
-    if !matches!(cli.verb, Verb::Daemon | Verb::Supervise { .. }) {
-        // `nightjar show 4 | head -1`: the reader left, so end quietly as
-        // every Unix tool does, instead of panicking in println!. (The
-        // daemon keeps SIGPIPE ignored; the client's socket writes use
-        // MSG_NOSIGNAL.)
-        crate::sys::default_signal(libc::SIGPIPE);
-    }
+    // `nightjar show 4 | head -1`: the reader left, so end quietly as every
+    // Unix tool does, instead of panicking in println!. (The client's
+    // socket writes use MSG_NOSIGNAL.)
+    // SAFETY: setting a signal's disposition to its default is always sound.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("nightjar: {}", table::clean_text(&format!("{e:#}")));
-            1
+            exit_status(&e)
         }
     }
 }
 
+/// The exit status of a failed verb, from the error's type.
+pub fn exit_status(e: &anyhow::Error) -> i32 {
+    if e.downcast_ref::<NotRunning>().is_some() {
+        return ErrorKind::Unavailable.exit_status();
+    }
+    if let Some(c) = e.downcast_ref::<CallError>() {
+        return c.kind().exit_status();
+    }
+    1
+}
+
 fn run(cli: Cli) -> Result<i32> {
-    if let Verb::Supervise { dir } = &cli.verb {
-        crate::sandbox::supervisor::main(dir)?;
-        return Ok(0);
-    }
-    if let Verb::Completions { shell } = &cli.verb {
-        clap_complete::generate(
-            *shell,
-            &mut Cli::command(),
-            "nightjar",
-            &mut std::io::stdout(),
-        );
-        return Ok(0);
-    }
     match &cli.verb {
-        Verb::Plugins(plugins::Cmd::Check { file, config }) => {
-            let limits = plugins::daemon_limits(cli.config.as_deref())?;
-            return plugins::check(file, config.as_deref(), &limits);
+        Verb::Completions { shell } => {
+            clap_complete::generate(
+                *shell,
+                &mut Cli::command(),
+                "nightjar",
+                &mut std::io::stdout(),
+            );
+            return Ok(0);
         }
-        Verb::Plugins(plugins::Cmd::Test {
-            file,
-            snapshot,
-            config,
-        }) => {
-            let limits = plugins::daemon_limits(cli.config.as_deref())?;
-            return plugins::test(file, snapshot, config.as_deref(), &limits);
+        Verb::Daemon | Verb::Plugins(plugins::Cmd::Check { .. } | plugins::Cmd::Test { .. }) => {
+            return exec::nightjard();
         }
         _ => {}
     }
-    let cfg = Config::load(cli.config.as_deref(), cli.state_dir.as_deref())?;
-    if let Verb::Daemon = &cli.verb {
-        init_logging();
-        crate::daemon::run(cfg)?;
-        return Ok(0);
-    }
     let ctx = Ctx {
         json: cli.json,
-        client: connect(&cli, &cfg)?,
+        client: connect(&cli)?,
     };
     match cli.verb {
         Verb::Submit(a) => submit::run(ctx, *a),
@@ -183,8 +174,7 @@ fn run(cli: Cli) -> Result<i32> {
         Verb::Gpus(a) => gpus::run(ctx, a),
         Verb::Gc { dry_run } => {
             let mut ctx = ctx;
-            let r: crate::store::GcReport =
-                ctx.client.call(&crate::api::Request::Gc { dry_run })?;
+            let r = ctx.client.call(api::Gc { dry_run })?;
             if ctx.json {
                 print_json(&r)?;
             } else {
@@ -194,12 +184,11 @@ fn run(cli: Cli) -> Result<i32> {
         }
         Verb::Why { id } => {
             let mut ctx = ctx;
-            let report: crate::api::why::WhyReport =
-                ctx.client.call(&crate::api::Request::Why { id })?;
+            let report = ctx.client.call(api::Why { id })?;
             if ctx.json {
                 print_json(&report)?;
             } else {
-                let now = crate::time::now_ms();
+                let now = nightjar_core::time::now_ms();
                 report
                     .lines(now)
                     .iter()
@@ -214,7 +203,7 @@ fn run(cli: Cli) -> Result<i32> {
                 _ => plugins::ls(&mut ctx.client, ctx.json),
             }
         }
-        Verb::Daemon | Verb::Completions { .. } | Verb::Supervise { .. } => Ok(0),
+        Verb::Daemon | Verb::Completions { .. } => Ok(0),
     }
 }
 
@@ -226,7 +215,9 @@ pub struct Ctx {
     pub client: Client,
 }
 
-fn connect(cli: &Cli, cfg: &Config) -> Result<Client> {
+fn connect(cli: &Cli) -> Result<Client> {
+    let socket = nightjar_core::paths::socket_of(cli.config.as_deref(), cli.state_dir.as_deref())
+        .map_err(anyhow::Error::msg)?;
     let mut hint = String::new();
     if let Some(c) = &cli.config {
         hint.push_str(&format!(" --config {}", c.display()));
@@ -234,21 +225,7 @@ fn connect(cli: &Cli, cfg: &Config) -> Result<Client> {
     if let Some(s) = &cli.state_dir {
         hint.push_str(&format!(" --state-dir {}", s.display()));
     }
-    Client::connect(&cfg.socket, &hint)
-}
-
-fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("NIGHTJAR_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
-}
-
-/// `3 running, 2 waiting, 1 succeeded` for an array's counts.
-pub fn ls_counts(c: &crate::store::Counts) -> String {
-    ls::counts(c)
+    Ok(Client::connect(&socket, &hint)?)
 }
 
 /// Prints `value` as pretty JSON.

@@ -8,10 +8,10 @@ use bytesize::ByteSize;
 
 use super::Ctx;
 use super::table::clean;
-use crate::api::Request;
-use crate::task::file::{self, CommandDef, DepRef, TaskDef};
-use crate::task::model::{CommandSpec, Priority, Resources, RetryPolicy};
-use crate::task::resolve::resolve;
+use nightjar_core::api;
+use nightjar_core::task::file::{self, CommandDef, DepRef, TaskDef};
+use nightjar_core::task::model::{CommandSpec, Priority, Resources, RetryPolicy};
+use nightjar_core::task::resolve::resolve;
 
 /// Flags of `submit`.
 #[derive(Debug, clap::Args)]
@@ -86,25 +86,35 @@ pub fn run(mut ctx: Ctx, a: Args) -> Result<i32> {
     let (defs, base, default_name, origin) = definitions(a)?;
     let entries =
         resolve(&defs, &base, &default_name).map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
-    let ids: Vec<i64> = ctx
-        .client
-        .call(&Request::Submit {
-            entries: entries.clone(),
+    // What the summary prints, kept before the entries go to the daemon.
+    let shown: Vec<(String, usize, bool, Option<String>)> = entries
+        .iter()
+        .map(|e| {
+            (
+                e.name.clone(),
+                e.members.len(),
+                e.is_sweep,
+                e.schedule.clone(),
+            )
         })
+        .collect();
+    let ids = ctx
+        .client
+        .call(api::Submit { entries })
         .with_context(|| format!("{origin}: not submitted"))?;
     if ctx.json {
         let out: Vec<_> = ids
             .iter()
-            .zip(&entries)
-            .map(|(id, e)| serde_json::json!({ "id": id, "name": e.name, "members": e.members.len() }))
+            .zip(&shown)
+            .map(|(id, (name, members, ..))| serde_json::json!({ "id": id, "name": name, "members": members }))
             .collect();
         super::print_json(&out)?;
     } else {
-        for (id, e) in ids.iter().zip(&entries) {
-            match (e.is_sweep, &e.schedule) {
-                (true, _) => println!("{id}\t{} (sweep of {} tasks)", e.name, e.members.len()),
-                (_, Some(s)) => println!("{id}\t{} (recurring: {})", e.name, clean(s)),
-                _ => println!("{id}\t{}", e.name),
+        for (id, (name, members, sweep, schedule)) in ids.iter().zip(&shown) {
+            match (sweep, schedule) {
+                (true, _) => println!("{id}\t{name} (sweep of {members} tasks)"),
+                (_, Some(s)) => println!("{id}\t{name} (recurring: {})", clean(s)),
+                _ => println!("{id}\t{name}"),
             }
         }
     }

@@ -5,13 +5,13 @@ use anyhow::Result;
 
 use super::Ctx;
 use super::table::clean;
-use crate::api::Request;
-use crate::store::TaskDetail;
-use crate::time::{fmt_local, fmt_span, now_ms};
+use nightjar_core::api;
+
+use nightjar_core::time::{fmt_local, fmt_span, now_ms};
 
 /// Prints one task.
 pub fn run(mut ctx: Ctx, id: i64) -> Result<i32> {
-    let d: TaskDetail = ctx.client.call(&Request::Show { id })?;
+    let d = ctx.client.call(api::Show { id })?;
     if ctx.json {
         super::print_json(&d)?;
         return Ok(0);
@@ -28,7 +28,7 @@ pub fn run(mut ctx: Ctx, id: i64) -> Result<i32> {
             .unwrap_or_default()
     );
     if let Some(c) = &t.counts {
-        println!("  members    {} ({})", c.total, super::ls::counts(c));
+        println!("  members    {} ({})", c.total, c.summary());
     }
     println!("  project    {}   priority {}", t.project, t.priority);
     println!("  command    {}", clean(&t.command));

@@ -7,7 +7,7 @@ use std::time::Duration;
 use bytesize::ByteSize;
 use serde::{Deserialize, Serialize};
 
-use crate::config::humantime_serde_compat;
+use crate::humantime_serde_compat;
 
 /// How urgent a task is. Higher runs first; `urgent` may bypass policy deferrals later.
 #[derive(

@@ -5,6 +5,11 @@
 //! being drained and the error is reported in the run's status. The file is
 //! created at the first byte, so a silent task costs no file.
 
+/// Standard output log.
+pub const STDOUT: &str = "stdout.log";
+/// Standard error log.
+pub const STDERR: &str = "stderr.log";
+
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};

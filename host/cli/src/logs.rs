@@ -7,9 +7,8 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 
 use super::Ctx;
-use crate::api::Request;
-use crate::sandbox::{files, logs};
-use crate::store::TaskDetail;
+use nightjar_core::api;
+use nightjar_core::runlog as logs;
 
 /// Flags of `logs`.
 #[derive(Debug, clap::Args)]
@@ -29,7 +28,7 @@ pub struct Args {
 
 /// Prints (or follows) the log.
 pub fn run(mut ctx: Ctx, a: Args) -> Result<i32> {
-    let d: TaskDetail = ctx.client.call(&Request::Show { id: a.id })?;
+    let d = ctx.client.call(api::Show { id: a.id })?;
     let run = match a.attempt {
         Some(n) => d.runs.iter().find(|r| r.attempt == n),
         None => d.runs.last(),
@@ -49,11 +48,7 @@ pub fn run(mut ctx: Ctx, a: Args) -> Result<i32> {
         );
     };
     let dir = PathBuf::from(&run.run_dir);
-    let path = dir.join(if a.stderr {
-        files::STDERR
-    } else {
-        files::STDOUT
-    });
+    let path = dir.join(if a.stderr { logs::STDERR } else { logs::STDOUT });
     if ctx.json {
         let text = logs::read_all(&path).unwrap_or_default();
         super::print_json(
@@ -68,7 +63,7 @@ pub fn run(mut ctx: Ctx, a: Args) -> Result<i32> {
     }
     let (task, run_id) = (a.id, run.id);
     follow(&path, || {
-        let d: TaskDetail = ctx.client.call(&Request::Show { id: task })?;
+        let d = ctx.client.call(api::Show { id: task })?;
         Ok(d.runs
             .iter()
             .any(|r| r.id == run_id && r.state != "running"))

@@ -7,8 +7,7 @@ use anyhow::Result;
 use bytesize::ByteSize;
 
 use super::{Ctx, table};
-use crate::api::Request;
-use crate::daemon::GpuView;
+use nightjar_core::api::{self, views::GpuView};
 
 /// Flags of `gpus`.
 #[derive(Debug, clap::Args)]
@@ -21,7 +20,7 @@ pub struct Args {
 /// Prints the GPUs (once, or refreshed).
 pub fn run(mut ctx: Ctx, a: Args) -> Result<i32> {
     loop {
-        let views: Vec<GpuView> = ctx.client.call(&Request::Gpus)?;
+        let views = ctx.client.call(api::Gpus {})?;
         if ctx.json {
             super::print_json(&views)?;
         } else {

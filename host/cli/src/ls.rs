@@ -3,9 +3,9 @@
 use anyhow::Result;
 
 use super::{Ctx, table};
-use crate::api::Request;
-use crate::store::{Counts, ListFilter, TaskRow, TaskState};
-use crate::time::{fmt_span, now_ms};
+use nightjar_core::api;
+use nightjar_core::api::wire::{ListFilter, TaskRow, TaskState};
+use nightjar_core::time::{fmt_span, now_ms};
 
 /// Flags of `ls`.
 #[derive(Debug, clap::Args)]
@@ -33,7 +33,7 @@ pub fn run(mut ctx: Ctx, a: Args) -> Result<i32> {
         all: a.all,
         since: now_ms() - 86_400_000,
     };
-    let rows: Vec<TaskRow> = ctx.client.call(&Request::List { filter })?;
+    let rows = ctx.client.call(api::List { filter })?;
     if ctx.json {
         super::print_json(&rows)?;
         return Ok(0);
@@ -70,12 +70,12 @@ fn state_cell(r: &TaskRow) -> String {
 /// The INFO column: counts, reasons, next firing.
 pub fn info(r: &TaskRow, now: i64) -> String {
     if let Some(c) = &r.counts {
-        return counts(c);
+        return c.summary();
     }
     if let Some(at) = r.next_fire_at {
         return format!(
             "next {} (in {})",
-            crate::time::fmt_local(at),
+            nightjar_core::time::fmt_local(at),
             fmt_span(at - now)
         );
     }
@@ -86,22 +86,4 @@ pub fn info(r: &TaskRow, now: i64) -> String {
         TaskState::Running => format!("attempt {}", r.attempts),
         _ => String::new(),
     })
-}
-
-/// `3 running, 2 waiting, 1 succeeded`.
-pub fn counts(c: &Counts) -> String {
-    let parts = [
-        (c.running, "running"),
-        (c.waiting, "waiting"),
-        (c.succeeded, "succeeded"),
-        (c.failed, "failed"),
-        (c.blocked, "blocked"),
-        (c.cancelled, "cancelled"),
-    ];
-    parts
-        .iter()
-        .filter(|(n, _)| *n > 0)
-        .map(|(n, s)| format!("{n} {s}"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }

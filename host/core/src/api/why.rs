@@ -3,8 +3,74 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::scheduler::{Fit, Unusable};
 use crate::time::{fmt_local, fmt_span};
+
+/// Why a GPU cannot take a task now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Unusable {
+    /// Closed to new work by a policy this pass (e.g. thermal).
+    ClosedByPolicy {
+        /// The policy's words.
+        reason: String,
+    },
+    /// Closed by monitoring: unhealthy, or busy with work nightjar did not start.
+    Closed,
+    /// Held whole by a run.
+    Exclusive,
+    /// The task wants the GPU whole, and others use it.
+    InUse {
+        /// Runs on it.
+        runs: u32,
+        /// Memory held by processes nightjar did not start, bytes.
+        foreign: u64,
+    },
+    /// Not enough memory left for the task's `gpu_mem`.
+    Memory {
+        /// Free after reservations and foreign use, bytes.
+        free: u64,
+        /// What the task asks for, bytes.
+        want: u64,
+    },
+}
+
+/// One GPU as a task sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GpuFit {
+    /// Index.
+    pub index: u32,
+    /// Why it cannot take the task now (`None`: it can).
+    pub unusable: Option<Unusable>,
+}
+
+/// Whether a task fits what is free now, and what stands in the way.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fit {
+    /// Free slots.
+    pub slots_free: u32,
+    /// GPUs the task asks for.
+    pub gpus_wanted: u32,
+    /// Every GPU with whether it could take the task.
+    pub gpus: Vec<GpuFit>,
+    /// Cores the task asks to be pinned to.
+    pub cpus_wanted: u32,
+    /// Cores free to pin.
+    pub cpus_free: u32,
+}
+
+impl Fit {
+    /// GPUs that could take the task now.
+    pub fn usable_gpus(&self) -> usize {
+        self.gpus.iter().filter(|g| g.unusable.is_none()).count()
+    }
+
+    /// Whether the task would be placed now.
+    pub fn fits(&self) -> bool {
+        self.slots_free > 0
+            && self.cpus_free >= self.cpus_wanted
+            && self.usable_gpus() >= self.gpus_wanted as usize
+    }
+}
 
 /// A dependency the task still waits for.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -201,8 +267,8 @@ impl WhyReport {
 
 #[cfg(test)]
 mod tests {
+    use super::GpuFit;
     use super::*;
-    use crate::scheduler::GpuFit;
 
     fn report() -> WhyReport {
         WhyReport {

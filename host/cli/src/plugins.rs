@@ -1,0 +1,102 @@
+//! `nightjar plugins ls | reload | check FILE | test FILE --snapshot SNAP.json`.
+//! `check` and `test` work offline, so authors can try a policy without a
+//! daemon; they need the plugin host, so `nightjard` runs them.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use nightjar_core::api::{self, ReloadOutcome};
+use nightjar_core::client::Client;
+
+use super::table;
+
+/// The `plugins` sub-verbs.
+#[derive(Debug, clap::Subcommand)]
+pub enum Cmd {
+    /// The daemon's policy chain: each plugin's source, state and last failure.
+    Ls,
+    /// Reload the chain's plugin files now (also on SIGHUP and on a change in the folder).
+    Reload,
+    /// Check a component offline: compiles, implements scheduling-policy, accepts its config.
+    Check {
+        /// The `.wasm` component.
+        file: PathBuf,
+        /// A TOML file with the plugin's config (what `[plugin.NAME.config]` holds).
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+    /// Evaluate a snapshot offline and print the validated answer as JSON.
+    Test {
+        /// The `.wasm` component.
+        file: PathBuf,
+        /// A snapshot in JSON (`nightjar plugins test --help` shows the shape in the README).
+        #[arg(long)]
+        snapshot: PathBuf,
+        /// A TOML file with the plugin's config.
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+}
+
+/// Runs `plugins ls` against the daemon.
+pub fn ls(client: &mut Client, json: bool) -> Result<i32> {
+    let views = client.call(api::Plugins {})?;
+    if json {
+        super::print_json(&views)?;
+        return Ok(0);
+    }
+    if views.is_empty() {
+        println!("no policy plugins: the built-in order (priority, then submit time) is in force");
+        return Ok(0);
+    }
+    let rows: Vec<Vec<String>> = views
+        .iter()
+        .map(|v| {
+            let last = match (&v.last_error, &v.last_failure_at) {
+                (Some(e), Some(at)) => {
+                    format!("{} (at {})", e, nightjar_core::time::fmt_local(*at))
+                }
+                (Some(e), None) => e.clone(),
+                _ => String::new(),
+            };
+            vec![
+                v.name.escape_debug().to_string(),
+                v.state.clone(),
+                v.on_failure.clone(),
+                v.failure_rate.clone(),
+                format!("{:.1}%", v.cpu_percent),
+                v.source.escape_debug().to_string(),
+                last.escape_debug().to_string(),
+            ]
+        })
+        .collect();
+    table::print(
+        &[
+            "NAME",
+            "STATE",
+            "ON_FAILURE",
+            "FAILED",
+            "CPU",
+            "SOURCE",
+            "LAST ERROR",
+        ],
+        &rows,
+    );
+    Ok(0)
+}
+
+/// Runs `plugins reload` against the daemon.
+pub fn reload(client: &mut Client, json: bool) -> Result<i32> {
+    let changes = client.call(api::PluginsReload {})?;
+    if json {
+        super::print_json(&changes)?;
+    } else if changes.is_empty() {
+        println!("no plugin changed");
+    } else {
+        changes
+            .iter()
+            .for_each(|c| println!("{}", table::clean(&c.to_string())));
+    }
+    let rejected = changes.iter().any(|c| c.outcome == ReloadOutcome::Rejected);
+    Ok(if rejected { 1 } else { 0 })
+}

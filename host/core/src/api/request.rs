@@ -1,0 +1,217 @@
+//! The requests, each a type of its own that names its reply type.
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use super::views::{GpuView, MemberView};
+use super::why::WhyReport;
+use super::wire::{GcReport, ListFilter, RunClass, TaskDetail, TaskRow, TaskState};
+use crate::task::model::NewEntry;
+
+/// A request that names its reply: `client.call(Show { id })` returns a
+/// `TaskDetail`, and the daemon's handler for `Show` must produce one.
+pub trait Call: Into<Request> {
+    /// What the daemon answers.
+    type Reply: Serialize + DeserializeOwned;
+}
+
+macro_rules! requests {
+    ($($(#[$doc:meta])* $verb:ident => $reply:ty;)*) => {
+        /// A request to the daemon, tagged by `verb`.
+        #[derive(Debug, Clone, Serialize, Deserialize)]
+        #[serde(tag = "verb", rename_all = "kebab-case")]
+        pub enum Request {
+            $($(#[$doc])* $verb($verb),)*
+        }
+        $(
+            impl From<$verb> for Request {
+                fn from(r: $verb) -> Request {
+                    Request::$verb(r)
+                }
+            }
+            impl Call for $verb {
+                type Reply = $reply;
+            }
+        )*
+    };
+}
+
+requests! {
+    /// Is the daemon there?
+    Ping => Pong;
+    /// Queue a checked submission.
+    Submit => Vec<i64>;
+    /// Tasks for `ls`.
+    List => Vec<TaskRow>;
+    /// One task in full.
+    Show => TaskDetail;
+    /// Cancel a task, sweep or recurring template.
+    Cancel => Cancelled;
+    /// Keep waiting tasks from starting.
+    Hold => Changed;
+    /// Let held tasks start.
+    Release => Changed;
+    /// Queue failed, cancelled or blocked tasks again.
+    Retry => Changed;
+    /// Why a task waits, or where and why it started.
+    Why => WhyReport;
+    /// Every GPU: readings, reservations, health and tasks.
+    Gpus => Vec<GpuView>;
+    /// The policy chain's members and their states.
+    Plugins => Vec<MemberView>;
+    /// Reload the chain's plugin files.
+    PluginsReload => Vec<ReloadChange>;
+    /// Delete ended tasks older than `[retention]` says.
+    Gc => GcReport;
+    /// Reply once every task named has ended (or is blocked).
+    Wait => Vec<WaitResult>;
+}
+
+/// `ping`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ping {}
+
+/// The daemon is there: its pid and version.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pong {
+    /// The daemon's process id.
+    pub pid: u32,
+    /// The daemon's release.
+    pub version: String,
+    /// The daemon's protocol version.
+    pub protocol: u32,
+}
+
+/// `submit`: checked entries, all or nothing.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Submit {
+    /// The entries; the reply holds one id per entry.
+    pub entries: Vec<NewEntry>,
+}
+
+/// `ls`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct List {
+    /// Which tasks.
+    pub filter: ListFilter,
+}
+
+macro_rules! by_id {
+    ($($(#[$doc:meta])* $name:ident;)*) => {$(
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+        pub struct $name {
+            /// Task id.
+            pub id: i64,
+        }
+    )*};
+}
+
+by_id! {
+    /// `show ID`.
+    Show;
+    /// `cancel ID`: waiting tasks at once, running ones by SIGTERM, grace, SIGKILL.
+    Cancel;
+    /// `hold ID`.
+    Hold;
+    /// `release ID`.
+    Release;
+    /// `retry ID`.
+    Retry;
+    /// `why ID`.
+    Why;
+}
+
+/// What `cancel` did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cancelled {
+    /// Tasks cancelled at once.
+    pub cancelled: Vec<i64>,
+    /// Runs being stopped (SIGTERM, then SIGKILL after the grace period).
+    pub stopping: Vec<i64>,
+}
+
+/// What `hold`, `release` or `retry` did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Changed {
+    /// Tasks changed.
+    pub tasks: usize,
+}
+
+/// `gpus`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Gpus {}
+
+/// `plugins ls`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Plugins {}
+
+/// `plugins reload`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PluginsReload {}
+
+/// What a reload did to one chain member.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReloadChange {
+    /// The policy.
+    pub plugin: String,
+    /// Loaded, or rejected.
+    pub outcome: ReloadOutcome,
+    /// The source loaded, or why the new version was rejected.
+    pub detail: String,
+}
+
+/// Whether a changed plugin file was taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReloadOutcome {
+    /// The new version runs now.
+    Loaded,
+    /// The new version was refused; the previous one (if any) keeps running.
+    Rejected,
+}
+
+impl std::fmt::Display for ReloadChange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.outcome {
+            ReloadOutcome::Loaded => write!(f, "policy {}: loaded ({})", self.plugin, self.detail),
+            ReloadOutcome::Rejected => {
+                write!(
+                    f,
+                    "policy {}: new version rejected: {}",
+                    self.plugin, self.detail
+                )
+            }
+        }
+    }
+}
+
+/// `gc [--dry-run]`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Gc {
+    /// Only count.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// `wait ID...`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Wait {
+    /// Task ids (a sweep id waits for all members).
+    pub ids: Vec<i64>,
+}
+
+/// How one waited-for task ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WaitResult {
+    /// Task id.
+    pub id: i64,
+    /// Final state.
+    pub state: TaskState,
+    /// Class of the last run.
+    pub class: Option<RunClass>,
+    /// Exit code of the last run.
+    pub exit_code: Option<i32>,
+    /// Signal of the last run.
+    pub signal: Option<i32>,
+}

@@ -1,0 +1,162 @@
+//! The protocol's lines: every request and reply survives a round trip, and
+//! a line of another version is explained, never misread.
+
+use super::views::{GpuView, MemberView};
+use super::wire::*;
+use super::*;
+use crate::client::{CallError, decode};
+
+/// Serializes `value`, reads it back and serializes again: both texts agree.
+fn round_trip<T: serde::Serialize + serde::de::DeserializeOwned>(value: &T) -> T {
+    let text = serde_json::to_string(value).unwrap();
+    let back: T = serde_json::from_str(&text).unwrap();
+    assert_eq!(serde_json::to_string(&back).unwrap(), text);
+    back
+}
+
+fn every_request() -> Vec<Request> {
+    vec![
+        Ping {}.into(),
+        Submit { entries: vec![] }.into(),
+        List {
+            filter: ListFilter {
+                state: Some(TaskState::Held),
+                project: Some("p".into()),
+                all: true,
+                since: 5,
+            },
+        }
+        .into(),
+        Show { id: 1 }.into(),
+        Cancel { id: 2 }.into(),
+        Hold { id: 3 }.into(),
+        Release { id: 4 }.into(),
+        Retry { id: 5 }.into(),
+        Why { id: 6 }.into(),
+        Gpus {}.into(),
+        Plugins {}.into(),
+        PluginsReload {}.into(),
+        Gc { dry_run: true }.into(),
+        Wait { ids: vec![7, 8] }.into(),
+    ]
+}
+
+#[test]
+fn every_request_round_trips_inside_a_versioned_line() {
+    for req in every_request() {
+        let line = RequestLine { v: PROTOCOL, req };
+        let text = serde_json::to_string(&line).unwrap();
+        assert!(
+            text.starts_with(&format!("{{\"v\":{PROTOCOL},\"req\":{{\"verb\":")),
+            "{text}"
+        );
+        round_trip(&line);
+    }
+}
+
+#[test]
+fn verbs_are_kebab_case_on_the_wire() {
+    let text = serde_json::to_string(&Request::from(PluginsReload {})).unwrap();
+    assert_eq!(text, r#"{"verb":"plugins-reload"}"#);
+    let text = serde_json::to_string(&Request::from(Gc { dry_run: false })).unwrap();
+    assert_eq!(text, r#"{"verb":"gc","dry_run":false}"#);
+}
+
+#[test]
+fn typed_replies_round_trip() {
+    round_trip(&ReplyLine::ok(Pong {
+        pid: 1,
+        version: "0.1.0".into(),
+        protocol: PROTOCOL,
+    }));
+    round_trip(&ReplyLine::ok(Cancelled {
+        cancelled: vec![1],
+        stopping: vec![2],
+    }));
+    round_trip(&ReplyLine::ok(Changed { tasks: 3 }));
+    round_trip(&ReplyLine::ok(vec![ReloadChange {
+        plugin: "thermal".into(),
+        outcome: ReloadOutcome::Rejected,
+        detail: "bad".into(),
+    }]));
+    round_trip(&ReplyLine::ok(GcReport {
+        tasks: 1,
+        runs: vec![2],
+        ..GcReport::default()
+    }));
+    round_trip(&ReplyLine::ok(vec![WaitResult {
+        id: 1,
+        state: TaskState::Failed,
+        class: Some(RunClass::AppError),
+        exit_code: Some(3),
+        signal: None,
+    }]));
+    round_trip(&ReplyLine::ok(Vec::<GpuView>::new()));
+    round_trip(&ReplyLine::ok(Vec::<MemberView>::new()));
+}
+
+#[test]
+fn a_typed_reply_decodes_and_an_error_keeps_its_kind() {
+    let ok = serde_json::to_string(&ReplyLine::ok(Changed { tasks: 2 })).unwrap();
+    assert_eq!(decode::<Changed>(&ok).unwrap(), Changed { tasks: 2 });
+    let err = serde_json::to_string(&ReplyLine::<()>::err(ApiError::new(
+        ErrorKind::NotFound,
+        "no task with id 9",
+    )))
+    .unwrap();
+    match decode::<Changed>(&err) {
+        Err(CallError::Api(e)) => {
+            assert_eq!(e.kind, ErrorKind::NotFound);
+            assert_eq!(e.message, "no task with id 9");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_reply_of_an_older_daemon_is_explained_as_a_version_mismatch() {
+    // nightjar 0.1 answered `{"ok": ...}` without a version.
+    match decode::<Changed>(r#"{"ok":3}"#) {
+        Err(CallError::Api(e)) => {
+            assert_eq!(e.kind, ErrorKind::Protocol);
+            assert!(e.message.contains("protocol 1"), "{}", e.message);
+            assert!(e.message.contains("restart the daemon"), "{}", e.message);
+        }
+        other => panic!("{other:?}"),
+    }
+    // Its error replies were plain strings: shown as they are.
+    match decode::<Changed>(r#"{"error":"bad request: missing field `verb`"}"#) {
+        Err(CallError::Api(e)) => assert!(e.message.contains("missing field"), "{}", e.message),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn an_unknown_error_kind_of_a_newer_daemon_still_decodes() {
+    let line = format!(r#"{{"v":{PROTOCOL},"error":"quota","kind":"over-quota"}}"#);
+    match decode::<Changed>(&line) {
+        Err(CallError::Api(e)) => {
+            assert_eq!((e.kind, e.message.as_str()), (ErrorKind::Other, "quota"))
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_version_mismatch_names_both_versions_and_what_to_do() {
+    let e = ApiError::version_mismatch(Some(PROTOCOL + 1));
+    assert_eq!(e.kind, ErrorKind::Protocol);
+    assert!(e.message.contains(&format!("protocol {}", PROTOCOL + 1)));
+    assert!(e.message.contains(&format!("protocol {PROTOCOL}")));
+    let old = ApiError::version_mismatch(None);
+    assert!(old.message.contains("nightjar 0.1"), "{}", old.message);
+}
+
+#[test]
+fn exit_statuses_follow_the_error_kind() {
+    assert_eq!(ErrorKind::NotFound.exit_status(), 4);
+    assert_eq!(ErrorKind::Protocol.exit_status(), 5);
+    assert_eq!(ErrorKind::Unavailable.exit_status(), 3);
+    assert_eq!(ErrorKind::Invalid.exit_status(), 1);
+    assert_eq!(ErrorKind::BadRequest.exit_status(), 1);
+}

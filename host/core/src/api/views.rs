@@ -1,0 +1,68 @@
+//! The GPUs and the policy chain as `nightjar gpus` and `nightjar plugins ls`
+//! show them.
+
+use serde::{Deserialize, Serialize};
+
+/// One GPU as `nightjar gpus` shows it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GpuView {
+    /// Index.
+    pub index: u32,
+    /// UUID (empty when unmonitored).
+    pub uuid: String,
+    /// Model.
+    pub name: String,
+    /// Read by a backend (else only known by index from the config).
+    pub monitored: bool,
+    /// Reads succeed.
+    pub healthy: bool,
+    /// New work may be placed on it.
+    pub open: bool,
+    /// Why it is closed, when it is.
+    pub reason: Option<String>,
+    /// Utilisation, percent.
+    pub util: Option<u32>,
+    /// Memory used (all processes), bytes.
+    pub mem_used: Option<u64>,
+    /// Memory in all, bytes.
+    pub mem_total: Option<u64>,
+    /// Memory reserved by nightjar's placements, bytes.
+    pub mem_reserved: u64,
+    /// Memory held by processes nightjar did not start, bytes.
+    pub mem_foreign: u64,
+    /// Temperature, °C.
+    pub temp_c: Option<u32>,
+    /// Power, W.
+    pub power_w: Option<f64>,
+    /// Runs on it.
+    pub runs: Vec<i64>,
+    /// Their tasks.
+    pub tasks: Vec<i64>,
+}
+
+/// A member's state, as `nightjar plugins ls` shows it.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct MemberView {
+    /// Name.
+    pub name: String,
+    /// Where it came from.
+    pub source: String,
+    /// sha256 of the component.
+    pub sha256: Option<String>,
+    /// `ok`, `slow`, `failing` or `disabled`.
+    pub state: String,
+    /// Failures among the recent calls, as `failed/calls`.
+    pub failure_rate: String,
+    /// Failures among the recent calls.
+    pub failures: u32,
+    /// `open` or `closed`.
+    pub on_failure: String,
+    /// The last failure.
+    pub last_error: Option<String>,
+    /// The last failure's cause (`timeout`, `memory`, ...).
+    pub last_cause: Option<String>,
+    /// When the last failure happened (Unix ms).
+    pub last_failure_at: Option<i64>,
+    /// CPU used over the last minute, percent of one core.
+    pub cpu_percent: f64,
+}

@@ -1,0 +1,358 @@
+//! The tasks, runs and events as the daemon hands them out (`ls`, `show`,
+//! `wait`, `gc`): wire types, owned by the protocol.
+
+use serde::{Deserialize, Serialize};
+
+use crate::task::model::{DepKind, TaskSpec};
+
+/// Where a task stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskState {
+    /// Waiting to start (dependencies, backoff or a free slot).
+    Queued,
+    /// Kept from starting until `release`.
+    Held,
+    /// A dependency failed; waits until it is retried or the task is cancelled.
+    Blocked,
+    /// A run is in progress.
+    Running,
+    /// Ended well.
+    Succeeded,
+    /// Ended badly with no attempts left.
+    Failed,
+    /// Cancelled by a user.
+    Cancelled,
+    /// The parent row of a sweep; its members hold the states.
+    Array,
+    /// A recurring template waiting for its next firing.
+    Scheduled,
+}
+
+impl TaskState {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskState::Queued => "queued",
+            TaskState::Held => "held",
+            TaskState::Blocked => "blocked",
+            TaskState::Running => "running",
+            TaskState::Succeeded => "succeeded",
+            TaskState::Failed => "failed",
+            TaskState::Cancelled => "cancelled",
+            TaskState::Array => "array",
+            TaskState::Scheduled => "scheduled",
+        }
+    }
+
+    /// Parses the stored name.
+    pub fn parse(s: &str) -> Option<TaskState> {
+        Some(match s {
+            "queued" => TaskState::Queued,
+            "held" => TaskState::Held,
+            "blocked" => TaskState::Blocked,
+            "running" => TaskState::Running,
+            "succeeded" => TaskState::Succeeded,
+            "failed" => TaskState::Failed,
+            "cancelled" => TaskState::Cancelled,
+            "array" => TaskState::Array,
+            "scheduled" => TaskState::Scheduled,
+            _ => return None,
+        })
+    }
+
+    /// True once nothing more will happen without a user's action.
+    pub fn is_final(self) -> bool {
+        matches!(
+            self,
+            TaskState::Succeeded | TaskState::Failed | TaskState::Cancelled
+        )
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RunClass {
+    /// Exit status 0.
+    Ok,
+    /// Non-zero exit, or the command could not be started.
+    AppError,
+    /// Killed at its timeout.
+    Timeout,
+    /// Killed because a user cancelled it.
+    Cancelled,
+    /// Killed by a signal nightjar did not send.
+    Killed,
+    /// Its supervisor vanished without a status (host reboot).
+    Lost,
+    /// Stopped by a policy's preemption request and queued again.
+    Preempted,
+}
+
+impl RunClass {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunClass::Ok => "ok",
+            RunClass::AppError => "app-error",
+            RunClass::Timeout => "timeout",
+            RunClass::Cancelled => "cancelled",
+            RunClass::Killed => "killed",
+            RunClass::Lost => "lost",
+            RunClass::Preempted => "preempted",
+        }
+    }
+
+    /// Parses the stored name.
+    pub fn parse(s: &str) -> Option<RunClass> {
+        Some(match s {
+            "ok" => RunClass::Ok,
+            "app-error" => RunClass::AppError,
+            "timeout" => RunClass::Timeout,
+            "cancelled" => RunClass::Cancelled,
+            "killed" => RunClass::Killed,
+            "lost" => RunClass::Lost,
+            "preempted" => RunClass::Preempted,
+            _ => return None,
+        })
+    }
+}
+
+/// Member counts of an array, by state.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    /// Members in all.
+    pub total: u32,
+    /// Waiting (queued or held).
+    pub waiting: u32,
+    /// Running.
+    pub running: u32,
+    /// Succeeded.
+    pub succeeded: u32,
+    /// Failed.
+    pub failed: u32,
+    /// Blocked.
+    pub blocked: u32,
+    /// Cancelled.
+    pub cancelled: u32,
+}
+
+impl Counts {
+    /// `3 running, 2 waiting, 1 succeeded`: the states with members.
+    pub fn summary(&self) -> String {
+        let parts = [
+            (self.running, "running"),
+            (self.waiting, "waiting"),
+            (self.succeeded, "succeeded"),
+            (self.failed, "failed"),
+            (self.blocked, "blocked"),
+            (self.cancelled, "cancelled"),
+        ];
+        parts
+            .iter()
+            .filter(|(n, _)| *n > 0)
+            .map(|(n, s)| format!("{n} {s}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// One task as `ls` shows it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TaskRow {
+    /// Task id.
+    pub id: i64,
+    /// `task`, `array` or `recurring`.
+    pub kind: String,
+    /// The array or recurring template this task belongs to.
+    pub parent_id: Option<i64>,
+    /// Name.
+    pub name: String,
+    /// Project.
+    pub project: String,
+    /// low, normal, high, urgent.
+    pub priority: String,
+    /// State.
+    pub state: TaskState,
+    /// Why it is in that state, where there is a reason.
+    pub reason: Option<String>,
+    /// Submitted (Unix ms).
+    pub submitted_at: i64,
+    /// First became eligible to start (Unix ms).
+    pub eligible_at: Option<i64>,
+    /// Ended (Unix ms).
+    pub finished_at: Option<i64>,
+    /// Attempts made in this round.
+    pub attempts: i64,
+    /// Next firing of a recurring template.
+    pub next_fire_at: Option<i64>,
+    /// The command, for display.
+    pub command: String,
+    /// Member counts, for arrays.
+    pub counts: Option<Counts>,
+    /// Since when its running run is stalled, if it is.
+    pub stalled_at: Option<i64>,
+}
+
+/// One run (attempt) of a task.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunRow {
+    /// Run id.
+    pub id: i64,
+    /// Task id.
+    pub task_id: i64,
+    /// Attempt number, from 1.
+    pub attempt: i64,
+    /// `running` or `finished`.
+    pub state: String,
+    /// The run's folder (spec, logs, status).
+    pub run_dir: String,
+    /// Supervisor process id.
+    pub supervisor_pid: Option<i64>,
+    /// Task submitted (Unix ms).
+    pub submitted_at: i64,
+    /// Became eligible (Unix ms).
+    pub eligible_at: i64,
+    /// Started (Unix ms).
+    pub started_at: i64,
+    /// Ended (Unix ms).
+    pub finished_at: Option<i64>,
+    /// Exit code.
+    pub exit_code: Option<i32>,
+    /// Killing signal.
+    pub signal: Option<i32>,
+    /// Outcome class.
+    pub class: Option<RunClass>,
+    /// Explanation.
+    pub message: Option<String>,
+    /// GPU indices given.
+    pub gpus: Option<String>,
+    /// CPU cores pinned to.
+    pub cpus: Option<String>,
+    /// What the sandbox could and could not enforce.
+    pub sandbox_note: Option<String>,
+    /// Since when the run shows no sign of life (GPU runs only).
+    pub stalled_at: Option<i64>,
+}
+
+/// A dependency edge as `show` prints it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DepRow {
+    /// The task depended on.
+    pub dep_id: i64,
+    /// Its name.
+    pub name: String,
+    /// Its state.
+    pub state: TaskState,
+    /// after-ok or after-any.
+    pub kind: DepKind,
+}
+
+/// One recorded event.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct EventRow {
+    /// When (Unix ms).
+    pub at: i64,
+    /// Run, if any.
+    pub run_id: Option<i64>,
+    /// Short kind (`submitted`, `started`, `finished`, ...).
+    pub kind: String,
+    /// What happened.
+    pub message: String,
+}
+
+/// Everything `show` prints about a task.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TaskDetail {
+    /// The row.
+    pub task: TaskRow,
+    /// The stored spec.
+    pub spec: TaskSpec,
+    /// Its dependencies.
+    pub deps: Vec<DepRow>,
+    /// Its runs, oldest first.
+    pub runs: Vec<RunRow>,
+    /// Members of an array or instances of a recurring template.
+    pub members: Vec<TaskRow>,
+    /// Its events, oldest first.
+    pub events: Vec<EventRow>,
+    /// GPU records of its runs (one per run and GPU).
+    pub gpu_records: Vec<RunGpuRecord>,
+}
+
+/// The GPU record of one run on one GPU, stored when the run ends.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunGpuRecord {
+    /// Run id.
+    pub run: i64,
+    /// GPU index.
+    pub gpu: u32,
+    /// GPU UUID.
+    pub uuid: String,
+    /// Sweeps that saw the run.
+    pub samples: u32,
+    /// Peak GPU memory of the run's processes (the GPU's used memory when
+    /// the driver lists no processes and the run has the GPU alone), bytes.
+    pub mem_peak: u64,
+    /// Mean GPU utilisation, percent.
+    pub util_mean: f64,
+    /// Max GPU utilisation, percent.
+    pub util_max: u32,
+    /// Max temperature, °C.
+    pub temp_max: u32,
+    /// Energy, joules.
+    pub energy_j: f64,
+    /// `counter` (the GPU's energy counter) or `power` (power integrated over time).
+    pub energy_source: String,
+}
+
+/// Which tasks `ls` lists.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListFilter {
+    /// Only this state.
+    pub state: Option<TaskState>,
+    /// Only this project.
+    pub project: Option<String>,
+    /// Include tasks that ended before `since`.
+    pub all: bool,
+    /// With `all` false: ended tasks are listed when they ended after this (Unix ms).
+    pub since: i64,
+}
+
+/// What one collection removed (or, dry, would remove).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GcReport {
+    /// Tasks deleted (array parents included).
+    pub tasks: usize,
+    /// Runs deleted; their folders go too.
+    pub runs: Vec<i64>,
+    /// Events deleted.
+    pub events: usize,
+    /// GPU series samples deleted.
+    pub gpu_samples: usize,
+    /// Plugin-cache files deleted.
+    #[serde(default)]
+    pub cache_files: usize,
+    /// Nothing was deleted: this is what would be.
+    pub dry_run: bool,
+}
+
+impl GcReport {
+    /// One line for a person: what was (or would be) deleted.
+    pub fn summary(&self) -> String {
+        format!(
+            "{} {} tasks, {} runs and their folders, {} events, {} GPU samples, {} unused compiled plugins",
+            if self.dry_run {
+                "would delete"
+            } else {
+                "deleted"
+            },
+            self.tasks,
+            self.runs.len(),
+            self.events,
+            self.gpu_samples,
+            self.cache_files
+        )
+    }
+}

@@ -1,0 +1,11 @@
+//! What the nightjar client and daemon share, and nothing that needs the
+//! daemon's machinery (no wasmtime, no SQLite): the socket protocol and its
+//! wire types, the task-file model, times, and where the state lives.
+
+pub mod api;
+pub mod client;
+pub mod humantime_serde_compat;
+pub mod paths;
+pub mod runlog;
+pub mod task;
+pub mod time;

@@ -1,0 +1,76 @@
+//! The `nightjard` binary: the daemon, and the offline plugin checks that
+//! need the plugin host. It parses the same command line as `nightjar` (the
+//! client runs it with its own arguments for `daemon`, `plugins check` and
+//! `plugins test`), so flags mean the same in both.
+
+use anyhow::Result;
+use clap::Parser;
+use nightjar_cli::{Cli, Verb, plugins::Cmd};
+
+use crate::config::Config;
+use crate::plugins::offline;
+
+/// Runs `nightjard` and returns the process exit status.
+pub fn main() -> i32 {
+    // `nightjard supervise RUN_DIR`: the supervisor, when the slim
+    // `nightjar-supervise` is missing (started by the daemon, never typed).
+    let mut args = std::env::args_os().skip(1);
+    if let (Some(verb), Some(dir), None) = (args.next(), args.next(), args.next())
+        && verb == "supervise"
+    {
+        return match crate::sandbox::supervisor::main(std::path::Path::new(&dir)) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("nightjard supervise: {e:#}");
+                1
+            }
+        };
+    }
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!(
+                "nightjard: {}",
+                nightjar_cli::table::clean_text(&format!("{e:#}"))
+            );
+            1
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<i32> {
+    match &cli.verb {
+        Verb::Daemon => {
+            let cfg = Config::load(cli.config.as_deref(), cli.state_dir.as_deref())?;
+            init_logging();
+            crate::daemon::run(cfg)?;
+            Ok(0)
+        }
+        Verb::Plugins(Cmd::Check { file, config }) => {
+            let limits = offline::daemon_limits(cli.config.as_deref())?;
+            offline::check(file, config.as_deref(), &limits)
+        }
+        Verb::Plugins(Cmd::Test {
+            file,
+            snapshot,
+            config,
+        }) => {
+            let limits = offline::daemon_limits(cli.config.as_deref())?;
+            offline::test(file, snapshot, config.as_deref(), &limits)
+        }
+        _ => anyhow::bail!(
+            "nightjard runs the daemon (`nightjard daemon`) and the offline plugin checks (`plugins check`, `plugins test`); every other verb is the client's: `nightjar {}`",
+            std::env::args().skip(1).collect::<Vec<_>>().join(" ")
+        ),
+    }
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("NIGHTJAR_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
