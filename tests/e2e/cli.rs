@@ -161,7 +161,7 @@ fn sweep_is_one_line_with_counts_and_members_get_their_parameters() {
     let ls = nj.ok(&["ls"]);
     let line = ls.lines().find(|l| l.contains("grid")).unwrap();
     assert!(
-        line.contains("array[4]") && line.contains("4 succeeded"),
+        line.contains("sweep[4]") && line.contains("4 succeeded"),
         "{ls}"
     );
     assert_eq!(ls.lines().count(), 2, "members fold into one line: {ls}");

@@ -60,7 +60,7 @@ pub enum Verb {
     Logs(logs::Args),
     /// Cancel tasks: waiting ones at once, running ones by SIGTERM -> grace -> SIGKILL.
     Cancel {
-        /// Task ids (an array id cancels every member).
+        /// Task ids (a sweep id cancels every member).
         #[arg(required = true)]
         ids: Vec<i64>,
     },

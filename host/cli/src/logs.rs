@@ -36,7 +36,7 @@ pub fn run(mut ctx: Ctx, a: Args) -> Result<i32> {
     let Some(run) = run else {
         if !d.members.is_empty() {
             bail!(
-                "task {} is an array; ask for one of its members (`nightjar show {}` lists them)",
+                "task {} is a sweep; ask for one of its members (`nightjar show {}` lists them)",
                 a.id,
                 a.id
             );

@@ -62,7 +62,7 @@ pub fn run(mut ctx: Ctx, a: Args) -> Result<i32> {
 
 fn state_cell(r: &TaskRow) -> String {
     match &r.counts {
-        Some(c) => format!("array[{}]", c.total),
+        Some(c) => format!("sweep[{}]", c.total),
         None => r.state.as_str().to_string(),
     }
 }

@@ -7,7 +7,7 @@
 //! - `throughput`: 1,000 `nightjar submit -- true` calls and their runs on 2
 //!   slots vs `xargs -P 2` and `tsp -S 2`;
 //! - `idle`: CPU and RSS of an idle daemon over 60 s;
-//! - `gpu`: one sampling sweep of 8 GPUs through the stand-in NVML library
+//! - `gpu`: one round of readings of 8 GPUs through the stand-in NVML library
 //!   (µs per GPU), and the daemon's CPU with 8 GPUs sampled at 1 Hz and 8
 //!   GPU tasks running, against the same daemon with no GPU backend;
 //! - `attack`: `nightjar ls` latency and daemon CPU while each attack of the
@@ -246,11 +246,11 @@ fn gpu(secs: u64) -> Result<()> {
     }
     let per_gpu = t.elapsed().as_secs_f64() * 1e6 / (rounds * indices.len()) as f64;
     println!(
-        "gpu: one sampling sweep of {} GPUs through the stand-in NVML (nvml-wrapper, real call path)",
+        "gpu: one round of readings of {} GPUs through the stand-in NVML (nvml-wrapper, real call path)",
         indices.len()
     );
     println!(
-        "  {per_gpu:.1} us per GPU, {:.1} us per sweep = {:.4}% of the 1 s sample period",
+        "  {per_gpu:.1} us per GPU, {:.1} us per round of readings = {:.4}% of the 1 s sample period",
         per_gpu * 8.0,
         per_gpu * 8.0 / 1e4
     );

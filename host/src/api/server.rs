@@ -240,11 +240,11 @@ fn check_fits(d: &Daemon, entries: &[crate::task::model::NewEntry]) -> anyhow::R
     Ok(())
 }
 
-/// The tasks an id stands for when waiting: the task, or an array's members.
+/// The tasks an id stands for when waiting: the task, or a sweep's members.
 fn wait_targets(d: &Daemon, id: i64) -> anyhow::Result<Vec<i64>> {
     let task = d.store().task(id)?;
     match task.kind.as_str() {
-        "array" => Ok(d.store().show(id)?.members.iter().map(|m| m.id).collect()),
+        "sweep" => Ok(d.store().show(id)?.members.iter().map(|m| m.id).collect()),
         "recurring" => anyhow::bail!(
             "task {id} is a recurring template: it never ends; wait for one of its instances"
         ),
@@ -257,7 +257,7 @@ fn wait_targets(d: &Daemon, id: i64) -> anyhow::Result<Vec<i64>> {
 const WAIT_CHUNK: usize = 256;
 
 async fn wait(d: &Arc<Daemon>, ids: &[i64]) -> anyhow::Result<Vec<WaitResult>> {
-    // Each task once, however often it is named (directly or through its array).
+    // Each task once, however often it is named (directly or through its sweep).
     let mut asked = std::collections::HashSet::new();
     let mut seen = std::collections::HashSet::new();
     let mut targets = Vec::new();

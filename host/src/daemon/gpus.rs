@@ -143,8 +143,8 @@ fn log_bytes(dir: &std::path::Path) -> u64 {
 }
 
 impl Daemon {
-    /// Applies one sweep: monitor, pool, stored series and stall marks.
-    pub fn apply_sweep(&self, readings: Vec<(u32, Result<GpuReading, String>)>) {
+    /// Applies one round of readings: monitor, pool, stored series and stall marks.
+    pub fn apply_readings(&self, readings: Vec<(u32, Result<GpuReading, String>)>) {
         let now = now_ms();
         let (runs, sessions): (Vec<RunOnGpus>, HashMap<u32, i64>) = {
             let placed = lock(&self.placed);
@@ -216,7 +216,7 @@ impl Daemon {
                 return;
             };
             backend = b;
-            self.apply_sweep(readings);
+            self.apply_readings(readings);
         }
     }
 

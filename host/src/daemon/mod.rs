@@ -83,7 +83,7 @@ pub fn run(cfg: Config) -> Result<()> {
             // The first sweep before anything is placed, so GPUs start open or closed truthfully.
             let indices: Vec<u32> = backend.inventory().iter().map(|g| g.index).collect();
             let readings = gpus::read_all(backend.as_mut(), &indices);
-            daemon.apply_sweep(readings);
+            daemon.apply_readings(readings);
             tokio::spawn(Arc::clone(&daemon).sample_loop(backend));
         }
         let listener = bind(&daemon.cfg.socket)?;

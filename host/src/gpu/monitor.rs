@@ -1,5 +1,5 @@
-//! Turns sweeps of GPU readings into what the daemon acts on: each GPU's
-//! health, the memory and load of processes nightjar did not start (foreign),
+//! Turns rounds of GPU readings (every GPU read once per sample period)
+//! into what the daemon acts on: each GPU's health, the memory and load of processes nightjar did not start (foreign),
 //! whether the GPU may be offered, per-run accumulators (peak memory, mean
 //! and max utilisation, max temperature, energy), a downsampled series, and
 //! the `stalled` mark for GPU runs that show no sign of life.
@@ -104,9 +104,9 @@ struct RunState {
     stalled: bool,
 }
 
-/// What one sweep changed that the daemon must act on.
+/// What one round of readings changed that the daemon must act on.
 #[derive(Debug, Default)]
-pub struct SweepEffects {
+pub struct ReadingEffects {
     /// Series points to store.
     pub series: Vec<SeriesPoint>,
     /// Runs that became stalled (true) or active again (false).
@@ -150,7 +150,7 @@ impl Monitor {
         }
     }
 
-    /// Applies one sweep taken at `now`. `owner` maps a pid to the run it
+    /// Applies one round of readings taken at `now`. `owner` maps a pid to the run it
     /// belongs to (None: foreign); `host_available` is MemAvailable in bytes.
     pub fn apply(
         &mut self,
@@ -159,8 +159,8 @@ impl Monitor {
         runs: &[RunOnGpus],
         owner: &dyn Fn(u32) -> Option<i64>,
         host_available: Option<u64>,
-    ) -> SweepEffects {
-        let mut fx = SweepEffects::default();
+    ) -> ReadingEffects {
+        let mut fx = ReadingEffects::default();
         self.host_mem_ok = host_available.is_none_or(|a| a >= self.cfg.host_mem_min_free);
         for (index, result) in readings {
             let Some(g) = self.gpus.iter_mut().find(|g| g.info.index == index) else {
@@ -237,7 +237,7 @@ impl Monitor {
         now: i64,
         runs: &[RunOnGpus],
         owner: &dyn Fn(u32) -> Option<i64>,
-        fx: &mut SweepEffects,
+        fx: &mut ReadingEffects,
     ) {
         for run in runs {
             let state = self.runs.entry(run.run).or_insert_with(|| RunState {

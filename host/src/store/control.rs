@@ -1,4 +1,4 @@
-//! User actions on tasks: cancel, hold, release, retry. An array id acts on
+//! User actions on tasks: cancel, hold, release, retry. A sweep id acts on
 //! every member; a recurring template's cancel stops its firings.
 
 use rusqlite::{Transaction, params};
@@ -15,10 +15,10 @@ pub struct CancelEffect {
     pub to_signal: Vec<(i64, Option<i64>)>,
 }
 
-/// The tasks an id stands for: the task, or the members of an array.
+/// The tasks an id stands for: the task, or the members of a sweep.
 fn targets(tx: &Transaction, id: i64) -> Result<Vec<(i64, TaskState)>> {
     let (state, kind) = state_of(tx, id)?;
-    if kind != "array" {
+    if kind != "sweep" {
         return Ok(vec![(id, state)]);
     }
     let mut stmt =
@@ -33,7 +33,7 @@ fn targets(tx: &Transaction, id: i64) -> Result<Vec<(i64, TaskState)>> {
 }
 
 impl Store {
-    /// Cancels a task (or every member of an array, or a recurring template).
+    /// Cancels a task (or every member of a sweep, or a recurring template).
     pub fn cancel(&mut self, id: i64, now: i64) -> Result<CancelEffect> {
         let tx = self.conn.transaction()?;
         let mut effect = CancelEffect::default();
@@ -161,7 +161,7 @@ impl Store {
     }
 }
 
-/// True when the user named this very task (not an array it belongs to).
+/// True when the user named this very task (not a sweep it belongs to).
 fn targets_single(asked: i64, task: i64) -> bool {
     asked == task
 }

@@ -1,7 +1,7 @@
 //! Retention: ended tasks older than their cutoff are deleted with every row
 //! that hangs off them (runs, events, GPU records and series, verdicts,
 //! dependencies), in one transaction. Nothing a waiting task still depends
-//! on is deleted, recurring templates stay, and an array goes only once all
+//! on is deleted, recurring templates stay, and a sweep goes only once all
 //! of its members have.
 
 use super::{GcReport, Result, Store, exec};
@@ -18,11 +18,11 @@ SELECT t.id FROM tasks t
        SELECT 1 FROM deps d JOIN tasks w ON w.id = d.task_id
         WHERE d.dep_id = t.id AND w.state NOT IN ('succeeded', 'failed', 'cancelled'))";
 
-/// Arrays whose members are all collected (or gone).
-const ARRAYS: &str = "
+/// Sweeps whose members are all collected (or gone).
+const SWEEPS: &str = "
 INSERT INTO gc_tasks (id)
 SELECT a.id FROM tasks a
- WHERE a.kind = 'array'
+ WHERE a.kind = 'sweep'
    AND EXISTS (SELECT 1 FROM gc_tasks g JOIN tasks m ON m.id = g.id WHERE m.parent_id = a.id)
    AND NOT EXISTS (
        SELECT 1 FROM tasks m WHERE m.parent_id = a.id AND m.id NOT IN (SELECT id FROM gc_tasks))";
@@ -37,7 +37,7 @@ impl Store {
             "CREATE TEMP TABLE IF NOT EXISTS gc_tasks (id INTEGER PRIMARY KEY); DELETE FROM gc_tasks;",
         )?;
         exec(&tx, SELECT, params![ended_before, failed_before])?;
-        exec(&tx, ARRAYS, [])?;
+        exec(&tx, SWEEPS, [])?;
         let tasks: usize = tx.query_row("SELECT COUNT(*) FROM gc_tasks", [], |r| r.get(0))?;
         let runs: Vec<i64> = {
             let mut stmt = tx.prepare(
@@ -77,7 +77,7 @@ impl Store {
             "DELETE FROM policy_verdicts WHERE task_id IN (SELECT id FROM gc_tasks)".into(),
             "DELETE FROM deps WHERE task_id IN (SELECT id FROM gc_tasks) OR dep_id IN (SELECT id FROM gc_tasks)".into(),
             "DELETE FROM runs WHERE task_id IN (SELECT id FROM gc_tasks)".into(),
-            // Members before their arrays (the parent reference).
+            // Members before their sweeps (the parent reference).
             "DELETE FROM tasks WHERE kind = 'task' AND id IN (SELECT id FROM gc_tasks)".into(),
             "DELETE FROM tasks WHERE id IN (SELECT id FROM gc_tasks)".into(),
         ] {

@@ -89,10 +89,34 @@ impl Store {
         Ok(store)
     }
 
+    /// Runs the migrations past `from`, each in its own transaction. Foreign
+    /// keys are off meanwhile (a migration may rebuild a table others refer
+    /// to) and checked before each commit: a migration that would leave a
+    /// dangling reference is rolled back and the database stays as it was.
     fn migrate(&mut self, from: i64) -> Result<()> {
+        if from as usize >= schema::MIGRATIONS.len() {
+            return Ok(());
+        }
+        self.conn.pragma_update(None, "foreign_keys", "OFF")?;
+        let result = self.run_migrations(from);
+        self.conn.pragma_update(None, "foreign_keys", "ON")?;
+        result
+    }
+
+    fn run_migrations(&mut self, from: i64) -> Result<()> {
         for (i, sql) in schema::MIGRATIONS.iter().enumerate().skip(from as usize) {
             let tx = self.conn.transaction()?;
             tx.execute_batch(sql)?;
+            let dangling: i64 =
+                tx.query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |r| {
+                    r.get(0)
+                })?;
+            if dangling > 0 {
+                return Err(StoreError::Invalid(format!(
+                    "migration to schema version {} would leave {dangling} dangling reference(s); nothing was changed: report this with the database attached",
+                    i + 1
+                )));
+            }
             tx.pragma_update(None, "user_version", (i + 1) as i64)?;
             tx.commit()?;
         }
@@ -155,5 +179,7 @@ fn state_of(tx: &Transaction, id: i64) -> Result<(TaskState, String)> {
     Ok((state, kind))
 }
 
+#[cfg(test)]
+mod migration_tests;
 #[cfg(test)]
 mod tests;

@@ -61,19 +61,19 @@ impl Store {
                 task_row,
             )?
             .collect::<rusqlite::Result<Vec<_>>>()?;
-        for row in rows.iter_mut().filter(|r| r.kind == "array") {
+        for row in rows.iter_mut().filter(|r| r.kind == "sweep") {
             row.counts = Some(self.counts(row.id)?);
         }
         Ok(rows)
     }
 
-    /// Member counts of an array.
-    pub fn counts(&self, array: i64) -> Result<Counts> {
+    /// Member counts of a sweep.
+    pub fn counts(&self, sweep: i64) -> Result<Counts> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT state, COUNT(*) FROM tasks WHERE parent_id = ?1 GROUP BY state",
         )?;
         let mut c = Counts::default();
-        for row in stmt.query_map([array], |r| {
+        for row in stmt.query_map([sweep], |r| {
             Ok((r.get::<_, String>(0)?, r.get::<_, u32>(1)?))
         })? {
             let (state, n) = row?;
@@ -104,7 +104,7 @@ impl Store {
             .ok_or_else(|| {
                 StoreError::NotFound(format!("no task with id {id}; `nightjar ls` lists them"))
             })?;
-        if row.kind == "array" {
+        if row.kind == "sweep" {
             row.counts = Some(self.counts(id)?);
         }
         Ok(row)

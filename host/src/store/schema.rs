@@ -110,4 +110,43 @@ CREATE TABLE policy_verdicts (
     PRIMARY KEY (task_id, plugin)
 );
 "#,
+    r#"
+-- One word per thing: a parameter grid is a `sweep` (nightjar 0.1 said
+-- `array`). The kind's CHECK changes, so the table is rebuilt (SQLite's
+-- twelve steps: the runner turns foreign keys off around it and checks them
+-- before the commit).
+CREATE TABLE tasks_v4 (
+    id             INTEGER PRIMARY KEY,
+    kind           TEXT    NOT NULL CHECK (kind IN ('task', 'sweep', 'recurring')),
+    parent_id      INTEGER REFERENCES tasks(id),
+    name           TEXT    NOT NULL,
+    project        TEXT    NOT NULL,
+    priority       INTEGER NOT NULL,
+    state          TEXT    NOT NULL,
+    reason         TEXT,
+    spec           TEXT    NOT NULL,
+    schedule       TEXT,
+    next_fire_at   INTEGER,
+    submitted_at   INTEGER NOT NULL,
+    eligible_at    INTEGER,
+    not_before     INTEGER,
+    attempts       INTEGER NOT NULL DEFAULT 0,
+    cancel_requested INTEGER NOT NULL DEFAULT 0,
+    finished_at    INTEGER
+);
+INSERT INTO tasks_v4 (id, kind, parent_id, name, project, priority, state, reason, spec,
+                      schedule, next_fire_at, submitted_at, eligible_at, not_before,
+                      attempts, cancel_requested, finished_at)
+SELECT id, CASE kind WHEN 'array' THEN 'sweep' ELSE kind END, parent_id, name, project,
+       priority, CASE state WHEN 'array' THEN 'sweep' ELSE state END, reason, spec,
+       schedule, next_fire_at, submitted_at, eligible_at, not_before,
+       attempts, cancel_requested, finished_at
+  FROM tasks;
+DROP TABLE tasks;
+ALTER TABLE tasks_v4 RENAME TO tasks;
+CREATE INDEX tasks_queue  ON tasks (state, priority DESC, submitted_at, id);
+CREATE INDEX tasks_parent ON tasks (parent_id);
+CREATE INDEX tasks_backoff ON tasks (not_before) WHERE state = 'queued' AND not_before IS NOT NULL;
+CREATE INDEX tasks_fire    ON tasks (next_fire_at) WHERE state = 'scheduled';
+"#,
 ];

@@ -7,7 +7,7 @@ use crate::task::model::{DepTarget, NewEntry, TaskSpec};
 
 impl Store {
     /// Inserts every entry of a submission, all or nothing. Returns one id per
-    /// entry (the task, the array or the recurring template). `next_fire`
+    /// entry (the task, the sweep or the recurring template). `next_fire`
     /// gives the first firing of a recurring entry.
     pub fn submit(
         &mut self,
@@ -51,13 +51,13 @@ impl Store {
     }
 }
 
-/// The tasks a dependency on an existing id stands for: the task, or every member of an array.
+/// The tasks a dependency on an existing id stands for: the task, or every member of a sweep.
 fn existing_targets(tx: &Transaction, id: i64) -> Result<Vec<i64>> {
     let (_, kind) = state_of(tx, id).map_err(|_| {
         StoreError::Invalid(format!("unknown dependency: there is no task with id {id}"))
     })?;
     match kind.as_str() {
-        "array" => {
+        "sweep" => {
             let mut stmt =
                 tx.prepare_cached("SELECT id FROM tasks WHERE parent_id = ?1 ORDER BY id")?;
             let ids = stmt
@@ -138,18 +138,18 @@ fn insert_entry(
     }
     let mut group = first.clone();
     group.name = entry.name.clone();
-    let array = insert_task(tx, "array", None, &group, TaskState::Array, now)?;
+    let sweep = insert_task(tx, "sweep", None, &group, TaskState::Sweep, now)?;
     let mut ids = Vec::with_capacity(entry.members.len());
     for m in &entry.members {
-        ids.push(insert_task(tx, "task", Some(array), m, initial, now)?);
+        ids.push(insert_task(tx, "task", Some(sweep), m, initial, now)?);
     }
     event(
         tx,
         now,
-        Some(array),
+        Some(sweep),
         None,
         "submitted",
         &format!("sweep of {} members", ids.len()),
     )?;
-    Ok((array, ids))
+    Ok((sweep, ids))
 }

@@ -187,7 +187,7 @@ fn unknown_existing_dependency_changes_nothing() {
 }
 
 #[test]
-fn sweep_is_one_array_with_member_counts_and_cancel_reaches_members() {
+fn a_sweep_is_one_line_with_member_counts_and_cancel_reaches_members() {
     let (dir, mut s) = store();
     let ids = submit(&mut s, "command = \"echo ${x}\"\n[sweep]\nx = [1, 2, 3]\n");
     let rows = s
@@ -196,7 +196,7 @@ fn sweep_is_one_array_with_member_counts_and_cancel_reaches_members() {
             ..Default::default()
         })
         .unwrap();
-    assert_eq!(rows.len(), 1, "members fold into the array line");
+    assert_eq!(rows.len(), 1, "members fold into the sweep line");
     assert_eq!(rows[0].counts.as_ref().unwrap().total, 3);
     let members = s.show(ids[0]).unwrap().members;
     let run = s

@@ -24,7 +24,7 @@ pub enum TaskState {
     /// Cancelled by a user.
     Cancelled,
     /// The parent row of a sweep; its members hold the states.
-    Array,
+    Sweep,
     /// A recurring template waiting for its next firing.
     Scheduled,
 }
@@ -40,7 +40,7 @@ impl TaskState {
             TaskState::Succeeded => "succeeded",
             TaskState::Failed => "failed",
             TaskState::Cancelled => "cancelled",
-            TaskState::Array => "array",
+            TaskState::Sweep => "sweep",
             TaskState::Scheduled => "scheduled",
         }
     }
@@ -55,7 +55,7 @@ impl TaskState {
             "succeeded" => TaskState::Succeeded,
             "failed" => TaskState::Failed,
             "cancelled" => TaskState::Cancelled,
-            "array" => TaskState::Array,
+            "sweep" => TaskState::Sweep,
             "scheduled" => TaskState::Scheduled,
             _ => return None,
         })
@@ -119,7 +119,7 @@ impl RunClass {
     }
 }
 
-/// Member counts of an array, by state.
+/// Member counts of a sweep, by state.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counts {
     /// Members in all.
@@ -163,9 +163,9 @@ impl Counts {
 pub struct TaskRow {
     /// Task id.
     pub id: i64,
-    /// `task`, `array` or `recurring`.
+    /// `task`, `sweep` or `recurring`.
     pub kind: String,
-    /// The array or recurring template this task belongs to.
+    /// The sweep or recurring template this task belongs to.
     pub parent_id: Option<i64>,
     /// Name.
     pub name: String,
@@ -189,7 +189,7 @@ pub struct TaskRow {
     pub next_fire_at: Option<i64>,
     /// The command, for display.
     pub command: String,
-    /// Member counts, for arrays.
+    /// Member counts, for sweeps.
     pub counts: Option<Counts>,
     /// Since when its running run is stalled, if it is.
     pub stalled_at: Option<i64>,
@@ -273,7 +273,7 @@ pub struct TaskDetail {
     pub deps: Vec<DepRow>,
     /// Its runs, oldest first.
     pub runs: Vec<RunRow>,
-    /// Members of an array or instances of a recurring template.
+    /// Members of a sweep or instances of a recurring template.
     pub members: Vec<TaskRow>,
     /// Its events, oldest first.
     pub events: Vec<EventRow>,
@@ -290,7 +290,7 @@ pub struct RunGpuRecord {
     pub gpu: u32,
     /// GPU UUID.
     pub uuid: String,
-    /// Sweeps that saw the run.
+    /// Rounds of GPU readings that saw the run.
     pub samples: u32,
     /// Peak GPU memory of the run's processes (the GPU's used memory when
     /// the driver lists no processes and the run has the GPU alone), bytes.
@@ -323,7 +323,7 @@ pub struct ListFilter {
 /// What one collection removed (or, dry, would remove).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GcReport {
-    /// Tasks deleted (array parents included).
+    /// Tasks deleted (sweep parents included).
     pub tasks: usize,
     /// Runs deleted; their folders go too.
     pub runs: Vec<i64>,

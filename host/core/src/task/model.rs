@@ -220,22 +220,22 @@ impl DepKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DepTarget {
-    /// A task already in the store (an array id means all its members).
+    /// A task already in the store (a sweep id means all its members).
     Existing(i64),
     /// Another entry of the same submission, by its index.
     Local(usize),
 }
 
-/// One entry of a submission: a plain task, a sweep array or a recurring task.
+/// One entry of a submission: a plain task, a sweep or a recurring task.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NewEntry {
-    /// The entry's name (for arrays and recurring tasks the group's name).
+    /// The entry's name (for sweeps and recurring tasks the group's name).
     pub name: String,
     /// The project.
     pub project: String,
     /// The members: one for a plain task, several for a sweep.
     pub members: Vec<TaskSpec>,
-    /// Set for a sweep (the entry becomes an array with one task per member).
+    /// Set for a sweep (the entry becomes a sweep: a parent with one task per member).
     pub is_sweep: bool,
     /// A recurring schedule (the entry becomes a template that creates a task per firing).
     pub schedule: Option<String>,
