@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use anyhow::Result;
 use tokio::sync::watch;
 
+use super::dispatch::Ranking;
 use super::runenv;
 use crate::config::Config;
 use crate::gpu::monitor::Monitor;
@@ -37,6 +38,15 @@ pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// State shared by the scheduler, the run waiters and the API handlers.
+///
+/// Lock order: there is none to learn, because no two of these locks are
+/// ever held at once. Each is taken for one short step (`lock(&d.pool)`,
+/// `d.store()`) and released before the next is taken; a guard is never
+/// held across a plugin call, an await or a process spawn, with one
+/// exception: `supervisors` is held across launching a supervisor (no other
+/// lock is taken meanwhile), so a new child is known before it can be
+/// mistaken for an orphan. The policy chain and its ranking are owned by
+/// the scheduler thread and take no lock at all.
 pub struct Daemon {
     /// The configuration in force.
     pub cfg: Config,
@@ -154,9 +164,15 @@ impl Daemon {
         (!notes.is_empty()).then(|| notes.join("; "))
     }
 
-    /// One scheduling pass: fire due recurring tasks, then start what fits
-    /// (through the chain when one is configured).
-    pub(super) fn pass(self: &Arc<Self>, chain: Option<&mut super::chain::Chain>) -> Result<()> {
+    /// One scheduling pass: fire due recurring tasks, then start what fits,
+    /// in the chain's ranking when one is configured (asked at most every
+    /// `dispatch::EVALUATE_EVERY`), else in the built-in order. Both go
+    /// through the one dispatch path.
+    pub(super) fn pass(
+        self: &Arc<Self>,
+        chain: Option<&mut super::chain::Chain>,
+        ranking: &mut Option<Ranking>,
+    ) -> Result<()> {
         if self.draining.load(Ordering::SeqCst) {
             return Ok(());
         }
@@ -169,55 +185,47 @@ impl Daemon {
                 .map(|t| t.timestamp_millis())
         })?;
         let mut started = !fired.is_empty();
-        if !self.cfg.plugins.chain.is_empty() {
-            if let Some(chain) = chain {
-                started |= self.policy_pass(chain)?;
-            }
-            if started {
-                self.changes.send_modify(|n| *n += 1);
-            }
-            return Ok(());
-        }
-        // Page through the queue in order until the slots are full; tasks that
-        // do not fit (GPUs, cores) are skipped, not waited behind.
-        let mut offset = 0;
-        loop {
-            let free = self.pool.lock().map(|p| p.slots as usize).unwrap_or(0);
-            if free == 0 {
-                break;
-            }
-            // A page as large as the free slots: only tasks that may start are parsed.
-            let page = free;
-            let candidates = self.store().candidates(now_ms(), page, offset)?;
-            let fetched = candidates.len();
-            for c in candidates {
-                let placement = self
-                    .pool
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .place(&c.spec.resources);
-                let Some(placement) = placement else {
-                    offset += 1;
-                    continue;
-                };
-                match self.start(c.id, &c.spec, placement.clone()) {
-                    Ok(true) => started = true,
-                    Ok(false) => self.release(None, &placement),
-                    Err(e) => {
-                        tracing::error!("task {}: cannot start: {e:#}", c.id);
-                        self.release(None, &placement);
-                        offset += 1;
-                    }
+        if self.cfg.plugins.chain.is_empty() {
+            started |= self.builtin_pass(now)?;
+        } else if let Some(chain) = chain {
+            started |= match ranking {
+                Some(r) if !r.stale(now) => {
+                    // Evaluated moments ago: fill slots from it, and rank
+                    // what came since once the batching window ends.
+                    let again = r.at + super::dispatch::EVALUATE_EVERY.as_millis() as i64;
+                    let mut wake = lock(&self.policy_wake);
+                    *wake = Some(wake.map_or(again, |w| w.min(again)));
+                    drop(wake);
+                    self.dispatch_ranked(r, now)?
                 }
-            }
-            if fetched < page {
-                break;
-            }
+                _ => self.policy_pass(chain, ranking, now)?,
+            };
         }
         if started {
             self.changes.send_modify(|n| *n += 1);
         }
         Ok(())
+    }
+
+    /// The built-in order (priority class, then age), paged through the
+    /// queue until the slots are full: only tasks that may start are parsed.
+    fn builtin_pass(self: &Arc<Self>, now: i64) -> Result<bool> {
+        let mut started = false;
+        let mut offset = 0;
+        loop {
+            let free = lock(&self.pool).slots as usize;
+            if free == 0 {
+                return Ok(started);
+            }
+            let page = self.store().candidates(now, free, offset)?;
+            let d = self.dispatch(page.iter().map(|c| (c, None)), now)?;
+            started |= d.started;
+            // What did not fit stays queued and is stepped over.
+            offset += d.waiting.len();
+            if page.len() < free {
+                return Ok(started);
+            }
+        }
     }
 
     /// Places one candidate if it fits; true when it started.

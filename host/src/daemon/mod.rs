@@ -4,9 +4,11 @@
 mod chain;
 mod combine;
 mod core;
+mod dispatch;
 mod gpus;
 mod health;
 mod policy_pass;
+mod preempt;
 mod private;
 mod retention;
 mod runenv;

@@ -12,8 +12,9 @@ use super::MemberView;
 use super::chain::Chain;
 use super::combine::{self, Judgement, Ranked, cause};
 use super::core::{Daemon, lock};
+use super::dispatch::Ranking;
 use crate::plugins::policy as p;
-use crate::store::{Candidate, RunningInfo};
+use crate::store::Candidate;
 
 /// Longest plugin-caused message written to the events table.
 const MAX_EVENT_TEXT: usize = 1024;
@@ -88,7 +89,8 @@ pub struct ChainStatus {
     pub wait_events: WaitEventBudget,
 }
 
-fn cap(text: &str) -> String {
+/// `text` cut to `MAX_EVENT_TEXT` bytes (at a character boundary), saying how long it was.
+pub(super) fn cap(text: &str) -> String {
     if text.len() <= MAX_EVENT_TEXT {
         return text.to_string();
     }
@@ -100,9 +102,15 @@ fn cap(text: &str) -> String {
 }
 
 impl Daemon {
-    /// A scheduling pass through the policy chain. True when something started.
-    pub(super) fn policy_pass(self: &Arc<Self>, chain: &mut Chain) -> anyhow::Result<bool> {
-        let now = crate::time::now_ms();
+    /// A scheduling pass through the chain: snapshot -> evaluate -> combine
+    /// -> record -> start in ranked order -> preempt. The ranking is kept for
+    /// the passes until the next evaluation. True when something started.
+    pub(super) fn policy_pass(
+        self: &Arc<Self>,
+        chain: &mut Chain,
+        ranking: &mut Option<Ranking>,
+        now: i64,
+    ) -> anyhow::Result<bool> {
         let running = self.store().running_tasks()?;
         // With every slot taken, a pass can still preempt; without a
         // preemptible run there is nothing to decide.
@@ -202,6 +210,10 @@ impl Daemon {
         lock(&self.wait_reasons).retain(|id, _| queued.contains(id));
         if let Some(why) = answer.hold_all {
             tracing::warn!("starting nothing: {why}");
+            *ranking = Some(Ranking {
+                at: now,
+                ..Ranking::default()
+            });
             return Ok(false);
         }
         // Equal scores (a failing or disabled scorer leaves all at 0) fall
@@ -213,40 +225,33 @@ impl Daemon {
             submitted_at: c.submitted_at,
         };
         order.sort_by(|a, b| combine::start_order(&rank(a), &rank(b)));
-        let mut started = false;
-        let mut waiting: Vec<&Candidate> = Vec::new();
-        let mut started_ids = std::collections::HashSet::new();
-        let yields = {
-            let mut s = lock(&self.chain_status);
-            s.yields_to.retain(|_, b| queued.contains(b));
-            s.yields_to.clone()
+        lock(&self.chain_status)
+            .yields_to
+            .retain(|_, b| queued.contains(b));
+        let ranked = Ranking {
+            at: now,
+            order: order.iter().map(|(score, c)| (c.id, *score)).collect(),
+            parts: std::mem::take(&mut answer.parts),
         };
-        for (score, c) in order {
-            // A preempted task does not take back what it freed before the task it freed it for.
-            let yielding = yields
-                .get(&c.id)
-                .is_some_and(|b| queued.contains(b) && !started_ids.contains(b));
-            if yielding || lock(&self.pool).slots == 0 || !self.try_start(c) {
-                waiting.push(c);
-                continue;
-            }
-            started = true;
-            started_ids.insert(c.id);
-            let parts = answer.parts.get(&c.id).map(Vec::as_slice).unwrap_or(&[]);
-            let terms: Vec<String> = parts.iter().map(|(n, s)| format!("{n} {s}")).collect();
-            let why = if terms.is_empty() {
-                format!("score {score} (no policy scored it)")
-            } else {
-                format!("score {score} = {}", terms.join(" + "))
-            };
-            self.store().note_event(Some(c.id), "placed", &why, now)?;
-        }
+        let dispatched = self.dispatch(
+            order
+                .iter()
+                .map(|(score, c)| (*c, Some(ranked.because(c.id, *score)))),
+            now,
+        )?;
+        let by_id: HashMap<i64, &Candidate> = queue.iter().map(|c| (c.id, c)).collect();
+        let waiting: Vec<&Candidate> = dispatched
+            .waiting
+            .iter()
+            .filter_map(|id| by_id.get(id).copied())
+            .collect();
         if let Some(again) = self.preempt(&answer.preempt, &running, &waiting, now)? {
             // A request refused for now is looked at again when it may be honoured.
             let mut wake = lock(&self.policy_wake);
             *wake = Some(wake.map_or(again, |w| w.min(again)));
         }
-        Ok(started)
+        *ranking = Some(ranked);
+        Ok(dispatched.started)
     }
 
     /// Stores each verdict whose kind or cause changed (a countdown in a
@@ -289,93 +294,6 @@ impl Daemon {
             wake = Some(wake.map_or(again, |w| w.min(again)));
         }
         *lock(&self.policy_wake) = wake.map(|w| w.max(min));
-    }
-
-    /// Honours the preemption requests that are worth their cost: the victim
-    /// is preemptible, has run `plugins.preempt_min_runtime` since it last
-    /// started, was not preempted within that time, and a task that may start
-    /// now would use what it frees. Refusals are kept for `why`; returns when
-    /// a request refused for its timing may be honoured.
-    fn preempt(
-        &self,
-        requests: &[(i64, String)],
-        running: &[RunningInfo],
-        waiting: &[&Candidate],
-        now: i64,
-    ) -> anyhow::Result<Option<i64>> {
-        let min_ms = self.cfg.plugins.preempt_min_runtime.as_millis() as i64;
-        {
-            // Forget what no longer matters: refusals of tasks that stopped
-            // running, preemptions older than the window.
-            let mut s = lock(&self.chain_status);
-            s.refused_preemptions
-                .retain(|t, _| running.iter().any(|r| r.id == *t));
-            s.preempted_at.retain(|_, at| now - *at < min_ms);
-        }
-        let mut again: Option<i64> = None;
-        let mut retry_at = |t: i64| again = Some(again.map_or(t, |a| a.min(t)));
-        let mut seen = std::collections::HashSet::new();
-        for (task, reason) in requests {
-            if !seen.insert(*task) {
-                continue;
-            }
-            let refuse = |why: String| {
-                let mut s = lock(&self.chain_status);
-                s.refused_preemptions
-                    .insert(*task, (format!("{reason}: not honoured: {why}"), now));
-            };
-            let Some(victim) = running.iter().find(|r| r.id == *task) else {
-                continue;
-            };
-            if !victim.preemptible {
-                refuse("the task is not preemptible".into());
-                continue;
-            }
-            let ran = now - victim.started_at;
-            if ran < min_ms {
-                retry_at(victim.started_at.saturating_add(min_ms));
-                refuse(format!(
-                    "it has run {} of the {} plugins.preempt_min_runtime",
-                    crate::time::fmt_span(ran),
-                    crate::time::fmt_span(min_ms)
-                ));
-                continue;
-            }
-            let last = lock(&self.chain_status).preempted_at.get(task).copied();
-            if let Some(at) = last.filter(|at| now - at < min_ms) {
-                retry_at(at.saturating_add(min_ms));
-                refuse(format!(
-                    "it was preempted {} ago; at most once per plugins.preempt_min_runtime",
-                    crate::time::fmt_span(now - at)
-                ));
-                continue;
-            }
-            let freed = lock(&self.placed)
-                .values()
-                .find(|h| h.task == *task)
-                .map(|h| h.placement.clone());
-            let Some(freed) = freed else { continue };
-            let mut pool = lock(&self.pool).clone();
-            pool.give_back(&freed);
-            let user = waiting
-                .iter()
-                .find(|c| pool.place(&c.spec.resources).is_some());
-            let Some(user) = user else {
-                refuse("no waiting task that may start now would use what it frees".into());
-                continue;
-            };
-            let request = self.store().request_preempt(*task, &cap(reason), now)?;
-            if let Some((run, pid)) = request {
-                tracing::info!("task {task}: {reason} (for task {})", user.id);
-                let mut s = lock(&self.chain_status);
-                s.preempted_at.insert(*task, now);
-                s.yields_to.insert(*task, user.id);
-                s.refused_preemptions.remove(task);
-                drop(s);
-                self.signal_supervisor(run, pid);
-            }
-        }
-        Ok(again)
     }
 }
 

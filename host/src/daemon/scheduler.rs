@@ -62,6 +62,8 @@ pub fn run(
     let mut seen = Chain::fingerprint(&d.cfg);
     let mut last_scan = Instant::now();
     let mut last_gc = Instant::now();
+    // The chain's last evaluation, filling slots until the next one.
+    let mut ranking = None;
     loop {
         if d.draining.load(std::sync::atomic::Ordering::SeqCst) {
             return;
@@ -87,7 +89,7 @@ pub fn run(
                 tracing::error!("retention: collection failed: {e:#}");
             }
         }
-        if let Err(e) = d.pass(chain.as_mut()) {
+        if let Err(e) = d.pass(chain.as_mut(), &mut ranking) {
             tracing::error!("scheduling pass failed: {e:#}");
         }
         let store_wake = d.store().next_wakeup().ok().flatten();

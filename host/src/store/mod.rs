@@ -1,6 +1,7 @@
 //! The durable store: one SQLite database in WAL mode. Every state transition
 //! is one transaction; a claim can hand a task to one runner only.
 
+mod candidates;
 mod control;
 mod deps;
 mod gc;

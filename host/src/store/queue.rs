@@ -4,9 +4,7 @@
 
 use rusqlite::{OptionalExtension, params};
 
-use super::{
-    Candidate, Result, RunClass, RunOutcome, RunRow, Store, StoreError, TaskState, event, exec, row,
-};
+use super::{Result, RunClass, RunOutcome, RunRow, Store, StoreError, TaskState, event, exec, row};
 use crate::task::model::TaskSpec;
 
 /// `tasks.cancel_requested`: a user cancel.
@@ -74,53 +72,7 @@ pub(super) const WAKEUP_SQL: &str = "SELECT MIN(x) FROM (
     UNION ALL
     SELECT MIN(next_fire_at) FROM tasks INDEXED BY tasks_fire WHERE state = 'scheduled')";
 
-/// SQL true when task `t` has a dependency that is not yet satisfied.
-const UNSATISFIED: &str = "EXISTS (SELECT 1 FROM deps d JOIN tasks p ON p.id = d.dep_id
-    WHERE d.task_id = t.id AND NOT (
-        (d.kind = 'after-ok' AND p.state = 'succeeded') OR
-        (d.kind = 'after-any' AND p.state IN ('succeeded', 'failed', 'cancelled'))))";
-
 impl Store {
-    /// Queued tasks whose dependencies are met and whose backoff has passed,
-    /// in the built-in order: priority, then submit time. At most `limit`,
-    /// after skipping `offset` (for paging through tasks that did not fit).
-    pub fn candidates(&self, now: i64, limit: usize, offset: usize) -> Result<Vec<Candidate>> {
-        let sql = format!(
-            "SELECT t.id, t.spec, t.submitted_at, t.attempts,
-                    MAX(t.submitted_at, COALESCE(t.not_before, 0),
-                        COALESCE((SELECT MAX(p.finished_at) FROM deps d JOIN tasks p ON p.id = d.dep_id
-                                  WHERE d.task_id = t.id), 0))
-             FROM tasks t
-             WHERE t.state = 'queued' AND t.kind = 'task'
-               AND (t.not_before IS NULL OR t.not_before <= ?1)
-               AND NOT {UNSATISFIED}
-             ORDER BY t.priority DESC, t.submitted_at, t.id LIMIT ?2 OFFSET ?3"
-        );
-        let mut stmt = self.conn.prepare_cached(&sql)?;
-        let rows = stmt.query_map(params![now, limit as i64, offset as i64], |r| {
-            Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, String>(1)?,
-                r.get(2)?,
-                r.get(3)?,
-                r.get(4)?,
-            ))
-        })?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (id, spec, submitted_at, attempts, eligible_at) = row?;
-            let spec: TaskSpec = serde_json::from_str(&spec)?;
-            out.push(Candidate {
-                id,
-                spec,
-                submitted_at,
-                eligible_at,
-                attempts,
-            });
-        }
-        Ok(out)
-    }
-
     /// Claims a queued task for a new run, atomically: returns `None` when the
     /// task is no longer queued (someone else claimed or cancelled it). The run
     /// folder is `runs_dir/<run id>`.
