@@ -98,7 +98,7 @@ impl Default for Config {
         Config {
             socket: default_socket(&state_dir),
             state_dir,
-            timezone: local_timezone(),
+            timezone: nightjar_core::time::local_zone(),
             slots: std::thread::available_parallelism()
                 .map(|n| n.get() as u32)
                 .unwrap_or(1),
@@ -295,19 +295,6 @@ impl Config {
 }
 
 pub use nightjar_core::paths::{default_socket, default_state_dir};
-
-/// The machine's time zone name (`TZ`, else the system's), or `UTC`.
-fn local_timezone() -> String {
-    if let Ok(tz) = std::env::var("TZ")
-        && tz.parse::<chrono_tz::Tz>().is_ok()
-    {
-        return tz;
-    }
-    iana_time_zone::get_timezone()
-        .ok()
-        .filter(|t| t.parse::<chrono_tz::Tz>().is_ok())
-        .unwrap_or_else(|| "UTC".to_string())
-}
 
 pub use nightjar_core::humantime_serde_compat;
 

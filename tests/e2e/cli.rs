@@ -269,3 +269,35 @@ fn the_daemon_binary_sends_client_verbs_to_the_client() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("`nightjar ls`"), "{err}");
 }
+
+#[test]
+fn a_schedule_read_in_another_zone_says_which() {
+    let mut nj = Nj::new("timezone = \"Asia/Shanghai\"");
+    nj.start();
+    let id = nj.submit(&["--schedule", "daily@03:00", "--", "true"]);
+    let show = |tz: &str| {
+        let out = std::process::Command::new(crate::harness::BIN)
+            .env("TZ", tz)
+            .args([
+                "--config",
+                nj.config.to_str().unwrap(),
+                "show",
+                &id.to_string(),
+            ])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let elsewhere = show("UTC");
+    assert!(
+        elsewhere.contains("schedule   daily@03:00 (Asia/Shanghai time)"),
+        "{elsewhere}"
+    );
+    let next = elsewhere.lines().find(|l| l.contains("next fire")).unwrap();
+    assert!(next.contains(" 03:00 Asia/Shanghai)"), "{next}");
+    // Seen from the schedule's own zone, no label is needed.
+    let there = show("Asia/Shanghai");
+    assert!(there.contains("schedule   daily@03:00\n"), "{there}");
+    assert!(!there.contains("Asia/Shanghai"), "{there}");
+}

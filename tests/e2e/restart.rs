@@ -127,19 +127,36 @@ impl Nj {
 fn a_daemon_started_on_a_release_0_1_database_upgrades_it_and_shows_the_sweep() {
     let mut nj = Nj::new("");
     std::fs::create_dir_all(&nj.state).unwrap();
-    std::fs::set_permissions(&nj.state, std::os::unix::fs::PermissionsExt::from_mode(0o700))
-        .unwrap();
+    std::fs::set_permissions(
+        &nj.state,
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .unwrap();
     let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../tests/fixtures/nightjar-0.1-schema3.db");
     std::fs::copy(&fixture, nj.state.join("nightjar.db")).unwrap();
     nj.start();
     let ls = nj.ok(&["ls", "--all"]);
-    let sweep = ls.lines().find(|l| l.contains(" lr ")).expect("the sweep line");
-    assert!(sweep.contains("sweep[3]") && sweep.contains("3 succeeded"), "{ls}");
+    let sweep = ls
+        .lines()
+        .find(|l| l.contains(" lr "))
+        .expect("the sweep line");
+    assert!(
+        sweep.contains("sweep[3]") && sweep.contains("3 succeeded"),
+        "{ls}"
+    );
     assert!(!ls.contains("array"), "{ls}");
     let json = nj.ok(&["--json", "show", "3"]);
     assert!(json.contains("\"kind\": \"sweep\""), "{json}");
     // The template still fires; the held task is still held.
-    assert!(ls.lines().any(|l| l.contains("nightly") && l.contains("scheduled")), "{ls}");
-    assert!(ls.lines().any(|l| l.contains("held-one") && l.contains("held")), "{ls}");
+    assert!(
+        ls.lines()
+            .any(|l| l.contains("nightly") && l.contains("scheduled")),
+        "{ls}"
+    );
+    assert!(
+        ls.lines()
+            .any(|l| l.contains("held-one") && l.contains("held")),
+        "{ls}"
+    );
 }

@@ -64,8 +64,26 @@ pub fn run(mut ctx: Ctx, id: i64) -> Result<i32> {
         humantime::format_duration(d.spec.retry.backoff)
     );
     println!("  submitted  {}", fmt_local(t.submitted_at));
+    if let Some(s) = &d.schedule {
+        // The schedule's wall times are the daemon's zone; say so when it is
+        // not this machine's.
+        let zone = (s.timezone != nightjar_core::time::local_zone() && !s.timezone.is_empty())
+            .then(|| format!(" ({} time)", s.timezone))
+            .unwrap_or_default();
+        println!("  schedule   {}{zone}", clean(&s.expr));
+    }
     if let Some(at) = t.next_fire_at {
-        println!("  next fire  {} (in {})", fmt_local(at), fmt_span(at - now));
+        let there = d
+            .schedule
+            .as_ref()
+            .and_then(|s| nightjar_core::time::fmt_in_zone(at, &s.timezone))
+            .map(|t| format!(", {t}"))
+            .unwrap_or_default();
+        println!(
+            "  next fire  {} (in {}{there})",
+            fmt_local(at),
+            fmt_span(at - now)
+        );
     }
     for dep in &d.deps {
         println!(

@@ -100,6 +100,9 @@ async fn dispatch(d: &Arc<Daemon>, req: Request) -> Vec<u8> {
         Request::Show(r) => reply::<super::Show>((|| {
             let mut detail = d.store().show(r.id)?;
             d.live_reason(&mut detail.task);
+            if let Some(s) = &mut detail.schedule {
+                s.timezone = d.cfg.timezone.clone();
+            }
             for (k, v) in detail.spec.env.iter_mut() {
                 if crate::config::redacted(k, &d.cfg.sandbox.redact_env) {
                     *v = crate::config::REDACTED.to_string();

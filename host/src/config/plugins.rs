@@ -1,6 +1,7 @@
 //! `[plugins]` (the policy chain and the limits every plugin runs under) and
 //! `[plugin.NAME]` (one plugin's settings).
 
+use crate::plugins::limits;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -59,15 +60,15 @@ impl Default for PluginsConfig {
             // The defaults show the product: the first-party priority policy,
             // so `why` shows each start's score.
             chain: vec!["priority".to_string()],
-            evaluate_timeout: Duration::from_millis(100),
-            memory_limit: ByteSize::mib(64),
+            evaluate_timeout: limits::DEFAULT_EVALUATE_TIMEOUT,
+            memory_limit: ByteSize::b(limits::DEFAULT_MEMORY),
             max_failures: 3,
             failure_window: 10,
             cpu_budget: Duration::from_secs(6),
             min_pass_interval: Duration::from_secs(1),
             preempt_min_runtime: Duration::from_secs(600),
-            log_budget: ByteSize::kib(64),
-            max_file_size: ByteSize::mib(32),
+            log_budget: ByteSize::b(limits::DEFAULT_LOG_BYTES_PER_MINUTE),
+            max_file_size: ByteSize::b(limits::DEFAULT_MAX_FILE_SIZE),
             max_queue: 10_000,
             urgent_bypass: Vec::new(),
             usage_window: Duration::from_secs(7 * 86_400),

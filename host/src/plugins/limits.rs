@@ -48,6 +48,35 @@ pub const MAX_MEMORIES: usize = 32;
 /// Table elements one store may hold in all.
 pub const MAX_TABLE_ELEMENTS: usize = 100_000;
 
+/// Default deadline of one `evaluate`: the four first-party policies answer
+/// a 10,000-task snapshot in a few milliseconds, so 100 ms leaves a slow
+/// policy room while a stuck one delays a pass by a tenth of a second at most.
+pub const DEFAULT_EVALUATE_TIMEOUT: Duration = Duration::from_millis(100);
+
+/// Deadline of one `configure`, instantiation included: parsing a config is
+/// quick; a second is generous and keeps a start-up from hanging.
+pub const DEFAULT_CONFIGURE_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Longest a compile may take before the watchdog abandons it: cranelift
+/// compiles a 32 MiB component in well under a minute on a small machine.
+pub const DEFAULT_COMPILE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Default memory cap of a plugin (all memories and tables): a 10,000-task
+/// snapshot lowered into the guest takes a few MiB; 64 MiB leaves room for
+/// the policy's own state while 24 misbehaving plugins stay under 2 GiB.
+pub const DEFAULT_MEMORY: u64 = 64 << 20;
+
+/// Default log lines a plugin may write per call: enough to explain a pass.
+pub const DEFAULT_LOG_LINES: u32 = 100;
+
+/// Default bytes a plugin may write to the daemon's log per minute: a
+/// chatty policy cannot fill the journal (64 KiB/min is 90 MiB a day).
+pub const DEFAULT_LOG_BYTES_PER_MINUTE: u64 = 64 << 10;
+
+/// Default largest plugin file read at all: first-party policies are a few
+/// hundred KiB; 32 MiB allows a big one without reading a huge file into memory.
+pub const DEFAULT_MAX_FILE_SIZE: u64 = 32 << 20;
+
 /// Limits every call runs under.
 #[derive(Debug, Clone)]
 pub struct PluginLimits {
@@ -71,13 +100,13 @@ pub struct PluginLimits {
 impl Default for PluginLimits {
     fn default() -> Self {
         PluginLimits {
-            evaluate_timeout: Duration::from_millis(100),
-            configure_timeout: Duration::from_secs(1),
-            compile_timeout: Duration::from_secs(60),
-            memory: 64 << 20,
-            log_lines: 100,
-            log_bytes_per_minute: 64 << 10,
-            max_file_size: 32 << 20,
+            evaluate_timeout: DEFAULT_EVALUATE_TIMEOUT,
+            configure_timeout: DEFAULT_CONFIGURE_TIMEOUT,
+            compile_timeout: DEFAULT_COMPILE_TIMEOUT,
+            memory: DEFAULT_MEMORY as usize,
+            log_lines: DEFAULT_LOG_LINES,
+            log_bytes_per_minute: DEFAULT_LOG_BYTES_PER_MINUTE as usize,
+            max_file_size: DEFAULT_MAX_FILE_SIZE,
         }
     }
 }

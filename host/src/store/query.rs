@@ -4,7 +4,8 @@ use rusqlite::{OptionalExtension, params};
 
 use super::queue::{RUN_COLUMNS, run_row};
 use super::{
-    Counts, DepRow, EventRow, ListFilter, Result, Store, StoreError, TaskDetail, TaskRow, TaskState,
+    Counts, DepRow, EventRow, ListFilter, Result, ScheduleInfo, Store, StoreError, TaskDetail,
+    TaskRow, TaskState,
 };
 use crate::task::model::{DepKind, Priority, TaskSpec};
 
@@ -163,6 +164,15 @@ impl Store {
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         let gpu_records = self.gpu_records(id)?;
+        let schedule = self
+            .conn
+            .query_row("SELECT schedule FROM tasks WHERE id = ?1", [id], |r| {
+                r.get::<_, Option<String>>(0)
+            })?
+            .map(|expr| ScheduleInfo {
+                expr,
+                timezone: String::new(),
+            });
         Ok(TaskDetail {
             task,
             spec,
@@ -171,6 +181,7 @@ impl Store {
             members,
             events,
             gpu_records,
+            schedule,
         })
     }
 

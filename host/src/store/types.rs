@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 pub use nightjar_core::api::wire::{
-    Counts, DepRow, EventRow, RunClass, RunRow, TaskDetail, TaskRow, TaskState,
+    Counts, DepRow, EventRow, RunClass, RunRow, ScheduleInfo, TaskDetail, TaskRow, TaskState,
 };
 
 use crate::task::model::TaskSpec;

@@ -279,6 +279,19 @@ pub struct TaskDetail {
     pub events: Vec<EventRow>,
     /// GPU records of its runs (one per run and GPU).
     pub gpu_records: Vec<RunGpuRecord>,
+    /// A recurring template's schedule and the zone it is read in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<ScheduleInfo>,
+}
+
+/// A recurring template's schedule as written, and the time zone its wall
+/// times are read in (the daemon's `timezone`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScheduleInfo {
+    /// As written: `daily@03:00`, a cron line, ...
+    pub expr: String,
+    /// IANA zone name.
+    pub timezone: String,
 }
 
 /// The GPU record of one run on one GPU, stored when the run ends.
