@@ -67,9 +67,11 @@ pub fn run(mut ctx: Ctx, id: i64) -> Result<i32> {
     if let Some(s) = &d.schedule {
         // The schedule's wall times are the daemon's zone; say so when it is
         // not this machine's.
-        let zone = (s.timezone != nightjar_core::time::local_zone() && !s.timezone.is_empty())
-            .then(|| format!(" ({} time)", s.timezone))
-            .unwrap_or_default();
+        let zone = if s.timezone.is_empty() || s.timezone == nightjar_core::time::local_zone() {
+            String::new()
+        } else {
+            format!(" ({} time)", s.timezone)
+        };
         println!("  schedule   {}{zone}", clean(&s.expr));
     }
     if let Some(at) = t.next_fire_at {
