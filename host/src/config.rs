@@ -98,7 +98,7 @@ impl Default for Config {
         Config {
             socket: default_socket(&state_dir),
             state_dir,
-            timezone: nightjar_core::time::local_zone(),
+            timezone: local_timezone(),
             slots: std::thread::available_parallelism()
                 .map(|n| n.get() as u32)
                 .unwrap_or(1),
@@ -295,6 +295,13 @@ impl Config {
 }
 
 pub use nightjar_core::paths::{default_socket, default_state_dir};
+
+/// The machine's time zone name when the zone database knows it, else `UTC`.
+fn local_timezone() -> String {
+    Some(nightjar_core::time::local_zone_name())
+        .filter(|tz| tz.parse::<chrono_tz::Tz>().is_ok())
+        .unwrap_or_else(|| "UTC".to_string())
+}
 
 pub use nightjar_core::humantime_serde_compat;
 

@@ -64,21 +64,22 @@ pub fn run(mut ctx: Ctx, id: i64) -> Result<i32> {
         humantime::format_duration(d.spec.retry.backoff)
     );
     println!("  submitted  {}", fmt_local(t.submitted_at));
+    // A schedule's wall times are the daemon's zone: named when it is not
+    // this machine's.
+    let elsewhere = d
+        .schedule
+        .as_ref()
+        .filter(|s| !s.timezone.is_empty() && s.timezone != nightjar_core::time::local_zone_name());
     if let Some(s) = &d.schedule {
-        // The schedule's wall times are the daemon's zone; say so when it is
-        // not this machine's.
-        let zone = if s.timezone.is_empty() || s.timezone == nightjar_core::time::local_zone() {
-            String::new()
-        } else {
-            format!(" ({} time)", s.timezone)
+        let zone = match elsewhere {
+            Some(s) => format!(" ({} time)", s.timezone),
+            None => String::new(),
         };
         println!("  schedule   {}{zone}", clean(&s.expr));
     }
     if let Some(at) = t.next_fire_at {
-        let there = d
-            .schedule
-            .as_ref()
-            .and_then(|s| nightjar_core::time::fmt_in_zone(at, &s.timezone))
+        let there = elsewhere
+            .and_then(|s| s.next_there.as_ref())
             .map(|t| format!(", {t}"))
             .unwrap_or_default();
         println!(

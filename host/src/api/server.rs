@@ -102,6 +102,10 @@ async fn dispatch(d: &Arc<Daemon>, req: Request) -> Vec<u8> {
             d.live_reason(&mut detail.task);
             if let Some(s) = &mut detail.schedule {
                 s.timezone = d.cfg.timezone.clone();
+                s.next_there = detail.task.next_fire_at.map(|at| {
+                    let there = crate::time::to_utc(at).with_timezone(&d.cfg.tz());
+                    format!("{} {}", there.format("%Y-%m-%d %H:%M"), d.cfg.timezone)
+                });
             }
             for (k, v) in detail.spec.env.iter_mut() {
                 if crate::config::redacted(k, &d.cfg.sandbox.redact_env) {

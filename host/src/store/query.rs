@@ -172,6 +172,7 @@ impl Store {
             .map(|expr| ScheduleInfo {
                 expr,
                 timezone: String::new(),
+                next_there: None,
             });
         Ok(TaskDetail {
             task,

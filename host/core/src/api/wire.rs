@@ -292,6 +292,10 @@ pub struct ScheduleInfo {
     pub expr: String,
     /// IANA zone name.
     pub timezone: String,
+    /// The next firing as wall time in that zone, zone named
+    /// (`2026-12-01 03:00 Asia/Shanghai`).
+    #[serde(default)]
+    pub next_there: Option<String>,
 }
 
 /// The GPU record of one run on one GPU, stored when the run ends.
