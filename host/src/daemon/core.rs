@@ -218,7 +218,7 @@ impl Daemon {
                 return Ok(started);
             }
             let page = self.store().candidates(now, free, offset)?;
-            let d = self.dispatch(page.iter().map(|c| (c, None)), now)?;
+            let d = self.dispatch(page.iter().map(|c| (c, None)))?;
             started |= d.started;
             // What did not fit stays queued and is stepped over.
             offset += d.waiting.len();
@@ -228,13 +228,18 @@ impl Daemon {
         }
     }
 
-    /// Places one candidate if it fits; true when it started.
-    pub(super) fn try_start(self: &Arc<Self>, c: &crate::store::Candidate) -> bool {
+    /// Places one candidate if it fits; true when it started. `because`
+    /// (its score by policy) is recorded with the claim.
+    pub(super) fn try_start(
+        self: &Arc<Self>,
+        c: &crate::store::Candidate,
+        because: Option<String>,
+    ) -> bool {
         let placement = lock(&self.pool).place(&c.spec.resources);
         let Some(placement) = placement else {
             return false;
         };
-        match self.start(c.id, &c.spec, placement.clone()) {
+        match self.start(c.id, &c.spec, placement.clone(), because) {
             Ok(true) => true,
             Ok(false) => {
                 self.release(None, &placement);
@@ -261,6 +266,7 @@ impl Daemon {
         task: i64,
         spec: &crate::task::model::TaskSpec,
         placement: Placement,
+        because: Option<String>,
     ) -> Result<bool> {
         let list = |v: &[u32]| {
             (!v.is_empty()).then(|| v.iter().map(u32::to_string).collect::<Vec<_>>().join(","))
@@ -268,6 +274,7 @@ impl Daemon {
         let new_run = NewRun {
             gpus: list(&placement.gpus),
             cpus: list(&placement.cpus),
+            because,
         };
         let now = now_ms();
         let Some(run) = self

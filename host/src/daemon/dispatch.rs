@@ -68,19 +68,18 @@ impl Daemon {
     pub(super) fn dispatch<'a>(
         self: &Arc<Self>,
         order: impl IntoIterator<Item = (&'a Candidate, Option<String>)>,
-        now: i64,
     ) -> anyhow::Result<Dispatched> {
         let yields = lock(&self.chain_status).yields_to.clone();
         let mut out = Dispatched::default();
         for (c, because) in order {
-            if lock(&self.pool).slots == 0 || self.yielding(c.id, &yields)? || !self.try_start(c) {
+            if lock(&self.pool).slots == 0
+                || self.yielding(c.id, &yields)?
+                || !self.try_start(c, because)
+            {
                 out.waiting.push(c.id);
                 continue;
             }
             out.started = true;
-            if let Some(why) = because {
-                self.store().note_event(Some(c.id), "placed", &why, now)?;
-            }
         }
         Ok(out)
     }
@@ -121,7 +120,7 @@ impl Daemon {
                     .get(id)
                     .map(|c| (c, Some(ranking.because(*id, *score))))
             });
-            let d = self.dispatch(order, now)?;
+            let d = self.dispatch(order)?;
             started |= d.started;
             let waiting: HashSet<i64> = d.waiting.into_iter().collect();
             gone.extend(

@@ -237,7 +237,6 @@ impl Daemon {
             order
                 .iter()
                 .map(|(score, c)| (*c, Some(ranked.because(c.id, *score)))),
-            now,
         )?;
         let by_id: HashMap<i64, &Candidate> = queue.iter().map(|c| (c.id, c)).collect();
         let waiting: Vec<&Candidate> = dispatched

@@ -40,8 +40,7 @@ pub(super) fn block_dependants_of(tx: &Transaction, failed: i64, now: i64) -> Re
 
 /// Blocks a freshly submitted task at once if an after-ok dependency already failed.
 pub(super) fn block_if_dependency_failed(tx: &Transaction, task: i64, now: i64) -> Result<()> {
-    let bad: Option<(i64, String)> = tx
-        .query_row(
+    let bad: Option<(i64, String)> = row(tx,
             "SELECT p.id, p.name FROM deps d JOIN tasks p ON p.id = d.dep_id
              WHERE d.task_id = ?1 AND d.kind = 'after-ok' AND p.state IN ('failed', 'cancelled', 'blocked')",
             [task],

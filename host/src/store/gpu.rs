@@ -2,7 +2,7 @@
 
 use rusqlite::params;
 
-use super::{Result, Store, event, exec};
+use super::{Result, Store, event, exec, row};
 use crate::gpu::monitor::{RunGpuRecord, SeriesPoint};
 
 impl Store {
@@ -54,7 +54,7 @@ impl Store {
             "UPDATE runs SET stalled_at = ?2 WHERE id = ?1 AND state = 'running'",
             params![run, at],
         )?;
-        let task: i64 = tx.query_row("SELECT task_id FROM runs WHERE id = ?1", [run], |r| {
+        let task: i64 = row(&tx, "SELECT task_id FROM runs WHERE id = ?1", [run], |r| {
             r.get(0)
         })?;
         match at {

@@ -108,10 +108,12 @@ impl Store {
         for (i, sql) in schema::MIGRATIONS.iter().enumerate().skip(from as usize) {
             let tx = self.conn.transaction()?;
             tx.execute_batch(sql)?;
-            let dangling: i64 =
-                tx.query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |r| {
-                    r.get(0)
-                })?;
+            let dangling: i64 = row(
+                &tx,
+                "SELECT count(*) FROM pragma_foreign_key_check",
+                [],
+                |r| r.get(0),
+            )?;
             if dangling > 0 {
                 return Err(StoreError::Invalid(format!(
                     "migration to schema version {} would leave {dangling} dangling reference(s); nothing was changed: report this with the database attached",
@@ -126,9 +128,7 @@ impl Store {
 
     /// The schema version of the open database.
     pub fn schema_version(&self) -> Result<i64> {
-        Ok(self
-            .conn
-            .query_row("PRAGMA user_version", [], |r| r.get(0))?)
+        Ok(row(&self.conn, "PRAGMA user_version", [], |r| r.get(0))?)
     }
 }
 
@@ -167,11 +167,13 @@ fn event(
 
 /// The state and kind of a task, or an error naming the id.
 fn state_of(tx: &Transaction, id: i64) -> Result<(TaskState, String)> {
-    let row: Option<(String, String)> = tx
-        .query_row("SELECT state, kind FROM tasks WHERE id = ?1", [id], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
-        .optional()?;
+    let row: Option<(String, String)> = row(
+        tx,
+        "SELECT state, kind FROM tasks WHERE id = ?1",
+        [id],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )
+    .optional()?;
     let (state, kind) = row.ok_or_else(|| {
         StoreError::NotFound(format!("no task with id {id}; `nightjar ls` lists them"))
     })?;

@@ -3,7 +3,7 @@
 
 use rusqlite::params;
 
-use super::{Result, Store, event, exec};
+use super::{Result, Store, event, exec, row};
 use crate::task::model::Priority;
 
 /// A running task as a policy sees it.
@@ -150,7 +150,8 @@ impl Store {
         if changed == 0 {
             return Ok(None);
         }
-        let run: (i64, Option<i64>) = tx.query_row(
+        let run: (i64, Option<i64>) = row(
+            &tx,
             "SELECT id, supervisor_pid FROM runs WHERE task_id = ?1 AND state = 'running'",
             [task],
             |r| Ok((r.get(0)?, r.get(1)?)),

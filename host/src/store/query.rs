@@ -5,7 +5,7 @@ use rusqlite::{OptionalExtension, params};
 use super::queue::{RUN_COLUMNS, run_row};
 use super::{
     Counts, DepRow, EventRow, ListFilter, Result, ScheduleInfo, Store, StoreError, TaskDetail,
-    TaskRow, TaskState,
+    TaskRow, TaskState, row,
 };
 use crate::task::model::{DepKind, Priority, TaskSpec};
 
@@ -94,17 +94,16 @@ impl Store {
 
     /// One task's row.
     pub fn task(&self, id: i64) -> Result<TaskRow> {
-        let mut row = self
-            .conn
-            .query_row(
-                &format!("SELECT {TASK_COLUMNS} FROM tasks t WHERE t.id = ?1"),
-                [id],
-                task_row,
-            )
-            .optional()?
-            .ok_or_else(|| {
-                StoreError::NotFound(format!("no task with id {id}; `nightjar ls` lists them"))
-            })?;
+        let mut row = row(
+            &self.conn,
+            &format!("SELECT {TASK_COLUMNS} FROM tasks t WHERE t.id = ?1"),
+            [id],
+            task_row,
+        )
+        .optional()?
+        .ok_or_else(|| {
+            StoreError::NotFound(format!("no task with id {id}; `nightjar ls` lists them"))
+        })?;
         if row.kind == "sweep" {
             row.counts = Some(self.counts(id)?);
         }
@@ -114,9 +113,12 @@ impl Store {
     /// Everything about one task.
     pub fn show(&self, id: i64) -> Result<TaskDetail> {
         let task = self.task(id)?;
-        let spec: String =
-            self.conn
-                .query_row("SELECT spec FROM tasks WHERE id = ?1", [id], |r| r.get(0))?;
+        let spec: String = row(
+            &self.conn,
+            "SELECT spec FROM tasks WHERE id = ?1",
+            [id],
+            |r| r.get(0),
+        )?;
         let spec: TaskSpec = serde_json::from_str(&spec)?;
         let deps = self
             .conn
@@ -164,16 +166,17 @@ impl Store {
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         let gpu_records = self.gpu_records(id)?;
-        let schedule = self
-            .conn
-            .query_row("SELECT schedule FROM tasks WHERE id = ?1", [id], |r| {
-                r.get::<_, Option<String>>(0)
-            })?
-            .map(|expr| ScheduleInfo {
-                expr,
-                timezone: String::new(),
-                next_there: None,
-            });
+        let schedule = row(
+            &self.conn,
+            "SELECT schedule FROM tasks WHERE id = ?1",
+            [id],
+            |r| r.get::<_, Option<String>>(0),
+        )?
+        .map(|expr| ScheduleInfo {
+            expr,
+            timezone: String::new(),
+            next_there: None,
+        });
         Ok(TaskDetail {
             task,
             spec,
@@ -188,13 +191,14 @@ impl Store {
 
     /// The latest run of a task, if it has one.
     pub fn latest_run(&self, task: i64) -> Result<Option<super::RunRow>> {
-        Ok(self
-            .conn
-            .query_row(
-                &format!("SELECT {RUN_COLUMNS} FROM runs WHERE task_id = ?1 ORDER BY attempt DESC LIMIT 1"),
-                [task],
-                run_row,
-            )
-            .optional()?)
+        Ok(row(
+            &self.conn,
+            &format!(
+                "SELECT {RUN_COLUMNS} FROM runs WHERE task_id = ?1 ORDER BY attempt DESC LIMIT 1"
+            ),
+            [task],
+            run_row,
+        )
+        .optional()?)
     }
 }

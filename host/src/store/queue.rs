@@ -19,6 +19,9 @@ pub struct NewRun {
     pub gpus: Option<String>,
     /// Cores pinned to, comma-separated.
     pub cpus: Option<String>,
+    /// Why it starts now (its score by policy), recorded as a `placed` event
+    /// in the same transaction.
+    pub because: Option<String>,
 }
 
 /// What became of a task when its run ended.
@@ -85,8 +88,7 @@ impl Store {
     ) -> Result<Option<RunRow>> {
         let tx = self.conn.transaction()?;
         // Eligible since: submit, end of backoff, or the last dependency's end.
-        let eligible: Option<i64> = tx
-            .query_row(
+        let eligible: Option<i64> = row(&tx,
                 "SELECT MAX(t.submitted_at, COALESCE(t.not_before, 0),
                         COALESCE((SELECT MAX(p.finished_at) FROM deps d JOIN tasks p ON p.id = d.dep_id
                                   WHERE d.task_id = t.id), 0))
@@ -139,6 +141,9 @@ impl Store {
             "started",
             &format!("attempt {attempt}"),
         )?;
+        if let Some(why) = &run.because {
+            event(&tx, now, Some(task), None, "placed", why)?;
+        }
         let row = row(
             &tx,
             &format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1"),
@@ -312,14 +317,14 @@ impl Store {
 
     /// The run row with this id.
     pub fn run(&self, run: i64) -> Result<RunRow> {
-        self.conn
-            .query_row(
-                &format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1"),
-                [run],
-                run_row,
-            )
-            .optional()?
-            .ok_or_else(|| StoreError::NotFound(format!("no run with id {run}")))
+        row(
+            &self.conn,
+            &format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1"),
+            [run],
+            run_row,
+        )
+        .optional()?
+        .ok_or_else(|| StoreError::NotFound(format!("no run with id {run}")))
     }
 }
 
