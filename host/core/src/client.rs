@@ -4,6 +4,7 @@ use std::io::{BufRead, BufReader};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::Deserialize;
 
@@ -42,6 +43,20 @@ impl CallError {
     }
 }
 
+/// Longest reply line the client keeps (256 MiB, some hundred times a
+/// 10,000-task `ls`): whatever answers on the socket, the client's memory
+/// stays bounded.
+pub const MAX_REPLY: usize = 256 << 20;
+
+/// How long a reply may take to begin, for every request but `wait` (which
+/// answers when its tasks end): the daemon's slowest answer, a plugin
+/// reload, gives up after 5 minutes.
+const REPLY_WITHIN: Duration = Duration::from_secs(6 * 60);
+
+/// How long a reply that has begun may pause: the daemon writes each reply
+/// line at once, so a pause this long means it stopped (SIGSTOP, a hang).
+const REPLY_STALL: Duration = Duration::from_secs(30);
+
 /// A connection to the daemon.
 pub struct Client {
     reader: BufReader<UnixStream>,
@@ -64,10 +79,9 @@ impl Client {
 
     /// Sends one request and decodes its typed reply.
     pub fn call<C: Call>(&mut self, req: C) -> Result<C::Reply, CallError> {
-        let line = RequestLine {
-            v: PROTOCOL,
-            req: req.into(),
-        };
+        let req: crate::api::Request = req.into();
+        let within = (!matches!(req, crate::api::Request::Wait(_))).then_some(REPLY_WITHIN);
+        let line = RequestLine { v: PROTOCOL, req };
         let mut line = serde_json::to_vec(&line).map_err(|e| CallError::Io(e.to_string()))?;
         if line.len() > MAX_REQUEST {
             return Err(ApiError::new(
@@ -85,22 +99,103 @@ impl Client {
         // its reply is still there to read, so a failed send is reported
         // only when no reply came.
         let sent = send_all(&self.writer, &line);
-        let mut reply = String::new();
-        let got = self.reader.read_line(&mut reply);
-        match (sent, got) {
-            (_, Ok(n)) if n > 0 => {}
+        let got = read_reply(
+            &self.writer,
+            &mut self.reader,
+            MAX_REPLY,
+            within,
+            REPLY_STALL,
+        );
+        let reply = match (sent, got) {
+            (_, Ok(reply)) if !reply.is_empty() => reply,
+            (_, Err(e @ CallError::Api(_))) => return Err(e),
             (Err(e), _) => {
                 return Err(CallError::Io(format!(
                     "cannot send the request to the daemon: {e}"
                 )));
             }
-            _ => {
+            (Ok(()), Err(e)) => return Err(e),
+            (Ok(()), Ok(_)) => {
                 return Err(CallError::Io(
                     "the daemon closed the connection without replying (did it stop?)".into(),
                 ));
             }
-        }
+        };
+        let reply = String::from_utf8(reply).map_err(|_| {
+            ApiError::new(
+                ErrorKind::Protocol,
+                "the daemon's reply is not UTF-8; is the daemon of this release?",
+            )
+        })?;
         decode::<C::Reply>(&reply)
+    }
+}
+
+/// Reads one reply line (without its newline; empty when the daemon closed
+/// without a word), keeping at most `max` bytes: the first byte must come
+/// within `within` (`None`: no limit) and each later one within `stall`.
+fn read_reply(
+    stream: &UnixStream,
+    reader: &mut BufReader<UnixStream>,
+    max: usize,
+    within: Option<Duration>,
+    stall: Duration,
+) -> Result<Vec<u8>, CallError> {
+    let io = |e: std::io::Error| CallError::Io(format!("cannot read the daemon's reply: {e}"));
+    stream.set_read_timeout(within).map_err(io)?;
+    let mut buf = Vec::new();
+    loop {
+        let avail = match reader.fill_buf() {
+            Ok(a) => a,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Err(CallError::Io(if buf.is_empty() {
+                    format!(
+                        "the daemon accepted the request but did not answer within {} s (is it stopped? `kill -CONT` its pid, or restart it)",
+                        within.unwrap_or_default().as_secs()
+                    )
+                } else {
+                    format!(
+                        "the daemon's reply stopped after {} bytes and nothing came for {} s (is it stopped?)",
+                        buf.len(),
+                        stall.as_secs()
+                    )
+                }));
+            }
+            Err(e) => return Err(io(e)),
+        };
+        if avail.is_empty() {
+            // The daemon closed: a line without its newline is still its reply.
+            return Ok(buf);
+        }
+        let (take, done) = match avail.iter().position(|&b| b == b'\n') {
+            Some(i) => (i, true),
+            None => (avail.len(), false),
+        };
+        if buf.len() + take > max {
+            return Err(ApiError::new(
+                ErrorKind::Other,
+                format!(
+                    "the daemon's reply is longer than {} MiB: refused (narrow the request: `ls --state`, `--project`)",
+                    max >> 20
+                ),
+            )
+            .into());
+        }
+        let first = buf.is_empty();
+        buf.extend_from_slice(&avail[..take]);
+        reader.consume(if done { take + 1 } else { take });
+        if done {
+            return Ok(buf);
+        }
+        if first {
+            stream.set_read_timeout(Some(stall)).map_err(io)?;
+        }
     }
 }
 
@@ -115,7 +210,9 @@ pub fn decode<T: serde::de::DeserializeOwned>(line: &str) -> Result<T, CallError
                 message,
             }
             .into()),
-            (None, None) => Err(CallError::Io("the daemon sent an empty reply".into())),
+            (None, None) => {
+                Err(ApiError::new(ErrorKind::Protocol, "the daemon sent an empty reply").into())
+            }
         },
         // The daemon's own words first: it explains a mismatch itself.
         Ok(ReplyLine {
@@ -139,9 +236,14 @@ pub fn decode<T: serde::de::DeserializeOwned>(line: &str) -> Result<T, CallError
             match serde_json::from_str::<Head>(line) {
                 Ok(Head { v, .. }) if v != Some(PROTOCOL) => Err(daemon_mismatch(v).into()),
                 Ok(Head { error: Some(m), .. }) => Err(ApiError::new(ErrorKind::Other, m).into()),
-                _ => Err(CallError::Io(format!(
-                    "the daemon's reply does not decode ({e}); is the daemon of this release?"
-                ))),
+                // Something answers, but not in this protocol: not a missing daemon.
+                _ => Err(ApiError::new(
+                    ErrorKind::Protocol,
+                    format!(
+                        "the daemon's reply does not decode ({e}); is the daemon of this release?"
+                    ),
+                )
+                .into()),
             }
         }
     }
@@ -184,4 +286,80 @@ fn send_all(stream: &UnixStream, mut buf: &[u8]) -> std::io::Result<()> {
         buf = &buf[n as usize..];
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::time::Instant;
+
+    /// A client end and the daemon's end of a socket pair.
+    fn pair() -> (UnixStream, BufReader<UnixStream>, UnixStream) {
+        let (client, daemon) = UnixStream::pair().unwrap();
+        let reader = BufReader::new(client.try_clone().unwrap());
+        (client, reader, daemon)
+    }
+
+    const MS: Duration = Duration::from_millis(200);
+
+    #[test]
+    fn a_reply_past_the_cap_is_refused_without_keeping_it() {
+        let (client, mut reader, mut daemon) = pair();
+        let writer = std::thread::spawn(move || {
+            // Never a newline: a daemon (or whatever listens) that never ends its line.
+            let chunk = vec![b'x'; 64 << 10];
+            while daemon.write_all(&chunk).is_ok() {}
+        });
+        match read_reply(&client, &mut reader, 1 << 20, Some(MS), MS) {
+            Err(CallError::Api(e)) => {
+                assert_eq!(e.kind, ErrorKind::Other);
+                assert!(e.message.contains("longer than 1 MiB"), "{}", e.message);
+            }
+            other => panic!("{other:?}"),
+        }
+        drop((client, reader));
+        writer.join().unwrap();
+    }
+
+    #[test]
+    fn a_reply_that_stops_mid_line_or_never_begins_times_out() {
+        let (client, mut reader, mut daemon) = pair();
+        daemon.write_all(br#"{"v":2,"ok":"#).unwrap();
+        let t0 = Instant::now();
+        match read_reply(&client, &mut reader, 1 << 20, None, MS) {
+            Err(CallError::Io(m)) => assert!(m.contains("stopped after 12 bytes"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(t0.elapsed() < 20 * MS, "{:?}", t0.elapsed());
+        let (client, mut reader, _daemon) = pair();
+        match read_reply(&client, &mut reader, 1 << 20, Some(MS), MS) {
+            Err(CallError::Io(m)) => assert!(m.contains("did not answer within"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_slow_reply_that_keeps_coming_and_a_closed_line_are_read_whole() {
+        let (client, mut reader, mut daemon) = pair();
+        let writer = std::thread::spawn(move || {
+            for part in [&b"{\"v\":2,"[..], b"\"ok\":", b"3}\nnext"] {
+                std::thread::sleep(MS / 2);
+                daemon.write_all(part).unwrap();
+            }
+        });
+        let line = read_reply(&client, &mut reader, 1 << 20, Some(2 * MS), MS).unwrap();
+        assert_eq!(line, br#"{"v":2,"ok":3}"#);
+        writer.join().unwrap();
+        // The rest up to the close: a reply without its newline still counts.
+        assert_eq!(
+            read_reply(&client, &mut reader, 1 << 20, None, MS).unwrap(),
+            b"next"
+        );
+        assert!(
+            read_reply(&client, &mut reader, 1 << 20, None, MS)
+                .unwrap()
+                .is_empty()
+        );
+    }
 }

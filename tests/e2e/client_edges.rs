@@ -1,0 +1,118 @@
+//! The slim client's edges, as a hostile reviewer found them: whatever
+//! answers on the socket, the client's memory stays bounded and its exit
+//! status names the failure; the config file it reads is bounded and its
+//! relative paths mean the same to client and daemon; `nightjard` is run
+//! only from where it should be, never in a loop, with argv bytes intact.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::harness::{BIN, Nj};
+
+/// Answers the next `replies.len()` connections on `socket`, each with its
+/// reply after reading the request line.
+fn fake_daemon(socket: &Path, replies: Vec<fn(&mut UnixStream)>) -> std::thread::JoinHandle<()> {
+    std::fs::create_dir_all(socket.parent().unwrap()).unwrap();
+    let listener = UnixListener::bind(socket).unwrap();
+    std::thread::spawn(move || {
+        for reply in replies {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut line = String::new();
+            BufReader::new(s.try_clone().unwrap())
+                .read_line(&mut line)
+                .unwrap();
+            reply(&mut s);
+        }
+    })
+}
+
+/// Runs `cmd` to its end (killed after 60 s): exit status, stderr, and peak
+/// resident memory in KiB.
+#[expect(
+    clippy::zombie_processes,
+    reason = "reaped by wait4, which also reports its peak memory"
+)]
+fn bounded(cmd: &mut Command) -> (i32, String, i64) {
+    let mut child = cmd
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let err = std::thread::spawn(move || {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut stderr, &mut s).ok();
+        s
+    });
+    let pid = child.id() as i32;
+    let t0 = Instant::now();
+    let (mut status, mut usage) = (0, unsafe { std::mem::zeroed::<libc::rusage>() });
+    // SAFETY: pid is our child; status and usage are valid out-pointers.
+    while unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) } == 0 {
+        if t0.elapsed() > Duration::from_secs(60) {
+            crate::harness::unsafe_kill(pid, libc::SIGKILL);
+            panic!("{cmd:?} still running after 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        -libc::WTERMSIG(status)
+    };
+    (code, err.join().unwrap(), usage.ru_maxrss)
+}
+
+fn client(nj: &Nj, args: &[&str]) -> Command {
+    let mut c = Command::new(BIN);
+    c.arg("--config").arg(&nj.config).args(args);
+    c
+}
+
+#[test]
+fn a_reply_that_never_ends_is_refused_at_the_cap_with_bounded_memory() {
+    let nj = Nj::new("");
+    let fake = fake_daemon(
+        &nj.state.join("nightjar.sock"),
+        vec![|s| {
+            let chunk = vec![b' '; 1 << 20];
+            let _ = s.write_all(br#"{"v":2,"ok":["#);
+            while s.write_all(&chunk).is_ok() {}
+        }],
+    );
+    let (code, err, rss_kib) = bounded(&mut client(&nj, &["ls"]));
+    fake.join().unwrap();
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("longer than 256 MiB"), "{err}");
+    // The cap plus the binary: a client that kept reading held gigabytes.
+    assert!(rss_kib < 600 << 10, "peak RSS {rss_kib} KiB");
+}
+
+#[test]
+fn a_reply_of_another_version_or_cut_short_is_a_protocol_mismatch_not_a_missing_daemon() {
+    let nj = Nj::new("");
+    let fake = fake_daemon(
+        &nj.state.join("nightjar.sock"),
+        vec![
+            |s| s.write_all(b"{\"v\":3,\"ok\":{\"rows\":[]}}\n").unwrap(),
+            |s| s.write_all(b"{\"v\":2,\"ok\":[{\"id\":\n").unwrap(),
+            |s| s.write_all(b"{\"v\":2,\"ok\":\"\xff\"}\n").unwrap(),
+        ],
+    );
+    let (code, err, _) = bounded(&mut client(&nj, &["ls"]));
+    assert_eq!(code, 5, "{err}");
+    assert!(
+        err.contains("protocol 3") && err.contains("protocol 2"),
+        "{err}"
+    );
+    let (code, err, _) = bounded(&mut client(&nj, &["show", "1"]));
+    assert_eq!(code, 5, "{err}");
+    assert!(err.contains("does not decode"), "{err}");
+    let (code, err, _) = bounded(&mut client(&nj, &["ls"]));
+    assert_eq!(code, 5, "{err}");
+    assert!(err.contains("not UTF-8"), "{err}");
+    fake.join().unwrap();
+}
