@@ -6,7 +6,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -115,4 +115,50 @@ fn a_reply_of_another_version_or_cut_short_is_a_protocol_mismatch_not_a_missing_
     assert_eq!(code, 5, "{err}");
     assert!(err.contains("not UTF-8"), "{err}");
     fake.join().unwrap();
+}
+
+#[test]
+fn a_config_that_never_ends_is_refused_and_a_relative_state_dir_is_found_from_anywhere() {
+    let (code, err, _) = bounded(Command::new(BIN).args(["--config", "/dev/zero", "ls"]));
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("larger than 1 MiB"), "{err}");
+    // A relative state dir starts at the config file's folder, so a daemon
+    // started in one folder and a client run in another agree on it.
+    let nj = Nj::new("");
+    let lab = nj.path("lab");
+    std::fs::write(
+        lab.join("nightjar.toml"),
+        "state_dir = \"state\"\n[plugins]\nchain = []\n",
+    )
+    .unwrap();
+    let mut daemon = Command::new(BIN)
+        .args(["--config", "nightjar.toml", "daemon"])
+        .current_dir(&lab)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let config = PathBuf::from("../lab/nightjar.toml");
+    let ls = || {
+        Command::new(BIN)
+            .arg("--config")
+            .arg(&config)
+            .arg("ls")
+            .current_dir(nj.path("work"))
+            .output()
+            .unwrap()
+    };
+    let t0 = Instant::now();
+    let mut out = ls();
+    while !out.status.success() && t0.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(50));
+        out = ls();
+    }
+    crate::harness::unsafe_kill(daemon.id() as i32, libc::SIGTERM);
+    let _ = daemon.wait();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(lab.join("state/nightjar.db").exists());
 }
