@@ -4,7 +4,9 @@
 //! relative paths mean the same to client and daemon; `nightjard` is run
 //! only from where it should be, never in a loop, with argv bytes intact.
 
+use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Write};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -161,4 +163,67 @@ fn a_config_that_never_ends_is_refused_and_a_relative_state_dir_is_found_from_an
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(lab.join("state/nightjar.db").exists());
+}
+
+/// A folder holding a link to the client named `nightjar`.
+fn client_copy(nj: &Nj, name: &str) -> PathBuf {
+    let dir = nj.path(name);
+    let bin = dir.join("nightjar");
+    if std::fs::hard_link(BIN, &bin).is_err() {
+        std::fs::copy(BIN, &bin).unwrap();
+    }
+    bin
+}
+
+/// A `nightjard` stand-in in `dir` that writes its arguments, one a line, to `$ARGS_OUT`.
+fn recorder(dir: &Path) {
+    let p = dir.join("nightjard");
+    std::fs::write(&p, "#!/bin/sh\nprintf '%s\\n' \"$@\" > \"$ARGS_OUT\"\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn nightjard_is_run_only_when_executable_from_an_absolute_path_never_itself_and_argv_is_kept() {
+    let nj = Nj::new("");
+    let bin = client_copy(&nj, "bin");
+    let out = nj.dir.path().join("args");
+    let run = |path: &OsStr, cwd: &Path, arg: &OsStr| {
+        let _ = std::fs::remove_file(&out);
+        bounded(
+            Command::new(&bin)
+                .args([OsStr::new("daemon"), OsStr::new("--config"), arg])
+                .env("PATH", path)
+                .env("ARGS_OUT", &out)
+                .current_dir(cwd),
+        )
+    };
+    let odd = OsStr::from_bytes(b"/tmp/\xff\xfe.toml");
+    // A `nightjard` that is the client itself (a link): an error, not an
+    // exec loop for ever.
+    std::os::unix::fs::symlink("nightjar", bin.with_file_name("nightjard")).unwrap();
+    let (code, err, _) = run(OsStr::new("/usr/bin:/bin"), nj.dir.path(), odd);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("ran this client again"), "{err}");
+    // Not executable beside the client: the one on PATH runs, with the
+    // argument's bytes as given.
+    std::fs::remove_file(bin.with_file_name("nightjard")).unwrap();
+    std::fs::write(bin.with_file_name("nightjard"), "not a program").unwrap();
+    let on_path = nj.path("on-path");
+    recorder(&on_path);
+    let (code, err, _) = run(on_path.as_os_str(), nj.dir.path(), odd);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        std::fs::read(&out).unwrap(),
+        [&b"daemon\n--config\n"[..], odd.as_bytes(), b"\n"].concat()
+    );
+    // An empty or relative PATH entry does not run the working dir's `nightjard`.
+    let cwd = nj.path("cwd");
+    recorder(&cwd);
+    for path in ["", ":", ".", "/nonexistent:"] {
+        let (code, err, _) = run(OsStr::new(path), &cwd, odd);
+        assert_eq!(code, 1, "PATH={path:?}: {err}");
+        assert!(err.contains("not executable"), "PATH={path:?}: {err}");
+        assert!(!out.exists(), "PATH={path:?} ran ./nightjard");
+    }
 }
