@@ -61,7 +61,12 @@ fn run(cli: Cli) -> Result<i32> {
         }
         _ => anyhow::bail!(
             "nightjard runs the daemon (`nightjard daemon`) and the offline plugin checks (`plugins check`, `plugins test`); every other verb is the client's: `nightjar {}`",
-            std::env::args().skip(1).collect::<Vec<_>>().join(" ")
+            // Lossy: an argument that is not UTF-8 (a path) is shown, not a panic.
+            std::env::args_os()
+                .skip(1)
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join(" ")
         ),
     }
 }

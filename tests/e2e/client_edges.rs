@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::harness::{BIN, Nj};
+use crate::harness::{BIN, DAEMON_BIN, Nj};
 
 /// Answers the next `replies.len()` connections on `socket`, each with its
 /// reply after reading the request line.
@@ -226,4 +226,19 @@ fn nightjard_is_run_only_when_executable_from_an_absolute_path_never_itself_and_
         assert!(err.contains("not executable"), "PATH={path:?}: {err}");
         assert!(!out.exists(), "PATH={path:?} ran ./nightjard");
     }
+}
+
+#[test]
+fn the_daemon_binary_names_a_client_verb_whose_arguments_are_not_utf8() {
+    let (code, err, _) = bounded(Command::new(DAEMON_BIN).args([
+        OsStr::new("show"),
+        OsStr::new("1"),
+        OsStr::new("--config"),
+        OsStr::from_bytes(b"/tmp/\xff"),
+    ]));
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("`nightjar show 1 --config /tmp/\u{fffd}`"),
+        "{err}"
+    );
 }
