@@ -53,14 +53,19 @@ pub const MAX_REPLY: usize = 256 << 20;
 /// reload, gives up after 5 minutes.
 const REPLY_WITHIN: Duration = Duration::from_secs(6 * 60);
 
-/// How long a reply that has begun may pause: the daemon writes each reply
-/// line at once, so a pause this long means it stopped (SIGSTOP, a hang).
-const REPLY_STALL: Duration = Duration::from_secs(30);
+/// How long a reply that has begun, or a request being sent, may pause: the
+/// daemon reads requests and writes replies at once, so a pause this long
+/// means it stopped (SIGSTOP, a hang).
+const STALL: Duration = Duration::from_secs(30);
 
 /// A connection to the daemon.
 pub struct Client {
     reader: BufReader<UnixStream>,
     writer: UnixStream,
+    /// How long a reply may take to begin (`REPLY_WITHIN`).
+    within: Duration,
+    /// How long a request or a reply may pause (`STALL`).
+    stall: Duration,
 }
 
 impl Client {
@@ -71,16 +76,24 @@ impl Client {
             hint: hint.to_string(),
         };
         let stream = UnixStream::connect(socket).map_err(|_| not_running())?;
+        Client::on(stream, REPLY_WITHIN, STALL).map_err(|_| not_running())
+    }
+
+    /// A client on a connected stream.
+    fn on(stream: UnixStream, within: Duration, stall: Duration) -> std::io::Result<Client> {
+        stream.set_write_timeout(Some(stall))?;
         Ok(Client {
-            reader: BufReader::new(stream.try_clone().map_err(|_| not_running())?),
+            reader: BufReader::new(stream.try_clone()?),
             writer: stream,
+            within,
+            stall,
         })
     }
 
     /// Sends one request and decodes its typed reply.
     pub fn call<C: Call>(&mut self, req: C) -> Result<C::Reply, CallError> {
         let req: crate::api::Request = req.into();
-        let within = (!matches!(req, crate::api::Request::Wait(_))).then_some(REPLY_WITHIN);
+        let within = (!matches!(req, crate::api::Request::Wait(_))).then_some(self.within);
         let line = RequestLine { v: PROTOCOL, req };
         let mut line = serde_json::to_vec(&line).map_err(|e| CallError::Io(e.to_string()))?;
         if line.len() > MAX_REQUEST {
@@ -99,12 +112,23 @@ impl Client {
         // its reply is still there to read, so a failed send is reported
         // only when no reply came.
         let sent = send_all(&self.writer, &line);
+        if let Err(e) = &sent
+            && matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            )
+        {
+            return Err(CallError::Io(format!(
+                "the daemon took none of the request for {} s (is it stopped? `kill -CONT` its pid, or restart it)",
+                self.stall.as_secs()
+            )));
+        }
         let got = read_reply(
             &self.writer,
             &mut self.reader,
             MAX_REPLY,
             within,
-            REPLY_STALL,
+            self.stall,
         );
         let reply = match (sent, got) {
             (_, Ok(reply)) if !reply.is_empty() => reply,
@@ -337,6 +361,22 @@ mod tests {
             Err(CallError::Io(m)) => assert!(m.contains("did not answer within"), "{m}"),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_request_the_daemon_does_not_read_times_out_instead_of_blocking_for_ever() {
+        let (client, daemon) = UnixStream::pair().unwrap();
+        let mut c = Client::on(client, MS, MS).unwrap();
+        // Far more than a socket buffer holds; the daemon never reads.
+        let t0 = Instant::now();
+        match c.call(crate::api::Wait {
+            ids: vec![1_000_000; 100_000],
+        }) {
+            Err(CallError::Io(m)) => assert!(m.contains("took none of the request"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(t0.elapsed() < 20 * MS, "{:?}", t0.elapsed());
+        drop(daemon);
     }
 
     #[test]
