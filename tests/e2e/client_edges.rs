@@ -100,6 +100,11 @@ fn a_reply_of_another_version_or_cut_short_is_a_protocol_mismatch_not_a_missing_
         &nj.state.join("nightjar.sock"),
         vec![
             |s| s.write_all(b"{\"v\":3,\"ok\":{\"rows\":[]}}\n").unwrap(),
+            // nightjar 0.1, which cannot read a versioned request.
+            |s| {
+                s.write_all(b"{\"ok\":null,\"error\":\"bad request: missing field `verb` at line 1 column 37\"}\n")
+                    .unwrap()
+            },
             |s| s.write_all(b"{\"v\":2,\"ok\":[{\"id\":\n").unwrap(),
             |s| s.write_all(b"{\"v\":2,\"ok\":\"\xff\"}\n").unwrap(),
         ],
@@ -108,6 +113,12 @@ fn a_reply_of_another_version_or_cut_short_is_a_protocol_mismatch_not_a_missing_
     assert_eq!(code, 5, "{err}");
     assert!(
         err.contains("protocol 3") && err.contains("protocol 2"),
+        "{err}"
+    );
+    let (code, err, _) = bounded(&mut client(&nj, &["show", "1"]));
+    assert_eq!(code, 5, "{err}");
+    assert!(
+        err.contains("protocol 1 (nightjar 0.1)") && err.contains("missing field `verb`"),
         "{err}"
     );
     let (code, err, _) = bounded(&mut client(&nj, &["show", "1"]));

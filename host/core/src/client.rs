@@ -238,7 +238,18 @@ pub fn decode<T: serde::de::DeserializeOwned>(line: &str) -> Result<T, CallError
                 Err(ApiError::new(ErrorKind::Protocol, "the daemon sent an empty reply").into())
             }
         },
-        // The daemon's own words first: it explains a mismatch itself.
+        // nightjar 0.1 cannot read this request and says so in words that
+        // name no version: explain the mismatch, then quote it.
+        Ok(ReplyLine {
+            v: None,
+            error: Some(message),
+            ..
+        }) => {
+            let mut e = daemon_mismatch(None);
+            e.message = format!("{} (it answered: {message})", e.message);
+            Err(e.into())
+        }
+        // A newer daemon's own words: it explains a mismatch itself.
         Ok(ReplyLine {
             error: Some(message),
             kind,
