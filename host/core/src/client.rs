@@ -49,8 +49,9 @@ impl CallError {
 pub const MAX_REPLY: usize = 256 << 20;
 
 /// How long a reply may take to begin, for every request but `wait` (which
-/// answers when its tasks end): the daemon's slowest answer, a plugin
-/// reload, gives up after 5 minutes.
+/// answers when its tasks end) and `gc` (which answers once it has deleted
+/// the old run folders, however large): the daemon's slowest other answer,
+/// a plugin reload, gives up after 5 minutes.
 const REPLY_WITHIN: Duration = Duration::from_secs(6 * 60);
 
 /// How long a reply that has begun, or a request being sent, may pause: the
@@ -93,7 +94,10 @@ impl Client {
     /// Sends one request and decodes its typed reply.
     pub fn call<C: Call>(&mut self, req: C) -> Result<C::Reply, CallError> {
         let req: crate::api::Request = req.into();
-        let within = (!matches!(req, crate::api::Request::Wait(_))).then_some(self.within);
+        let within = match req {
+            crate::api::Request::Wait(_) | crate::api::Request::Gc(_) => None,
+            _ => Some(self.within),
+        };
         let line = RequestLine { v: PROTOCOL, req };
         let mut line = serde_json::to_vec(&line).map_err(|e| CallError::Io(e.to_string()))?;
         if line.len() > MAX_REQUEST {
