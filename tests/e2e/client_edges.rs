@@ -253,3 +253,37 @@ fn the_daemon_binary_names_a_client_verb_whose_arguments_are_not_utf8() {
         "{err}"
     );
 }
+
+#[test]
+fn plugins_check_reads_the_plugin_config_apart_from_the_daemon_config() {
+    // `--config` is the daemon's config (its limits apply), as for every
+    // verb; the plugin's own config is `--plugin-config`. Both named
+    // `--config`, the plugin config was read as the daemon's and refused.
+    let nj = Nj::new("[plugins]\nmax_file_size = \"1KiB\"\n");
+    let hostile = env!("NIGHTJAR_TEST_PLUGIN_HOSTILE");
+    let cfg = nj.path("work").join("plugin.toml");
+    let check = |mode: &str, daemon_config: bool| {
+        std::fs::write(&cfg, format!("mode = \"{mode}\"\n")).unwrap();
+        let mut c = Command::new(BIN);
+        if daemon_config {
+            c.arg("--config").arg(&nj.config);
+        }
+        c.args(["plugins", "check", hostile, "--plugin-config"])
+            .arg(&cfg)
+            .output()
+            .unwrap()
+    };
+    let out = check("ok", false);
+    assert!(out.status.success(), "{out:?}");
+    let out = check("reject-config", false);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("this plugin refuses every config"), "{err}");
+    // The daemon's config still decides the limits: a 1 KiB file cap.
+    let out = check("ok", true);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("over plugins.max_file_size (1024 bytes)"),
+        "{err}"
+    );
+}
