@@ -10,17 +10,39 @@ use serde::Deserialize;
 
 use crate::api::{ApiError, Call, ErrorKind, MAX_REQUEST, PROTOCOL, ReplyLine, RequestLine};
 
-/// The daemon is not there; the message says how to start it.
-#[derive(Debug, thiserror::Error)]
-#[error(
-    "the nightjar daemon is not running (no daemon answers on {socket}).\nStart it with `nightjar daemon{hint}` (or `systemctl --user start nightjar`), then try again."
-)]
+/// No daemon answers: the message says how to start it, or why its socket
+/// cannot be reached.
+#[derive(Debug)]
 pub struct NotRunning {
     /// The socket tried.
     pub socket: PathBuf,
     /// Extra flags to repeat.
     pub hint: String,
+    /// Why connecting failed, when it was not the plain "nothing there"
+    /// (`Permission denied (os error 13)`), else empty.
+    pub cause: String,
 }
+
+impl std::fmt::Display for NotRunning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let socket = self.socket.display();
+        if self.cause.is_empty() {
+            write!(
+                f,
+                "the nightjar daemon is not running (no daemon answers on {socket}).\nStart it with `nightjar daemon{}` (or `systemctl --user start nightjar`), then try again.",
+                self.hint
+            )
+        } else {
+            write!(
+                f,
+                "cannot reach the nightjar daemon's socket {socket}: {}",
+                self.cause
+            )
+        }
+    }
+}
+
+impl std::error::Error for NotRunning {}
 
 /// A call that failed: the daemon's typed error, or the connection.
 #[derive(Debug, thiserror::Error)]
@@ -72,12 +94,22 @@ pub struct Client {
 impl Client {
     /// Connects to the daemon's socket; `hint` is appended to the start command in the error.
     pub fn connect(socket: &Path, hint: &str) -> Result<Client, NotRunning> {
-        let not_running = || NotRunning {
-            socket: socket.to_path_buf(),
-            hint: hint.to_string(),
+        let not_running = |e: std::io::Error| {
+            use std::io::ErrorKind::{ConnectionRefused, NotFound};
+            NotRunning {
+                socket: socket.to_path_buf(),
+                hint: hint.to_string(),
+                // No socket, or a stale one: nothing more to say. Anything
+                // else (a socket of another user, a path too long) is said,
+                // or starting a daemon would look like the fix.
+                cause: match e.kind() {
+                    NotFound | ConnectionRefused => String::new(),
+                    _ => e.to_string(),
+                },
+            }
         };
-        let stream = UnixStream::connect(socket).map_err(|_| not_running())?;
-        Client::on(stream, REPLY_WITHIN, STALL).map_err(|_| not_running())
+        let stream = UnixStream::connect(socket).map_err(not_running)?;
+        Client::on(stream, REPLY_WITHIN, STALL).map_err(not_running)
     }
 
     /// A client on a connected stream.
@@ -392,6 +424,28 @@ mod tests {
         }
         assert!(t0.elapsed() < 20 * MS, "{:?}", t0.elapsed());
         drop(daemon);
+    }
+
+    #[test]
+    fn a_socket_that_cannot_be_reached_says_why_unless_nothing_is_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let gone = Client::connect(&dir.path().join("nightjar.sock"), "")
+            .err()
+            .unwrap();
+        assert!(gone.cause.is_empty(), "{gone}");
+        let text = gone.to_string();
+        assert!(
+            text.contains("not running") && text.contains("Start it"),
+            "{text}"
+        );
+        // Too long for a socket address: said, not "start a daemon".
+        let long = dir.path().join("x".repeat(200)).join("nightjar.sock");
+        let text = Client::connect(&long, "").err().unwrap().to_string();
+        assert!(
+            text.starts_with("cannot reach the nightjar daemon's socket"),
+            "{text}"
+        );
+        assert!(!text.contains("Start it"), "{text}");
     }
 
     #[test]
