@@ -135,8 +135,7 @@ impl Config {
     pub fn load(path: Option<&Path>, state_dir: Option<&Path>) -> Result<Config> {
         let mut cfg = match path {
             Some(p) => {
-                let text = std::fs::read_to_string(p)
-                    .with_context(|| format!("cannot read config file {}", p.display()))?;
+                let text = nightjar_core::paths::read_config(p).map_err(anyhow::Error::msg)?;
                 Self::parse(&text, p)?
             }
             None => Config::default(),
@@ -157,6 +156,15 @@ impl Config {
             .map_err(|e| anyhow::anyhow!("config file {}: {e}", origin.display()))?;
         let mut cfg: Config = toml::from_str(text)
             .map_err(|e| anyhow::anyhow!("config file {}: {e}", origin.display()))?;
+        // Relative paths start at the file's folder, as the client reads them.
+        for p in [
+            &mut cfg.state_dir,
+            &mut cfg.socket,
+            &mut cfg.plugins.dir,
+            &mut cfg.gpu.sim_script,
+        ] {
+            *p = nightjar_core::paths::from_config(origin, p);
+        }
         // A state_dir given in the file moves the socket too, unless the file names one.
         if raw.contains_key("state_dir") && !raw.contains_key("socket") {
             cfg.socket = default_socket(&cfg.state_dir);

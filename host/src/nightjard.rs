@@ -47,21 +47,29 @@ fn run(cli: Cli) -> Result<i32> {
             crate::daemon::run(cfg)?;
             Ok(0)
         }
-        Verb::Plugins(Cmd::Check { file, config }) => {
+        Verb::Plugins(Cmd::Check {
+            file,
+            plugin_config,
+        }) => {
             let limits = offline::daemon_limits(cli.config.as_deref())?;
-            offline::check(file, config.as_deref(), &limits)
+            offline::check(file, plugin_config.as_deref(), &limits)
         }
         Verb::Plugins(Cmd::Test {
             file,
             snapshot,
-            config,
+            plugin_config,
         }) => {
             let limits = offline::daemon_limits(cli.config.as_deref())?;
-            offline::test(file, snapshot, config.as_deref(), &limits)
+            offline::test(file, snapshot, plugin_config.as_deref(), &limits)
         }
         _ => anyhow::bail!(
             "nightjard runs the daemon (`nightjard daemon`) and the offline plugin checks (`plugins check`, `plugins test`); every other verb is the client's: `nightjar {}`",
-            std::env::args().skip(1).collect::<Vec<_>>().join(" ")
+            // Lossy: an argument that is not UTF-8 (a path) is shown, not a panic.
+            std::env::args_os()
+                .skip(1)
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join(" ")
         ),
     }
 }

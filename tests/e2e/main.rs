@@ -5,6 +5,7 @@ mod harness;
 
 mod breaker;
 mod cli;
+mod client_edges;
 mod containment;
 mod exactly_once;
 mod examples;

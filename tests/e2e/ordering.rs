@@ -54,3 +54,51 @@ fn a_chain_that_scores_nothing_keeps_the_built_in_order() {
 fn a_failing_disabled_scorer_falls_back_to_the_built_in_order() {
     assert_built_in_order("panic");
 }
+
+/// A world whose every evaluation takes a second (the policy loops until
+/// its deadline), so the queue the scheduler read is a second old when it
+/// starts tasks.
+fn slow_chain() -> Nj {
+    let mut nj = Nj::new(
+        "slots = 2\n[plugins]\nchain = [\"hostile\"]\nevaluate_timeout = \"1s\"\nmax_failures = 100\nfailure_window = 100\n[plugin.hostile.config]\nmode = \"loop\"\n",
+    );
+    let dir = nj.state.join("plugins");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(HOSTILE, dir.join("hostile.wasm")).unwrap();
+    nj.start();
+    nj
+}
+
+#[test]
+fn a_task_held_while_the_chain_evaluates_does_not_start() {
+    let nj = slow_chain();
+    let id = nj.submit(&["--hold", "--", "true"]);
+    // Released: a pass reads it, and while the chain evaluates it is held again.
+    nj.ok(&["release", &id.to_string()]);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    nj.ok(&["hold", &id.to_string()]);
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    let t = nj.show(id);
+    assert_eq!(t["task"]["state"], "held", "{t}");
+    assert_eq!(t["runs"].as_array().map(Vec::len), Some(0), "{t}");
+}
+
+#[test]
+fn a_task_whose_dependency_is_queued_again_while_the_chain_evaluates_does_not_start() {
+    let nj = slow_chain();
+    let dep = nj.submit(&["--hold", "--name", "dep", "--", "sleep", "1"]);
+    let after = nj.submit(&["--after-any", &dep.to_string(), "--", "true"]);
+    // Cancelled, `dep` has ended: `after` may start, and a pass reads it...
+    nj.ok(&["cancel", &dep.to_string()]);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // ...but before the chain answers, `dep` is queued again: `after` waits for it.
+    nj.ok(&["retry", &dep.to_string()]);
+    assert_eq!(nj.wait(after), 0);
+    let start = started_at(&nj, after);
+    let dep_runs = nj.show(dep)["runs"].clone();
+    let dep_end = dep_runs[0]["finished_at"].as_i64();
+    assert!(
+        dep_end.is_some_and(|end| start >= end),
+        "`after` started at {start}, before its dependency ran (dep's runs: {dep_runs})"
+    );
+}

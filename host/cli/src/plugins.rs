@@ -21,9 +21,11 @@ pub enum Cmd {
     Check {
         /// The `.wasm` component.
         file: PathBuf,
-        /// A TOML file with the plugin's config (what `[plugin.NAME.config]` holds).
+        /// A TOML file with the plugin's config (what `[plugin.NAME.config]`
+        /// holds). Not `--config`: that is the daemon's config, whose limits
+        /// the check applies.
         #[arg(long)]
-        config: Option<PathBuf>,
+        plugin_config: Option<PathBuf>,
     },
     /// Evaluate a snapshot offline and print the validated answer as JSON.
     Test {
@@ -32,9 +34,9 @@ pub enum Cmd {
         /// A snapshot in JSON (`nightjar plugins test --help` shows the shape in the README).
         #[arg(long)]
         snapshot: PathBuf,
-        /// A TOML file with the plugin's config.
+        /// A TOML file with the plugin's config (see `check`).
         #[arg(long)]
-        config: Option<PathBuf>,
+        plugin_config: Option<PathBuf>,
     },
 }
 

@@ -4,22 +4,45 @@ use std::io::{BufRead, BufReader};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::Deserialize;
 
 use crate::api::{ApiError, Call, ErrorKind, MAX_REQUEST, PROTOCOL, ReplyLine, RequestLine};
 
-/// The daemon is not there; the message says how to start it.
-#[derive(Debug, thiserror::Error)]
-#[error(
-    "the nightjar daemon is not running (no daemon answers on {socket}).\nStart it with `nightjar daemon{hint}` (or `systemctl --user start nightjar`), then try again."
-)]
+/// No daemon answers: the message says how to start it, or why its socket
+/// cannot be reached.
+#[derive(Debug)]
 pub struct NotRunning {
     /// The socket tried.
     pub socket: PathBuf,
     /// Extra flags to repeat.
     pub hint: String,
+    /// Why connecting failed, when it was not the plain "nothing there"
+    /// (`Permission denied (os error 13)`), else empty.
+    pub cause: String,
 }
+
+impl std::fmt::Display for NotRunning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let socket = self.socket.display();
+        if self.cause.is_empty() {
+            write!(
+                f,
+                "the nightjar daemon is not running (no daemon answers on {socket}).\nStart it with `nightjar daemon{}` (or `systemctl --user start nightjar`), then try again.",
+                self.hint
+            )
+        } else {
+            write!(
+                f,
+                "cannot reach the nightjar daemon's socket {socket}: {}",
+                self.cause
+            )
+        }
+    }
+}
+
+impl std::error::Error for NotRunning {}
 
 /// A call that failed: the daemon's typed error, or the connection.
 #[derive(Debug, thiserror::Error)]
@@ -42,32 +65,72 @@ impl CallError {
     }
 }
 
+/// Longest reply line the client keeps (256 MiB, some hundred times a
+/// 10,000-task `ls`): whatever answers on the socket, the client's memory
+/// stays bounded.
+pub const MAX_REPLY: usize = 256 << 20;
+
+/// How long a reply may take to begin, for every request but `wait` (which
+/// answers when its tasks end) and `gc` (which answers once it has deleted
+/// the old run folders, however large): the daemon's slowest other answer,
+/// a plugin reload, gives up after 5 minutes.
+const REPLY_WITHIN: Duration = Duration::from_secs(6 * 60);
+
+/// How long a reply that has begun, or a request being sent, may pause: the
+/// daemon reads requests and writes replies at once, so a pause this long
+/// means it stopped (SIGSTOP, a hang).
+const STALL: Duration = Duration::from_secs(30);
+
 /// A connection to the daemon.
 pub struct Client {
     reader: BufReader<UnixStream>,
     writer: UnixStream,
+    /// How long a reply may take to begin (`REPLY_WITHIN`).
+    within: Duration,
+    /// How long a request or a reply may pause (`STALL`).
+    stall: Duration,
 }
 
 impl Client {
     /// Connects to the daemon's socket; `hint` is appended to the start command in the error.
     pub fn connect(socket: &Path, hint: &str) -> Result<Client, NotRunning> {
-        let not_running = || NotRunning {
-            socket: socket.to_path_buf(),
-            hint: hint.to_string(),
+        let not_running = |e: std::io::Error| {
+            use std::io::ErrorKind::{ConnectionRefused, NotFound};
+            NotRunning {
+                socket: socket.to_path_buf(),
+                hint: hint.to_string(),
+                // No socket, or a stale one: nothing more to say. Anything
+                // else (a socket of another user, a path too long) is said,
+                // or starting a daemon would look like the fix.
+                cause: match e.kind() {
+                    NotFound | ConnectionRefused => String::new(),
+                    _ => e.to_string(),
+                },
+            }
         };
-        let stream = UnixStream::connect(socket).map_err(|_| not_running())?;
+        let stream = UnixStream::connect(socket).map_err(not_running)?;
+        Client::on(stream, REPLY_WITHIN, STALL).map_err(not_running)
+    }
+
+    /// A client on a connected stream.
+    fn on(stream: UnixStream, within: Duration, stall: Duration) -> std::io::Result<Client> {
+        stream.set_write_timeout(Some(stall))?;
         Ok(Client {
-            reader: BufReader::new(stream.try_clone().map_err(|_| not_running())?),
+            reader: BufReader::new(stream.try_clone()?),
             writer: stream,
+            within,
+            stall,
         })
     }
 
     /// Sends one request and decodes its typed reply.
     pub fn call<C: Call>(&mut self, req: C) -> Result<C::Reply, CallError> {
-        let line = RequestLine {
-            v: PROTOCOL,
-            req: req.into(),
+        let req: crate::api::Request = req.into();
+        let within = match req {
+            crate::api::Request::Wait(_) | crate::api::Request::Gc(_) => None,
+            _ => Some(self.within),
         };
+        let line = RequestLine { v: PROTOCOL, req };
         let mut line = serde_json::to_vec(&line).map_err(|e| CallError::Io(e.to_string()))?;
         if line.len() > MAX_REQUEST {
             return Err(ApiError::new(
@@ -85,22 +148,114 @@ impl Client {
         // its reply is still there to read, so a failed send is reported
         // only when no reply came.
         let sent = send_all(&self.writer, &line);
-        let mut reply = String::new();
-        let got = self.reader.read_line(&mut reply);
-        match (sent, got) {
-            (_, Ok(n)) if n > 0 => {}
+        if let Err(e) = &sent
+            && matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            )
+        {
+            return Err(CallError::Io(format!(
+                "the daemon took none of the request for {} s (is it stopped? `kill -CONT` its pid, or restart it)",
+                self.stall.as_secs()
+            )));
+        }
+        let got = read_reply(
+            &self.writer,
+            &mut self.reader,
+            MAX_REPLY,
+            within,
+            self.stall,
+        );
+        let reply = match (sent, got) {
+            (_, Ok(reply)) if !reply.is_empty() => reply,
+            (_, Err(e @ CallError::Api(_))) => return Err(e),
             (Err(e), _) => {
                 return Err(CallError::Io(format!(
                     "cannot send the request to the daemon: {e}"
                 )));
             }
-            _ => {
+            (Ok(()), Err(e)) => return Err(e),
+            (Ok(()), Ok(_)) => {
                 return Err(CallError::Io(
                     "the daemon closed the connection without replying (did it stop?)".into(),
                 ));
             }
-        }
+        };
+        let reply = String::from_utf8(reply).map_err(|_| {
+            ApiError::new(
+                ErrorKind::Protocol,
+                "the daemon's reply is not UTF-8; is the daemon of this release?",
+            )
+        })?;
         decode::<C::Reply>(&reply)
+    }
+}
+
+/// Reads one reply line (without its newline; empty when the daemon closed
+/// without a word), keeping at most `max` bytes: the first byte must come
+/// within `within` (`None`: no limit) and each later one within `stall`.
+fn read_reply(
+    stream: &UnixStream,
+    reader: &mut BufReader<UnixStream>,
+    max: usize,
+    within: Option<Duration>,
+    stall: Duration,
+) -> Result<Vec<u8>, CallError> {
+    let io = |e: std::io::Error| CallError::Io(format!("cannot read the daemon's reply: {e}"));
+    stream.set_read_timeout(within).map_err(io)?;
+    let mut buf = Vec::new();
+    loop {
+        let avail = match reader.fill_buf() {
+            Ok(a) => a,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Err(CallError::Io(if buf.is_empty() {
+                    format!(
+                        "the daemon accepted the request but did not answer within {} s (is it stopped? `kill -CONT` its pid, or restart it)",
+                        within.unwrap_or_default().as_secs()
+                    )
+                } else {
+                    format!(
+                        "the daemon's reply stopped after {} bytes and nothing came for {} s (is it stopped?)",
+                        buf.len(),
+                        stall.as_secs()
+                    )
+                }));
+            }
+            Err(e) => return Err(io(e)),
+        };
+        if avail.is_empty() {
+            // The daemon closed: a line without its newline is still its reply.
+            return Ok(buf);
+        }
+        let (take, done) = match avail.iter().position(|&b| b == b'\n') {
+            Some(i) => (i, true),
+            None => (avail.len(), false),
+        };
+        if buf.len() + take > max {
+            return Err(ApiError::new(
+                ErrorKind::Other,
+                format!(
+                    "the daemon's reply is longer than {} MiB: refused (narrow the request: `ls --state`, `--project`)",
+                    max >> 20
+                ),
+            )
+            .into());
+        }
+        let first = buf.is_empty();
+        buf.extend_from_slice(&avail[..take]);
+        reader.consume(if done { take + 1 } else { take });
+        if done {
+            return Ok(buf);
+        }
+        if first {
+            stream.set_read_timeout(Some(stall)).map_err(io)?;
+        }
     }
 }
 
@@ -115,9 +270,22 @@ pub fn decode<T: serde::de::DeserializeOwned>(line: &str) -> Result<T, CallError
                 message,
             }
             .into()),
-            (None, None) => Err(CallError::Io("the daemon sent an empty reply".into())),
+            (None, None) => {
+                Err(ApiError::new(ErrorKind::Protocol, "the daemon sent an empty reply").into())
+            }
         },
-        // The daemon's own words first: it explains a mismatch itself.
+        // nightjar 0.1 cannot read this request and says so in words that
+        // name no version: explain the mismatch, then quote it.
+        Ok(ReplyLine {
+            v: None,
+            error: Some(message),
+            ..
+        }) => {
+            let mut e = daemon_mismatch(None);
+            e.message = format!("{} (it answered: {message})", e.message);
+            Err(e.into())
+        }
+        // A newer daemon's own words: it explains a mismatch itself.
         Ok(ReplyLine {
             error: Some(message),
             kind,
@@ -139,9 +307,14 @@ pub fn decode<T: serde::de::DeserializeOwned>(line: &str) -> Result<T, CallError
             match serde_json::from_str::<Head>(line) {
                 Ok(Head { v, .. }) if v != Some(PROTOCOL) => Err(daemon_mismatch(v).into()),
                 Ok(Head { error: Some(m), .. }) => Err(ApiError::new(ErrorKind::Other, m).into()),
-                _ => Err(CallError::Io(format!(
-                    "the daemon's reply does not decode ({e}); is the daemon of this release?"
-                ))),
+                // Something answers, but not in this protocol: not a missing daemon.
+                _ => Err(ApiError::new(
+                    ErrorKind::Protocol,
+                    format!(
+                        "the daemon's reply does not decode ({e}); is the daemon of this release?"
+                    ),
+                )
+                .into()),
             }
         }
     }
@@ -185,3 +358,6 @@ fn send_all(stream: &UnixStream, mut buf: &[u8]) -> std::io::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;

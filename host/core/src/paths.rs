@@ -41,20 +41,61 @@ pub fn locate(
     (state_dir, socket)
 }
 
+/// Longest config file read (1 MiB, some hundred times the example with
+/// every key): `--config /dev/zero` or a wrong multi-gigabyte file is an
+/// error, not a process that reads until memory runs out.
+pub const MAX_CONFIG: u64 = 1 << 20;
+
+/// The text of config file `p`, refused past [`MAX_CONFIG`] bytes. Client
+/// and daemon read it alike.
+pub fn read_config(p: &Path) -> Result<String, String> {
+    use std::io::Read;
+    let cannot = |e: std::io::Error| format!("cannot read config file {}: {e}", p.display());
+    let mut bytes = Vec::new();
+    std::fs::File::open(p)
+        .and_then(|f| f.take(MAX_CONFIG + 1).read_to_end(&mut bytes))
+        .map_err(cannot)?;
+    if bytes.len() as u64 > MAX_CONFIG {
+        return Err(format!(
+            "config file {} is larger than {} MiB: is it the right file?",
+            p.display(),
+            MAX_CONFIG >> 20
+        ));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        format!(
+            "config file {}: not UTF-8 text (byte {})",
+            p.display(),
+            e.utf8_error().valid_up_to()
+        )
+    })
+}
+
+/// A path given in config file `config`: a relative one starts at the
+/// file's folder (as in task files), so the daemon and every client find the
+/// same place whatever their working directories. Empty stays empty (a
+/// default).
+pub fn from_config(config: &Path, value: &Path) -> PathBuf {
+    if value.is_absolute() || value.as_os_str().is_empty() {
+        return value.to_path_buf();
+    }
+    let file = std::path::absolute(config).unwrap_or_else(|_| config.to_path_buf());
+    file.parent().unwrap_or(Path::new("/")).join(value)
+}
+
 /// The socket the daemon of `config` (a TOML file) listens on, reading only
 /// its `state_dir` and `socket` keys: what a client needs to connect. The
 /// daemon checks the rest of the file.
 pub fn socket_of(config: Option<&Path>, cli_state_dir: Option<&Path>) -> Result<PathBuf, String> {
     let (mut file_dir, mut file_socket) = (None, None);
     if let Some(p) = config {
-        let text = std::fs::read_to_string(p)
-            .map_err(|e| format!("cannot read config file {}: {e}", p.display()))?;
+        let text = read_config(p)?;
         let table: toml::Table =
             toml::from_str(&text).map_err(|e| format!("config file {}: {e}", p.display()))?;
         let path_key = |key: &str| -> Result<Option<PathBuf>, String> {
             match table.get(key) {
                 None => Ok(None),
-                Some(toml::Value::String(s)) => Ok(Some(PathBuf::from(s))),
+                Some(toml::Value::String(s)) => Ok(Some(from_config(p, Path::new(s)))),
                 Some(v) => Err(format!(
                     "config file {}: key `{key}` must be a path in quotes, not `{v}`",
                     p.display()
@@ -102,5 +143,47 @@ mod tests {
         let e = socket_of(Some(&f), None).unwrap_err();
         assert!(e.contains("key `socket`") && e.contains("c.toml"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_relative_state_dir_starts_at_the_config_files_folder_not_the_working_dir() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("lab/c.toml");
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        std::fs::write(&f, "state_dir = \"state\"\n").unwrap();
+        assert_eq!(
+            socket_of(Some(&f), None).unwrap(),
+            dir.path().join("lab/state/nightjar.sock")
+        );
+        std::fs::write(&f, "socket = \"../run/nj.sock\"\n").unwrap();
+        assert_eq!(
+            socket_of(Some(&f), None).unwrap(),
+            dir.path().join("lab/../run/nj.sock")
+        );
+        // A relative config path is made absolute first (from the working dir).
+        let rel = from_config(Path::new("c.toml"), Path::new("state"));
+        assert_eq!(rel, std::env::current_dir().unwrap().join("state"));
+        assert_eq!(from_config(&f, Path::new("/abs")), Path::new("/abs"));
+        assert_eq!(from_config(&f, Path::new("")), Path::new(""));
+    }
+
+    #[test]
+    fn a_config_file_past_the_limit_or_not_text_is_refused_without_reading_it_all() {
+        let dir = tempfile::tempdir().unwrap();
+        let big = dir.path().join("big.toml");
+        let f = std::fs::File::create(&big).unwrap();
+        f.set_len(1 << 30).unwrap(); // 1 GiB, sparse
+        let e = socket_of(Some(&big), None).unwrap_err();
+        assert!(
+            e.contains("larger than 1 MiB") && e.contains("big.toml"),
+            "{e}"
+        );
+        // A device that never ends reads no further than the limit.
+        let e = socket_of(Some(Path::new("/dev/zero")), None).unwrap_err();
+        assert!(e.contains("larger than 1 MiB"), "{e}");
+        let bin = dir.path().join("bin.toml");
+        std::fs::write(&bin, b"state_dir = \"/x\xff\"\n").unwrap();
+        let e = socket_of(Some(&bin), None).unwrap_err();
+        assert!(e.contains("not UTF-8 text (byte 15)"), "{e}");
     }
 }

@@ -26,6 +26,30 @@ fn state_dir_in_file_moves_the_socket() {
 }
 
 #[test]
+fn relative_paths_in_the_file_start_at_its_folder_as_the_client_reads_them() {
+    let text =
+        "state_dir = \"state\"\n[plugins]\ndir = \"policies\"\n[gpu]\nsim_script = \"sim.toml\"\n";
+    let file = Path::new("/srv/lab/nightjar.toml");
+    let cfg = Config::parse(text, file).unwrap();
+    assert_eq!(cfg.state_dir, Path::new("/srv/lab/state"));
+    assert_eq!(cfg.plugins.dir, Path::new("/srv/lab/policies"));
+    assert_eq!(cfg.gpu.sim_script, Path::new("/srv/lab/sim.toml"));
+    // The client finds the same socket from any working directory.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("nightjar.toml");
+    std::fs::write(&file, text).unwrap();
+    let cfg = Config::load(Some(&file), None).unwrap();
+    assert_eq!(cfg.socket, dir.path().join("state/nightjar.sock"));
+    assert_eq!(
+        nightjar_core::paths::socket_of(Some(&file), None).unwrap(),
+        cfg.socket
+    );
+    // Defaults (empty) stay defaults.
+    let cfg = Config::parse("", file.as_path()).unwrap();
+    assert!(cfg.plugins.dir.as_os_str().is_empty());
+}
+
+#[test]
 fn the_example_config_holds_the_embedded_defaults() {
     let text = include_str!("../../../examples/nightjar.toml");
     let cfg = Config::parse(text, Path::new("examples/nightjar.toml")).unwrap();

@@ -34,9 +34,12 @@ pub struct Ranking {
 }
 
 impl Ranking {
-    /// Whether the chain should be asked again at `now`.
+    /// Whether the chain should be asked again at `now`: the window has
+    /// passed, or the clock stepped back past the evaluation (else a clock
+    /// set back an hour would keep this ranking, and keep every task
+    /// submitted since from starting, for that hour).
     pub fn stale(&self, now: i64) -> bool {
-        now.saturating_sub(self.at) >= EVALUATE_EVERY.as_millis() as i64
+        !(0..EVALUATE_EVERY.as_millis() as i64).contains(&now.saturating_sub(self.at))
     }
 
     /// Why a task starts now, for its `placed` event.
@@ -148,8 +151,10 @@ mod tests {
         assert!(!r.stale(1_000));
         assert!(!r.stale(1_000 + window - 1));
         assert!(r.stale(1_000 + window));
-        // A clock that stepped back does not keep a ranking for ever.
-        assert!(!r.stale(0), "earlier than the evaluation: still fresh");
+        // A clock that stepped back does not keep the ranking until it
+        // catches up: tasks submitted since would not start meanwhile.
+        assert!(r.stale(999), "earlier than the evaluation: asked again");
+        assert!(r.stale(1_000 - 3_600_000));
     }
 
     #[test]

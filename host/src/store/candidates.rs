@@ -45,6 +45,16 @@ fn candidate_row(r: &rusqlite::Row) -> rusqlite::Result<Result<Candidate>> {
         }))
 }
 
+/// Whether `task` may start at `now`, read inside the caller's transaction.
+pub(super) fn may_start(c: &rusqlite::Connection, task: i64, now: i64) -> Result<bool> {
+    let sql = format!(
+        "SELECT EXISTS (SELECT 1 FROM tasks t WHERE t.id = ?2 AND {})",
+        eligible()
+    );
+    Ok(c.prepare_cached(&sql)?
+        .query_row(params![now, task], |r| r.get(0))?)
+}
+
 impl Store {
     /// Queued tasks whose dependencies are met and whose backoff has passed,
     /// in the built-in order: priority, then submit time. At most `limit`,

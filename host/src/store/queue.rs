@@ -77,8 +77,9 @@ pub(super) const WAKEUP_SQL: &str = "SELECT MIN(x) FROM (
 
 impl Store {
     /// Claims a queued task for a new run, atomically: returns `None` when the
-    /// task is no longer queued (someone else claimed or cancelled it). The run
-    /// folder is `runs_dir/<run id>`.
+    /// task may no longer start (claimed, cancelled, held, or a dependency
+    /// queued again by `retry` since the scheduler read it). The run folder
+    /// is `runs_dir/<run id>`.
     pub fn claim(
         &mut self,
         task: i64,
@@ -87,6 +88,12 @@ impl Store {
         now: i64,
     ) -> Result<Option<RunRow>> {
         let tx = self.conn.transaction()?;
+        // The scheduler read the queue before asking the policies (which may
+        // take seconds) or from its last ranking: what it read is checked
+        // again here, in the claim's own transaction.
+        if !super::candidates::may_start(&tx, task, now)? {
+            return Ok(None);
+        }
         // Eligible since: submit, end of backoff, or the last dependency's end.
         let eligible: Option<i64> = row(&tx,
                 "SELECT MAX(t.submitted_at, COALESCE(t.not_before, 0),

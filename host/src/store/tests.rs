@@ -74,6 +74,52 @@ fn a_task_is_claimed_once_only() {
 }
 
 #[test]
+fn a_claim_checks_again_what_the_scheduler_read_before_asking_the_policies() {
+    // `b` starts after `a` ends, whatever the outcome. The scheduler reads
+    // the queue (b may start: a was cancelled), the policies take their
+    // time, and meanwhile `retry a` queues a again: b must wait for it.
+    let (dir, mut s) = store();
+    let ids = submit(
+        &mut s,
+        "[[task]]\nname = \"a\"\ncommand = \"true\"\nhold = true\n\
+         [[task]]\nname = \"b\"\ncommand = \"true\"\nafter_any = [\"a\"]\n",
+    );
+    let (a, b) = (ids[0], ids[1]);
+    s.cancel(a, 1_500).unwrap();
+    let read: Vec<i64> = s
+        .candidates(2_000, 10, 0)
+        .unwrap()
+        .iter()
+        .map(|c| c.id)
+        .collect();
+    assert_eq!(read, vec![b], "a cancelled: b may start");
+    s.retry(a, 2_100).unwrap();
+    assert!(
+        s.claim(b, &NewRun::default(), dir.path(), 2_200)
+            .unwrap()
+            .is_none(),
+        "b started while its dependency was queued again"
+    );
+    assert_eq!(s.task(b).unwrap().state, TaskState::Queued);
+    assert!(s.show(b).unwrap().runs.is_empty());
+    // Nor does a claim start a task before its retry backoff.
+    let c = submit(&mut s, "command = \"true\"\n")[0];
+    s.conn
+        .execute("UPDATE tasks SET not_before = 9000 WHERE id = ?1", [c])
+        .unwrap();
+    assert!(
+        s.claim(c, &NewRun::default(), dir.path(), 8_999)
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        s.claim(c, &NewRun::default(), dir.path(), 9_000)
+            .unwrap()
+            .is_some()
+    );
+}
+
+#[test]
 fn order_is_priority_then_submit_time() {
     let (_dir, mut s) = store();
     let low = submit(&mut s, "command = \"true\"\npriority = \"low\"\n")[0];

@@ -124,9 +124,15 @@ fn a_reply_of_an_older_daemon_is_explained_as_a_version_mismatch() {
         }
         other => panic!("{other:?}"),
     }
-    // Its error replies were plain strings: shown as they are.
-    match decode::<Changed>(r#"{"error":"bad request: missing field `verb`"}"#) {
-        Err(CallError::Api(e)) => assert!(e.message.contains("missing field"), "{}", e.message),
+    // Its error replies were plain strings naming no version (it cannot
+    // read a versioned request): the mismatch is explained, its words quoted.
+    match decode::<Changed>(r#"{"ok":null,"error":"bad request: missing field `verb`"}"#) {
+        Err(CallError::Api(e)) => {
+            assert_eq!(e.kind, ErrorKind::Protocol);
+            assert!(e.message.contains("protocol 1"), "{}", e.message);
+            assert!(e.message.contains("restart the daemon"), "{}", e.message);
+            assert!(e.message.contains("missing field"), "{}", e.message);
+        }
         other => panic!("{other:?}"),
     }
 }

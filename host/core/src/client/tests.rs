@@ -1,0 +1,112 @@
+//! The client's bounds on the socket, against a daemon end that misbehaves.
+
+use super::*;
+use std::io::Write;
+use std::time::Instant;
+
+/// A client end and the daemon's end of a socket pair.
+fn pair() -> (UnixStream, BufReader<UnixStream>, UnixStream) {
+    let (client, daemon) = UnixStream::pair().unwrap();
+    let reader = BufReader::new(client.try_clone().unwrap());
+    (client, reader, daemon)
+}
+
+const MS: Duration = Duration::from_millis(200);
+
+#[test]
+fn a_reply_past_the_cap_is_refused_without_keeping_it() {
+    let (client, mut reader, mut daemon) = pair();
+    let writer = std::thread::spawn(move || {
+        // Never a newline: a daemon (or whatever listens) that never ends its line.
+        let chunk = vec![b'x'; 64 << 10];
+        while daemon.write_all(&chunk).is_ok() {}
+    });
+    match read_reply(&client, &mut reader, 1 << 20, Some(MS), MS) {
+        Err(CallError::Api(e)) => {
+            assert_eq!(e.kind, ErrorKind::Other);
+            assert!(e.message.contains("longer than 1 MiB"), "{}", e.message);
+        }
+        other => panic!("{other:?}"),
+    }
+    drop((client, reader));
+    writer.join().unwrap();
+}
+
+#[test]
+fn a_reply_that_stops_mid_line_or_never_begins_times_out() {
+    let (client, mut reader, mut daemon) = pair();
+    daemon.write_all(br#"{"v":2,"ok":"#).unwrap();
+    let t0 = Instant::now();
+    match read_reply(&client, &mut reader, 1 << 20, None, MS) {
+        Err(CallError::Io(m)) => assert!(m.contains("stopped after 12 bytes"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(t0.elapsed() < 20 * MS, "{:?}", t0.elapsed());
+    let (client, mut reader, _daemon) = pair();
+    match read_reply(&client, &mut reader, 1 << 20, Some(MS), MS) {
+        Err(CallError::Io(m)) => assert!(m.contains("did not answer within"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_request_the_daemon_does_not_read_times_out_instead_of_blocking_for_ever() {
+    let (client, daemon) = UnixStream::pair().unwrap();
+    let mut c = Client::on(client, MS, MS).unwrap();
+    // Far more than a socket buffer holds; the daemon never reads.
+    let t0 = Instant::now();
+    match c.call(crate::api::Wait {
+        ids: vec![1_000_000; 100_000],
+    }) {
+        Err(CallError::Io(m)) => assert!(m.contains("took none of the request"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(t0.elapsed() < 20 * MS, "{:?}", t0.elapsed());
+    drop(daemon);
+}
+
+#[test]
+fn a_socket_that_cannot_be_reached_says_why_unless_nothing_is_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let gone = Client::connect(&dir.path().join("nightjar.sock"), "")
+        .err()
+        .unwrap();
+    assert!(gone.cause.is_empty(), "{gone}");
+    let text = gone.to_string();
+    assert!(
+        text.contains("not running") && text.contains("Start it"),
+        "{text}"
+    );
+    // Too long for a socket address: said, not "start a daemon".
+    let long = dir.path().join("x".repeat(200)).join("nightjar.sock");
+    let text = Client::connect(&long, "").err().unwrap().to_string();
+    assert!(
+        text.starts_with("cannot reach the nightjar daemon's socket"),
+        "{text}"
+    );
+    assert!(!text.contains("Start it"), "{text}");
+}
+
+#[test]
+fn a_slow_reply_that_keeps_coming_and_a_closed_line_are_read_whole() {
+    let (client, mut reader, mut daemon) = pair();
+    let writer = std::thread::spawn(move || {
+        for part in [&b"{\"v\":2,"[..], b"\"ok\":", b"3}\nnext"] {
+            std::thread::sleep(MS / 2);
+            daemon.write_all(part).unwrap();
+        }
+    });
+    let line = read_reply(&client, &mut reader, 1 << 20, Some(2 * MS), MS).unwrap();
+    assert_eq!(line, br#"{"v":2,"ok":3}"#);
+    writer.join().unwrap();
+    // The rest up to the close: a reply without its newline still counts.
+    assert_eq!(
+        read_reply(&client, &mut reader, 1 << 20, None, MS).unwrap(),
+        b"next"
+    );
+    assert!(
+        read_reply(&client, &mut reader, 1 << 20, None, MS)
+            .unwrap()
+            .is_empty()
+    );
+}
