@@ -41,7 +41,7 @@
 #[doc(hidden)]
 pub mod bindings {
     wit_bindgen::generate!({
-        path: "../wit",
+        path: "../wit/nightjar-plugin@0.1.0",
         world: "scheduling-policy",
         pub_export_macro: true,
         export_macro_name: "__export_scheduling_policy",

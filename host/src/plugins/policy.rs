@@ -17,7 +17,7 @@ use super::sink::{LogBudget, LogSink};
 use super::wasi::{Blocked, SeededRng};
 
 wasmtime::component::bindgen!({
-    path: "../wit",
+    path: "../wit/nightjar-plugin@0.1.0",
     world: "scheduling-policy",
     additional_derives: [serde::Serialize, serde::Deserialize],
 });
