@@ -19,3 +19,4 @@ mod policies;
 mod restart;
 mod retention;
 mod sandbox;
+mod versions;

@@ -64,6 +64,7 @@ pub fn ls(client: &mut Client, json: bool) -> Result<i32> {
             vec![
                 v.name.escape_debug().to_string(),
                 v.state.clone(),
+                v.api_version.clone().unwrap_or_default(),
                 v.on_failure.clone(),
                 v.failure_rate.clone(),
                 format!("{:.1}%", v.cpu_percent),
@@ -76,6 +77,7 @@ pub fn ls(client: &mut Client, json: bool) -> Result<i32> {
         &[
             "NAME",
             "STATE",
+            "API",
             "ON_FAILURE",
             "FAILED",
             "CPU",
@@ -132,10 +134,14 @@ pub fn reload(client: &mut Client, json: bool) -> Result<i32> {
 pub fn check(file: &Path, config: Option<&Path>, limits: &PluginLimits) -> Result<i32> {
     let p = load(file, config, limits)?;
     println!(
-        "{}: ok (scheduling-policy, sha256 {})",
+        "{}: ok (scheduling-policy, nightjar:plugin@{}, sha256 {})",
         file.display(),
+        p.version.api,
         p.sha256
     );
+    if let Some(note) = p.version.note() {
+        println!("note: {note}");
+    }
     Ok(0)
 }
 

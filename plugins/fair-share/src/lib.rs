@@ -49,14 +49,14 @@ impl Default for Config {
 }
 
 /// Decayed usage per project, in GPU-hours.
-fn usage(cfg: &Config, s: &Snapshot) -> BTreeMap<String, f64> {
+fn usage<'a>(cfg: &Config, s: &Snapshot<'a>) -> BTreeMap<&'a str, f64> {
     let mut out = BTreeMap::new();
     for u in &s.usage {
         let end = u.ended_at.unwrap_or(s.now).min(s.now);
         let hours = (end - u.started_at).max(0) as f64 / 3_600_000.0;
         let age = (s.now - end).max(0) as f64;
         let decay = 0.5f64.powf(age / cfg.half_life.ms() as f64);
-        *out.entry(u.project.clone()).or_insert(0.0) += hours * u.gpus.max(1) as f64 * decay;
+        *out.entry(u.project).or_insert(0.0) += hours * u.gpus.max(1) as f64 * decay;
     }
     out
 }
@@ -94,9 +94,9 @@ impl Policy for FairShare {
         let projects: BTreeSet<&str> = s
             .queue
             .iter()
-            .map(|t| t.project.as_str())
-            .chain(s.running.iter().map(|t| t.project.as_str()))
-            .chain(used.keys().map(String::as_str))
+            .map(|t| t.project)
+            .chain(s.running.iter().map(|t| t.project))
+            .chain(used.keys().copied())
             .collect();
         let share = |p: &str| cfg.shares.get(p).copied().unwrap_or(cfg.default_share);
         let total_share: f64 = projects.iter().map(|p| share(p)).sum();
@@ -111,10 +111,10 @@ impl Policy for FairShare {
         let target = |p: &str| share(p) / total_share;
         let mut running: BTreeMap<&str, u32> = BTreeMap::new();
         for r in &s.running {
-            *running.entry(r.project.as_str()).or_insert(0) += 1;
+            *running.entry(r.project).or_insert(0) += 1;
         }
         for t in &s.queue {
-            let p = t.project.as_str();
+            let p = t.project;
             if let Some(cap) = cfg.caps.get(p)
                 && running.get(p).copied().unwrap_or(0) >= *cap
             {
@@ -134,14 +134,14 @@ impl Policy for FairShare {
             let starved = s
                 .queue
                 .iter()
-                .map(|t| t.project.as_str())
+                .map(|t| t.project)
                 .filter(|p| fraction(p) < cfg.preempt_below * target(p))
                 .max_by(|a, b| (target(a) - fraction(a)).total_cmp(&(target(b) - fraction(b))));
             if let Some(starved) = starved {
                 let victim = s
                     .running
                     .iter()
-                    .filter(|r| fraction(&r.project) > target(&r.project))
+                    .filter(|r| fraction(r.project) > target(r.project))
                     .max_by_key(|r| r.started_at);
                 if let Some(v) = victim {
                     e.preempt(
@@ -150,7 +150,7 @@ impl Policy for FairShare {
                             "project {starved} has {:.0}% of its share's use while {} has {:.0}%",
                             100.0 * fraction(starved) / target(starved),
                             v.project,
-                            100.0 * fraction(&v.project) / target(&v.project)
+                            100.0 * fraction(v.project) / target(v.project)
                         ),
                     );
                 }

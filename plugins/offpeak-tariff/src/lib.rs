@@ -77,7 +77,7 @@ type Span = (i64, i64, f64);
 
 /// Every occurrence of every window that starts from yesterday to a week
 /// ahead of `now` (yesterday's catch windows that wrap midnight).
-fn spans(cfg: &Config, s: &Snapshot) -> Vec<Span> {
+fn spans(cfg: &Config, s: &Snapshot<'_>) -> Vec<Span> {
     let offset = s.utc_offset as i64 * 1000;
     let local_midnight = (s.now + offset).div_euclid(DAY_MS) * DAY_MS - offset;
     let today = weekday(s) as i64;
@@ -122,7 +122,7 @@ fn span_text(ms: i64) -> String {
     }
 }
 
-fn hhmm(s: &Snapshot, at: i64) -> String {
+fn hhmm(s: &Snapshot<'_>, at: i64) -> String {
     let local = (at + s.utc_offset as i64 * 1000).rem_euclid(DAY_MS) / 60_000;
     format!("{:02}:{:02}", local / 60, local % 60)
 }
@@ -229,7 +229,7 @@ mod tests {
         configure::<OffpeakTariff>(text)
     }
 
-    fn evaluate(s: Snapshot) -> Evaluation {
+    fn evaluate(s: Snapshot<'_>) -> Evaluation {
         let cfg = parse(
             "currency = \"CNY\"\npeak_price = 1.2\nmargin = \"30m\"\n[[windows]]\nstart = \"23:00\"\nend = \"07:00\"\nprice = 0.35\n",
         )
@@ -237,7 +237,7 @@ mod tests {
         OffpeakTariff::evaluate(&cfg, &s)
     }
 
-    fn with_runtime(id: i64, priority: Priority, hours: i64) -> QueuedTask {
+    fn with_runtime(id: i64, priority: Priority, hours: i64) -> QueuedTask<'static> {
         let mut t = queued_task(id, "p", priority, 0);
         t.estimated_runtime = Some((hours * HOUR) as u64);
         t
