@@ -8,11 +8,12 @@ use std::sync::{Arc, OnceLock};
 use super::policy::{Snapshot, seed_of};
 use super::v0_2;
 use super::validate::Ids;
+use super::wasi::SeedSource;
 
 /// A snapshot shared by every plugin of a pass.
 pub struct Pass {
     snapshot: Arc<Snapshot>,
-    seed: OnceLock<u64>,
+    seed: Arc<OnceLock<u64>>,
     ids: OnceLock<Ids>,
     v0_2: OnceLock<Result<v0_2::types::Snapshot, String>>,
 }
@@ -22,7 +23,7 @@ impl Pass {
     pub fn new(snapshot: Arc<Snapshot>) -> Pass {
         Pass {
             snapshot,
-            seed: OnceLock::new(),
+            seed: Arc::new(OnceLock::new()),
             ids: OnceLock::new(),
             v0_2: OnceLock::new(),
         }
@@ -36,6 +37,13 @@ impl Pass {
     /// The seed every plugin's randomness restarts from in this pass.
     pub fn seed(&self) -> u64 {
         *self.seed.get_or_init(|| seed_of(&self.snapshot))
+    }
+
+    /// [`Pass::seed`], made when a plugin first draws randomness (most
+    /// never do) and then shared by every plugin of the pass.
+    pub fn seed_source(&self) -> SeedSource {
+        let (snapshot, seed) = (Arc::clone(&self.snapshot), Arc::clone(&self.seed));
+        Box::new(move || *seed.get_or_init(|| seed_of(&snapshot)))
     }
 
     /// The ids and GPUs answers are checked against.

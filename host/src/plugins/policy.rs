@@ -164,11 +164,12 @@ impl PolicyPlugin {
         table.set_max_capacity(MAX_HOST_RESOURCES);
         let state = PluginState {
             name: self.name.clone(),
-            wasi: super::wasi::context(&self.sink, &self.rng, 0),
+            wasi: super::wasi::context(&self.sink, &self.rng),
             table,
             limits: TotalLimiter::new(self.limits.memory),
             log_lines: self.limits.log_lines,
             log_budget: self.log_budget.clone(),
+            rng: self.rng.clone(),
         };
         let mut store = Store::new(&self.engine.engine, state);
         store.limiter(|s| &mut s.limits);
@@ -223,11 +224,11 @@ impl PolicyPlugin {
         let Some((store, live)) = self.live.as_mut() else {
             return Err(PluginError::Trap("no instance".into()));
         };
-        let seed = pass.seed();
         store.data_mut().log_lines = budget;
-        // Every source of randomness restarts from the snapshot's seed.
-        store.data_mut().wasi = super::wasi::context(&self.sink, &self.rng, seed);
-        self.rng.seed(seed);
+        // Every source of randomness restarts from the snapshot's seed, made
+        // (once per pass) if the plugin draws.
+        store.data_mut().wasi = super::wasi::context(&self.sink, &self.rng);
+        self.rng.seed_lazily(pass.seed_source());
         store.set_epoch_deadline(PluginEngine::ticks(timeout));
         // What a valid answer can hold is all the answer may copy to the host.
         store.set_hostcall_fuel(answer_transfer(pass.items()));
@@ -259,13 +260,20 @@ impl PolicyPlugin {
 }
 
 /// The random seed for `snapshot`: a hash of what the policy sees, so the
-/// same snapshot always gives the same random bytes.
+/// same snapshot always gives the same random bytes. Made once per pass; a
+/// fast mix (FxHash's) over the fields, as it is a seed, not a table key.
 pub fn seed_of(s: &Snapshot) -> u64 {
     use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
+    let mut h = Mix::default();
     (s.now, &s.time_zone, s.utc_offset).hash(&mut h);
-    for t in &s.queue {
-        (t.id, t.submitted_at, t.eligible_at, t.attempts, &t.project).hash(&mut h);
+    // Four independent lanes over the queue: the mixes of one task wait on
+    // each other, those of four tasks do not.
+    let mut lanes = [Mix(1), Mix(2), Mix(3), Mix(4)];
+    for (i, t) in s.queue.iter().enumerate() {
+        (t.id, t.submitted_at, t.eligible_at, t.attempts, &t.project).hash(&mut lanes[i % 4]);
+    }
+    for lane in lanes {
+        h.add(lane.0);
     }
     for t in &s.running {
         (t.id, t.started_at, &t.gpus).hash(&mut h);
@@ -283,6 +291,61 @@ pub fn seed_of(s: &Snapshot) -> u64 {
     }
     s.usage.len().hash(&mut h);
     h.finish()
+}
+
+/// FxHash's word mix: a word at a time, deterministic across runs.
+#[derive(Default, Clone, Copy)]
+struct Mix(u64);
+
+impl Mix {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+impl std::hash::Hasher for Mix {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut words = bytes.chunks_exact(8);
+        for w in &mut words {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(w);
+            self.add(u64::from_le_bytes(b));
+        }
+        let rest = words.remainder();
+        if !rest.is_empty() {
+            let mut b = [0u8; 8];
+            b[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(b));
+        }
+    }
+
+    fn write_u8(&mut self, n: u8) {
+        self.add(u64::from(n));
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.add(u64::from(n));
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.add(n);
+    }
+
+    fn write_i32(&mut self, n: i32) {
+        self.add(n as u64);
+    }
+
+    fn write_i64(&mut self, n: i64) {
+        self.add(n as u64);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
 }
 
 /// Turns a wasmtime error into a cause.

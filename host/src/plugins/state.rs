@@ -6,6 +6,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::limits::{MAX_LOG_MESSAGE, TotalLimiter, printable};
 use super::sink::LogBudget;
+use super::wasi::{Seeded, SeededRng};
 
 /// What a plugin's store holds.
 pub struct PluginState {
@@ -15,6 +16,13 @@ pub struct PluginState {
     pub(super) limits: TotalLimiter,
     pub(super) log_lines: u32,
     pub(super) log_budget: LogBudget,
+    pub(super) rng: SeededRng,
+}
+
+impl Seeded for PluginState {
+    fn rng(&self) -> &SeededRng {
+        &self.rng
+    }
 }
 
 impl WasiView for PluginState {
