@@ -27,6 +27,7 @@ use nightjar_sdk::config::{Duration, TimeOfDay};
 use nightjar_sdk::time::{DAY_MS, weekday};
 use nightjar_sdk::*;
 use serde::Deserialize;
+use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -164,50 +165,57 @@ impl Policy for OffpeakTariff {
                 .min_by_key(|(a, _, _)| *a)
                 .copied()
         };
+        let next = next_start(s.now);
+        // Outside a window every task waits for the same reason: written once.
+        let waiting = match (current, next) {
+            (None, Some((start, _, price))) => Some((
+                Reason::from(format!(
+                    "price {} until {} (in {}), then {}",
+                    money(cfg, cfg.peak_price),
+                    hhmm(s, start),
+                    span_text(start - s.now),
+                    money(cfg, price)
+                )),
+                start,
+            )),
+            _ => None,
+        };
+        // Inside one, the reason depends on the run time only: written once per run time.
+        let mut overruns: BTreeMap<u64, Option<Reason>> = BTreeMap::new();
         for t in &s.queue {
             if t.priority == Priority::Urgent {
                 continue;
             }
-            match current {
-                None => {
-                    if let Some((start, _, price)) = next_start(s.now) {
-                        e.defer(
-                            t.id,
-                            format!(
-                                "price {} until {} (in {}), then {}",
-                                money(cfg, cfg.peak_price),
-                                hhmm(s, start),
-                                span_text(start - s.now),
-                                money(cfg, price)
-                            ),
-                            Some(start),
-                        );
+            match (current, next) {
+                (None, _) => {
+                    if let Some((reason, start)) = &waiting {
+                        e.defer(t.id, reason.clone(), Some(*start));
                     }
                 }
-                Some((_, end, _)) => {
+                (Some((_, end, _)), Some((start, _, price))) => {
                     let Some(runtime) = t.estimated_runtime else {
                         continue;
                     };
-                    let finish = s
-                        .now
-                        .saturating_add(i64::try_from(runtime).unwrap_or(i64::MAX));
-                    if finish > end + cfg.margin.ms()
-                        && let Some((start, _, price)) = next_start(s.now)
-                    {
-                        e.defer(
-                            t.id,
-                            format!(
+                    let reason = overruns.entry(runtime).or_insert_with(|| {
+                        let finish = s
+                            .now
+                            .saturating_add(i64::try_from(runtime).unwrap_or(i64::MAX));
+                        (finish > end + cfg.margin.ms()).then(|| {
+                            Reason::from(format!(
                                 "would run {} past the cheap window's end at {}; next window {} (in {}) at {}",
                                 span_text(finish - end),
                                 hhmm(s, end),
                                 hhmm(s, start),
                                 span_text(start - s.now),
                                 money(cfg, price)
-                            ),
-                            Some(start),
-                        );
+                            ))
+                        })
+                    });
+                    if let Some(reason) = reason {
+                        e.defer(t.id, reason.clone(), Some(start));
                     }
                 }
+                (Some(_), None) => {}
             }
         }
         e
