@@ -100,7 +100,7 @@ impl Live {
                     Err(why) => return Ok(Err(PluginError::Snapshot(why.to_string()))),
                 };
                 let e = b.nightjar_plugin_policy().call_evaluate(store, snapshot)?;
-                Ok(v0_2::read(pass.snapshot(), e))
+                Ok(v0_2::read(pass.snapshot(), snapshot, e))
             }
         }
     }

@@ -11,19 +11,26 @@ fn bad<T>(message: String) -> Result<T, PluginError> {
     Err(PluginError::Invalid(message))
 }
 
-/// Reads `e`, the answer of a 0.2 plugin to `s`, into the host's model.
-pub fn read(s: &p::Snapshot, e: w::Evaluation) -> Result<p::Evaluation, PluginError> {
+/// Reads `e`, the answer of a 0.2 plugin to `sent` (`s` in 0.2's form),
+/// into the host's model. Queued tasks' ids come from `sent`'s id column: one
+/// contiguous list rather than a walk over the host's records.
+pub fn read(
+    s: &p::Snapshot,
+    sent: &w::Snapshot,
+    e: w::Evaluation,
+) -> Result<p::Evaluation, PluginError> {
+    let ids = &sent.queue.id;
     let w::Evaluation {
         reasons,
         verdicts,
         closed_gpus,
         preempt,
     } = e;
-    if verdicts.len() > s.queue.len() {
+    if verdicts.len() > ids.len() {
         return bad(format!(
             "{} verdicts for {} queued tasks",
             verdicts.len(),
-            s.queue.len()
+            ids.len()
         ));
     }
     if closed_gpus.len() > s.gpus.len() || preempt.len() > s.running.len() {
@@ -46,7 +53,7 @@ pub fn read(s: &p::Snapshot, e: w::Evaluation) -> Result<p::Evaluation, PluginEr
             reasons.len()
         )),
     };
-    let mut judged = vec![false; s.queue.len()];
+    let mut judged = vec![false; ids.len()];
     let mut out = p::Evaluation {
         verdicts: Vec::with_capacity(verdicts.len()),
         closed_gpus: Vec::with_capacity(closed_gpus.len()),
@@ -54,15 +61,15 @@ pub fn read(s: &p::Snapshot, e: w::Evaluation) -> Result<p::Evaluation, PluginEr
     };
     for v in verdicts {
         let at = v.task as usize;
-        let Some(task) = s.queue.get(at) else {
+        let (Some(&task), Some(seen)) = (ids.get(at), judged.get_mut(at)) else {
             return bad(format!(
                 "verdict for queue index {}, which is not in the queue ({} tasks)",
                 v.task,
-                s.queue.len()
+                ids.len()
             ));
         };
-        if std::mem::replace(&mut judged[at], true) {
-            return bad(format!("two verdicts for task {}", task.id));
+        if std::mem::replace(seen, true) {
+            return bad(format!("two verdicts for task {task}"));
         }
         let verdict = match v.verdict {
             w::Verdict::Allow(n) => p::Verdict::Allow(n),
@@ -72,10 +79,7 @@ pub fn read(s: &p::Snapshot, e: w::Evaluation) -> Result<p::Evaluation, PluginEr
             }),
             w::Verdict::Reject(r) => p::Verdict::Reject(reason(r)?),
         };
-        out.verdicts.push(p::TaskVerdict {
-            task: task.id,
-            verdict,
-        });
+        out.verdicts.push(p::TaskVerdict { task, verdict });
     }
     for g in closed_gpus {
         if !s.gpus.iter().any(|x| x.index == g.index) {
@@ -133,9 +137,14 @@ mod tests {
         ])
     }
 
+    /// `e` read as the answer to `s`.
+    fn read_for(s: &p::Snapshot, e: w::Evaluation) -> Result<p::Evaluation, PluginError> {
+        read(s, &super::super::wire(s).unwrap(), e)
+    }
+
     #[test]
     fn positions_become_ids_and_a_shared_reason_is_given_to_each() {
-        let e = read(&two(), answer(vec![defer(1, 0), defer(0, 0)], &["later"])).unwrap();
+        let e = read_for(&two(), answer(vec![defer(1, 0), defer(0, 0)], &["later"])).unwrap();
         let got: Vec<(i64, String)> = e
             .verdicts
             .iter()
@@ -168,13 +177,13 @@ mod tests {
                 "1 reasons for 0",
             ),
         ] {
-            let err = read(&s, e).unwrap_err();
+            let err = read_for(&s, e).unwrap_err();
             assert_eq!(err.cause(), "invalid-answer");
             assert!(err.to_string().contains(says), "{says}: {err}");
         }
         let mut preempt = answer(vec![], &["x"]);
         preempt.preempt.push(w::Preemption { task: 0, reason: 0 });
-        let err = read(&s, preempt).unwrap_err();
+        let err = read_for(&s, preempt).unwrap_err();
         assert!(
             err.to_string().contains("tasks preempted than exist"),
             "{err}"
@@ -184,13 +193,13 @@ mod tests {
             index: 9,
             reason: 0,
         });
-        let err = read(&s, gpu).unwrap_err();
+        let err = read_for(&s, gpu).unwrap_err();
         assert!(
             err.to_string().contains("GPU 9 which does not exist"),
             "{err}"
         );
         let long = answer(vec![defer(0, 0)], &[&"r".repeat(MAX_REASON + 1)]);
-        let err = read(&s, long).unwrap_err();
+        let err = read_for(&s, long).unwrap_err();
         assert!(err.to_string().contains("longer than 4096"), "{err}");
     }
 }
