@@ -93,16 +93,28 @@ fn plugins(out: &Path) {
         println!("cargo:rerun-if-changed=../plugins/{dir}/Cargo.toml");
     }
     let built = build_wasm(out, "../plugins/Cargo.toml");
-    // Test fixtures: misbehaving plugins, compiled from source, never committed.
-    println!("cargo:rerun-if-changed=../tests/plugins/hostile/src");
-    println!("cargo:rerun-if-changed=../tests/plugins/Cargo.toml");
+    // Test fixtures, compiled from source, never committed: misbehaving
+    // plugins, and a plugin of the frozen 0.1 contract.
+    for p in [
+        "../tests/plugins/Cargo.toml",
+        "../tests/plugins/Cargo.lock",
+        "../tests/plugins/hostile/src",
+        "../tests/plugins/hostile/Cargo.toml",
+        "../tests/plugins/legacy-v0_1/src",
+        "../tests/plugins/legacy-v0_1/Cargo.toml",
+    ] {
+        println!("cargo:rerun-if-changed={p}");
+    }
     let fixtures = build_wasm(out, "../tests/plugins/Cargo.toml");
-    let hostile = out.join("hostile.wasm");
-    std::fs::copy(fixtures.join("hostile.wasm"), &hostile).expect("copy hostile.wasm");
-    println!(
-        "cargo:rustc-env=NIGHTJAR_TEST_PLUGIN_HOSTILE={}",
-        hostile.display()
-    );
+    for (stem, var) in [
+        ("hostile", "NIGHTJAR_TEST_PLUGIN_HOSTILE"),
+        ("legacy_v0_1", "NIGHTJAR_TEST_PLUGIN_V0_1"),
+    ] {
+        let copy = out.join(format!("{stem}.wasm"));
+        std::fs::copy(fixtures.join(format!("{stem}.wasm")), &copy)
+            .unwrap_or_else(|e| panic!("copy {stem}.wasm: {e}"));
+        println!("cargo:rustc-env={var}={}", copy.display());
+    }
     // The lab-written example policy, so the tests prove the author's README works.
     println!("cargo:rerun-if-changed=../examples/policy-weekends/src");
     println!("cargo:rerun-if-changed=../examples/policy-weekends/Cargo.toml");

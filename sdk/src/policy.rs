@@ -22,7 +22,7 @@ pub trait Policy {
 
     /// Answers one scheduling pass. Must be pure: the same configuration and
     /// snapshot give the same evaluation, and `snapshot.now` is the only clock.
-    fn evaluate(config: &Self::Config, snapshot: &Snapshot) -> Evaluation;
+    fn evaluate(config: &Self::Config, snapshot: &Snapshot<'_>) -> Evaluation;
 
     /// Checks what serde cannot: ranges, one key against another. Name the
     /// key in the error ([`ConfigError::at`]) and say what to do.
@@ -54,7 +54,19 @@ pub mod private {
     use std::sync::{Mutex, MutexGuard};
 
     use super::{Policy, configure};
-    use crate::{ConfigError, Evaluation, Snapshot};
+    use crate::{ConfigError, Evaluation, Snapshot, wire};
+
+    /// The bytes of the `nightjar-api-version` section: [`crate::API_VERSION`].
+    pub const API_VERSION_BYTES: [u8; crate::API_VERSION.len()] = {
+        let text = crate::API_VERSION.as_bytes();
+        let mut out = [0u8; crate::API_VERSION.len()];
+        let mut i = 0;
+        while i < out.len() {
+            out[i] = text[i];
+            i += 1;
+        }
+        out
+    };
 
     /// Where the exported policy keeps its parsed configuration between
     /// `configure` and `evaluate` (an instance is single-threaded; the lock
@@ -93,7 +105,7 @@ pub mod private {
     /// snapshot, into [`Policy::evaluate`].
     pub fn evaluate_with<P: Policy>(
         slot: &ConfigSlot<P::Config>,
-        snapshot: &Snapshot,
+        snapshot: &Snapshot<'_>,
     ) -> Evaluation {
         let mut config = slot.lock();
         if config.is_none() {
@@ -104,11 +116,23 @@ pub mod private {
             None => Evaluation::default(),
         }
     }
+
+    /// The exported `evaluate` on the contract's own types: the snapshot
+    /// read into the SDK's, [`evaluate_with`], the answer written back.
+    pub fn evaluate_wire<P: Policy>(
+        slot: &ConfigSlot<P::Config>,
+        snapshot: &wire::Snapshot,
+    ) -> wire::Evaluation {
+        let view = crate::snapshot::view(snapshot);
+        let e = evaluate_with::<P>(slot, &view);
+        crate::evaluation::to_wire(&view, e)
+    }
 }
 
-/// Exports a [`Policy`] as the component's `policy` interface (on wasm only:
-/// natively the same crate builds for unit tests, and the macro only checks
-/// that the type is a [`Policy`]).
+/// Exports a [`Policy`] as the component's `nightjar:plugin/policy@0.2.0`
+/// interface and writes the API version into its `nightjar-api-version`
+/// custom section (on wasm only: natively the same crate builds for unit
+/// tests, and the macro only checks that the type is a [`Policy`]).
 #[macro_export]
 macro_rules! export_policy {
     ($policy:ty) => {
@@ -117,6 +141,8 @@ macro_rules! export_policy {
             is_a_policy::<$policy>();
         };
 
+        $crate::api_version_section!();
+
         #[cfg(target_arch = "wasm32")]
         const _: () = {
             static CONFIG: $crate::__private::ConfigSlot<<$policy as $crate::Policy>::Config> =
@@ -124,19 +150,38 @@ macro_rules! export_policy {
 
             struct Export;
 
-            impl $crate::bindings::exports::nightjar::plugin::policy::Guest for Export {
+            impl $crate::wire::Guest for Export {
                 fn configure(
                     text: ::std::string::String,
                 ) -> ::std::result::Result<(), $crate::ConfigError> {
                     $crate::__private::configure_into::<$policy>(&CONFIG, &text)
                 }
 
-                fn evaluate(snapshot: $crate::Snapshot) -> $crate::Evaluation {
-                    $crate::__private::evaluate_with::<$policy>(&CONFIG, &snapshot)
+                fn evaluate(snapshot: $crate::wire::Snapshot) -> $crate::wire::Evaluation {
+                    $crate::__private::evaluate_wire::<$policy>(&CONFIG, &snapshot)
                 }
             }
 
     $crate::bindings::__export_scheduling_policy!(Export with_types_in $crate::bindings);
+        };
+    };
+}
+
+/// Writes [`API_VERSION`](crate::API_VERSION) into the component's
+/// `nightjar-api-version` custom section (wasm only), so the host and
+/// `nightjar plugins ls` can tell which contract a file was built against.
+/// [`export_policy!`] does this; a plugin that writes its own export glue
+/// calls it once.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! api_version_section {
+    () => {
+        #[cfg(target_arch = "wasm32")]
+        const _: () = {
+            #[unsafe(link_section = "nightjar-api-version")]
+            #[used]
+            static NIGHTJAR_API_VERSION: [u8; $crate::API_VERSION.len()] =
+                $crate::__private::API_VERSION_BYTES;
         };
     };
 }
@@ -165,7 +210,7 @@ mod tests {
 
     impl Policy for Gap {
         type Config = Config;
-        fn evaluate(c: &Config, _: &Snapshot) -> Evaluation {
+        fn evaluate(c: &Config, _: &Snapshot<'_>) -> Evaluation {
             let mut e = Evaluation::default();
             e.allow(1, (c.high - c.low) as i32);
             e

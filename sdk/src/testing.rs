@@ -1,10 +1,30 @@
 //! Snapshot builders, so policies are unit-tested natively.
+//!
+//! A [`Snapshot`] borrows its text; the builders keep the text they are given
+//! for the life of the test process (each distinct string once), so a built
+//! snapshot is `Snapshot<'static>` and needs nothing kept alive beside it.
 
-use crate::{Gpu, Priority, QueuedTask, Resources, RunningTask, Snapshot, Usage};
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+
+use crate::{Gpu, Priority, QueuedTask, RunningTask, Snapshot, Usage};
+
+/// `text`, kept for the rest of the process: each distinct string is kept
+/// once, however often it is asked for.
+pub fn keep(text: &str) -> &'static str {
+    static KEPT: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
+    let mut kept = KEPT.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(s) = kept.get(text) {
+        return s;
+    }
+    let s: &'static str = Box::leak(text.into());
+    kept.insert(s);
+    s
+}
 
 /// Builds a [`Snapshot`] step by step.
 pub struct SnapshotBuilder {
-    snapshot: Snapshot,
+    snapshot: Snapshot<'static>,
 }
 
 impl SnapshotBuilder {
@@ -13,7 +33,7 @@ impl SnapshotBuilder {
         SnapshotBuilder {
             snapshot: Snapshot {
                 now,
-                time_zone: "UTC".into(),
+                time_zone: "UTC",
                 utc_offset: 0,
                 queue: Vec::new(),
                 running: Vec::new(),
@@ -38,7 +58,7 @@ impl SnapshotBuilder {
     }
 
     /// Adds a waiting task built by hand.
-    pub fn queued_task(mut self, task: QueuedTask) -> Self {
+    pub fn queued_task(mut self, task: QueuedTask<'static>) -> Self {
         self.snapshot.queue.push(task);
         self
     }
@@ -47,8 +67,8 @@ impl SnapshotBuilder {
     pub fn running(mut self, id: i64, project: &str, gpus: Vec<u32>, started_at: i64) -> Self {
         self.snapshot.running.push(RunningTask {
             id,
-            name: format!("task-{id}"),
-            project: project.into(),
+            name: keep(&format!("task-{id}")),
+            project: keep(project),
             priority: Priority::Normal,
             gpus,
             started_at,
@@ -61,8 +81,8 @@ impl SnapshotBuilder {
     pub fn gpu(mut self, index: u32, temperature: u32) -> Self {
         self.snapshot.gpus.push(Gpu {
             index,
-            uuid: format!("GPU-{index}"),
-            name: "Test GPU".into(),
+            uuid: keep(&format!("GPU-{index}")),
+            name: "Test GPU",
             mem_total: 80 << 30,
             mem_used: 0,
             mem_reserved: 0,
@@ -84,7 +104,7 @@ impl SnapshotBuilder {
         ended_at: Option<i64>,
     ) -> Self {
         self.snapshot.usage.push(Usage {
-            project: project.into(),
+            project: keep(project),
             gpus,
             started_at,
             ended_at,
@@ -93,28 +113,40 @@ impl SnapshotBuilder {
     }
 
     /// The snapshot.
-    pub fn build(self) -> Snapshot {
+    pub fn build(self) -> Snapshot<'static> {
         self.snapshot
     }
 }
 
 /// A plain waiting task.
-pub fn queued_task(id: i64, project: &str, priority: Priority, submitted_at: i64) -> QueuedTask {
+pub fn queued_task(
+    id: i64,
+    project: &str,
+    priority: Priority,
+    submitted_at: i64,
+) -> QueuedTask<'static> {
     QueuedTask {
         id,
-        name: format!("task-{id}"),
-        project: project.into(),
+        name: keep(&format!("task-{id}")),
+        project: keep(project),
         priority,
-        resources: Resources {
-            gpus: 0,
-            gpu_mem: None,
-            cpus: None,
-            mem: None,
-            timeout: None,
-        },
+        gpus: 0,
+        gpu_mem: None,
         submitted_at,
         eligible_at: submitted_at,
         attempts: 0,
         estimated_runtime: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_is_kept_once() {
+        let a = keep(&String::from("vision"));
+        let b = keep("vision");
+        assert!(std::ptr::eq(a, b));
     }
 }

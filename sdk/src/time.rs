@@ -6,20 +6,20 @@ use crate::Snapshot;
 pub const DAY_MS: i64 = 86_400_000;
 
 /// Local time of day at `now`, in minutes after midnight, in the daemon's zone.
-pub fn minute_of_day(s: &Snapshot) -> u32 {
+pub fn minute_of_day(s: &Snapshot<'_>) -> u32 {
     let local = s.now + s.utc_offset as i64 * 1000;
     (local.rem_euclid(DAY_MS) / 60_000) as u32
 }
 
 /// Local weekday at `now`: 0 = Monday ... 6 = Sunday.
-pub fn weekday(s: &Snapshot) -> u32 {
+pub fn weekday(s: &Snapshot<'_>) -> u32 {
     let local = s.now + s.utc_offset as i64 * 1000;
     // 1970-01-01 was a Thursday (3).
     ((local.div_euclid(DAY_MS) + 3).rem_euclid(7)) as u32
 }
 
 /// Saturday or Sunday in the daemon's zone.
-pub fn is_weekend(s: &Snapshot) -> bool {
+pub fn is_weekend(s: &Snapshot<'_>) -> bool {
     weekday(s) >= 5
 }
 

@@ -20,3 +20,4 @@ mod policies;
 mod restart;
 mod retention;
 mod sandbox;
+mod versions;

@@ -37,7 +37,7 @@ impl Policy for Weekends {
         for t in s
             .queue
             .iter()
-            .filter(|t| config.projects.contains(&t.project))
+            .filter(|t| config.projects.iter().any(|p| p == t.project))
         {
             e.defer(
                 t.id,

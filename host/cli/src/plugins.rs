@@ -64,6 +64,7 @@ pub fn ls(client: &mut Client, json: bool) -> Result<i32> {
             vec![
                 v.name.escape_debug().to_string(),
                 v.state.clone(),
+                v.api_version.clone().unwrap_or_default(),
                 v.on_failure.clone(),
                 v.failure_rate.clone(),
                 format!("{:.1}%", v.cpu_percent),
@@ -76,6 +77,7 @@ pub fn ls(client: &mut Client, json: bool) -> Result<i32> {
         &[
             "NAME",
             "STATE",
+            "API",
             "ON_FAILURE",
             "FAILED",
             "CPU",

@@ -16,15 +16,16 @@ use std::time::Duration;
 
 use crate::config::{Config, OnFailure};
 use crate::plugins::engine::PluginEngine;
+use crate::plugins::pass::Pass;
 use crate::plugins::policy::{self as p, PluginError, PluginLimits};
-use crate::plugins::validate;
+use crate::plugins::version::Detected;
 use crate::plugins::worker::Worker;
 
 use super::combine::{self, ChainAnswer};
 use super::health::Health;
 pub use super::sources::limits_of;
 use super::sources::{sha256, source_of};
-use super::startup::{StartError, startup_problem};
+use super::startup::{StartError, named, startup_problem};
 
 /// One member of the chain.
 pub struct Member {
@@ -49,11 +50,13 @@ pub struct Member {
     startup_problem: Option<String>,
 }
 
-/// What a member runs: its component, config and the component's sha256.
+/// What a member runs: its component, config, the component's sha256 and
+/// the version of the contract it implements.
 struct Loaded {
     wasm: Arc<Vec<u8>>,
     config: String,
     sha256: String,
+    version: Detected,
 }
 
 /// The configured chain.
@@ -105,9 +108,10 @@ impl Chain {
                     m.disabled = false;
                 }
                 Err(e) => {
-                    tracing::error!("policy {name} did not load: {e}");
+                    let e_text = named(&m.source, &e);
+                    tracing::error!("policy {name} did not load: {e_text}");
                     m.startup_problem = startup_problem(cfg, name, &e, missing);
-                    m.last_error = Some(e.to_string());
+                    m.last_error = Some(e_text);
                 }
             }
             chain.members.push(m);
@@ -138,12 +142,14 @@ impl Chain {
             self.limits.clone(),
         )
         .map_err(StartError::Plugin)?;
+        let version = worker.version.clone();
         Ok((
             worker,
             Loaded {
                 wasm,
                 config,
                 sha256: sha,
+                version,
             },
         ))
     }
@@ -179,6 +185,7 @@ impl Chain {
                     });
                 }
                 Err(e) => {
+                    let e = named(&source, &e);
                     let m = &mut self.members[i];
                     let kept = if m.worker.is_some() || m.loaded.is_some() {
                         "; the previous version keeps running"
@@ -243,6 +250,8 @@ impl Chain {
                     name: m.name.clone(),
                     source: m.source.clone(),
                     sha256: m.loaded.as_ref().map(|l| l.sha256.clone()),
+                    api_version: m.loaded.as_ref().map(|l| l.version.api.to_string()),
+                    api_note: m.loaded.as_ref().and_then(|l| l.version.note()),
                     state: state.into(),
                     failure_rate: m.health.rate(),
                     failures,
@@ -259,9 +268,11 @@ impl Chain {
             .collect()
     }
 
-    /// Runs every policy on `snapshot` (all at once, each on its thread) and
-    /// combines their answers.
+    /// Runs every policy on `snapshot` (all at once, each on its thread,
+    /// sharing what the pass derives from the snapshot) and combines their
+    /// answers, which each worker has checked against the snapshot.
     pub fn evaluate(&mut self, snapshot: Arc<p::Snapshot>, now: i64) -> ChainAnswer {
+        let pass = Arc::new(Pass::new(Arc::clone(&snapshot)));
         let mut answer = ChainAnswer::default();
         // A member whose worker was abandoned starts again (its code is cached).
         for m in &mut self.members {
@@ -287,7 +298,7 @@ impl Chain {
             .iter()
             .map(|m| {
                 (!m.disabled)
-                    .then(|| m.worker.as_ref().map(|w| w.submit(Arc::clone(&snapshot))))
+                    .then(|| m.worker.as_ref().map(|w| w.submit(Arc::clone(&pass))))
                     .flatten()
             })
             .collect();
@@ -300,9 +311,7 @@ impl Chain {
                         // Never joined: the thread ends on its own if the call returns.
                         m.worker = None;
                     }
-                    let mut result = report
-                        .result
-                        .and_then(|e| validate::check(&snapshot, &e).map(|_| e));
+                    let mut result = report.result;
                     if let Some(cpu) = m.health.spend(report.cpu, report.wall, self.cpu_budget)
                         && result.is_ok()
                     {

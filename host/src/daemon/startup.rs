@@ -81,3 +81,12 @@ fn key_of_parse_error(cfg: &Config, name: &str, message: &str) -> Option<String>
         .trim();
     (!key.is_empty() && !key.starts_with('[')).then(|| key.trim_matches('"').to_string())
 }
+
+/// `e` as `plugins ls` and the log show it: a plugin that failed to load is
+/// named by its file (a source error names it already).
+pub(super) fn named(source: &str, e: &StartError) -> String {
+    match e {
+        StartError::Plugin(_) if source != "built-in" => format!("{source}: {e}"),
+        _ => e.to_string(),
+    }
+}

@@ -104,7 +104,7 @@ fn a_giant_preemption_reason_never_reaches_the_scheduler() {
     let r = w.evaluate(Arc::clone(&snap)).result;
     let refused = match r {
         Err(e) => e.cause() == "memory" || e.cause() == "invalid-answer",
-        Ok(e) => super::validate::check(&snap, &e).is_err(),
+        Ok(_) => false,
     };
     assert!(refused, "a 50 MB reason is refused");
 }

@@ -38,10 +38,14 @@ fn load(file: &Path, config: Option<&Path>, limits: &PluginLimits) -> Result<Wor
 pub fn check(file: &Path, config: Option<&Path>, limits: &PluginLimits) -> Result<i32> {
     let p = load(file, config, limits)?;
     println!(
-        "{}: ok (scheduling-policy, sha256 {})",
+        "{}: ok (scheduling-policy, nightjar:plugin@{}, sha256 {})",
         file.display(),
+        p.version.api,
         p.sha256
     );
+    if let Some(note) = p.version.note() {
+        println!("note: {note}");
+    }
     Ok(0)
 }
 

@@ -4,31 +4,28 @@
 
 use std::time::Duration;
 
-use wasmtime::component::{HasSelf, Linker, ResourceTable};
+use wasmtime::component::ResourceTable;
 use wasmtime::{Store, Trap};
-use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
+use super::dispatch::{Live, Pre};
 use super::engine::PluginEngine;
 use super::limits::{
     MAX_CALL_TRANSFER, MAX_HOST_RESOURCES, MAX_LOG_MESSAGE, MAX_REASON, OverMemory, TotalLimiter,
-    answer_transfer, capped, printable,
+    answer_transfer, capped,
 };
+use super::pass::Pass;
 use super::sink::{LogBudget, LogSink};
+use super::version::{ApiVersion, Detected};
 use super::wasi::{Blocked, SeededRng};
 
-wasmtime::component::bindgen!({
-    path: "../wit",
-    world: "scheduling-policy",
-    additional_derives: [serde::Serialize, serde::Deserialize],
-});
-
-pub use exports::nightjar::plugin::policy::{
+pub use super::v0_1::exports::nightjar::plugin::policy::{
     ClosedGpu, Deferral, Evaluation, Gpu, Preemption, QueuedTask, RunningTask, Snapshot,
     TaskVerdict, Usage, Verdict,
 };
-pub use nightjar::plugin::types::{ConfigError, Level, Priority, Resources};
+pub use super::v0_1::nightjar::plugin::types::{ConfigError, Level, Priority, Resources};
 
 pub use super::limits::PluginLimits;
+pub use super::state::PluginState;
 
 /// Why a plugin call failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -36,9 +33,22 @@ pub enum PluginError {
     /// Not a valid component.
     #[error("not a valid component: {0}")]
     Compile(String),
-    /// A component, but not of the scheduling-policy world.
-    #[error("does not implement world scheduling-policy of nightjar:plugin@0.1.0: {0}")]
+    /// A component, but not a scheduling policy this host can link.
+    #[error("does not implement the scheduling-policy world: {0}")]
     World(String),
+    /// A scheduling policy of a version of the contract this host does not load.
+    #[error(
+        "implements nightjar:plugin/policy@{found}, a version this host does not load (it loads {supported}); rebuild it with an SDK for one of those, or upgrade nightjar"
+    )]
+    Version {
+        /// The version the component exports.
+        found: String,
+        /// The versions this host loads.
+        supported: String,
+    },
+    /// The pass's snapshot cannot be written in the plugin's version.
+    #[error("the snapshot cannot be sent to it: {0}")]
+    Snapshot(String),
     /// Its `configure` refused its config.
     #[error("rejected its config{}: {}", .key.as_deref().map(|k| format!(" at `{k}`")).unwrap_or_default(), .message)]
     Config {
@@ -75,6 +85,8 @@ impl PluginError {
         match self {
             PluginError::Compile(_) => "compile",
             PluginError::World(_) => "world",
+            PluginError::Version { .. } => "version",
+            PluginError::Snapshot(_) => "snapshot",
             PluginError::Config { .. } => "config",
             PluginError::Timeout(_) => "timeout",
             PluginError::Memory(_) => "memory",
@@ -86,69 +98,27 @@ impl PluginError {
     }
 }
 
-/// What a plugin's store holds.
-pub struct PluginState {
-    name: String,
-    wasi: WasiCtx,
-    table: ResourceTable,
-    limits: TotalLimiter,
-    log_lines: u32,
-    log_budget: LogBudget,
-}
-
-impl WasiView for PluginState {
-    fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView {
-            ctx: &mut self.wasi,
-            table: &mut self.table,
-        }
-    }
-}
-
-impl nightjar::plugin::types::Host for PluginState {}
-
-impl nightjar::plugin::host::Host for PluginState {
-    fn log(&mut self, level: Level, message: String) {
-        if self.log_lines == 0 {
-            return;
-        }
-        self.log_lines -= 1;
-        let message = printable(&message, MAX_LOG_MESSAGE);
-        if !self.log_budget.admit(message.len()) {
-            return;
-        }
-        let name = &self.name;
-        match level {
-            Level::Trace | Level::Debug => tracing::debug!(plugin = %name, "{message}"),
-            Level::Info => tracing::info!(plugin = %name, "{message}"),
-            Level::Warn => tracing::warn!(plugin = %name, "{message}"),
-            Level::Error => tracing::error!(plugin = %name, "{message}"),
-        }
-    }
-
-    fn plugin_name(&mut self) -> String {
-        self.name.clone()
-    }
-}
-
-/// A loaded scheduling policy.
+/// A loaded scheduling policy, of any version the host loads.
 pub struct PolicyPlugin {
     /// The name it is known by.
     pub name: String,
     /// sha256 of its component, for `plugins ls`.
     pub sha256: String,
+    /// The version of the contract it implements.
+    pub version: Detected,
     engine: PluginEngine,
-    pre: SchedulingPolicyPre<PluginState>,
+    pre: Pre,
     limits: PluginLimits,
     config: String,
     sink: LogSink,
     rng: SeededRng,
     log_budget: LogBudget,
-    live: Option<(Store<PluginState>, SchedulingPolicy)>,
+    live: Option<(Store<PluginState>, Live)>,
 }
 
 impl PolicyPlugin {
-    /// Compiles (or loads from the cache) `wasm`, checks it against the
+    /// Compiles (or loads from the cache) `wasm`, finds which version of the
+    /// contract it implements, checks it against that version's
     /// scheduling-policy world, instantiates it and runs `configure(config)`.
     pub fn load(
         engine: &PluginEngine,
@@ -160,16 +130,11 @@ impl PolicyPlugin {
         let component = engine
             .component(wasm)
             .map_err(|e| PluginError::Compile(format!("{e:#}")))?;
-        let mut linker: Linker<PluginState> = Linker::new(&engine.engine);
-        super::wasi::add_to_linker(&mut linker)
-            .map_err(|e| PluginError::World(format!("{e:?}")))?;
-        SchedulingPolicy::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
-            .map_err(|e| PluginError::World(format!("{e:?}")))?;
-        let instance_pre = linker
-            .instantiate_pre(&component)
-            .map_err(|e| PluginError::World(format!("{e:#}")))?;
-        let pre = SchedulingPolicyPre::new(instance_pre)
-            .map_err(|e| PluginError::World(format!("{e:#}")))?;
+        let version = super::version::detect(&engine.engine, &component, wasm)?;
+        if let Some(note) = version.note() {
+            tracing::warn!(plugin = %name, "{note}");
+        }
+        let pre = Pre::new(&engine.engine, &component, version.api)?;
         let sha256 = {
             use sha2::Digest;
             sha2::Sha256::digest(wasm)
@@ -180,6 +145,7 @@ impl PolicyPlugin {
         let mut p = PolicyPlugin {
             name: name.to_string(),
             sha256,
+            version,
             engine: engine.clone(),
             pre,
             log_budget: LogBudget::new(name, limits.log_bytes_per_minute),
@@ -198,11 +164,12 @@ impl PolicyPlugin {
         table.set_max_capacity(MAX_HOST_RESOURCES);
         let state = PluginState {
             name: self.name.clone(),
-            wasi: super::wasi::context(&self.sink, &self.rng, 0),
+            wasi: super::wasi::context(&self.sink, &self.rng),
             table,
             limits: TotalLimiter::new(self.limits.memory),
             log_lines: self.limits.log_lines,
             log_budget: self.log_budget.clone(),
+            rng: self.rng.clone(),
         };
         let mut store = Store::new(&self.engine.engine, state);
         store.limiter(|s| &mut s.limits);
@@ -218,18 +185,16 @@ impl PolicyPlugin {
         store.set_epoch_deadline(PluginEngine::ticks(self.limits.configure_timeout));
         let timeout = self.limits.configure_timeout;
         let memory = self.limits.memory;
-        let (pre, config, engine) = (self.pre.clone(), self.config.clone(), self.engine.clone());
+        let (pre, config, engine) = (&self.pre, &self.config, &self.engine);
         let result = engine.with_deadline(|| {
-            let bindings = pre.instantiate(&mut store)?;
-            let r = bindings
-                .nightjar_plugin_policy()
-                .call_configure(&mut store, &config)?;
-            Ok::<_, wasmtime::Error>((bindings, r))
+            let live = pre.instantiate(&mut store)?;
+            let r = live.configure(&mut store, config)?;
+            Ok::<_, wasmtime::Error>((live, r))
         });
         self.flush_output();
         match result {
-            Ok((bindings, Ok(()))) => {
-                self.live = Some((store, bindings));
+            Ok((live, Ok(()))) => {
+                self.live = Some((store, live));
                 Ok(())
             }
             Ok((_, Err(e))) => Err(PluginError::Config {
@@ -240,37 +205,38 @@ impl PolicyPlugin {
         }
     }
 
-    /// Evaluates one snapshot. A failure drops the instance; the next call
-    /// starts a fresh one.
-    pub fn evaluate(&mut self, snapshot: &Snapshot) -> Result<Evaluation, PluginError> {
+    /// Evaluates one pass: the answer in the host's model, checked against
+    /// the snapshot (an answer that breaks the contract is
+    /// [`PluginError::Invalid`]). A failed call drops the instance; the next
+    /// call starts a fresh one.
+    pub fn evaluate(&mut self, pass: &Pass) -> Result<Evaluation, PluginError> {
         if self.live.is_none() {
             self.instantiate()?;
+        }
+        if self.version.api == ApiVersion::V0_2 {
+            // Made once per pass, before this plugin's deadline starts.
+            let _ = pass.v0_2();
         }
         let timeout = self.limits.evaluate_timeout;
         let memory = self.limits.memory;
         let budget = self.limits.log_lines;
         let engine = self.engine.clone();
-        let Some((store, bindings)) = self.live.as_mut() else {
+        let Some((store, live)) = self.live.as_mut() else {
             return Err(PluginError::Trap("no instance".into()));
         };
-        let seed = seed_of(snapshot);
         store.data_mut().log_lines = budget;
-        // Every source of randomness restarts from the snapshot's seed.
-        store.data_mut().wasi = super::wasi::context(&self.sink, &self.rng, seed);
-        self.rng.seed(seed);
+        // Every source of randomness restarts from the snapshot's seed, made
+        // (once per pass) if the plugin draws.
+        store.data_mut().wasi = super::wasi::context(&self.sink, &self.rng);
+        self.rng.seed_lazily(pass.seed_source());
         store.set_epoch_deadline(PluginEngine::ticks(timeout));
         // What a valid answer can hold is all the answer may copy to the host.
-        let items = snapshot.queue.len() + snapshot.running.len() + snapshot.gpus.len();
-        store.set_hostcall_fuel(answer_transfer(items));
-        let result = engine.with_deadline(|| {
-            bindings
-                .nightjar_plugin_policy()
-                .call_evaluate(&mut *store, snapshot)
-        });
+        store.set_hostcall_fuel(answer_transfer(pass.items()));
+        let result = engine.with_deadline(|| live.evaluate(&mut *store, pass));
         store.set_hostcall_fuel(MAX_CALL_TRANSFER);
         self.flush_output();
         match result {
-            Ok(e) => Ok(e),
+            Ok(answer) => answer,
             Err(e) => {
                 self.live = None;
                 Err(classify(e, timeout, memory))
@@ -294,13 +260,20 @@ impl PolicyPlugin {
 }
 
 /// The random seed for `snapshot`: a hash of what the policy sees, so the
-/// same snapshot always gives the same random bytes.
+/// same snapshot always gives the same random bytes. Made once per pass; a
+/// fast mix (FxHash's) over the fields, as it is a seed, not a table key.
 pub fn seed_of(s: &Snapshot) -> u64 {
     use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
+    let mut h = Mix::default();
     (s.now, &s.time_zone, s.utc_offset).hash(&mut h);
-    for t in &s.queue {
-        (t.id, t.submitted_at, t.eligible_at, t.attempts, &t.project).hash(&mut h);
+    // Four independent lanes over the queue: the mixes of one task wait on
+    // each other, those of four tasks do not.
+    let mut lanes = [Mix(1), Mix(2), Mix(3), Mix(4)];
+    for (i, t) in s.queue.iter().enumerate() {
+        (t.id, t.submitted_at, t.eligible_at, t.attempts, &t.project).hash(&mut lanes[i % 4]);
+    }
+    for lane in lanes {
+        h.add(lane.0);
     }
     for t in &s.running {
         (t.id, t.started_at, &t.gpus).hash(&mut h);
@@ -318,6 +291,61 @@ pub fn seed_of(s: &Snapshot) -> u64 {
     }
     s.usage.len().hash(&mut h);
     h.finish()
+}
+
+/// FxHash's word mix: a word at a time, deterministic across runs.
+#[derive(Default, Clone, Copy)]
+struct Mix(u64);
+
+impl Mix {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+impl std::hash::Hasher for Mix {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut words = bytes.chunks_exact(8);
+        for w in &mut words {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(w);
+            self.add(u64::from_le_bytes(b));
+        }
+        let rest = words.remainder();
+        if !rest.is_empty() {
+            let mut b = [0u8; 8];
+            b[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(b));
+        }
+    }
+
+    fn write_u8(&mut self, n: u8) {
+        self.add(u64::from(n));
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.add(u64::from(n));
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.add(n);
+    }
+
+    fn write_i32(&mut self, n: i32) {
+        self.add(n as u64);
+    }
+
+    fn write_i64(&mut self, n: i64) {
+        self.add(n as u64);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
 }
 
 /// Turns a wasmtime error into a cause.

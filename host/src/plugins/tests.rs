@@ -5,7 +5,6 @@ use std::time::Duration;
 
 use super::engine::PluginEngine;
 use super::policy::*;
-use super::validate;
 
 const HOSTILE: &[u8] = include_bytes!(env!("NIGHTJAR_TEST_PLUGIN_HOSTILE"));
 
@@ -90,8 +89,7 @@ fn the_priority_plugin_scores_by_class_and_age() {
         task(1, "a", Priority::Low, 0),
         task(2, "a", Priority::High, 9 * 3_600_000),
     ]);
-    let e = p.evaluate(&s).unwrap();
-    validate::check(&s, &e).unwrap();
+    let e = p.evaluate(&s.into()).unwrap();
     let scores: Vec<(i64, i32)> = e
         .verdicts
         .iter()
@@ -145,13 +143,19 @@ fn an_infinite_loop_times_out_and_the_next_call_gets_a_fresh_instance() {
     let mut p = hostile(&engine, "loop").unwrap();
     let s = snapshot(vec![task(1, "held-by-plugin", Priority::Normal, 0)]);
     let t = std::time::Instant::now();
-    assert!(matches!(p.evaluate(&s), Err(PluginError::Timeout(_))));
+    assert!(matches!(
+        p.evaluate(&s.clone().into()),
+        Err(PluginError::Timeout(_))
+    ));
     assert!(
         t.elapsed() < Duration::from_secs(2),
         "the deadline stops it"
     );
     // Still looping on the next call (same config), and still stopped.
-    assert!(matches!(p.evaluate(&s), Err(PluginError::Timeout(_))));
+    assert!(matches!(
+        p.evaluate(&s.clone().into()),
+        Err(PluginError::Timeout(_))
+    ));
 }
 
 #[test]
@@ -165,7 +169,7 @@ fn a_4_gib_allocation_hits_the_memory_cap() {
     };
     let mut p = PolicyPlugin::load(&engine, "hostile", HOSTILE, "alloc", generous).unwrap();
     let err = p
-        .evaluate(&snapshot(vec![task(1, "a", Priority::Normal, 0)]))
+        .evaluate(&snapshot(vec![task(1, "a", Priority::Normal, 0)]).into())
         .unwrap_err();
     assert_eq!(err.cause(), "memory", "{err}");
 }
@@ -176,10 +180,13 @@ fn deep_recursion_and_panics_are_traps() {
     let s = snapshot(vec![task(1, "a", Priority::Normal, 0)]);
     let err = hostile(&engine, "recurse")
         .unwrap()
-        .evaluate(&s)
+        .evaluate(&s.clone().into())
         .unwrap_err();
     assert_eq!(err.cause(), "trap", "{err}");
-    let err = hostile(&engine, "panic").unwrap().evaluate(&s).unwrap_err();
+    let err = hostile(&engine, "panic")
+        .unwrap()
+        .evaluate(&s.into())
+        .unwrap_err();
     assert_eq!(err.cause(), "trap", "{err}");
 }
 
@@ -188,7 +195,7 @@ fn a_ten_million_entry_answer_never_reaches_the_host() {
     let engine = PluginEngine::new(None).unwrap();
     let err = hostile(&engine, "huge")
         .unwrap()
-        .evaluate(&snapshot(vec![]))
+        .evaluate(&snapshot(vec![]).into())
         .unwrap_err();
     assert_eq!(
         err.cause(),
@@ -202,8 +209,10 @@ fn unknown_tasks_and_gpus_are_invalid_answers() {
     let engine = PluginEngine::new(None).unwrap();
     let s = snapshot(vec![task(1, "a", Priority::Normal, 0)]);
     for mode in ["unknown-task", "unknown-gpu"] {
-        let e = hostile(&engine, mode).unwrap().evaluate(&s).unwrap();
-        let err = validate::check(&s, &e).unwrap_err();
+        let err = hostile(&engine, mode)
+            .unwrap()
+            .evaluate(&s.clone().into())
+            .unwrap_err();
         assert_eq!(err.cause(), "invalid-answer", "{mode}: {err}");
     }
 }
@@ -222,8 +231,7 @@ fn output_is_bounded_and_a_well_behaved_answer_passes() {
         task(1, "held-by-plugin", Priority::Normal, 0),
         task(2, "a", Priority::Normal, 0),
     ]);
-    let e = p.evaluate(&s).unwrap();
-    validate::check(&s, &e).unwrap();
+    let e = p.evaluate(&s.into()).unwrap();
     assert_eq!(e.verdicts.len(), 1);
     assert!(matches!(&e.verdicts[0].verdict, Verdict::Defer(d) if d.reason.contains("hostile")));
 }
@@ -247,5 +255,5 @@ fn compiled_code_is_cached_on_disk_by_sha256() {
     assert!(cached[0].file_name().to_string_lossy().ends_with(".cwasm"));
     // A second load comes from the cache and works.
     let mut p = PolicyPlugin::load(&engine, "priority", priority_wasm(), "", limits()).unwrap();
-    assert!(p.evaluate(&snapshot(vec![])).is_ok());
+    assert!(p.evaluate(&snapshot(vec![]).into()).is_ok());
 }

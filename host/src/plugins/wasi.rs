@@ -4,10 +4,11 @@
 //! the import named instead of sleeping on real time, where the epoch
 //! deadline cannot reach it.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use wasmtime::StoreContextMut;
 use wasmtime::component::Linker;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiView};
 
@@ -33,9 +34,18 @@ const BLOCKING: &[(&str, &[&str])] = &[
 )]
 pub struct Blocked(pub String);
 
+/// A store whose plugin draws its randomness from a [`SeededRng`].
+pub trait Seeded {
+    /// The plugin's random stream.
+    fn rng(&self) -> &SeededRng;
+}
+
 /// Adds WASI (synchronous) to `linker`, with every blocking import replaced
-/// by one that traps with [`Blocked`].
-pub fn add_to_linker<T: WasiView + 'static>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
+/// by one that traps with [`Blocked`], and `insecure-seed` answering the
+/// store's seed (made when first asked for).
+pub fn add_to_linker<T: WasiView + Seeded + 'static>(
+    linker: &mut Linker<T>,
+) -> wasmtime::Result<()> {
     wasmtime_wasi::p2::add_to_linker_sync(linker)?;
     linker.allow_shadowing(true);
     for (interface, funcs) in BLOCKING {
@@ -47,21 +57,67 @@ pub fn add_to_linker<T: WasiView + 'static>(linker: &mut Linker<T>) -> wasmtime:
             })?;
         }
     }
+    let mut seed = linker.instance(&format!("wasi:random/insecure-seed@{WASI_VERSION}"))?;
+    seed.func_wrap("insecure-seed", |cx: StoreContextMut<'_, T>, (): ()| {
+        Ok(((cx.data().rng().seed_value(), 0u64),))
+    })?;
     linker.allow_shadowing(false);
     Ok(())
 }
 
+/// Where a call's seed comes from, the first time the plugin draws.
+pub type SeedSource = Box<dyn FnOnce() -> u64 + Send>;
+
 /// A random stream whose state the host sets before each call, so the same
-/// input gives the same bytes (SplitMix64).
+/// input gives the same bytes (SplitMix64). The seed of a call can be given
+/// as a source, run only if the plugin draws (a seed is a hash of the whole
+/// snapshot; most policies never draw).
 #[derive(Clone, Default)]
 pub struct SeededRng {
     state: Arc<AtomicU64>,
+    seed: Arc<AtomicU64>,
+    armed: Arc<AtomicBool>,
+    pending: Arc<Mutex<Option<SeedSource>>>,
 }
 
 impl SeededRng {
     /// Restarts the stream from `seed`.
     pub fn seed(&self, seed: u64) {
+        *self.pending.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        self.armed.store(false, Ordering::Release);
+        self.seed.store(seed, Ordering::Relaxed);
         self.state.store(seed, Ordering::Relaxed);
+    }
+
+    /// Restarts the stream from the seed `source` makes, when it is first
+    /// needed.
+    pub fn seed_lazily(&self, source: SeedSource) {
+        *self.pending.lock().unwrap_or_else(|p| p.into_inner()) = Some(source);
+        self.armed.store(true, Ordering::Release);
+    }
+
+    /// Makes the pending seed, if there is one.
+    fn ready(&self) {
+        if !self.armed.load(Ordering::Acquire) {
+            return;
+        }
+        let source = self
+            .pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(source) = source {
+            let seed = source();
+            self.seed.store(seed, Ordering::Relaxed);
+            self.state.store(seed, Ordering::Relaxed);
+        }
+        self.armed.store(false, Ordering::Release);
+    }
+
+    /// The seed the stream started from (`wasi:random/insecure-seed`).
+    pub fn seed_value(&self) -> u64 {
+        self.ready();
+        self.seed.load(Ordering::Relaxed)
     }
 
     fn next(&self) -> u64 {
@@ -78,12 +134,15 @@ impl SeededRng {
 impl rand_core::TryRng for SeededRng {
     type Error = std::convert::Infallible;
     fn try_next_u32(&mut self) -> Result<u32, Self::Error> {
+        self.ready();
         Ok(self.next() as u32)
     }
     fn try_next_u64(&mut self) -> Result<u64, Self::Error> {
+        self.ready();
         Ok(self.next())
     }
     fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), Self::Error> {
+        self.ready();
         for chunk in dst.chunks_mut(8) {
             let v = self.next().to_le_bytes();
             chunk.copy_from_slice(&v[..chunk.len()]);
@@ -115,9 +174,10 @@ impl wasmtime_wasi::HostMonotonicClock for FrozenMono {
 }
 
 /// The WASI context of one plugin store: output into `sink`, frozen clocks,
-/// randomness from `rng` and an insecure seed of `seed` (both set from the
-/// snapshot before each call) of at most `MAX_RANDOM_BYTES` a call, no sockets, no files, no environment.
-pub fn context(sink: &LogSink, rng: &SeededRng, seed: u64) -> WasiCtx {
+/// randomness from `rng` (seeded from the snapshot before each call; the
+/// insecure seed comes from it too, see [`add_to_linker`]) of at most
+/// `MAX_RANDOM_BYTES` a call, no sockets, no files, no environment.
+pub fn context(sink: &LogSink, rng: &SeededRng) -> WasiCtx {
     WasiCtxBuilder::new()
         .stdout(sink.clone())
         .stderr(sink.clone())
@@ -125,7 +185,6 @@ pub fn context(sink: &LogSink, rng: &SeededRng, seed: u64) -> WasiCtx {
         .monotonic_clock(FrozenMono)
         .secure_random(rng.clone())
         .insecure_random(rng.clone())
-        .insecure_random_seed(seed as u128)
         .max_random_size(super::limits::MAX_RANDOM_BYTES)
         .allow_tcp(false)
         .allow_udp(false)
@@ -151,5 +210,28 @@ mod tests {
         b.seed(43);
         b.try_fill_bytes(&mut y).unwrap();
         assert_ne!(x, y);
+    }
+
+    #[test]
+    fn a_lazy_seed_is_made_once_and_only_when_drawn() {
+        use std::sync::atomic::AtomicUsize;
+        let made = Arc::new(AtomicUsize::new(0));
+        let lazy = SeededRng::default();
+        let count = Arc::clone(&made);
+        lazy.seed_lazily(Box::new(move || {
+            count.fetch_add(1, Ordering::SeqCst);
+            42
+        }));
+        assert_eq!(made.load(Ordering::SeqCst), 0, "nothing drawn yet");
+        let mut eager = SeededRng::default();
+        eager.seed(42);
+        let (mut x, mut y) = ([0u8; 16], [0u8; 16]);
+        lazy.clone().try_fill_bytes(&mut x).unwrap();
+        eager.try_fill_bytes(&mut y).unwrap();
+        assert_eq!(x, y, "the same stream as seeded at once");
+        assert_eq!(lazy.seed_value(), 42);
+        assert_eq!(made.load(Ordering::SeqCst), 1);
+        lazy.seed(7);
+        assert_eq!(lazy.seed_value(), 7, "a new call's seed replaces it");
     }
 }

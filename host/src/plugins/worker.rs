@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 
 use super::engine::PluginEngine;
 use super::limits::PluginLimits;
+use super::pass::Pass;
 use super::policy::{Evaluation, PluginError, PolicyPlugin, Snapshot};
+use super::version::Detected;
 
 /// Threads whose call was abandoned and that have not come back yet.
 static ABANDONED: AtomicUsize = AtomicUsize::new(0);
@@ -29,7 +31,7 @@ pub fn abandoned_threads() -> usize {
 /// What one call cost and gave.
 #[derive(Debug)]
 pub struct CallReport {
-    /// The answer, or why there is none.
+    /// The answer (checked against the snapshot), or why there is none.
     pub result: Result<Evaluation, PluginError>,
     /// CPU time the plugin's thread spent on the call.
     pub cpu: Duration,
@@ -41,11 +43,13 @@ type Reply = mpsc::SyncSender<CallReport>;
 
 /// A live plugin thread.
 pub struct Worker {
-    jobs: mpsc::Sender<(Arc<Snapshot>, Reply)>,
+    jobs: mpsc::Sender<(Arc<Pass>, Reply)>,
     limits: PluginLimits,
     life: Arc<Life>,
     /// sha256 of the component.
     pub sha256: String,
+    /// The version of the contract it implements.
+    pub version: Detected,
 }
 
 /// An `evaluate` in flight.
@@ -115,8 +119,8 @@ impl Worker {
         if abandoned_threads() >= MAX_ABANDONED {
             return Err(PluginError::Stuck(limits.compile_timeout));
         }
-        let (load_tx, load_rx) = mpsc::sync_channel::<Result<String, PluginError>>(1);
-        let (jobs, job_rx) = mpsc::channel::<(Arc<Snapshot>, Reply)>();
+        let (load_tx, load_rx) = mpsc::sync_channel::<Result<(String, Detected), PluginError>>(1);
+        let (jobs, job_rx) = mpsc::channel::<(Arc<Pass>, Reply)>();
         let life = Arc::new(Life::default());
         let mark = EndMark(Arc::clone(&life));
         let (engine, name_owned, l) = (engine.clone(), name.to_string(), limits.clone());
@@ -126,7 +130,7 @@ impl Worker {
                 let _mark = mark;
                 let mut plugin = match PolicyPlugin::load(&engine, &name_owned, &wasm, &config, l) {
                     Ok(p) => {
-                        let _ = load_tx.send(Ok(p.sha256.clone()));
+                        let _ = load_tx.send(Ok((p.sha256.clone(), p.version.clone())));
                         p
                     }
                     Err(e) => {
@@ -135,9 +139,9 @@ impl Worker {
                     }
                 };
                 drop(wasm);
-                for (snapshot, reply) in job_rx {
+                for (pass, reply) in job_rx {
                     let (c0, t0) = (thread_cpu(), Instant::now());
-                    let result = plugin.evaluate(&snapshot);
+                    let result = plugin.evaluate(&pass);
                     let report = CallReport {
                         result,
                         cpu: thread_cpu().saturating_sub(c0),
@@ -151,11 +155,12 @@ impl Worker {
             .map_err(|e| PluginError::Trap(format!("cannot start a plugin thread: {e}")))?;
         let watchdog = limits.compile_timeout + PluginLimits::watchdog(limits.configure_timeout);
         match load_rx.recv_timeout(watchdog) {
-            Ok(Ok(sha256)) => Ok(Worker {
+            Ok(Ok((sha256, version))) => Ok(Worker {
                 jobs,
                 limits,
                 life,
                 sha256,
+                version,
             }),
             Ok(Err(e)) => Err(e),
             Err(mpsc::RecvTimeoutError::Timeout) => {
@@ -168,11 +173,12 @@ impl Worker {
         }
     }
 
-    /// Sends `snapshot` to be evaluated; the answer is waited for with
-    /// [`Pending::wait`], so several workers can evaluate at once.
-    pub fn submit(&self, snapshot: Arc<Snapshot>) -> Pending {
+    /// Sends `pass` to be evaluated; the answer is waited for with
+    /// [`Pending::wait`], so several workers can evaluate at once (and share
+    /// what the pass derives from its snapshot).
+    pub fn submit(&self, pass: Arc<Pass>) -> Pending {
         let (tx, rx) = mpsc::sync_channel(1);
-        let _ = self.jobs.send((snapshot, tx));
+        let _ = self.jobs.send((pass, tx));
         Pending {
             rx,
             life: Arc::clone(&self.life),
@@ -183,7 +189,7 @@ impl Worker {
 
     /// Evaluates `snapshot` and waits for the answer.
     pub fn evaluate(&self, snapshot: Arc<Snapshot>) -> CallReport {
-        self.submit(snapshot).wait()
+        self.submit(Arc::new(Pass::new(snapshot))).wait()
     }
 }
 

@@ -22,7 +22,7 @@
 use nightjar_sdk::config::Duration;
 use nightjar_sdk::*;
 use serde::Deserialize;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -49,16 +49,44 @@ impl Default for Config {
 }
 
 /// Decayed usage per project, in GPU-hours.
-fn usage(cfg: &Config, s: &Snapshot) -> BTreeMap<String, f64> {
+fn usage<'a>(cfg: &Config, s: &Snapshot<'a>) -> BTreeMap<&'a str, f64> {
     let mut out = BTreeMap::new();
     for u in &s.usage {
         let end = u.ended_at.unwrap_or(s.now).min(s.now);
         let hours = (end - u.started_at).max(0) as f64 / 3_600_000.0;
         let age = (s.now - end).max(0) as f64;
         let decay = 0.5f64.powf(age / cfg.half_life.ms() as f64);
-        *out.entry(u.project.clone()).or_insert(0.0) += hours * u.gpus.max(1) as f64 * decay;
+        *out.entry(u.project).or_insert(0.0) += hours * u.gpus.max(1) as f64 * decay;
     }
     out
+}
+
+/// The distinct projects of a snapshot, by first appearance. The SDK hands
+/// out one `&str` per project of a snapshot, so a lookup compares addresses
+/// before it compares text; past a few dozen projects it looks them up by
+/// name instead.
+#[derive(Default)]
+struct Projects<'a> {
+    names: Vec<&'a str>,
+    index: BTreeMap<&'a str, usize>,
+}
+
+impl<'a> Projects<'a> {
+    const SCAN: usize = 32;
+
+    fn of(&mut self, p: &'a str) -> usize {
+        let found = if self.names.len() <= Self::SCAN {
+            (self.names.iter().position(|q| std::ptr::eq(*q, p)))
+                .or_else(|| self.names.iter().position(|q| *q == p))
+        } else {
+            self.index.get(p).copied()
+        };
+        found.unwrap_or_else(|| {
+            self.names.push(p);
+            self.index.insert(p, self.names.len() - 1);
+            self.names.len() - 1
+        })
+    }
 }
 
 /// The policy.
@@ -91,15 +119,21 @@ impl Policy for FairShare {
     fn evaluate(cfg: &Config, s: &Snapshot) -> Evaluation {
         let mut e = Evaluation::default();
         let used = usage(cfg, s);
-        let projects: BTreeSet<&str> = s
-            .queue
+        let mut projects = Projects::default();
+        let of_task: Vec<usize> = s.queue.iter().map(|t| projects.of(t.project)).collect();
+        for p in s
+            .running
             .iter()
-            .map(|t| t.project.as_str())
-            .chain(s.running.iter().map(|t| t.project.as_str()))
-            .chain(used.keys().map(String::as_str))
-            .collect();
+            .map(|t| t.project)
+            .chain(used.keys().copied())
+        {
+            projects.of(p);
+        }
         let share = |p: &str| cfg.shares.get(p).copied().unwrap_or(cfg.default_share);
-        let total_share: f64 = projects.iter().map(|p| share(p)).sum();
+        // Summed in name order, so the total does not depend on the queue's order.
+        let mut sorted = projects.names.clone();
+        sorted.sort_unstable();
+        let total_share: f64 = sorted.iter().map(|p| share(p)).sum();
         let total_used: f64 = used.values().sum();
         let fraction = |p: &str| {
             if total_used > 0.0 {
@@ -111,22 +145,25 @@ impl Policy for FairShare {
         let target = |p: &str| share(p) / total_share;
         let mut running: BTreeMap<&str, u32> = BTreeMap::new();
         for r in &s.running {
-            *running.entry(r.project.as_str()).or_insert(0) += 1;
+            *running.entry(r.project).or_insert(0) += 1;
         }
-        for t in &s.queue {
-            let p = t.project.as_str();
-            if let Some(cap) = cfg.caps.get(p)
-                && running.get(p).copied().unwrap_or(0) >= *cap
-            {
-                e.defer(
-                    t.id,
+        // Every task of a project gets the same verdict: decided once per project.
+        let verdicts: Vec<Result<i32, Reason>> = projects
+            .names
+            .iter()
+            .map(|&p| match cfg.caps.get(p) {
+                Some(cap) if running.get(p).copied().unwrap_or(0) >= *cap => Err(Reason::from(
                     format!("project {p} has {cap} running (its cap)"),
-                    None,
-                );
-                continue;
+                )),
+                _ => Ok(((target(p) - fraction(p)) * cfg.max_score as f64).round() as i32),
+            })
+            .collect();
+        for (t, &k) in s.queue.iter().zip(&of_task) {
+            match verdicts.get(k) {
+                Some(Ok(score)) => e.allow(t.id, *score),
+                Some(Err(reason)) => e.defer(t.id, reason.clone(), None),
+                None => {}
             }
-            let deficit = target(p) - fraction(p);
-            e.allow(t.id, (deficit * cfg.max_score as f64).round() as i32);
         }
         // Preemption: the starved project with the largest deficit, against
         // the newest run of the most over-served running project.
@@ -134,14 +171,14 @@ impl Policy for FairShare {
             let starved = s
                 .queue
                 .iter()
-                .map(|t| t.project.as_str())
+                .map(|t| t.project)
                 .filter(|p| fraction(p) < cfg.preempt_below * target(p))
                 .max_by(|a, b| (target(a) - fraction(a)).total_cmp(&(target(b) - fraction(b))));
             if let Some(starved) = starved {
                 let victim = s
                     .running
                     .iter()
-                    .filter(|r| fraction(&r.project) > target(&r.project))
+                    .filter(|r| fraction(r.project) > target(r.project))
                     .max_by_key(|r| r.started_at);
                 if let Some(v) = victim {
                     e.preempt(
@@ -150,7 +187,7 @@ impl Policy for FairShare {
                             "project {starved} has {:.0}% of its share's use while {} has {:.0}%",
                             100.0 * fraction(starved) / target(starved),
                             v.project,
-                            100.0 * fraction(&v.project) / target(&v.project)
+                            100.0 * fraction(v.project) / target(v.project)
                         ),
                     );
                 }

@@ -27,6 +27,7 @@ use nightjar_sdk::config::{Duration, TimeOfDay};
 use nightjar_sdk::time::{DAY_MS, weekday};
 use nightjar_sdk::*;
 use serde::Deserialize;
+use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -77,7 +78,7 @@ type Span = (i64, i64, f64);
 
 /// Every occurrence of every window that starts from yesterday to a week
 /// ahead of `now` (yesterday's catch windows that wrap midnight).
-fn spans(cfg: &Config, s: &Snapshot) -> Vec<Span> {
+fn spans(cfg: &Config, s: &Snapshot<'_>) -> Vec<Span> {
     let offset = s.utc_offset as i64 * 1000;
     let local_midnight = (s.now + offset).div_euclid(DAY_MS) * DAY_MS - offset;
     let today = weekday(s) as i64;
@@ -122,7 +123,7 @@ fn span_text(ms: i64) -> String {
     }
 }
 
-fn hhmm(s: &Snapshot, at: i64) -> String {
+fn hhmm(s: &Snapshot<'_>, at: i64) -> String {
     let local = (at + s.utc_offset as i64 * 1000).rem_euclid(DAY_MS) / 60_000;
     format!("{:02}:{:02}", local / 60, local % 60)
 }
@@ -164,50 +165,57 @@ impl Policy for OffpeakTariff {
                 .min_by_key(|(a, _, _)| *a)
                 .copied()
         };
+        let next = next_start(s.now);
+        // Outside a window every task waits for the same reason: written once.
+        let waiting = match (current, next) {
+            (None, Some((start, _, price))) => Some((
+                Reason::from(format!(
+                    "price {} until {} (in {}), then {}",
+                    money(cfg, cfg.peak_price),
+                    hhmm(s, start),
+                    span_text(start - s.now),
+                    money(cfg, price)
+                )),
+                start,
+            )),
+            _ => None,
+        };
+        // Inside one, the reason depends on the run time only: written once per run time.
+        let mut overruns: BTreeMap<u64, Option<Reason>> = BTreeMap::new();
         for t in &s.queue {
             if t.priority == Priority::Urgent {
                 continue;
             }
-            match current {
-                None => {
-                    if let Some((start, _, price)) = next_start(s.now) {
-                        e.defer(
-                            t.id,
-                            format!(
-                                "price {} until {} (in {}), then {}",
-                                money(cfg, cfg.peak_price),
-                                hhmm(s, start),
-                                span_text(start - s.now),
-                                money(cfg, price)
-                            ),
-                            Some(start),
-                        );
+            match (current, next) {
+                (None, _) => {
+                    if let Some((reason, start)) = &waiting {
+                        e.defer(t.id, reason.clone(), Some(*start));
                     }
                 }
-                Some((_, end, _)) => {
+                (Some((_, end, _)), Some((start, _, price))) => {
                     let Some(runtime) = t.estimated_runtime else {
                         continue;
                     };
-                    let finish = s
-                        .now
-                        .saturating_add(i64::try_from(runtime).unwrap_or(i64::MAX));
-                    if finish > end + cfg.margin.ms()
-                        && let Some((start, _, price)) = next_start(s.now)
-                    {
-                        e.defer(
-                            t.id,
-                            format!(
+                    let reason = overruns.entry(runtime).or_insert_with(|| {
+                        let finish = s
+                            .now
+                            .saturating_add(i64::try_from(runtime).unwrap_or(i64::MAX));
+                        (finish > end + cfg.margin.ms()).then(|| {
+                            Reason::from(format!(
                                 "would run {} past the cheap window's end at {}; next window {} (in {}) at {}",
                                 span_text(finish - end),
                                 hhmm(s, end),
                                 hhmm(s, start),
                                 span_text(start - s.now),
                                 money(cfg, price)
-                            ),
-                            Some(start),
-                        );
+                            ))
+                        })
+                    });
+                    if let Some(reason) = reason {
+                        e.defer(t.id, reason.clone(), Some(start));
                     }
                 }
+                (Some(_), None) => {}
             }
         }
         e
@@ -229,7 +237,7 @@ mod tests {
         configure::<OffpeakTariff>(text)
     }
 
-    fn evaluate(s: Snapshot) -> Evaluation {
+    fn evaluate(s: Snapshot<'_>) -> Evaluation {
         let cfg = parse(
             "currency = \"CNY\"\npeak_price = 1.2\nmargin = \"30m\"\n[[windows]]\nstart = \"23:00\"\nend = \"07:00\"\nprice = 0.35\n",
         )
@@ -237,7 +245,7 @@ mod tests {
         OffpeakTariff::evaluate(&cfg, &s)
     }
 
-    fn with_runtime(id: i64, priority: Priority, hours: i64) -> QueuedTask {
+    fn with_runtime(id: i64, priority: Priority, hours: i64) -> QueuedTask<'static> {
         let mut t = queued_task(id, "p", priority, 0);
         t.estimated_runtime = Some((hours * HOUR) as u64);
         t

@@ -56,7 +56,7 @@ impl Default for Config {
 pub struct PriorityPolicy;
 
 /// The score of one task at `now`.
-fn score(cfg: &Config, t: &QueuedTask, now: i64) -> i32 {
+fn score(cfg: &Config, t: &QueuedTask<'_>, now: i64) -> i32 {
     let w = &cfg.weights;
     let class = match t.priority {
         Priority::Low => w.low,
@@ -109,7 +109,7 @@ mod tests {
         configure::<PriorityPolicy>(text)
     }
 
-    fn scores(s: Snapshot) -> Vec<(i64, i32)> {
+    fn scores(s: Snapshot<'_>) -> Vec<(i64, i32)> {
         PriorityPolicy::evaluate(&parse("").unwrap(), &s)
             .verdicts
             .into_iter()

@@ -43,7 +43,7 @@ impl Policy for Thermal {
         let name = plugin_name("thermal");
         let mut e = Evaluation::default();
         for g in &s.gpus {
-            let was_closed = g.closed_by.contains(&name);
+            let was_closed = g.closed_by.contains(&name.as_str());
             let t = g.temperature;
             if t > cfg.close_above || (was_closed && t >= cfg.reopen_below) {
                 e.close_gpu(
@@ -94,11 +94,11 @@ mod tests {
         configure::<Thermal>(text)
     }
 
-    fn evaluate(s: Snapshot) -> Evaluation {
+    fn evaluate(s: Snapshot<'_>) -> Evaluation {
         Thermal::evaluate(&parse("close_above = 85\nreopen_below = 75").unwrap(), &s)
     }
 
-    fn closed(s: Snapshot) -> Vec<u32> {
+    fn closed(s: Snapshot<'_>) -> Vec<u32> {
         evaluate(s).closed_gpus.iter().map(|c| c.index).collect()
     }
 

@@ -49,6 +49,13 @@ pub struct MemberView {
     pub source: String,
     /// sha256 of the component.
     pub sha256: Option<String>,
+    /// The version of the contract it implements (`0.1.0`, `0.2.0`).
+    #[serde(default)]
+    pub api_version: Option<String>,
+    /// Where its `nightjar-api-version` section disagrees with what it
+    /// exports (the exports win).
+    #[serde(default)]
+    pub api_note: Option<String>,
     /// `ok`, `slow`, `failing` or `disabled`.
     pub state: String,
     /// Failures among the recent calls, as `failed/calls`.

@@ -26,18 +26,28 @@
 //! - `random`: scores every task with a value drawn from WASI randomness
 //! - `churn`: defers every task (but those of project `free`) with a 4,000
 //!   character reason whose letters change every call, `until = now`
-//! - `alias`: answers 64 deferrals whose reasons all point at one 16 MiB
-//!   string (1 GiB for the host to copy, 16 MiB in the plugin)
+//! - `alias`: answers 64 deferrals whose reasons (64 entries of the
+//!   answer's reason table) all point at one 16 MiB string (1 GiB for the
+//!   host to copy, 16 MiB in the plugin)
 //! - `config-huge`: `configure` refuses its config with a 32 MiB message
 //! - `log-forge`: logs a message with a newline, a forged log line and an
 //!   ANSI escape
 //! - `random-huge`: asks `wasi:random` for 32 MiB at a time, 1,000 times
+//! - `bad-task-index`, `bad-reason-index`, `bad-running-index`: an answer
+//!   naming a queue position, reason or running position that is not there
+//!   (written on the contract's own types, past the SDK)
+//! - `reasons-huge`: one verdict and a reason table of a million strings
 //! - `ok` (or empty): defers every task whose project is `held-by-plugin`
+//!
+//! The modes that break the answer's form are written on the contract's own
+//! types by this plugin's export glue; every other mode goes through the
+//! SDK's [`Policy`] trait.
 
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use nightjar_sdk::wire;
 use nightjar_sdk::*;
 
 static CALLS: AtomicU64 = AtomicU64::new(0);
@@ -80,11 +90,7 @@ impl Policy for Hostile {
     /// Not TOML: `mode = "loop"` (as the daemon passes
     /// `[plugin.hostile.config]`) or a bare word.
     fn parse(config: &str) -> Result<String, ConfigError> {
-        let m = config
-            .split('"')
-            .nth(1)
-            .unwrap_or(config.trim())
-            .to_string();
+        let m = mode_of(config);
         match m.as_str() {
             "reject-config" => {
                 return Err(ConfigError {
@@ -181,19 +187,6 @@ impl Policy for Hostile {
                     e.defer(t.id, reason.clone(), Some(s.now));
                 }
             }
-            "alias" => {
-                // One 16 MiB string, 64 reasons that all point at it: the
-                // plugin holds 16 MiB, a host that copies each holds 1 GiB.
-                let big = std::mem::ManuallyDrop::new("a".repeat(16 << 20));
-                for i in 0..64 {
-                    // SAFETY: the host reads the answer before the plugin
-                    // frees it (then twice: a test plugin may trap there).
-                    let r = unsafe {
-                        String::from_raw_parts(big.as_ptr() as *mut u8, big.len(), big.capacity())
-                    };
-                    e.defer(s.queue.first().map(|t| t.id).unwrap_or(0) + i, r, None);
-                }
-            }
             "random-huge" => {
                 let mut got = 0;
                 for _ in 0..1000 {
@@ -226,4 +219,89 @@ impl Policy for Hostile {
     }
 }
 
-export_policy!(Hostile);
+/// The mode a config names: `mode = "word"` or a bare word.
+fn mode_of(config: &str) -> String {
+    config
+        .split('"')
+        .nth(1)
+        .unwrap_or(config.trim())
+        .to_string()
+}
+
+/// The answers of the modes that break the contract's form, written on its
+/// own types; `None` for every other mode.
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+fn raw(mode: &str, s: &wire::Snapshot) -> Option<wire::Evaluation> {
+    let defer = |task: u32, reason: u32| wire::TaskVerdict {
+        task,
+        verdict: wire::Verdict::Defer(wire::Deferral {
+            reason,
+            until: None,
+        }),
+    };
+    let mut e = wire::Evaluation {
+        reasons: vec!["hostile".into()],
+        verdicts: Vec::new(),
+        closed_gpus: Vec::new(),
+        preempt: Vec::new(),
+    };
+    match mode {
+        "bad-task-index" => e.verdicts.push(defer(s.queue.id.len() as u32, 0)),
+        "bad-reason-index" => e.verdicts.push(defer(0, 5)),
+        "bad-running-index" => e.preempt.push(wire::Preemption {
+            task: s.running.len() as u32 + 3,
+            reason: 0,
+        }),
+        "reasons-huge" => {
+            e.verdicts.push(defer(0, 0));
+            e.reasons.resize(1_000_000, String::new());
+        }
+        "alias" => {
+            // One 16 MiB string, 64 reasons that all point at it: the plugin
+            // holds 16 MiB, a host that copies each holds 1 GiB.
+            let big = std::mem::ManuallyDrop::new("a".repeat(16 << 20));
+            e.reasons = (0..64)
+                .map(|_| {
+                    // SAFETY: the host reads the answer before the plugin
+                    // frees it (then 64 times: a test plugin may trap there).
+                    unsafe {
+                        String::from_raw_parts(big.as_ptr() as *mut u8, big.len(), big.capacity())
+                    }
+                })
+                .collect();
+            e.verdicts = (0..64).map(|i| defer(i, i)).collect();
+        }
+        _ => return None,
+    }
+    Some(e)
+}
+
+nightjar_sdk::api_version_section!();
+
+#[cfg(target_arch = "wasm32")]
+mod export {
+    use std::sync::Mutex;
+
+    use nightjar_sdk::__private::{ConfigSlot, configure_into, evaluate_wire};
+    use nightjar_sdk::{ConfigError, wire};
+
+    static CONFIG: ConfigSlot<String> = ConfigSlot::new();
+    static MODE: Mutex<String> = Mutex::new(String::new());
+
+    struct Export;
+
+    impl wire::Guest for Export {
+        fn configure(text: String) -> Result<(), ConfigError> {
+            configure_into::<super::Hostile>(&CONFIG, &text)?;
+            *MODE.lock().unwrap_or_else(|p| p.into_inner()) = super::mode_of(&text);
+            Ok(())
+        }
+
+        fn evaluate(s: wire::Snapshot) -> wire::Evaluation {
+            let mode = MODE.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            super::raw(&mode, &s).unwrap_or_else(|| evaluate_wire::<super::Hostile>(&CONFIG, &s))
+        }
+    }
+
+    nightjar_sdk::bindings::__export_scheduling_policy!(Export with_types_in nightjar_sdk::bindings);
+}

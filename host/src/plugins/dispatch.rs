@@ -1,0 +1,107 @@
+//! Calling a component of any version the host loads: its linked,
+//! pre-instantiated form and its live instance, by version, behind one
+//! interface that speaks the host's model (a 0.2 snapshot is taken from the
+//! pass, a 0.2 answer read back and checked).
+
+use wasmtime::component::{Component, Linker};
+use wasmtime::{Engine, Store};
+
+use super::pass::Pass;
+use super::policy::{ConfigError, Evaluation, PluginError};
+use super::state::PluginState;
+use super::version::ApiVersion;
+use super::{v0_1, v0_2, validate};
+
+/// A component linked against the host imports of its version.
+#[derive(Clone)]
+pub(super) enum Pre {
+    V0_1(v0_1::SchedulingPolicyPre<PluginState>),
+    V0_2(v0_2::SchedulingPolicyPre<PluginState>),
+}
+
+/// A live instance.
+pub(super) enum Live {
+    V0_1(v0_1::SchedulingPolicy),
+    V0_2(v0_2::SchedulingPolicy),
+}
+
+fn world(e: wasmtime::Error) -> PluginError {
+    PluginError::World(format!("{e:#}"))
+}
+
+impl Pre {
+    /// Links `component`, a plugin of version `api`, against WASI and the
+    /// host imports of that version: an import the host does not give, or an
+    /// export of the wrong shape, is a [`PluginError::World`].
+    pub(super) fn new(
+        engine: &Engine,
+        component: &Component,
+        api: ApiVersion,
+    ) -> Result<Pre, PluginError> {
+        let mut linker: Linker<PluginState> = Linker::new(engine);
+        super::wasi::add_to_linker(&mut linker).map_err(world)?;
+        match api {
+            ApiVersion::V0_1 => v0_1::link(&mut linker),
+            ApiVersion::V0_2 => v0_2::link(&mut linker),
+        }
+        .map_err(world)?;
+        let pre = linker.instantiate_pre(component).map_err(world)?;
+        Ok(match api {
+            ApiVersion::V0_1 => Pre::V0_1(v0_1::SchedulingPolicyPre::new(pre).map_err(world)?),
+            ApiVersion::V0_2 => Pre::V0_2(v0_2::SchedulingPolicyPre::new(pre).map_err(world)?),
+        })
+    }
+
+    /// A new instance in `store`.
+    pub(super) fn instantiate(&self, store: &mut Store<PluginState>) -> wasmtime::Result<Live> {
+        Ok(match self {
+            Pre::V0_1(pre) => Live::V0_1(pre.instantiate(store)?),
+            Pre::V0_2(pre) => Live::V0_2(pre.instantiate(store)?),
+        })
+    }
+}
+
+impl Live {
+    /// Calls `configure`.
+    pub(super) fn configure(
+        &self,
+        store: &mut Store<PluginState>,
+        config: &str,
+    ) -> wasmtime::Result<Result<(), ConfigError>> {
+        match self {
+            Live::V0_1(b) => b.nightjar_plugin_policy().call_configure(store, config),
+            Live::V0_2(b) => Ok(b
+                .nightjar_plugin_policy()
+                .call_configure(store, config)?
+                .map_err(|e| ConfigError {
+                    key: e.key,
+                    message: e.message,
+                })),
+        }
+    }
+
+    /// Calls `evaluate` on `pass`: the outer error is the call's (a trap, a
+    /// deadline), the inner one an answer that breaks the contract.
+    pub(super) fn evaluate(
+        &self,
+        store: &mut Store<PluginState>,
+        pass: &Pass,
+    ) -> wasmtime::Result<Result<Evaluation, PluginError>> {
+        match self {
+            Live::V0_1(b) => {
+                let e = b
+                    .nightjar_plugin_policy()
+                    .call_evaluate(store, pass.snapshot())?;
+                Ok(validate::check_with(pass.ids(), pass.snapshot(), &e).map(|()| e))
+            }
+            Live::V0_2(b) => {
+                let snapshot = match pass.v0_2() {
+                    Ok(s) => s,
+                    Err(why) => return Ok(Err(PluginError::Snapshot(why.to_string()))),
+                };
+                let e = b.nightjar_plugin_policy().call_evaluate(store, snapshot)?;
+                Ok(v0_2::read(pass.snapshot(), snapshot, e))
+            }
+        }
+    }
+}

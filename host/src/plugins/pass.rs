@@ -1,0 +1,73 @@
+//! One scheduling pass as the plugins see it: the host's snapshot, and what
+//! is derived from it once per pass however many plugins are called (the
+//! random seed, the ids answers are checked against, the 0.2 form), each
+//! made the first time a plugin needs it.
+
+use std::sync::{Arc, OnceLock};
+
+use super::policy::{Snapshot, seed_of};
+use super::v0_2;
+use super::validate::Ids;
+use super::wasi::SeedSource;
+
+/// A snapshot shared by every plugin of a pass.
+pub struct Pass {
+    snapshot: Arc<Snapshot>,
+    seed: Arc<OnceLock<u64>>,
+    ids: OnceLock<Ids>,
+    v0_2: OnceLock<Result<v0_2::types::Snapshot, String>>,
+}
+
+impl Pass {
+    /// A pass over `snapshot`.
+    pub fn new(snapshot: Arc<Snapshot>) -> Pass {
+        Pass {
+            snapshot,
+            seed: Arc::new(OnceLock::new()),
+            ids: OnceLock::new(),
+            v0_2: OnceLock::new(),
+        }
+    }
+
+    /// The host's snapshot (what a 0.1 plugin gets as it is).
+    pub fn snapshot(&self) -> &Snapshot {
+        &self.snapshot
+    }
+
+    /// The seed every plugin's randomness restarts from in this pass.
+    pub fn seed(&self) -> u64 {
+        *self.seed.get_or_init(|| seed_of(&self.snapshot))
+    }
+
+    /// [`Pass::seed`], made when a plugin first draws randomness (most
+    /// never do) and then shared by every plugin of the pass.
+    pub fn seed_source(&self) -> SeedSource {
+        let (snapshot, seed) = (Arc::clone(&self.snapshot), Arc::clone(&self.seed));
+        Box::new(move || *seed.get_or_init(|| seed_of(&snapshot)))
+    }
+
+    /// The ids and GPUs answers are checked against.
+    pub fn ids(&self) -> &Ids {
+        self.ids.get_or_init(|| Ids::of(&self.snapshot))
+    }
+
+    /// The snapshot in 0.2's compact form, or why it cannot be written.
+    pub fn v0_2(&self) -> Result<&v0_2::types::Snapshot, &str> {
+        self.v0_2
+            .get_or_init(|| v0_2::wire(&self.snapshot))
+            .as_ref()
+            .map_err(String::as_str)
+    }
+
+    /// Tasks and GPUs in the snapshot: what bounds the size of an answer.
+    pub fn items(&self) -> usize {
+        let s = &self.snapshot;
+        s.queue.len() + s.running.len() + s.gpus.len()
+    }
+}
+
+impl From<Snapshot> for Pass {
+    fn from(s: Snapshot) -> Pass {
+        Pass::new(Arc::new(s))
+    }
+}

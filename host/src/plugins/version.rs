@@ -1,0 +1,218 @@
+//! Which version of the contract a component implements. The interface it
+//! exports decides (`nightjar:plugin/policy@0.1.0` or `@0.2.0`): that is
+//! what the host calls. The `nightjar-api-version` custom section the SDK
+//! writes is read too and shown; where it disagrees with the exports, the
+//! exports win and a note says so.
+
+use super::policy::PluginError;
+
+/// The exported interface a scheduling policy implements, without version.
+pub const POLICY_INTERFACE: &str = "nightjar:plugin/policy";
+
+/// The custom section in which the SDK writes the version it built for.
+pub const SECTION: &str = "nightjar-api-version";
+
+/// Longest version text read from the section; the rest is cut.
+const MAX_DECLARED: usize = 32;
+
+/// A version of the contract this host loads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ApiVersion {
+    /// `nightjar:plugin@0.1.0` (`wit/nightjar-plugin@0.1.0`).
+    V0_1,
+    /// `nightjar:plugin@0.2.0` (`wit/nightjar-plugin@0.2.0`): compact snapshot.
+    V0_2,
+}
+
+impl ApiVersion {
+    /// Every version this host loads, oldest first.
+    pub const ALL: [ApiVersion; 2] = [ApiVersion::V0_1, ApiVersion::V0_2];
+
+    /// The version as WIT spells it (`0.2.0`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApiVersion::V0_1 => "0.1.0",
+            ApiVersion::V0_2 => "0.2.0",
+        }
+    }
+
+    /// The version spelt `text`, if this host loads it.
+    pub fn parse(text: &str) -> Option<ApiVersion> {
+        ApiVersion::ALL.into_iter().find(|v| v.as_str() == text)
+    }
+
+    /// Every version this host loads, for messages (`0.1.0, 0.2.0`).
+    pub fn supported() -> String {
+        ApiVersion::ALL.map(ApiVersion::as_str).join(", ")
+    }
+}
+
+impl std::fmt::Display for ApiVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a component is, as far as versions go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Detected {
+    /// The version the host calls it as: the one it exports.
+    pub api: ApiVersion,
+    /// What its `nightjar-api-version` section says, if it has one (files
+    /// built before 0.2, or without the SDK, have none).
+    pub declared: Option<String>,
+}
+
+impl Detected {
+    /// A note when the section disagrees with the exports.
+    pub fn note(&self) -> Option<String> {
+        let declared = self.declared.as_deref()?;
+        (declared != self.api.as_str()).then(|| {
+            format!(
+                "its {SECTION} section says {declared:?} but it exports {POLICY_INTERFACE}@{}: the exported interface wins",
+                self.api
+            )
+        })
+    }
+}
+
+/// The version a component with these export names implements.
+pub fn from_exports<'a>(
+    names: impl IntoIterator<Item = &'a str>,
+) -> Result<ApiVersion, PluginError> {
+    let names: Vec<&str> = names.into_iter().collect();
+    let prefix = format!("{POLICY_INTERFACE}@");
+    let found: Vec<&str> = names
+        .iter()
+        .filter_map(|n| n.strip_prefix(&prefix))
+        .collect();
+    match found.as_slice() {
+        [] => {
+            let listed = if names.is_empty() {
+                "nothing".to_string()
+            } else {
+                names
+                    .iter()
+                    .take(8)
+                    .map(|n| format!("`{}`", n.escape_debug()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            Err(PluginError::World(format!(
+                "exports no `{POLICY_INTERFACE}@VERSION` interface, so it is not a scheduling policy (it exports {listed}); this host loads versions {}",
+                ApiVersion::supported()
+            )))
+        }
+        [one] => ApiVersion::parse(one).ok_or_else(|| PluginError::Version {
+            found: one.escape_debug().to_string(),
+            supported: ApiVersion::supported(),
+        }),
+        many => Err(PluginError::World(format!(
+            "exports `{POLICY_INTERFACE}` at {} versions ({}); a plugin implements exactly one, so the host cannot tell which to call",
+            many.len(),
+            many.iter()
+                .map(|v| v.escape_debug().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
+}
+
+/// What the component's `nightjar-api-version` custom section says (the
+/// first one, in the component or any module in it), cut to 32 printable
+/// characters.
+pub fn declared(wasm: &[u8]) -> Option<String> {
+    for payload in wasmparser::Parser::new(0).parse_all(wasm) {
+        let Ok(payload) = payload else {
+            return None;
+        };
+        if let wasmparser::Payload::CustomSection(c) = payload
+            && c.name() == SECTION
+        {
+            let text = String::from_utf8_lossy(c.data());
+            return Some(
+                text.trim()
+                    .chars()
+                    .take(MAX_DECLARED)
+                    .filter(|c| !c.is_control())
+                    .collect(),
+            );
+        }
+    }
+    None
+}
+
+/// The version of `component` (from its exports) and what its section says.
+pub fn detect(
+    engine: &wasmtime::Engine,
+    component: &wasmtime::component::Component,
+    wasm: &[u8],
+) -> Result<Detected, PluginError> {
+    let ty = component.component_type();
+    let api = from_exports(ty.exports(engine).map(|(name, _)| name))?;
+    Ok(Detected {
+        api,
+        declared: declared(wasm),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_exported_interface_names_the_version() {
+        let v = from_exports(["wasi:cli/run@0.2.0", "nightjar:plugin/policy@0.2.0"]);
+        assert_eq!(v, Ok(ApiVersion::V0_2));
+        assert_eq!(
+            from_exports(["nightjar:plugin/policy@0.1.0"]),
+            Ok(ApiVersion::V0_1)
+        );
+    }
+
+    #[test]
+    fn an_unknown_version_names_what_it_found_and_what_is_supported() {
+        let e = from_exports(["nightjar:plugin/policy@0.3.0"]).unwrap_err();
+        assert_eq!(e.cause(), "version");
+        let text = e.to_string();
+        assert!(
+            text.contains("nightjar:plugin/policy@0.3.0") && text.contains("0.1.0, 0.2.0"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn both_or_neither_version_is_refused() {
+        let both = from_exports([
+            "nightjar:plugin/policy@0.1.0",
+            "nightjar:plugin/policy@0.2.0",
+        ])
+        .unwrap_err();
+        assert_eq!(both.cause(), "world");
+        assert!(both.to_string().contains("0.1.0, 0.2.0"), "{both}");
+        let neither = from_exports(["nightjar:plugin/notify@0.1.0"]).unwrap_err();
+        assert!(
+            neither
+                .to_string()
+                .contains("`nightjar:plugin/notify@0.1.0`"),
+            "{neither}"
+        );
+        let none = from_exports([]).unwrap_err();
+        assert!(none.to_string().contains("exports nothing"), "{none}");
+    }
+
+    #[test]
+    fn a_section_that_disagrees_is_noted_and_the_exports_win() {
+        let d = Detected {
+            api: ApiVersion::V0_1,
+            declared: Some("0.2.0".into()),
+        };
+        let note = d.note().unwrap();
+        assert!(note.contains("the exported interface wins"), "{note}");
+        let agrees = Detected {
+            api: ApiVersion::V0_2,
+            declared: Some("0.2.0".into()),
+        };
+        assert_eq!(agrees.note(), None);
+    }
+}
