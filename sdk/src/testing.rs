@@ -49,6 +49,12 @@ impl SnapshotBuilder {
         self
     }
 
+    /// Sets the daemon's zone name (`Asia/Shanghai`); keep the offset in step.
+    pub fn time_zone(mut self, name: &str) -> Self {
+        self.snapshot.time_zone = keep(name);
+        self
+    }
+
     /// Adds a waiting task.
     pub fn queued(mut self, id: i64, project: &str, priority: Priority, submitted_at: i64) -> Self {
         self.snapshot

@@ -123,9 +123,11 @@ fn span_text(ms: i64) -> String {
     }
 }
 
+/// `at` as wall time in the daemon's zone, the zone named (`23:00
+/// Asia/Shanghai`): whoever reads the reason may be in another zone.
 fn hhmm(s: &Snapshot<'_>, at: i64) -> String {
     let local = (at + s.utc_offset as i64 * 1000).rem_euclid(DAY_MS) / 60_000;
-    format!("{:02}:{:02}", local / 60, local % 60)
+    format!("{:02}:{:02} {}", local / 60, local % 60, s.time_zone)
 }
 
 /// The policy.
@@ -263,7 +265,7 @@ mod tests {
             Verdict::Defer(d) => {
                 assert_eq!(
                     d.reason,
-                    "price 1.20 CNY/kWh until 23:00 (in 4h12m), then 0.35 CNY/kWh"
+                    "price 1.20 CNY/kWh until 23:00 UTC (in 4h12m), then 0.35 CNY/kWh"
                 );
                 assert_eq!(d.until, Some(MONDAY + 23 * HOUR));
             }
@@ -284,6 +286,26 @@ mod tests {
         match &e.verdicts[0].verdict {
             Verdict::Defer(d) => {
                 assert!(d.reason.starts_with("would run 1h00m past"), "{}", d.reason)
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_reason_names_the_zone_its_times_are_in() {
+        // 10:00 UTC is 18:00 in Shanghai: peak there, the window opens at 23:00 Shanghai time.
+        let s = SnapshotBuilder::at(MONDAY + 10 * HOUR)
+            .utc_offset(8 * 3600)
+            .time_zone("Asia/Shanghai")
+            .queued(1, "p", Priority::Normal, 0)
+            .build();
+        match &evaluate(s).verdicts[0].verdict {
+            Verdict::Defer(d) => {
+                assert!(
+                    d.reason.contains("until 23:00 Asia/Shanghai (in 5h00m)"),
+                    "{}",
+                    d.reason
+                )
             }
             other => panic!("{other:?}"),
         }
