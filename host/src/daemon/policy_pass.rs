@@ -83,7 +83,7 @@ pub struct ChainStatus {
     /// When each task was last preempted.
     pub preempted_at: HashMap<i64, i64>,
     /// A preempted task yields to the task it was preempted for until that
-    /// one has started: victim -> beneficiary.
+    /// one has started or may no longer start: victim -> beneficiary.
     pub yields_to: HashMap<i64, i64>,
     /// The per-minute budget of `waiting` events.
     pub wait_events: WaitEventBudget,
@@ -225,9 +225,13 @@ impl Daemon {
             submitted_at: c.submitted_at,
         };
         order.sort_by(|a, b| combine::start_order(&rank(a), &rank(b)));
+        // A preempted task yields only while the task it was preempted for
+        // may start: one deferred since (a tariff window, a hot GPU) would
+        // otherwise keep the freed slot empty for hours.
+        let eligible: std::collections::HashSet<i64> = order.iter().map(|(_, c)| c.id).collect();
         lock(&self.chain_status)
             .yields_to
-            .retain(|_, b| queued.contains(b));
+            .retain(|_, b| eligible.contains(b));
         let ranked = Ranking {
             at: now,
             order: order.iter().map(|(score, c)| (c.id, *score)).collect(),
