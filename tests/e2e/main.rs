@@ -9,6 +9,7 @@ mod client_edges;
 mod containment;
 mod exactly_once;
 mod examples;
+mod first_party;
 mod gpus;
 mod hardening;
 mod hostile_inputs;
