@@ -26,7 +26,7 @@ use nightjar_core::client::{CallError, Client, NotRunning};
 
 /// nightjar: queue experiments in the evening, read the results in the morning.
 #[derive(Debug, Parser)]
-#[command(name = "nightjar", version, about, propagate_version = true)]
+#[command(name = "nightjar", version, propagate_version = true)]
 pub struct Cli {
     /// Config file (TOML); defaults are built in.
     #[arg(long, global = true, env = "NIGHTJAR_CONFIG")]
