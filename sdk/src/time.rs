@@ -5,15 +5,22 @@ use crate::Snapshot;
 /// Milliseconds in a day.
 pub const DAY_MS: i64 = 86_400_000;
 
+/// `now` in the snapshot's zone, in ms: saturated at the ends of `i64`
+/// rather than overflowing (a snapshot given to `plugins test` may say any
+/// `now`).
+fn local_ms(s: &Snapshot<'_>) -> i64 {
+    s.now.saturating_add(i64::from(s.utc_offset) * 1000)
+}
+
 /// Local time of day at `now`, in minutes after midnight, in the daemon's zone.
 pub fn minute_of_day(s: &Snapshot<'_>) -> u32 {
-    let local = s.now + s.utc_offset as i64 * 1000;
+    let local = local_ms(s);
     (local.rem_euclid(DAY_MS) / 60_000) as u32
 }
 
 /// Local weekday at `now`: 0 = Monday ... 6 = Sunday.
 pub fn weekday(s: &Snapshot<'_>) -> u32 {
-    let local = s.now + s.utc_offset as i64 * 1000;
+    let local = local_ms(s);
     // 1970-01-01 was a Thursday (3).
     ((local.div_euclid(DAY_MS) + 3).rem_euclid(7)) as u32
 }
@@ -90,6 +97,17 @@ mod tests {
             .build();
         assert_eq!(weekday(&s), 1);
         assert_eq!(minute_of_day(&s), 7 * 60 + 30);
+    }
+
+    #[test]
+    fn a_clock_at_the_ends_of_time_does_not_panic() {
+        // `plugins test` takes any snapshot a person writes: `now` may be
+        // anything an i64 holds, and the offset either way from it.
+        for (now, offset) in [(i64::MAX, 14 * 3600), (i64::MIN, -12 * 3600)] {
+            let s = SnapshotBuilder::at(now).utc_offset(offset).build();
+            assert!(weekday(&s) < 7);
+            assert!(minute_of_day(&s) < 24 * 60);
+        }
     }
 
     #[test]
