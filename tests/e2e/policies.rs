@@ -283,3 +283,19 @@ fn every_hostile_plugin_is_recorded_with_its_cause_and_open_keeps_scheduling() {
         assert!(err.contains(cause), "{mode}: expected `{cause}` in `{err}`");
     }
 }
+
+#[test]
+fn plugins_test_refuses_a_snapshot_or_config_that_never_ends() {
+    let nj = Nj::new("");
+    let out = nj.cli(&["plugins", "test", HOSTILE, "--snapshot", "/dev/zero"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("snapshot /dev/zero is larger than 256 MiB"),
+        "{err}"
+    );
+    let out = nj.cli(&["plugins", "check", HOSTILE, "--plugin-config", "/dev/zero"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("/dev/zero is larger than 1 MiB"), "{err}");
+}

@@ -17,12 +17,34 @@ pub fn daemon_limits(config: Option<&Path>) -> Result<PluginLimits> {
     Ok(crate::daemon::limits_of(&cfg))
 }
 
+/// Largest snapshot file `plugins test` reads: a 100,000-task queue writes
+/// about 50 MiB of JSON; past this it is the wrong file (`/dev/zero`).
+const MAX_SNAPSHOT: u64 = 256 << 20;
+
+/// The text of snapshot file `p`, refused past [`MAX_SNAPSHOT`] bytes.
+fn read_snapshot(p: &Path) -> Result<String> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(p)
+        .and_then(|f| f.take(MAX_SNAPSHOT + 1).read_to_end(&mut bytes))
+        .with_context(|| format!("read {}", p.display()))?;
+    if bytes.len() as u64 > MAX_SNAPSHOT {
+        anyhow::bail!(
+            "snapshot {} is larger than {} MiB: is it the right file?",
+            p.display(),
+            MAX_SNAPSHOT >> 20
+        );
+    }
+    String::from_utf8(bytes).with_context(|| format!("snapshot {}: not UTF-8 text", p.display()))
+}
+
 /// Loads `file` as the daemon would: a regular file under the size cap, on a
 /// worker thread behind the watchdog, with the daemon's limits.
 fn load(file: &Path, config: Option<&Path>, limits: &PluginLimits) -> Result<Worker> {
     let wasm = source::read(file, limits.max_file_size)?;
     let config = match config {
-        Some(c) => std::fs::read_to_string(c).with_context(|| format!("read {}", c.display()))?,
+        // A plugin's config is a config file: the same 1 MiB cap.
+        Some(c) => nightjar_core::paths::read_config(c).map_err(anyhow::Error::msg)?,
         None => String::new(),
     };
     let name = file
@@ -56,8 +78,7 @@ pub fn test(
     config: Option<&Path>,
     limits: &PluginLimits,
 ) -> Result<i32> {
-    let text = std::fs::read_to_string(snapshot)
-        .with_context(|| format!("read {}", snapshot.display()))?;
+    let text = read_snapshot(snapshot)?;
     let snap: Snapshot =
         serde_json::from_str(&text).with_context(|| format!("snapshot {}", snapshot.display()))?;
     let p = load(file, config, limits)?;
