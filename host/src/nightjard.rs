@@ -4,7 +4,6 @@
 //! `plugins test`), so flags mean the same in both.
 
 use anyhow::Result;
-use clap::Parser;
 use nightjar_cli::{Cli, Verb, plugins::Cmd};
 
 use crate::config::Config;
@@ -26,7 +25,7 @@ pub fn main() -> i32 {
             }
         };
     }
-    let cli = Cli::parse();
+    let cli = Cli::parse_args();
     match run(cli) {
         Ok(code) => code,
         Err(e) => {

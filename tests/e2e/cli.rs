@@ -310,3 +310,26 @@ fn the_client_does_not_link_the_time_zone_database() {
     let needle = b"America/Argentina/ComodRivadavia";
     assert!(!bytes.windows(needle.len()).any(|w| w == needle));
 }
+
+#[test]
+fn an_empty_config_variable_counts_as_unset() {
+    let mut nj = Nj::new("");
+    nj.start();
+    let out = std::process::Command::new(crate::harness::BIN)
+        .env("NIGHTJAR_CONFIG", "")
+        .env("NIGHTJAR_STATE_DIR", &nj.state)
+        .args(["ls"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let out = std::process::Command::new(crate::harness::BIN)
+        .env("NIGHTJAR_CONFIG", "")
+        .env("NIGHTJAR_STATE_DIR", "")
+        .env("XDG_STATE_HOME", nj.path("nowhere"))
+        .env_remove("XDG_RUNTIME_DIR")
+        .args(["ls"])
+        .output()
+        .unwrap();
+    // The default state dir, where no daemon runs: not a usage error.
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+}

@@ -115,7 +115,7 @@ pub enum Verb {
 /// 0 done, 1 failed, 2 usage, 3 no daemon, 4 no such task, 5 protocol
 /// mismatch; `wait` mirrors the tasks' own outcome).
 pub fn main() -> i32 {
-    let cli = Cli::parse();
+    let cli = Cli::parse_args();
     // `nightjar show 4 | head -1`: the reader left, so end quietly as every
     // Unix tool does, instead of panicking in println!. (The client's
     // socket writes use MSG_NOSIGNAL.)
@@ -204,6 +204,22 @@ fn run(cli: Cli) -> Result<i32> {
             }
         }
         Verb::Daemon | Verb::Completions { .. } => Ok(0),
+    }
+}
+
+impl Cli {
+    /// Parses the command line. `NIGHTJAR_CONFIG=` or `NIGHTJAR_STATE_DIR=`
+    /// set but empty (a cleared variable in a script) count as unset, as
+    /// an empty `PATH` entry would, not as a flag missing its value.
+    pub fn parse_args() -> Cli {
+        for var in ["NIGHTJAR_CONFIG", "NIGHTJAR_STATE_DIR"] {
+            if std::env::var_os(var).is_some_and(|v| v.is_empty()) {
+                // SAFETY: called first thing in main, before any other thread
+                // exists that could read the environment.
+                unsafe { std::env::remove_var(var) };
+            }
+        }
+        Cli::parse()
     }
 }
 
