@@ -61,6 +61,8 @@ pub struct Config {
     pub api: ApiConfig,
     /// How long ended tasks are kept.
     pub retention: RetentionConfig,
+    /// What marks a failed run's class in its output (`gpu-oom`, `disk-full`, `network`).
+    pub classes: crate::sandbox::classify::ClassPatterns,
 }
 
 /// Settings of the per-run sandbox.
@@ -112,6 +114,7 @@ impl Default for Config {
             output_roots: Vec::new(),
             api: ApiConfig::default(),
             retention: RetentionConfig::default(),
+            classes: Default::default(),
         }
     }
 }

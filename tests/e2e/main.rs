@@ -4,6 +4,7 @@
 mod harness;
 
 mod breaker;
+mod classes;
 mod cli;
 mod client_edges;
 mod containment;

@@ -138,5 +138,6 @@ pub fn build(
         output,
         output_roots: cfg.output_roots.clone(),
         umask: Some(super::task_umask()),
+        classes: cfg.classes.clone(),
     })
 }

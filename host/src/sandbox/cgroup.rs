@@ -96,3 +96,19 @@ pub fn sweep(base: &Path, live: &[i64]) {
         }
     }
 }
+
+/// Makes the run's cgroup at `cg` with `mem` as its `memory.max`. A limit
+/// that cannot be set is a warning (the cgroup still gives the kill path;
+/// the daemon's sandbox note already says the limit is missing in `show`).
+pub fn prepare(cg: &Path, mem: Option<u64>) -> std::io::Result<Option<String>> {
+    std::fs::create_dir_all(cg)?;
+    if let Some(bytes) = mem
+        && let Err(e) = std::fs::write(cg.join("memory.max"), bytes.to_string())
+    {
+        return Ok(Some(format!(
+            "memory limit not applied ({}): {e}",
+            cg.join("memory.max").display()
+        )));
+    }
+    Ok(None)
+}

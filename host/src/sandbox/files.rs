@@ -56,6 +56,9 @@ pub struct RunSpec {
     /// The file-mode mask the task runs with (the daemon's own before it chose 077).
     #[serde(default)]
     pub umask: Option<u32>,
+    /// What marks a failure's class in the run's output (`[classes]`).
+    #[serde(default)]
+    pub classes: super::classify::ClassPatterns,
 }
 
 /// Why the run's main process ended.
@@ -96,6 +99,9 @@ pub struct RunStatus {
     pub log_dropped: u64,
     /// A log write error (for example a full disk), if any.
     pub log_error: Option<String>,
+    /// A class found in the exit code, OOM kills or output of a failed run.
+    #[serde(default)]
+    pub detected: Option<super::classify::Detected>,
 }
 
 impl RunStatus {
@@ -112,6 +118,22 @@ impl RunStatus {
             (EndedBy::Exited, None, _) => RunClass::Killed,
         };
         let mut message = self.message.clone();
+        // A failure the supervisor could name is classed by it, hint first.
+        let found = self
+            .detected
+            .as_ref()
+            .filter(|_| matches!(class, RunClass::AppError | RunClass::Killed))
+            .and_then(|d| RunClass::parse(&d.class).map(|c| (c, d)));
+        let class = match found {
+            Some((c, d)) => {
+                message = Some(match message {
+                    Some(m) => format!("{}; {m}", d.hint),
+                    None => d.hint.clone(),
+                });
+                c
+            }
+            None => class,
+        };
         if let Some(e) = &self.log_error {
             let m = format!("logs incomplete: {e}");
             message = Some(match message {

@@ -154,6 +154,7 @@ pub(super) fn lost_status() -> RunStatus {
         message: None,
         log_dropped: 0,
         log_error: None,
+        detected: None,
     }
 }
 

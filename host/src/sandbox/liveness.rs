@@ -171,6 +171,7 @@ pub fn probe(lock_file: &Path, ids: &RunIds) -> Result<Liveness> {
             )),
             log_dropped: 0,
             log_error: None,
+            detected: None,
         };
         files::write_atomic(ids.dir, files::STATUS, &status)?;
         return Ok(Liveness::Ended(status));

@@ -2,6 +2,7 @@
 //! cgroups and the kill path.
 
 pub mod cgroup;
+pub mod classify;
 pub mod files;
 pub mod launch;
 pub mod liveness;

@@ -68,6 +68,7 @@ fn run(dir: &Path) -> Result<()> {
                 )),
                 log_dropped: 0,
                 log_error: None,
+                detected: None,
             };
             super::report::report(&status, &mut stdin);
             return Ok(());
@@ -137,23 +138,29 @@ fn supervise(dir: &Path, spec: &RunSpec, sigfd: &OwnedFd) -> RunStatus {
         message: None,
         log_dropped: 0,
         log_error: None,
+        detected: None,
     };
-    let cgroup =
-        spec.cgroup
-            .as_ref()
-            .and_then(|cg| match prepare_cgroup(dir, cg, spec.mem_limit) {
-                Ok(()) => Some(cg.clone()),
-                Err(e) => {
-                    note(
-                        dir,
-                        &format!(
-                            "cgroup {} unavailable, using the process group only: {e}",
-                            cg.display()
-                        ),
-                    );
-                    None
+    let cgroup = spec
+        .cgroup
+        .as_ref()
+        .and_then(|cg| match cgroup::prepare(cg, spec.mem_limit) {
+            Ok(warning) => {
+                if let Some(w) = warning {
+                    note(dir, &w);
                 }
-            });
+                Some(cg.clone())
+            }
+            Err(e) => {
+                note(
+                    dir,
+                    &format!(
+                        "cgroup {} unavailable, using the process group only: {e}",
+                        cg.display()
+                    ),
+                );
+                None
+            }
+        });
     if let Some(out) = &spec.output
         && let Err(e) = super::paths::make_output(out, &spec.output_roots, spec.umask)
     {
@@ -248,6 +255,11 @@ fn supervise(dir: &Path, spec: &RunSpec, sigfd: &OwnedFd) -> RunStatus {
             status.log_error = status.log_error.or(error);
         }
     }
+    let oom_kills = tree
+        .cgroup
+        .as_deref()
+        .map(super::classify::oom_kills)
+        .unwrap_or(0);
     if let Some(cg) = &tree.cgroup {
         // Usually empty by now; if the kernel is still tearing it down, the
         // daemon removes it after the supervisor exits.
@@ -267,6 +279,9 @@ fn supervise(dir: &Path, spec: &RunSpec, sigfd: &OwnedFd) -> RunStatus {
         )),
         _ => None,
     };
+    if ended_by == EndedBy::Exited {
+        status.detected = super::classify::of_run(dir, &spec.classes, &status, oom_kills);
+    }
     status
 }
 
@@ -274,24 +289,6 @@ fn supervise(dir: &Path, spec: &RunSpec, sigfd: &OwnedFd) -> RunStatus {
 /// (about 24.8 days; a longer wait wakes, finds nothing due, and polls again).
 fn poll_ms(d: Duration) -> i32 {
     i32::try_from(d.as_millis().saturating_add(1)).unwrap_or(i32::MAX)
-}
-
-fn prepare_cgroup(dir: &Path, cg: &Path, mem: Option<u64>) -> std::io::Result<()> {
-    std::fs::create_dir_all(cg)?;
-    if let Some(bytes) = mem
-        && let Err(e) = std::fs::write(cg.join("memory.max"), bytes.to_string())
-    {
-        // The cgroup still gives the kill path; only the limit is missing
-        // (the daemon's sandbox note already says so in `show`).
-        note(
-            dir,
-            &format!(
-                "memory limit not applied ({}): {e}",
-                cg.join("memory.max").display()
-            ),
-        );
-    }
-    Ok(())
 }
 
 type Reader = std::thread::JoinHandle<(u64, Option<String>)>;

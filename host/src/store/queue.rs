@@ -344,6 +344,16 @@ pub fn describe(out: &RunOutcome) -> String {
         (RunClass::Lost, _, _) => {
             "lost (supervisor gone without a status; host reboot?)".to_string()
         }
+        // A named failure leads with its class: `gpu-oom (exit 1)`.
+        (
+            c @ (RunClass::GpuOom | RunClass::HostOom | RunClass::DiskFull | RunClass::Network),
+            code,
+            sig,
+        ) => match (code, sig) {
+            (Some(code), _) => format!("{} (exit {code})", c.as_str()),
+            (_, Some(sig)) => format!("{} (signal {sig})", c.as_str()),
+            _ => c.as_str().to_string(),
+        },
         (_, Some(code), _) => format!("exit {code}"),
         (_, _, Some(sig)) => format!("killed by signal {sig}"),
         _ => out.class.as_str().to_string(),

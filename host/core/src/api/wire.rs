@@ -88,6 +88,14 @@ pub enum RunClass {
     Lost,
     /// Stopped by a policy's preemption request and queued again.
     Preempted,
+    /// The GPU ran out of memory (its output said so, or exit code 101).
+    GpuOom,
+    /// The kernel's OOM killer ended a process of the run.
+    HostOom,
+    /// A file system was full (its output said so, or exit code 102).
+    DiskFull,
+    /// A network call failed (its output said so, or exit code 103).
+    Network,
 }
 
 impl RunClass {
@@ -101,6 +109,10 @@ impl RunClass {
             RunClass::Killed => "killed",
             RunClass::Lost => "lost",
             RunClass::Preempted => "preempted",
+            RunClass::GpuOom => "gpu-oom",
+            RunClass::HostOom => "host-oom",
+            RunClass::DiskFull => "disk-full",
+            RunClass::Network => "network",
         }
     }
 
@@ -114,6 +126,10 @@ impl RunClass {
             "killed" => RunClass::Killed,
             "lost" => RunClass::Lost,
             "preempted" => RunClass::Preempted,
+            "gpu-oom" => RunClass::GpuOom,
+            "host-oom" => RunClass::HostOom,
+            "disk-full" => RunClass::DiskFull,
+            "network" => RunClass::Network,
             _ => return None,
         })
     }

@@ -1,0 +1,278 @@
+//! Why a run failed, beyond its exit code: the supervisor looks at the exit
+//! status, the run cgroup's OOM kills and the last 64 KiB of its stderr and
+//! stdout, and names a class (`gpu-oom`, `host-oom`, `disk-full`, `network`)
+//! with a one-line hint of what to do. The patterns are `[classes]` in the
+//! config; the exit-code convention (101 gpu-oom, 102 disk-full, 103 network,
+//! 110 timeout) is honoured when a task uses it.
+
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+/// Bytes of the end of each log read for patterns.
+pub const TAIL: u64 = 64 << 10;
+
+/// Text that marks each class in a run's output (case-insensitive
+/// substrings), from `[classes]` in the config.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClassPatterns {
+    /// The GPU ran out of memory.
+    pub gpu_oom: Vec<String>,
+    /// The disk filled up.
+    pub disk_full: Vec<String>,
+    /// The network failed: timeouts, DNS, refused or reset connections.
+    pub network: Vec<String>,
+}
+
+impl Default for ClassPatterns {
+    fn default() -> Self {
+        let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect();
+        ClassPatterns {
+            gpu_oom: v(&[
+                "CUDA out of memory",
+                "CUBLAS_STATUS_ALLOC_FAILED",
+                "cudaErrorMemoryAllocation",
+            ]),
+            disk_full: v(&["No space left on device", "ENOSPC"]),
+            network: v(&[
+                "Connection refused",
+                "Connection reset by peer",
+                "Connection timed out",
+                "Temporary failure in name resolution",
+                "Name or service not known",
+                "Network is unreachable",
+            ]),
+        }
+    }
+}
+
+/// A class found in what the run left, and what to do about it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Detected {
+    /// `gpu-oom`, `host-oom`, `disk-full`, `network` or `timeout`.
+    pub class: String,
+    /// One line: what was seen and what to do.
+    pub hint: String,
+}
+
+/// The class of a failed run (`exit_code` not 0, or killed by `signal`),
+/// if its exit code, OOM kills or output name one; `None` for a plain
+/// application error.
+pub fn detect(
+    patterns: &ClassPatterns,
+    exit_code: Option<i32>,
+    signal: Option<i32>,
+    oom_kills: u64,
+    output: &str,
+) -> Option<Detected> {
+    let found = |class: &str, hint: String| {
+        Some(Detected {
+            class: class.into(),
+            hint,
+        })
+    };
+    if exit_code == Some(0) {
+        return None;
+    }
+    if oom_kills > 0 {
+        return found(
+            "host-oom",
+            format!(
+                "the kernel's OOM killer ended {oom_kills} process(es) of the run: raise `resources.mem`, or use less memory"
+            ),
+        );
+    }
+    let lower = output.to_lowercase();
+    let seen = |list: &[String]| {
+        list.iter()
+            .find(|p| !p.is_empty() && lower.contains(&p.to_lowercase()))
+            .cloned()
+    };
+    let by_code = match exit_code {
+        Some(101) => Some("gpu-oom"),
+        Some(102) => Some("disk-full"),
+        Some(103) => Some("network"),
+        Some(110) => Some("timeout"),
+        _ => None,
+    };
+    let said = |p: Option<String>, what: &str| match p {
+        Some(p) => format!("its output says `{p}`: {what}"),
+        None => format!(
+            "exit code {} says so: {what}",
+            exit_code.unwrap_or_default()
+        ),
+    };
+    let gpu = seen(&patterns.gpu_oom);
+    if by_code == Some("gpu-oom") || gpu.is_some() {
+        return found(
+            "gpu-oom",
+            said(
+                gpu,
+                "the GPU ran out of memory; ask for a GPU with more free memory (`gpu_mem`) or use a smaller batch",
+            ),
+        );
+    }
+    let disk = seen(&patterns.disk_full);
+    if by_code == Some("disk-full") || disk.is_some() {
+        return found(
+            "disk-full",
+            said(
+                disk,
+                "a file system is full; free space where the task writes (`df -h`)",
+            ),
+        );
+    }
+    let net = seen(&patterns.network);
+    if by_code == Some("network") || net.is_some() {
+        return found(
+            "network",
+            said(
+                net,
+                "a network call failed; it is usually worth a retry later",
+            ),
+        );
+    }
+    if by_code == Some("timeout") {
+        return found(
+            "timeout",
+            said(
+                None,
+                "the task gave up on its own deadline; raise its limit or shorten the work",
+            ),
+        );
+    }
+    let _ = signal;
+    None
+}
+
+/// The class of run in `dir` that exited as `status` says: its stderr and
+/// stdout tails against `patterns`, its exit code and `oom_kills`.
+pub fn of_run(
+    dir: &Path,
+    patterns: &ClassPatterns,
+    status: &super::files::RunStatus,
+    oom_kills: u64,
+) -> Option<Detected> {
+    let output = [super::files::STDERR, super::files::STDOUT]
+        .map(|f| tail(&dir.join(f)))
+        .join("\n");
+    detect(
+        patterns,
+        status.exit_code,
+        status.signal,
+        oom_kills,
+        &output,
+    )
+}
+
+/// The last [`TAIL`] bytes of the file at `path` as text (lossy), or
+/// nothing when it cannot be read.
+pub fn tail(path: &Path) -> String {
+    let Ok(mut f) = std::fs::File::open(path) else {
+        return String::new();
+    };
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    if f.seek(SeekFrom::Start(len.saturating_sub(TAIL))).is_err() {
+        return String::new();
+    }
+    let mut buf = Vec::new();
+    let _ = f.take(TAIL).read_to_end(&mut buf);
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+/// The OOM kills counted in the cgroup at `cg` (`memory.events`), 0 when
+/// unknown.
+pub fn oom_kills(cg: &Path) -> u64 {
+    std::fs::read_to_string(cg.join("memory.events"))
+        .ok()
+        .and_then(|t| {
+            t.lines().find_map(|l| {
+                l.strip_prefix("oom_kill ")
+                    .map(str::trim)
+                    .map(str::to_string)
+            })
+        })
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn class(code: Option<i32>, oom: u64, out: &str) -> Option<String> {
+        detect(&ClassPatterns::default(), code, None, oom, out).map(|d| d.class)
+    }
+
+    #[test]
+    fn output_patterns_name_the_class_case_insensitively() {
+        let oom = "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB";
+        assert_eq!(class(Some(1), 0, oom).as_deref(), Some("gpu-oom"));
+        assert_eq!(
+            class(Some(1), 0, "write: no space left on device").as_deref(),
+            Some("disk-full")
+        );
+        assert_eq!(
+            class(Some(2), 0, "curl: (7) Connection refused").as_deref(),
+            Some("network")
+        );
+        assert_eq!(
+            class(Some(1), 0, "Traceback: KeyError 'x'"),
+            None,
+            "a plain app error"
+        );
+    }
+
+    #[test]
+    fn the_exit_code_convention_is_honoured() {
+        assert_eq!(class(Some(101), 0, "").as_deref(), Some("gpu-oom"));
+        assert_eq!(class(Some(102), 0, "").as_deref(), Some("disk-full"));
+        assert_eq!(class(Some(103), 0, "").as_deref(), Some("network"));
+        assert_eq!(class(Some(110), 0, "").as_deref(), Some("timeout"));
+        let d = detect(&ClassPatterns::default(), Some(102), None, 0, "").unwrap();
+        assert!(d.hint.starts_with("exit code 102 says so"), "{}", d.hint);
+    }
+
+    #[test]
+    fn oom_kills_win_and_a_success_is_never_classed() {
+        assert_eq!(class(None, 1, "").as_deref(), Some("host-oom"));
+        assert_eq!(class(Some(0), 3, "CUDA out of memory"), None);
+    }
+
+    #[test]
+    fn configured_patterns_replace_the_defaults() {
+        let p = ClassPatterns {
+            gpu_oom: vec!["HIP out of memory".into()],
+            ..ClassPatterns::default()
+        };
+        assert_eq!(
+            detect(&p, Some(1), None, 0, "HIP out of memory")
+                .map(|d| d.class)
+                .as_deref(),
+            Some("gpu-oom")
+        );
+        assert_eq!(detect(&p, Some(1), None, 0, "CUDA out of memory"), None);
+    }
+
+    #[test]
+    fn the_tail_is_the_end_of_a_long_log_and_memory_events_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("stderr.log");
+        let mut text = "x".repeat(200 << 10);
+        text.push_str("CUDA out of memory");
+        std::fs::write(&log, &text).unwrap();
+        let t = tail(&log);
+        assert_eq!(t.len() as u64, TAIL);
+        assert!(t.ends_with("CUDA out of memory"));
+        assert_eq!(tail(&dir.path().join("missing")), "");
+        std::fs::write(
+            dir.path().join("memory.events"),
+            "low 0\nhigh 0\nmax 2\noom 1\noom_kill 1\n",
+        )
+        .unwrap();
+        assert_eq!(oom_kills(dir.path()), 1);
+        assert_eq!(oom_kills(&dir.path().join("nope")), 0);
+    }
+}
