@@ -148,22 +148,66 @@ pub fn detect(
 }
 
 /// The class of run in `dir` that exited as `status` says: its stderr and
-/// stdout tails against `patterns`, its exit code and `oom_kills`.
+/// stdout tails against `patterns`, its exit code and `oom_kills`. A full
+/// disk names how full the file systems of `spec_paths` (workdir, output) are.
 pub fn of_run(
     dir: &Path,
     patterns: &ClassPatterns,
+    spec_paths: (&Path, Option<&Path>),
     status: &super::files::RunStatus,
     oom_kills: u64,
 ) -> Option<Detected> {
     let output = [super::files::STDERR, super::files::STDOUT]
         .map(|f| tail(&dir.join(f)))
         .join("\n");
-    detect(
+    let mut found = detect(
         patterns,
         status.exit_code,
         status.signal,
         oom_kills,
         &output,
+    )?;
+    if found.class == "disk-full" {
+        // Name the file systems the task writes to and how full they are.
+        let fill: Vec<String> = [Some(spec_paths.0), spec_paths.1]
+            .into_iter()
+            .flatten()
+            .filter_map(fullness)
+            .collect();
+        if !fill.is_empty() {
+            found.hint = format!("{} ({})", found.hint, fill.join("; "));
+        }
+    }
+    Some(found)
+}
+
+/// `the file system of PATH is 97% full, 1.2G free`, or `None` when
+/// `statvfs` cannot tell.
+pub fn fullness(path: &Path) -> Option<String> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: `c` is a valid NUL-terminated path; `st` is plain data the call fills.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers are valid for the call.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    let unit = st.f_frsize as u64;
+    Some(describe_fill(
+        path,
+        (st.f_blocks as u64).saturating_mul(unit),
+        (st.f_bavail as u64).saturating_mul(unit),
+    ))
+}
+
+/// The words of [`fullness`] for a file system of `total` bytes with `free` available.
+pub fn describe_fill(path: &Path, total: u64, free: u64) -> String {
+    let used = total.saturating_sub(free);
+    let pct = (used as f64 * 100.0 / total.max(1) as f64).round() as u64;
+    format!(
+        "the file system of {} is {pct}% full, {} free",
+        path.display(),
+        bytesize::ByteSize::b(free).display().iec_short()
     )
 }
 
@@ -239,6 +283,15 @@ mod tests {
     fn oom_kills_win_and_a_success_is_never_classed() {
         assert_eq!(class(None, 1, "").as_deref(), Some("host-oom"));
         assert_eq!(class(Some(0), 3, "CUDA out of memory"), None);
+    }
+
+    #[test]
+    fn a_full_disk_is_described_by_its_fill_and_free_space() {
+        let d = describe_fill(Path::new("/data"), 100 << 30, 1 << 30);
+        assert_eq!(d, "the file system of /data is 99% full, 1.0G free");
+        let root = fullness(Path::new("/")).expect("statvfs of /");
+        assert!(root.starts_with("the file system of / is "), "{root}");
+        assert_eq!(fullness(Path::new("/no/such/place")), None);
     }
 
     #[test]

@@ -280,7 +280,8 @@ fn supervise(dir: &Path, spec: &RunSpec, sigfd: &OwnedFd) -> RunStatus {
         _ => None,
     };
     if ended_by == EndedBy::Exited {
-        status.detected = super::classify::of_run(dir, &spec.classes, &status, oom_kills);
+        let paths = (spec.workdir.as_path(), spec.output.as_deref());
+        status.detected = super::classify::of_run(dir, &spec.classes, paths, &status, oom_kills);
     }
     status
 }
