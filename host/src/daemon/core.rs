@@ -218,7 +218,7 @@ impl Daemon {
                 return Ok(started);
             }
             let page = self.store().candidates(now, free, offset)?;
-            let d = self.dispatch(page.iter().map(|c| (c, None)))?;
+            let d = self.dispatch(page.iter().map(|c| (c, 0)), |_, _| None)?;
             started |= d.started;
             // What did not fit stays queued and is stepped over.
             offset += d.waiting.len();

@@ -64,20 +64,22 @@ pub struct Dispatched {
 }
 
 impl Daemon {
-    /// Starts `order` (candidates with the reason they come now, if any) in
-    /// order while slots remain. A task that does not fit (GPUs, cores) is
-    /// passed over, not waited behind; a preempted task yields to the task
-    /// it was preempted for until that one has started.
+    /// Starts `order` (candidates with their score) in order while slots
+    /// remain; `because` says why a task starts now (made only for a task
+    /// that may start, not for every one in a long queue). A task that does
+    /// not fit (GPUs, cores) is passed over, not waited behind; a preempted
+    /// task yields to the task it was preempted for until that one has started.
     pub(super) fn dispatch<'a>(
         self: &Arc<Self>,
-        order: impl IntoIterator<Item = (&'a Candidate, Option<String>)>,
+        order: impl IntoIterator<Item = (&'a Candidate, i64)>,
+        because: impl Fn(i64, i64) -> Option<String>,
     ) -> anyhow::Result<Dispatched> {
         let yields = lock(&self.chain_status).yields_to.clone();
         let mut out = Dispatched::default();
-        for (c, because) in order {
+        for (c, score) in order {
             if lock(&self.pool).slots == 0
                 || self.yielding(c.id, &yields)?
-                || !self.try_start(c, because)
+                || !self.try_start(c, because(c.id, score))
             {
                 out.waiting.push(c.id);
                 continue;
@@ -118,12 +120,10 @@ impl Daemon {
             let ids: Vec<i64> = chunk.iter().map(|(id, _)| *id).collect();
             let found = self.store().candidates_by_ids(now, &ids)?;
             gone.extend(ids.iter().filter(|id| !found.contains_key(id)));
-            let order = chunk.iter().filter_map(|(id, score)| {
-                found
-                    .get(id)
-                    .map(|c| (c, Some(ranking.because(*id, *score))))
-            });
-            let d = self.dispatch(order)?;
+            let order = chunk
+                .iter()
+                .filter_map(|(id, score)| found.get(id).map(|c| (c, *score)));
+            let d = self.dispatch(order, |id, score| Some(ranking.because(id, score)))?;
             started |= d.started;
             let waiting: HashSet<i64> = d.waiting.into_iter().collect();
             gone.extend(

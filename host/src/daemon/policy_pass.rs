@@ -237,11 +237,10 @@ impl Daemon {
             order: order.iter().map(|(score, c)| (c.id, *score)).collect(),
             parts: std::mem::take(&mut answer.parts),
         };
-        let dispatched = self.dispatch(
-            order
-                .iter()
-                .map(|(score, c)| (*c, Some(ranked.because(c.id, *score)))),
-        )?;
+        let dispatched = self
+            .dispatch(order.iter().map(|(score, c)| (*c, *score)), |id, score| {
+                Some(ranked.because(id, score))
+            })?;
         let by_id: HashMap<i64, &Candidate> = queue.iter().map(|c| (c.id, c)).collect();
         let waiting: Vec<&Candidate> = dispatched
             .waiting

@@ -3,6 +3,38 @@
 //! and `@0.2.0`). Every plugin answer is validated here before the scheduler
 //! uses it.
 
+/// The host imports every contract version declares alike (`log`,
+/// `plugin-name`) and its `link`, for the bindings generated in the module
+/// that invokes it: the traits differ per version, the behaviour does not.
+macro_rules! host_imports {
+    ($version:literal) => {
+        use nightjar::plugin::types::Level;
+
+        impl nightjar::plugin::types::Host for PluginState {}
+
+        impl nightjar::plugin::host::Host for PluginState {
+            fn log(&mut self, level: Level, message: String) {
+                let level = match level {
+                    Level::Trace | Level::Debug => LogLevel::Debug,
+                    Level::Info => LogLevel::Info,
+                    Level::Warn => LogLevel::Warn,
+                    Level::Error => LogLevel::Error,
+                };
+                PluginState::log(self, level, &message);
+            }
+
+            fn plugin_name(&mut self) -> String {
+                PluginState::plugin_name(self)
+            }
+        }
+
+        #[doc = concat!("Adds the ", $version, " host imports to `linker`.")]
+        pub(super) fn link(linker: &mut Linker<PluginState>) -> wasmtime::Result<()> {
+            SchedulingPolicy::add_to_linker::<_, HasSelf<_>>(linker, |s| s)
+        }
+    };
+}
+
 mod dispatch;
 pub mod engine;
 pub mod limits;

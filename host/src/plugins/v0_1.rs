@@ -14,27 +14,4 @@ wasmtime::component::bindgen!({
     additional_derives: [serde::Serialize, serde::Deserialize],
 });
 
-use nightjar::plugin::types::Level;
-
-impl nightjar::plugin::types::Host for PluginState {}
-
-impl nightjar::plugin::host::Host for PluginState {
-    fn log(&mut self, level: Level, message: String) {
-        let level = match level {
-            Level::Trace | Level::Debug => LogLevel::Debug,
-            Level::Info => LogLevel::Info,
-            Level::Warn => LogLevel::Warn,
-            Level::Error => LogLevel::Error,
-        };
-        PluginState::log(self, level, &message);
-    }
-
-    fn plugin_name(&mut self) -> String {
-        PluginState::plugin_name(self)
-    }
-}
-
-/// Adds the 0.1 host imports to `linker`.
-pub(super) fn link(linker: &mut Linker<PluginState>) -> wasmtime::Result<()> {
-    SchedulingPolicy::add_to_linker::<_, HasSelf<_>>(linker, |s| s)
-}
+host_imports!("0.1");

@@ -10,6 +10,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::store::RunClass;
+
 /// Bytes of the end of each log read for patterns.
 pub const TAIL: u64 = 64 << 10;
 
@@ -52,33 +54,27 @@ impl Default for ClassPatterns {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Detected {
     /// `gpu-oom`, `host-oom`, `disk-full`, `network` or `timeout`.
-    pub class: String,
+    pub class: RunClass,
     /// One line: what was seen and what to do.
     pub hint: String,
 }
 
-/// The class of a failed run (`exit_code` not 0, or killed by `signal`),
-/// if its exit code, OOM kills or output name one; `None` for a plain
-/// application error.
+/// The class of a failed run (`exit_code` not 0, or none: killed), if its
+/// exit code, OOM kills or output name one; `None` for a plain application
+/// error.
 pub fn detect(
     patterns: &ClassPatterns,
     exit_code: Option<i32>,
-    signal: Option<i32>,
     oom_kills: u64,
     output: &str,
 ) -> Option<Detected> {
-    let found = |class: &str, hint: String| {
-        Some(Detected {
-            class: class.into(),
-            hint,
-        })
-    };
+    let found = |class: RunClass, hint: String| Some(Detected { class, hint });
     if exit_code == Some(0) {
         return None;
     }
     if oom_kills > 0 {
         return found(
-            "host-oom",
+            RunClass::HostOom,
             format!(
                 "the kernel's OOM killer ended {oom_kills} process(es) of the run: raise `resources.mem`, or use less memory"
             ),
@@ -91,10 +87,10 @@ pub fn detect(
             .cloned()
     };
     let by_code = match exit_code {
-        Some(101) => Some("gpu-oom"),
-        Some(102) => Some("disk-full"),
-        Some(103) => Some("network"),
-        Some(110) => Some("timeout"),
+        Some(101) => Some(RunClass::GpuOom),
+        Some(102) => Some(RunClass::DiskFull),
+        Some(103) => Some(RunClass::Network),
+        Some(110) => Some(RunClass::Timeout),
         _ => None,
     };
     let said = |p: Option<String>, what: &str| match p {
@@ -105,9 +101,9 @@ pub fn detect(
         ),
     };
     let gpu = seen(&patterns.gpu_oom);
-    if by_code == Some("gpu-oom") || gpu.is_some() {
+    if by_code == Some(RunClass::GpuOom) || gpu.is_some() {
         return found(
-            "gpu-oom",
+            RunClass::GpuOom,
             said(
                 gpu,
                 "the GPU ran out of memory; ask for a GPU with more free memory (`gpu_mem`) or use a smaller batch",
@@ -115,9 +111,9 @@ pub fn detect(
         );
     }
     let disk = seen(&patterns.disk_full);
-    if by_code == Some("disk-full") || disk.is_some() {
+    if by_code == Some(RunClass::DiskFull) || disk.is_some() {
         return found(
-            "disk-full",
+            RunClass::DiskFull,
             said(
                 disk,
                 "a file system is full; free space where the task writes (`df -h`)",
@@ -125,25 +121,24 @@ pub fn detect(
         );
     }
     let net = seen(&patterns.network);
-    if by_code == Some("network") || net.is_some() {
+    if by_code == Some(RunClass::Network) || net.is_some() {
         return found(
-            "network",
+            RunClass::Network,
             said(
                 net,
                 "a network call failed; it is usually worth a retry later",
             ),
         );
     }
-    if by_code == Some("timeout") {
+    if by_code == Some(RunClass::Timeout) {
         return found(
-            "timeout",
+            RunClass::Timeout,
             said(
                 None,
                 "the task gave up on its own deadline; raise its limit or shorten the work",
             ),
         );
     }
-    let _ = signal;
     None
 }
 
@@ -160,14 +155,8 @@ pub fn of_run(
     let output = [super::files::STDERR, super::files::STDOUT]
         .map(|f| tail(&dir.join(f)))
         .join("\n");
-    let mut found = detect(
-        patterns,
-        status.exit_code,
-        status.signal,
-        oom_kills,
-        &output,
-    )?;
-    if found.class == "disk-full" {
+    let mut found = detect(patterns, status.exit_code, oom_kills, &output)?;
+    if found.class == RunClass::DiskFull {
         // Name the file systems the task writes to and how full they are.
         let fill: Vec<String> = [Some(spec_paths.0), spec_paths.1]
             .into_iter()
@@ -246,20 +235,20 @@ pub fn oom_kills(cg: &Path) -> u64 {
 mod tests {
     use super::*;
 
-    fn class(code: Option<i32>, oom: u64, out: &str) -> Option<String> {
-        detect(&ClassPatterns::default(), code, None, oom, out).map(|d| d.class)
+    fn class(code: Option<i32>, oom: u64, out: &str) -> Option<&'static str> {
+        detect(&ClassPatterns::default(), code, oom, out).map(|d| d.class.as_str())
     }
 
     #[test]
     fn output_patterns_name_the_class_case_insensitively() {
         let oom = "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB";
-        assert_eq!(class(Some(1), 0, oom).as_deref(), Some("gpu-oom"));
+        assert_eq!(class(Some(1), 0, oom), Some("gpu-oom"));
         assert_eq!(
-            class(Some(1), 0, "write: no space left on device").as_deref(),
+            class(Some(1), 0, "write: no space left on device"),
             Some("disk-full")
         );
         assert_eq!(
-            class(Some(2), 0, "curl: (7) Connection refused").as_deref(),
+            class(Some(2), 0, "curl: (7) Connection refused"),
             Some("network")
         );
         assert_eq!(
@@ -271,17 +260,17 @@ mod tests {
 
     #[test]
     fn the_exit_code_convention_is_honoured() {
-        assert_eq!(class(Some(101), 0, "").as_deref(), Some("gpu-oom"));
-        assert_eq!(class(Some(102), 0, "").as_deref(), Some("disk-full"));
-        assert_eq!(class(Some(103), 0, "").as_deref(), Some("network"));
-        assert_eq!(class(Some(110), 0, "").as_deref(), Some("timeout"));
-        let d = detect(&ClassPatterns::default(), Some(102), None, 0, "").unwrap();
+        assert_eq!(class(Some(101), 0, ""), Some("gpu-oom"));
+        assert_eq!(class(Some(102), 0, ""), Some("disk-full"));
+        assert_eq!(class(Some(103), 0, ""), Some("network"));
+        assert_eq!(class(Some(110), 0, ""), Some("timeout"));
+        let d = detect(&ClassPatterns::default(), Some(102), 0, "").unwrap();
         assert!(d.hint.starts_with("exit code 102 says so"), "{}", d.hint);
     }
 
     #[test]
     fn oom_kills_win_and_a_success_is_never_classed() {
-        assert_eq!(class(None, 1, "").as_deref(), Some("host-oom"));
+        assert_eq!(class(None, 1, ""), Some("host-oom"));
         assert_eq!(class(Some(0), 3, "CUDA out of memory"), None);
     }
 
@@ -301,12 +290,10 @@ mod tests {
             ..ClassPatterns::default()
         };
         assert_eq!(
-            detect(&p, Some(1), None, 0, "HIP out of memory")
-                .map(|d| d.class)
-                .as_deref(),
-            Some("gpu-oom")
+            detect(&p, Some(1), 0, "HIP out of memory").map(|d| d.class),
+            Some(RunClass::GpuOom)
         );
-        assert_eq!(detect(&p, Some(1), None, 0, "CUDA out of memory"), None);
+        assert_eq!(detect(&p, Some(1), 0, "CUDA out of memory"), None);
     }
 
     #[test]

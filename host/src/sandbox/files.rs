@@ -123,7 +123,7 @@ impl RunStatus {
             .detected
             .as_ref()
             .filter(|_| matches!(class, RunClass::AppError | RunClass::Killed))
-            .and_then(|d| RunClass::parse(&d.class).map(|c| (c, d)));
+            .map(|d| (d.class, d));
         let class = match found {
             Some((c, d)) => {
                 message = Some(match message {
