@@ -149,4 +149,13 @@ CREATE INDEX tasks_parent ON tasks (parent_id);
 CREATE INDEX tasks_backoff ON tasks (not_before) WHERE state = 'queued' AND not_before IS NOT NULL;
 CREATE INDEX tasks_fire    ON tasks (next_fire_at) WHERE state = 'scheduled';
 "#,
+    r#"
+-- After a run (nightjar 0.3): what validators found in each run, the
+-- checkpoint each attempt resumed from, and what a task waits for before its
+-- next attempt when its last run ran out of GPU memory or disk.
+ALTER TABLE runs ADD COLUMN findings TEXT;        -- JSON list of validator findings
+ALTER TABLE runs ADD COLUMN checkpoint TEXT;      -- the checkpoint file the attempt resumed from
+ALTER TABLE tasks ADD COLUMN needs_gpu_free INTEGER; -- bytes: start only on a GPU with more free memory
+ALTER TABLE tasks ADD COLUMN held_for_disk TEXT;  -- JSON: held until these file systems have room
+"#,
 ];
