@@ -15,11 +15,13 @@ mod gpu;
 mod host;
 mod plugins;
 mod retention;
+mod validators;
 
 pub use gpu::{GpuConfig, VisibleDevices};
 pub use host::{ApiConfig, REDACTED, redacted};
 pub use plugins::{OnFailure, PluginEntry, PluginsConfig};
 pub use retention::RetentionConfig;
+pub use validators::ValidatorsConfig;
 
 /// The environment variables a run inherits from the daemon unless the config
 /// names its own list. Everything else is cleared.
@@ -63,6 +65,15 @@ pub struct Config {
     pub retention: RetentionConfig,
     /// What marks a failed run's class in its output (`gpu-oom`, `disk-full`, `network`).
     pub classes: crate::sandbox::classify::ClassPatterns,
+    /// Limits of result validators.
+    pub validators: ValidatorsConfig,
+    /// Validators every run of a project is judged by: project -> tables
+    /// (`plugin` plus the validator's keys), as written.
+    pub validate: std::collections::BTreeMap<String, Vec<toml::Table>>,
+    /// `validate`, resolved (paths absolute from the config file's folder).
+    #[serde(skip)]
+    pub project_validators:
+        std::collections::BTreeMap<String, Vec<crate::task::model::ValidatorRef>>,
 }
 
 /// Settings of the per-run sandbox.
@@ -115,6 +126,9 @@ impl Default for Config {
             api: ApiConfig::default(),
             retention: RetentionConfig::default(),
             classes: Default::default(),
+            validators: Default::default(),
+            validate: Default::default(),
+            project_validators: Default::default(),
         }
     }
 }
@@ -174,6 +188,9 @@ impl Config {
         }
         cfg.validate()
             .with_context(|| format!("config file {}", origin.display()))?;
+        let folder = origin.parent().unwrap_or(Path::new("."));
+        cfg.project_validators = validators::resolve_projects(&cfg.validate, folder)
+            .with_context(|| format!("config file {}", origin.display()))?;
         cfg.origin = Some((origin.to_path_buf(), text.to_string()));
         Ok(cfg)
     }
@@ -218,6 +235,7 @@ impl Config {
             bail!("key `sandbox.log_cap` must be at least 4 KiB");
         }
         self.retention.validate()?;
+        self.validators.validate()?;
         host::validate(&self.api, &self.sandbox.redact_env, &self.output_roots)
     }
 

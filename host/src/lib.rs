@@ -13,6 +13,7 @@ pub mod daemon;
 pub mod gpu;
 pub mod nightjard;
 pub mod plugins;
+pub mod postrun;
 pub mod sandbox;
 pub mod scheduler;
 pub mod store;

@@ -55,6 +55,10 @@ pub struct Args {
     /// Wait before a retry (doubled each time).
     #[arg(long, value_parser = humantime::parse_duration, default_value = "10s")]
     pub backoff: std::time::Duration,
+    /// Failure classes retried, comma-separated (default: network, lost,
+    /// preempted, gpu-oom).
+    #[arg(long, value_delimiter = ',', value_parser = parse_class)]
+    pub retry_on: Vec<nightjar_core::api::wire::RunClass>,
     /// Working directory (default: the current one).
     #[arg(long)]
     pub workdir: Option<PathBuf>,
@@ -181,11 +185,17 @@ fn definitions(a: Args) -> Result<(Vec<TaskDef>, PathBuf, String, String)> {
         retry: RetryPolicy {
             max_attempts: a.attempts,
             backoff: a.backoff,
+            on: if a.retry_on.is_empty() {
+                RetryPolicy::default_on()
+            } else {
+                a.retry_on
+            },
             ..RetryPolicy::default()
         },
         sweep: BTreeMap::new(),
         hold: a.hold,
         preemptible: a.preemptible,
+        validate: Vec::new(),
     };
     Ok((vec![def], cwd, default_name, "command line".to_string()))
 }
@@ -196,4 +206,15 @@ fn is_task_file(arg: &str) -> bool {
         p.extension().and_then(|e| e.to_str()),
         Some("toml" | "yaml" | "yml")
     ) && p.is_file()
+}
+
+/// A failure class named on the command line.
+fn parse_class(s: &str) -> Result<nightjar_core::api::wire::RunClass, String> {
+    use nightjar_core::api::wire::RunClass;
+    RunClass::parse(s.trim()).ok_or_else(|| {
+        format!(
+            "`{s}` is not a run class; one of: {}",
+            RunClass::ALL.map(RunClass::as_str).join(", ")
+        )
+    })
 }

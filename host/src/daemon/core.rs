@@ -84,6 +84,9 @@ pub struct Daemon {
     /// The supervisors this daemon started and has not reaped: without
     /// cgroups, any other child of ours is an orphan of a dead one.
     pub(super) supervisors: Mutex<std::collections::HashSet<i32>>,
+    /// Result validators, made on first use (`Err`: why they cannot run).
+    pub(super) validators:
+        std::sync::OnceLock<Result<crate::plugins::validator::Validators, String>>,
 }
 
 impl Daemon {
@@ -126,6 +129,7 @@ impl Daemon {
             cpu_total,
             state,
             supervisors: Mutex::new(Default::default()),
+            validators: std::sync::OnceLock::new(),
         }))
     }
 
@@ -312,11 +316,23 @@ impl Daemon {
                 let note = self.sandbox_note(spec);
                 self.store()
                     .set_run_started(run.id, l.pid, note.as_deref())?;
+                if let Some(output) = &rs.output {
+                    self.store().set_run_output(run.id, output)?;
+                }
                 let me = Arc::clone(self);
                 tokio::spawn(async move {
                     let pid = l.pid as i32;
-                    let reported =
-                        launch::converse(l.child, &rs, |s| me.finish(run.id, &s.outcome())).await;
+                    let id = run.id;
+                    // Judging the end runs validators: off the runtime's thread.
+                    let reported = launch::converse(l.child, &rs, |s| {
+                        let me = Arc::clone(&me);
+                        async move {
+                            tokio::task::spawn_blocking(move || me.finish(id, &s.outcome()))
+                                .await
+                                .unwrap_or(false)
+                        }
+                    })
+                    .await;
                     // Reaped by converse: the pid is no longer our child.
                     lock(&me.supervisors).remove(&pid);
                     if reported.is_none() {

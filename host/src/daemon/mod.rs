@@ -10,6 +10,7 @@ mod dispatch;
 mod gpus;
 mod health;
 mod policy_pass;
+mod postrun;
 mod preempt;
 mod private;
 mod retention;

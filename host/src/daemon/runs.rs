@@ -22,7 +22,15 @@ impl Daemon {
     /// status stays in the run folder (or with its live supervisor) meanwhile.
     pub async fn record_until_done(self: Arc<Self>, run: i64, dir: PathBuf) {
         let mut delay = std::time::Duration::from_millis(200);
-        while !self.run_ended(run, &dir) {
+        loop {
+            // Judging the end runs validators: off the runtime's thread.
+            let (me, d) = (Arc::clone(&self), dir.clone());
+            let done = tokio::task::spawn_blocking(move || me.run_ended(run, &d))
+                .await
+                .unwrap_or(false);
+            if done {
+                return;
+            }
             tokio::time::sleep(delay).await;
             delay = (delay * 2).min(std::time::Duration::from_secs(30));
         }
@@ -51,10 +59,16 @@ impl Daemon {
         self.finish(run, &out)
     }
 
-    /// Records a run's end; true once it is committed (or was already).
-    /// What the run held is given back either way: its processes are gone.
+    /// Judges a run's end (validators, when it exited 0) and records it;
+    /// true once it is committed (or was already). What the run held is
+    /// given back either way: its processes are gone. Blocking: call it off
+    /// the runtime's thread.
     pub(super) fn finish(&self, run: i64, out: &RunOutcome) -> bool {
-        let recorded = match self.store().finish_run(run, out) {
+        let records = lock(&self.gpu)
+            .as_mut()
+            .map(|m| m.take_records(run))
+            .unwrap_or_default();
+        let recorded = match self.conclude(run, out, &records) {
             Ok(_) => true,
             Err(e) => {
                 tracing::error!(
@@ -67,10 +81,6 @@ impl Daemon {
         if let Some(h) = held {
             lock(&self.pool).give_back(&h.placement);
         }
-        let records = lock(&self.gpu)
-            .as_mut()
-            .map(|m| m.take_records(run))
-            .unwrap_or_default();
         if !records.is_empty()
             && let Err(e) = self.store().record_run_gpus(&records)
         {
@@ -130,7 +140,9 @@ impl Daemon {
                         run.id,
                         run.task_id
                     );
-                    self.store().finish_run(run.id, &status.outcome())?;
+                    // Validated now if it exited 0: a daemon killed while
+                    // judging a run judges it again (validators are pure).
+                    self.finish(run.id, &status.outcome());
                 }
                 Liveness::Vanished(status) => {
                     tracing::warn!(
@@ -138,7 +150,7 @@ impl Daemon {
                         run.id,
                         run.task_id
                     );
-                    self.store().finish_run(run.id, &status.outcome())?;
+                    self.finish(run.id, &status.outcome());
                 }
             }
         }

@@ -47,6 +47,7 @@ mod state;
 pub mod v0_1;
 pub mod v0_2;
 pub mod validate;
+pub mod validator;
 pub mod version;
 pub mod wasi;
 pub mod worker;

@@ -77,6 +77,9 @@ pub enum PluginError {
     /// The answer broke the contract (unknown ids, GPUs, sizes).
     #[error("invalid answer: {0}")]
     Invalid(String),
+    /// A component, but not a result validator this host can link.
+    #[error("is not a result validator: {0}")]
+    NotValidator(String),
 }
 
 impl PluginError {
@@ -94,6 +97,7 @@ impl PluginError {
             PluginError::Stuck(_) => "stuck",
             PluginError::Trap(_) => "trap",
             PluginError::Invalid(_) => "invalid-answer",
+            PluginError::NotValidator(_) => "world",
         }
     }
 }
@@ -349,7 +353,7 @@ impl std::hash::Hasher for Mix {
 }
 
 /// Turns a wasmtime error into a cause.
-fn classify(e: wasmtime::Error, timeout: Duration, memory: usize) -> PluginError {
+pub(super) fn classify(e: wasmtime::Error, timeout: Duration, memory: usize) -> PluginError {
     if e.downcast_ref::<OverMemory>().is_some() {
         return PluginError::Memory(memory);
     }

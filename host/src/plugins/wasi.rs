@@ -192,6 +192,59 @@ pub fn context(sink: &LogSink, rng: &SeededRng) -> WasiCtx {
         .build()
 }
 
+/// The WASI context of a result validator's store: as [`context`], plus the
+/// run's output folder read-only at `/output` when there is one. The folder
+/// must be a real directory (not a symbolic link, no link on its way): the
+/// caller checks that with [`real_dir`] first, so a task cannot point the
+/// view elsewhere by replacing its output folder with a link.
+pub fn validator_context(
+    sink: &LogSink,
+    rng: &SeededRng,
+    output: Option<&std::path::Path>,
+) -> wasmtime::Result<WasiCtx> {
+    let mut b = WasiCtxBuilder::new();
+    b.stdout(sink.clone())
+        .stderr(sink.clone())
+        .wall_clock(FrozenWall)
+        .monotonic_clock(FrozenMono)
+        .secure_random(rng.clone())
+        .insecure_random(rng.clone())
+        .max_random_size(super::limits::MAX_RANDOM_BYTES)
+        .allow_tcp(false)
+        .allow_udp(false)
+        .allow_ip_name_lookup(false);
+    if let Some(dir) = output {
+        b.preopened_dir(dir, "/output", wasmtime_wasi::FsPerms::ReadOnly)?;
+    }
+    Ok(b.build())
+}
+
+/// `Ok` when `path` is a directory reached without following any symbolic
+/// link (it is its own canonical form); otherwise what it is instead.
+pub fn real_dir(path: &std::path::Path) -> Result<(), String> {
+    let meta = std::fs::symlink_metadata(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if meta.file_type().is_symlink() {
+        return Err(format!(
+            "{} is a symbolic link; validators see only a real folder",
+            path.display()
+        ));
+    }
+    if !meta.is_dir() {
+        return Err(format!("{} is not a folder", path.display()));
+    }
+    let canonical = std::fs::canonicalize(path)
+        .map_err(|e| format!("cannot resolve {}: {e}", path.display()))?;
+    if canonical != path {
+        return Err(format!(
+            "{} is reached through a symbolic link (it resolves to {}); validators see only a real folder",
+            path.display(),
+            canonical.display()
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

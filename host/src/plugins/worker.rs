@@ -216,3 +216,37 @@ impl Pending {
         }
     }
 }
+
+/// Runs `call` on a thread of its own and waits for it at most `watchdog`:
+/// a call that does not come back is abandoned (counted in
+/// [`abandoned_threads`], never joined), as a worker's is. For plugins
+/// instantiated per call (result validators).
+pub fn contained<R: Send + 'static>(
+    name: &str,
+    watchdog: Duration,
+    call: impl FnOnce() -> Result<R, PluginError> + Send + 'static,
+) -> Result<R, PluginError> {
+    if abandoned_threads() >= MAX_ABANDONED {
+        return Err(PluginError::Stuck(watchdog));
+    }
+    let life = Arc::new(Life::default());
+    let mark = EndMark(Arc::clone(&life));
+    let (tx, rx) = mpsc::sync_channel(1);
+    std::thread::Builder::new()
+        .name(format!("plugin-{name}"))
+        .spawn(move || {
+            let _mark = mark;
+            let _ = tx.send(call());
+        })
+        .map_err(|e| PluginError::Trap(format!("cannot start a plugin thread: {e}")))?;
+    match rx.recv_timeout(watchdog) {
+        Ok(r) => r,
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            life.abandon();
+            Err(PluginError::Stuck(watchdog))
+        }
+        Err(mpsc::RecvTimeoutError::Disconnected) => {
+            Err(PluginError::Trap("the plugin thread ended".into()))
+        }
+    }
+}

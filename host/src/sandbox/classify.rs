@@ -26,6 +26,9 @@ pub struct ClassPatterns {
     pub disk_full: Vec<String>,
     /// The network failed: timeouts, DNS, refused or reset connections.
     pub network: Vec<String>,
+    /// A task held after a disk-full run is released when each file system
+    /// it writes to (workdir, output folder) has this much free.
+    pub disk_free: bytesize::ByteSize,
 }
 
 impl Default for ClassPatterns {
@@ -46,6 +49,7 @@ impl Default for ClassPatterns {
                 "Name or service not known",
                 "Network is unreachable",
             ]),
+            disk_free: bytesize::ByteSize::gib(1),
         }
     }
 }
@@ -203,15 +207,20 @@ pub fn describe_fill(path: &Path, total: u64, free: u64) -> String {
 /// The last [`TAIL`] bytes of the file at `path` as text (lossy), or
 /// nothing when it cannot be read.
 pub fn tail(path: &Path) -> String {
+    tail_bytes(path, TAIL)
+}
+
+/// The last `n` bytes of the file at `path` as text (lossy), "" when unreadable.
+pub fn tail_bytes(path: &Path, n: u64) -> String {
     let Ok(mut f) = std::fs::File::open(path) else {
         return String::new();
     };
     let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-    if f.seek(SeekFrom::Start(len.saturating_sub(TAIL))).is_err() {
+    if f.seek(SeekFrom::Start(len.saturating_sub(n))).is_err() {
         return String::new();
     }
     let mut buf = Vec::new();
-    let _ = f.take(TAIL).read_to_end(&mut buf);
+    let _ = f.take(n).read_to_end(&mut buf);
     String::from_utf8_lossy(&buf).into_owned()
 }
 

@@ -95,10 +95,10 @@ pub fn launch(sup: &SupervisorCmd, dir: &Path) -> Result<Launched> {
 /// it again, or writes `status.json`). Reaps the process. Returns the status
 /// once recorded, or `None` when the supervisor ended without a recorded
 /// report (then `status.json` or [`probe`] tells).
-pub async fn converse(
+pub async fn converse<F: std::future::Future<Output = bool>>(
     mut child: tokio::process::Child,
     spec: &RunSpec,
-    mut record: impl FnMut(&RunStatus) -> bool,
+    mut record: impl FnMut(RunStatus) -> F,
 ) -> Option<RunStatus> {
     let mut stdin = child.stdin.take()?;
     let stdout = child.stdout.take()?;
@@ -116,7 +116,7 @@ pub async fn converse(
             let Ok(s) = serde_json::from_str::<RunStatus>(&reply) else {
                 break;
             };
-            if record(&s) {
+            if record(s.clone()).await {
                 let _ = stdin.write_all(b"ok\n").await;
                 status = Some(s);
                 break;

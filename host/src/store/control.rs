@@ -116,7 +116,7 @@ impl Store {
             exec(
                 &tx,
                 "UPDATE tasks SET state = 'queued', reason = NULL, attempts = 0, not_before = NULL,
-                        finished_at = NULL, cancel_requested = 0 WHERE id = ?1",
+                        finished_at = NULL, cancel_requested = 0, needs_gpu_free = NULL WHERE id = ?1",
                 [task],
             )?;
             event(&tx, now, Some(task), None, "retry", "queued again by user")?;
@@ -150,7 +150,8 @@ impl Store {
             }
             exec(
                 &tx,
-                "UPDATE tasks SET state = ?2 WHERE id = ?1 AND state = ?3",
+                // A hold after disk-full ends with any move of the task.
+                "UPDATE tasks SET state = ?2, held_for_disk = NULL WHERE id = ?1 AND state = ?3",
                 params![task, to.as_str(), from.as_str()],
             )?;
             event(&tx, now, Some(task), None, verb, &format!("{verb} by user"))?;

@@ -30,13 +30,32 @@ const TABLES: &[&str] = &[
 ];
 
 /// Every row of every table as text, with the one renamed word mapped.
+/// Columns added after schema 3 are left out: they are new, not kept.
 fn dump(db: &Path) -> Vec<(String, Vec<String>)> {
     let c = Connection::open(db).unwrap();
     TABLES
         .iter()
         .map(|t| {
+            let added: &[&str] = match *t {
+                "tasks" => &["needs_gpu_free", "held_for_disk"],
+                "runs" => &["findings", "checkpoint", "output"],
+                _ => &[],
+            };
+            let columns: Vec<String> = c
+                .prepare(&format!(
+                    "SELECT name FROM pragma_table_info('{t}') ORDER BY cid"
+                ))
+                .unwrap()
+                .query_map([], |r| r.get::<_, String>(0))
+                .unwrap()
+                .map(|r| r.unwrap())
+                .filter(|n| !added.contains(&n.as_str()))
+                .collect();
             let mut stmt = c
-                .prepare(&format!("SELECT * FROM {t} ORDER BY rowid"))
+                .prepare(&format!(
+                    "SELECT {} FROM {t} ORDER BY rowid",
+                    columns.join(", ")
+                ))
                 .unwrap();
             let n = stmt.column_count();
             let rows = stmt

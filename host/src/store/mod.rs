@@ -4,6 +4,7 @@
 mod candidates;
 mod control;
 mod deps;
+mod finish;
 mod gc;
 mod gpu;
 mod policy;
@@ -19,6 +20,7 @@ use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use thiserror::Error;
 
 pub use control::CancelEffect;
+pub use finish::{EndContext, RunEnd};
 pub use nightjar_core::api::wire::{GcReport, ListFilter};
 pub use policy::{RunningInfo, UsageInfo};
 pub use queue::{Finished, NewRun, describe};

@@ -35,7 +35,8 @@ pub struct Finished {
 
 pub(super) const RUN_COLUMNS: &str =
     "id, task_id, attempt, state, run_dir, supervisor_pid, submitted_at, eligible_at,
-    started_at, finished_at, exit_code, signal, class, message, gpus, cpus, sandbox_note, stalled_at";
+    started_at, finished_at, exit_code, signal, class, message, gpus, cpus, sandbox_note, stalled_at,
+    findings";
 
 /// Reads a run row selected with [`RUN_COLUMNS`].
 pub(super) fn run_row(r: &rusqlite::Row) -> rusqlite::Result<RunRow> {
@@ -59,6 +60,10 @@ pub(super) fn run_row(r: &rusqlite::Row) -> rusqlite::Result<RunRow> {
         cpus: r.get(15)?,
         sandbox_note: r.get(16)?,
         stalled_at: r.get(17)?,
+        findings: r
+            .get::<_, Option<String>>(18)?
+            .and_then(|j| serde_json::from_str(&j).ok())
+            .unwrap_or_default(),
     })
 }
 
@@ -182,98 +187,6 @@ impl Store {
         Ok(rows)
     }
 
-    /// Records how a run ended and moves its task on: succeeded, cancelled,
-    /// queued again for a retry (with backoff), or failed. A failure blocks
-    /// the task's after-ok dependants. Recording twice is a no-op.
-    pub fn finish_run(&mut self, run: i64, out: &RunOutcome) -> Result<Option<Finished>> {
-        let tx = self.conn.transaction()?;
-        let changed = exec(
-            &tx,
-            "UPDATE runs SET state = 'finished', finished_at = ?2, exit_code = ?3, signal = ?4,
-                    class = ?5, message = ?6
-             WHERE id = ?1 AND state = 'running'",
-            params![
-                run,
-                out.finished_at,
-                out.exit_code,
-                out.signal,
-                out.class.as_str(),
-                out.message
-            ],
-        )?;
-        if changed == 0 {
-            return Ok(None);
-        }
-        let (task, spec, attempts, cancel): (i64, String, u32, i64) = row(
-            &tx,
-            "SELECT t.id, t.spec, t.attempts, t.cancel_requested FROM runs r JOIN tasks t ON t.id = r.task_id WHERE r.id = ?1",
-            [run],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
-        )?;
-        let spec: TaskSpec = serde_json::from_str(&spec)?;
-        let what = describe(out);
-        let now = out.finished_at;
-        if cancel == PREEMPT && out.class != RunClass::Ok {
-            // Stopped for a policy: queued again, and the attempt does not count.
-            exec(
-                &tx,
-                "UPDATE runs SET class = 'preempted', message = 'stopped by a policy and queued again' WHERE id = ?1",
-                [run],
-            )?;
-            exec(
-                &tx,
-                "UPDATE tasks SET state = 'queued', reason = 'preempted by a policy; queued again',
-                        attempts = MAX(attempts - 1, 0), cancel_requested = 0 WHERE id = ?1",
-                [task],
-            )?;
-            event(
-                &tx,
-                now,
-                Some(task),
-                Some(run),
-                "preempted",
-                "stopped by a policy and queued again",
-            )?;
-            tx.commit()?;
-            return Ok(Some(Finished {
-                state: TaskState::Queued,
-                reason: Some("preempted".into()),
-            }));
-        }
-        let (state, reason, not_before) = if out.class == RunClass::Ok {
-            (TaskState::Succeeded, None, None)
-        } else if out.class == RunClass::Cancelled || cancel == CANCEL {
-            (
-                TaskState::Cancelled,
-                Some("cancelled by user".to_string()),
-                None,
-            )
-        } else if attempts < spec.retry.max_attempts {
-            let delay = spec.retry.delay_before(attempts + 1).as_millis() as i64;
-            let reason = format!(
-                "retrying after {what} (attempt {} of {} in {})",
-                attempts + 1,
-                spec.retry.max_attempts,
-                crate::time::fmt_span(delay)
-            );
-            (TaskState::Queued, Some(reason), Some(now + delay))
-        } else {
-            (TaskState::Failed, Some(what.clone()), None)
-        };
-        let finished_at = state.is_final().then_some(now);
-        exec(
-            &tx,
-            "UPDATE tasks SET state = ?2, reason = ?3, not_before = ?4, finished_at = ?5, cancel_requested = 0 WHERE id = ?1",
-            params![task, state.as_str(), reason, not_before, finished_at],
-        )?;
-        event(&tx, now, Some(task), Some(run), "finished", &what)?;
-        if matches!(state, TaskState::Failed | TaskState::Cancelled) {
-            super::deps::block_dependants_of(&tx, task, now)?;
-        }
-        tx.commit()?;
-        Ok(Some(Finished { state, reason }))
-    }
-
     /// Creates an instance of every recurring template due at `now` (once,
     /// however many firings were missed) and advances its next firing.
     pub fn fire_due(
@@ -346,7 +259,11 @@ pub fn describe(out: &RunOutcome) -> String {
         }
         // A named failure leads with its class: `gpu-oom (exit 1)`.
         (
-            c @ (RunClass::GpuOom | RunClass::HostOom | RunClass::DiskFull | RunClass::Network),
+            c @ (RunClass::GpuOom
+            | RunClass::HostOom
+            | RunClass::DiskFull
+            | RunClass::Network
+            | RunClass::ValidationFailed),
             code,
             sig,
         ) => match (code, sig) {

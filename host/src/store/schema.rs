@@ -155,6 +155,7 @@ CREATE INDEX tasks_fire    ON tasks (next_fire_at) WHERE state = 'scheduled';
 -- next attempt when its last run ran out of GPU memory or disk.
 ALTER TABLE runs ADD COLUMN findings TEXT;        -- JSON list of validator findings
 ALTER TABLE runs ADD COLUMN checkpoint TEXT;      -- the checkpoint file the attempt resumed from
+ALTER TABLE runs ADD COLUMN output TEXT;          -- the output folder the daemon gave the run
 ALTER TABLE tasks ADD COLUMN needs_gpu_free INTEGER; -- bytes: start only on a GPU with more free memory
 ALTER TABLE tasks ADD COLUMN held_for_disk TEXT;  -- JSON: held until these file systems have room
 "#,

@@ -22,7 +22,7 @@ pub(super) fn submit(s: &mut Store, toml: &str) -> Vec<i64> {
     s.submit(&entries, 1_000, |_| Some(5_000)).unwrap()
 }
 
-fn outcome(class: RunClass, code: i32, at: i64) -> RunOutcome {
+pub(super) fn outcome(class: RunClass, code: i32, at: i64) -> RunOutcome {
     RunOutcome {
         class,
         exit_code: Some(code),
@@ -140,7 +140,7 @@ fn failure_retries_with_backoff_then_fails_and_blocks_dependants() {
     let (dir, mut s) = store();
     let ids = submit(
         &mut s,
-        "[[task]]\nname = \"a\"\ncommand = \"false\"\n[task.retry]\nmax_attempts = 2\nbackoff = \"10s\"\n\
+        "[[task]]\nname = \"a\"\ncommand = \"false\"\n[task.retry]\nmax_attempts = 2\nbackoff = \"10s\"\non = [\"app-error\"]\n\
          [[task]]\nname = \"b\"\ncommand = \"true\"\nafter = [\"a\"]\n\
          [[task]]\nname = \"c\"\ncommand = \"true\"\nafter = [\"b\"]\n",
     );

@@ -96,9 +96,27 @@ pub enum RunClass {
     DiskFull,
     /// A network call failed (its output said so, or exit code 103).
     Network,
+    /// It exited 0, but a validator found an error in its outputs.
+    ValidationFailed,
 }
 
 impl RunClass {
+    /// Every class, in the order `ls` and the docs list them.
+    pub const ALL: [RunClass; 12] = [
+        RunClass::Ok,
+        RunClass::AppError,
+        RunClass::ValidationFailed,
+        RunClass::GpuOom,
+        RunClass::HostOom,
+        RunClass::DiskFull,
+        RunClass::Network,
+        RunClass::Timeout,
+        RunClass::Killed,
+        RunClass::Lost,
+        RunClass::Preempted,
+        RunClass::Cancelled,
+    ];
+
     /// The stored name.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -113,6 +131,7 @@ impl RunClass {
             RunClass::HostOom => "host-oom",
             RunClass::DiskFull => "disk-full",
             RunClass::Network => "network",
+            RunClass::ValidationFailed => "validation-failed",
         }
     }
 
@@ -130,6 +149,7 @@ impl RunClass {
             "host-oom" => RunClass::HostOom,
             "disk-full" => RunClass::DiskFull,
             "network" => RunClass::Network,
+            "validation-failed" => RunClass::ValidationFailed,
             _ => return None,
         })
     }
@@ -250,6 +270,9 @@ pub struct RunRow {
     pub sandbox_note: Option<String>,
     /// Since when the run shows no sign of life (GPU runs only).
     pub stalled_at: Option<i64>,
+    /// What the task's validators found in its outputs (runs that exited 0).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<super::findings::Finding>,
 }
 
 /// A dependency edge as `show` prints it.

@@ -191,8 +191,15 @@ pub fn check_spec(m: &TaskSpec) -> Result<(), String> {
     for t in argv.iter().chain(m.env.values()).chain(m.output.iter()) {
         super::vars::check(t, &[]).map_err(|e| e.to_string())?;
     }
-    if m.retry.max_attempts == 0 {
-        return Err("retry.max_attempts must be at least 1 (1 = no retry)".into());
+    m.retry.check()?;
+    for (i, v) in m.validate.iter().enumerate() {
+        super::validate::check(v).map_err(|e| format!("validate[{}]: {e}", i + 1))?;
+    }
+    if m.validate.len() > super::validate::MAX_VALIDATORS {
+        return Err(format!(
+            "validate: at most {} validators judge one task",
+            super::validate::MAX_VALIDATORS
+        ));
     }
     if m.resources.cpus == Some(0) {
         return Err("resources.cpus must be at least 1 when set".into());

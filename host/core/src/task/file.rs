@@ -60,6 +60,9 @@ pub struct TaskDef {
     /// A policy may stop it (SIGTERM, grace) and queue it again; the attempt is not counted.
     #[serde(default)]
     pub preemptible: bool,
+    /// Result validators (`[[validate]]`): `plugin` plus the validator's own keys.
+    #[serde(default)]
+    pub validate: Vec<toml::Table>,
 }
 
 #[derive(Deserialize)]

@@ -6,4 +6,5 @@ pub mod file;
 pub mod model;
 pub mod resolve;
 pub mod schedule;
+pub mod validate;
 pub mod vars;

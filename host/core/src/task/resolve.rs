@@ -91,9 +91,7 @@ fn resolve_one(
             return Err("a recurring task cannot have dependencies".into());
         }
     }
-    if def.retry.max_attempts == 0 {
-        return Err("retry.max_attempts must be at least 1 (1 = no retry)".into());
-    }
+    def.retry.check()?;
     if def.resources.cpus == Some(0) {
         return Err("resources.cpus must be at least 1 when set".into());
     }
@@ -132,6 +130,7 @@ fn resolve_one(
         }
     }
 
+    let validate = super::validate::resolve(&def.validate, base)?;
     let grid = expand_grid(&def.sweep)?;
     let is_sweep = !def.sweep.is_empty();
     let mut members = Vec::with_capacity(grid.len());
@@ -168,6 +167,7 @@ fn resolve_one(
             retry: def.retry.clone(),
             params,
             preemptible: def.preemptible,
+            validate: validate.clone(),
         });
     }
     Ok(NewEntry {

@@ -1,0 +1,117 @@
+//! A run's end, judged before it is recorded: the supervisor's class, then
+//! the task's validators over its outputs, then the store's transaction
+//! (class, findings, the task's next state by the retry rules). Blocking:
+//! called on a blocking thread, never on the runtime's.
+
+use std::path::PathBuf;
+
+use nightjar_core::api::findings::{Finding, Severity};
+
+use super::core::Daemon;
+use crate::config::OnFailure;
+use crate::plugins::engine::PluginEngine;
+use crate::plugins::validator::{RunFacts, Validators};
+use crate::postrun::{self, validate};
+use crate::store::{Finished, RunClass, RunEnd, RunOutcome};
+use nightjar_core::api::wire::RunGpuRecord;
+
+impl Daemon {
+    /// The result validators, made on first use (an engine of their own, so
+    /// a daemon with no validator never starts one).
+    pub(super) fn validators(&self) -> Result<&Validators, String> {
+        self.validators
+            .get_or_init(|| {
+                let engine = PluginEngine::new(Some(self.cfg.plugin_cache_dir()))
+                    .map_err(|e| format!("cannot start the plugin engine for validators: {e:#}"))?;
+                let limits = crate::plugins::limits::PluginLimits {
+                    evaluate_timeout: self.cfg.validators.timeout,
+                    memory: self.cfg.validators.memory_limit.as_u64() as usize,
+                    ..super::sources::limits_of(&self.cfg)
+                };
+                Ok(Validators::new(engine, limits))
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// Judges run `run`'s end and records it with what its validators found
+    /// and `records` (its GPU records, for the peak a gpu-oom retry needs).
+    /// `Ok(None)` when it was already recorded.
+    pub(super) fn conclude(
+        &self,
+        run: i64,
+        out: &RunOutcome,
+        records: &[RunGpuRecord],
+    ) -> crate::store::Result<Option<Finished>> {
+        let ctx = self.store().end_context(run)?;
+        if !ctx.running {
+            return Ok(None);
+        }
+        let spec = &ctx.spec;
+        let mut refs = spec.validate.clone();
+        if let Some(project) = self.cfg.project_validators.get(&spec.project) {
+            refs.extend(project.iter().cloned());
+        }
+        let findings: Vec<Finding> = if out.class == RunClass::Ok && !refs.is_empty() {
+            let facts = RunFacts {
+                task: ctx.task,
+                run,
+                attempt: ctx.attempt,
+                name: spec.name.clone(),
+                project: spec.project.clone(),
+                exit_code: out.exit_code,
+                class: out.class.as_str().into(),
+                duration_ms: out.finished_at.saturating_sub(ctx.started_at).max(0) as u64,
+                ..RunFacts::default()
+            };
+            let fail_open = self.cfg.validators.on_failure == OnFailure::Open;
+            match self.validators() {
+                Ok(v) => {
+                    let j = validate::judge(
+                        v,
+                        &refs,
+                        facts,
+                        ctx.output.as_deref(),
+                        &ctx.run_dir,
+                        fail_open,
+                    );
+                    tracing::debug!(
+                        "run {run}: manifest {} ms, validators {} ms, {} finding(s)",
+                        j.manifest_ms,
+                        j.validators_ms,
+                        j.findings.len()
+                    );
+                    j.findings
+                }
+                Err(e) => vec![Finding {
+                    validator: validate::HOST.into(),
+                    severity: if fail_open {
+                        Severity::Warning
+                    } else {
+                        Severity::Error
+                    },
+                    path: None,
+                    message: e,
+                }],
+            }
+        } else {
+            Vec::new()
+        };
+        let out = postrun::after_validation(out.clone(), &findings);
+        let disks: Vec<PathBuf> = if out.class == RunClass::DiskFull {
+            std::iter::once(spec.workdir.clone())
+                .chain(ctx.output.clone())
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let end = RunEnd {
+            outcome: &out,
+            findings: &findings,
+            gpu_peak: records.iter().map(|r| r.mem_peak).max(),
+            disks: &disks,
+            disk_free: self.cfg.classes.disk_free.as_u64(),
+        };
+        self.store().end_run(run, &end)
+    }
+}

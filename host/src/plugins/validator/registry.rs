@@ -1,0 +1,92 @@
+//! Which validator a task names: a first-party one built into the binary
+//! (`outputs`) or a `.wasm` file by absolute path. Compiled once per file
+//! content (sha256) and kept.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+pub use crate::task::model::ValidatorRef;
+
+use super::ValidatorPlugin;
+use crate::plugins::engine::PluginEngine;
+use crate::plugins::limits::PluginLimits;
+
+/// Compiled validators at most kept; past it the cache starts again.
+const MAX_CACHED: usize = 64;
+
+/// The validators this daemon has loaded.
+pub struct Validators {
+    engine: PluginEngine,
+    limits: PluginLimits,
+    loaded: Mutex<HashMap<String, Arc<ValidatorPlugin>>>,
+}
+
+impl Validators {
+    /// An empty registry compiling with `engine` under `limits`.
+    pub fn new(engine: PluginEngine, limits: PluginLimits) -> Validators {
+        Validators {
+            engine,
+            limits,
+            loaded: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The first-party validators' names.
+    pub fn built_in() -> impl Iterator<Item = &'static str> {
+        crate::plugins::first_party::VALIDATORS
+            .iter()
+            .map(|(n, _)| *n)
+    }
+
+    /// The validator `plugin` names (a built-in name or an absolute path),
+    /// compiled; or what is wrong, for a person.
+    pub fn get(&self, plugin: &str) -> Result<Arc<ValidatorPlugin>, String> {
+        let (name, wasm) = if let Some((name, bytes)) = crate::plugins::first_party::VALIDATORS
+            .iter()
+            .find(|(n, _)| *n == plugin)
+        {
+            (name.to_string(), bytes.to_vec())
+        } else {
+            let path = Path::new(plugin);
+            if !path.is_absolute() {
+                return Err(format!(
+                    "`{plugin}` is neither a built-in validator ({}) nor a path to a .wasm file",
+                    Self::built_in().collect::<Vec<_>>().join(", ")
+                ));
+            }
+            let wasm = crate::plugins::source::read(path, self.limits.max_file_size)
+                .map_err(|e| e.to_string())?;
+            (super::name_of(path), wasm)
+        };
+        let key = {
+            use sha2::Digest;
+            let d = sha2::Sha256::digest(&wasm);
+            format!("{name}:{d:x}")
+        };
+        if let Some(v) = self.cached(&key) {
+            return Ok(v);
+        }
+        let (engine, limits, n) = (self.engine.clone(), self.limits.clone(), name.clone());
+        let watchdog = self.limits.compile_timeout;
+        let plugin = crate::plugins::worker::contained(&name, watchdog, move || {
+            ValidatorPlugin::load(&engine, &n, &wasm, limits)
+        })
+        .map_err(|e| format!("validator `{name}` {e}"))?;
+        let plugin = Arc::new(plugin);
+        let mut loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
+        if loaded.len() >= MAX_CACHED {
+            loaded.clear();
+        }
+        loaded.insert(key, Arc::clone(&plugin));
+        Ok(plugin)
+    }
+
+    fn cached(&self, key: &str) -> Option<Arc<ValidatorPlugin>> {
+        self.loaded
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(key)
+            .cloned()
+    }
+}
