@@ -130,6 +130,9 @@ pub fn run(mut ctx: Ctx, id: i64) -> Result<i32> {
         if let Some(m) = &run.message {
             println!("      message {}", clean(m));
         }
+        for f in &run.findings {
+            println!("      found   {}", clean(&f.to_string()));
+        }
         if let Some(g) = &run.gpus {
             println!("      gpus    {g}");
         }

@@ -239,7 +239,7 @@ impl Daemon {
         c: &crate::store::Candidate,
         because: Option<String>,
     ) -> bool {
-        let placement = lock(&self.pool).place(&c.spec.resources);
+        let placement = lock(&self.pool).place_after(&c.spec.resources, c.needs_gpu_free);
         let Some(placement) = placement else {
             return false;
         };

@@ -6,6 +6,7 @@ mod chain;
 mod chain_versions_tests;
 mod combine;
 mod core;
+mod diskhold;
 mod dispatch;
 mod gpus;
 mod health;
@@ -99,6 +100,7 @@ pub fn run(cfg: Config) -> Result<()> {
             daemon.cfg.state_dir.display()
         );
         tokio::spawn(crate::api::server::serve(Arc::clone(&daemon), listener));
+        tokio::spawn(Arc::clone(&daemon).disk_hold_loop());
         // Policies load and passes run on a thread of their own: the socket is
         // open and answering before any plugin is compiled or configured.
         let (d, handle) = (Arc::clone(&daemon), tokio::runtime::Handle::current());

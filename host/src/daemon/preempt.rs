@@ -74,9 +74,10 @@ impl Daemon {
             let Some(freed) = freed else { continue };
             let mut pool = lock(&self.pool).clone();
             pool.give_back(&freed);
-            let user = waiting
-                .iter()
-                .find(|c| pool.place(&c.spec.resources).is_some());
+            let user = waiting.iter().find(|c| {
+                pool.place_after(&c.spec.resources, c.needs_gpu_free)
+                    .is_some()
+            });
             let Some(user) = user else {
                 refuse("no waiting task that may start now would use what it frees".into());
                 continue;

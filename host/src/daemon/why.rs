@@ -40,8 +40,13 @@ impl Daemon {
         } else {
             Vec::new()
         };
-        let fit = (t.state == TaskState::Queued && waiting_for.is_empty() && t.reason.is_none())
-            .then(|| lock(&self.pool).explain(&d.spec.resources));
+        // After a gpu-oom the retry also waits for a GPU with room: shown
+        // GPU by GPU even though the task carries its retry reason.
+        let peak = self.store().needs_gpu_free(id)?;
+        let fit = (t.state == TaskState::Queued
+            && waiting_for.is_empty()
+            && (t.reason.is_none() || peak.is_some()))
+        .then(|| lock(&self.pool).explain_after(&d.spec.resources, peak));
         let placed = d.events.iter().rev().find(|e| e.kind == "placed");
         let run = d.runs.last().map(|run| RunWhy {
             id: run.id,

@@ -177,6 +177,13 @@ pub fn of_run(
 /// `the file system of PATH is 97% full, 1.2G free`, or `None` when
 /// `statvfs` cannot tell.
 pub fn fullness(path: &Path) -> Option<String> {
+    let (total, free) = space(path)?;
+    Some(describe_fill(path, total, free))
+}
+
+/// The size of the file system of `path` and the bytes free to unprivileged
+/// users on it, from `statvfs`; `None` when it cannot tell.
+pub fn space(path: &Path) -> Option<(u64, u64)> {
     use std::os::unix::ffi::OsStrExt;
     let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
     // SAFETY: `c` is a valid NUL-terminated path; `st` is plain data the call fills.
@@ -186,8 +193,7 @@ pub fn fullness(path: &Path) -> Option<String> {
         return None;
     }
     let unit = st.f_frsize as u64;
-    Some(describe_fill(
-        path,
+    Some((
         (st.f_blocks as u64).saturating_mul(unit),
         (st.f_bavail as u64).saturating_mul(unit),
     ))

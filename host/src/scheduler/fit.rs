@@ -38,16 +38,39 @@ impl PoolGpu {
 impl Pool {
     /// Why GPU `g` cannot take a task wanting `mem` per GPU, policies included.
     pub fn gpu_unusable(&self, g: &PoolGpu, mem: Option<u64>) -> Option<Unusable> {
+        self.gpu_unusable_after(g, mem, None)
+    }
+
+    /// As [`Pool::gpu_unusable`], for a retry after a gpu-oom whose run
+    /// peaked at `peak` bytes: the GPU must have more free than that.
+    pub fn gpu_unusable_after(
+        &self,
+        g: &PoolGpu,
+        mem: Option<u64>,
+        peak: Option<u64>,
+    ) -> Option<Unusable> {
         if let Some(reason) = self.policy_closed.get(&g.index) {
             return Some(Unusable::ClosedByPolicy {
                 reason: reason.clone(),
             });
         }
-        g.unusable(mem, self.share)
+        if let Some(u) = g.unusable(mem, self.share) {
+            return Some(u);
+        }
+        // Unmonitored GPUs have no known free memory: nothing to compare.
+        match (peak, g.free_mem()) {
+            (Some(peak), Some(free)) if free <= peak => Some(Unusable::BelowPeak { free, peak }),
+            _ => None,
+        }
     }
 
     /// What placing `res` now would meet, GPU by GPU.
     pub fn explain(&self, res: &Resources) -> Fit {
+        self.explain_after(res, None)
+    }
+
+    /// As [`Pool::explain`], for a retry that needs more free than `peak`.
+    pub fn explain_after(&self, res: &Resources, peak: Option<u64>) -> Fit {
         let mem = res.gpu_mem.map(|m| m.as_u64());
         Fit {
             slots_free: self.slots,
@@ -57,7 +80,7 @@ impl Pool {
                 .iter()
                 .map(|g| GpuFit {
                     index: g.index,
-                    unusable: self.gpu_unusable(g, mem),
+                    unusable: self.gpu_unusable_after(g, mem, peak),
                 })
                 .collect(),
             cpus_wanted: res.cpus.unwrap_or(0),

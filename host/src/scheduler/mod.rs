@@ -50,7 +50,7 @@ impl PoolGpu {
         }
     }
 
-    fn free_mem(&self) -> Option<u64> {
+    pub(crate) fn free_mem(&self) -> Option<u64> {
         self.mem_total
             .map(|t| t.saturating_sub(self.reserved + self.foreign))
     }
@@ -89,6 +89,12 @@ pub struct Placement {
 impl Pool {
     /// Takes what `res` needs from the pool, or returns `None` and takes nothing.
     pub fn place(&mut self, res: &Resources) -> Option<Placement> {
+        self.place_after(res, None)
+    }
+
+    /// As [`Pool::place`], for a retry after a gpu-oom whose run peaked at
+    /// `peak` bytes: only GPUs with more free memory than that are taken.
+    pub fn place_after(&mut self, res: &Resources, peak: Option<u64>) -> Option<Placement> {
         let want = res.gpus as usize;
         let cpus = res.cpus.unwrap_or(0) as usize;
         if self.slots == 0 || self.cpus.len() < cpus {
@@ -99,7 +105,7 @@ impl Pool {
             .gpus
             .iter()
             .enumerate()
-            .filter(|(_, g)| self.gpu_unusable(g, mem).is_none())
+            .filter(|(_, g)| self.gpu_unusable_after(g, mem, peak).is_none())
             .map(|(i, _)| i)
             .take(want)
             .collect();
@@ -253,6 +259,39 @@ mod tests {
             "a whole GPU needs no foreign memory on it"
         );
         assert_eq!(p.place(&res(1, Some(10))).unwrap().gpus, vec![0]);
+    }
+
+    #[test]
+    fn a_gpu_oom_retry_takes_only_a_gpu_with_more_free_than_the_peak() {
+        let mut p = pool(true);
+        p.observe(0, true, 70 << 30);
+        let peak = Some(20 << 30);
+        assert_eq!(
+            p.explain_after(&res(1, None), peak).gpus[0].unusable,
+            Some(Unusable::InUse {
+                runs: 0,
+                foreign: 70 << 30
+            })
+        );
+        let a = p.place_after(&res(1, Some(8)), peak).unwrap();
+        assert_eq!(
+            a.gpus,
+            vec![1],
+            "GPU 0 has 10 GiB free, under the 20 GiB peak"
+        );
+        p.observe(1, true, 61 << 30);
+        assert_eq!(
+            p.explain_after(&res(1, Some(8)), peak).gpus[1].unusable,
+            Some(Unusable::BelowPeak {
+                free: 11 << 30,
+                peak: 20 << 30
+            })
+        );
+        assert!(p.place_after(&res(1, Some(8)), peak).is_none());
+        assert!(
+            p.place(&res(1, Some(8))).is_some(),
+            "without a peak it fits"
+        );
     }
 
     #[test]

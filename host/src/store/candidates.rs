@@ -18,7 +18,8 @@ const UNSATISFIED: &str = "EXISTS (SELECT 1 FROM deps d JOIN tasks p ON p.id = d
 const CANDIDATE_COLUMNS: &str = "t.id, t.spec, t.submitted_at, t.attempts,
     MAX(t.submitted_at, COALESCE(t.not_before, 0),
         COALESCE((SELECT MAX(p.finished_at) FROM deps d JOIN tasks p ON p.id = d.dep_id
-                  WHERE d.task_id = t.id), 0))";
+                  WHERE d.task_id = t.id), 0)),
+    t.needs_gpu_free";
 
 /// SQL true when task `t` may start at `?1`: queued, past its backoff,
 /// dependencies met.
@@ -41,6 +42,7 @@ fn candidate_row(r: &rusqlite::Row) -> rusqlite::Result<Result<Candidate>> {
                 submitted_at: r.get(2)?,
                 attempts: r.get(3)?,
                 eligible_at: r.get(4)?,
+                needs_gpu_free: r.get::<_, Option<i64>>(5)?.map(|b| b.max(0) as u64),
             })
         }))
 }

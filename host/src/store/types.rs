@@ -38,4 +38,7 @@ pub struct Candidate {
     pub eligible_at: i64,
     /// Attempts so far in this round.
     pub attempts: i64,
+    /// After a gpu-oom: start only on GPUs with more free memory than this
+    /// (the last run's peak), bytes.
+    pub needs_gpu_free: Option<u64>,
 }

@@ -32,6 +32,14 @@ pub enum Unusable {
         /// What the task asks for, bytes.
         want: u64,
     },
+    /// Its last run ran out of GPU memory: the retry waits for a GPU with
+    /// more free memory than that run's peak.
+    BelowPeak {
+        /// Free on this GPU, bytes.
+        free: u64,
+        /// The last run's peak, bytes.
+        peak: u64,
+    },
 }
 
 /// One GPU as a task sees it.
@@ -158,6 +166,11 @@ fn unusable(u: &Unusable) -> String {
         Unusable::Memory { free, want } => {
             format!("{} free, the task asks for gpu_mem {}", size(*free), size(*want))
         }
+        Unusable::BelowPeak { free, peak } => format!(
+            "{} free; its last run ran out of GPU memory at a peak of {}, so the retry waits for a GPU with more free",
+            size(*free),
+            size(*peak)
+        ),
     }
 }
 
