@@ -21,5 +21,6 @@ mod plugin_config;
 mod policies;
 mod restart;
 mod retention;
+mod retry;
 mod sandbox;
 mod versions;

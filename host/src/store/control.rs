@@ -151,7 +151,7 @@ impl Store {
             exec(
                 &tx,
                 // A hold after disk-full ends with any move of the task.
-                "UPDATE tasks SET state = ?2, held_for_disk = NULL WHERE id = ?1 AND state = ?3",
+                "UPDATE tasks SET state = ?2, reason = NULL, held_for_disk = NULL WHERE id = ?1 AND state = ?3",
                 params![task, to.as_str(), from.as_str()],
             )?;
             event(&tx, now, Some(task), None, verb, &format!("{verb} by user"))?;

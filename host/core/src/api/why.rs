@@ -193,7 +193,11 @@ impl WhyReport {
                 out.push(format!("waiting: {r}"));
             }
         } else if self.state == "held" {
-            out.push("held by a user: `nightjar release` lets it start".into());
+            // A hold after a disk-full run carries its reason; a user's has none.
+            out.push(match &self.reason {
+                Some(r) => r.clone(),
+                None => "held by a user: `nightjar release` lets it start".into(),
+            });
         } else if matches!(self.state.as_str(), "blocked" | "failed" | "cancelled")
             && let Some(r) = &self.reason
         {
