@@ -8,17 +8,17 @@ use serde_json::Value;
 use crate::harness::Nj;
 
 const STANDIN: &str = env!("NIGHTJAR_NVML_STANDIN");
-const A100: u64 = 80 << 30;
-const GIB: u64 = 1 << 30;
+pub(crate) const A100: u64 = 80 << 30;
+pub(crate) const GIB: u64 = 1 << 30;
 
 /// A world whose daemon reads its GPUs from the stand-in NVML, driven by a values file.
-struct GpuWorld {
-    nj: Nj,
+pub(crate) struct GpuWorld {
+    pub(crate) nj: Nj,
     values: PathBuf,
 }
 
 impl GpuWorld {
-    fn new(extra_gpu_config: &str, values: &str) -> GpuWorld {
+    pub(crate) fn new(extra_gpu_config: &str, values: &str) -> GpuWorld {
         let config = format!(
             "slots = 4\n[sandbox]\ngrace = \"1s\"\n[gpu]\nbackend = \"nvml:{STANDIN}\"\nsample_period = \"100ms\"\nhost_mem_min_free = \"1MiB\"\nforeign_quiet = \"300ms\"\n{extra_gpu_config}"
         );
@@ -36,19 +36,19 @@ impl GpuWorld {
         }
     }
 
-    fn set(&self, values: &str) {
+    pub(crate) fn set(&self, values: &str) {
         // Write then rename, so the stand-in never reads half a file.
         let tmp = self.values.with_extension("tmp");
         std::fs::write(&tmp, values).unwrap();
         std::fs::rename(&tmp, &self.values).unwrap();
     }
 
-    fn gpus(&self) -> Vec<Value> {
+    pub(crate) fn gpus(&self) -> Vec<Value> {
         self.nj.json(&["gpus"]).as_array().unwrap().clone()
     }
 }
 
-fn two_gpus(extra0: &str, extra1: &str) -> String {
+pub(crate) fn two_gpus(extra0: &str, extra1: &str) -> String {
     format!(
         "count=2\n\
          0.name=NVIDIA A100-SXM4-80GB\n0.uuid=GPU-aaaaaaaa-1111-2222-3333-444444444444\n0.mem_total={A100}\n0.mem_used=0\n0.util=0\n0.util_mem=0\n0.temp=41\n0.power_mw=60000\n0.energy_mj=1000000\n{extra0}\n\

@@ -11,6 +11,7 @@ mod containment;
 mod exactly_once;
 mod examples;
 mod first_party;
+mod gpu_oom;
 mod gpus;
 mod hardening;
 mod hostile_inputs;

@@ -34,6 +34,38 @@ impl Daemon {
             .map_err(Clone::clone)
     }
 
+    /// For a gpu-oom: each GPU the run had, its peak and what is free on it
+    /// now (`GPU 0 (A100): peak 79.1G, 0.9G of 80.0G free now`).
+    fn gpu_oom_note(&self, records: &[RunGpuRecord]) -> Option<String> {
+        if records.is_empty() {
+            return None;
+        }
+        let views = self.gpu_views();
+        let size = |b: u64| bytesize::ByteSize::b(b).display().iec_short().to_string();
+        let parts: Vec<String> = records
+            .iter()
+            .map(|r| {
+                let view = views.iter().find(|v| v.index == r.gpu);
+                let name = view.map(|v| v.name.as_str()).unwrap_or("?");
+                let free = view.and_then(|v| {
+                    let total = v.mem_total?;
+                    Some(format!(
+                        ", {} of {} free now",
+                        size(total.saturating_sub(v.mem_used?)),
+                        size(total)
+                    ))
+                });
+                format!(
+                    "GPU {} ({name}): the run peaked at {}{}",
+                    r.gpu,
+                    size(r.mem_peak),
+                    free.unwrap_or_default()
+                )
+            })
+            .collect();
+        Some(parts.join("; "))
+    }
+
     /// Judges run `run`'s end and records it with what its validators found
     /// and `records` (its GPU records, for the peak a gpu-oom retry needs).
     /// `Ok(None)` when it was already recorded.
@@ -97,7 +129,15 @@ impl Daemon {
         } else {
             Vec::new()
         };
-        let out = postrun::after_validation(out.clone(), &findings);
+        let mut out = postrun::after_validation(out.clone(), &findings);
+        if out.class == RunClass::GpuOom
+            && let Some(note) = self.gpu_oom_note(records)
+        {
+            out.message = Some(match out.message {
+                Some(m) => format!("{m}; {note}"),
+                None => note,
+            });
+        }
         let disks: Vec<PathBuf> = if out.class == RunClass::DiskFull {
             std::iter::once(spec.workdir.clone())
                 .chain(ctx.output.clone())
