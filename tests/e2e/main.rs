@@ -5,6 +5,7 @@ mod harness;
 
 mod breaker;
 mod classes;
+mod classes_real;
 mod cli;
 mod client_edges;
 mod containment;
