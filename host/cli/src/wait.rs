@@ -50,6 +50,7 @@ pub fn exit_status(r: &WaitResult) -> i32 {
         TaskState::Blocked => 69,
         _ => match (r.class, r.exit_code, r.signal) {
             (Some(RunClass::Timeout), _, _) => 124,
+            (Some(RunClass::ValidationFailed), _, _) => 65,
             (Some(RunClass::Lost), _, _) => 75,
             (Some(RunClass::Cancelled), _, _) => 130,
             (_, Some(c), _) if c != 0 => c,
