@@ -186,6 +186,7 @@ fn definitions(a: Args) -> Result<(Vec<TaskDef>, PathBuf, String, String)> {
         sweep: BTreeMap::new(),
         hold: a.hold,
         preemptible: a.preemptible,
+        checkpoint: None,
     };
     Ok((vec![def], cwd, default_name, "command line".to_string()))
 }

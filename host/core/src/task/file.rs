@@ -60,6 +60,9 @@ pub struct TaskDef {
     /// A policy may stop it (SIGTERM, grace) and queue it again; the attempt is not counted.
     #[serde(default)]
     pub preemptible: bool,
+    /// Where it saves checkpoints; a later attempt resumes from the newest complete one.
+    #[serde(default)]
+    pub checkpoint: Option<super::checkpoint::CheckpointDef>,
 }
 
 #[derive(Deserialize)]
