@@ -312,6 +312,7 @@ impl Daemon {
                 let note = self.sandbox_note(spec);
                 self.store()
                     .set_run_started(run.id, l.pid, note.as_deref())?;
+                self.record_checkpoint(run.id, &rs);
                 let me = Arc::clone(self);
                 tokio::spawn(async move {
                     let pid = l.pid as i32;

@@ -2,7 +2,8 @@
 //! supervise RUN_DIR`). It outlives the daemon (own session), holds the run's
 //! lock for as long as it lives, runs the task in its own process group (and
 //! cgroup where available), enforces the timeout with SIGTERM -> grace ->
-//! SIGKILL of the whole tree, treats its own SIGTERM as a cancel request, and
+//! SIGKILL of the whole tree, treats its own SIGTERM as a cancel request and
+//! its SIGUSR1 as a preemption (the task's own signal and grace), and
 //! reports the status when everything in the tree is gone (see [`super::files`]).
 
 use std::fs::File;
@@ -35,7 +36,8 @@ fn run(dir: &Path) -> Result<()> {
     sys::close_fds_from(3);
     sys::ignore_signal(libc::SIGPIPE);
     sys::ignore_signal(libc::SIGHUP);
-    let set = sys::sigset(&[libc::SIGCHLD, libc::SIGTERM, libc::SIGINT]);
+    // SIGUSR1 from the daemon: a preemption of a task that saves checkpoints.
+    let set = sys::sigset(&[libc::SIGCHLD, libc::SIGTERM, libc::SIGINT, libc::SIGUSR1]);
     sys::block_signals(&set).context("block signals")?;
     let sigfd = sys::signalfd(&set).context("signalfd")?;
     // Our own session: the daemon's terminal or process group no longer
@@ -198,9 +200,11 @@ fn supervise(dir: &Path, spec: &RunSpec, sigfd: &OwnedFd) -> RunStatus {
     let mut kill_at: Option<Instant> = None;
     let mut main_exit: Option<Exit> = None;
     let mut cancel = false;
+    let mut preempt = false;
     loop {
         for sig in sys::read_signals(sigfd) {
             cancel |= sig == libc::SIGTERM || sig == libc::SIGINT;
+            preempt |= sig == libc::SIGUSR1;
         }
         while let Some((pid, exit)) = sys::reap_any() {
             if pid == child_pid {
@@ -208,15 +212,30 @@ fn supervise(dir: &Path, spec: &RunSpec, sigfd: &OwnedFd) -> RunStatus {
             }
         }
         let now = Instant::now();
-        let terminate = |why: EndedBy, ended_by: &mut EndedBy, kill_at: &mut Option<Instant>| {
+        let stop = |why: EndedBy,
+                    (sig, grace): (i32, Duration),
+                    ended_by: &mut EndedBy,
+                    kill_at: &mut Option<Instant>| {
             if kill_at.is_none() {
                 if *ended_by == EndedBy::Exited && main_exit.is_none() {
                     *ended_by = why;
                 }
-                tree.signal(libc::SIGTERM);
+                tree.signal(sig);
                 *kill_at = Some(now + grace);
             }
         };
+        let terminate = |why, ended_by: &mut EndedBy, kill_at: &mut Option<Instant>| {
+            stop(why, (libc::SIGTERM, grace), ended_by, kill_at)
+        };
+        // A preemption is a stop the store tells from a cancel; a task that
+        // saves checkpoints gets its own signal and time to save first.
+        if preempt {
+            let how = (
+                spec.preempt_signal.unwrap_or(libc::SIGTERM),
+                spec.preempt_grace_ms.map_or(grace, Duration::from_millis),
+            );
+            stop(EndedBy::Cancelled, how, &mut ended_by, &mut kill_at);
+        }
         if cancel {
             terminate(EndedBy::Cancelled, &mut ended_by, &mut kill_at);
         }

@@ -35,7 +35,7 @@ pub struct Finished {
 
 pub(super) const RUN_COLUMNS: &str =
     "id, task_id, attempt, state, run_dir, supervisor_pid, submitted_at, eligible_at,
-    started_at, finished_at, exit_code, signal, class, message, gpus, cpus, sandbox_note, stalled_at";
+    started_at, finished_at, exit_code, signal, class, message, gpus, cpus, sandbox_note, stalled_at, checkpoint";
 
 /// Reads a run row selected with [`RUN_COLUMNS`].
 pub(super) fn run_row(r: &rusqlite::Row) -> rusqlite::Result<RunRow> {
@@ -59,6 +59,7 @@ pub(super) fn run_row(r: &rusqlite::Row) -> rusqlite::Result<RunRow> {
         cpus: r.get(15)?,
         sandbox_note: r.get(16)?,
         stalled_at: r.get(17)?,
+        checkpoint: r.get(18)?,
     })
 }
 

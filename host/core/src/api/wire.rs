@@ -250,6 +250,9 @@ pub struct RunRow {
     pub sandbox_note: Option<String>,
     /// Since when the run shows no sign of life (GPU runs only).
     pub stalled_at: Option<i64>,
+    /// The checkpoint this attempt resumed from (absent from older daemons).
+    #[serde(default)]
+    pub checkpoint: Option<String>,
 }
 
 /// A dependency edge as `show` prints it.
