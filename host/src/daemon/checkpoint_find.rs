@@ -80,7 +80,7 @@ fn search(pattern: &str, spec: &CheckpointSpec, now: SystemTime, cap: usize) -> 
     };
     let chosen = matched.iter().position(complete);
     let rule = match &spec.marker {
-        Some(m) => format!("marker {m} exists"),
+        Some(m) => format!("marker `{m}` exists"),
         None => format!("unmodified for {}", humantime::format_duration(spec.settle)),
     };
     let mut note = match chosen {

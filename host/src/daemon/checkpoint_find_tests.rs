@@ -59,7 +59,7 @@ fn with_a_marker_only_marked_checkpoints_count_however_old() {
     file(d.path(), "ckpt/step-0.pt", now, 3600);
     let f = find(&d.path().join("ckpt/*"), &spec(10, Some("{}.done")), now);
     assert_eq!(f.path.as_deref(), Some(marked.as_path()), "{}", f.note);
-    assert!(f.note.contains("marker {}.done exists"), "{}", f.note);
+    assert!(f.note.contains("marker `{}.done` exists"), "{}", f.note);
 }
 
 #[test]
