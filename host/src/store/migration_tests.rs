@@ -35,7 +35,7 @@ fn columns(db: &Path) -> Vec<Vec<String>> {
     TABLES
         .iter()
         .map(|t| {
-            let mut stmt = c.prepare(&format!("SELECT * FROM {t} LIMIT 0")).unwrap();
+            let stmt = c.prepare(&format!("SELECT * FROM {t} LIMIT 0")).unwrap();
             stmt.column_names().into_iter().map(String::from).collect()
         })
         .collect()
