@@ -25,7 +25,7 @@ fn ids(v: &serde_json::Value) -> Vec<i64> {
 }
 
 #[test]
-fn the_three_example_workloads_run_as_documented() {
+fn the_example_workloads_run_as_documented() {
     let mut nj = Nj::new("slots = 2");
     nj.start();
     let work = nj.path("work");
@@ -37,6 +37,7 @@ fn the_three_example_workloads_run_as_documented() {
     let train = ids(&nj.json(&["submit", "train/train.toml"]))[0];
     let sim = ids(&nj.json(&["submit", "hpc/sim.yaml"]));
     let pipe = ids(&nj.json(&["submit", "pipeline/pipeline.toml"]));
+    let resumable = ids(&nj.json(&["submit", "resume/resume.toml"]))[0];
 
     // Training sweep: every member writes checkpoints and metrics.
     assert_eq!(nj.wait(train), 0, "{}", nj.daemon_log());
@@ -62,6 +63,14 @@ fn the_three_example_workloads_run_as_documented() {
         (summary["total_heat"].as_f64().unwrap() - 100.0).abs() < 1e-3,
         "heat is conserved: {summary}"
     );
+
+    // Resumable training: a first attempt starts at epoch 0 and leaves
+    // complete (marked) checkpoints for a later one.
+    assert_eq!(nj.wait(resumable), 0);
+    let run = nj.show(resumable)["runs"][0].clone();
+    let out = read(&Path::new(run["run_dir"].as_str().unwrap()).join("stdout.log"));
+    assert!(out.starts_with("starting from epoch 0"), "{out}");
+    assert!(work.join("resume/ckpt/epoch-0010.json.done").exists());
 
     // Pipeline: validate fails, report is blocked, cleanup runs anyway.
     let [fetch, clean, validate, report, cleanup] = pipe[..] else {

@@ -63,6 +63,24 @@ pub fn run(mut ctx: Ctx, id: i64) -> Result<i32> {
         d.spec.retry.max_attempts,
         humantime::format_duration(d.spec.retry.backoff)
     );
+    if let Some(c) = &d.spec.checkpoint {
+        let complete = match &c.marker {
+            Some(m) => format!("complete once {} exists", clean(m)),
+            None => format!("settle {}", humantime::format_duration(c.settle)),
+        };
+        let grace = c
+            .grace
+            .map(|g| format!(", grace {}", humantime::format_duration(g)))
+            .unwrap_or_default();
+        println!(
+            "  checkpoint {} ({complete}; preempted with {}{grace})",
+            clean(&c.pattern),
+            c.signal
+        );
+        if let Some(r) = &c.resume {
+            println!("  resume     {}", clean(r));
+        }
+    }
     println!("  submitted  {}", fmt_local(t.submitted_at));
     // A schedule's wall times are the daemon's zone: named when it is not
     // this machine's.
@@ -127,6 +145,9 @@ pub fn run(mut ctx: Ctx, id: i64) -> Result<i32> {
                 .map(|f| format!("  finished {}", fmt_local(f)))
                 .unwrap_or_default()
         );
+        if let Some(c) = &run.checkpoint {
+            println!("      resumed from {}", clean(c));
+        }
         if let Some(m) = &run.message {
             println!("      message {}", clean(m));
         }

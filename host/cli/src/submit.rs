@@ -196,6 +196,7 @@ fn definitions(a: Args) -> Result<(Vec<TaskDef>, PathBuf, String, String)> {
         hold: a.hold,
         preemptible: a.preemptible,
         validate: Vec::new(),
+        checkpoint: None,
     };
     Ok((vec![def], cwd, default_name, "command line".to_string()))
 }

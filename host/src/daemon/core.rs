@@ -319,6 +319,7 @@ impl Daemon {
                 if let Some(output) = &rs.output {
                     self.store().set_run_output(run.id, output)?;
                 }
+                self.record_checkpoint(run.id, &rs);
                 let me = Arc::clone(self);
                 tokio::spawn(async move {
                     let pid = l.pid as i32;

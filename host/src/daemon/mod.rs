@@ -4,6 +4,8 @@
 mod chain;
 #[cfg(test)]
 mod chain_versions_tests;
+mod checkpoint;
+mod checkpoint_find;
 mod combine;
 mod core;
 mod diskhold;

@@ -90,7 +90,7 @@ impl Daemon {
                 s.yields_to.insert(*task, user.id);
                 s.refused_preemptions.remove(task);
                 drop(s);
-                self.signal_supervisor(run, pid);
+                self.preempt_supervisor(*task, run, pid);
             }
         }
         Ok(again)

@@ -35,12 +35,14 @@ pub fn build(
 ) -> Result<RunSpec> {
     let run_dir = Path::new(&run.run_dir);
     let argv_templates = spec.command.to_argv();
+    let resume = spec.checkpoint.as_ref().and_then(|c| c.resume.as_ref());
     let uses = |name: &str| {
         let needle = format!("${{{name}}}");
         argv_templates
             .iter()
             .chain(spec.env.values())
             .chain(spec.output.iter())
+            .chain(resume)
             .any(|t| t.contains(&needle))
     };
     let mut values: BTreeMap<&str, String> = BTreeMap::new();
@@ -85,7 +87,7 @@ pub fn build(
     if let Some(output) = &output {
         values.insert("OUTPUT_PATH", output.display().to_string());
     }
-    let argv: Vec<String> = argv_templates
+    let mut argv: Vec<String> = argv_templates
         .iter()
         .map(|a| expand_with(a, &values))
         .collect::<Result<_>>()?;
@@ -105,6 +107,7 @@ pub fn build(
         env.insert(format!("NIGHTJAR_{k}"), v.clone());
     }
     env.insert("NIGHTJAR_ATTEMPT".into(), run.attempt.to_string());
+    let resumed = super::checkpoint::apply(spec, run.attempt, &values, &mut argv, &mut env);
     for (k, v) in &spec.params {
         env.insert(
             format!("NIGHTJAR_PARAM_{}", k.to_ascii_uppercase()),
@@ -139,5 +142,13 @@ pub fn build(
         output_roots: cfg.output_roots.clone(),
         umask: Some(super::task_umask()),
         classes: cfg.classes.clone(),
+        preempt_signal: spec.checkpoint.as_ref().map(|c| c.signal_number()),
+        preempt_grace_ms: spec
+            .checkpoint
+            .as_ref()
+            .and_then(|c| c.grace)
+            .map(|g| g.as_millis() as u64),
+        checkpoint: resumed.as_ref().and_then(|r| r.checkpoint.clone()),
+        checkpoint_note: resumed.map(|r| r.note),
     })
 }

@@ -59,6 +59,20 @@ pub struct RunSpec {
     /// What marks a failure's class in the run's output (`[classes]`).
     #[serde(default)]
     pub classes: super::classify::ClassPatterns,
+    /// The signal a preemption sends the tree (the supervisor's SIGUSR1);
+    /// `None`: SIGTERM, as for a cancel.
+    #[serde(default)]
+    pub preempt_signal: Option<i32>,
+    /// How long a preempted tree gets to save before SIGKILL; `None`: `grace_ms`.
+    #[serde(default)]
+    pub preempt_grace_ms: Option<u64>,
+    /// The checkpoint this attempt resumes from (the command already names it).
+    #[serde(default)]
+    pub checkpoint: Option<PathBuf>,
+    /// What the daemon found when it looked for a checkpoint, for the task's
+    /// events; never sent to the supervisor.
+    #[serde(skip)]
+    pub checkpoint_note: Option<String>,
 }
 
 /// Why the run's main process ended.

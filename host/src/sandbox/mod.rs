@@ -9,4 +9,5 @@ pub mod liveness;
 pub use nightjar_core::runlog as logs;
 pub mod paths;
 pub mod report;
+mod spawn;
 pub mod supervisor;

@@ -2,15 +2,14 @@
 //! supervise RUN_DIR`). It outlives the daemon (own session), holds the run's
 //! lock for as long as it lives, runs the task in its own process group (and
 //! cgroup where available), enforces the timeout with SIGTERM -> grace ->
-//! SIGKILL of the whole tree, treats its own SIGTERM as a cancel request, and
+//! SIGKILL of the whole tree, treats its own SIGTERM as a cancel request and
+//! its SIGUSR1 as a preemption (the task's own signal and grace), and
 //! reports the status when everything in the tree is gone (see [`super::files`]).
 
 use std::fs::File;
 use std::io::{BufRead, Write};
-use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::process::CommandExt;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -37,7 +36,8 @@ fn run(dir: &Path) -> Result<()> {
     sys::close_fds_from(3);
     sys::ignore_signal(libc::SIGPIPE);
     sys::ignore_signal(libc::SIGHUP);
-    let set = sys::sigset(&[libc::SIGCHLD, libc::SIGTERM, libc::SIGINT]);
+    // SIGUSR1 from the daemon: a preemption of a task that saves checkpoints.
+    let set = sys::sigset(&[libc::SIGCHLD, libc::SIGTERM, libc::SIGINT, libc::SIGUSR1]);
     sys::block_signals(&set).context("block signals")?;
     let sigfd = sys::signalfd(&set).context("signalfd")?;
     // Our own session: the daemon's terminal or process group no longer
@@ -175,7 +175,7 @@ fn supervise(dir: &Path, spec: &RunSpec, sigfd: &OwnedFd) -> RunStatus {
         CappedLog::new(&dir.join(files::STDOUT), spec.log_cap),
         CappedLog::new(&dir.join(files::STDERR), spec.log_cap),
     ];
-    let (child_pid, readers) = match spawn(spec, cgroup.as_deref(), logs) {
+    let (child_pid, readers) = match super::spawn::spawn(spec, cgroup.as_deref(), logs) {
         Ok(x) => x,
         Err(e) => {
             status.message = Some(e);
@@ -200,9 +200,11 @@ fn supervise(dir: &Path, spec: &RunSpec, sigfd: &OwnedFd) -> RunStatus {
     let mut kill_at: Option<Instant> = None;
     let mut main_exit: Option<Exit> = None;
     let mut cancel = false;
+    let mut preempt = false;
     loop {
         for sig in sys::read_signals(sigfd) {
             cancel |= sig == libc::SIGTERM || sig == libc::SIGINT;
+            preempt |= sig == libc::SIGUSR1;
         }
         while let Some((pid, exit)) = sys::reap_any() {
             if pid == child_pid {
@@ -210,15 +212,30 @@ fn supervise(dir: &Path, spec: &RunSpec, sigfd: &OwnedFd) -> RunStatus {
             }
         }
         let now = Instant::now();
-        let terminate = |why: EndedBy, ended_by: &mut EndedBy, kill_at: &mut Option<Instant>| {
+        let stop = |why: EndedBy,
+                    (sig, grace): (i32, Duration),
+                    ended_by: &mut EndedBy,
+                    kill_at: &mut Option<Instant>| {
             if kill_at.is_none() {
                 if *ended_by == EndedBy::Exited && main_exit.is_none() {
                     *ended_by = why;
                 }
-                tree.signal(libc::SIGTERM);
+                tree.signal(sig);
                 *kill_at = Some(now + grace);
             }
         };
+        let terminate = |why, ended_by: &mut EndedBy, kill_at: &mut Option<Instant>| {
+            stop(why, (libc::SIGTERM, grace), ended_by, kill_at)
+        };
+        // A preemption is a stop the store tells from a cancel; a task that
+        // saves checkpoints gets its own signal and time to save first.
+        if preempt {
+            let how = (
+                spec.preempt_signal.unwrap_or(libc::SIGTERM),
+                spec.preempt_grace_ms.map_or(grace, Duration::from_millis),
+            );
+            stop(EndedBy::Cancelled, how, &mut ended_by, &mut kill_at);
+        }
         if cancel {
             terminate(EndedBy::Cancelled, &mut ended_by, &mut kill_at);
         }
@@ -290,97 +307,6 @@ fn supervise(dir: &Path, spec: &RunSpec, sigfd: &OwnedFd) -> RunStatus {
 /// (about 24.8 days; a longer wait wakes, finds nothing due, and polls again).
 fn poll_ms(d: Duration) -> i32 {
     i32::try_from(d.as_millis().saturating_add(1)).unwrap_or(i32::MAX)
-}
-
-type Reader = std::thread::JoinHandle<(u64, Option<String>)>;
-
-fn spawn(
-    spec: &RunSpec,
-    cgroup: Option<&Path>,
-    logs: [CappedLog; 2],
-) -> Result<(i32, Vec<Reader>), String> {
-    let (out_r, out_w) = sys::pipe().map_err(|e| format!("pipe: {e}"))?;
-    let (err_r, err_w) = sys::pipe().map_err(|e| format!("pipe: {e}"))?;
-    let procs_fd = match cgroup {
-        Some(cg) => Some(
-            File::options()
-                .write(true)
-                .open(cg.join("cgroup.procs"))
-                .map_err(|e| format!("open {}: {e}", cg.join("cgroup.procs").display()))?,
-        ),
-        None => None,
-    };
-    let program = spec.argv.first().ok_or("empty command")?;
-    let mut cmd = Command::new(program);
-    cmd.args(&spec.argv[1..])
-        .env_clear()
-        .envs(spec.env.iter().map(|(k, v)| (k, v)))
-        .current_dir(&spec.workdir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::from(out_w))
-        .stderr(Stdio::from(err_w));
-    let cpus = spec.cpus.clone();
-    let umask = spec.umask;
-    let procs_raw = procs_fd.as_ref().map(|f| f.as_raw_fd());
-    // SAFETY: the closure only makes async-signal-safe calls (sigprocmask,
-    // setpgid, write, sched_setaffinity, signal, umask, close_range/fcntl)
-    // on memory prepared before the fork.
-    unsafe {
-        cmd.pre_exec(move || {
-            sys::unblock_all_signals();
-            if libc::setpgid(0, 0) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            if let Some(fd) = procs_raw
-                && libc::write(fd, b"0".as_ptr().cast(), 1) != 1
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            if !cpus.is_empty() {
-                sys::pin_to_cpus(&cpus)?;
-            }
-            // The task starts with default SIGHUP and SIGPIPE (ignored ones
-            // would survive exec), its user's file-mode mask, and no fd but 0-2.
-            sys::default_signal(libc::SIGHUP);
-            sys::default_signal(libc::SIGPIPE);
-            if let Some(mask) = umask {
-                sys::set_umask(mask);
-            }
-            sys::cloexec_fds_from(3);
-            Ok(())
-        });
-    }
-    let child = cmd
-        .spawn()
-        .map_err(|e| spawn_error(program, &spec.workdir, e))?;
-    drop(cmd);
-    drop(procs_fd);
-    let pid = child.id() as i32;
-    // The Child handle is dropped without waiting: the loop reaps by pid.
-    drop(child);
-    let [mut out_log, mut err_log] = logs;
-    let readers = vec![
-        std::thread::spawn(move || {
-            out_log.drain(File::from(out_r));
-            (out_log.dropped, out_log.error)
-        }),
-        std::thread::spawn(move || {
-            err_log.drain(File::from(err_r));
-            (err_log.dropped, err_log.error)
-        }),
-    ];
-    Ok((pid, readers))
-}
-
-fn spawn_error(program: &str, workdir: &Path, e: std::io::Error) -> String {
-    match e.kind() {
-        std::io::ErrorKind::NotFound if !workdir.is_dir() => {
-            format!("workdir {} does not exist", workdir.display())
-        }
-        std::io::ErrorKind::NotFound => format!("command not found: `{program}` ({e})"),
-        std::io::ErrorKind::PermissionDenied => format!("cannot execute `{program}`: {e}"),
-        _ => format!("cannot start `{program}`: {e}"),
-    }
 }
 
 fn note(dir: &Path, msg: &str) {

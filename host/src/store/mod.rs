@@ -2,6 +2,7 @@
 //! is one transaction; a claim can hand a task to one runner only.
 
 mod candidates;
+mod checkpoint;
 mod control;
 mod deps;
 mod finish;

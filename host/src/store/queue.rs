@@ -36,7 +36,7 @@ pub struct Finished {
 pub(super) const RUN_COLUMNS: &str =
     "id, task_id, attempt, state, run_dir, supervisor_pid, submitted_at, eligible_at,
     started_at, finished_at, exit_code, signal, class, message, gpus, cpus, sandbox_note, stalled_at,
-    findings";
+    findings, checkpoint";
 
 /// Reads a run row selected with [`RUN_COLUMNS`].
 pub(super) fn run_row(r: &rusqlite::Row) -> rusqlite::Result<RunRow> {
@@ -64,6 +64,7 @@ pub(super) fn run_row(r: &rusqlite::Row) -> rusqlite::Result<RunRow> {
             .get::<_, Option<String>>(18)?
             .and_then(|j| serde_json::from_str(&j).ok())
             .unwrap_or_default(),
+        checkpoint: r.get(19)?,
     })
 }
 

@@ -273,6 +273,9 @@ pub struct RunRow {
     /// What the task's validators found in its outputs (runs that exited 0).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub findings: Vec<super::findings::Finding>,
+    /// The checkpoint this attempt resumed from (absent from older daemons).
+    #[serde(default)]
+    pub checkpoint: Option<String>,
 }
 
 /// A dependency edge as `show` prints it.

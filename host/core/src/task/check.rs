@@ -187,6 +187,9 @@ pub fn check_spec(m: &TaskSpec) -> Result<(), String> {
         no_nul("output", o)?;
     }
     check_params(&m.params)?;
+    if let Some(c) = &m.checkpoint {
+        c.check(m.output.is_some())?;
+    }
     // Sweep values are substituted at submit; what is left must be built in.
     for t in argv.iter().chain(m.env.values()).chain(m.output.iter()) {
         super::vars::check(t, &[]).map_err(|e| e.to_string())?;
@@ -208,7 +211,12 @@ pub fn check_spec(m: &TaskSpec) -> Result<(), String> {
         + m.env
             .iter()
             .map(|(k, v)| k.len() + v.len() + 2)
-            .sum::<usize>();
+            .sum::<usize>()
+        // A resume is appended to the command (with the checkpoint's path).
+        + m.checkpoint
+            .as_ref()
+            .and_then(|c| c.resume.as_ref())
+            .map_or(0, |r| r.len() + 4096);
     if size > MAX_COMMAND_ENV {
         return Err(format!(
             "command and env values are {size} bytes; the limit is {} KiB in all (pass large data in a file under `inputs`)",

@@ -63,6 +63,9 @@ pub struct TaskDef {
     /// Result validators (`[[validate]]`): `plugin` plus the validator's own keys.
     #[serde(default)]
     pub validate: Vec<toml::Table>,
+    /// Where it saves checkpoints; a later attempt resumes from the newest complete one.
+    #[serde(default)]
+    pub checkpoint: Option<super::checkpoint::CheckpointDef>,
 }
 
 #[derive(Deserialize)]

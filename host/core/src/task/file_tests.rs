@@ -88,3 +88,26 @@ fn empty_command_is_rejected() {
     assert!(parse("command = \"  \"\n", Format::Toml).is_err());
     assert!(parse("command = []\n", Format::Toml).is_err());
 }
+
+#[test]
+fn checkpoint_as_inline_table_table_or_yaml_mapping() {
+    let inline = "command = \"python train.py\"\ncheckpoint = { pattern = \"ckpt/*.pt\", resume = \"--resume-from ${CHECKPOINT}\" }\n";
+    let table = "command = \"python train.py\"\n[checkpoint]\npattern = \"ckpt/*.pt\"\nresume = \"--resume-from ${CHECKPOINT}\"\nmarker = \"{}.done\"\nsignal = \"USR1\"\ngrace = \"2m\"\n";
+    let yaml = "command: python train.py\ncheckpoint:\n  pattern: ckpt/*.pt\n  resume: --resume-from ${CHECKPOINT}\n  settle: 30s\n";
+    for (text, format) in [
+        (inline, Format::Toml),
+        (table, Format::Toml),
+        (yaml, Format::Yaml),
+    ] {
+        let defs = parse(text, format).unwrap();
+        let c = defs[0].checkpoint.as_ref().expect("checkpoint");
+        assert_eq!(c.pattern, "ckpt/*.pt");
+        assert_eq!(c.resume.as_deref(), Some("--resume-from ${CHECKPOINT}"));
+    }
+    let err = parse(
+        "command = \"true\"\n[checkpoint]\npattern = \"a\"\nsetle = \"1s\"\n",
+        Format::Toml,
+    )
+    .unwrap_err();
+    assert!(err.contains("setle") && err.contains("line 4"), "{err}");
+}

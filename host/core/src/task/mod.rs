@@ -2,6 +2,7 @@
 //! into a checked submission.
 
 pub mod check;
+pub mod checkpoint;
 pub mod file;
 pub mod model;
 pub mod resolve;

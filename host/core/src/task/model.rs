@@ -248,6 +248,10 @@ pub struct TaskSpec {
     /// A policy may stop it and queue it again (fair share).
     #[serde(default)]
     pub preemptible: bool,
+    /// Where it saves checkpoints and how a later attempt resumes from them
+    /// (absent in specs stored before nightjar 0.3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<super::checkpoint::CheckpointSpec>,
     /// The result validators its runs are judged by (task file `[[validate]]`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub validate: Vec<ValidatorRef>,

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use super::checkpoint::CheckpointSpec;
 use super::file::{DepRef, TaskDef};
 use super::model::{DepKind, DepTarget, NewEntry, TaskSpec};
 use super::{schedule, vars};
@@ -91,6 +92,11 @@ fn resolve_one(
             return Err("a recurring task cannot have dependencies".into());
         }
     }
+    let checkpoint = def
+        .checkpoint
+        .as_ref()
+        .map(|c| c.resolve(&params, def.output.is_some()))
+        .transpose()?;
     def.retry.check()?;
     if def.resources.cpus == Some(0) {
         return Err("resources.cpus must be at least 1 when set".into());
@@ -150,6 +156,14 @@ fn resolve_one(
         } else {
             name.to_string()
         };
+        let member_checkpoint = match &checkpoint {
+            Some(c) => Some(CheckpointSpec {
+                pattern: sub(&c.pattern)?,
+                resume: c.resume.as_deref().map(sub).transpose()?,
+                ..c.clone()
+            }),
+            None => None,
+        };
         members.push(TaskSpec {
             name: member_name,
             project: project.clone(),
@@ -168,6 +182,7 @@ fn resolve_one(
             params,
             preemptible: def.preemptible,
             validate: validate.clone(),
+            checkpoint: member_checkpoint,
         });
     }
     Ok(NewEntry {
@@ -315,6 +330,20 @@ mod tests {
     fn missing_workdir_is_named() {
         let err = go("command = \"true\"\nworkdir = \"/definitely/not/here\"\n").unwrap_err();
         assert!(err.contains("/definitely/not/here"), "{err}");
+    }
+
+    #[test]
+    fn checkpoint_takes_sweep_values_and_errors_name_the_task() {
+        let e = go("command = \"train\"\ncheckpoint = { pattern = \"ck-${lr}/*.pt\", resume = \"--from ${CHECKPOINT} --lr ${lr}\", signal = \"usr1\" }\n[sweep]\nlr = [0.1]\n").unwrap();
+        let c = e[0].members[0].checkpoint.clone().unwrap();
+        assert_eq!(c.pattern, "ck-0.1/*.pt");
+        assert_eq!(c.resume.as_deref(), Some("--from ${CHECKPOINT} --lr 0.1"));
+        assert_eq!(c.signal, "SIGUSR1");
+        let err = go("command = \"train\"\ncheckpoint = { pattern = \"\" }\n").unwrap_err();
+        assert!(
+            err.starts_with("task `t`: checkpoint.pattern is empty"),
+            "{err}"
+        );
     }
 
     #[test]
