@@ -26,4 +26,5 @@ mod restart;
 mod retention;
 mod retry;
 mod sandbox;
+mod validators;
 mod versions;

@@ -12,6 +12,9 @@
 //!   GPU tasks running, against the same daemon with no GPU backend;
 //! - `attack`: `nightjar ls` latency and daemon CPU while each attack of the
 //!   hostile test plugin runs, against the built-in priority policy;
+//! - `postrun`: classifying and validating a run with 1,000 output files
+//!   (manifest and the `outputs` validator) vs `find | xargs sha256sum`, and
+//!   the peak memory of hashing a 2 GiB file;
 //! - `clients`: `nightjar ls` under 100 waiting clients and a garbage sender;
 //! - `soak [MINUTES]`: database growth with 10,000 deferred tasks, and its
 //!   size after rounds of 10,000 tasks collected by `nightjar gc`.
@@ -19,6 +22,7 @@
 mod attack;
 mod hardening;
 mod plugins;
+mod postrun;
 mod vs;
 
 use std::path::{Path, PathBuf};
@@ -330,19 +334,21 @@ fn main() -> Result<()> {
         "attack" => attack::attack(n(1, 10) as u64),
         "clients" => hardening::clients(n(1, 10) as u64),
         "soak" => hardening::soak(n(1, 5) as u64),
+        "postrun" => postrun::postrun(n(1, 1_000)),
         "all" => {
             vs::startup_and_submit(200)?;
             submit_latency(10_000)?;
             vs::throughput(1_000)?;
             gpu(20)?;
             plugins::plugins()?;
+            postrun::postrun(1_000)?;
             attack::attack(10)?;
             hardening::clients(10)?;
             idle(60)
         }
         other => {
             bail!(
-                "unknown benchmark `{other}`: use startup, submit, throughput, gpu, plugins, attack, clients, soak, idle or all"
+                "unknown benchmark `{other}`: use startup, submit, throughput, gpu, plugins, postrun, attack, clients, soak, idle or all"
             )
         }
     }
