@@ -12,7 +12,7 @@ use crate::{Gpu, Priority, QueuedTask, RunningTask, Snapshot, Usage};
 
 mod run;
 
-pub use run::{OutputDir, RunBuilder};
+pub use run::{NO_SHA256, OutputDir, RunBuilder};
 
 /// `text`, kept for the rest of the process: each distinct string is kept
 /// once, however often it is asked for.
