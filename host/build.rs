@@ -4,7 +4,12 @@
 //!   runs on machines without a GPU (the daemon never loads it unless told to);
 //! - builds the first-party plugins (plugins/, a workspace of its own) for
 //!   wasm32-wasip2 and generates `first_party.rs`, which embeds them, so the
-//!   daemon schedules with its policies even with no plugin folder.
+//!   daemon schedules with its policies (`FIRST_PARTY`) and validates with
+//!   its validators (`VALIDATORS`) even with no plugin folder;
+//! - builds the test plugins (tests/plugins) and the example plugins
+//!   (examples/policy-weekends, examples/validator-loss-curve) and exports
+//!   their paths to the tests as `NIGHTJAR_TEST_PLUGIN_*` and
+//!   `NIGHTJAR_EXAMPLE_*`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -16,6 +21,10 @@ const FIRST_PARTY: &[(&str, &str, &str)] = &[
     ("thermal", "thermal", "thermal"),
     ("fair-share", "fair-share", "fair_share"),
 ];
+
+/// The first-party result validators: (name a task file's `plugin` gives,
+/// crate folder, wasm file stem).
+const VALIDATORS: &[(&str, &str, &str)] = &[("outputs", "outputs", "outputs")];
 
 fn main() {
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR"));
@@ -88,7 +97,7 @@ fn plugins(out: &Path) {
     ] {
         println!("cargo:rerun-if-changed={p}");
     }
-    for (_, dir, _) in FIRST_PARTY {
+    for (_, dir, _) in FIRST_PARTY.iter().chain(VALIDATORS) {
         println!("cargo:rerun-if-changed=../plugins/{dir}/src");
         println!("cargo:rerun-if-changed=../plugins/{dir}/Cargo.toml");
     }
@@ -100,6 +109,8 @@ fn plugins(out: &Path) {
         "../tests/plugins/Cargo.lock",
         "../tests/plugins/hostile/src",
         "../tests/plugins/hostile/Cargo.toml",
+        "../tests/plugins/hostile-validator/src",
+        "../tests/plugins/hostile-validator/Cargo.toml",
         "../tests/plugins/legacy-v0_1/src",
         "../tests/plugins/legacy-v0_1/Cargo.toml",
     ] {
@@ -109,37 +120,74 @@ fn plugins(out: &Path) {
     for (stem, var) in [
         ("hostile", "NIGHTJAR_TEST_PLUGIN_HOSTILE"),
         ("legacy_v0_1", "NIGHTJAR_TEST_PLUGIN_V0_1"),
+        (
+            "hostile_validator",
+            "NIGHTJAR_TEST_PLUGIN_HOSTILE_VALIDATOR",
+        ),
     ] {
         let copy = out.join(format!("{stem}.wasm"));
         std::fs::copy(fixtures.join(format!("{stem}.wasm")), &copy)
             .unwrap_or_else(|e| panic!("copy {stem}.wasm: {e}"));
         println!("cargo:rustc-env={var}={}", copy.display());
     }
-    // The lab-written example policy, so the tests prove the author's README works.
-    println!("cargo:rerun-if-changed=../examples/policy-weekends/src");
-    println!("cargo:rerun-if-changed=../examples/policy-weekends/Cargo.toml");
-    let example = build_wasm(out, "../examples/policy-weekends/Cargo.toml");
-    let weekends = out.join("weekends.wasm");
-    std::fs::copy(example.join("weekends.wasm"), &weekends).expect("copy weekends.wasm");
-    println!(
-        "cargo:rustc-env=NIGHTJAR_EXAMPLE_POLICY_WEEKENDS={}",
-        weekends.display()
+    // The lab-written examples, so the tests prove the authors' READMEs work.
+    for (dir, stem, var) in [
+        (
+            "policy-weekends",
+            "weekends",
+            "NIGHTJAR_EXAMPLE_POLICY_WEEKENDS",
+        ),
+        (
+            "validator-loss-curve",
+            "loss_curve",
+            "NIGHTJAR_EXAMPLE_VALIDATOR_LOSS_CURVE",
+        ),
+    ] {
+        for p in ["src", "Cargo.toml", "Cargo.lock"] {
+            println!("cargo:rerun-if-changed=../examples/{dir}/{p}");
+        }
+        let example = build_wasm(out, &format!("../examples/{dir}/Cargo.toml"));
+        let copy = out.join(format!("{stem}.wasm"));
+        std::fs::copy(example.join(format!("{stem}.wasm")), &copy)
+            .unwrap_or_else(|e| panic!("copy {stem}.wasm: {e}"));
+        println!("cargo:rustc-env={var}={}", copy.display());
+    }
+    let mut rs = embed(
+        out,
+        &built,
+        "The first-party scheduling policies embedded in the binary: (name, component bytes).",
+        "FIRST_PARTY",
+        FIRST_PARTY,
     );
-    let mut rs = String::from(
-        "/// The first-party plugins embedded in the binary: (name, component bytes).\npub const FIRST_PARTY: &[(&str, &[u8])] = &[\n",
-    );
-    for (name, _, stem) in FIRST_PARTY {
+    rs.push_str(&embed(
+        out,
+        &built,
+        "The first-party result validators embedded in the binary: (name, component bytes).",
+        "VALIDATORS",
+        VALIDATORS,
+    ));
+    std::fs::write(out.join("first_party.rs"), rs).expect("write first_party.rs");
+}
+
+/// The Rust source of `pub const NAME: &[(&str, &[u8])]`, embedding each
+/// plugin's component (copied from `built` into `out`).
+fn embed(
+    out: &Path,
+    built: &Path,
+    doc: &str,
+    name: &str,
+    plugins: &[(&str, &str, &str)],
+) -> String {
+    let mut rs = format!("/// {doc}\npub const {name}: &[(&str, &[u8])] = &[\n");
+    for (plugin, _, stem) in plugins {
         let wasm = built.join(format!("{stem}.wasm"));
         let copy = out.join(format!("{stem}.wasm"));
         std::fs::copy(&wasm, &copy).unwrap_or_else(|e| panic!("copy {}: {e}", wasm.display()));
         rs.push_str(&format!(
-            "    ({name:?}, include_bytes!({:?})),\n",
+            "    ({plugin:?}, include_bytes!({:?})),\n",
             copy.display().to_string()
         ));
     }
     rs.push_str("];\n");
-    rs.push_str(
-        "/// The first-party result validators.\npub const VALIDATORS: &[(&str, &[u8])] = &[];\n",
-    );
-    std::fs::write(out.join("first_party.rs"), rs).expect("write first_party.rs");
+    rs
 }

@@ -63,7 +63,7 @@ pub fn from_toml<T: DeserializeOwned>(text: &str) -> Result<T, ConfigError> {
 }
 
 /// Implements `Deserialize` for a type written as one TOML string.
-fn text_value<'de, D, T>(
+pub(crate) fn text_value<'de, D, T>(
     d: D,
     expecting: &'static str,
     parse: fn(&str) -> Option<T>,

@@ -44,6 +44,20 @@
 //! into the types here (a task's `project` is a `&str`, verdicts name tasks
 //! by id), and [`export_policy!`] writes the version into the component's
 //! `nightjar-api-version` custom section, which `nightjar plugins ls` shows.
+//!
+//! # Result validators
+//!
+//! A result validator (world `result-validator`) judges a finished run: its
+//! configuration is the `[[validate]]` table of a task file (the `plugin`
+//! key removed), its logic [`Validator::validate`], a pure function of the
+//! configuration and the [`Run`] (the host's record of the run, the list of
+//! its output files, and reading them by relative path from the output
+//! folder, which the plugin sees read-only at `/output`). It answers
+//! [`Finding`]s: [`Finding::error`] fails the run, [`Finding::warning`] and
+//! [`Finding::info`] are shown. [`export_validator!`] exports it; natively,
+//! [`configure_validator`] reads a config as the host's would be, and
+//! [`testing::OutputDir`] and [`testing::RunBuilder`] make runs to test it
+//! against. See [`validator`] for an example.
 
 #[doc(hidden)]
 pub mod bindings {
@@ -57,6 +71,25 @@ pub mod bindings {
     });
 }
 
+/// The bindings of the `result-validator` world. The interfaces both worlds
+/// share (`types`, `host`) are the ones of [`bindings`], so there is one
+/// [`ConfigError`] and one [`Level`].
+#[doc(hidden)]
+pub mod validator_bindings {
+    wit_bindgen::generate!({
+        path: "../wit/nightjar-plugin@0.2.0",
+        world: "result-validator",
+        pub_export_macro: true,
+        export_macro_name: "__export_result_validator",
+        default_bindings_module: "nightjar_sdk::validator_bindings",
+        with: {
+            "nightjar:plugin/types@0.2.0": crate::bindings::nightjar::plugin::types,
+            "nightjar:plugin/host@0.2.0": crate::bindings::nightjar::plugin::host,
+        },
+        generate_all,
+    });
+}
+
 pub mod config;
 mod evaluation;
 mod policy;
@@ -64,11 +97,17 @@ mod reason;
 mod snapshot;
 pub mod testing;
 pub mod time;
+pub mod validator;
 
 /// The contract's own types, as the host sends and reads them (indices
 /// into string tables and lists); plugin code uses the SDK's types instead.
 #[doc(hidden)]
 pub use bindings::exports::nightjar::plugin::policy as wire;
+
+/// The validator interface's own types, as the host sends and reads them;
+/// validator code uses [`Run`] and [`Finding`] instead.
+#[doc(hidden)]
+pub use validator_bindings::exports::nightjar::plugin::validate as validator_wire;
 
 pub use bindings::nightjar::plugin::host;
 pub use bindings::nightjar::plugin::types::{ConfigError, Level, Priority};
@@ -76,9 +115,12 @@ pub use evaluation::{ClosedGpu, Deferral, Evaluation, Preemption, TaskVerdict, V
 pub use policy::{Policy, configure};
 pub use reason::Reason;
 pub use snapshot::{Gpu, QueuedTask, RunningTask, Snapshot, Usage};
+pub use validator::{Finding, OutputFile, Run, Severity, Validator, configure_validator};
 
 #[doc(hidden)]
 pub use policy::private as __private;
+#[doc(hidden)]
+pub use validator::private as __private_validator;
 
 /// The version of the contract this SDK builds plugins against.
 pub const API_VERSION: &str = "0.2.0";

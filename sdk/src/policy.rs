@@ -79,7 +79,7 @@ pub mod private {
             ConfigSlot(Mutex::new(None))
         }
 
-        fn lock(&self) -> MutexGuard<'_, Option<T>> {
+        pub(crate) fn lock(&self) -> MutexGuard<'_, Option<T>> {
             self.0.lock().unwrap_or_else(|p| p.into_inner())
         }
     }

@@ -1,4 +1,5 @@
-//! Snapshot builders, so policies are unit-tested natively.
+//! Snapshot builders, so policies are unit-tested natively, and run
+//! builders and output folders, so validators are.
 //!
 //! A [`Snapshot`] borrows its text; the builders keep the text they are given
 //! for the life of the test process (each distinct string once), so a built
@@ -8,6 +9,10 @@ use std::collections::BTreeSet;
 use std::sync::Mutex;
 
 use crate::{Gpu, Priority, QueuedTask, RunningTask, Snapshot, Usage};
+
+mod run;
+
+pub use run::{NO_SHA256, OutputDir, RunBuilder};
 
 /// `text`, kept for the rest of the process: each distinct string is kept
 /// once, however often it is asked for.

@@ -59,6 +59,10 @@ fn in_value(
 ) -> bool {
     match value {
         DeValue::Table(t) if in_table(t, span, path) => return true,
+        // An error spanning a whole list of several (one raised after an
+        // element was read, on its way out) cannot say which element: it
+        // names the list, not its first element.
+        DeValue::Array(a) if a.len() > 1 && span.start <= at.start && at.end <= span.end => {}
         DeValue::Array(a) => {
             for (i, item) in a.iter().enumerate() {
                 path.push(format!("[{i}]"));

@@ -179,3 +179,27 @@ fn sizes_and_times_parse_and_refuse() {
     assert_eq!(e.key.as_deref(), Some("mem"));
     assert!(e.message.contains("a size like"), "{}", e.message);
 }
+
+#[test]
+fn an_error_raised_after_an_element_is_read_names_that_element_or_its_list() {
+    /// Read as a plain string first, refused afterwards (the error comes
+    /// back through the list, not from inside the element's deserializer).
+    #[derive(Debug)]
+    struct Checked;
+    impl<'de> serde::Deserialize<'de> for Checked {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            let s = String::deserialize(d)?;
+            if s == "bad" {
+                return Err(serde::de::Error::custom("bad one"));
+            }
+            Ok(Checked)
+        }
+    }
+    #[derive(serde::Deserialize, Debug)]
+    #[allow(dead_code)]
+    struct C {
+        rules: Vec<Checked>,
+    }
+    let e = from_toml::<C>("rules = [\"ok\", \"bad\"]").unwrap_err();
+    assert_eq!(e.key.as_deref(), Some("rules"), "{e:?}");
+}
