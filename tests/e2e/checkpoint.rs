@@ -136,7 +136,7 @@ fn a_retried_shell_command_resumes_with_the_path_quoted() {
     .unwrap();
     std::fs::write(
         work.join("retry.toml"),
-        "command = \"sh step.sh\"\n[retry]\nmax_attempts = 2\nbackoff = \"0s\"\n[checkpoint]\npattern = \"ckpt/*.ckpt\"\nresume = \"--from ${CHECKPOINT}\"\nsettle = \"0s\"\n",
+        "command = \"sh step.sh\"\n[retry]\nmax_attempts = 2\nbackoff = \"0s\"\non = [\"app-error\"]\n[checkpoint]\npattern = \"ckpt/*.ckpt\"\nresume = \"--from ${CHECKPOINT}\"\nsettle = \"0s\"\n",
     )
     .unwrap();
     let id = nj.json(&["submit", "my work/retry.toml"])[0]["id"]

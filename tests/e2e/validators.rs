@@ -75,11 +75,13 @@ fn the_outputs_validator_accepts_warns_and_rejects() {
     assert_eq!(bad_run["exit_code"], 0);
     let f = findings(&bad_run);
     assert!(
-        f.iter().any(|(_, s, m)| s == "error" && m.contains("accuracy") && m.contains("0.62")),
+        f.iter()
+            .any(|(_, s, m)| s == "error" && m.contains("accuracy") && m.contains("0.62")),
         "{f:?}"
     );
     assert!(
-        f.iter().any(|(_, s, m)| s == "error" && m.contains("loss") && m.contains("NaN")),
+        f.iter()
+            .any(|(_, s, m)| s == "error" && m.contains("loss") && m.contains("NaN")),
         "NaN is refused: {f:?}"
     );
     let show = nj.ok(&["show", &bad.to_string()]);
@@ -88,7 +90,10 @@ fn the_outputs_validator_accepts_warns_and_rejects() {
         "{show}"
     );
     let ls = nj.ok(&["ls"]);
-    assert!(ls.contains("validation-failed (exit 0): outputs found"), "{ls}");
+    assert!(
+        ls.contains("validation-failed (exit 0): outputs found"),
+        "{ls}"
+    );
 }
 
 #[test]
@@ -157,7 +162,8 @@ fn a_hostile_validator_cannot_leave_its_read_only_view() {
         "env",
     ] {
         assert!(
-            f.iter().any(|(_, _, m)| m.starts_with(&format!("REFUSED {attempt}"))),
+            f.iter()
+                .any(|(_, _, m)| m.starts_with(&format!("REFUSED {attempt}"))),
             "{attempt} was tried and refused: {f:?}"
         );
     }
@@ -209,7 +215,8 @@ fn a_validator_that_spins_sleeps_allocates_floods_or_panics_fails_its_run_in_bou
             // Allocation failing inside the plugin is its own business: it
             // answers once refused, or traps at the cap.
             assert!(
-                f.iter().any(|(_, _, m)| m.starts_with("ALLOCATED") || m.contains("memory")),
+                f.iter()
+                    .any(|(_, _, m)| m.starts_with("ALLOCATED") || m.contains("memory")),
                 "{mode}: {f:?}"
             );
             continue;
@@ -217,14 +224,95 @@ fn a_validator_that_spins_sleeps_allocates_floods_or_panics_fails_its_run_in_bou
         if mode == "flood" {
             assert!(f.len() <= 101, "findings are capped: {}", f.len());
             let bytes: usize = f.iter().map(|(_, _, m)| m.len()).sum();
-            assert!(bytes <= 101 * 4096, "each capped at 1 KiB (escaped): {bytes}");
+            assert!(
+                bytes <= 101 * 4096,
+                "each capped at 1 KiB (escaped): {bytes}"
+            );
             continue;
         }
         assert_eq!(status, 65, "{mode}: {run}");
         assert!(
-            f.iter().any(|(v, s, m)| v == "hostile_validator" && s == "error" && m.contains(says)),
+            f.iter()
+                .any(|(v, s, m)| v == "hostile_validator" && s == "error" && m.contains(says)),
             "{mode}: {f:?}"
         );
     }
     assert!(nj.ok(&["ls"]).contains("validation-failed"));
+}
+
+#[test]
+fn a_daemon_killed_while_validating_validates_again_and_records_once() {
+    // The validator spins to its 3 s deadline: time to kill the daemon while
+    // its process has ended but the run is not recorded yet.
+    let mut nj = Nj::new("[validators]\ntimeout = \"3s\"");
+    nj.start();
+    let ended = nj.path("markers").join("ended");
+    let body = format!(
+        "name = \"killed\"\ncommand = '''echo keep > \"$NIGHTJAR_OUTPUT_PATH/victim\"; : ${{OUTPUT_PATH}}; touch {}'''\n[[validate]]\nplugin = \"{HOSTILE}\"\nmode = \"spin\"\n",
+        ended.display()
+    );
+    let id = submit_file(&nj, "killed", &body);
+    nj.until("the task's process ended", || ended.exists());
+    // Its supervisor now waits for the daemon, which is judging the run.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert_eq!(nj.show(id)["task"]["state"], "running", "not recorded yet");
+    nj.kill9();
+    nj.start();
+    assert_eq!(nj.wait(id), 65);
+    let show = nj.show(id);
+    let runs = show["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1, "one run, judged again, not run again");
+    assert_eq!(runs[0]["class"], "validation-failed");
+    assert!(
+        findings(&runs[0])
+            .iter()
+            .any(|(_, _, m)| m.contains("timed out")),
+        "{}",
+        runs[0]
+    );
+    let finished = show["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "finished")
+        .count();
+    assert_eq!(finished, 1, "recorded once");
+}
+
+#[test]
+fn a_projects_validators_judge_its_tasks_and_why_shows_the_finding() {
+    let mut nj =
+        Nj::new("[validate]\nvision = [{ plugin = \"outputs\", required = [\"model.pt\"] }]");
+    nj.start();
+    let vision = nj.submit(&[
+        "--project",
+        "vision",
+        "--output",
+        "out-${TASK_ID}",
+        "--",
+        "true",
+    ]);
+    let other = nj.submit(&[
+        "--project",
+        "nlp",
+        "--output",
+        "out-${TASK_ID}",
+        "--",
+        "true",
+    ]);
+    assert_eq!(
+        nj.wait(vision),
+        65,
+        "the project's validator found no model.pt"
+    );
+    assert_eq!(
+        nj.wait(other),
+        0,
+        "another project's tasks are not judged by it"
+    );
+    let why = nj.ok(&["why", &vision.to_string()]);
+    assert!(
+        why.contains("ended validation-failed: outputs found model.pt"),
+        "why gives the class and its hint: {why}"
+    );
 }

@@ -43,7 +43,10 @@ fn outputs(dir: &Path, files: usize) -> Result<()> {
         let body: Vec<u8> = (0..4096u32).map(|b| (b ^ i as u32) as u8).collect();
         std::fs::write(dir.join(format!("frames/{i:05}.png")), body)?;
     }
-    std::fs::write(dir.join("metrics.json"), br#"{"loss": 0.21, "accuracy": 0.93}"#)?;
+    std::fs::write(
+        dir.join("metrics.json"),
+        br#"{"loss": 0.21, "accuracy": 0.93}"#,
+    )?;
     Ok(())
 }
 
@@ -53,7 +56,10 @@ pub fn postrun(files: usize) -> Result<()> {
     let out = tmp.path().join("output");
     outputs(&out, files)?;
     let log = tmp.path().join("stderr");
-    std::fs::write(&log, "x".repeat(70_000) + "\nRuntimeError: CUDA out of memory\n")?;
+    std::fs::write(
+        &log,
+        "x".repeat(70_000) + "\nRuntimeError: CUDA out of memory\n",
+    )?;
 
     let baseline = median_ms(5, || {
         let s = Command::new("sh")
@@ -69,21 +75,27 @@ pub fn postrun(files: usize) -> Result<()> {
     let patterns = classify::ClassPatterns::default();
     let class_ms = median_ms(5, || {
         let tail = classify::tail(&log);
-        classify::detect(&patterns, Some(1), 0, &tail).map(|_| ()).ok_or_else(|| anyhow::anyhow!("not classed"))
+        classify::detect(&patterns, Some(1), 0, &tail)
+            .map(|_| ())
+            .ok_or_else(|| anyhow::anyhow!("not classed"))
     })?;
     let manifest_ms = median_ms(5, || manifest::walk(&out).map(|_| ()).map_err(Into::into))?;
-    let validators = Validators::new(PluginEngine::new(None)?, PluginLimits {
-        evaluate_timeout: std::time::Duration::from_secs(10),
-        memory: 256 << 20,
-        ..PluginLimits::default()
-    });
+    let validators = Validators::new(
+        PluginEngine::new(None)?,
+        PluginLimits {
+            evaluate_timeout: std::time::Duration::from_secs(10),
+            memory: 256 << 20,
+            ..PluginLimits::default()
+        },
+    );
     let refs = vec![ValidatorRef {
         plugin: "outputs".into(),
         config: format!(
             "required = [\"metrics.json\", \"frames/*.png\"]\ncount = [{{ glob = \"frames/*.png\", min = {files} }}]\njson = [{{ file = \"metrics.json\", rules = [\"loss < 1.0\", \"accuracy >= 0.8\"] }}]\n"
         ),
     }];
-    let judge = |facts: RunFacts| validate::judge(&validators, &refs, facts, Some(&out), tmp.path(), false);
+    let judge =
+        |facts: RunFacts| validate::judge(&validators, &refs, facts, Some(&out), tmp.path(), false);
     let first = Instant::now();
     let j = judge(RunFacts::default());
     let first_ms = first.elapsed().as_secs_f64() * 1e3;
@@ -92,7 +104,11 @@ pub fn postrun(files: usize) -> Result<()> {
     }
     let judge_ms = median_ms(5, || {
         let j = judge(RunFacts::default());
-        if j.findings.is_empty() { Ok(()) } else { bail!("{:?}", j.findings) }
+        if j.findings.is_empty() {
+            Ok(())
+        } else {
+            bail!("{:?}", j.findings)
+        }
     })?;
     println!("  `find | xargs sha256sum` (baseline): {baseline:.1} ms");
     println!("  classify a 64 KiB log tail:          {class_ms:.2} ms");

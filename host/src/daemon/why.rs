@@ -57,6 +57,7 @@ impl Daemon {
                 .unwrap_or_else(|| "built-in order (priority, then submit time)".into()),
             waited_ms: run.started_at - run.eligible_at,
             class: run.class.map(|c| c.as_str().to_string()),
+            message: run.message.clone(),
         });
         // The stored row says since when; the live verdict has the current text.
         let live = std::sync::Arc::clone(&lock(&self.chain_status).verdicts);

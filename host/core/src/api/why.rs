@@ -119,6 +119,9 @@ pub struct RunWhy {
     pub waited_ms: i64,
     /// How it ended, once it has.
     pub class: Option<String>,
+    /// The hint that goes with its class (what was seen, what to do).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 /// Why a task is where it is.
@@ -260,7 +263,10 @@ impl WhyReport {
                 fmt_span(run.waited_ms)
             ));
             if let Some(c) = &run.class {
-                out.push(format!("  ended {c}"));
+                match &run.message {
+                    Some(m) => out.push(format!("  ended {c}: {m}")),
+                    None => out.push(format!("  ended {c}")),
+                }
             }
         }
         for v in &self.verdicts {
