@@ -316,3 +316,27 @@ fn a_projects_validators_judge_its_tasks_and_why_shows_the_finding() {
         "why gives the class and its hint: {why}"
     );
 }
+
+#[test]
+fn plugins_check_knows_a_validator_and_its_config() {
+    let nj = Nj::new("");
+    let out = nj.ok(&["plugins", "check", LOSS_CURVE]);
+    assert!(
+        out.contains("ok (result-validator, nightjar:plugin@0.2.0"),
+        "{out}"
+    );
+    let bad = nj.path("cfg").join("bad.toml");
+    std::fs::write(&bad, "min_drop = 3.0\n").unwrap();
+    let out = nj.cli(&[
+        "plugins",
+        "check",
+        LOSS_CURVE,
+        "--plugin-config",
+        bad.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("rejected its config at `min_drop`"),
+        "{err}"
+    );
+}

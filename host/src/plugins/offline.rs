@@ -56,9 +56,33 @@ fn load(file: &Path, config: Option<&Path>, limits: &PluginLimits) -> Result<Wor
         .map_err(|e| anyhow::anyhow!("{}: {e} ({})", file.display(), e.cause()))
 }
 
-/// `plugins check`.
+/// The interface a result validator exports, as its bytes spell it.
+const VALIDATE_EXPORT: &[u8] = b"nightjar:plugin/validate@";
+
+/// `plugins check`: a scheduling policy, or else a result validator.
 pub fn check(file: &Path, config: Option<&Path>, limits: &PluginLimits) -> Result<i32> {
-    let p = load(file, config, limits)?;
+    // A validator's export name is in its bytes: try that world first, so
+    // the component is compiled once (the other world stays the fallback).
+    let wasm = source::read(file, limits.max_file_size)?;
+    let validator_first = wasm
+        .windows(VALIDATE_EXPORT.len())
+        .any(|w| w == VALIDATE_EXPORT);
+    drop(wasm);
+    if validator_first && let Some(line) = check_validator(file, config, limits)? {
+        println!("{line}");
+        return Ok(0);
+    }
+    let p = match load(file, config, limits) {
+        Ok(p) => p,
+        Err(e) if validator_first => return Err(e),
+        Err(e) => match check_validator(file, config, limits)? {
+            Some(line) => {
+                println!("{line}");
+                return Ok(0);
+            }
+            None => return Err(e),
+        },
+    };
     println!(
         "{}: ok (scheduling-policy, nightjar:plugin@{}, sha256 {})",
         file.display(),
@@ -69,6 +93,36 @@ pub fn check(file: &Path, config: Option<&Path>, limits: &PluginLimits) -> Resul
         println!("note: {note}");
     }
     Ok(0)
+}
+
+/// `Some(ok line)` when `file` is a result validator that accepts `config`;
+/// `None` when it is not a validator at all (the policy error then stands);
+/// an error when it is one but fails.
+fn check_validator(
+    file: &Path,
+    config: Option<&Path>,
+    limits: &PluginLimits,
+) -> Result<Option<String>> {
+    use super::validator::ValidatorPlugin;
+    let wasm = source::read(file, limits.max_file_size)?;
+    let name = super::validator::name_of(file);
+    let engine = PluginEngine::new(None)?;
+    let v = match ValidatorPlugin::load(&engine, &name, &wasm, limits.clone()) {
+        Ok(v) => std::sync::Arc::new(v),
+        Err(super::policy::PluginError::NotValidator(_)) => return Ok(None),
+        Err(e) => anyhow::bail!("{}: {e} ({})", file.display(), e.cause()),
+    };
+    let text = match config {
+        Some(c) => nightjar_core::paths::read_config(c).map_err(anyhow::Error::msg)?,
+        None => String::new(),
+    };
+    v.configure(&text)
+        .map_err(|e| anyhow::anyhow!("{}: {e} ({})", file.display(), e.cause()))?;
+    Ok(Some(format!(
+        "{}: ok (result-validator, nightjar:plugin@0.2.0, sha256 {})",
+        file.display(),
+        v.sha256
+    )))
 }
 
 /// `plugins test`.

@@ -159,19 +159,30 @@ impl ValidatorPlugin {
         let watchdog =
             PluginLimits::watchdog(self.limits.configure_timeout + self.limits.evaluate_timeout);
         super::worker::contained(&self.name, watchdog, move || {
-            me.call(&config, &facts, output.as_deref())
+            me.call(&config, Some(&facts), output.as_deref())
         })
     }
 
+    /// Instantiates it and runs only `configure(config)`, under the
+    /// watchdog: what `plugins check --plugin-config` asks.
+    pub fn configure(self: &Arc<Self>, config: &str) -> Result<(), PluginError> {
+        let (me, config) = (Arc::clone(self), config.to_string());
+        let watchdog = PluginLimits::watchdog(self.limits.configure_timeout);
+        super::worker::contained(&self.name, watchdog, move || {
+            me.call(&config, None, None).map(|_| ())
+        })
+    }
+
+    /// Configures a fresh instance and, given `facts`, validates them.
     fn call(
         &self,
         config: &str,
-        facts: &RunFacts,
+        facts: Option<&RunFacts>,
         output: Option<&Path>,
     ) -> Result<Vec<Finding>, PluginError> {
         let sink = LogSink::default();
         let rng = SeededRng::default();
-        rng.seed(facts.run as u64);
+        rng.seed(facts.map_or(0, |f| f.run as u64));
         let wasi = super::wasi::validator_context(&sink, &rng, output).map_err(|e| {
             PluginError::Trap(format!(
                 "cannot open the output folder for the validator: {e:#}"
@@ -193,18 +204,22 @@ impl ValidatorPlugin {
         store.set_hostcall_fuel(MAX_ANSWER);
         let total = self.limits.configure_timeout + self.limits.evaluate_timeout;
         store.set_epoch_deadline(PluginEngine::ticks(total));
-        let run = wire_run(facts);
+        let run = facts.map(wire_run);
         let answer = self.engine.with_deadline(|| {
             let live = self.pre.instantiate(&mut store)?;
             let v = live.nightjar_plugin_validate();
             if let Err(e) = v.call_configure(&mut store, config)? {
                 return Ok(Err(e));
             }
-            Ok::<_, wasmtime::Error>(Ok(v.call_validate(&mut store, &run)?))
+            Ok::<_, wasmtime::Error>(Ok(match &run {
+                Some(run) => Some(v.call_validate(&mut store, run)?),
+                None => None,
+            }))
         });
         self.flush(&sink);
         match answer {
-            Ok(Ok(validation)) => Ok(self.read(validation)),
+            Ok(Ok(Some(validation))) => Ok(self.read(validation)),
+            Ok(Ok(None)) => Ok(Vec::new()),
             Ok(Err(e)) => Err(PluginError::Config {
                 key: e.key.map(|k| printable(&k, MAX_LOG_MESSAGE)),
                 message: printable(&e.message, MAX_LOG_MESSAGE),
