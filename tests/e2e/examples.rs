@@ -52,6 +52,15 @@ fn the_example_workloads_run_as_documented() {
         let metrics: serde_json::Value =
             serde_json::from_str(&read(&out.join("metrics.json"))).unwrap();
         assert!(metrics["final_loss"].as_f64().unwrap().is_finite());
+        // Judged by the outputs validator: everything required is there; a
+        // loss over 0.01 is only a warning in the example.
+        assert_eq!(run["class"], "ok", "{run}");
+        let low = metrics["final_loss"].as_f64().unwrap() < 0.01;
+        let warned = run["findings"].as_array().map_or(0, |f| {
+            assert!(f.iter().all(|f| f["severity"] == "warning"), "{run}");
+            f.len()
+        });
+        assert_eq!(warned, usize::from(!low), "{run}");
     }
 
     // Simulation, then post-processing of its output.
