@@ -9,6 +9,7 @@
 //! The error stays a plain string so that a client of another version still
 //! prints it.
 
+pub mod class;
 pub mod findings;
 pub mod views;
 pub mod why;
