@@ -35,3 +35,42 @@ fn a_task_that_keeps_claiming_a_full_disk_is_not_rerun_forever() {
         "{reason}"
     );
 }
+
+/// A task held for disk room whose output folder was then deleted (the
+/// obvious way to make room) stayed held for ever: the disk watch asked
+/// `statvfs` of a path that no longer existed and took no answer as no
+/// room. It now asks the nearest folder that exists.
+#[test]
+fn a_held_task_whose_output_folder_was_deleted_is_released() {
+    let mut nj = Nj::new("[classes]\ndisk_free = \"1B\"");
+    nj.start();
+    let marker = nj.path("markers").join("once");
+    let out = nj.path("work").join("out");
+    let script = format!(
+        "if [ -e {m} ]; then exit 0; fi; touch {m}; rm -rf {o}; exit 102",
+        m = marker.display(),
+        o = out.display()
+    );
+    let id = nj.submit(&[
+        "--output",
+        &out.join("deep").display().to_string(),
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    assert_eq!(
+        nj.wait(id),
+        0,
+        "released and run again\n{}",
+        nj.daemon_log()
+    );
+    let show = nj.show(id);
+    let classes: Vec<&str> = show["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["class"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(classes, vec!["disk-full", "ok"], "{show}");
+}
