@@ -4,6 +4,7 @@
 mod harness;
 
 mod breaker;
+mod breaker_postrun;
 mod checkpoint;
 mod classes;
 mod classes_real;

@@ -94,6 +94,11 @@ pub fn apply(
     };
     match (shell, argv.last_mut()) {
         (true, Some(script)) => {
+            // A script written as a TOML `"""` string ends with a newline:
+            // the words go on its last line, not on a line of their own.
+            if !added.is_empty() {
+                script.truncate(script.trim_end().len());
+            }
             for a in added {
                 script.push(' ');
                 script.push_str(&a);

@@ -131,3 +131,26 @@ fn shell_quoting_leaves_plain_paths_bare() {
     assert_eq!(shell_quote("it's"), r"'it'\''s'");
     assert_eq!(shell_quote("$(rm)"), "'$(rm)'");
 }
+
+#[test]
+fn a_multi_line_shell_script_gets_the_words_on_its_last_line() {
+    let d = tempfile::tempdir().unwrap();
+    let newest = saved(d.path(), "step-1.pt", 10);
+    let script = "echo begin\necho train\n\n".to_string();
+    let spec = task(
+        d.path(),
+        CommandSpec::Shell(script.clone()),
+        Some("--resume-from ${CHECKPOINT}"),
+    );
+    let (mut argv, mut env) = (vec!["/bin/sh".into(), "-c".into(), script], BTreeMap::new());
+    apply(&spec, 2, &values(), &mut argv, &mut env).unwrap();
+    let out = std::process::Command::new(&argv[0])
+        .args(&argv[1..])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{argv:?}: {out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("begin\ntrain --resume-from {}\n", newest.display())
+    );
+}

@@ -39,7 +39,8 @@ impl Daemon {
                 .paths
                 .iter()
                 .map(|p| {
-                    let (_, free) = classify::space(p)?;
+                    // A folder deleted to make room is asked of its parent.
+                    let (_, free) = classify::space_near(p)?;
                     (free >= wait.free).then(|| {
                         format!(
                             "{} has {} free",

@@ -5,8 +5,10 @@
 //! file of any size). A file with more than one hard link is reported: its
 //! content may live outside the folder too, so validators are not shown it.
 
+use std::ffi::OsString;
 use std::io::Read;
 use std::path::Path;
+use std::rc::Rc;
 
 use cap_std::fs::{Dir, MetadataExt, OpenOptions, OpenOptionsExt};
 use sha2::{Digest, Sha256};
@@ -34,12 +36,19 @@ pub struct Manifest {
 }
 
 /// Walks `root` (which must be a real folder) and hashes its files.
+///
+/// Depth first, a folder opened only when its turn comes: the folders
+/// waiting hold their parent's handle (shared), so the open descriptors are
+/// bounded by the depth, not by how many folders a task made (100,000
+/// empty folders once ran the daemon out of descriptors).
 pub fn walk(root: &Path) -> std::io::Result<Manifest> {
     let dir = Dir::open_ambient_dir(root, cap_std::ambient_authority())?;
     let mut m = Manifest::default();
-    let mut stack = vec![(dir, String::new(), 0usize)];
+    // (the folder holding it, its name there, its path + "/", its depth)
+    let mut stack: Vec<(Rc<Dir>, OsString, String, usize)> = Vec::new();
     let mut buf = vec![0u8; 64 << 10];
-    while let Some((dir, prefix, depth)) = stack.pop() {
+    let mut next = Some((Rc::new(dir), String::new(), 0usize));
+    while let Some((dir, prefix, depth)) = next.take() {
         for entry in dir.entries()? {
             let entry = entry?;
             let name = entry.file_name().to_string_lossy().into_owned();
@@ -50,7 +59,12 @@ pub fn walk(root: &Path) -> std::io::Result<Manifest> {
                     m.skipped
                         .push(format!("{path}/ (deeper than {MAX_DEPTH} folders)"));
                 } else {
-                    stack.push((entry.open_dir()?, format!("{path}/"), depth + 1));
+                    stack.push((
+                        Rc::clone(&dir),
+                        entry.file_name(),
+                        format!("{path}/"),
+                        depth + 1,
+                    ));
                 }
                 continue;
             }
@@ -89,6 +103,10 @@ pub fn walk(root: &Path) -> std::io::Result<Manifest> {
                 size,
                 sha256: format!("{:x}", h.finalize()),
             });
+        }
+        drop(dir);
+        if let Some((parent, name, prefix, depth)) = stack.pop() {
+            next = Some((Rc::new(parent.open_dir(&name)?), prefix, depth));
         }
     }
     m.files.sort_by(|a, b| a.path.cmp(&b.path));
@@ -133,5 +151,38 @@ mod tests {
         }
         let m = walk(dir.path()).unwrap();
         assert_eq!((m.files.len(), m.omitted), (MAX_FILES, 3));
+    }
+
+    /// Open descriptors of this process.
+    fn open_fds() -> usize {
+        std::fs::read_dir("/proc/self/fd").unwrap().count()
+    }
+
+    #[test]
+    fn many_folders_are_walked_with_few_descriptors_open() {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..3000 {
+            let d = dir.path().join(format!("d{i}"));
+            std::fs::create_dir(&d).unwrap();
+            if i % 1000 == 0 {
+                std::fs::write(d.join("f"), b"x").unwrap();
+            }
+        }
+        // Lower the soft limit so that one descriptor per folder fails.
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: plain getrlimit/setrlimit on a local struct.
+        unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
+        let before = lim;
+        lim.rlim_cur = lim.rlim_cur.min((open_fds() + 2000) as libc::rlim_t);
+        // SAFETY: as above.
+        unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) };
+        let m = walk(dir.path());
+        // SAFETY: as above.
+        unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &before) };
+        let m = m.expect("the walk does not run out of descriptors");
+        assert_eq!(m.files.len(), 3);
     }
 }

@@ -6,7 +6,9 @@
 //!   counted.
 //! - `disk-full` holds the task until its file systems have room again
 //!   (`[classes] disk_free`), also without counting the attempt: a retry
-//!   would fail the same way, and waiting is not the task's fault.
+//!   would fail the same way, and waiting is not the task's fault. Only
+//!   [`MAX_DISK_FULL_RUNS`] in a row, though: a task that fills a disk the
+//!   watch does not see (`/tmp`), or only says it did, would run for ever.
 //! - A class listed in the task's `retry.on` is tried again after the
 //!   backoff while attempts are left; `gpu-oom` then waits for a GPU with
 //!   more free memory than the run's peak, when the peak is known.
@@ -16,6 +18,10 @@ use std::path::PathBuf;
 
 use crate::store::RunClass;
 use crate::task::model::RetryPolicy;
+
+/// The disk-full run, counted in a row, that no longer holds its task: it
+/// is then retried only if `retry.on` lists `disk-full` (using attempts).
+pub const MAX_DISK_FULL_RUNS: u32 = 3;
 
 /// How a run's end was asked for, beyond its class.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,6 +51,8 @@ pub struct Ended<'a> {
     pub disks: &'a [PathBuf],
     /// The free space a held disk-full task waits for.
     pub disk_free: u64,
+    /// The task's disk-full runs in a row, this one included.
+    pub disk_full_runs: u32,
 }
 
 /// File systems a task waits on, and how much room it waits for.
@@ -96,6 +104,16 @@ pub fn next(e: &Ended<'_>) -> Next {
     match e.class {
         RunClass::Cancelled => return Next::Cancelled,
         RunClass::Preempted => return Next::Requeued,
+        // Listed in `retry.on`, it falls to the retry rules below.
+        RunClass::DiskFull
+            if e.disk_full_runs >= MAX_DISK_FULL_RUNS && !e.retry.retries(e.class) =>
+        {
+            return Next::Failed(format!(
+                "disk-full {} times in a row, so not held again: free room where it writes (or fix what it writes to), then `nightjar retry ID`",
+                e.disk_full_runs
+            ));
+        }
+        RunClass::DiskFull if e.disk_full_runs >= MAX_DISK_FULL_RUNS => {}
         RunClass::DiskFull if !e.disks.is_empty() => {
             return Next::HoldForDisk(DiskWait {
                 paths: e.disks.to_vec(),
@@ -145,6 +163,7 @@ mod tests {
             gpu_peak: None,
             disks: &[],
             disk_free: 0,
+            disk_full_runs: u32::from(class == RunClass::DiskFull),
         }
     }
 
@@ -263,6 +282,33 @@ mod tests {
         assert!(
             matches!(next(&ended(RunClass::DiskFull, 1, &r)), Next::Failed(_)),
             "with no file system to watch it fails"
+        );
+    }
+
+    #[test]
+    fn disk_full_holds_only_so_many_times_in_a_row() {
+        let r = RetryPolicy::default();
+        let disks = [PathBuf::from("/data")];
+        let nth = |n: u32, r: &RetryPolicy| {
+            next(&Ended {
+                disks: &disks,
+                disk_free: 1,
+                disk_full_runs: n,
+                ..ended(RunClass::DiskFull, 1, r)
+            })
+        };
+        assert!(matches!(nth(2, &r), Next::HoldForDisk(_)));
+        let Next::Failed(why) = nth(3, &r) else {
+            panic!("the third disk-full run in a row fails");
+        };
+        assert!(why.contains("3 times in a row"), "{why}");
+        let listed = RetryPolicy {
+            on: vec![RunClass::DiskFull],
+            ..three()
+        };
+        assert!(
+            matches!(nth(3, &listed), Next::Retry { attempt: 2, .. }),
+            "listed, it is retried with attempts"
         );
     }
 

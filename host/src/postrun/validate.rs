@@ -16,6 +16,9 @@ use crate::sandbox::files;
 /// The name the host's own findings carry.
 pub const HOST: &str = "nightjar";
 
+/// Hard-linked files named one finding each; the rest are counted in one.
+const MAX_LINKED_NAMED: usize = 10;
+
 /// What judging a run gave, and what it cost.
 #[derive(Debug, Default)]
 pub struct Judgement {
@@ -78,7 +81,8 @@ pub fn judge(
     j.manifest_ms = t0.elapsed().as_millis() as u64;
     if !m.linked.is_empty() {
         // Its content may be a file outside the folder: not shown to plugins.
-        for (path, links) in &m.linked {
+        // A run may link thousands: the first few are named, the rest counted.
+        for (path, links) in m.linked.iter().take(MAX_LINKED_NAMED) {
             j.findings.push(Finding {
                 path: Some(path.clone()),
                 ..host(
@@ -88,6 +92,15 @@ pub fn judge(
                     ),
                 )
             });
+        }
+        if m.linked.len() > MAX_LINKED_NAMED {
+            j.findings.push(host(
+                Severity::Error,
+                format!(
+                    "{} more files with hard links not named",
+                    m.linked.len() - MAX_LINKED_NAMED
+                ),
+            ));
         }
         return j;
     }
@@ -145,5 +158,45 @@ fn display_name(plugin: &str) -> String {
         crate::plugins::validator::name_of(p)
     } else {
         plugin.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugins::engine::PluginEngine;
+    use crate::plugins::limits::PluginLimits;
+
+    #[test]
+    fn thousands_of_hard_links_are_a_few_findings() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        std::fs::create_dir(&out).unwrap();
+        let outside = dir.path().join("outside");
+        std::fs::write(&outside, b"x").unwrap();
+        for i in 0..2000 {
+            std::fs::hard_link(&outside, out.join(format!("l{i}"))).unwrap();
+        }
+        let v = Validators::new(PluginEngine::new(None).unwrap(), PluginLimits::default());
+        let refs = [ValidatorRef {
+            plugin: "outputs".into(),
+            config: String::new(),
+        }];
+        let j = judge(
+            &v,
+            &refs,
+            RunFacts::default(),
+            Some(&out),
+            dir.path(),
+            false,
+        );
+        assert_eq!(
+            j.findings.len(),
+            MAX_LINKED_NAMED + 1,
+            "{:?}",
+            j.findings.last()
+        );
+        let last = &j.findings[MAX_LINKED_NAMED].message;
+        assert!(last.contains("1990 more"), "{last}");
     }
 }

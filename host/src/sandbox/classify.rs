@@ -199,6 +199,22 @@ pub fn space(path: &Path) -> Option<(u64, u64)> {
     ))
 }
 
+/// [`space`] of the file system `path` is on, asked of its nearest folder
+/// that still exists: a held task's output folder deleted to make room is
+/// on the same file system as its parent (and a path that is gone would
+/// otherwise never answer again). `None` only when no ancestor answers.
+pub fn space_near(path: &Path) -> Option<(u64, u64)> {
+    path.ancestors().find_map(|p| {
+        if p.as_os_str().is_empty() {
+            return None;
+        }
+        match std::fs::symlink_metadata(p) {
+            Ok(_) => space(p),
+            Err(_) => None,
+        }
+    })
+}
+
 /// The words of [`fullness`] for a file system of `total` bytes with `free` available.
 pub fn describe_fill(path: &Path, total: u64, free: u64) -> String {
     let used = total.saturating_sub(free);
@@ -296,6 +312,17 @@ mod tests {
         let root = fullness(Path::new("/")).expect("statvfs of /");
         assert!(root.starts_with("the file system of / is "), "{root}");
         assert_eq!(fullness(Path::new("/no/such/place")), None);
+    }
+
+    #[test]
+    fn the_space_of_a_vanished_folder_is_asked_of_its_nearest_ancestor() {
+        let dir = tempfile::tempdir().unwrap();
+        let gone = dir.path().join("out/run-1/deeper");
+        assert_eq!(space(&gone), None);
+        assert_eq!(
+            space_near(&gone).map(|(total, _)| total),
+            space(dir.path()).map(|(total, _)| total)
+        );
     }
 
     #[test]

@@ -191,6 +191,11 @@ impl Store {
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
         )?;
         let spec: TaskSpec = serde_json::from_str(&spec)?;
+        let disk_full_runs = if out.class == super::RunClass::DiskFull {
+            disk_full_in_a_row(&tx, task)?
+        } else {
+            0
+        };
         let what = describe(out);
         let now = out.finished_at;
         let stop = match cancel {
@@ -206,6 +211,7 @@ impl Store {
             gpu_peak: end.gpu_peak,
             disks: end.disks,
             disk_free: end.disk_free,
+            disk_full_runs,
         });
         let (state, reason) = match next {
             Next::Requeued => {
@@ -314,6 +320,23 @@ impl Store {
         tx.commit()?;
         Ok(Some(Finished { state, reason }))
     }
+}
+
+/// Task `task`'s finished runs that ended disk-full, counted back from its
+/// newest until another class (at most [`retry::MAX_DISK_FULL_RUNS`]).
+fn disk_full_in_a_row(tx: &rusqlite::Transaction<'_>, task: i64) -> Result<u32> {
+    let mut stmt = tx.prepare_cached(
+        "SELECT class FROM runs WHERE task_id = ?1 AND state = 'finished' ORDER BY id DESC LIMIT ?2",
+    )?;
+    let classes = stmt
+        .query_map(params![task, retry::MAX_DISK_FULL_RUNS], |r| {
+            r.get::<_, Option<String>>(0)
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(classes
+        .iter()
+        .take_while(|c| c.as_deref() == Some(super::RunClass::DiskFull.as_str()))
+        .count() as u32)
 }
 
 #[cfg(test)]

@@ -20,6 +20,10 @@ pub struct Validators {
     engine: PluginEngine,
     limits: PluginLimits,
     loaded: Mutex<HashMap<String, Arc<ValidatorPlugin>>>,
+    /// Held while compiling: many runs ending at once with one validator
+    /// compile it once, not once each (each compile racing the others for
+    /// the CPU until all of them passed their watchdog).
+    compiling: Mutex<()>,
 }
 
 impl Validators {
@@ -29,6 +33,7 @@ impl Validators {
             engine,
             limits,
             loaded: Mutex::new(HashMap::new()),
+            compiling: Mutex::new(()),
         }
     }
 
@@ -67,6 +72,10 @@ impl Validators {
         if let Some(v) = self.cached(&key) {
             return Ok(v);
         }
+        let _one_at_a_time = self.compiling.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(v) = self.cached(&key) {
+            return Ok(v);
+        }
         let (engine, limits, n) = (self.engine.clone(), self.limits.clone(), name.clone());
         let watchdog = self.limits.compile_timeout;
         let plugin = crate::plugins::worker::contained(&name, watchdog, move || {
@@ -88,5 +97,29 @@ impl Validators {
             .unwrap_or_else(|p| p.into_inner())
             .get(key)
             .cloned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_ending_at_once_compile_their_validator_once() {
+        let engine = PluginEngine::new(None).unwrap();
+        let v = Arc::new(Validators::new(engine, PluginLimits::default()));
+        let got: Vec<Arc<ValidatorPlugin>> = (0..3)
+            .map(|_| {
+                let v = Arc::clone(&v);
+                std::thread::spawn(move || v.get("outputs").unwrap())
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|t| t.join().unwrap())
+            .collect();
+        assert!(
+            got.iter().all(|p| Arc::ptr_eq(p, &got[0])),
+            "one compile, shared"
+        );
     }
 }
