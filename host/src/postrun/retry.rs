@@ -37,6 +37,8 @@ pub enum Stop {
 /// What is known of the run that ended.
 #[derive(Debug, Clone)]
 pub struct Ended<'a> {
+    /// The task's id (for the words of a reason).
+    pub task: i64,
     /// Its class (after validation).
     pub class: RunClass,
     /// Whether its stop was asked for.
@@ -104,16 +106,14 @@ pub fn next(e: &Ended<'_>) -> Next {
     match e.class {
         RunClass::Cancelled => return Next::Cancelled,
         RunClass::Preempted => return Next::Requeued,
-        // Listed in `retry.on`, it falls to the retry rules below.
-        RunClass::DiskFull
-            if e.disk_full_runs >= MAX_DISK_FULL_RUNS && !e.retry.retries(e.class) =>
-        {
+        // `retry.on` cannot list disk-full (RetryPolicy::check): a third
+        // disk-full run in a row ends the task.
+        RunClass::DiskFull if e.disk_full_runs >= MAX_DISK_FULL_RUNS => {
             return Next::Failed(format!(
-                "disk-full {} times in a row, so not held again: free room where it writes (or fix what it writes to), then `nightjar retry ID`",
-                e.disk_full_runs
+                "disk-full {} times in a row, so not held again: free room where it writes (or fix what it writes to), then `nightjar retry {}`",
+                e.disk_full_runs, e.task
             ));
         }
-        RunClass::DiskFull if e.disk_full_runs >= MAX_DISK_FULL_RUNS => {}
         RunClass::DiskFull if !e.disks.is_empty() => {
             return Next::HoldForDisk(DiskWait {
                 paths: e.disks.to_vec(),
@@ -156,6 +156,7 @@ mod tests {
 
     fn ended(class: RunClass, attempts: u32, retry: &RetryPolicy) -> Ended<'_> {
         Ended {
+            task: 1,
             class,
             stop: Stop::None,
             attempts,
@@ -301,14 +302,9 @@ mod tests {
         let Next::Failed(why) = nth(3, &r) else {
             panic!("the third disk-full run in a row fails");
         };
-        assert!(why.contains("3 times in a row"), "{why}");
-        let listed = RetryPolicy {
-            on: vec![RunClass::DiskFull],
-            ..three()
-        };
         assert!(
-            matches!(nth(3, &listed), Next::Retry { attempt: 2, .. }),
-            "listed, it is retried with attempts"
+            why.contains("3 times in a row") && why.contains("nightjar retry 1"),
+            "{why}"
         );
     }
 

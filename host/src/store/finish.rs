@@ -204,6 +204,7 @@ impl Store {
             _ => Stop::None,
         };
         let next = retry::next(&Ended {
+            task,
             class: out.class,
             stop,
             attempts,
