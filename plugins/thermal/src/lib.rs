@@ -107,14 +107,14 @@ mod tests {
         let hot = SnapshotBuilder::at(0).gpu(0, 90).gpu(1, 80).build();
         assert_eq!(closed(hot), vec![0]);
         let mut cooling = SnapshotBuilder::at(0).gpu(0, 80).gpu(1, 80).build();
-        cooling.gpus[0].closed_by = vec!["thermal".into()];
+        cooling.gpus[0].closed_by = vec!["thermal"];
         assert_eq!(
             closed(cooling),
             vec![0],
             "80°C is not below 75°C: still closed"
         );
         let mut cool = SnapshotBuilder::at(0).gpu(0, 70).build();
-        cool.gpus[0].closed_by = vec!["thermal".into()];
+        cool.gpus[0].closed_by = vec!["thermal"];
         assert!(closed(cool).is_empty());
         let reason = evaluate(SnapshotBuilder::at(0).gpu(3, 91).build()).closed_gpus[0]
             .reason
