@@ -13,12 +13,14 @@ use serde::{Deserialize, Serialize};
 
 mod gpu;
 mod host;
+mod notify;
 mod plugins;
 mod retention;
 mod validators;
 
 pub use gpu::{GpuConfig, VisibleDevices};
 pub use host::{ApiConfig, REDACTED, redacted};
+pub use notify::{Language, NotifierEntry, NotifyConfig};
 pub use plugins::{OnFailure, PluginEntry, PluginsConfig};
 pub use retention::RetentionConfig;
 pub use validators::ValidatorsConfig;
@@ -70,6 +72,10 @@ pub struct Config {
     /// Validators every run of a project is judged by: project -> tables
     /// (`plugin` plus the validator's keys), as written.
     pub validate: std::collections::BTreeMap<String, Vec<toml::Table>>,
+    /// How events are told: language, retry schedule, HTTP limits.
+    pub notify: NotifyConfig,
+    /// Each notifier: its plugin, subscription, allow-list and secrets.
+    pub notifier: std::collections::BTreeMap<String, NotifierEntry>,
     /// `validate`, resolved (paths absolute from the config file's folder).
     #[serde(skip)]
     pub project_validators:
@@ -128,6 +134,8 @@ impl Default for Config {
             classes: Default::default(),
             validators: Default::default(),
             validate: Default::default(),
+            notify: Default::default(),
+            notifier: Default::default(),
             project_validators: Default::default(),
         }
     }
@@ -236,6 +244,7 @@ impl Config {
         }
         self.retention.validate()?;
         self.validators.validate()?;
+        self.notify.validate(&self.notifier)?;
         host::validate(&self.api, &self.sandbox.redact_env, &self.output_roots)
     }
 

@@ -12,6 +12,7 @@ pub mod config;
 pub mod daemon;
 pub mod gpu;
 pub mod nightjard;
+pub mod notify;
 pub mod plugins;
 pub mod postrun;
 pub mod sandbox;

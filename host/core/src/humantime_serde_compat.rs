@@ -31,3 +31,30 @@ pub mod option {
         super::deserialize(d).map(Some)
     }
 }
+
+/// The same for a list of durations (`["5s", "5m"]`).
+pub mod list {
+    use super::*;
+    use serde::ser::SerializeSeq;
+    /// Writes each as `30s`.
+    pub fn serialize<S: Serializer>(v: &[Duration], s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(v.len()))?;
+        for d in v {
+            seq.serialize_element(&humantime::format_duration(*d).to_string())?;
+        }
+        seq.end()
+    }
+    /// Reads each like `30s`.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Duration>, D::Error> {
+        Vec::<String>::deserialize(d)?
+            .into_iter()
+            .map(|s| {
+                humantime::parse_duration(&s).map_err(|e| {
+                    serde::de::Error::custom(format!(
+                        "`{s}` is not a duration like `30s` or `2h`: {e}"
+                    ))
+                })
+            })
+            .collect()
+    }
+}

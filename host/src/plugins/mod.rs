@@ -38,6 +38,7 @@ macro_rules! host_imports {
 mod dispatch;
 pub mod engine;
 pub mod limits;
+pub mod notifier;
 pub mod offline;
 pub mod pass;
 pub mod policy;

@@ -174,6 +174,7 @@ impl PolicyPlugin {
             log_lines: self.limits.log_lines,
             log_budget: self.log_budget.clone(),
             rng: self.rng.clone(),
+            http: None,
         };
         let mut store = Store::new(&self.engine.engine, state);
         store.limiter(|s| &mut s.limits);

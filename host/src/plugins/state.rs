@@ -17,6 +17,8 @@ pub struct PluginState {
     pub(super) log_lines: u32,
     pub(super) log_budget: LogBudget,
     pub(super) rng: SeededRng,
+    /// A notifier's brokered HTTP (`None` for every other plugin).
+    pub(super) http: Option<std::sync::Arc<super::notifier::http::HttpBroker>>,
 }
 
 impl Seeded for PluginState {

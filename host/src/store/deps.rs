@@ -32,6 +32,22 @@ pub(super) fn block_dependants_of(tx: &Transaction, failed: i64, now: i64) -> Re
                 params![d, reason],
             )?;
             event(tx, now, Some(d), None, "blocked", &reason)?;
+            let (dname, project): (String, String) = row(
+                tx,
+                "SELECT name, project FROM tasks WHERE id = ?1",
+                [d],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
+            super::outbox::outbox(
+                tx,
+                now,
+                "task-blocked",
+                super::outbox::Severity::Warning,
+                Some(d),
+                None,
+                Some(&project),
+                serde_json::json!({ "name": dname, "reason": reason }),
+            )?;
             stack.push(d);
         }
     }

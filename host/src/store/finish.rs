@@ -184,13 +184,22 @@ impl Store {
         if changed == 0 {
             return Ok(None);
         }
-        let (task, spec, attempts, cancel): (i64, String, u32, i64) = row(
+        let (task, spec, attempts, cancel, started_at): (i64, String, u32, i64, i64) = row(
             &tx,
-            "SELECT t.id, t.spec, t.attempts, t.cancel_requested FROM runs r JOIN tasks t ON t.id = r.task_id WHERE r.id = ?1",
+            "SELECT t.id, t.spec, t.attempts, t.cancel_requested, r.started_at
+             FROM runs r JOIN tasks t ON t.id = r.task_id WHERE r.id = ?1",
             [run],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
         )?;
         let spec: TaskSpec = serde_json::from_str(&spec)?;
+        let told = super::outbox::RunTold {
+            task,
+            run,
+            spec: &spec,
+            out,
+            started_at,
+            findings: end.findings.len(),
+        };
         let disk_full_runs = if out.class == super::RunClass::DiskFull {
             disk_full_in_a_row(&tx, task)?
         } else {
@@ -236,6 +245,7 @@ impl Store {
                     "preempted",
                     "stopped by a policy and queued again",
                 )?;
+                told.tell(&tx, "task-preempted", "stopped by a policy and queued again")?;
                 tx.commit()?;
                 return Ok(Some(Finished {
                     state: TaskState::Queued,
@@ -261,6 +271,7 @@ impl Store {
                 )?;
                 event(&tx, now, Some(task), Some(run), "finished", &what)?;
                 event(&tx, now, Some(task), Some(run), "held", &reason)?;
+                told.tell(&tx, "task-held", &reason)?;
                 tx.commit()?;
                 return Ok(Some(Finished {
                     state: TaskState::Held,
@@ -297,6 +308,7 @@ impl Store {
                     ],
                 )?;
                 event(&tx, now, Some(task), Some(run), "finished", &what)?;
+                told.tell(&tx, "task-retried", &reason)?;
                 tx.commit()?;
                 return Ok(Some(Finished {
                     state: TaskState::Queued,
@@ -315,6 +327,13 @@ impl Store {
             params![task, state.as_str(), reason, now],
         )?;
         event(&tx, now, Some(task), Some(run), "finished", &what)?;
+        let kind = match state {
+            TaskState::Succeeded => "task-succeeded",
+            TaskState::Cancelled => "task-cancelled",
+            _ if out.class == super::RunClass::ValidationFailed => "task-validation-failed",
+            _ => "task-failed",
+        };
+        told.tell(&tx, kind, reason.as_deref().unwrap_or(&what))?;
         if matches!(state, TaskState::Failed | TaskState::Cancelled) {
             super::deps::block_dependants_of(&tx, task, now)?;
         }

@@ -8,6 +8,7 @@ mod deps;
 mod finish;
 mod gc;
 mod gpu;
+mod outbox;
 mod policy;
 mod query;
 mod queue;
@@ -22,6 +23,7 @@ use thiserror::Error;
 
 pub use control::CancelEffect;
 pub use finish::{EndContext, RunEnd};
+pub use outbox::{DeadLetter, NotifierState, OutboxEvent};
 pub use nightjar_core::api::wire::{GcReport, ListFilter};
 pub use policy::{RunningInfo, UsageInfo};
 pub use queue::{Finished, NewRun, describe};

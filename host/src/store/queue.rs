@@ -122,11 +122,11 @@ impl Store {
         if changed == 0 {
             return Ok(None);
         }
-        let submitted: i64 = row(
+        let (submitted, name, project): (i64, String, String) = row(
             &tx,
-            "SELECT submitted_at FROM tasks WHERE id = ?1",
+            "SELECT submitted_at, name, project FROM tasks WHERE id = ?1",
             [task],
-            |r| r.get(0),
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )?;
         let attempt: i64 = row(
             &tx,
@@ -157,6 +157,21 @@ impl Store {
         if let Some(why) = &run.because {
             event(&tx, now, Some(task), None, "placed", why)?;
         }
+        super::outbox::outbox(
+            &tx,
+            now,
+            "task-started",
+            super::outbox::Severity::Info,
+            Some(task),
+            Some(run_id),
+            Some(&project),
+            serde_json::json!({
+                "name": name,
+                "attempt": attempt,
+                "gpus": run.gpus,
+                "waited_ms": now - eligible,
+            }),
+        )?;
         let row = row(
             &tx,
             &format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1"),

@@ -159,4 +159,36 @@ ALTER TABLE runs ADD COLUMN output TEXT;          -- the output folder the daemo
 ALTER TABLE tasks ADD COLUMN needs_gpu_free INTEGER; -- bytes: start only on a GPU with more free memory
 ALTER TABLE tasks ADD COLUMN held_for_disk TEXT;  -- JSON: held until these file systems have room
 "#,
+    r#"
+-- Notifications (nightjar 0.3): the outbox, written in the transaction of the
+-- state change it tells of; each notifier's place in it; what could not be
+-- delivered.
+CREATE TABLE outbox (
+    id       INTEGER PRIMARY KEY,
+    at       INTEGER NOT NULL,
+    kind     TEXT    NOT NULL,
+    severity TEXT    NOT NULL CHECK (severity IN ('info', 'warning', 'error')),
+    task_id  INTEGER,
+    run_id   INTEGER,
+    project  TEXT,
+    facts    TEXT    NOT NULL
+);
+CREATE TABLE notifiers (
+    name       TEXT    PRIMARY KEY,
+    cursor     INTEGER NOT NULL,
+    attempts   INTEGER NOT NULL DEFAULT 0,
+    next_at    INTEGER,
+    last_error TEXT,
+    delivered  INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE dead_letters (
+    id       INTEGER PRIMARY KEY,
+    notifier TEXT    NOT NULL,
+    event_id INTEGER NOT NULL,
+    at       INTEGER NOT NULL,
+    reason   TEXT    NOT NULL,
+    state    TEXT    NOT NULL DEFAULT 'dead' CHECK (state IN ('dead', 'requeued', 'delivered'))
+);
+CREATE INDEX dead_letters_state ON dead_letters (notifier, state);
+"#,
 ];

@@ -198,6 +198,7 @@ impl ValidatorPlugin {
             log_lines: self.limits.log_lines,
             log_budget: self.log_budget.clone(),
             rng,
+            http: None,
         };
         let mut store = Store::new(&self.engine.engine, state);
         store.limiter(|s| &mut s.limits);

@@ -1,0 +1,5 @@
+//! Notifications: events from the outbox carried to people by notifier
+//! plugins, in order per notifier, retried on a schedule that survives
+//! restarts, given up on into dead letters, with secrets redacted.
+
+pub mod secrets;

@@ -1,0 +1,98 @@
+//! Secrets of notifiers: written in the config as references (`env:NAME`,
+//! `file:/path` of a file only its owner may read), resolved when the
+//! notifier is configured, and cut out of every text the host keeps or
+//! shows (logs, `notify ls`, dead letters, errors).
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt;
+
+/// The word a secret is replaced with.
+pub const REDACTED: &str = "<redacted>";
+
+/// Shortest secret redacted (a shorter one would blank ordinary words).
+const MIN_SECRET: usize = 4;
+
+/// Largest secret file read.
+const MAX_FILE: u64 = 64 << 10;
+
+/// The value of reference `r` for key `key` of notifier `name`, or what is
+/// wrong with it (naming the key, never the value).
+pub fn resolve(name: &str, key: &str, r: &str) -> Result<String, String> {
+    let at = format!("[notifier.{name}] secrets.{key}");
+    if let Some(var) = r.strip_prefix("env:") {
+        return std::env::var(var).map_err(|_| {
+            format!("{at}: the daemon's environment has no `{var}`; set it where the daemon starts")
+        });
+    }
+    if let Some(path) = r.strip_prefix("file:") {
+        let f = std::fs::File::open(path).map_err(|e| format!("{at}: cannot open {path}: {e}"))?;
+        let meta = f.metadata().map_err(|e| format!("{at}: {path}: {e}"))?;
+        if !meta.is_file() {
+            return Err(format!("{at}: {path} is not a regular file"));
+        }
+        if meta.mode() & 0o077 != 0 {
+            return Err(format!(
+                "{at}: {path} may be read by others (mode {:o}); `chmod 600 {path}`",
+                meta.mode() & 0o777
+            ));
+        }
+        if meta.len() > MAX_FILE {
+            return Err(format!("{at}: {path} is larger than 64 KiB"));
+        }
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{at}: {path}: {e}"))?;
+        return Ok(text.trim_end_matches(['\n', '\r']).to_string());
+    }
+    Err(format!("{at}: write `env:NAME` or `file:/path`"))
+}
+
+/// Every reference of a notifier resolved: key -> value.
+pub fn resolve_all(
+    name: &str,
+    refs: &BTreeMap<String, String>,
+) -> Result<BTreeMap<String, String>, String> {
+    refs.iter()
+        .map(|(k, r)| resolve(name, k, r).map(|v| (k.clone(), v)))
+        .collect()
+}
+
+/// `text` with every secret in `secrets` replaced by [`REDACTED`].
+pub fn redact(text: &str, secrets: &[String]) -> String {
+    let mut out = text.to_string();
+    for s in secrets.iter().filter(|s| s.len() >= MIN_SECRET) {
+        if out.contains(s.as_str()) {
+            out = out.replace(s.as_str(), REDACTED);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn references_resolve_and_bad_ones_name_the_key_not_the_value() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("key");
+        std::fs::write(&f, "abcd-1234\n").unwrap();
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let r = format!("file:{}", f.display());
+        assert_eq!(resolve("bot", "key", &r).unwrap(), "abcd-1234");
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let e = resolve("bot", "key", &r).unwrap_err();
+        assert!(e.contains("secrets.key") && e.contains("chmod 600") && !e.contains("abcd"), "{e}");
+        let e = resolve("bot", "key", "env:NIGHTJAR_TEST_SURELY_UNSET").unwrap_err();
+        assert!(e.contains("[notifier.bot] secrets.key") && e.contains("NIGHTJAR_TEST_SURELY_UNSET"));
+        assert!(resolve("bot", "key", "plain-secret").unwrap_err().contains("env:NAME"));
+    }
+
+    #[test]
+    fn secrets_are_cut_out_of_text() {
+        let s = vec!["abcd-1234".to_string(), "ab".to_string()];
+        assert_eq!(
+            redact("POST https://x/send?key=abcd-1234 failed: ab", &s),
+            "POST https://x/send?key=<redacted> failed: ab"
+        );
+    }
+}
