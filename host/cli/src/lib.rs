@@ -10,6 +10,7 @@ mod exec;
 mod gpus;
 mod logs;
 mod ls;
+mod notify;
 pub mod plugins;
 mod show;
 mod submit;
@@ -98,6 +99,9 @@ pub enum Verb {
     /// Policy plugins: `ls` (the daemon's chain), `check FILE`, `test FILE --snapshot S.json`.
     #[command(subcommand)]
     Plugins(plugins::Cmd),
+    /// Notifications: `ls` (pending, retrying, dead), `retry ID`, `test NAME`.
+    #[command(subcommand)]
+    Notify(notify::Cmd),
     /// Delete ended tasks older than `[retention]` keeps them, with their runs, events and folders.
     Gc {
         /// Only say what would be deleted.
@@ -196,6 +200,7 @@ fn run(cli: Cli) -> Result<i32> {
             }
             Ok(0)
         }
+        Verb::Notify(cmd) => notify::run(ctx, cmd),
         Verb::Plugins(cmd) => {
             let mut ctx = ctx;
             match cmd {

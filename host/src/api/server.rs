@@ -138,6 +138,20 @@ async fn dispatch(d: &Arc<Daemon>, req: Request) -> Vec<u8> {
             reply::<super::Retry>(changed(d, n))
         }
         Request::Gc(r) => reply::<super::Gc>(d.gc(r.dry_run)),
+        Request::NotifyList(_) => reply::<super::NotifyList>(d.notify_report()),
+        Request::NotifyRetry(r) => reply::<super::NotifyRetry>((|| {
+            let n = d.store().set_dead_letter(r.id, "requeued", None)?;
+            d.changed();
+            Ok(super::Changed { tasks: n })
+        })()),
+        Request::NotifyTest(r) => {
+            let me = Arc::clone(d);
+            let answer = tokio::task::spawn_blocking(move || me.notify_test(&r.name))
+                .await
+                .map_err(|e| anyhow::anyhow!("the test did not finish: {e}"))
+                .and_then(|r| r);
+            reply::<super::NotifyTest>(answer)
+        }
         Request::Wait(r) => reply::<super::Wait>(wait(d, &r.ids).await),
         Request::Plugins(_) => reply::<super::Plugins>(Ok(d.plugin_views())),
         Request::Why(r) => reply::<super::Why>(d.why(r.id)),

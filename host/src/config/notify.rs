@@ -106,7 +106,9 @@ impl NotifyConfig {
     /// Checks the values.
     pub fn validate(&self, notifiers: &BTreeMap<String, NotifierEntry>) -> Result<()> {
         if self.retry.is_empty() || self.retry.len() > 20 {
-            bail!("key `notify.retry`: between 1 and 20 waits (the last failure after them is dead)");
+            bail!(
+                "key `notify.retry`: between 1 and 20 waits (the last failure after them is dead)"
+            );
         }
         if self.http_timeout.is_zero() || self.timeout < self.http_timeout {
             bail!("keys `notify.http_timeout` and `notify.timeout`: 0 < http_timeout <= timeout");

@@ -87,6 +87,8 @@ pub struct Daemon {
     /// Result validators, made on first use (`Err`: why they cannot run).
     pub(super) validators:
         std::sync::OnceLock<Result<crate::plugins::validator::Validators, String>>,
+    /// Wakes the notification thread, once it runs.
+    pub(super) notify_wake: Mutex<Option<std::sync::mpsc::SyncSender<()>>>,
 }
 
 impl Daemon {
@@ -130,7 +132,13 @@ impl Daemon {
             state,
             supervisors: Mutex::new(Default::default()),
             validators: std::sync::OnceLock::new(),
+            notify_wake: Mutex::new(None),
         }))
+    }
+
+    /// The store's lock itself (for the notification thread).
+    pub fn store_mutex(&self) -> &Mutex<Store> {
+        &self.store
     }
 
     /// The store, locked.
@@ -142,6 +150,9 @@ impl Daemon {
     pub fn changed(&self) {
         self.changes.send_modify(|n| *n += 1);
         self.kick.notify();
+        if let Some(w) = lock(&self.notify_wake).as_ref() {
+            let _ = w.try_send(());
+        }
     }
 
     /// What the sandbox can enforce for a run, for `show`.

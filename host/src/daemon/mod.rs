@@ -12,6 +12,7 @@ mod diskhold;
 mod dispatch;
 mod gpus;
 mod health;
+mod notify;
 mod policy_pass;
 mod postrun;
 mod preempt;
@@ -84,6 +85,7 @@ pub fn run(cfg: Config) -> Result<()> {
         let (commands, command_rx) = std::sync::mpsc::channel();
         let daemon = Daemon::new(cfg, store, cgroup, exe, gpu.pool, gpu.monitor, commands)?;
         daemon.adopt()?;
+        daemon.start_notifications()?;
         if let Some(c) = &chain {
             core::lock(&daemon.chain_status).views = c.views();
         }
@@ -126,6 +128,7 @@ pub fn run(cfg: Config) -> Result<()> {
         daemon.draining.store(true, Ordering::SeqCst);
         daemon.kick.notify();
         let _ = std::fs::remove_file(&daemon.cfg.socket);
+        daemon.daemon_event("daemon-stopped", crate::store::outbox::Severity::Warning);
         tracing::info!("nightjar daemon stopping; running tasks keep running and are re-adopted at the next start");
         Ok(())
     });

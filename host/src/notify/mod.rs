@@ -2,4 +2,9 @@
 //! plugins, in order per notifier, retried on a schedule that survives
 //! restarts, given up on into dead letters, with secrets redacted.
 
+pub mod deliver;
+pub mod event;
+pub mod plugins;
+pub mod render;
 pub mod secrets;
+pub mod worker;

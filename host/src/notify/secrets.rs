@@ -81,10 +81,19 @@ mod tests {
         assert_eq!(resolve("bot", "key", &r).unwrap(), "abcd-1234");
         std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).unwrap();
         let e = resolve("bot", "key", &r).unwrap_err();
-        assert!(e.contains("secrets.key") && e.contains("chmod 600") && !e.contains("abcd"), "{e}");
+        assert!(
+            e.contains("secrets.key") && e.contains("chmod 600") && !e.contains("abcd"),
+            "{e}"
+        );
         let e = resolve("bot", "key", "env:NIGHTJAR_TEST_SURELY_UNSET").unwrap_err();
-        assert!(e.contains("[notifier.bot] secrets.key") && e.contains("NIGHTJAR_TEST_SURELY_UNSET"));
-        assert!(resolve("bot", "key", "plain-secret").unwrap_err().contains("env:NAME"));
+        assert!(
+            e.contains("[notifier.bot] secrets.key") && e.contains("NIGHTJAR_TEST_SURELY_UNSET")
+        );
+        assert!(
+            resolve("bot", "key", "plain-secret")
+                .unwrap_err()
+                .contains("env:NAME")
+        );
     }
 
     #[test]

@@ -245,7 +245,11 @@ impl Store {
                     "preempted",
                     "stopped by a policy and queued again",
                 )?;
-                told.tell(&tx, "task-preempted", "stopped by a policy and queued again")?;
+                told.tell(
+                    &tx,
+                    "task-preempted",
+                    "stopped by a policy and queued again",
+                )?;
                 tx.commit()?;
                 return Ok(Some(Finished {
                     state: TaskState::Queued,

@@ -8,7 +8,7 @@ mod deps;
 mod finish;
 mod gc;
 mod gpu;
-mod outbox;
+pub mod outbox;
 mod policy;
 mod query;
 mod queue;
@@ -23,8 +23,8 @@ use thiserror::Error;
 
 pub use control::CancelEffect;
 pub use finish::{EndContext, RunEnd};
-pub use outbox::{DeadLetter, NotifierState, OutboxEvent};
 pub use nightjar_core::api::wire::{GcReport, ListFilter};
+pub use outbox::{DeadLetter, NotifierState, OutboxEvent};
 pub use policy::{RunningInfo, UsageInfo};
 pub use queue::{Finished, NewRun, describe};
 pub use types::*;

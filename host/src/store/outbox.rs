@@ -82,7 +82,15 @@ pub(super) fn outbox(
         tx,
         "INSERT INTO outbox (at, kind, severity, task_id, run_id, project, facts)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        params![at, kind, severity.as_str(), task, run, project, facts.to_string()],
+        params![
+            at,
+            kind,
+            severity.as_str(),
+            task,
+            run,
+            project,
+            facts.to_string()
+        ],
     )?;
     Ok(())
 }
@@ -153,7 +161,13 @@ const EVENT_COLUMNS: &str = "id, at, kind, severity, task_id, run_id, project, f
 impl Store {
     /// Writes an event of the daemon itself (started, stopped, a plugin
     /// disabled) in a transaction of its own.
-    pub fn daemon_event(&mut self, at: i64, kind: &str, severity: Severity, facts: Value) -> Result<()> {
+    pub fn daemon_event(
+        &mut self,
+        at: i64,
+        kind: &str,
+        severity: Severity,
+        facts: Value,
+    ) -> Result<()> {
         let tx = self.conn.transaction()?;
         outbox(&tx, at, kind, severity, None, None, None, facts)?;
         tx.commit()?;
@@ -310,7 +324,11 @@ impl Store {
     /// Sets a dead letter's state (`requeued` by `notify retry`, `delivered`
     /// or `dead` again by the worker).
     pub fn set_dead_letter(&mut self, id: i64, state: &str, reason: Option<&str>) -> Result<usize> {
-        let from = if state == "requeued" { "dead" } else { "requeued" };
+        let from = if state == "requeued" {
+            "dead"
+        } else {
+            "requeued"
+        };
         let n = exec(
             &self.conn,
             "UPDATE dead_letters SET state = ?2, reason = COALESCE(?4, reason)

@@ -11,6 +11,7 @@
 
 pub mod class;
 pub mod findings;
+pub mod notify;
 pub mod views;
 pub mod why;
 pub mod wire;

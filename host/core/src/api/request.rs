@@ -3,6 +3,7 @@
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+pub use super::notify::{NotifyList, NotifyReport, NotifyRetry, NotifyTest, NotifyTestReply};
 use super::views::{GpuView, MemberView};
 use super::why::WhyReport;
 use super::wire::{GcReport, ListFilter, RunClass, TaskDetail, TaskRow, TaskState};
@@ -65,6 +66,12 @@ requests! {
     Gc => GcReport;
     /// Reply once every task named has ended (or is blocked).
     Wait => Vec<WaitResult>;
+    /// The notifiers and their dead letters.
+    NotifyList => NotifyReport;
+    /// Queue a dead letter again.
+    NotifyRetry => Changed;
+    /// Send a test message through one notifier.
+    NotifyTest => NotifyTestReply;
 }
 
 /// `ping`.

@@ -53,6 +53,7 @@ pub struct HttpBroker {
     allow: Vec<String>,
     timeout: Duration,
     secrets: Vec<String>,
+    journal: Option<std::sync::Arc<std::sync::Mutex<Vec<String>>>>,
 }
 
 fn private(ip: IpAddr) -> bool {
@@ -83,6 +84,21 @@ impl HttpBroker {
             allow: allow.into_iter().map(|a| a.to_ascii_lowercase()).collect(),
             timeout,
             secrets,
+            journal: None,
+        }
+    }
+
+    /// Keeps a line per exchange (`POST url -> 200: body…`, redacted) in
+    /// `journal`: what `notify test` prints.
+    pub fn with_journal(mut self, journal: std::sync::Arc<std::sync::Mutex<Vec<String>>>) -> Self {
+        self.journal = Some(journal);
+        self
+    }
+
+    fn note(&self, req: &Request, what: &str) {
+        if let Some(j) = &self.journal {
+            let line = self.redact(&format!("{} {} -> {what}", req.method, req.url));
+            j.lock().unwrap_or_else(|p| p.into_inner()).push(line);
         }
     }
 
@@ -93,7 +109,9 @@ impl HttpBroker {
     /// Checks `url` against the rules; the address to pin it to.
     fn admit(&self, url: &reqwest::Url) -> Result<(String, SocketAddr), HttpError> {
         let deny = |m: String| Err(HttpError::Denied(m));
-        let Some(host) = url.host_str().map(|h| h.trim_matches(['[', ']']).to_ascii_lowercase())
+        let Some(host) = url
+            .host_str()
+            .map(|h| h.trim_matches(['[', ']']).to_ascii_lowercase())
         else {
             return deny("the URL has no host".into());
         };
@@ -112,7 +130,11 @@ impl HttpBroker {
         match url.scheme() {
             "https" => {}
             "http" if loopback_name => {}
-            s => return deny(format!("{s}:// to {host}: only https (http only to loopback)")),
+            s => {
+                return deny(format!(
+                    "{s}:// to {host}: only https (http only to loopback)"
+                ));
+            }
         }
         let addrs: Vec<SocketAddr> = (host.as_str(), port)
             .to_socket_addrs()
@@ -123,14 +145,30 @@ impl HttpBroker {
         let Some(addr) = addrs.iter().find(|a| named_private || !private(a.ip())) else {
             return deny(format!(
                 "{host} resolves to a private address ({}); allow-list the address itself to reach it",
-                addrs.first().map(|a| a.ip().to_string()).unwrap_or_default()
+                addrs
+                    .first()
+                    .map(|a| a.ip().to_string())
+                    .unwrap_or_default()
             ));
         };
         Ok((host, *addr))
     }
 
-    /// Sends `req` under the rules.
+    /// Sends `req` under the rules (and notes the exchange in the journal).
     pub fn send(&self, req: &Request) -> Result<Response, HttpError> {
+        let r = self.exchange(req);
+        match &r {
+            Ok(resp) => {
+                let body = String::from_utf8_lossy(&resp.body);
+                let body: String = body.chars().take(300).collect();
+                self.note(req, &format!("{}: {}", resp.status, body.trim()));
+            }
+            Err(e) => self.note(req, &format!("{e:?}")),
+        }
+        r
+    }
+
+    fn exchange(&self, req: &Request) -> Result<Response, HttpError> {
         static PROVIDER: std::sync::Once = std::sync::Once::new();
         PROVIDER.call_once(|| {
             // Fails only when another provider is installed already: fine.
@@ -144,7 +182,11 @@ impl HttpBroker {
             "POST" => reqwest::Method::POST,
             "PUT" => reqwest::Method::PUT,
             "DELETE" => reqwest::Method::DELETE,
-            m => return Err(HttpError::Denied(format!("method {m}: GET, POST, PUT or DELETE"))),
+            m => {
+                return Err(HttpError::Denied(format!(
+                    "method {m}: GET, POST, PUT or DELETE"
+                )));
+            }
         };
         let same_host = host.clone();
         let client = reqwest::blocking::Client::builder()
@@ -223,10 +265,15 @@ mod tests {
     #[test]
     fn only_allow_listed_hosts_https_and_public_addresses_are_reached() {
         let b = broker(&["127.0.0.1:9", "localhost", "example.com"]);
-        assert!(denied(&b, "https://other.example/x").contains("not on this notifier's allow-list"));
+        assert!(
+            denied(&b, "https://other.example/x").contains("not on this notifier's allow-list")
+        );
         assert!(denied(&b, "http://example.com/x").contains("only https"));
         assert!(denied(&b, "ftp://example.com/x").contains("only https"));
-        assert!(denied(&b, "https://127.0.0.1:10/").contains("allow-list"), "the port counts");
+        assert!(
+            denied(&b, "https://127.0.0.1:10/").contains("allow-list"),
+            "the port counts"
+        );
         assert!(denied(&b, "not a url").contains("not a URL"));
         // Loopback named itself: allowed (and nothing listens on port 9).
         let r = b.send(&Request {
@@ -243,7 +290,18 @@ mod tests {
 
     #[test]
     fn private_ranges_are_private() {
-        for ip in ["10.1.2.3", "192.168.0.1", "172.16.5.5", "127.0.0.1", "169.254.1.1", "100.64.0.1", "::1", "fd00::1", "fe80::1", "::ffff:10.0.0.1"] {
+        for ip in [
+            "10.1.2.3",
+            "192.168.0.1",
+            "172.16.5.5",
+            "127.0.0.1",
+            "169.254.1.1",
+            "100.64.0.1",
+            "::1",
+            "fd00::1",
+            "fe80::1",
+            "::ffff:10.0.0.1",
+        ] {
             assert!(private(ip.parse().unwrap()), "{ip}");
         }
         for ip in ["8.8.8.8", "1.1.1.1", "2606:4700::1111"] {
