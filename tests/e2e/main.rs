@@ -20,6 +20,7 @@ mod hardening;
 mod hostile_inputs;
 mod hostile_output;
 mod input;
+mod notify;
 mod ordering;
 mod plugin_config;
 mod policies;

@@ -88,6 +88,15 @@ impl Store {
             "DELETE FROM events WHERE task_id IS NULL AND at < ?1",
             [ended_before],
         )?;
+        // Outbox events every notifier has passed (or, with none, all) once
+        // they are as old as ended tasks kept; dead letters keep theirs.
+        exec(
+            &tx,
+            "DELETE FROM outbox WHERE at < ?1
+               AND id <= COALESCE((SELECT MIN(cursor) FROM notifiers), id)
+               AND id NOT IN (SELECT event_id FROM dead_letters WHERE state != 'delivered')",
+            [ended_before],
+        )?;
         tx.commit()?;
         // Hand the freed pages back to the file system's view of the WAL.
         let _ = self.conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);");

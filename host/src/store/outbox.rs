@@ -175,9 +175,16 @@ impl Store {
     }
 
     /// Makes sure each of `names` has a place in the outbox; a new notifier
-    /// starts after the newest event (it is not sent the past).
+    /// starts after the newest event (it is not sent the past). Notifiers no
+    /// longer configured lose their place (so they hold no outbox event back
+    /// from retention).
     pub fn register_notifiers(&mut self, names: &[String]) -> Result<()> {
         let tx = self.conn.transaction()?;
+        exec(
+            &tx,
+            "DELETE FROM notifiers WHERE name NOT IN (SELECT value FROM json_each(?1))",
+            [serde_json::to_string(names)?],
+        )?;
         for name in names {
             exec(
                 &tx,

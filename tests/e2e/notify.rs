@@ -1,0 +1,251 @@
+//! Notifications through the first-party `webhook` notifier to a real
+//! receiver on 127.0.0.1 (tests/e2e/webhook_receiver.py) that checks every
+//! signature: delivered once, in order, across a receiver that is down, a
+//! daemon killed with events pending, a permanent refusal (dead letter,
+//! `notify retry`), and `notify test`.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+use serde_json::Value;
+
+use crate::harness::Nj;
+
+const SECRET: &str = "test-signing-secret-1234";
+
+/// The receiver, running.
+struct Receiver {
+    child: Child,
+    port: u16,
+    log: PathBuf,
+}
+
+impl Receiver {
+    fn start(log: PathBuf, port: Option<u16>) -> Receiver {
+        let script = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/e2e/webhook_receiver.py"
+        );
+        let mut child = Command::new("python3")
+            .arg(script)
+            .arg(&log)
+            .arg(SECRET)
+            .env("PORT", port.unwrap_or(0).to_string())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3 runs the receiver");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("the receiver's port");
+        let port = line.trim().parse().expect("a port");
+        Receiver { child, port, log }
+    }
+
+    /// Every request it got, in order.
+    fn got(&self) -> Vec<Value> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    /// Makes it answer `status` (None: 204 again).
+    fn answer(&self, status: Option<u16>) {
+        let flag = self.log.with_extension("jsonl.fail");
+        match status {
+            Some(s) => std::fs::write(flag, s.to_string()).unwrap(),
+            None => {
+                let _ = std::fs::remove_file(flag);
+            }
+        }
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A daemon with notifier `hook` sending `events` to `port`.
+fn world(port: u16, events: &str) -> Nj {
+    let mut nj = Nj::new(&format!(
+        "[notify]\nretry = [\"300ms\", \"300ms\", \"300ms\", \"300ms\", \"300ms\", \"300ms\"]\n\
+         [notifier.hook]\nplugin = \"webhook\"\nurl = \"http://127.0.0.1:{port}/hook\"\n\
+         allow = [\"127.0.0.1:{port}\"]\nevents = [{events}]\nsecrets = {{ signing = \"env:NJ_TEST_HOOK_SECRET\" }}\n"
+    ));
+    nj.env.push(("NJ_TEST_HOOK_SECRET".into(), SECRET.into()));
+    nj
+}
+
+fn delivered(r: &Receiver) -> Vec<(String, String)> {
+    r.got()
+        .iter()
+        .filter(|g| g["status"] == 204)
+        .map(|g| {
+            assert_eq!(g["valid"], true, "signature and key check: {g}");
+            (
+                g["key"].as_str().unwrap_or_default().to_string(),
+                g["kind"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_failed_task_reaches_the_webhook_signed_once_with_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = Receiver::start(dir.path().join("got.jsonl"), None);
+    let mut nj = world(r.port, "\"task-failed\", \"task-succeeded\"");
+    nj.start();
+    let bad = nj.submit(&[
+        "--name",
+        "train",
+        "--",
+        "sh",
+        "-c",
+        "echo 'KeyError: lr' >&2; exit 3",
+    ]);
+    let good = nj.submit(&["--", "true"]);
+    nj.wait(bad);
+    nj.wait(good);
+    nj.until("two deliveries", || delivered(&r).len() == 2);
+    let got = r.got();
+    let failed = got
+        .iter()
+        .find(|g| g["kind"] == "task-failed")
+        .expect("task-failed");
+    assert_eq!(failed["task"], bad);
+    assert_eq!(failed["schema"], "nightjar.event.v1");
+    let text = failed["text"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("Outcome: app-error, exit 3")
+            && text.contains("KeyError: lr")
+            && text.contains(&format!("nightjar show {bad}")),
+        "{text}"
+    );
+    let ls = nj.json(&["notify", "ls"]);
+    assert_eq!(ls["notifiers"][0]["delivered"], 2, "{ls}");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert_eq!(delivered(&r).len(), 2, "never sent twice");
+}
+
+#[test]
+fn a_receiver_down_for_a_while_then_gets_every_event_in_order_exactly_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = Receiver::start(dir.path().join("got.jsonl"), None);
+    r.answer(Some(503));
+    let mut nj = world(r.port, "\"task-succeeded\"");
+    nj.start();
+    let ids: Vec<i64> = (0..5).map(|_| nj.submit(&["--", "true"])).collect();
+    for id in &ids {
+        nj.wait(*id);
+    }
+    nj.until("it was tried and refused", || !r.got().is_empty());
+    r.answer(None);
+    nj.until("all five delivered", || delivered(&r).len() == 5);
+    let tasks: Vec<i64> = r
+        .got()
+        .iter()
+        .filter(|g| g["status"] == 204)
+        .map(|g| g["task"].as_i64().unwrap())
+        .collect();
+    assert_eq!(tasks, ids, "in order, once each");
+    let keys: std::collections::BTreeSet<String> = delivered(&r).into_iter().map(|d| d.0).collect();
+    assert_eq!(keys.len(), 5);
+}
+
+#[test]
+fn events_pending_when_the_daemon_is_killed_are_delivered_after_it_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("got.jsonl");
+    // The receiver is not there yet: the port is taken then freed.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut nj = world(port, "\"task-succeeded\"");
+    nj.start();
+    let ids: Vec<i64> = (0..3).map(|_| nj.submit(&["--", "true"])).collect();
+    for id in &ids {
+        nj.wait(*id);
+    }
+    nj.kill9();
+    let r = Receiver::start(log, Some(port));
+    nj.start();
+    nj.until("all three delivered", || delivered(&r).len() == 3);
+    let tasks: Vec<i64> = r
+        .got()
+        .iter()
+        .map(|g| g["task"].as_i64().unwrap())
+        .collect();
+    assert_eq!(tasks, ids);
+}
+
+#[test]
+fn a_refused_delivery_is_a_dead_letter_that_notify_retry_sends_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = Receiver::start(dir.path().join("got.jsonl"), None);
+    r.answer(Some(400));
+    let mut nj = world(r.port, "\"task-failed\"");
+    nj.start();
+    let id = nj.submit(&["--", "false"]);
+    nj.wait(id);
+    nj.until("a dead letter", || {
+        nj.json(&["notify", "ls"])["dead"]
+            .as_array()
+            .is_some_and(|d| !d.is_empty())
+    });
+    let ls = nj.json(&["notify", "ls"]);
+    let dead = &ls["dead"][0];
+    assert_eq!(dead["task"], id);
+    assert!(
+        dead["reason"].as_str().unwrap_or_default().contains("400"),
+        "{dead}"
+    );
+    let human = nj.ok(&["notify", "ls"]);
+    assert!(
+        !human.contains(SECRET) && !ls.to_string().contains(SECRET),
+        "no secret in notify ls"
+    );
+    r.answer(None);
+    nj.ok(&["notify", "retry", &dead["id"].to_string()]);
+    nj.until("delivered on retry", || delivered(&r).len() == 1);
+    nj.until("the dead letter is marked delivered", || {
+        nj.json(&["notify", "ls"])["dead"][0]["state"] == "delivered"
+    });
+}
+
+#[test]
+fn notify_test_prints_the_servers_answer_and_a_host_off_the_allow_list_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = Receiver::start(dir.path().join("got.jsonl"), None);
+    let mut nj = world(r.port, "\"task-failed\"");
+    nj.start();
+    let out = nj.ok(&["notify", "test", "hook"]);
+    assert!(
+        out.contains(&format!("POST http://127.0.0.1:{}/hook -> 204", r.port))
+            && out.contains("delivered"),
+        "{out}"
+    );
+    assert_eq!(r.got()[0]["kind"], "test");
+    let missing = nj.cli(&["notify", "test", "nope"]);
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("no notifier named `nope`"));
+
+    let mut off = Nj::new(&format!(
+        "[notifier.hook]\nplugin = \"webhook\"\nurl = \"http://127.0.0.1:{}/hook\"\nallow = [\"hooks.example.org\"]\n",
+        r.port
+    ));
+    off.start();
+    let out = off.cli(&["notify", "test", "hook"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !out.status.success() && text.contains("allow-list"),
+        "{text}"
+    );
+}
