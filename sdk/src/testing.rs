@@ -35,7 +35,7 @@ pub fn event(id: i64, kind: &str) -> Event {
         id,
         key: format!("{id}-test"),
         kind: kind.to_string(),
-        at: 1_700_000_000_000 + id * 1000,
+        at: id.saturating_mul(1000).saturating_add(1_700_000_000_000),
         severity: if kind.ends_with("-failed") {
             Severity::Error
         } else {
