@@ -4,8 +4,9 @@
 //!   runs on machines without a GPU (the daemon never loads it unless told to);
 //! - builds the first-party plugins (plugins/, a workspace of its own) for
 //!   wasm32-wasip2 and generates `first_party.rs`, which embeds them, so the
-//!   daemon schedules with its policies (`FIRST_PARTY`) and validates with
-//!   its validators (`VALIDATORS`) even with no plugin folder;
+//!   daemon schedules with its policies (`FIRST_PARTY`), validates with
+//!   its validators (`VALIDATORS`) and notifies with its notifiers
+//!   (`NOTIFIERS`) even with no plugin folder;
 //! - builds the test plugins (tests/plugins) and the example plugins
 //!   (examples/policy-weekends, examples/validator-loss-curve) and exports
 //!   their paths to the tests as `NIGHTJAR_TEST_PLUGIN_*` and
@@ -25,6 +26,13 @@ const FIRST_PARTY: &[(&str, &str, &str)] = &[
 /// The first-party result validators: (name a task file's `plugin` gives,
 /// crate folder, wasm file stem).
 const VALIDATORS: &[(&str, &str, &str)] = &[("outputs", "outputs", "outputs")];
+
+/// The first-party notifiers: (name a `[notifier.NAME]` table's `plugin`
+/// gives, crate folder, wasm file stem).
+const NOTIFIERS: &[(&str, &str, &str)] = &[
+    ("webhook", "webhook", "webhook"),
+    ("wecom", "wecom", "wecom"),
+];
 
 fn main() {
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR"));
@@ -97,7 +105,7 @@ fn plugins(out: &Path) {
     ] {
         println!("cargo:rerun-if-changed={p}");
     }
-    for (_, dir, _) in FIRST_PARTY.iter().chain(VALIDATORS) {
+    for (_, dir, _) in FIRST_PARTY.iter().chain(VALIDATORS).chain(NOTIFIERS) {
         println!("cargo:rerun-if-changed=../plugins/{dir}/src");
         println!("cargo:rerun-if-changed=../plugins/{dir}/Cargo.toml");
     }
@@ -166,7 +174,13 @@ fn plugins(out: &Path) {
         "VALIDATORS",
         VALIDATORS,
     ));
-    rs.push_str("/// The first-party notifiers.\npub const NOTIFIERS: &[(&str, &[u8])] = &[];\n");
+    rs.push_str(&embed(
+        out,
+        &built,
+        "The first-party notifiers embedded in the binary: (name, component bytes).",
+        "NOTIFIERS",
+        NOTIFIERS,
+    ));
     std::fs::write(out.join("first_party.rs"), rs).expect("write first_party.rs");
 }
 

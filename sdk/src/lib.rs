@@ -58,6 +58,20 @@
 //! [`configure_validator`] reads a config as the host's would be, and
 //! [`testing::OutputDir`] and [`testing::RunBuilder`] make runs to test it
 //! against. See [`validator`] for an example.
+//!
+//! # Notifiers
+//!
+//! A notifier (world `notifier`) carries events to people: its
+//! configuration is its table in the daemon config (secrets resolved by the
+//! host), its logic [`Notifier::deliver`], which sends one or several
+//! [`Event`]s (several only when the host rate-limits the notifier: send
+//! them as one summary) through the host-brokered [`http`] client and
+//! answers `Ok` or a [`DeliveryError`] (transient: the host tries again
+//! later; permanent: the events go to the dead letters).
+//! [`export_notifier!`] exports it; natively, [`configure_notifier`] reads
+//! a config, [`testing::event`] makes events and [`testing::HttpMock`]
+//! stands in for the host's HTTP, so a notifier is unit-tested without
+//! wasm. See [`notifier`] for an example.
 
 #[doc(hidden)]
 pub mod bindings {
@@ -90,8 +104,29 @@ pub mod validator_bindings {
     });
 }
 
+/// The bindings of the `notifier` world, sharing `types` and `host` with
+/// [`bindings`] as [`validator_bindings`] does; its `http` import is what
+/// [`http::send`] calls on wasm.
+#[doc(hidden)]
+pub mod notifier_bindings {
+    wit_bindgen::generate!({
+        path: "../wit/nightjar-plugin@0.2.0",
+        world: "notifier",
+        pub_export_macro: true,
+        export_macro_name: "__export_notifier",
+        default_bindings_module: "nightjar_sdk::notifier_bindings",
+        with: {
+            "nightjar:plugin/types@0.2.0": crate::bindings::nightjar::plugin::types,
+            "nightjar:plugin/host@0.2.0": crate::bindings::nightjar::plugin::host,
+        },
+        generate_all,
+    });
+}
+
 pub mod config;
 mod evaluation;
+pub mod http;
+pub mod notifier;
 mod policy;
 mod reason;
 mod snapshot;
@@ -109,14 +144,22 @@ pub use bindings::exports::nightjar::plugin::policy as wire;
 #[doc(hidden)]
 pub use validator_bindings::exports::nightjar::plugin::validate as validator_wire;
 
+/// The notifier interface's own types, as the host sends and reads them;
+/// notifier code uses [`Event`] and [`DeliveryError`] instead.
+#[doc(hidden)]
+pub use notifier_bindings::exports::nightjar::plugin::notify as notifier_wire;
+
 pub use bindings::nightjar::plugin::host;
 pub use bindings::nightjar::plugin::types::{ConfigError, Level, Priority};
 pub use evaluation::{ClosedGpu, Deferral, Evaluation, Preemption, TaskVerdict, Verdict};
+pub use notifier::{DeliveryError, Event, Field, Notifier, configure_notifier};
 pub use policy::{Policy, configure};
 pub use reason::Reason;
 pub use snapshot::{Gpu, QueuedTask, RunningTask, Snapshot, Usage};
 pub use validator::{Finding, OutputFile, Run, Severity, Validator, configure_validator};
 
+#[doc(hidden)]
+pub use notifier::private as __private_notifier;
 #[doc(hidden)]
 pub use policy::private as __private;
 #[doc(hidden)]

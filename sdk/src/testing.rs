@@ -1,5 +1,6 @@
-//! Snapshot builders, so policies are unit-tested natively, and run
-//! builders and output folders, so validators are.
+//! Snapshot builders, so policies are unit-tested natively; run builders
+//! and output folders, so validators are; and events and an HTTP stand-in,
+//! so notifiers are.
 //!
 //! A [`Snapshot`] borrows its text; the builders keep the text they are given
 //! for the life of the test process (each distinct string once), so a built
@@ -8,11 +9,46 @@
 use std::collections::BTreeSet;
 use std::sync::Mutex;
 
-use crate::{Gpu, Priority, QueuedTask, RunningTask, Snapshot, Usage};
+use crate::{Event, Gpu, Priority, QueuedTask, RunningTask, Severity, Snapshot, Usage};
 
+pub(crate) mod http;
 mod run;
 
+pub use http::HttpMock;
 pub use run::{NO_SHA256, OutputDir, RunBuilder};
+
+/// An event as the host might send it: `id`, `kind`, key `<id>-test`, at
+/// 2023-11-14 22:13:20 UTC plus `id` seconds, [`Severity::Info`] (`Error`
+/// for a kind ending in `-failed`), task `id` and run `id`, project
+/// `vision`, title `<kind> #<id>`, no text and no fields. Change what a
+/// test needs with struct update syntax:
+///
+/// ```
+/// use nightjar_sdk::Event;
+/// use nightjar_sdk::testing::event;
+///
+/// let e = Event { project: Some("protein".into()), ..event(7, "task-failed") };
+/// assert_eq!(e.key, "7-test");
+/// ```
+pub fn event(id: i64, kind: &str) -> Event {
+    Event {
+        id,
+        key: format!("{id}-test"),
+        kind: kind.to_string(),
+        at: id.saturating_mul(1000).saturating_add(1_700_000_000_000),
+        severity: if kind.ends_with("-failed") {
+            Severity::Error
+        } else {
+            Severity::Info
+        },
+        task: Some(id),
+        run: Some(id),
+        project: Some("vision".to_string()),
+        title: format!("{kind} #{id}"),
+        text: String::new(),
+        fields: Vec::new(),
+    }
+}
 
 /// `text`, kept for the rest of the process: each distinct string is kept
 /// once, however often it is asked for.

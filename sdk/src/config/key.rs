@@ -18,6 +18,17 @@ pub(super) fn error(text: &str, e: &toml::de::Error) -> ConfigError {
     let Some(span) = e.span() else {
         return ConfigError::whole(message);
     };
+    // A key missing from the top-level table comes with an empty span at
+    // the start of the text, which names no key: the missing one is the key.
+    if span.is_empty()
+        && span.start == 0
+        && let Some(missing) = message
+            .strip_prefix("missing key `")
+            .and_then(|rest| rest.split_once('`'))
+            .map(|(name, _)| segment(name, true))
+    {
+        return ConfigError::at(missing, message);
+    }
     let key = DeTable::parse(text)
         .ok()
         .and_then(|root| {

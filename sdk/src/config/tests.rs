@@ -203,3 +203,26 @@ fn an_error_raised_after_an_element_is_read_names_that_element_or_its_list() {
     let e = from_toml::<C>("rules = [\"ok\", \"bad\"]").unwrap_err();
     assert_eq!(e.key.as_deref(), Some("rules"), "{e:?}");
 }
+
+#[derive(serde::Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct Required {
+    url: String,
+    #[serde(default)]
+    headers: std::collections::BTreeMap<String, String>,
+}
+
+#[test]
+fn a_missing_top_level_key_is_named() {
+    for text in [
+        "",
+        "\n",
+        "headers = { a = \"b\" }",
+        "[headers]\na = \"b\"\n",
+    ] {
+        let e = from_toml::<Required>(text).unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("url"), "{text:?}: {}", e.message);
+        assert!(e.message.contains("missing key `url`"), "{}", e.message);
+    }
+}

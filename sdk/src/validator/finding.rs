@@ -7,8 +7,9 @@ use serde::{Deserialize, Deserializer};
 
 use crate::validator_wire as wire;
 
-/// How much a [`Finding`] weighs. In a config it is written `"info"`,
-/// `"warning"` or `"error"`; the default is `Error`.
+/// How much a [`Finding`] (or a notifier's [`Event`](crate::Event))
+/// weighs. In a config it is written `"info"`, `"warning"` or `"error"`;
+/// the default is `Error`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub enum Severity {
     /// Shown, changes nothing.
