@@ -71,7 +71,7 @@ fn two_hundred_failures_arrive_as_at_most_twenty_messages_with_none_lost() {
     std::fs::write(
         &file,
         format!(
-            "name = \"many\"\ncommand = \"echo ${i} >&2; exit 1\"\n[sweep]\ni = [{}]\n",
+            "name = \"many\"\ncommand = \"echo ${{i}} >&2; exit 1\"\n[sweep]\ni = [{}]\n",
             list.join(", ")
         ),
     )

@@ -52,9 +52,9 @@ impl Default for NotifyConfig {
     }
 }
 
-/// `[notifier.NAME]`.
+/// `[notifier.NAME]` (no unknown-key check here: every key the host does
+/// not own is the plugin's, which checks its own).
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct NotifierEntry {
     /// `webhook`, `wecom` (built in) or the path of a `.wasm` notifier.
     pub plugin: String,

@@ -156,7 +156,9 @@ pub fn step(cfg: &Config, store: &Mutex<Store>, n: &mut Configured) -> Option<i6
         return Some(now + wait.as_millis() as i64);
     }
     // A dead letter queued again by `notify retry` goes first, alone.
-    if let Ok(Some((dead, event_id))) = lock().requeued(&n.name) {
+    // (Bound first: the guard of an `if let` scrutinee lives through its block.)
+    let requeued = lock().requeued(&n.name);
+    if let Ok(Some((dead, event_id))) = requeued {
         let found = lock().outbox_event(event_id).ok().flatten();
         let result = match &found {
             Some(e) => n.deliver(cfg, store, std::slice::from_ref(e), None),
