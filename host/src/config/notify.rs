@@ -98,6 +98,8 @@ pub const KINDS: &[&str] = &[
     "task-held",
     "task-blocked",
     "task-cancelled",
+    "task-stalled",
+    "plugin-disabled",
     "daemon-started",
     "daemon-stopped",
 ];

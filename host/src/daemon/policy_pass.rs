@@ -160,6 +160,19 @@ impl Daemon {
             if let Err(e) = self.store().plugin_event("plugin-failed", &cap(msg), now) {
                 tracing::error!("policy {name}: cannot record its failure: {e}");
             }
+            if msg.contains("; disabled after") {
+                let facts = serde_json::json!({ "message": cap(msg), "plugin": name });
+                let r = self.store().daemon_event(
+                    now,
+                    "plugin-disabled",
+                    crate::store::outbox::Severity::Error,
+                    facts,
+                );
+                if let Err(e) = r {
+                    tracing::error!("policy {name}: cannot tell of its disabling: {e}");
+                }
+                self.changed();
+            }
         }
         let dropped = lock(&self.chain_status).wait_events.roll(now);
         if let Some(summary) = dropped {

@@ -37,6 +37,8 @@ fn verb(kind: &str) -> (&'static str, &'static str) {
         "task-held" => ("is held", "已暂停等待"),
         "task-blocked" => ("is blocked", "被阻塞"),
         "task-cancelled" => ("was cancelled", "已取消"),
+        "task-stalled" => ("seems stalled", "疑似停滞"),
+        "plugin-disabled" => ("disabled a failing policy", "停用了一个出错的策略插件"),
         "daemon-started" => ("started", "已启动"),
         "daemon-stopped" => ("stopped", "已停止"),
         "test" => ("test message", "测试消息"),

@@ -54,18 +54,39 @@ impl Store {
             "UPDATE runs SET stalled_at = ?2 WHERE id = ?1 AND state = 'running'",
             params![run, at],
         )?;
-        let task: i64 = row(&tx, "SELECT task_id FROM runs WHERE id = ?1", [run], |r| {
-            r.get(0)
-        })?;
+        let (task, name, project): (i64, String, String) = row(
+            &tx,
+            "SELECT t.id, t.name, t.project FROM runs r JOIN tasks t ON t.id = r.task_id WHERE r.id = ?1",
+            [run],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )?;
         match at {
-            Some(_) => event(
-                &tx,
-                now,
-                Some(task),
-                Some(run),
-                "stalled",
-                "no GPU utilisation and no log growth",
-            )?,
+            Some(since) => {
+                event(
+                    &tx,
+                    now,
+                    Some(task),
+                    Some(run),
+                    "stalled",
+                    "no GPU utilisation and no log growth",
+                )?;
+                super::outbox::outbox(
+                    &tx,
+                    now,
+                    "task-stalled",
+                    super::outbox::Severity::Warning,
+                    Some(task),
+                    Some(run),
+                    Some(&project),
+                    serde_json::json!({
+                        "name": name,
+                        "reason": format!(
+                            "no GPU utilisation and no log growth for {}",
+                            crate::time::fmt_span(now - since)
+                        ),
+                    }),
+                )?
+            }
             None => event(
                 &tx,
                 now,
