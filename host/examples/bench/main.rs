@@ -15,12 +15,15 @@
 //! - `postrun`: classifying and validating a run with 1,000 output files
 //!   (manifest and the `outputs` validator) vs `find | xargs sha256sum`, and
 //!   the peak memory of hashing a 2 GiB file;
+//! - `notify [N]`: N tasks told to a local webhook: delivery throughput,
+//!   event-to-arrival p50/p99, and what notifying adds to the runs' time;
 //! - `clients`: `nightjar ls` under 100 waiting clients and a garbage sender;
 //! - `soak [MINUTES]`: database growth with 10,000 deferred tasks, and its
 //!   size after rounds of 10,000 tasks collected by `nightjar gc`.
 
 mod attack;
 mod hardening;
+mod notify;
 mod plugins;
 mod postrun;
 mod vs;
@@ -335,6 +338,7 @@ fn main() -> Result<()> {
         "clients" => hardening::clients(n(1, 10) as u64),
         "soak" => hardening::soak(n(1, 5) as u64),
         "postrun" => postrun::postrun(n(1, 1_000)),
+        "notify" => notify::notify(n(1, 1_000)),
         "all" => {
             vs::startup_and_submit(200)?;
             submit_latency(10_000)?;
@@ -342,13 +346,14 @@ fn main() -> Result<()> {
             gpu(20)?;
             plugins::plugins()?;
             postrun::postrun(1_000)?;
+            notify::notify(1_000)?;
             attack::attack(10)?;
             hardening::clients(10)?;
             idle(60)
         }
         other => {
             bail!(
-                "unknown benchmark `{other}`: use startup, submit, throughput, gpu, plugins, postrun, attack, clients, soak, idle or all"
+                "unknown benchmark `{other}`: use startup, submit, throughput, gpu, plugins, postrun, notify, attack, clients, soak, idle or all"
             )
         }
     }

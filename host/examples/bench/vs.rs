@@ -73,7 +73,7 @@ impl Drop for Tsp {
 }
 
 /// `nightjar ARGS` against the daemon `d`; fails on a non-zero exit.
-fn nightjar(d: &Daemon, args: &[&str]) -> Result<Output> {
+pub fn nightjar(d: &Daemon, args: &[&str]) -> Result<Output> {
     let out = Command::new(nightjar_bin()?)
         .arg("--state-dir")
         .arg(&d.state)
@@ -88,7 +88,7 @@ fn nightjar(d: &Daemon, args: &[&str]) -> Result<Output> {
     Ok(out)
 }
 
-fn id_of(out: &Output) -> Result<String> {
+pub fn id_of(out: &Output) -> Result<String> {
     String::from_utf8_lossy(&out.stdout)
         .split_whitespace()
         .next()
