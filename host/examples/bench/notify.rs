@@ -15,8 +15,11 @@ use anyhow::{Result, bail};
 
 use super::Daemon;
 
-/// A receiver: each event's (`at`, arrival) in Unix ms.
-fn receiver() -> Result<(u16, Arc<Mutex<Vec<(i64, i64)>>>)> {
+/// Each event's (`at`, arrival), Unix ms.
+type Arrivals = Arc<Mutex<Vec<(i64, i64)>>>;
+
+/// A receiver on a port of its own.
+fn receiver() -> Result<(u16, Arrivals)> {
     let listener = TcpListener::bind("127.0.0.1:0")?;
     let port = listener.local_addr()?.port();
     let got = Arc::new(Mutex::new(Vec::new()));
