@@ -260,3 +260,38 @@ fn notify_test_prints_the_servers_answer_and_a_host_off_the_allow_list_is_refuse
         "{text}"
     );
 }
+
+#[test]
+fn a_daemon_killed_during_a_send_repeats_only_that_delivery_with_the_same_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("got.jsonl");
+    let r = Receiver::start(log.clone(), None);
+    let hold = log.with_extension("jsonl.hold");
+    std::fs::write(&hold, "").unwrap();
+    let mut nj = world(r.port, "\"task-succeeded\"");
+    nj.start();
+    let id = nj.submit(&["--", "true"]);
+    nj.wait(id);
+    nj.until("the send is in flight", || r.got().len() == 1);
+    nj.kill9();
+    std::fs::remove_file(&hold).unwrap();
+    nj.start();
+    let second = nj.submit(&["--", "true"]);
+    nj.wait(second);
+    nj.until("the in-flight event again, then the next", || {
+        r.got().len() == 3
+    });
+    let keys: Vec<String> = r
+        .got()
+        .iter()
+        .map(|g| g["key"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(
+        keys[0], keys[1],
+        "the same delivery, with its key: {keys:?}"
+    );
+    assert_ne!(keys[1], keys[2], "{keys:?}");
+    assert_eq!(r.got()[2]["task"], second);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert_eq!(r.got().len(), 3, "nothing else repeated");
+}

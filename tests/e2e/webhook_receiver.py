@@ -5,7 +5,8 @@ Verifies each request's Standard Webhooks signature (HMAC-SHA256 over
 secret in argv[2], checks that Idempotency-Key equals webhook-id, and appends
 one JSON line per request to the file argv[1]: {"key", "kind", "task",
 "valid", "status", "title", "text"}. While the file `<argv[1]>.fail` exists it
-answers with the status written in it (e.g. 503 or 400) instead of 204.
+answers with the status written in it (e.g. 503 or 400) instead of 204, and
+while `<argv[1]>.hold` exists it holds its answer (after logging).
 Prints its port on the first line of stdout.
 """
 
@@ -15,6 +16,7 @@ import hmac
 import json
 import os
 import sys
+import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 LOG, SECRET = sys.argv[1], sys.argv[2].encode()
@@ -49,6 +51,9 @@ class Hook(BaseHTTPRequestHandler):
                 "valid": valid, "status": status, "schema": event.get("schema"),
                 "title": event.get("title"), "text": event.get("text"),
             }) + "\n")
+        # While `<log>.hold` exists, the answer waits (a send in flight).
+        while os.path.exists(LOG + ".hold"):
+            time.sleep(0.05)
         self.send_response(status)
         self.end_headers()
         if status != 204:
