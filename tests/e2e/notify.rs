@@ -294,4 +294,51 @@ fn a_daemon_killed_during_a_send_repeats_only_that_delivery_with_the_same_key() 
     assert_eq!(r.got()[2]["task"], second);
     std::thread::sleep(std::time::Duration::from_millis(500));
     assert_eq!(r.got().len(), 3, "nothing else repeated");
+fn a_secret_in_a_task_name_or_its_stderr_is_cut_out_of_the_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = Receiver::start(dir.path().join("got.jsonl"), None);
+    let mut nj = world(r.port, "\"task-failed\"");
+    nj.start();
+    let id = nj.submit(&[
+        "--name",
+        &format!("leak-{SECRET}"),
+        "--",
+        "sh",
+        "-c",
+        &format!("echo 'token={SECRET}' >&2; exit 1"),
+    ]);
+    nj.wait(id);
+    nj.until("delivered", || delivered(&r).len() == 1);
+    let all = std::fs::read_to_string(dir.path().join("got.jsonl")).unwrap();
+    assert!(!all.contains(SECRET), "{all}");
+    assert!(all.contains("token=<redacted>"), "{all}");
+}
+
+#[test]
+fn retrying_a_dead_letter_of_a_notifier_no_longer_configured_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = Receiver::start(dir.path().join("got.jsonl"), None);
+    r.answer(Some(400));
+    let mut nj = world(r.port, "\"task-failed\"");
+    nj.start();
+    let id = nj.submit(&["--", "false"]);
+    nj.wait(id);
+    nj.until("a dead letter", || {
+        nj.json(&["notify", "ls"])["dead"]
+            .as_array()
+            .is_some_and(|d| !d.is_empty())
+    });
+    let dead = nj.json(&["notify", "ls"])["dead"][0]["id"].to_string();
+    nj.term();
+    let text = std::fs::read_to_string(&nj.config).unwrap();
+    let cut = text.find("[notifier.hook]").expect("the notifier's table");
+    std::fs::write(&nj.config, &text[..cut]).unwrap();
+    nj.start();
+    let out = nj.cli(&["notify", "retry", &dead]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("notifier `hook`") && err.contains("[notifier.hook]"),
+        "{err}"
+    );
+    assert_eq!(nj.json(&["notify", "ls"])["dead"][0]["state"], "dead");
 }

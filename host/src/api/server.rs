@@ -140,7 +140,7 @@ async fn dispatch(d: &Arc<Daemon>, req: Request) -> Vec<u8> {
         Request::Gc(r) => reply::<super::Gc>(d.gc(r.dry_run)),
         Request::NotifyList(_) => reply::<super::NotifyList>(d.notify_report()),
         Request::NotifyRetry(r) => reply::<super::NotifyRetry>((|| {
-            let n = d.store().set_dead_letter(r.id, "requeued", None)?;
+            let n = d.notify_retry(r.id)?;
             d.changed();
             Ok(super::Changed { tasks: n })
         })()),

@@ -125,6 +125,10 @@ impl NotifyConfig {
             if n.rate_per_minute == Some(0) {
                 bail!("table `[notifier.{name}]`, key `rate_per_minute`: at least 1");
             }
+            for a in &n.allow {
+                crate::plugins::notifier::allow::parse(a)
+                    .map_err(|e| anyhow::anyhow!("table `[notifier.{name}]`, key `allow`: {e}"))?;
+            }
             for (k, v) in &n.secrets {
                 if !(v.starts_with("env:") || v.starts_with("file:")) {
                     bail!(

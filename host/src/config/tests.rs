@@ -117,3 +117,21 @@ fn durations_and_sizes_parse() {
     assert_eq!(cfg.sandbox.grace, Duration::from_secs(5));
     assert_eq!(cfg.sandbox.log_cap, ByteSize::mib(1));
 }
+
+#[test]
+fn a_notifier_allow_list_entry_that_never_matches_is_refused_naming_the_key() {
+    for bad in ["https://hooks.example.com/x", "*.example.com", "[::1:8080"] {
+        let text = format!("[notifier.ops]\nplugin = \"webhook\"\nallow = [\"{bad}\"]\n");
+        let err = format!(
+            "{:#}",
+            Config::parse(&text, Path::new("c.toml")).unwrap_err()
+        );
+        assert!(
+            err.contains("[notifier.ops]") && err.contains("`allow`") && err.contains(":port"),
+            "{bad}: {err}"
+        );
+    }
+    let ok =
+        "[notifier.ops]\nplugin = \"webhook\"\nallow = [\"[::1]:8080\", \"Hooks.example.com\"]\n";
+    assert!(Config::parse(ok, Path::new("c.toml")).is_ok());
+}

@@ -88,6 +88,21 @@ impl Daemon {
         Ok(NotifyReport { notifiers, dead })
     }
 
+    /// `notify retry ID`: dead letter `id` queued again, when its notifier
+    /// is still configured (no one would ever deliver it otherwise).
+    pub fn notify_retry(&self, id: i64) -> Result<usize> {
+        let mut store = self.store();
+        if let Some(name) = store.dead_letter_notifier(id)?
+            && !self.cfg.notifier.contains_key(&name)
+        {
+            return Err(anyhow!(
+                "dead letter {id} belongs to notifier `{name}`, which the config no longer has; \
+                 add its [notifier.{name}] table back (and restart the daemon) to deliver it"
+            ));
+        }
+        Ok(store.set_dead_letter(id, "requeued", None)?)
+    }
+
     /// `notify test NAME` (blocking: call it off the runtime's thread).
     pub fn notify_test(&self, name: &str) -> Result<NotifyTestReply> {
         let entry = self.cfg.notifier.get(name).ok_or_else(|| {

@@ -118,7 +118,8 @@ impl Configured {
             self.entry.allow.clone(),
             cfg.notify.http_timeout,
             self.secrets.clone(),
-        );
+        )
+        .until(Instant::now() + cfg.notify.timeout);
         if let Some(j) = journal {
             broker = broker.with_journal(j);
         }

@@ -4,7 +4,8 @@
 //! shows (logs, `notify ls`, dead letters, errors).
 
 use std::collections::BTreeMap;
-use std::os::unix::fs::MetadataExt;
+use std::io::Read;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 
 /// The word a secret is replaced with.
 pub const REDACTED: &str = "<redacted>";
@@ -25,7 +26,13 @@ pub fn resolve(name: &str, key: &str, r: &str) -> Result<String, String> {
         });
     }
     if let Some(path) = r.strip_prefix("file:") {
-        let f = std::fs::File::open(path).map_err(|e| format!("{at}: cannot open {path}: {e}"))?;
+        // Without blocking (a FIFO would wait for a writer forever), and
+        // read from the handle checked, no more than the cap.
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)
+            .map_err(|e| format!("{at}: cannot open {path}: {e}"))?;
         let meta = f.metadata().map_err(|e| format!("{at}: {path}: {e}"))?;
         if !meta.is_file() {
             return Err(format!("{at}: {path} is not a regular file"));
@@ -36,10 +43,13 @@ pub fn resolve(name: &str, key: &str, r: &str) -> Result<String, String> {
                 meta.mode() & 0o777
             ));
         }
-        if meta.len() > MAX_FILE {
+        let mut text = String::new();
+        f.take(MAX_FILE + 1)
+            .read_to_string(&mut text)
+            .map_err(|e| format!("{at}: {path}: {e}"))?;
+        if text.len() as u64 > MAX_FILE {
             return Err(format!("{at}: {path} is larger than 64 KiB"));
         }
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{at}: {path}: {e}"))?;
         return Ok(text.trim_end_matches(['\n', '\r']).to_string());
     }
     Err(format!("{at}: write `env:NAME` or `file:/path`"))
@@ -94,6 +104,30 @@ mod tests {
                 .unwrap_err()
                 .contains("env:NAME")
         );
+    }
+
+    #[test]
+    fn a_fifo_a_device_or_a_huge_file_is_refused_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo reads the NUL-terminated path given.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let r = format!("file:{}", fifo.display());
+        std::thread::spawn(move || tx.send(resolve("bot", "key", &r)));
+        let e = rx
+            .recv_timeout(std::time::Duration::from_secs(5))
+            .expect("a FIFO blocks the daemon")
+            .unwrap_err();
+        assert!(e.contains("not a regular file"), "{e}");
+        let e = resolve("bot", "key", "file:/dev/zero").unwrap_err();
+        assert!(e.contains("not a regular file"), "{e}");
+        let big = dir.path().join("big");
+        std::fs::write(&big, vec![b'a'; 100 << 10]).unwrap();
+        std::fs::set_permissions(&big, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let e = resolve("bot", "key", &format!("file:{}", big.display())).unwrap_err();
+        assert!(e.contains("larger than 64 KiB"), "{e}");
     }
 
     #[test]

@@ -316,6 +316,17 @@ impl Store {
         Ok(rows)
     }
 
+    /// The notifier of dead letter `id`, if there is one.
+    pub fn dead_letter_notifier(&self, id: i64) -> Result<Option<String>> {
+        Ok(row(
+            &self.conn,
+            "SELECT notifier FROM dead_letters WHERE id = ?1",
+            [id],
+            |r| r.get(0),
+        )
+        .optional()?)
+    }
+
     /// The oldest requeued dead letter of a notifier, if any.
     pub fn requeued(&self, name: &str) -> Result<Option<(i64, i64)>> {
         Ok(row(

@@ -6,8 +6,10 @@
 //! host, no proxy, a timeout and a response-size cap.
 
 use std::io::Read;
-use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
-use std::time::Duration;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
+use std::time::{Duration, Instant};
+
+use super::allow;
 
 /// Bytes of a response body kept.
 pub const MAX_BODY: usize = 64 << 10;
@@ -50,8 +52,9 @@ pub enum HttpError {
 /// One notifier's HTTP.
 #[derive(Debug, Clone)]
 pub struct HttpBroker {
-    allow: Vec<String>,
+    allow: Vec<allow::Allowed>,
     timeout: Duration,
+    until: Option<Instant>,
     secrets: Vec<String>,
     journal: Option<std::sync::Arc<std::sync::Mutex<Vec<String>>>>,
 }
@@ -59,21 +62,57 @@ pub struct HttpBroker {
 fn private(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v) => {
+            let o = v.octets();
             v.is_private()
                 || v.is_loopback()
                 || v.is_link_local()
                 || v.is_unspecified()
                 || v.is_broadcast()
-                || v.octets()[0] == 100 && (v.octets()[1] & 0xc0) == 64 // 100.64/10
+                || v.is_multicast()
+                || o[0] == 0 // 0/8: "this network"
+                || o[0] == 100 && (o[1] & 0xc0) == 64 // 100.64/10
+                || o[0] == 198 && (o[1] & 0xfe) == 18 // 198.18/15
+                || o[0] >= 240 // reserved
         }
         IpAddr::V6(v) => {
+            let s = v.segments();
+            // An IPv4 address inside: mapped or compatible (::a.b.c.d),
+            // NAT64 (64:ff9b::/96) or 6to4 (2002::/16).
+            let inner = match s {
+                [0x64, 0xff9b, 0, 0, 0, 0, ..] => Some(Ipv4Addr::new(
+                    (s[6] >> 8) as u8,
+                    s[6] as u8,
+                    (s[7] >> 8) as u8,
+                    s[7] as u8,
+                )),
+                [0x2002, ..] => Some(Ipv4Addr::new(
+                    (s[1] >> 8) as u8,
+                    s[1] as u8,
+                    (s[2] >> 8) as u8,
+                    s[2] as u8,
+                )),
+                _ => v.to_ipv4(),
+            };
             v.is_loopback()
                 || v.is_unspecified()
-                || (v.segments()[0] & 0xfe00) == 0xfc00 // unique local
-                || (v.segments()[0] & 0xffc0) == 0xfe80 // link local
-                || v.to_ipv4_mapped().is_some_and(|m| private(IpAddr::V4(m)))
+                || v.is_multicast()
+                || (s[0] & 0xfe00) == 0xfc00 // unique local
+                || (s[0] & 0xffc0) == 0xfe80 // link local
+                || (s[0] & 0xffc0) == 0xfec0 // site local (deprecated)
+                || inner.is_some_and(|m| private(IpAddr::V4(m)))
         }
     }
+}
+
+/// `e` and its causes, as one line.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text = format!("{text}: {c}");
+        cause = c.source();
+    }
+    text
 }
 
 impl HttpBroker {
@@ -81,11 +120,20 @@ impl HttpBroker {
     /// bounded by `timeout`; `secrets` are cut out of every error text.
     pub fn new(allow: Vec<String>, timeout: Duration, secrets: Vec<String>) -> HttpBroker {
         HttpBroker {
-            allow: allow.into_iter().map(|a| a.to_ascii_lowercase()).collect(),
+            // A bad entry (refused with the config) admits nothing.
+            allow: allow.iter().filter_map(|a| allow::parse(a).ok()).collect(),
             timeout,
+            until: None,
             secrets,
             journal: None,
         }
+    }
+
+    /// Ends every request by `at` (the delivery's deadline) at the latest,
+    /// so that no call outlives the delivery by more than one read.
+    pub fn until(mut self, at: Instant) -> Self {
+        self.until = Some(at);
+        self
     }
 
     /// Keeps a line per exchange (`POST url -> 200: body…`, redacted) in
@@ -109,33 +157,8 @@ impl HttpBroker {
     /// Checks `url` against the rules; the address to pin it to.
     fn admit(&self, url: &reqwest::Url) -> Result<(String, SocketAddr), HttpError> {
         let deny = |m: String| Err(HttpError::Denied(m));
-        let Some(host) = url
-            .host_str()
-            .map(|h| h.trim_matches(['[', ']']).to_ascii_lowercase())
-        else {
-            return deny("the URL has no host".into());
-        };
-        let port = url.port_or_known_default().unwrap_or(443);
-        let listed = self
-            .allow
-            .iter()
-            .any(|a| *a == host || *a == format!("{host}:{port}"));
-        if !listed {
-            return deny(format!(
-                "{host}:{port} is not on this notifier's allow-list (`allow` in its [notifier.NAME] table)"
-            ));
-        }
+        let (host, port) = allow::admits(&self.allow, url).map_err(HttpError::Denied)?;
         let literal: Option<IpAddr> = host.parse().ok();
-        let loopback_name = host == "localhost" || literal.is_some_and(|ip| ip.is_loopback());
-        match url.scheme() {
-            "https" => {}
-            "http" if loopback_name => {}
-            s => {
-                return deny(format!(
-                    "{s}:// to {host}: only https (http only to loopback)"
-                ));
-            }
-        }
         let addrs: Vec<SocketAddr> = (host.as_str(), port)
             .to_socket_addrs()
             .map_err(|e| HttpError::Unreachable(format!("cannot resolve {host}: {e}")))?
@@ -188,20 +211,34 @@ impl HttpBroker {
                 )));
             }
         };
-        let same_host = host.clone();
+        // The whole exchange, body included, within `budget` (reqwest's
+        // timeout bounds each read, not their sum: a server dripping a byte
+        // at a time would hold the call for hours).
+        let started = Instant::now();
+        let budget = match self.until {
+            Some(at) => self.timeout.min(at.saturating_duration_since(started)),
+            None => self.timeout,
+        };
+        if budget.is_zero() {
+            return Err(HttpError::Timeout);
+        }
+        let (same_host, rules) = (host.clone(), self.allow.clone());
         let client = reqwest::blocking::Client::builder()
-            .timeout(self.timeout)
-            .connect_timeout(self.timeout)
+            .timeout(budget)
+            .connect_timeout(budget)
             .no_proxy()
             .resolve(&host, addr)
             .redirect(reqwest::redirect::Policy::custom(move |a| {
+                // The same host (pinned to the address checked), and a
+                // port and scheme the allow-list admits.
+                let fits = allow::admits(&rules, a.url())
+                    .and_then(|(h, _)| (h == same_host).then_some(()).ok_or(h));
                 if a.previous().len() >= 3 {
                     a.error("more than 3 redirects")
-                } else if a.url().host_str().map(str::to_ascii_lowercase) == Some(same_host.clone())
-                {
-                    a.follow()
+                } else if let Err(why) = fits {
+                    a.error(format!("a redirect refused: {why}"))
                 } else {
-                    a.error("a redirect to another host")
+                    a.follow()
                 }
             }))
             .build()
@@ -214,9 +251,9 @@ impl HttpBroker {
             if e.is_timeout() {
                 HttpError::Timeout
             } else if e.is_redirect() {
-                HttpError::Denied(self.redact(&format!("{e}")))
+                HttpError::Denied(self.redact(&chain(&e)))
             } else {
-                HttpError::Unreachable(self.redact(&format!("{e}")))
+                HttpError::Unreachable(self.redact(&chain(&e)))
             }
         })?;
         let status = resp.status().as_u16();
@@ -227,9 +264,20 @@ impl HttpBroker {
             .take(64)
             .collect();
         let mut body = Vec::new();
-        resp.take(MAX_BODY as u64)
-            .read_to_end(&mut body)
-            .map_err(|e| HttpError::Unreachable(self.redact(&e.to_string())))?;
+        let mut rest = resp.take(MAX_BODY as u64);
+        let mut buf = [0u8; 8192];
+        loop {
+            if started.elapsed() >= budget {
+                return Err(HttpError::Timeout);
+            }
+            match rest.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => body.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) if started.elapsed() >= budget => return Err(HttpError::Timeout),
+                Err(e) => return Err(HttpError::Unreachable(self.redact(&e.to_string()))),
+            }
+        }
         Ok(Response {
             status,
             headers,
@@ -239,73 +287,5 @@ impl HttpBroker {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn broker(allow: &[&str]) -> HttpBroker {
-        HttpBroker::new(
-            allow.iter().map(|s| s.to_string()).collect(),
-            Duration::from_secs(2),
-            vec!["s3cret".into()],
-        )
-    }
-
-    fn denied(b: &HttpBroker, url: &str) -> String {
-        match b.send(&Request {
-            method: "POST".into(),
-            url: url.into(),
-            headers: vec![],
-            body: vec![],
-        }) {
-            Err(HttpError::Denied(m)) => m,
-            other => panic!("{url}: {other:?}"),
-        }
-    }
-
-    #[test]
-    fn only_allow_listed_hosts_https_and_public_addresses_are_reached() {
-        let b = broker(&["127.0.0.1:9", "localhost", "example.com"]);
-        assert!(
-            denied(&b, "https://other.example/x").contains("not on this notifier's allow-list")
-        );
-        assert!(denied(&b, "http://example.com/x").contains("only https"));
-        assert!(denied(&b, "ftp://example.com/x").contains("only https"));
-        assert!(
-            denied(&b, "https://127.0.0.1:10/").contains("allow-list"),
-            "the port counts"
-        );
-        assert!(denied(&b, "not a url").contains("not a URL"));
-        // Loopback named itself: allowed (and nothing listens on port 9).
-        let r = b.send(&Request {
-            method: "POST".into(),
-            url: "http://127.0.0.1:9/hook?key=s3cret".into(),
-            headers: vec![],
-            body: vec![],
-        });
-        match r {
-            Err(HttpError::Unreachable(m)) => assert!(!m.contains("s3cret"), "redacted: {m}"),
-            other => panic!("{other:?}"),
-        }
-    }
-
-    #[test]
-    fn private_ranges_are_private() {
-        for ip in [
-            "10.1.2.3",
-            "192.168.0.1",
-            "172.16.5.5",
-            "127.0.0.1",
-            "169.254.1.1",
-            "100.64.0.1",
-            "::1",
-            "fd00::1",
-            "fe80::1",
-            "::ffff:10.0.0.1",
-        ] {
-            assert!(private(ip.parse().unwrap()), "{ip}");
-        }
-        for ip in ["8.8.8.8", "1.1.1.1", "2606:4700::1111"] {
-            assert!(!private(ip.parse().unwrap()), "{ip}");
-        }
-    }
-}
+#[path = "http_tests.rs"]
+mod tests;

@@ -4,6 +4,7 @@
 //! [`http::HttpBroker`]; the limits are every plugin's: an epoch deadline,
 //! a memory cap, bounded answers, no files, no clock, a watchdog thread.
 
+pub mod allow;
 pub mod http;
 
 use std::sync::Arc;
