@@ -379,3 +379,17 @@ pub unsafe fn pin_to_cpus(cpus: &[u32]) -> io::Result<()> {
         .map(|_| ())
     }
 }
+
+/// Lowers the calling thread's scheduling priority to `nice` (Linux keeps a
+/// nice value per thread); a failure is only logged.
+pub fn nice_this_thread(nice: i32) {
+    // SAFETY: gettid has no arguments and cannot fail.
+    let tid = unsafe { libc::syscall(libc::SYS_gettid) } as libc::id_t;
+    // SAFETY: setpriority takes plain integers.
+    if unsafe { libc::setpriority(libc::PRIO_PROCESS, tid, nice) } != 0 {
+        tracing::debug!(
+            "cannot lower this thread's priority: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+}

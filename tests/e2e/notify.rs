@@ -294,6 +294,9 @@ fn a_daemon_killed_during_a_send_repeats_only_that_delivery_with_the_same_key() 
     assert_eq!(r.got()[2]["task"], second);
     std::thread::sleep(std::time::Duration::from_millis(500));
     assert_eq!(r.got().len(), 3, "nothing else repeated");
+}
+
+#[test]
 fn a_secret_in_a_task_name_or_its_stderr_is_cut_out_of_the_message() {
     let dir = tempfile::tempdir().unwrap();
     let r = Receiver::start(dir.path().join("got.jsonl"), None);

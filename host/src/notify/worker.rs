@@ -12,12 +12,17 @@ use crate::time::now_ms;
 /// Longest sleep with nothing due: a safety net for a lost wake-up.
 const IDLE: Duration = Duration::from_secs(30);
 
+/// The delivery thread's nice value (0 is the daemon's; 19 the least).
+const NICE: i32 = 10;
+
 /// Steps per notifier before the others get a turn.
 const BURST: usize = 50;
 
 /// Runs until `wake`'s sender is dropped (the daemon ends).
 pub fn run(d: Arc<Daemon>, wake: Receiver<()>) {
     let (cfg, store) = (&d.cfg, d.store_mutex());
+    // Telling is background work: the tasks' own runs come first.
+    crate::sys::nice_this_thread(NICE);
     let mut notifiers = super::deliver::load_all(cfg);
     for n in &notifiers {
         match n.broken() {
@@ -28,9 +33,11 @@ pub fn run(d: Arc<Daemon>, wake: Receiver<()>) {
     loop {
         let mut earliest: Option<i64> = None;
         for n in notifiers.iter_mut() {
-            for _ in 0..BURST {
+            for turn in 1..=BURST {
                 let now = now_ms();
                 match super::deliver::step(cfg, store, n) {
+                    // Still due after its burst: the loop comes back at once.
+                    Some(at) if at <= now && turn == BURST => earliest = Some(now),
                     Some(at) if at <= now => continue,
                     Some(at) => {
                         earliest = Some(earliest.map_or(at, |e| e.min(at)));
