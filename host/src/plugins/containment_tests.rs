@@ -99,7 +99,20 @@ fn a_plugin_failing_every_second_call_alternates() {
 #[test]
 fn a_giant_preemption_reason_never_reaches_the_scheduler() {
     let engine = PluginEngine::new(None).unwrap();
-    let w = worker(&engine, "preempt-huge").unwrap();
+    // A deadline a loaded 2-core machine cannot miss: what refuses the
+    // answer must be its size, not the clock.
+    let slow = PluginLimits {
+        evaluate_timeout: std::time::Duration::from_secs(10),
+        ..limits()
+    };
+    let w = Worker::start(
+        &engine,
+        "hostile",
+        HOSTILE.to_vec(),
+        "preempt-huge".into(),
+        slow,
+    )
+    .unwrap();
     let snap = snapshot(1, &[1], &[7]);
     let r = w.evaluate(Arc::clone(&snap)).result;
     let refused = match r {
