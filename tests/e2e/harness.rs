@@ -192,11 +192,22 @@ impl Nj {
     }
 
     /// Polls until `f` is true (20 s at most).
-    pub fn until(&self, what: &str, mut f: impl FnMut() -> bool) {
+    pub fn until(&self, what: &str, f: impl FnMut() -> bool) {
+        self.until_within(what, Duration::from_secs(20), f)
+    }
+
+    /// Polls until `f` is true, for what waits on a plugin compiled at the
+    /// daemon's first use (a debug build on 2 busy cores takes tens of
+    /// seconds): 180 s at most.
+    pub fn until_slow(&self, what: &str, f: impl FnMut() -> bool) {
+        self.until_within(what, Duration::from_secs(180), f)
+    }
+
+    fn until_within(&self, what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
         let t0 = Instant::now();
         while !f() {
             assert!(
-                t0.elapsed() < Duration::from_secs(20),
+                t0.elapsed() < limit,
                 "timed out waiting for {what}\n{}",
                 self.daemon_log()
             );

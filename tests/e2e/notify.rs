@@ -137,7 +137,7 @@ fn a_failed_task_reaches_the_webhook_signed_once_with_what_to_do() {
     let good = nj.submit(&["--", "true"]);
     nj.wait(bad);
     nj.wait(good);
-    nj.until("two deliveries", || delivered(&r).len() == 2);
+    nj.until_slow("two deliveries", || delivered(&r).len() == 2);
     let got = r.got();
     let failed = got
         .iter()
@@ -169,9 +169,9 @@ fn a_receiver_down_for_a_while_then_gets_every_event_in_order_exactly_once() {
     for id in &ids {
         nj.wait(*id);
     }
-    nj.until("it was tried and refused", || !r.got().is_empty());
+    nj.until_slow("it was tried and refused", || !r.got().is_empty());
     r.answer(None);
-    nj.until("all five delivered", || delivered(&r).len() == 5);
+    nj.until_slow("all five delivered", || delivered(&r).len() == 5);
     in_order_once(&r, &ids);
 }
 
@@ -194,7 +194,7 @@ fn events_pending_when_the_daemon_is_killed_are_delivered_after_it_restarts() {
     nj.kill9();
     let r = Receiver::start(log, Some(port));
     nj.start();
-    nj.until("all three delivered", || delivered(&r).len() == 3);
+    nj.until_slow("all three delivered", || delivered(&r).len() == 3);
     in_order_once(&r, &ids);
 }
 
@@ -207,7 +207,7 @@ fn a_refused_delivery_is_a_dead_letter_that_notify_retry_sends_again() {
     nj.start();
     let id = nj.submit(&["--", "false"]);
     nj.wait(id);
-    nj.until("a dead letter", || {
+    nj.until_slow("a dead letter", || {
         nj.json(&["notify", "ls"])["dead"]
             .as_array()
             .is_some_and(|d| !d.is_empty())
@@ -226,8 +226,8 @@ fn a_refused_delivery_is_a_dead_letter_that_notify_retry_sends_again() {
     );
     r.answer(None);
     nj.ok(&["notify", "retry", &dead["id"].to_string()]);
-    nj.until("delivered on retry", || delivered(&r).len() == 1);
-    nj.until("the dead letter is marked delivered", || {
+    nj.until_slow("delivered on retry", || delivered(&r).len() == 1);
+    nj.until_slow("the dead letter is marked delivered", || {
         nj.json(&["notify", "ls"])["dead"][0]["state"] == "delivered"
     });
 }
@@ -272,13 +272,13 @@ fn a_daemon_killed_during_a_send_repeats_only_that_delivery_with_the_same_key() 
     nj.start();
     let id = nj.submit(&["--", "true"]);
     nj.wait(id);
-    nj.until("the send is in flight", || r.got().len() == 1);
+    nj.until_slow("the send is in flight", || r.got().len() == 1);
     nj.kill9();
     std::fs::remove_file(&hold).unwrap();
     nj.start();
     let second = nj.submit(&["--", "true"]);
     nj.wait(second);
-    nj.until("the in-flight event again, then the next", || {
+    nj.until_slow("the in-flight event again, then the next", || {
         r.got().len() == 3
     });
     let keys: Vec<String> = r
@@ -311,7 +311,7 @@ fn a_secret_in_a_task_name_or_its_stderr_is_cut_out_of_the_message() {
         &format!("echo 'token={SECRET}' >&2; exit 1"),
     ]);
     nj.wait(id);
-    nj.until("delivered", || delivered(&r).len() == 1);
+    nj.until_slow("delivered", || delivered(&r).len() == 1);
     let all = std::fs::read_to_string(dir.path().join("got.jsonl")).unwrap();
     assert!(!all.contains(SECRET), "{all}");
     assert!(all.contains("token=<redacted>"), "{all}");
@@ -326,7 +326,7 @@ fn retrying_a_dead_letter_of_a_notifier_no_longer_configured_says_so() {
     nj.start();
     let id = nj.submit(&["--", "false"]);
     nj.wait(id);
-    nj.until("a dead letter", || {
+    nj.until_slow("a dead letter", || {
         nj.json(&["notify", "ls"])["dead"]
             .as_array()
             .is_some_and(|d| !d.is_empty())

@@ -78,7 +78,7 @@ fn two_hundred_failures_arrive_as_at_most_twenty_messages_with_none_lost() {
     .unwrap();
     let sweep = nj.submit(&[file.to_str().unwrap()]);
     nj.wait(sweep);
-    nj.until("every failure is in a delivered message", || {
+    nj.until_slow("every failure is in a delivered message", || {
         got(&b)
             .iter()
             .filter(|m| m["ok"] == true)
