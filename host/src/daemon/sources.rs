@@ -42,10 +42,4 @@ pub(super) fn source_of(cfg: &Config, name: &str) -> (String, Result<Vec<u8>, St
     )
 }
 
-pub(super) fn sha256(bytes: &[u8]) -> String {
-    use sha2::Digest;
-    sha2::Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
+pub(super) use crate::plugins::sha256;

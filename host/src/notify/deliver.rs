@@ -20,8 +20,13 @@ use crate::plugins::notifier::{DeliveryFailure, NotifierPlugin};
 use crate::store::{OutboxEvent, Store};
 use crate::time::now_ms;
 
-/// Events read from the outbox at a time.
+/// Events read from the outbox at a time for a rate-limited notifier (what
+/// waited goes out as one summary)...
 const PAGE: usize = 500;
+
+/// ...and for one that sends an event per call: reading 500 rows (and
+/// parsing their facts) for each delivery would be most of its work.
+const SINGLE_PAGE: usize = 32;
 
 /// Events one summary carries at most.
 const MAX_BATCH: usize = 200;
@@ -175,13 +180,12 @@ pub fn step(cfg: &Config, store: &Mutex<Store>, n: &mut Configured) -> Option<i6
         n.sent.push_back(Instant::now());
         return Some(now);
     }
-    let page = lock().events_after(state.cursor, PAGE).ok()?;
-    let last = page.last()?.id;
-    let max = if n.entry.rate_per_minute.is_some() {
-        MAX_BATCH
-    } else {
-        1
+    let (page_size, max) = match n.entry.rate_per_minute {
+        Some(_) => (PAGE, MAX_BATCH),
+        None => (SINGLE_PAGE, 1),
     };
+    let page = lock().events_after(state.cursor, page_size).ok()?;
+    let last = page.last()?.id;
     let batch: Vec<OutboxEvent> = page
         .into_iter()
         .filter(|e| n.subscribed(e))

@@ -9,11 +9,14 @@ use crate::config::Config;
 use crate::plugins::notifier::{Event, Field, Severity};
 use crate::store::{OutboxEvent, Store};
 
-/// The host's name, for daemon events.
-fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .unwrap_or_else(|_| "this host".into())
+/// The host's name, for daemon events (read once).
+fn host_name() -> &'static str {
+    static NAME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    NAME.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|h| h.trim().to_string())
+            .unwrap_or_else(|_| "this host".into())
+    })
 }
 
 /// `e` for notifier `name`, whose secrets are `secrets`.
@@ -41,7 +44,7 @@ pub fn wire(
             Some(redact(&super::render::last_lines(&tail)))
         });
     let (title, text) =
-        super::render::render(e, cfg.notify.language, &host_name(), stderr.as_deref());
+        super::render::render(e, cfg.notify.language, host_name(), stderr.as_deref());
     let fields = e
         .facts
         .iter()

@@ -37,6 +37,13 @@ macro_rules! host_imports {
 
 mod dispatch;
 pub mod engine;
+
+/// The sha256 of `bytes`, as 64 lowercase hex digits (a plugin's identity
+/// in `plugins ls`, caches and messages).
+pub fn sha256(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    format!("{:x}", sha2::Sha256::digest(bytes))
+}
 pub mod limits;
 pub mod notifier;
 pub mod offline;

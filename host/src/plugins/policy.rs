@@ -139,13 +139,7 @@ impl PolicyPlugin {
             tracing::warn!(plugin = %name, "{note}");
         }
         let pre = Pre::new(&engine.engine, &component, version.api)?;
-        let sha256 = {
-            use sha2::Digest;
-            sha2::Sha256::digest(wasm)
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect()
-        };
+        let sha256 = super::sha256(wasm);
         let mut p = PolicyPlugin {
             name: name.to_string(),
             sha256,
@@ -251,16 +245,7 @@ impl PolicyPlugin {
 
     /// Writes what the guest printed to the daemon's log, within its budget.
     fn flush_output(&self) {
-        let out = self.sink.drain();
-        if !out.is_empty() {
-            let text = String::from_utf8_lossy(&out);
-            for line in text.lines().take(50) {
-                if self.log_budget.admit(line.len()) {
-                    tracing::info!(plugin = %self.name, "{}", line.escape_debug());
-                }
-            }
-        }
-        self.log_budget.tick();
+        self.sink.to_log(&self.name, &self.log_budget, &[]);
     }
 }
 

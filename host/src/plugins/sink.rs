@@ -24,6 +24,20 @@ impl LogSink {
     pub fn drain(&self) -> Vec<u8> {
         std::mem::take(&mut *self.buf.lock().unwrap_or_else(|p| p.into_inner()))
     }
+
+    /// Writes what the guest printed since the last drain to the daemon's
+    /// log as plugin `name`'s lines (at most 50, escaped, `secrets` cut out),
+    /// within `budget`.
+    pub fn to_log(&self, name: &str, budget: &LogBudget, secrets: &[String]) {
+        let out = self.drain();
+        for line in String::from_utf8_lossy(&out).lines().take(50) {
+            if budget.admit(line.len()) {
+                let line = crate::notify::secrets::redact(line, secrets);
+                tracing::info!(plugin = %name, "{}", line.escape_debug());
+            }
+        }
+        budget.tick();
+    }
 }
 
 impl IsTerminal for LogSink {

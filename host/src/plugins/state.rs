@@ -56,7 +56,10 @@ impl PluginState {
             return;
         }
         self.log_lines -= 1;
-        let message = printable(message, MAX_LOG_MESSAGE);
+        let mut message = printable(message, MAX_LOG_MESSAGE);
+        if let Some(http) = &self.http {
+            message = crate::notify::secrets::redact(&message, http.secrets());
+        }
         if !self.log_budget.admit(message.len()) {
             return;
         }

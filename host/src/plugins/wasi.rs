@@ -178,8 +178,13 @@ impl wasmtime_wasi::HostMonotonicClock for FrozenMono {
 /// insecure seed comes from it too, see [`add_to_linker`]) of at most
 /// `MAX_RANDOM_BYTES` a call, no sockets, no files, no environment.
 pub fn context(sink: &LogSink, rng: &SeededRng) -> WasiCtx {
-    WasiCtxBuilder::new()
-        .stdout(sink.clone())
+    builder(sink, rng).build()
+}
+
+/// What every plugin's WASI context has (see [`context`]).
+fn builder(sink: &LogSink, rng: &SeededRng) -> WasiCtxBuilder {
+    let mut b = WasiCtxBuilder::new();
+    b.stdout(sink.clone())
         .stderr(sink.clone())
         .wall_clock(FrozenWall)
         .monotonic_clock(FrozenMono)
@@ -188,8 +193,8 @@ pub fn context(sink: &LogSink, rng: &SeededRng) -> WasiCtx {
         .max_random_size(super::limits::MAX_RANDOM_BYTES)
         .allow_tcp(false)
         .allow_udp(false)
-        .allow_ip_name_lookup(false)
-        .build()
+        .allow_ip_name_lookup(false);
+    b
 }
 
 /// The WASI context of a result validator's store: as [`context`], plus the
@@ -202,17 +207,7 @@ pub fn validator_context(
     rng: &SeededRng,
     output: Option<&std::path::Path>,
 ) -> wasmtime::Result<WasiCtx> {
-    let mut b = WasiCtxBuilder::new();
-    b.stdout(sink.clone())
-        .stderr(sink.clone())
-        .wall_clock(FrozenWall)
-        .monotonic_clock(FrozenMono)
-        .secure_random(rng.clone())
-        .insecure_random(rng.clone())
-        .max_random_size(super::limits::MAX_RANDOM_BYTES)
-        .allow_tcp(false)
-        .allow_udp(false)
-        .allow_ip_name_lookup(false);
+    let mut b = builder(sink, rng);
     if let Some(dir) = output {
         b.preopened_dir(dir, "/output", wasmtime_wasi::FsPerms::ReadOnly)?;
     }

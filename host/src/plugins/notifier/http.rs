@@ -150,6 +150,11 @@ impl HttpBroker {
         }
     }
 
+    /// The secrets this broker cuts out of texts.
+    pub fn secrets(&self) -> &[String] {
+        &self.secrets
+    }
+
     fn redact(&self, text: &str) -> String {
         crate::notify::secrets::redact(text, &self.secrets)
     }

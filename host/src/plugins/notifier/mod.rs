@@ -108,10 +108,7 @@ impl NotifierPlugin {
             .map_err(not_one)?;
         let pre = linker.instantiate_pre(&component).map_err(not_one)?;
         let pre = bindings::NotifierPre::new(pre).map_err(not_one)?;
-        let sha256 = {
-            use sha2::Digest;
-            format!("{:x}", sha2::Sha256::digest(wasm))
-        };
+        let sha256 = super::sha256(wasm);
         Ok(NotifierPlugin {
             name: name.to_string(),
             sha256,
@@ -152,6 +149,7 @@ impl NotifierPlugin {
         deadline: Duration,
     ) -> Result<(), DeliveryFailure> {
         let sink = LogSink::default();
+        let secrets = broker.secrets().to_vec();
         let rng = SeededRng::default();
         rng.seed(events.first().map_or(0, |e| e.id as u64));
         let mut table = ResourceTable::new();
@@ -190,13 +188,7 @@ impl NotifierPlugin {
                 }
             })
         });
-        let out = sink.drain();
-        for line in String::from_utf8_lossy(&out).lines().take(20) {
-            if self.log_budget.admit(line.len()) {
-                tracing::info!(plugin = %self.name, "{}", line.escape_debug());
-            }
-        }
-        self.log_budget.tick();
+        sink.to_log(&self.name, &self.log_budget, &secrets);
         match answer {
             Ok(r) => r,
             // A trap, a timeout or a memory cap: the plugin's fault, maybe

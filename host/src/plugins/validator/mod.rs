@@ -124,13 +124,7 @@ impl ValidatorPlugin {
         .map_err(not_one)?;
         let pre = linker.instantiate_pre(&component).map_err(not_one)?;
         let pre = bindings::ResultValidatorPre::new(pre).map_err(not_one)?;
-        let sha256 = {
-            use sha2::Digest;
-            sha2::Sha256::digest(wasm)
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect()
-        };
+        let sha256 = super::sha256(wasm);
         Ok(ValidatorPlugin {
             name: name.to_string(),
             sha256,
@@ -217,7 +211,7 @@ impl ValidatorPlugin {
                 None => None,
             }))
         });
-        self.flush(&sink);
+        sink.to_log(&self.name, &self.log_budget, &[]);
         match answer {
             Ok(Ok(Some(validation))) => Ok(self.read(validation)),
             Ok(Ok(None)) => Ok(Vec::new()),
@@ -257,17 +251,6 @@ impl ValidatorPlugin {
             });
         }
         out
-    }
-
-    fn flush(&self, sink: &LogSink) {
-        let out = sink.drain();
-        let text = String::from_utf8_lossy(&out);
-        for line in text.lines().take(50) {
-            if self.log_budget.admit(line.len()) {
-                tracing::info!(plugin = %self.name, "{}", line.escape_debug());
-            }
-        }
-        self.log_budget.tick();
     }
 }
 

@@ -64,11 +64,7 @@ impl Validators {
                 .map_err(|e| e.to_string())?;
             (super::name_of(path), wasm)
         };
-        let key = {
-            use sha2::Digest;
-            let d = sha2::Sha256::digest(&wasm);
-            format!("{name}:{d:x}")
-        };
+        let key = format!("{name}:{}", crate::plugins::sha256(&wasm));
         if let Some(v) = self.cached(&key) {
             return Ok(v);
         }
