@@ -165,6 +165,12 @@ impl Nj {
     /// `nightjar wait ID`'s exit status; a test fails (instead of hanging)
     /// when the task has not ended within 60 s.
     pub fn wait(&self, id: i64) -> i32 {
+        self.wait_within(id, Duration::from_secs(60))
+    }
+
+    /// `nightjar wait ID`'s exit status, for a task that waits on the
+    /// daemon's slow loops (the 10 s disk watch, more than once).
+    pub fn wait_within(&self, id: i64, limit: Duration) -> i32 {
         let mut child = Command::new(BIN)
             .arg("--config")
             .arg(&self.config)
@@ -178,9 +184,12 @@ impl Nj {
             if let Some(status) = child.try_wait().expect("poll nightjar wait") {
                 return status.code().unwrap_or(-1);
             }
-            if t0.elapsed() > Duration::from_secs(60) {
+            if t0.elapsed() > limit {
                 let _ = child.kill();
-                panic!("task {id} did not end within 60 s\n{}", self.daemon_log());
+                panic!(
+                    "task {id} did not end within {limit:?}\n{}",
+                    self.daemon_log()
+                );
             }
             std::thread::sleep(Duration::from_millis(20));
         }
