@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 mod gpu;
 mod host;
+mod mail;
 mod notify;
 mod plugins;
 mod retention;
@@ -20,6 +21,7 @@ mod validators;
 
 pub use gpu::{GpuConfig, VisibleDevices};
 pub use host::{ApiConfig, REDACTED, redacted};
+pub use mail::{MailConfig, MailTls};
 pub use notify::{Language, NotifierEntry, NotifyConfig};
 pub use plugins::{OnFailure, PluginEntry, PluginsConfig};
 pub use retention::RetentionConfig;
@@ -76,6 +78,8 @@ pub struct Config {
     pub notify: NotifyConfig,
     /// Each notifier: its plugin, subscription, allow-list and secrets.
     pub notifier: std::collections::BTreeMap<String, NotifierEntry>,
+    /// The SMTP server notifiers' mail goes through (none: no mail).
+    pub mail: Option<MailConfig>,
     /// `validate`, resolved (paths absolute from the config file's folder).
     #[serde(skip)]
     pub project_validators:
@@ -136,6 +140,7 @@ impl Default for Config {
             validate: Default::default(),
             notify: Default::default(),
             notifier: Default::default(),
+            mail: None,
             project_validators: Default::default(),
         }
     }
@@ -245,6 +250,9 @@ impl Config {
         self.retention.validate()?;
         self.validators.validate()?;
         self.notify.validate(&self.notifier)?;
+        if let Some(m) = &self.mail {
+            m.validate()?;
+        }
         host::validate(&self.api, &self.sandbox.redact_env, &self.output_roots)
     }
 

@@ -67,7 +67,8 @@ pub struct NotifierEntry {
     /// The least severity sent.
     #[serde(default = "warning")]
     pub min_severity: Severity,
-    /// Hosts (`name` or `name:port`) its HTTP may reach.
+    /// Hosts (`name` or `name:port`) its HTTP may reach, and the mail
+    /// recipients it may write to (`alice@lab.edu`, or `@lab.edu`).
     #[serde(default)]
     pub allow: Vec<String>,
     /// At most this many deliveries a minute; events that wait are handed
@@ -126,8 +127,13 @@ impl NotifyConfig {
                 bail!("table `[notifier.{name}]`, key `rate_per_minute`: at least 1");
             }
             for a in &n.allow {
-                crate::plugins::notifier::allow::parse(a)
-                    .map_err(|e| anyhow::anyhow!("table `[notifier.{name}]`, key `allow`: {e}"))?;
+                // `@` makes it a mail recipient rule; else an HTTP host.
+                let r = if a.contains('@') {
+                    crate::plugins::notifier::mail::parse_recipient(a).map(drop)
+                } else {
+                    crate::plugins::notifier::allow::parse(a).map(drop)
+                };
+                r.map_err(|e| anyhow::anyhow!("table `[notifier.{name}]`, key `allow`: {e}"))?;
             }
             for (k, v) in &n.secrets {
                 if !(v.starts_with("env:") || v.starts_with("file:")) {

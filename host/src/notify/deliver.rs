@@ -16,7 +16,8 @@ use nightjar_core::api::notify::NotifyTestReply;
 use super::event;
 use crate::config::{Config, NotifierEntry};
 use crate::plugins::notifier::http::HttpBroker;
-use crate::plugins::notifier::{DeliveryFailure, NotifierPlugin};
+use crate::plugins::notifier::mail::{MailBroker, MailSettings};
+use crate::plugins::notifier::{DeliveryFailure, NotifierPlugin, Outlets};
 use crate::store::{OutboxEvent, Store};
 use crate::time::now_ms;
 
@@ -42,6 +43,8 @@ pub struct Configured {
     config: String,
     /// The resolved secrets, to cut out of every text.
     pub secrets: Vec<String>,
+    /// The host's SMTP settings (`None`: no `[mail]`).
+    mail: Option<Arc<Result<MailSettings, String>>>,
     sent: VecDeque<Instant>,
 }
 
@@ -74,6 +77,10 @@ impl Configured {
             plugin,
             config,
             secrets: values,
+            mail: cfg
+                .mail
+                .as_ref()
+                .map(|m| Arc::new(MailSettings::resolve(m))),
             sent: VecDeque::new(),
         }
     }
@@ -119,16 +126,23 @@ impl Configured {
             .iter()
             .map(|e| event::wire(cfg, store, e, &self.name, &self.secrets))
             .collect();
-        let mut broker = HttpBroker::new(
+        let mut http = HttpBroker::new(
             self.entry.allow.clone(),
             cfg.notify.http_timeout,
             self.secrets.clone(),
         )
         .until(Instant::now() + cfg.notify.timeout);
+        let mut mail = MailBroker::new(self.mail.clone(), &self.entry.allow, self.secrets.clone());
         if let Some(j) = journal {
-            broker = broker.with_journal(j);
+            http = http.with_journal(Arc::clone(&j));
+            mail = mail.with_journal(j);
         }
-        plugin.deliver(&self.config, wire, broker, cfg.notify.timeout)
+        plugin.deliver(
+            &self.config,
+            wire,
+            Outlets { http, mail },
+            cfg.notify.timeout,
+        )
     }
 }
 

@@ -10,7 +10,7 @@ use crate::plugins::notifier::{Event, Field, Severity};
 use crate::store::{OutboxEvent, Store};
 
 /// The host's name, for daemon events (read once).
-fn host_name() -> &'static str {
+pub fn host_name() -> &'static str {
     static NAME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     NAME.get_or_init(|| {
         std::fs::read_to_string("/proc/sys/kernel/hostname")

@@ -19,7 +19,11 @@ const MAX_FILE: u64 = 64 << 10;
 /// The value of reference `r` for key `key` of notifier `name`, or what is
 /// wrong with it (naming the key, never the value).
 pub fn resolve(name: &str, key: &str, r: &str) -> Result<String, String> {
-    let at = format!("[notifier.{name}] secrets.{key}");
+    resolve_at(&format!("[notifier.{name}] secrets.{key}"), r)
+}
+
+/// The value of reference `r`, written at `at` (a key, as errors name it).
+pub fn resolve_at(at: &str, r: &str) -> Result<String, String> {
     if let Some(var) = r.strip_prefix("env:") {
         return std::env::var(var).map_err(|_| {
             format!("{at}: the daemon's environment has no `{var}`; set it where the daemon starts")

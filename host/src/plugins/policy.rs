@@ -169,6 +169,7 @@ impl PolicyPlugin {
             log_budget: self.log_budget.clone(),
             rng: self.rng.clone(),
             http: None,
+            mail: None,
         };
         let mut store = Store::new(&self.engine.engine, state);
         store.limiter(|s| &mut s.limits);

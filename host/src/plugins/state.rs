@@ -19,6 +19,8 @@ pub struct PluginState {
     pub(super) rng: SeededRng,
     /// A notifier's brokered HTTP (`None` for every other plugin).
     pub(super) http: Option<std::sync::Arc<super::notifier::http::HttpBroker>>,
+    /// A notifier's brokered mail (`None` for every other plugin).
+    pub(super) mail: Option<std::sync::Arc<super::notifier::mail::MailBroker>>,
 }
 
 impl Seeded for PluginState {

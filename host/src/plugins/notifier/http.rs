@@ -105,7 +105,7 @@ fn private(ip: IpAddr) -> bool {
 }
 
 /// `e` and its causes, as one line.
-fn chain(e: &dyn std::error::Error) -> String {
+pub(super) fn chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut cause = e.source();
     while let Some(c) = cause {

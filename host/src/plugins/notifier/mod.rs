@@ -1,11 +1,12 @@
 //! Notifiers: components of the `notifier` world of contract 0.2. Each
 //! delivery gets a fresh instance in a fresh store, configured with the
-//! notifier's table (secrets resolved), whose only way out is the host's
-//! [`http::HttpBroker`]; the limits are every plugin's: an epoch deadline,
+//! notifier's table (secrets resolved), whose only ways out are the host's
+//! [`http::HttpBroker`] and [`mail::MailBroker`]; the limits are every plugin's: an epoch deadline,
 //! a memory cap, bounded answers, no files, no clock, a watchdog thread.
 
 pub mod allow;
 pub mod http;
+pub mod mail;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,6 +36,7 @@ mod bindings {
 
 pub use bindings::exports::nightjar::plugin::notify::{Event, Field, Severity};
 use bindings::nightjar::plugin::http as wire_http;
+use bindings::nightjar::plugin::mail as wire_mail;
 
 /// Why a delivery failed, as the plugin (or the host) judged it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,6 +74,45 @@ impl wire_http::Host for PluginState {
             Err(http::HttpError::Unreachable(m)) => Err(wire_http::HttpError::Unreachable(m)),
         }
     }
+}
+
+impl wire_mail::Host for PluginState {
+    fn send(&mut self, m: wire_mail::Message) -> Result<(), wire_mail::MailError> {
+        let Some(broker) = self.mail.clone() else {
+            return Err(wire_mail::MailError::Denied(
+                "this plugin may not send mail".into(),
+            ));
+        };
+        let m = mail::MailMessage {
+            to: m.to,
+            subject: m.subject,
+            text: m.text,
+            html: m.html,
+            attachments: m
+                .attachments
+                .into_iter()
+                .map(|a| mail::MailAttachment {
+                    name: a.name,
+                    content_type: a.content_type,
+                    body: a.body,
+                })
+                .collect(),
+            key: m.key,
+        };
+        broker.send(&m).map_err(|e| match e {
+            mail::MailError::Denied(t) => wire_mail::MailError::Denied(t),
+            mail::MailError::Transient(t) => wire_mail::MailError::Transient(t),
+            mail::MailError::Permanent(t) => wire_mail::MailError::Permanent(t),
+        })
+    }
+}
+
+/// A notifier's ways out: its HTTP and its mail.
+pub struct Outlets {
+    /// Its HTTP.
+    pub http: http::HttpBroker,
+    /// Its mail.
+    pub mail: mail::MailBroker,
 }
 
 /// A notifier, compiled and linked once, instantiated per delivery.
@@ -120,20 +161,20 @@ impl NotifierPlugin {
     }
 
     /// Delivers `events` on a fresh instance configured with `config`,
-    /// reaching out only through `broker`, within `deadline` (a watchdog
+    /// reaching out only through `out`, within `deadline` (a watchdog
     /// abandons a call stuck past it).
     pub fn deliver(
         self: &Arc<Self>,
         config: &str,
         events: Vec<Event>,
-        broker: http::HttpBroker,
+        out: Outlets,
         deadline: Duration,
     ) -> Result<(), DeliveryFailure> {
         let me = Arc::clone(self);
         let config = config.to_string();
         let watchdog = PluginLimits::watchdog(deadline);
         let r = super::worker::contained(&self.name, watchdog, move || {
-            Ok(me.call(&config, &events, broker, deadline))
+            Ok(me.call(&config, &events, out, deadline))
         });
         match r {
             Ok(r) => r,
@@ -145,11 +186,11 @@ impl NotifierPlugin {
         &self,
         config: &str,
         events: &[Event],
-        broker: http::HttpBroker,
+        out: Outlets,
         deadline: Duration,
     ) -> Result<(), DeliveryFailure> {
         let sink = LogSink::default();
-        let secrets = broker.secrets().to_vec();
+        let secrets = out.http.secrets().to_vec();
         let rng = SeededRng::default();
         rng.seed(events.first().map_or(0, |e| e.id as u64));
         let mut table = ResourceTable::new();
@@ -162,7 +203,8 @@ impl NotifierPlugin {
             log_lines: self.limits.log_lines,
             log_budget: self.log_budget.clone(),
             rng,
-            http: Some(Arc::new(broker)),
+            http: Some(Arc::new(out.http)),
+            mail: Some(Arc::new(out.mail)),
         };
         let mut store = Store::new(&self.engine.engine, state);
         store.limiter(|s| &mut s.limits);

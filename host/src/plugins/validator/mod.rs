@@ -193,6 +193,7 @@ impl ValidatorPlugin {
             log_budget: self.log_budget.clone(),
             rng,
             http: None,
+            mail: None,
         };
         let mut store = Store::new(&self.engine.engine, state);
         store.limiter(|s| &mut s.limits);
