@@ -32,6 +32,7 @@ const VALIDATORS: &[(&str, &str, &str)] = &[("outputs", "outputs", "outputs")];
 const NOTIFIERS: &[(&str, &str, &str)] = &[
     ("webhook", "webhook", "webhook"),
     ("wecom", "wecom", "wecom"),
+    ("email", "email", "email"),
 ];
 
 fn main() {

@@ -65,12 +65,13 @@
 //! configuration is its table in the daemon config (secrets resolved by the
 //! host), its logic [`Notifier::deliver`], which sends one or several
 //! [`Event`]s (several only when the host rate-limits the notifier: send
-//! them as one summary) through the host-brokered [`http`] client and
+//! them as one summary) through the host-brokered [`http`] client or
+//! [`mail`] and
 //! answers `Ok` or a [`DeliveryError`] (transient: the host tries again
 //! later; permanent: the events go to the dead letters).
 //! [`export_notifier!`] exports it; natively, [`configure_notifier`] reads
-//! a config, [`testing::event`] makes events and [`testing::HttpMock`]
-//! stands in for the host's HTTP, so a notifier is unit-tested without
+//! a config, [`testing::event`] makes events and [`testing::HttpMock`] and
+//! [`testing::MailMock`] stand in for the host's HTTP and mail, so a notifier is unit-tested without
 //! wasm. See [`notifier`] for an example.
 
 #[doc(hidden)]
@@ -105,8 +106,8 @@ pub mod validator_bindings {
 }
 
 /// The bindings of the `notifier` world, sharing `types` and `host` with
-/// [`bindings`] as [`validator_bindings`] does; its `http` import is what
-/// [`http::send`] calls on wasm.
+/// [`bindings`] as [`validator_bindings`] does; its `http` and `mail`
+/// imports are what [`http::send`] and [`mail::send`] call on wasm.
 #[doc(hidden)]
 pub mod notifier_bindings {
     wit_bindgen::generate!({
@@ -126,6 +127,7 @@ pub mod notifier_bindings {
 pub mod config;
 mod evaluation;
 pub mod http;
+pub mod mail;
 pub mod notifier;
 mod policy;
 mod reason;

@@ -1,5 +1,5 @@
 //! Snapshot builders, so policies are unit-tested natively; run builders
-//! and output folders, so validators are; and events and an HTTP stand-in,
+//! and output folders, so validators are; and events and HTTP and mail stand-ins,
 //! so notifiers are.
 //!
 //! A [`Snapshot`] borrows its text; the builders keep the text they are given
@@ -12,9 +12,11 @@ use std::sync::Mutex;
 use crate::{Event, Gpu, Priority, QueuedTask, RunningTask, Severity, Snapshot, Usage};
 
 pub(crate) mod http;
+pub(crate) mod mail;
 mod run;
 
 pub use http::HttpMock;
+pub use mail::MailMock;
 pub use run::{NO_SHA256, OutputDir, RunBuilder};
 
 /// An event as the host might send it: `id`, `kind`, key `<id>-test`, at
