@@ -38,6 +38,9 @@ pub struct NotifyConfig {
     /// Deadline of one `deliver` call (its HTTP requests included).
     #[serde(with = "humantime_serde_compat")]
     pub timeout: Duration,
+    /// When the digest is written (`daily@08:00`, `weekly@mon08:00`, or
+    /// cron), in `timezone`; none: no digest.
+    pub digest: Option<String>,
 }
 
 impl Default for NotifyConfig {
@@ -48,6 +51,7 @@ impl Default for NotifyConfig {
             retry: vec![s(5), s(300), s(1800), s(7200), s(18_000), s(36_000)],
             http_timeout: s(10),
             timeout: s(30),
+            digest: None,
         }
     }
 }
@@ -103,6 +107,7 @@ pub const KINDS: &[&str] = &[
     "plugin-disabled",
     "daemon-started",
     "daemon-stopped",
+    "digest",
 ];
 
 impl NotifyConfig {
@@ -115,6 +120,10 @@ impl NotifyConfig {
         }
         if self.http_timeout.is_zero() || self.timeout < self.http_timeout {
             bail!("keys `notify.http_timeout` and `notify.timeout`: 0 < http_timeout <= timeout");
+        }
+        if let Some(d) = &self.digest {
+            crate::task::schedule::parse(d)
+                .map_err(|e| anyhow::anyhow!("key `notify.digest`: {e}"))?;
         }
         for (name, n) in notifiers {
             if let Some(k) = n.events.iter().find(|k| !KINDS.contains(&k.as_str())) {

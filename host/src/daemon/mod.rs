@@ -8,6 +8,7 @@ mod checkpoint;
 mod checkpoint_find;
 mod combine;
 mod core;
+mod digest;
 mod diskhold;
 mod dispatch;
 mod gpus;
@@ -105,6 +106,16 @@ pub fn run(cfg: Config) -> Result<()> {
         );
         tokio::spawn(crate::api::server::serve(Arc::clone(&daemon), listener));
         tokio::spawn(Arc::clone(&daemon).disk_hold_loop());
+        if let Some(expr) = &daemon.cfg.notify.digest {
+            // Checked with the config: a bad expression never gets here.
+            match crate::task::schedule::parse(expr) {
+                Ok(s) if !daemon.cfg.notifier.is_empty() => {
+                    tokio::spawn(Arc::clone(&daemon).digest_loop(s));
+                }
+                Ok(_) => tracing::warn!("[notify] digest is set, but there is no notifier to send it"),
+                Err(e) => tracing::warn!("[notify] digest: {e}"),
+            }
+        }
         // Policies load and passes run on a thread of their own: the socket is
         // open and answering before any plugin is compiled or configured.
         let (d, handle) = (Arc::clone(&daemon), tokio::runtime::Handle::current());

@@ -90,9 +90,13 @@ impl Configured {
         self.plugin.as_ref().err().map(String::as_str)
     }
 
+    /// Whether `e` is for this notifier: a kind it lists, or (listing
+    /// none) anything of its least severity, and the digest, which is a
+    /// report asked for by `[notify] digest`, not an alert to filter.
     fn subscribed(&self, e: &OutboxEvent) -> bool {
         let n = &self.entry;
-        (n.events.is_empty() && e.severity >= n.min_severity || n.events.contains(&e.kind))
+        let any_kind = n.events.is_empty() && (e.severity >= n.min_severity || e.kind == "digest");
+        (any_kind || n.events.contains(&e.kind))
             && (n.projects.is_empty() || e.project.as_ref().is_none_or(|p| n.projects.contains(p)))
     }
 

@@ -43,8 +43,11 @@ pub fn wire(
             let tail = crate::sandbox::classify::tail_bytes(&path, 4096);
             Some(redact(&super::render::last_lines(&tail)))
         });
-    let (title, text) =
-        super::render::render(e, cfg.notify.language, host_name(), stderr.as_deref());
+    let (title, text) = if e.kind == "digest" {
+        super::digest::render(&e.facts, cfg.notify.language, host_name(), cfg.tz())
+    } else {
+        super::render::render(e, cfg.notify.language, host_name(), stderr.as_deref())
+    };
     let fields = e
         .facts
         .iter()

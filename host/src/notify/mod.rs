@@ -3,6 +3,7 @@
 //! restarts, given up on into dead letters, with secrets redacted.
 
 pub mod deliver;
+pub mod digest;
 pub mod event;
 pub mod plugins;
 pub mod render;

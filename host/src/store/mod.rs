@@ -5,6 +5,7 @@ mod candidates;
 mod checkpoint;
 mod control;
 mod deps;
+mod digest;
 mod finish;
 mod gc;
 mod gpu;

@@ -191,4 +191,13 @@ CREATE TABLE dead_letters (
 );
 CREATE INDEX dead_letters_state ON dead_letters (notifier, state);
 "#,
+    r#"
+-- The digest (nightjar 0.3): each scheduled period told, so a restart that
+-- catches up never tells one twice.
+CREATE TABLE digests (
+    period_end   INTEGER PRIMARY KEY,
+    period_start INTEGER NOT NULL,
+    at           INTEGER NOT NULL
+);
+"#,
 ];
