@@ -15,14 +15,14 @@ use crate::harness::Nj;
 const SECRET: &str = "test-signing-secret-1234";
 
 /// The receiver, running.
-struct Receiver {
+pub(crate) struct Receiver {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
     log: PathBuf,
 }
 
 impl Receiver {
-    fn start(log: PathBuf, port: Option<u16>) -> Receiver {
+    pub(crate) fn start(log: PathBuf, port: Option<u16>) -> Receiver {
         let script = concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../tests/e2e/webhook_receiver.py"
@@ -44,7 +44,7 @@ impl Receiver {
     }
 
     /// Every request it got, in order.
-    fn got(&self) -> Vec<Value> {
+    pub(crate) fn got(&self) -> Vec<Value> {
         std::fs::read_to_string(&self.log)
             .unwrap_or_default()
             .lines()
@@ -72,7 +72,7 @@ impl Drop for Receiver {
 }
 
 /// A daemon with notifier `hook` sending `events` to `port`.
-fn world(port: u16, events: &str) -> Nj {
+pub(crate) fn world(port: u16, events: &str) -> Nj {
     let mut nj = Nj::new(&format!(
         "[notify]\nretry = [\"300ms\", \"300ms\", \"300ms\", \"300ms\", \"300ms\", \"300ms\"]\n\
          [notifier.hook]\nplugin = \"webhook\"\nurl = \"http://127.0.0.1:{port}/hook\"\n\

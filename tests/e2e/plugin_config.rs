@@ -8,7 +8,7 @@ use crate::harness::{BIN, Nj};
 const HOSTILE: &str = env!("NIGHTJAR_TEST_PLUGIN_HOSTILE");
 
 /// Runs `nightjar daemon` on `nj`'s config and returns its failure text.
-fn start_fails(nj: &Nj) -> String {
+pub(crate) fn start_fails(nj: &Nj) -> String {
     let out = Command::new(BIN)
         .args(["--config", nj.config.to_str().unwrap(), "daemon"])
         .env(

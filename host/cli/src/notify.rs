@@ -1,8 +1,9 @@
-//! `nightjar notify ls | retry ID | test NAME`: where each notifier is in
-//! the outbox, the deliveries it gave up on, and a test message.
+//! `nightjar notify ls | retry ID | test NAME | digest`: where each notifier
+//! is in the outbox, the deliveries it gave up on, a test message, and a
+//! digest now.
 
 use anyhow::Result;
-use nightjar_core::api::notify::{NotifyList, NotifyRetry, NotifyTest};
+use nightjar_core::api::notify::{NotifyDigest, NotifyList, NotifyRetry, NotifyTest};
 use nightjar_core::time::fmt_local;
 
 use super::{Ctx, print_json, table::clean};
@@ -22,6 +23,9 @@ pub enum Cmd {
         /// The notifier (`[notifier.NAME]` in the daemon config).
         name: String,
     },
+    /// Write a digest now (the period since the last scheduled one, or the
+    /// last 24 hours) for every notifier that takes it; the schedule stays.
+    Digest,
 }
 
 /// Runs a `notify` sub-verb.
@@ -81,6 +85,19 @@ pub fn run(mut ctx: Ctx, cmd: Cmd) -> Result<i32> {
                 print_json(&r)?;
             } else {
                 println!("dead letter {id} queued again");
+            }
+            Ok(0)
+        }
+        Cmd::Digest => {
+            let r = ctx.client.call(NotifyDigest {})?;
+            if ctx.json {
+                print_json(&r)?;
+            } else {
+                println!(
+                    "digest of {} - {} written; `nightjar notify ls` shows its delivery",
+                    fmt_local(r.from),
+                    fmt_local(r.to)
+                );
             }
             Ok(0)
         }

@@ -152,6 +152,10 @@ async fn dispatch(d: &Arc<Daemon>, req: Request) -> Vec<u8> {
                 .and_then(|r| r);
             reply::<super::NotifyTest>(answer)
         }
+        Request::NotifyDigest(_) => reply::<super::NotifyDigest>(
+            d.digest_now()
+                .map(|(from, to)| super::DigestWritten { from, to }),
+        ),
         Request::Wait(r) => reply::<super::Wait>(wait(d, &r.ids).await),
         Request::Plugins(_) => reply::<super::Plugins>(Ok(d.plugin_views())),
         Request::Why(r) => reply::<super::Why>(d.why(r.id)),

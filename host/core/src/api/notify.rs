@@ -1,5 +1,6 @@
-//! `nightjar notify ls | retry ID | test NAME`: the notifiers' places in the
-//! outbox, the deliveries given up on, and a test message.
+//! `nightjar notify ls | retry ID | test NAME | digest`: the notifiers'
+//! places in the outbox, the deliveries given up on, a test message, and a
+//! digest now.
 
 use serde::{Deserialize, Serialize};
 
@@ -19,6 +20,19 @@ pub struct NotifyRetry {
 pub struct NotifyTest {
     /// The notifier (`[notifier.NAME]`).
     pub name: String,
+}
+
+/// `notify digest`: a digest now, of the period since the last scheduled one.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NotifyDigest {}
+
+/// The period a `notify digest` told.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DigestWritten {
+    /// Its start (Unix ms).
+    pub from: i64,
+    /// Its end: now (Unix ms).
+    pub to: i64,
 }
 
 /// What `notify ls` shows.

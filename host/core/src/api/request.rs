@@ -3,7 +3,9 @@
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-pub use super::notify::{NotifyList, NotifyReport, NotifyRetry, NotifyTest, NotifyTestReply};
+pub use super::notify::{
+    DigestWritten, NotifyDigest, NotifyList, NotifyReport, NotifyRetry, NotifyTest, NotifyTestReply,
+};
 use super::views::{GpuView, MemberView};
 use super::why::WhyReport;
 use super::wire::{GcReport, ListFilter, RunClass, TaskDetail, TaskRow, TaskState};
@@ -72,6 +74,8 @@ requests! {
     NotifyRetry => Changed;
     /// Send a test message through one notifier.
     NotifyTest => NotifyTestReply;
+    /// Write a digest now.
+    NotifyDigest => DigestWritten;
 }
 
 /// `ping`.
