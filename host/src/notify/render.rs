@@ -97,7 +97,17 @@ pub fn render(
         );
     }
     if let Some(g) = text(f, "gpus") {
-        line(format!("GPUs: {g}"), format!("GPU：{g}"));
+        let peak = f
+            .get("gpu_peak_bytes")
+            .and_then(Value::as_u64)
+            .map(|b| bytesize::ByteSize::b(b).display().iec_short().to_string());
+        match peak {
+            Some(p) => line(
+                format!("GPUs: {g}, peak memory {p}"),
+                format!("GPU：{g}，显存峰值 {p}"),
+            ),
+            None => line(format!("GPUs: {g}"), format!("GPU：{g}")),
+        }
     }
     if let Some(n) = f.get("findings").and_then(Value::as_u64).filter(|n| *n > 0) {
         line(
@@ -151,6 +161,7 @@ mod tests {
             facts: serde_json::json!({
                 "name": "train", "class": "gpu-oom", "exit_code": 1,
                 "hint": "its output says `CUDA out of memory`", "duration_ms": 125_000,
+                "waited_ms": 3_600_000, "gpus": "0,1", "gpu_peak_bytes": 15_032_385_536u64,
             })
             .as_object()
             .cloned()
@@ -171,6 +182,8 @@ mod tests {
             "Outcome: gpu-oom, exit 1",
             "What to do: its output says",
             "Ran: 2m05s",
+            "Waited: 1h00m",
+            "GPUs: 0,1, peak memory 14.0G",
             "RuntimeError",
             "More: nightjar show 12",
         ] {

@@ -184,12 +184,31 @@ impl Store {
         if changed == 0 {
             return Ok(None);
         }
-        let (task, spec, attempts, cancel, started_at): (i64, String, u32, i64, i64) = row(
+        #[allow(clippy::type_complexity)]
+        let (task, spec, attempts, cancel, started_at, eligible_at, gpus): (
+            i64,
+            String,
+            u32,
+            i64,
+            i64,
+            i64,
+            Option<String>,
+        ) = row(
             &tx,
-            "SELECT t.id, t.spec, t.attempts, t.cancel_requested, r.started_at
+            "SELECT t.id, t.spec, t.attempts, t.cancel_requested, r.started_at, r.eligible_at, r.gpus
              FROM runs r JOIN tasks t ON t.id = r.task_id WHERE r.id = ?1",
             [run],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+            |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                    r.get(6)?,
+                ))
+            },
         )?;
         let spec: TaskSpec = serde_json::from_str(&spec)?;
         let told = super::outbox::RunTold {
@@ -198,6 +217,9 @@ impl Store {
             spec: &spec,
             out,
             started_at,
+            waited_ms: started_at - eligible_at,
+            gpus: gpus.filter(|g| !g.is_empty()),
+            gpu_peak: end.gpu_peak,
             findings: end.findings.len(),
         };
         let disk_full_runs = if out.class == super::RunClass::DiskFull {

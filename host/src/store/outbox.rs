@@ -102,6 +102,12 @@ pub(super) struct RunTold<'a> {
     pub spec: &'a crate::task::model::TaskSpec,
     pub out: &'a super::RunOutcome,
     pub started_at: i64,
+    /// How long it waited between eligible and started.
+    pub waited_ms: i64,
+    /// The GPUs it ran on (`0,1`).
+    pub gpus: Option<String>,
+    /// Its peak GPU memory (bytes), where monitored.
+    pub gpu_peak: Option<u64>,
     pub findings: usize,
 }
 
@@ -131,6 +137,9 @@ impl RunTold<'_> {
                 "hint": o.message,
                 "reason": reason,
                 "duration_ms": o.finished_at - self.started_at,
+                "waited_ms": self.waited_ms.max(0),
+                "gpus": self.gpus,
+                "gpu_peak_bytes": self.gpu_peak,
                 "findings": self.findings,
             }),
         )

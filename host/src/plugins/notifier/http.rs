@@ -7,12 +7,16 @@
 
 use std::io::Read;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::allow;
 
 /// Bytes of a response body kept.
 pub const MAX_BODY: usize = 64 << 10;
+
+/// Clients kept for reuse (one per notifier host, address and allow-list).
+pub const MAX_CLIENTS: usize = 32;
 
 /// A request, as the plugin asked.
 #[derive(Debug, Clone)]
@@ -182,6 +186,45 @@ impl HttpBroker {
         Ok((host, *addr))
     }
 
+    /// The client for `host` pinned to `addr` under this allow-list: built
+    /// once and kept (a blocking client starts a runtime thread of its own,
+    /// and keeps its connections open for the next delivery), at most
+    /// [`MAX_CLIENTS`] of them.
+    fn client(&self, host: &str, addr: SocketAddr) -> Result<reqwest::blocking::Client, HttpError> {
+        type Key = (String, SocketAddr, Vec<allow::Allowed>, Duration);
+        static CLIENTS: Mutex<Vec<(Key, reqwest::blocking::Client)>> = Mutex::new(Vec::new());
+        let key: Key = (host.to_string(), addr, self.allow.clone(), self.timeout);
+        let mut clients = CLIENTS.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, c)) = clients.iter().find(|(k, _)| *k == key) {
+            return Ok(c.clone());
+        }
+        let (same_host, rules) = (host.to_string(), self.allow.clone());
+        let client = reqwest::blocking::Client::builder()
+            .connect_timeout(self.timeout)
+            .no_proxy()
+            .resolve(host, addr)
+            .redirect(reqwest::redirect::Policy::custom(move |a| {
+                // The same host (pinned to the address checked), and a
+                // port and scheme the allow-list admits.
+                let fits = allow::admits(&rules, a.url())
+                    .and_then(|(h, _)| (h == same_host).then_some(()).ok_or(h));
+                if a.previous().len() >= 3 {
+                    a.error("more than 3 redirects")
+                } else if let Err(why) = fits {
+                    a.error(format!("a redirect refused: {why}"))
+                } else {
+                    a.follow()
+                }
+            }))
+            .build()
+            .map_err(|e| HttpError::Unreachable(self.redact(&e.to_string())))?;
+        if clients.len() >= MAX_CLIENTS {
+            clients.remove(0);
+        }
+        clients.push((key, client.clone()));
+        Ok(client)
+    }
+
     /// Sends `req` under the rules (and notes the exchange in the journal).
     pub fn send(&self, req: &Request) -> Result<Response, HttpError> {
         let r = self.exchange(req);
@@ -227,28 +270,11 @@ impl HttpBroker {
         if budget.is_zero() {
             return Err(HttpError::Timeout);
         }
-        let (same_host, rules) = (host.clone(), self.allow.clone());
-        let client = reqwest::blocking::Client::builder()
+        let client = self.client(&host, addr)?;
+        let mut b = client
+            .request(method, url)
             .timeout(budget)
-            .connect_timeout(budget)
-            .no_proxy()
-            .resolve(&host, addr)
-            .redirect(reqwest::redirect::Policy::custom(move |a| {
-                // The same host (pinned to the address checked), and a
-                // port and scheme the allow-list admits.
-                let fits = allow::admits(&rules, a.url())
-                    .and_then(|(h, _)| (h == same_host).then_some(()).ok_or(h));
-                if a.previous().len() >= 3 {
-                    a.error("more than 3 redirects")
-                } else if let Err(why) = fits {
-                    a.error(format!("a redirect refused: {why}"))
-                } else {
-                    a.follow()
-                }
-            }))
-            .build()
-            .map_err(|e| HttpError::Unreachable(self.redact(&e.to_string())))?;
-        let mut b = client.request(method, url).body(req.body.clone());
+            .body(req.body.clone());
         for (k, v) in &req.headers {
             b = b.header(k.as_str(), v.as_str());
         }
