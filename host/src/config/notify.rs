@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use anyhow::{Result, bail};
+use bytesize::ByteSize;
 use serde::{Deserialize, Serialize};
 
 use super::humantime_serde_compat;
@@ -38,6 +39,15 @@ pub struct NotifyConfig {
     /// Deadline of one `deliver` call (its HTTP requests included).
     #[serde(with = "humantime_serde_compat")]
     pub timeout: Duration,
+    /// A watched file system (the state dir's, running tasks' output
+    /// folders') with less free than this is told of once (`disk-low`);
+    /// 0 turns the check off.
+    pub disk_low: ByteSize,
+    /// At a clean stop, how long the daemon waits for what is pending
+    /// (`daemon-stopped` included) to be delivered; what is left is
+    /// delivered at the next start.
+    #[serde(with = "humantime_serde_compat")]
+    pub stop_flush: Duration,
 }
 
 impl Default for NotifyConfig {
@@ -48,6 +58,8 @@ impl Default for NotifyConfig {
             retry: vec![s(5), s(300), s(1800), s(7200), s(18_000), s(36_000)],
             http_timeout: s(10),
             timeout: s(30),
+            disk_low: ByteSize::gib(5),
+            stop_flush: s(5),
         }
     }
 }
@@ -100,6 +112,7 @@ pub const KINDS: &[&str] = &[
     "task-cancelled",
     "task-stalled",
     "plugin-disabled",
+    "disk-low",
     "daemon-started",
     "daemon-stopped",
 ];
@@ -114,6 +127,11 @@ impl NotifyConfig {
         }
         if self.http_timeout.is_zero() || self.timeout < self.http_timeout {
             bail!("keys `notify.http_timeout` and `notify.timeout`: 0 < http_timeout <= timeout");
+        }
+        if self.stop_flush > Duration::from_secs(600) {
+            bail!(
+                "key `notify.stop_flush`: at most 10m (a stop waits this long for deliveries; what is left goes out at the next start)"
+            );
         }
         for (name, n) in notifiers {
             if let Some(k) = n.events.iter().find(|k| !KINDS.contains(&k.as_str())) {

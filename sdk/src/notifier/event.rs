@@ -25,9 +25,9 @@ pub struct Event {
     pub key: String,
     /// `task-started`, `task-succeeded`, `task-failed`,
     /// `task-validation-failed`, `task-retried`, `task-preempted`,
-    /// `task-held`, `task-blocked`, `daemon-started`, `daemon-stopped`,
-    /// `plugin-disabled` or `test` (new kinds may come: treat an unknown one
-    /// like any other).
+    /// `task-held`, `task-blocked`, `task-cancelled`, `task-stalled`,
+    /// `plugin-disabled`, `disk-low`, `daemon-started`, `daemon-stopped` or
+    /// `test` (new kinds may come: treat an unknown one like any other).
     pub kind: String,
     /// When it happened: Unix time in milliseconds (UTC). Plugins have no
     /// clock; this is the only time they know.
