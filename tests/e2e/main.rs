@@ -21,6 +21,7 @@ mod hostile_inputs;
 mod hostile_output;
 mod input;
 mod notify;
+mod notify_daemon;
 mod notify_digest;
 mod notify_mail;
 mod notify_wecom;

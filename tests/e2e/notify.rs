@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::harness::Nj;
 
-const SECRET: &str = "test-signing-secret-1234";
+pub(crate) const SECRET: &str = "test-signing-secret-1234";
 
 /// The receiver, running.
 pub(crate) struct Receiver {
@@ -53,13 +53,23 @@ impl Receiver {
     }
 
     /// Makes it answer `status` (None: 204 again).
-    fn answer(&self, status: Option<u16>) {
+    pub(crate) fn answer(&self, status: Option<u16>) {
         let flag = self.log.with_extension("jsonl.fail");
         match status {
             Some(s) => std::fs::write(flag, s.to_string()).unwrap(),
             None => {
                 let _ = std::fs::remove_file(flag);
             }
+        }
+    }
+
+    /// Makes it hold its answers (after logging the request), or not.
+    pub(crate) fn hold(&self, on: bool) {
+        let flag = self.log.with_extension("jsonl.hold");
+        if on {
+            std::fs::write(flag, "").unwrap();
+        } else {
+            let _ = std::fs::remove_file(flag);
         }
     }
 }
@@ -73,8 +83,18 @@ impl Drop for Receiver {
 
 /// A daemon with notifier `hook` sending `events` to `port`.
 pub(crate) fn world(port: u16, events: &str) -> Nj {
+    world_with(
+        port,
+        events,
+        "retry = [\"300ms\", \"300ms\", \"300ms\", \"300ms\", \"300ms\", \"300ms\"]\n",
+    )
+}
+
+/// A daemon with notifier `hook` sending `events` to `port`, its `[notify]`
+/// table holding `notify` (TOML lines).
+pub(crate) fn world_with(port: u16, events: &str, notify: &str) -> Nj {
     let mut nj = Nj::new(&format!(
-        "[notify]\nretry = [\"300ms\", \"300ms\", \"300ms\", \"300ms\", \"300ms\", \"300ms\"]\n\
+        "[notify]\n{notify}\
          [notifier.hook]\nplugin = \"webhook\"\nurl = \"http://127.0.0.1:{port}/hook\"\n\
          allow = [\"127.0.0.1:{port}\"]\nevents = [{events}]\nsecrets = {{ signing = \"env:NJ_TEST_HOOK_SECRET\" }}\n"
     ));
@@ -82,7 +102,8 @@ pub(crate) fn world(port: u16, events: &str) -> Nj {
     nj
 }
 
-fn delivered(r: &Receiver) -> Vec<(String, String)> {
+/// (key, kind) of each request answered 204, its signature checked.
+pub(crate) fn delivered(r: &Receiver) -> Vec<(String, String)> {
     r.got()
         .iter()
         .filter(|g| g["status"] == 204)

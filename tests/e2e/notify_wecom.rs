@@ -2,7 +2,8 @@
 //! real HTTP server on 127.0.0.1 (tests/e2e/wecom_mock.py): 200 failures in
 //! a minute arrive as at most 20 messages (rate 20 a minute, the rest as
 //! summaries), none lost, within WeCom's byte limits, after a 45009 answer
-//! (rate limit, transient) to the first.
+//! (rate limit, transient) to the first; markup in a sweep value (part of
+//! each member's name) arrives as text, never as a mention.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -71,7 +72,7 @@ fn two_hundred_failures_arrive_as_at_most_twenty_messages_with_none_lost() {
     std::fs::write(
         &file,
         format!(
-            "name = \"many\"\ncommand = \"echo ${{i}} >&2; exit 1\"\n[sweep]\ni = [{}]\n",
+            "name = \"many\"\ncommand = \"echo ${{i}} >&2; exit 1\"\n[sweep]\ni = [{}]\ntag = [\"**x** <@all>\"]\n",
             list.join(", ")
         ),
     )
@@ -103,6 +104,23 @@ fn two_hundred_failures_arrive_as_at_most_twenty_messages_with_none_lost() {
             .iter()
             .any(|m| m["content"].as_str().unwrap_or_default().contains("失败")),
         "the configured language: {delivered:?}"
+    );
+    // The member names carry `**x** <@all>`: shown as look-alikes.
+    let contents: Vec<&str> = delivered
+        .iter()
+        .map(|m| m["content"].as_str().unwrap_or_default())
+        .collect();
+    assert!(
+        contents
+            .iter()
+            .all(|c| !c.contains("<@all>") && !c.contains("**x**")),
+        "no markup from a task's name: {contents:?}"
+    );
+    assert!(
+        contents
+            .iter()
+            .any(|c| c.contains("tag=＊＊x＊＊ ＜@all>]")),
+        "the name, escaped: {contents:?}"
     );
     // The bot logs before it answers; the count moves once the answer is in.
     nj.until_slow("notify ls counts all 200", || {

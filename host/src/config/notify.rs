@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use anyhow::{Result, bail};
+use bytesize::ByteSize;
 use serde::{Deserialize, Serialize};
 
 use super::humantime_serde_compat;
@@ -41,6 +42,15 @@ pub struct NotifyConfig {
     /// When the digest is written (`daily@08:00`, `weekly@mon08:00`, or
     /// cron), in `timezone`; none: no digest.
     pub digest: Option<String>,
+    /// A watched file system (the state dir's, running tasks' output
+    /// folders') with less free than this is told of once (`disk-low`);
+    /// 0 turns the check off.
+    pub disk_low: ByteSize,
+    /// At a clean stop, how long the daemon waits for what is pending
+    /// (`daemon-stopped` included) to be delivered; what is left is
+    /// delivered at the next start.
+    #[serde(with = "humantime_serde_compat")]
+    pub stop_flush: Duration,
 }
 
 impl Default for NotifyConfig {
@@ -52,6 +62,8 @@ impl Default for NotifyConfig {
             http_timeout: s(10),
             timeout: s(30),
             digest: None,
+            disk_low: ByteSize::gib(5),
+            stop_flush: s(5),
         }
     }
 }
@@ -105,6 +117,7 @@ pub const KINDS: &[&str] = &[
     "task-cancelled",
     "task-stalled",
     "plugin-disabled",
+    "disk-low",
     "daemon-started",
     "daemon-stopped",
     "digest",
@@ -124,6 +137,11 @@ impl NotifyConfig {
         if let Some(d) = &self.digest {
             crate::task::schedule::parse(d)
                 .map_err(|e| anyhow::anyhow!("key `notify.digest`: {e}"))?;
+        }
+        if self.stop_flush > Duration::from_secs(600) {
+            bail!(
+                "key `notify.stop_flush`: at most 10m (a stop waits this long for deliveries; what is left goes out at the next start)"
+            );
         }
         for (name, n) in notifiers {
             if let Some(k) = n.events.iter().find(|k| !KINDS.contains(&k.as_str())) {

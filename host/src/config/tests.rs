@@ -135,3 +135,35 @@ fn a_notifier_allow_list_entry_that_never_matches_is_refused_naming_the_key() {
         "[notifier.ops]\nplugin = \"webhook\"\nallow = [\"[::1]:8080\", \"Hooks.example.com\"]\n";
     assert!(Config::parse(ok, Path::new("c.toml")).is_ok());
 }
+
+#[test]
+fn disk_low_and_stop_flush_parse_and_zero_turns_the_disk_check_off() {
+    let defaults = Config::default();
+    assert_eq!(defaults.notify.disk_low, ByteSize::gib(5));
+    assert_eq!(defaults.notify.stop_flush, Duration::from_secs(5));
+    for (text, want) in [
+        ("\"0\"", 0),
+        ("\"0B\"", 0),
+        ("0", 0),
+        ("\"20GiB\"", 20 << 30),
+        ("\"1EiB\"", 1 << 60),
+    ] {
+        let cfg = Config::parse(
+            &format!("[notify]\ndisk_low = {text}\nstop_flush = \"2s\"\n"),
+            Path::new("c.toml"),
+        )
+        .unwrap_or_else(|e| panic!("{text}: {e:#}"));
+        assert_eq!(cfg.notify.disk_low.as_u64(), want, "{text}");
+        assert_eq!(cfg.notify.stop_flush, Duration::from_secs(2));
+    }
+    let err = format!(
+        "{:#}",
+        Config::parse("[notify]\ndisk_low = \"lots\"\n", Path::new("c.toml")).unwrap_err()
+    );
+    assert!(err.contains("disk_low"), "{err}");
+    let err = format!(
+        "{:#}",
+        Config::parse("[notify]\nstop_flush = \"1h\"\n", Path::new("c.toml")).unwrap_err()
+    );
+    assert!(err.contains("notify.stop_flush"), "{err}");
+}

@@ -87,8 +87,8 @@ pub struct Daemon {
     /// Result validators, made on first use (`Err`: why they cannot run).
     pub(super) validators:
         std::sync::OnceLock<Result<crate::plugins::validator::Validators, String>>,
-    /// Wakes the notification thread, once it runs.
-    pub(super) notify_wake: Mutex<Option<std::sync::mpsc::SyncSender<()>>>,
+    /// The notification thread, once it runs.
+    pub(super) notify: Mutex<Option<crate::notify::worker::Handle>>,
 }
 
 impl Daemon {
@@ -132,7 +132,7 @@ impl Daemon {
             state,
             supervisors: Mutex::new(Default::default()),
             validators: std::sync::OnceLock::new(),
-            notify_wake: Mutex::new(None),
+            notify: Mutex::new(None),
         }))
     }
 
@@ -150,8 +150,8 @@ impl Daemon {
     pub fn changed(&self) {
         self.changes.send_modify(|n| *n += 1);
         self.kick.notify();
-        if let Some(w) = lock(&self.notify_wake).as_ref() {
-            let _ = w.try_send(());
+        if let Some(h) = lock(&self.notify).as_ref() {
+            h.wake();
         }
     }
 

@@ -10,6 +10,7 @@ mod combine;
 mod core;
 mod digest;
 mod diskhold;
+mod disklow;
 mod dispatch;
 mod gpus;
 mod health;
@@ -116,6 +117,7 @@ pub fn run(cfg: Config) -> Result<()> {
                 Err(e) => tracing::warn!("[notify] digest: {e}"),
             }
         }
+        tokio::spawn(Arc::clone(&daemon).disk_low_loop());
         // Policies load and passes run on a thread of their own: the socket is
         // open and answering before any plugin is compiled or configured.
         let (d, handle) = (Arc::clone(&daemon), tokio::runtime::Handle::current());
@@ -140,6 +142,7 @@ pub fn run(cfg: Config) -> Result<()> {
         daemon.kick.notify();
         let _ = std::fs::remove_file(&daemon.cfg.socket);
         daemon.daemon_event("daemon-stopped", crate::store::outbox::Severity::Warning);
+        daemon.flush_notifications().await;
         tracing::info!("nightjar daemon stopping; running tasks keep running and are re-adopted at the next start");
         Ok(())
     });

@@ -20,13 +20,34 @@ impl Daemon {
         if names.is_empty() {
             return Ok(());
         }
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        *lock(&self.notify_wake) = Some(tx);
-        let d = Arc::clone(self);
-        std::thread::Builder::new()
-            .name("nightjar-notify".into())
-            .spawn(move || crate::notify::worker::run(d, rx))?;
+        let handle = crate::notify::worker::spawn(Arc::clone(self))?;
+        *lock(&self.notify) = Some(handle);
         Ok(())
+    }
+
+    /// At a clean stop: waits, at most `[notify] stop_flush`, for the
+    /// delivery thread to deliver what is pending (`daemon-stopped`
+    /// included); what it could not goes out at the next start.
+    pub(super) async fn flush_notifications(&self) {
+        let within = self.cfg.notify.stop_flush;
+        // Cloned out: holding the lock would hold up every `changed()`.
+        let Some(handle) = lock(&self.notify).clone() else {
+            return;
+        };
+        if within.is_zero() {
+            return;
+        }
+        let flushed = tokio::task::spawn_blocking(move || handle.flush(within))
+            .await
+            .unwrap_or(false);
+        if flushed {
+            tracing::info!("pending notifications delivered");
+        } else {
+            tracing::warn!(
+                "notifications still pending after notify.stop_flush ({}); they go out at the next start",
+                crate::time::fmt_span(within.as_millis() as i64)
+            );
+        }
     }
 
     /// Writes a daemon event (`daemon-started`, `daemon-stopped`).

@@ -70,7 +70,7 @@ pub fn describe(path: &Path, e: &std::io::Error) -> String {
 
 /// The mount point of the file system holding `path` (its longest existing
 /// prefix), from /proc/self/mounts; `/` when unknown.
-fn mount_point(path: &Path) -> PathBuf {
+pub(super) fn mount_point(path: &Path) -> PathBuf {
     let real = crate::sandbox::paths::resolve(path);
     let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
     mounts

@@ -39,6 +39,7 @@ fn verb(kind: &str) -> (&'static str, &'static str) {
         "task-cancelled" => ("was cancelled", "已取消"),
         "task-stalled" => ("seems stalled", "疑似停滞"),
         "plugin-disabled" => ("disabled a failing policy", "停用了一个出错的策略插件"),
+        "disk-low" => ("low disk space", "磁盘空间不足"),
         "daemon-started" => ("started", "已启动"),
         "daemon-stopped" => ("stopped", "已停止"),
         "test" => ("test message", "测试消息"),
@@ -62,11 +63,28 @@ pub fn render(
     let title = match (e.task, zh_lang) {
         (Some(t), false) => format!("nightjar: {name} (task {t}, {project}) {en}"),
         (Some(t), true) => format!("nightjar：任务 {name}（#{t}，项目 {project}）{zh}"),
+        _ if e.kind == "disk-low" => disk_low_title(f, zh_lang, host),
         (None, false) => format!("nightjar on {host}: {}", text(f, "message").unwrap_or(en)),
         (None, true) => format!("nightjar（{host}）{}", text(f, "message").unwrap_or(zh)),
     };
     let mut lines = Vec::new();
     let mut line = |en: String, zh: String| lines.push(if zh_lang { zh } else { en });
+    if e.kind == "disk-low" {
+        let path = text(f, "path").unwrap_or("?");
+        line(
+            format!("Watched path: {path}"),
+            format!("监视的路径：{path}"),
+        );
+        line(
+            "What to do: free room on that file system (delete or move old outputs, \
+             checkpoints, scratch); tasks that hit ENOSPC are held as disk-full and go back \
+             to the queue by themselves once there is room"
+                .into(),
+            "提示：请在该文件系统上腾出空间（删除或移走旧的输出、检查点、临时文件）；\
+             因磁盘已满（ENOSPC）失败的任务会以 disk-full 暂停，有空间后自动重新排队"
+                .into(),
+        );
+    }
     if let Some(class) = text(f, "class").filter(|c| *c != "ok") {
         let exit = f
             .get("exit_code")
@@ -78,7 +96,7 @@ pub fn render(
             format!("结果：{class}{exit}"),
         );
     }
-    if let Some(hint) = text(f, "hint") {
+    if let Some(hint) = text(f, "hint").filter(|_| e.kind != "disk-low") {
         line(format!("What to do: {hint}"), format!("提示：{hint}"));
     }
     if let Some(reason) = text(f, "reason").filter(|r| Some(*r) != text(f, "hint")) {
@@ -128,6 +146,23 @@ pub fn render(
         );
     }
     (title, lines.join("\n"))
+}
+
+/// A `disk-low` event's title: the file system, its free and total space.
+fn disk_low_title(f: &Map<String, Value>, zh: bool, host: &str) -> String {
+    let size = |key: &str| {
+        f.get(key)
+            .and_then(Value::as_u64)
+            .map(|b| bytesize::ByteSize::b(b).display().iec_short().to_string())
+            .unwrap_or_else(|| "?".into())
+    };
+    let mount = text(f, "mount").or(text(f, "path")).unwrap_or("?");
+    let (free, total) = (size("free_bytes"), size("total_bytes"));
+    if zh {
+        format!("nightjar（{host}）磁盘空间不足：{mount} 剩余 {free}（共 {total}）")
+    } else {
+        format!("nightjar on {host}: low disk space on {mount}: {free} free of {total}")
+    }
 }
 
 /// The last [`STDERR_LINES`] lines (at most [`STDERR_BYTES`]) of `tail`.
@@ -195,6 +230,47 @@ mod tests {
             text.contains("结果：gpu-oom, exit 1") && text.contains("详情：nightjar show 12"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn disk_low_names_the_file_system_its_room_and_what_to_do_in_either_language() {
+        let e = OutboxEvent {
+            id: 9,
+            at: 0,
+            kind: "disk-low".into(),
+            severity: Severity::Warning,
+            task: None,
+            run: None,
+            project: None,
+            facts: serde_json::json!({
+                "message": "low disk space on /data", "path": "/data/runs/a", "mount": "/data",
+                "free_bytes": 3u64 << 30, "total_bytes": 100u64 << 30,
+                "hint": "free room",
+            })
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+        };
+        let (title, text) = render(&e, Language::En, "gpu1", None);
+        assert!(
+            title.starts_with("nightjar on gpu1: low disk space on /data: 3")
+                && title.contains("free of 100"),
+            "{title}"
+        );
+        assert!(
+            text.contains("Watched path: /data/runs/a")
+                && text.contains("What to do: free room")
+                && text.contains("held as disk-full"),
+            "{text}"
+        );
+        assert_eq!(text.matches("What to do").count(), 1, "{text}");
+        let (title, text) = render(&e, Language::Zh, "gpu1", None);
+        assert!(
+            title.starts_with("nightjar（gpu1）磁盘空间不足：/data 剩余 3"),
+            "{title}"
+        );
+        assert!(text.contains("提示：请在该文件系统上腾出空间") && text.contains("disk-full"));
+        assert!(!text.contains("What to do"), "{text}");
     }
 
     #[test]

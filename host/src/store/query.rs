@@ -201,4 +201,15 @@ impl Store {
         )
         .optional()?)
     }
+
+    /// The output folders of the runs in progress (each once).
+    pub fn running_outputs(&self) -> Result<Vec<std::path::PathBuf>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT DISTINCT output FROM runs WHERE state = 'running' AND output IS NOT NULL ORDER BY output",
+        )?;
+        let rows = stmt
+            .query_map([], |r| r.get::<_, String>(0))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows.into_iter().map(std::path::PathBuf::from).collect())
+    }
 }

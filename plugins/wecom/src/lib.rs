@@ -40,7 +40,24 @@
 //! unmentioned. Titles and texts are the host's, in its configured
 //! language. WeCom takes at most 2048 bytes of text content and 4096 of
 //! markdown: longer content is cut at a UTF-8 character boundary and ends
-//! with `…` (mentions are kept).
+//! with `…` (mentions are kept). In markdown a title takes at most 1024
+//! bytes, so its bold and colour are never cut.
+//!
+//! # Escaping
+//!
+//! Titles, texts and kinds are the host's, and carry what users wrote (task
+//! names, sweep values in a member's name, stderr lines): in markdown they
+//! are made inert, so `**x**`, `[a](http://evil)`, `<font color="warning">`
+//! or `<@all>` in them shows as text and neither formats, links, colours
+//! nor mentions anyone. WeCom documents no escape syntax (a backslash may show as
+//! itself), so each character that could start markup is replaced by its
+//! full-width look-alike (`*` → `＊`, `<` → `＜`, a line's first `#` → `＃`,
+//! ...; the table is in `escape.rs`), which every client shows as text;
+//! `snake_case` names and a sweep member's `name[i=3]` are kept as they are.
+//! The byte limits hold after the replacement (a look-alike takes 3 bytes).
+//! Only the plugin's own markup (the bold, colour, summary quote and the
+//! configured `<@userid>` mentions) is markup. `text` messages are plain
+//! text and sent as the host wrote them.
 //!
 //! # Outcomes
 //!
@@ -56,10 +73,11 @@ use nightjar_sdk::{ConfigError, DeliveryError, Event, Notifier, export_notifier,
 use serde::Deserialize;
 
 mod config;
+mod escape;
 mod message;
 
 pub use config::{Config, DEFAULT_URL, Format, Mention, Secrets, Who};
-pub use message::{SUMMARY_TITLE_BYTES, body};
+pub use message::{SUMMARY_TITLE_BYTES, TITLE_BYTES, body};
 
 /// The `wecom` notifier.
 pub struct Wecom;

@@ -12,6 +12,10 @@ use crate::config::{Config, Format, Who};
 /// The most bytes one event's title takes in a summary line.
 pub const SUMMARY_TITLE_BYTES: usize = 240;
 
+/// The most bytes one event's title takes in a markdown message (escaped),
+/// so the bold and colour around it are never cut.
+pub const TITLE_BYTES: usize = 1024;
+
 /// The JSON body of the one message that carries `events` (never empty).
 pub fn body(config: &Config, events: &[Event]) -> Value {
     let mentions = config.mentions(events);
@@ -83,14 +87,25 @@ fn content(format: Format, events: &[Event], limit: usize) -> String {
     }
 }
 
+/// Host text as it goes into the message: made inert in markdown.
+fn host_text(format: Format, text: &str) -> String {
+    match format {
+        Format::Markdown => crate::escape::markdown(text),
+        Format::Text => text.to_string(),
+    }
+}
+
 /// One event: its title (coloured by severity in markdown), then its text.
 fn single(format: Format, e: &Event) -> String {
-    let title = one_line(&e.title);
+    let title = host_text(format, &one_line(&e.title));
     let head = match format {
-        Format::Markdown => coloured(e.severity, &format!("**{title}**")),
+        Format::Markdown => {
+            let title = truncate(&title, TITLE_BYTES);
+            coloured(e.severity, &format!("**{title}**"))
+        }
         Format::Text => title,
     };
-    let text = e.text.trim_end();
+    let text = host_text(format, e.text.trim_end());
     if text.is_empty() {
         head
     } else {
@@ -108,7 +123,10 @@ fn summary(format: Format, events: &[Event], limit: usize) -> String {
     }
     let mut counts: Vec<(&str, usize)> = counts.into_iter().collect();
     counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-    let by_kind: Vec<String> = counts.iter().map(|(k, n)| format!("{k} ×{n}")).collect();
+    let by_kind: Vec<String> = counts
+        .iter()
+        .map(|(k, n)| format!("{} ×{n}", host_text(format, k)))
+        .collect();
     let n = events.len();
     let mut out = match format {
         Format::Markdown => format!("**nightjar** ({n})\n> {}", by_kind.join(" · ")),
@@ -117,7 +135,7 @@ fn summary(format: Format, events: &[Event], limit: usize) -> String {
     let overflow = |rest: usize| format!("\n… +{rest}");
     let mut shown = 0;
     for (i, e) in events.iter().enumerate() {
-        let title = truncate(&one_line(&e.title), SUMMARY_TITLE_BYTES);
+        let title = truncate(&host_text(format, &one_line(&e.title)), SUMMARY_TITLE_BYTES);
         let line = match format {
             Format::Markdown => format!("\n- {}", coloured(e.severity, &title)),
             Format::Text => format!("\n- {title}"),

@@ -300,3 +300,80 @@ fn mobiles_userids_and_all_are_told_apart() {
     assert_eq!(Who::of("zhangsan"), Who::User("zhangsan"));
     assert_eq!(Who::of("007"), Who::User("007"));
 }
+
+/// An event whose title and text carry markdown a user could have written.
+fn hostile(id: i64) -> Event {
+    Event {
+        title: "train **x** [a](http://evil) <font color=\"info\">ok</font> <@all>".into(),
+        text: "# Big\n> quoted\n`code` [b](http://evil) <@all>\nsnake_case ok".into(),
+        ..event(id, "task-failed")
+    }
+}
+
+#[test]
+fn host_text_in_markdown_is_shown_never_read_as_markup() {
+    let c = config("");
+    let (_, body) = sent(&c, &[hostile(1)]);
+    assert_eq!(
+        content(&body),
+        "<font color=\"warning\">**train ＊＊x＊＊ [a］(http://evil) ＜font color=\"info\">ok＜/font> ＜@all>**</font>\n\
+         ＃ Big\n＞ quoted\n｀code｀ [b］(http://evil) ＜@all>\nsnake_case ok"
+    );
+    // In a summary too: only the plugin's own markup is markup.
+    let (_, body) = sent(&c, &[hostile(1), hostile(2)]);
+    let text = content(&body);
+    assert!(!text.contains("<@") && !text.contains("]("), "{text}");
+    assert_eq!(text.matches("<font").count(), 2, "{text}");
+    assert_eq!(text.matches("**").count(), 2, "{text}");
+    // Plain text messages carry the host's words as they are.
+    let (_, body) = sent(&config("format = \"text\""), &[hostile(1)]);
+    assert!(content(&body).starts_with("train **x** [a](http://evil)"));
+}
+
+#[test]
+fn configured_mentions_still_mention_while_a_named_one_does_not() {
+    let c = config("mention = { default = [\"zhangsan\"], projects = { vision = [\"lisi\"] } }");
+    let (_, body) = sent(&c, &[hostile(1)]);
+    let text = content(&body);
+    assert!(text.ends_with("\n<@lisi>"), "{text}");
+    assert_eq!(
+        text.matches("<@").count(),
+        1,
+        "only the configured one: {text}"
+    );
+}
+
+#[test]
+fn the_byte_limits_hold_after_escaping() {
+    // Each `*` and `<` becomes 3 bytes: 3000 of them are 9000.
+    let e = Event {
+        title: "<".repeat(3000),
+        text: "*".repeat(3000),
+        ..event(1, "task-failed")
+    };
+    for (format, limit) in [("markdown", 4096), ("text", 2048)] {
+        let c = config(&format!(
+            "format = {format:?}\nmention = {{ default = [\"lisi\"] }}"
+        ));
+        let (_, body) = sent(&c, std::slice::from_ref(&e));
+        let text = content(&body);
+        assert!(text.len() <= limit, "{format}: {}", text.len());
+        if format == "markdown" {
+            assert!(
+                text.contains("**</font>\n＊"),
+                "the title is cut inside its markup: {text}"
+            );
+            assert!(text.ends_with("…\n<@lisi>"), "{text}");
+        }
+    }
+    let many: Vec<Event> = (1..=200)
+        .map(|i| Event {
+            title: "<*>".repeat(200),
+            ..event(i, "task-failed")
+        })
+        .collect();
+    let (_, body) = sent(&config(""), &many);
+    let text = content(&body);
+    assert!(text.len() <= 4096, "{}", text.len());
+    assert!(text.contains("… +"), "{text}");
+}

@@ -26,9 +26,9 @@ pub struct Event {
     /// `task-started`, `task-succeeded`, `task-failed`,
     /// `task-validation-failed`, `task-retried`, `task-preempted`,
     /// `task-held`, `task-blocked`, `task-cancelled`, `task-stalled`,
-    /// `daemon-started`, `daemon-stopped`, `plugin-disabled`, `digest` (a
-    /// scheduled summary of a period) or `test` (new kinds may come: treat
-    /// an unknown one like any other).
+    /// `plugin-disabled`, `disk-low`, `daemon-started`, `daemon-stopped`,
+    /// `digest` (a scheduled summary of a period) or `test` (new kinds may
+    /// come: treat an unknown one like any other).
     pub kind: String,
     /// When it happened: Unix time in milliseconds (UTC). Plugins have no
     /// clock; this is the only time they know.
