@@ -115,6 +115,29 @@ fn the_message_id_comes_from_the_key_and_headers_cannot_be_injected() {
     };
     assert!(id(&text).unwrap().contains("nightjar.17-mail@"), "{text}");
     assert_eq!(id(&text), id(&again), "the same key, the same id");
+    // A key that would make an invalid id, or none, is hashed: still one
+    // id per key (or per content), and a valid one.
+    let ids: Vec<String> = ["", "17.mail", "17..mail", "17 mail", "任务"]
+        .iter()
+        .map(|k| {
+            let mut m = m.clone();
+            m.key = k.to_string();
+            id(&built(&b, &m).unwrap()).unwrap()
+        })
+        .collect();
+    for i in &ids {
+        let left = i
+            .trim_start_matches("Message-ID: <")
+            .split('@')
+            .next()
+            .unwrap();
+        assert!(
+            !left.contains("..") && !left.ends_with('.') && left.len() > "nightjar.".len(),
+            "{i}"
+        );
+    }
+    let unique: std::collections::BTreeSet<&String> = ids.iter().collect();
+    assert_eq!(unique.len(), ids.len(), "{ids:?}");
     assert!(
         !text.lines().any(|l| l.starts_with("Bcc:")),
         "a newline in the subject made a header: {text}"

@@ -7,6 +7,7 @@
 pub mod allow;
 pub mod http;
 pub mod mail;
+pub mod smtp;
 
 use std::sync::Arc;
 use std::time::Duration;
