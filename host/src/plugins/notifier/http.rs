@@ -154,7 +154,7 @@ impl HttpBroker {
     fn note(&self, req: &Request, what: &str) {
         if let Some(j) = &self.journal {
             let line = self.redact(&format!("{} {} -> {what}", req.method, req.url));
-            j.lock().unwrap_or_else(|p| p.into_inner()).push(line);
+            super::note(j, &line);
         }
     }
 

@@ -182,7 +182,7 @@ impl MailBroker {
                 Ok(()) => format!("mail to {} -> accepted", to.join(", ")),
                 Err(e) => format!("mail to {} -> {e:?}", to.join(", ")),
             };
-            j.lock().unwrap_or_else(|p| p.into_inner()).push(line);
+            super::note(j, &line);
         }
         r
     }

@@ -184,3 +184,26 @@ fn an_unset_password_variable_is_transient_and_named() {
         "{e:?}"
     );
 }
+
+#[test]
+fn a_plugin_looping_on_send_in_notify_test_keeps_a_bounded_journal() {
+    let journal = Arc::new(Mutex::new(Vec::new()));
+    let b = broker(&["@lab.example.edu"]).with_journal(Arc::clone(&journal));
+    let mut m = message(&["eve@evil.example"]);
+    m.to[0].push_str(&"x".repeat(10_000));
+    for _ in 0..500 {
+        assert!(matches!(b.send(&m), Err(MailError::Denied(_))));
+    }
+    let j = journal.lock().unwrap();
+    assert!(
+        j.len() <= super::super::MAX_JOURNAL + 1,
+        "{} lines",
+        j.len()
+    );
+    assert!(
+        j.iter().all(|l| l.chars().count() <= 1100),
+        "a line of {}",
+        j[0].len()
+    );
+    assert!(j.last().unwrap().contains("left out"), "{:?}", j.last());
+}

@@ -1,11 +1,12 @@
 //! The host's side of SMTP: `[mail]` resolved (password read, CA loaded)
 //! and one conversation with the server, bounded as a whole.
 //!
-//! The conversation runs on lettre's tokio transport under one deadline (the
-//! smaller of `[mail] timeout` and what is left of the delivery's): lettre's
-//! blocking transport bounds each read, not their sum, so a server dripping
-//! a byte at a time would hold the call, and the plugin thread the watchdog
-//! abandons, for hours. The password is cut out of every text in each form
+//! The conversation runs on lettre's tokio connection under one deadline
+//! (the smaller of `[mail] timeout` and what is left of the delivery's):
+//! lettre's blocking transport bounds each read, not their sum, so a server
+//! dripping a byte at a time would hold the call, and the plugin thread the
+//! watchdog abandons, for hours. A message the server accepted is delivered,
+//! however it answers QUIT. The password is cut out of every text in each form
 //! it takes on the wire (as itself, and base64 in `AUTH PLAIN` and `AUTH
 //! LOGIN`), since a server may echo what it was sent in its refusal.
 
@@ -15,12 +16,15 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
 use lettre::address::Envelope;
 use lettre::message::Mailbox;
-use lettre::transport::smtp::authentication::Credentials;
-use lettre::transport::smtp::client::{Certificate, Tls, TlsParameters};
-use lettre::{AsyncSmtpTransport, AsyncTransport, Tokio1Executor};
+use lettre::transport::smtp::authentication::{Credentials, DEFAULT_MECHANISMS};
+use lettre::transport::smtp::client::{AsyncSmtpConnection, Certificate, TlsParameters};
+use lettre::transport::smtp::extension::ClientId;
 
 use super::mail::MailError;
 use crate::config::{MailConfig, MailTls};
+
+/// How long the server is given to answer QUIT once it accepted the message.
+const QUIT_WAIT: Duration = Duration::from_secs(1);
 
 /// The host's SMTP settings, resolved (password read, CA loaded).
 pub struct MailSettings {
@@ -87,29 +91,51 @@ impl MailSettings {
         left.map_or(self.cfg.timeout, |l| l.min(self.cfg.timeout))
     }
 
-    fn transport(&self) -> Result<AsyncSmtpTransport<Tokio1Executor>, MailError> {
-        let server = self.cfg.server.trim();
-        let params = || {
-            let mut b = TlsParameters::builder(server.to_string());
-            for r in &self.roots {
-                b = b.add_root_certificate(r.clone());
-            }
-            b.build_rustls()
-                .map_err(|e| MailError::Transient(format!("TLS set-up for {server}: {e}")))
-        };
-        let tls = match self.cfg.tls {
-            MailTls::Starttls => Tls::Required(params()?),
-            MailTls::Tls => Tls::Wrapper(params()?),
-            MailTls::None => Tls::None,
-        };
-        let mut b = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(server)
-            .port(self.cfg.port())
-            .tls(tls)
-            .timeout(Some(self.cfg.timeout));
-        if let Some(c) = &self.credentials {
-            b = b.credentials(c.clone());
+    /// The TLS parameters for the server, when its mode uses TLS.
+    fn tls(&self) -> Result<Option<TlsParameters>, MailError> {
+        if self.cfg.tls == MailTls::None {
+            return Ok(None);
         }
-        Ok(b.build())
+        let server = self.cfg.server.trim();
+        let mut b = TlsParameters::builder(server.to_string());
+        for r in &self.roots {
+            b = b.add_root_certificate(r.clone());
+        }
+        b.build_rustls()
+            .map(Some)
+            .map_err(|e| MailError::Transient(format!("TLS set-up for {server}: {e}")))
+    }
+
+    /// Connects (TLS from the first byte, or STARTTLS, which the server must
+    /// offer and then do), logs in, and hands over the message: the
+    /// connection once the server accepted it.
+    async fn converse(
+        &self,
+        tls: Option<TlsParameters>,
+        envelope: &Envelope,
+        bytes: &[u8],
+    ) -> Result<AsyncSmtpConnection, lettre::transport::smtp::Error> {
+        let hello = ClientId::default();
+        let wrapper = match self.cfg.tls {
+            MailTls::Tls => tls.clone(),
+            _ => None,
+        };
+        let mut conn = AsyncSmtpConnection::connect_tokio1(
+            (self.cfg.server.trim(), self.cfg.port()),
+            Some(self.cfg.timeout),
+            &hello,
+            wrapper,
+            None,
+        )
+        .await?;
+        if let (MailTls::Starttls, Some(params)) = (self.cfg.tls, tls) {
+            conn.starttls(params, &hello).await?;
+        }
+        if let Some(c) = &self.credentials {
+            conn.auth(DEFAULT_MECHANISMS, c).await?;
+        }
+        conn.send(envelope, bytes).await?;
+        Ok(conn)
     }
 
     /// Sends `bytes` to `envelope`'s recipients through the server, the
@@ -120,18 +146,27 @@ impl MailSettings {
         bytes: &[u8],
         budget: Duration,
     ) -> Result<(), MailError> {
-        let transport = self.transport()?;
+        let tls = self.tls()?;
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|e| MailError::Transient(format!("cannot start the SMTP client: {e}")))?;
         let r = rt.block_on(async {
-            tokio::time::timeout(budget, transport.send_raw(envelope, bytes)).await
+            match tokio::time::timeout(budget, self.converse(tls, envelope, bytes)).await {
+                Ok(Ok(mut conn)) => {
+                    // Accepted: a server slow to answer QUIT cannot undo
+                    // that (told as failed, the message would go again).
+                    let _ = tokio::time::timeout(QUIT_WAIT, conn.abort()).await;
+                    Ok(Ok(()))
+                }
+                Ok(Err(e)) => Ok(Err(e)),
+                Err(late) => Err(late),
+            }
         });
         // A name lookup still going on a blocking thread is left to end alone.
         rt.shutdown_background();
         match r {
-            Ok(Ok(_)) => Ok(()),
+            Ok(Ok(())) => Ok(()),
             Ok(Err(e)) if e.is_permanent() => Err(MailError::Permanent(format!(
                 "the SMTP server {} refused: {e}",
                 self.name()

@@ -126,28 +126,43 @@ fn a_server_echoing_the_login_in_its_refusal_never_shows_it() {
 }
 
 #[test]
-fn starttls_not_offered_is_an_error_before_the_login_or_the_message() {
-    let dir = tempfile::tempdir().unwrap();
-    let (port, seen) = fake(|input, out, seen| {
-        hello(input, out, seen, "AUTH PLAIN LOGIN");
-        // Whatever comes next is recorded, answered yes.
-        for _ in 0..10 {
-            if line(input, seen).is_empty() {
-                break;
+fn starttls_not_offered_or_refused_is_an_error_before_the_login_or_the_message() {
+    // Not offered; offered and then refused (a downgrade on the path).
+    for (ehlo, starttls) in [
+        ("AUTH PLAIN LOGIN", "250 ok"),
+        (
+            "STARTTLS\r\n250 AUTH PLAIN LOGIN",
+            "454 4.7.0 TLS not available",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let (port, seen) = fake(move |input, out, seen| {
+            hello(input, out, seen, ehlo);
+            // Whatever comes next is recorded, answered yes (STARTTLS as said).
+            for _ in 0..10 {
+                let l = line(input, seen);
+                if l.is_empty() {
+                    break;
+                }
+                let reply = if l.starts_with("STARTTLS") {
+                    starttls
+                } else {
+                    "250 ok"
+                };
+                say(out, &format!("{reply}\r\n"));
             }
-            say(out, "250 ok\r\n");
-        }
-    });
-    let e = broker(settings(dir.path(), port, "starttls", "5s"))
-        .send(&message())
-        .unwrap_err();
-    assert!(matches!(e, MailError::Transient(_)), "{e:?}");
-    std::thread::sleep(Duration::from_millis(200));
-    let seen = seen.lock().unwrap().join("");
-    assert!(
-        !seen.contains("AUTH") && !seen.contains("MAIL") && !seen.contains("DATA"),
-        "sent in the clear: {seen}"
-    );
+        });
+        let e = broker(settings(dir.path(), port, "starttls", "5s"))
+            .send(&message())
+            .unwrap_err();
+        assert!(matches!(e, MailError::Transient(_)), "{ehlo}: {e:?}");
+        std::thread::sleep(Duration::from_millis(200));
+        let seen = seen.lock().unwrap().join("");
+        assert!(
+            !seen.contains("AUTH") && !seen.contains("MAIL") && !seen.contains("DATA"),
+            "{ehlo}: sent in the clear: {seen}"
+        );
+    }
 }
 
 /// Sends on a thread; the answer, or a panic when it takes past `limit`.
@@ -292,4 +307,29 @@ fn a_huge_greeting_is_refused_without_reading_it_all() {
         );
         assert!(took < Duration::from_secs(4), "{took:?}");
     }
+}
+
+#[test]
+fn a_message_accepted_is_delivered_even_when_the_server_never_answers_quit() {
+    let dir = tempfile::tempdir().unwrap();
+    let (port, _) = fake(|input, out, seen| {
+        hello(input, out, seen, "AUTH PLAIN");
+        for reply in ["235 ok", "250 ok", "250 ok", "354 go"] {
+            line(input, seen);
+            say(out, &format!("{reply}\r\n"));
+        }
+        let mut body = Vec::new();
+        let mut byte = [0u8];
+        while !body.ends_with(b"\r\n.\r\n") && input.read(&mut byte).unwrap_or(0) == 1 {
+            body.push(byte[0]);
+        }
+        say(out, "250 queued as 17\r\n");
+        // QUIT is read, and never answered.
+        line(input, seen);
+        std::thread::sleep(Duration::from_secs(30));
+    });
+    let b = broker(settings(dir.path(), port, "none", "2s"));
+    let (r, took) = send_within(b, Duration::from_secs(10));
+    assert_eq!(r, Ok(()), "accepted, then told as failed: sent again");
+    assert!(took < Duration::from_secs(4), "{took:?}");
 }
