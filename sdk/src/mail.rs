@@ -6,7 +6,8 @@
 //! never sees them. Every recipient must be on the notifier's allow-list in
 //! the daemon config (an address, or `@domain`); the host sets `Message-ID`
 //! from the message's `key`, so a delivery repeated after a crash carries
-//! the same id. A whole message is at most 1 MiB.
+//! the same id. A whole message is at most 1 MiB, and one delivery may try
+//! at most one message per event it carries, plus 10.
 //!
 //! ```no_run
 //! use nightjar_sdk::{DeliveryError, mail};

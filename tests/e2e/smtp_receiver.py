@@ -5,7 +5,8 @@ argv: LOG USER PASSWORD [CERT KEY]
   refused with 535 (a permanent failure).
 - With CERT and KEY (PEM), offers STARTTLS and refuses mail before it.
 - Appends one JSON line per accepted message to LOG: {"from", "to",
-  "auth", "tls", "subject", "message_id", "text", "html", "attachments"}.
+  "auth", "tls", "subject", "message_id", "text", "html", "attachments",
+  "bare_line_ends"}.
 - While the file `<LOG>.fail` exists, answers DATA with the SMTP reply
   written in it (e.g. `451 4.3.0 try later` or `550 5.1.1 no such user`).
 Prints its port on the first line of stdout, then serves until killed.
@@ -13,6 +14,7 @@ Prints its port on the first line of stdout, then serves until killed.
 
 import email
 import logging
+import re
 import warnings
 import email.policy
 import json
@@ -59,6 +61,9 @@ class Handler:
             "text": text.get_content() if text else None,
             "html": html.get_content() if html else None,
             "attachments": [a.get_filename() for a in msg.iter_attachments()],
+            # A CR or LF not in a CRLF, as received (a server that ends DATA
+            # at <CR>.<CR> or <LF>.<CRLF> would be open to SMTP smuggling).
+            "bare_line_ends": len(re.findall(rb"\r(?!\n)|(?<!\r)\n", envelope.original_content)),
         }
         with open(LOG, "a") as f:
             f.write(json.dumps(record) + "\n")

@@ -48,7 +48,9 @@ pub struct MailConfig {
     /// PEM certificates trusted besides the system's (a lab's own CA).
     #[serde(default)]
     pub ca: Option<PathBuf>,
-    /// Deadline of each step of the conversation with the server.
+    /// Deadline of the whole conversation with the server (and of each
+    /// step); a delivery's `notify.timeout`, when less is left of it, ends
+    /// it sooner.
     #[serde(with = "humantime_serde_compat", default = "default_timeout")]
     pub timeout: Duration,
 }
@@ -70,10 +72,18 @@ impl MailConfig {
     /// Checks the values, naming the key at fault.
     pub fn validate(&self) -> Result<()> {
         let server = self.server.trim();
-        if server.is_empty() || server.contains(['/', ' ', '@']) {
+        if server.is_empty()
+            || server.contains(['/', ' ', '@', '[', ']'])
+            || server.chars().any(char::is_control)
+        {
             bail!(
                 "key `mail.server`: `{}` is not a host name or address; write e.g. `smtp.lab.example.edu`",
-                self.server
+                self.server.escape_debug()
+            );
+        }
+        if server.contains(':') && server.parse::<std::net::Ipv6Addr>().is_err() {
+            bail!(
+                "key `mail.server`: `{server}` has a port; write the host alone and the port in `mail.port` (an IPv6 address goes without brackets: `::1`)"
             );
         }
         if self.port == Some(0) {
@@ -126,6 +136,8 @@ mod tests {
         let c = parse("server = \"127.0.0.1\"\nport = 2525\nfrom = \"a@x.org\"\ntls = \"none\"")
             .unwrap();
         assert_eq!(c.port(), 2525);
+        let c = parse("server = \"::1\"\nfrom = \"a@x.org\"\ntls = \"none\"").unwrap();
+        assert_eq!(c.port(), 25, "an IPv6 loopback relay");
     }
 
     #[test]
@@ -159,6 +171,12 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("mail.server"), "{e}");
+        for server in ["smtp.x.org:587", "[::1]", "smtp.x.org\\n25"] {
+            let e = parse(&format!("server = \"{server}\"\nfrom = \"a@x.org\""))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("mail.server"), "{server}: {e}");
+        }
         let e = parse("server = \"x\"\nfrom = \"a@x.org\"\nsmtp = 1")
             .unwrap_err()
             .to_string();

@@ -135,8 +135,15 @@ impl NotifyConfig {
             bail!("keys `notify.http_timeout` and `notify.timeout`: 0 < http_timeout <= timeout");
         }
         if let Some(d) = &self.digest {
-            crate::task::schedule::parse(d)
+            let s = crate::task::schedule::parse(d)
                 .map_err(|e| anyhow::anyhow!("key `notify.digest`: {e}"))?;
+            // In UTC: a date that never comes (30 February) never comes in
+            // any zone, and one that does comes within a few years in all.
+            if s.next_after(chrono::Utc::now(), chrono_tz::UTC).is_none() {
+                bail!(
+                    "key `notify.digest`: `{d}` never fires (no such date, as 30 February); write e.g. `daily@08:00` or `0 8 * * 1`"
+                );
+            }
         }
         if self.stop_flush > Duration::from_secs(600) {
             bail!(

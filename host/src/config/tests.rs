@@ -167,3 +167,28 @@ fn disk_low_and_stop_flush_parse_and_zero_turns_the_disk_check_off() {
     );
     assert!(err.contains("notify.stop_flush"), "{err}");
 }
+
+#[test]
+fn a_digest_schedule_that_never_fires_is_refused_naming_the_key() {
+    for never in ["0 0 30 2 *", "0 8 31 4 *"] {
+        let err = format!(
+            "{:#}",
+            Config::parse(
+                &format!("[notify]\ndigest = \"{never}\"\n"),
+                Path::new("c.toml")
+            )
+            .unwrap_err()
+        );
+        assert!(
+            err.contains("notify.digest") && err.contains("never"),
+            "{never}: {err}"
+        );
+    }
+    for fires in ["daily@08:00", "0 8 29 2 *", "weekly@mon07:30"] {
+        let cfg = Config::parse(
+            &format!("[notify]\ndigest = \"{fires}\"\n"),
+            Path::new("c.toml"),
+        );
+        assert!(cfg.is_ok(), "{fires}: {:#}", cfg.unwrap_err());
+    }
+}

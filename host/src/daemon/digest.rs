@@ -91,7 +91,7 @@ impl Daemon {
     /// Writes the digest if one is due; when to look again.
     fn digest_step(&self, schedule: &Schedule, started: i64) -> Option<i64> {
         let tz = self.cfg.tz();
-        let last = match self.store().last_digest_end() {
+        let last = match self.store().last_digest_end(now_ms()) {
             Ok(l) => l,
             Err(e) => {
                 tracing::warn!("cannot read the last digest: {e}");
@@ -118,7 +118,7 @@ impl Daemon {
         let now = now_ms();
         let from = self
             .store()
-            .last_digest_end()?
+            .last_digest_end(now)?
             .unwrap_or(now - 24 * 3_600_000);
         self.store().write_digest(now, from, now, false)?;
         self.changed();

@@ -12,11 +12,17 @@
 //! What was told is kept in memory, per file system (several watched paths
 //! on one file system are one event): a daemon restarted while a file
 //! system is still low tells of it once more.
+//!
+//! A path is asked on a thread of its own and waited for [`PROBE_WAIT`]: an
+//! output folder on a hung mount (an NFS server gone, a user's sshfs
+//! stopped) is skipped, and not asked again until its question comes back,
+//! instead of holding every later look, the state dir's included.
 
 use std::collections::HashSet;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use bytesize::ByteSize;
 
@@ -49,6 +55,53 @@ pub fn judge(told: bool, free: u64, low: u64) -> (bool, bool) {
         false if free < low => (true, true),
         false => (false, false),
         true => (false, free < rearm_at(low)),
+    }
+}
+
+/// How long one path's file system is waited for.
+const PROBE_WAIT: Duration = Duration::from_secs(5);
+
+/// The paths whose question has not come back (a hung mount).
+#[derive(Clone, Default)]
+pub struct Hung(Arc<Mutex<HashSet<PathBuf>>>);
+
+impl Hung {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<PathBuf>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// `ask(path)` on a thread, waited for at most `wait`; `None` when it
+    /// fails, is late, or is still out from an earlier look.
+    fn probe_with<F>(&self, path: &Path, wait: Duration, ask: F) -> Option<Fs>
+    where
+        F: FnOnce(&Path) -> Option<Fs> + Send + 'static,
+    {
+        if !self.lock().insert(path.to_path_buf()) {
+            return None;
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (p, me) = (path.to_path_buf(), self.clone());
+        let started = std::thread::Builder::new()
+            .name("nightjar-statfs".into())
+            .spawn(move || {
+                let fs = ask(&p);
+                me.lock().remove(&p);
+                let _ = tx.send(fs);
+            });
+        if started.is_err() {
+            self.lock().remove(path);
+            return None;
+        }
+        match rx.recv_timeout(wait) {
+            Ok(fs) => fs,
+            Err(_) => {
+                tracing::warn!(
+                    "{}: its file system did not answer in {wait:?} (a hung mount?); skipped until it does",
+                    path.display()
+                );
+                None
+            }
+        }
     }
 }
 
@@ -92,12 +145,14 @@ impl Daemon {
         let mut tick = tokio::time::interval(CHECK_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut told = HashSet::new();
+        let hung = Hung::default();
         loop {
             tick.tick().await;
             let me = Arc::clone(&self);
             let mut mine = std::mem::take(&mut told);
+            let h = hung.clone();
             let looked = tokio::task::spawn_blocking(move || {
-                me.check_disk_room(&mut mine);
+                me.check_disk_room(&mut mine, &h);
                 mine
             })
             .await;
@@ -107,8 +162,9 @@ impl Daemon {
     }
 
     /// One look at every watched file system; `told` holds the devices told
-    /// of and not re-armed. Returns how many `disk-low` events it wrote.
-    pub fn check_disk_room(&self, told: &mut HashSet<u64>) -> usize {
+    /// of and not re-armed, `hung` the paths still not answered. Returns how
+    /// many `disk-low` events it wrote.
+    pub fn check_disk_room(&self, told: &mut HashSet<u64>, hung: &Hung) -> usize {
         let low = self.cfg.notify.disk_low.as_u64();
         let mut paths = vec![self.cfg.state_dir.clone()];
         match self.store().running_outputs() {
@@ -118,7 +174,9 @@ impl Daemon {
         let mut looked = HashSet::new();
         let mut written = 0;
         for path in paths {
-            let Some(fs) = probe(&path) else { continue };
+            let Some(fs) = hung.probe_with(&path, PROBE_WAIT, probe) else {
+                continue;
+            };
             if !looked.insert(fs.dev) {
                 continue;
             }
@@ -207,6 +265,33 @@ mod tests {
         assert_eq!(rearm_at(u64::MAX), u64::MAX);
         assert_eq!(judge(false, u64::MAX - 1, u64::MAX), (true, true));
         assert_eq!(judge(true, u64::MAX - 1, u64::MAX), (false, true));
+    }
+
+    #[test]
+    fn a_hung_mount_is_waited_for_briefly_then_skipped_until_it_answers() {
+        let dir = tempfile::tempdir().unwrap();
+        let hung = Hung::default();
+        let (release, stuck) = std::sync::mpsc::channel::<()>();
+        let ms = Duration::from_millis;
+        let started = std::time::Instant::now();
+        let fs = hung.probe_with(dir.path(), ms(200), move |p| {
+            let _ = stuck.recv();
+            probe(p)
+        });
+        assert!(fs.is_none() && started.elapsed() < ms(2000));
+        // Still out: the next look skips it at once, without a second thread.
+        let again = std::time::Instant::now();
+        assert!(hung.probe_with(dir.path(), ms(200), probe).is_none());
+        assert!(again.elapsed() < ms(100), "{:?}", again.elapsed());
+        // Once it answers, it is asked again.
+        release.send(()).unwrap();
+        for _ in 0..200 {
+            if hung.lock().is_empty() {
+                break;
+            }
+            std::thread::sleep(ms(10));
+        }
+        assert!(hung.probe_with(dir.path(), ms(2000), probe).is_some());
     }
 
     #[test]

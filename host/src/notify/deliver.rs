@@ -32,6 +32,10 @@ const SINGLE_PAGE: usize = 32;
 /// Events one summary carries at most.
 const MAX_BATCH: usize = 200;
 
+/// Messages one delivery may try beyond one per event it carries (a
+/// summary goes to each recipient list once).
+const MAIL_SLACK: usize = 10;
+
 /// One configured notifier, ready to deliver.
 pub struct Configured {
     /// Its name.
@@ -130,13 +134,16 @@ impl Configured {
             .iter()
             .map(|e| event::wire(cfg, store, e, &self.name, &self.secrets))
             .collect();
+        let until = Instant::now() + cfg.notify.timeout;
         let mut http = HttpBroker::new(
             self.entry.allow.clone(),
             cfg.notify.http_timeout,
             self.secrets.clone(),
         )
-        .until(Instant::now() + cfg.notify.timeout);
-        let mut mail = MailBroker::new(self.mail.clone(), &self.entry.allow, self.secrets.clone());
+        .until(until);
+        let mut mail = MailBroker::new(self.mail.clone(), &self.entry.allow, self.secrets.clone())
+            .until(until)
+            .at_most(events.len() + MAIL_SLACK);
         if let Some(j) = journal {
             http = http.with_journal(Arc::clone(&j));
             mail = mail.with_journal(j);

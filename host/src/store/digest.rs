@@ -13,31 +13,39 @@ use super::{Result, Store, exec, row};
 /// Failures a digest names one by one (the rest are counted).
 pub const MAX_FAILURES_LISTED: usize = 20;
 
+/// The runs that ended in `[?1, ?2)`, through the index `runs_finished`
+/// (schema 8), named: without statistics SQLite would pick `runs_state`
+/// and read every run the lab ever finished for one day's digest.
+const RUNS_OF_PERIOD: &str = "SELECT r.class, t.project, t.name, r.task_id,
+        r.finished_at - r.started_at,
+        CASE WHEN r.gpus IS NULL OR r.gpus = '' THEN 0
+             ELSE length(r.gpus) - length(replace(r.gpus, ',', '')) + 1 END,
+        (SELECT SUM(g.energy_j) FROM run_gpus g WHERE g.run_id = r.id)
+ FROM runs r INDEXED BY runs_finished JOIN tasks t ON t.id = r.task_id
+ WHERE r.state = 'finished' AND r.finished_at >= ?1 AND r.finished_at < ?2
+ ORDER BY r.finished_at, r.id";
+
 impl Store {
-    /// The end of the last scheduled digest's period (Unix ms), if any.
-    pub fn last_digest_end(&self) -> Result<Option<i64>> {
-        Ok(
-            row(&self.conn, "SELECT MAX(period_end) FROM digests", [], |r| {
-                r.get::<_, Option<i64>>(0)
-            })
-            .optional()?
-            .flatten(),
+    /// The end of the last scheduled digest's period (Unix ms) that is not
+    /// after `now`, if any. A period that ends later was told while the
+    /// clock was ahead: counted from, it would hold every digest back until
+    /// the clock caught up with it (years, for a machine that booted in
+    /// 2040 and was set right).
+    pub fn last_digest_end(&self, now: i64) -> Result<Option<i64>> {
+        Ok(row(
+            &self.conn,
+            "SELECT MAX(period_end) FROM digests WHERE period_end <= ?1",
+            [now],
+            |r| r.get::<_, Option<i64>>(0),
         )
+        .optional()?
+        .flatten())
     }
 
     /// What the runs that ended in `[from, to)` add up to, as the digest
     /// event's facts.
     pub fn digest_facts(&self, from: i64, to: i64) -> Result<Value> {
-        let mut stmt = self.conn.prepare(
-            "SELECT r.class, t.project, t.name, r.task_id,
-                    r.finished_at - r.started_at,
-                    CASE WHEN r.gpus IS NULL OR r.gpus = '' THEN 0
-                         ELSE length(r.gpus) - length(replace(r.gpus, ',', '')) + 1 END,
-                    (SELECT SUM(g.energy_j) FROM run_gpus g WHERE g.run_id = r.id)
-             FROM runs r JOIN tasks t ON t.id = r.task_id
-             WHERE r.state = 'finished' AND r.finished_at >= ?1 AND r.finished_at < ?2
-             ORDER BY r.finished_at, r.id",
-        )?;
+        let mut stmt = self.conn.prepare(RUNS_OF_PERIOD)?;
         let rows = stmt.query_map(params![from, to], |r| {
             Ok((
                 r.get::<_, Option<String>>(0)?
@@ -136,6 +144,25 @@ mod tests {
     use crate::store::{NewRun, RunClass};
 
     #[test]
+    fn the_digest_reads_the_runs_of_its_period_through_an_index() {
+        let (_dir, s) = store();
+        let mut stmt = s
+            .conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {}", super::RUNS_OF_PERIOD))
+            .unwrap();
+        let plan: Vec<String> = stmt
+            .query_map(rusqlite::params![0, 1], |r| r.get::<_, String>(3))
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect();
+        assert!(
+            plan.iter()
+                .any(|p| p.contains("SEARCH r USING INDEX runs_finished")),
+            "every finished run is read for each digest: {plan:?}"
+        );
+    }
+
+    #[test]
     fn a_digest_sums_the_period_and_a_scheduled_period_is_written_once() {
         let (dir, mut s) = store();
         let ids = submit(
@@ -180,7 +207,7 @@ mod tests {
             !s.write_digest(6_000_001, 0, 5_000_000, true).unwrap(),
             "told once"
         );
-        assert_eq!(s.last_digest_end().unwrap(), Some(5_000_000));
+        assert_eq!(s.last_digest_end(6_000_000).unwrap(), Some(5_000_000));
         let events = s.events_after(0, 100).unwrap();
         assert_eq!(events.iter().filter(|e| e.kind == "digest").count(), 1);
         // A digest asked for by hand does not move the schedule.
@@ -188,6 +215,22 @@ mod tests {
             s.write_digest(7_000_000, 5_000_000, 7_000_000, false)
                 .unwrap()
         );
-        assert_eq!(s.last_digest_end().unwrap(), Some(5_000_000));
+        assert_eq!(s.last_digest_end(7_000_000).unwrap(), Some(5_000_000));
+    }
+
+    #[test]
+    fn a_period_told_while_the_clock_was_ahead_does_not_hold_the_next_back() {
+        let (_dir, mut s) = store();
+        let day = 24 * 3_600_000;
+        assert!(s.write_digest(day, 0, day, true).unwrap());
+        // The clock ran ten years ahead for a while, and a digest was told.
+        let ahead = 3650 * day;
+        assert!(s.write_digest(ahead + 1, ahead - day, ahead, true).unwrap());
+        assert_eq!(s.last_digest_end(ahead).unwrap(), Some(ahead));
+        // Set right, the next digest counts from the last period in the past.
+        assert_eq!(s.last_digest_end(2 * day - 1).unwrap(), Some(day));
+        assert!(s.write_digest(2 * day, day, 2 * day, true).unwrap());
+        assert_eq!(s.last_digest_end(2 * day).unwrap(), Some(2 * day));
+        assert_eq!(s.last_digest_end(0).unwrap(), None);
     }
 }

@@ -200,4 +200,9 @@ CREATE TABLE digests (
     at           INTEGER NOT NULL
 );
 "#,
+    r#"
+-- The runs that ended in a period (the digest's question), without reading
+-- every run the lab ever had.
+CREATE INDEX runs_finished ON runs (finished_at) WHERE state = 'finished';
+"#,
 ];

@@ -113,7 +113,11 @@ pub(super) fn chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut cause = e.source();
     while let Some(c) = cause {
-        text = format!("{text}: {c}");
+        // Some errors (lettre's) write their cause in their own text.
+        let c_text = c.to_string();
+        if !text.ends_with(&c_text) {
+            text = format!("{text}: {c_text}");
+        }
         cause = c.source();
     }
     text
@@ -150,7 +154,7 @@ impl HttpBroker {
     fn note(&self, req: &Request, what: &str) {
         if let Some(j) = &self.journal {
             let line = self.redact(&format!("{} {} -> {what}", req.method, req.url));
-            j.lock().unwrap_or_else(|p| p.into_inner()).push(line);
+            super::note(j, &line);
         }
     }
 

@@ -4,15 +4,17 @@
 //! address, or `@domain`), bounded in size, with a `Message-ID` made from
 //! the delivery's idempotency key so a repeat after a crash is recognisable.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
-use lettre::message::header::ContentType;
-use lettre::message::{Attachment, Mailbox, MultiPart, SinglePart};
-use lettre::transport::smtp::authentication::Credentials;
-use lettre::transport::smtp::client::{Certificate, Tls, TlsParameters};
-use lettre::{Address, Message, SmtpTransport, Transport};
+use lettre::message::header::{ContentTransferEncoding, ContentType};
+use lettre::message::{Attachment, Body, Mailbox, MultiPart, SinglePart};
+use lettre::{Address, Message};
 
-use crate::config::{MailConfig, MailTls};
+pub use super::smtp::MailSettings;
+#[cfg(test)]
+use crate::config::MailConfig;
 
 /// Most recipients of one message.
 pub const MAX_RECIPIENTS: usize = 50;
@@ -89,82 +91,16 @@ pub fn parse_recipient(e: &str) -> Result<Recipient, String> {
         })
 }
 
-/// The host's SMTP settings, resolved (password read, CA loaded).
-pub struct MailSettings {
-    cfg: MailConfig,
-    from: Mailbox,
-    credentials: Option<Credentials>,
-    roots: Vec<Certificate>,
-    /// The password, to cut out of every text.
-    pub secrets: Vec<String>,
-}
-
-impl MailSettings {
-    /// Resolves `[mail]`: reads the password reference and the CA file.
-    /// The error names the key and never the value.
-    pub fn resolve(cfg: &MailConfig) -> Result<MailSettings, String> {
-        let from = cfg
-            .from
-            .parse::<Mailbox>()
-            .map_err(|e| format!("[mail] from: {e}"))?;
-        let password = match &cfg.password {
-            Some(r) => Some(crate::notify::secrets::resolve_at("[mail] password", r)?),
-            None => None,
-        };
-        let credentials = cfg
-            .user
-            .as_ref()
-            .map(|u| Credentials::new(u.clone(), password.clone().unwrap_or_default()));
-        let mut roots = Vec::new();
-        if let Some(ca) = &cfg.ca {
-            let pem = std::fs::read(ca)
-                .map_err(|e| format!("[mail] ca: cannot read {}: {e}", ca.display()))?;
-            roots.push(Certificate::from_pem(&pem).map_err(|e| {
-                format!("[mail] ca: {} is not PEM certificates: {e}", ca.display())
-            })?);
-        }
-        Ok(MailSettings {
-            cfg: cfg.clone(),
-            from,
-            credentials,
-            roots,
-            secrets: password.into_iter().collect(),
-        })
-    }
-
-    fn transport(&self) -> Result<SmtpTransport, MailError> {
-        let server = self.cfg.server.trim();
-        let params = || {
-            let mut b = TlsParameters::builder(server.to_string());
-            for r in &self.roots {
-                b = b.add_root_certificate(r.clone());
-            }
-            b.build_rustls()
-                .map_err(|e| MailError::Transient(format!("TLS set-up for {server}: {e}")))
-        };
-        let tls = match self.cfg.tls {
-            MailTls::Starttls => Tls::Required(params()?),
-            MailTls::Tls => Tls::Wrapper(params()?),
-            MailTls::None => Tls::None,
-        };
-        let mut b = SmtpTransport::builder_dangerous(server)
-            .port(self.cfg.port())
-            .tls(tls)
-            .timeout(Some(self.cfg.timeout));
-        if let Some(c) = &self.credentials {
-            b = b.credentials(c.clone());
-        }
-        Ok(b.build())
-    }
-}
-
-/// One notifier's mail.
+/// One notifier's mail, for one delivery.
 #[derive(Clone)]
 pub struct MailBroker {
     settings: Option<Arc<Result<MailSettings, String>>>,
     allow: Vec<Recipient>,
     secrets: Vec<String>,
     journal: Option<Arc<Mutex<Vec<String>>>>,
+    until: Option<Instant>,
+    most: usize,
+    tried: Arc<AtomicUsize>,
 }
 
 impl MailBroker {
@@ -185,6 +121,9 @@ impl MailBroker {
                 .collect(),
             secrets,
             journal: None,
+            until: None,
+            most: usize::MAX,
+            tried: Arc::default(),
         }
     }
 
@@ -192,6 +131,20 @@ impl MailBroker {
     /// `notify test` prints.
     pub fn with_journal(mut self, journal: Arc<Mutex<Vec<String>>>) -> Self {
         self.journal = Some(journal);
+        self
+    }
+
+    /// Ends every conversation by `at` (the delivery's deadline) at the
+    /// latest, and tries none after it.
+    pub fn until(mut self, at: Instant) -> Self {
+        self.until = Some(at);
+        self
+    }
+
+    /// Tries at most `n` messages (a plugin looping on `send` writes to
+    /// people: each try counts, accepted or not).
+    pub fn at_most(mut self, n: usize) -> Self {
+        self.most = n;
         self
     }
 
@@ -220,11 +173,16 @@ impl MailBroker {
             MailError::Permanent(t) => MailError::Permanent(self.redact(&t)),
         });
         if let Some(j) = &self.journal {
+            let to: Vec<String> =
+                m.to.iter()
+                    .take(MAX_RECIPIENTS)
+                    .map(|t| printable(t))
+                    .collect();
             let line = match &r {
-                Ok(()) => format!("mail to {} -> accepted", m.to.join(", ")),
-                Err(e) => format!("mail to {} -> {e:?}", m.to.join(", ")),
+                Ok(()) => format!("mail to {} -> accepted", to.join(", ")),
+                Err(e) => format!("mail to {} -> {e:?}", to.join(", ")),
             };
-            j.lock().unwrap_or_else(|p| p.into_inner()).push(line);
+            super::note(j, &line);
         }
         r
     }
@@ -242,19 +200,27 @@ impl MailBroker {
             Some(Ok(s)) => s,
         };
         let message = self.build(settings, m)?;
-        let transport = settings.transport()?;
-        match transport.send(&message) {
-            Ok(_) => Ok(()),
-            Err(e) if e.is_permanent() => Err(MailError::Permanent(format!(
-                "the SMTP server refused the message: {e}"
-            ))),
-            Err(e) => Err(MailError::Transient(format!(
-                "SMTP {}:{}: {}",
-                settings.cfg.server,
-                settings.cfg.port(),
-                super::http::chain(&e)
-            ))),
+        let bytes = message.formatted();
+        if let Some(at) = bare_line_end(&bytes) {
+            return Err(MailError::Denied(format!(
+                "the message has a bare CR or LF at byte {at} (a server could read it as the end of the message)"
+            )));
         }
+        let left = self
+            .until
+            .map(|u| u.saturating_duration_since(Instant::now()));
+        if left.is_some_and(|l| l.is_zero()) {
+            return Err(MailError::Transient(
+                "no time left before the delivery's deadline (notify.timeout)".into(),
+            ));
+        }
+        if self.tried.fetch_add(1, Ordering::SeqCst) >= self.most {
+            return Err(MailError::Denied(format!(
+                "at most {} messages in one delivery (one per event it carries, and 10 more)",
+                self.most
+            )));
+        }
+        settings.send(message.envelope(), &bytes, settings.budget(left))
     }
 
     fn build(&self, settings: &MailSettings, m: &MailMessage) -> Result<Message, MailError> {
@@ -280,7 +246,7 @@ impl MailBroker {
         let mut b = Message::builder()
             .from(settings.from.clone())
             .subject(one_line(&m.subject))
-            .message_id(Some(message_id(&m.key)))
+            .message_id(Some(message_id(m)))
             .date_now();
         for to in &m.to {
             let Ok(addr) = to.trim().parse::<Address>() else {
@@ -294,9 +260,10 @@ impl MailBroker {
             }
             b = b.to(Mailbox::new(None, addr));
         }
-        let body = match &m.html {
-            Some(html) => MultiPart::alternative_plain_html(m.text.clone(), html.clone()),
-            None => MultiPart::mixed().singlepart(SinglePart::plain(m.text.clone())),
+        let (text, html) = (lf_only(&m.text), m.html.as_deref().map(lf_only));
+        let body = match html {
+            Some(html) => MultiPart::alternative_plain_html(text, html),
+            None => MultiPart::mixed().singlepart(SinglePart::plain(text)),
         };
         let body = m.attachments.iter().try_fold(body, |body, a| {
             let ct = ContentType::parse(&a.content_type).map_err(|_| {
@@ -306,7 +273,16 @@ impl MailBroker {
                     printable(&a.content_type)
                 ))
             })?;
-            let part = Attachment::new(one_line(&a.name)).body(a.body.clone(), ct);
+            // Base64 whatever the bytes: sent as they are (7bit), a bare
+            // line end in them would reach the server unescaped.
+            let bytes = Body::new_with_encoding(a.body.clone(), ContentTransferEncoding::Base64)
+                .map_err(|_| {
+                    MailError::Denied(format!(
+                        "attachment `{}`: cannot encode it",
+                        printable(&a.name)
+                    ))
+                })?;
+            let part = Attachment::new(one_line(&a.name)).body(bytes, ct);
             Ok::<_, MailError>(MultiPart::mixed().multipart(body).singlepart(part))
         })?;
         b.multipart(body)
@@ -314,21 +290,60 @@ impl MailBroker {
     }
 }
 
-/// `Message-ID` of the delivery with `key`: the same key, the same id.
-fn message_id(key: &str) -> String {
-    let safe = |t: &str| -> String {
-        t.chars()
-            .filter(|c| c.is_ascii_alphanumeric() || "-._".contains(*c))
-            .take(200)
-            .collect()
+/// `text` with every line ending a lone LF (lettre makes each LF a CRLF; a
+/// lone CR it would send as it is).
+fn lf_only(text: &str) -> String {
+    text.replace("\r\n", "\n").replace('\r', "\n")
+}
+
+/// Where `bytes` has a CR not followed by LF, or an LF not after a CR: a
+/// server that takes `<LF>.<CRLF>` or `<CR>.<CR>` for the end of DATA
+/// would run what follows as commands of the daemon's own session (SMTP
+/// smuggling: any sender, any recipient).
+fn bare_line_end(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().enumerate().position(|(i, b)| match b {
+        b'\r' => bytes.get(i + 1) != Some(&b'\n'),
+        b'\n' => i == 0 || bytes[i - 1] != b'\r',
+        _ => false,
+    })
+}
+
+/// `Message-ID` of message `m`: from its key, the same key, the same id. A
+/// key that is not plain letters, digits, `-` and `_` is hashed (two keys
+/// never share an id, and the id stays valid); without a key, the
+/// recipients, subject and text are.
+fn message_id(m: &MailMessage) -> String {
+    let plain = |t: &str| {
+        !t.is_empty()
+            && t.len() <= 200
+            && t.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
     };
-    let host = safe(crate::notify::event::host_name());
+    let left = if plain(&m.key) {
+        m.key.clone()
+    } else if m.key.is_empty() {
+        let content = format!("{:?}", (&m.to, &m.subject, &m.text));
+        format!("c{}", &crate::plugins::sha256(content.as_bytes())[..32])
+    } else {
+        format!("k{}", &crate::plugins::sha256(m.key.as_bytes())[..32])
+    };
+    let host: String = crate::notify::event::host_name()
+        .split('.')
+        .map(|l| {
+            l.chars()
+                .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+                .take(63)
+                .collect::<String>()
+        })
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(".");
     let host = if host.is_empty() {
         "localhost".into()
     } else {
         host
     };
-    format!("<nightjar.{}@{host}>", safe(key))
+    format!("<nightjar.{left}@{host}>")
 }
 
 /// `text` on one line, cut at [`MAX_SUBJECT`] bytes on a char boundary.
@@ -354,3 +369,7 @@ fn printable(text: &str) -> String {
 #[cfg(test)]
 #[path = "mail_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "smtp_tests.rs"]
+mod smtp_tests;

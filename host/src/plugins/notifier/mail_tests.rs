@@ -115,6 +115,29 @@ fn the_message_id_comes_from_the_key_and_headers_cannot_be_injected() {
     };
     assert!(id(&text).unwrap().contains("nightjar.17-mail@"), "{text}");
     assert_eq!(id(&text), id(&again), "the same key, the same id");
+    // A key that would make an invalid id, or none, is hashed: still one
+    // id per key (or per content), and a valid one.
+    let ids: Vec<String> = ["", "17.mail", "17..mail", "17 mail", "任务"]
+        .iter()
+        .map(|k| {
+            let mut m = m.clone();
+            m.key = k.to_string();
+            id(&built(&b, &m).unwrap()).unwrap()
+        })
+        .collect();
+    for i in &ids {
+        let left = i
+            .trim_start_matches("Message-ID: <")
+            .split('@')
+            .next()
+            .unwrap();
+        assert!(
+            !left.contains("..") && !left.ends_with('.') && left.len() > "nightjar.".len(),
+            "{i}"
+        );
+    }
+    let unique: std::collections::BTreeSet<&String> = ids.iter().collect();
+    assert_eq!(unique.len(), ids.len(), "{ids:?}");
     assert!(
         !text.lines().any(|l| l.starts_with("Bcc:")),
         "a newline in the subject made a header: {text}"
@@ -160,4 +183,27 @@ fn an_unset_password_variable_is_transient_and_named() {
         matches!(&e, MailError::Transient(t) if t.contains("[mail] password") && t.contains("NIGHTJAR_TEST_NO_SUCH_VAR")),
         "{e:?}"
     );
+}
+
+#[test]
+fn a_plugin_looping_on_send_in_notify_test_keeps_a_bounded_journal() {
+    let journal = Arc::new(Mutex::new(Vec::new()));
+    let b = broker(&["@lab.example.edu"]).with_journal(Arc::clone(&journal));
+    let mut m = message(&["eve@evil.example"]);
+    m.to[0].push_str(&"x".repeat(10_000));
+    for _ in 0..500 {
+        assert!(matches!(b.send(&m), Err(MailError::Denied(_))));
+    }
+    let j = journal.lock().unwrap();
+    assert!(
+        j.len() <= super::super::MAX_JOURNAL + 1,
+        "{} lines",
+        j.len()
+    );
+    assert!(
+        j.iter().all(|l| l.chars().count() <= 1100),
+        "a line of {}",
+        j[0].len()
+    );
+    assert!(j.last().unwrap().contains("left out"), "{:?}", j.last());
 }

@@ -7,6 +7,7 @@
 pub mod allow;
 pub mod http;
 pub mod mail;
+pub mod smtp;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,6 +38,27 @@ mod bindings {
 pub use bindings::exports::nightjar::plugin::notify::{Event, Field, Severity};
 use bindings::nightjar::plugin::http as wire_http;
 use bindings::nightjar::plugin::mail as wire_mail;
+
+/// Lines `notify test` keeps of a plugin's exchanges (a plugin looping on
+/// `send` would otherwise grow the daemon's memory, and the reply, until
+/// its deadline).
+pub const MAX_JOURNAL: usize = 100;
+
+/// Characters kept of one journal line.
+const MAX_JOURNAL_LINE: usize = 1000;
+
+/// Adds `line` to `journal`, within [`MAX_JOURNAL`] lines of
+/// [`MAX_JOURNAL_LINE`] characters; then one line says the rest was left out.
+pub(crate) fn note(journal: &std::sync::Mutex<Vec<String>>, line: &str) {
+    let mut j = journal.lock().unwrap_or_else(|p| p.into_inner());
+    match j.len() {
+        n if n < MAX_JOURNAL => j.push(super::limits::capped(line, MAX_JOURNAL_LINE)),
+        MAX_JOURNAL => j.push(format!(
+            "(further exchanges left out: `notify test` keeps the first {MAX_JOURNAL})"
+        )),
+        _ => {}
+    }
+}
 
 /// Why a delivery failed, as the plugin (or the host) judged it.
 #[derive(Debug, Clone, PartialEq, Eq)]
