@@ -55,7 +55,7 @@ impl Config {
         for (project, to) in &self.projects {
             if to.is_empty() {
                 return Err(ConfigError::at(
-                    &format!("projects.{project}"),
+                    format!("projects.{project}"),
                     "is empty; list recipients, or leave the project out to use `to`",
                 ));
             }
@@ -84,7 +84,7 @@ fn check_addresses(key: &str, list: &[String]) -> Result<(), ConfigError> {
         if !ok {
             return Err(ConfigError::at(
                 key,
-                &format!("`{a}` is not a mail address; write `alice@lab.example.edu`"),
+                format!("`{a}` is not a mail address; write `alice@lab.example.edu`"),
             ));
         }
     }
@@ -116,7 +116,7 @@ fn check_template(t: &str) -> Result<(), ConfigError> {
         if !PLACEHOLDERS.contains(&name) {
             return Err(ConfigError::at(
                 "subject",
-                &format!(
+                format!(
                     "`{{{name}}}` is not a placeholder; use {}",
                     PLACEHOLDERS
                         .iter()
