@@ -27,6 +27,21 @@ impl StateDir {
         self.dir.create_dir_all(rel)
     }
 
+    /// Writes `bytes` to the file `rel` atomically (a temporary file beside
+    /// it, renamed into place), making its folder first.
+    pub fn write(&self, rel: &Path, bytes: &[u8]) -> std::io::Result<()> {
+        let name = rel
+            .file_name()
+            .ok_or_else(|| std::io::Error::other("no file name"))?;
+        let parent = rel.parent().unwrap_or(Path::new(""));
+        if !parent.as_os_str().is_empty() {
+            self.dir.create_dir_all(parent)?;
+        }
+        let tmp = parent.join(format!(".{}.tmp", name.to_string_lossy()));
+        self.dir.write(&tmp, bytes)?;
+        self.dir.rename(&tmp, &self.dir, rel)
+    }
+
     /// Deletes `rel` and everything in it; nothing there is fine.
     pub fn remove_all(&self, rel: &Path) -> std::io::Result<()> {
         match self.dir.remove_dir_all(rel) {
