@@ -205,6 +205,8 @@ fn submit(
     check_outputs(d, entries)?;
     check_fits(d, entries)?;
     let manifests = d.capture_submit(entries, verify);
+    // Queued once captured: the wait before a start does not count the capture.
+    let now = now.max(now_ms());
     let tz = d.cfg.tz();
     let ids = d
         .store()

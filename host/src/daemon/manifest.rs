@@ -125,6 +125,16 @@ impl Daemon {
                 "no submit manifest (submitted by an older nightjar): inputs not compared".into(),
             );
         }
+        // A schedule runs on the data of its night: its instances' inputs
+        // are expected to differ from those at the template's submit.
+        if !m.inputs_changed.is_empty() && self.store().is_recurring_instance(task).unwrap_or(false)
+        {
+            m.notes.push(format!(
+                "{} input(s) differ from the recurring template's submit: expected of a schedule, not flagged",
+                m.inputs_changed.len()
+            ));
+            m.inputs_changed.clear();
+        }
         m
     }
 

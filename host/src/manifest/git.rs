@@ -38,7 +38,7 @@ fn fill(
     let Some(top) = find_repo(workdir) else {
         return Err("not a git repository".into());
     };
-    rec.repo = Some(top);
+    rec.repo = Some(top.clone());
     let mut st = StatusLines::default();
     let status = bounded::run(
         git(workdir).args([
@@ -63,14 +63,8 @@ fn fill(
     let changed = st.changed;
     rec.changed_files = Some(changed);
     rec.dirty = Some(changed > 0);
-    let remotes = call(
-        workdir,
-        &["config", "--get-regexp", r"^remote\..*\.url$"],
-        deadline,
-        timeout,
-    )?;
-    // Exit 1: no remote at all.
-    rec.remote = pick_remote(&remotes.1).map(|u| without_credentials(&u));
+    // Read from the repository's config file: a git process less per capture.
+    rec.remote = remote_url(&top).map(|u| without_credentials(&u));
     if changed == 0 {
         return Ok(());
     }
@@ -110,6 +104,42 @@ fn fill(
     Ok(())
 }
 
+/// The URL of `origin`, else of the first remote, from the config file of
+/// the repository at `top` (a worktree's or submodule's `.git` file points
+/// to its git folder; a linked worktree shares its main repository's config).
+fn remote_url(top: &Path) -> Option<String> {
+    let dotgit = top.join(".git");
+    let gitdir = if dotgit.is_file() {
+        let text = read_small(&dotgit)?;
+        let rel = text
+            .lines()
+            .next()?
+            .strip_prefix("gitdir:")?
+            .trim()
+            .to_string();
+        top.join(rel)
+    } else {
+        dotgit
+    };
+    let common = match read_small(&gitdir.join("commondir")) {
+        Some(c) => gitdir.join(c.trim()),
+        None => gitdir,
+    };
+    pick_remote(&read_small(&common.join("config"))?)
+}
+
+/// A small text file (at most 1 MiB), or nothing.
+fn read_small(path: &Path) -> Option<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .ok()?
+        .take(1 << 20)
+        .read_to_string(&mut text)
+        .ok()?;
+    Some(text)
+}
+
 /// The folder holding `.git` (a folder, or a file in a worktree or
 /// submodule) at `workdir` or above it.
 fn find_repo(workdir: &Path) -> Option<PathBuf> {
@@ -140,28 +170,6 @@ fn git(workdir: &Path) -> Command {
         c.env_remove(v);
     }
     c
-}
-
-/// Most bytes kept of a short git answer (a path, the remotes).
-const ANSWER_KEPT: usize = 64 * 1024;
-
-/// Runs one git call with a short answer; its stdout's first 64 KiB.
-fn call(
-    workdir: &Path,
-    args: &[&str],
-    deadline: Instant,
-    timeout: Duration,
-) -> Result<(bounded::Ran, String), String> {
-    let mut out = Vec::new();
-    let ran = bounded::run(git(workdir).args(args), deadline, |b| {
-        let room = ANSWER_KEPT.saturating_sub(out.len());
-        out.extend_from_slice(&b[..b.len().min(room)]);
-    })
-    .map_err(|e| spawn_note(&e))?;
-    if ran.timed_out {
-        return Err(timed_out(args.first().copied().unwrap_or(""), timeout));
-    }
-    Ok((ran, String::from_utf8_lossy(&out).into_owned()))
 }
 
 fn timed_out(what: &str, timeout: Duration) -> String {
@@ -220,13 +228,38 @@ fn spawn_note(e: &std::io::Error) -> String {
     }
 }
 
-/// `origin`'s URL, else the first remote's, from `git config --get-regexp` lines.
-fn pick_remote(lines: &str) -> Option<String> {
-    let all: Vec<(&str, &str)> = lines.lines().filter_map(|l| l.split_once(' ')).collect();
-    all.iter()
-        .find(|(k, _)| *k == "remote.origin.url")
-        .or_else(|| all.first())
-        .map(|(_, v)| v.trim().to_string())
+/// `origin`'s URL, else the first remote's, from the text of a git config
+/// file (`[remote "NAME"]` sections, `url = VALUE`; quotes and comments as
+/// git writes them).
+fn pick_remote(config: &str) -> Option<String> {
+    let mut section: Option<String> = None;
+    let mut urls: Vec<(String, String)> = Vec::new();
+    for line in config.lines() {
+        let l = line.trim();
+        if l.starts_with('[') {
+            section = l
+                .strip_prefix("[remote")
+                .and_then(|r| r.trim().strip_suffix(']'))
+                .map(|n| n.trim().trim_matches('"').to_string());
+            continue;
+        }
+        let Some(name) = &section else { continue };
+        let Some((k, v)) = l.split_once('=') else {
+            continue;
+        };
+        if k.trim().eq_ignore_ascii_case("url") {
+            let v = v.trim();
+            let v = v
+                .strip_prefix('"')
+                .and_then(|x| x.strip_suffix('"'))
+                .unwrap_or(v);
+            urls.push((name.clone(), v.to_string()));
+        }
+    }
+    urls.iter()
+        .find(|(n, _)| n == "origin")
+        .or_else(|| urls.first())
+        .map(|(_, u)| u.clone())
 }
 
 /// A remote URL with any `user:password@` removed (`https://TOKEN@host/x`
@@ -282,14 +315,14 @@ mod tests {
 
     #[test]
     fn origin_wins_over_other_remotes() {
-        let lines = "remote.backup.url /srv/b.git\nremote.origin.url https://h/o.git\n";
-        assert_eq!(pick_remote(lines).as_deref(), Some("https://h/o.git"));
+        let config = "[core]\n\tbare = false\n[remote \"backup\"]\n\turl = /srv/b.git\n[remote \"origin\"]\n\turl = \"https://h/o.git\"\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n[branch \"main\"]\n\tremote = origin\n";
+        assert_eq!(pick_remote(config).as_deref(), Some("https://h/o.git"));
         assert_eq!(
-            pick_remote("remote.up.url u\n").as_deref(),
+            pick_remote("[remote \"up\"]\nurl=u\n").as_deref(),
             Some("u"),
             "no origin: the first"
         );
-        assert_eq!(pick_remote(""), None);
+        assert_eq!(pick_remote("[core]\nurl = x\n"), None);
     }
 }
 

@@ -112,3 +112,26 @@ fn a_diff_too_large_for_the_deadline_is_cut_off_in_time_and_said_so() {
     let note = g.note.unwrap();
     assert!(note.contains("did not finish within 700ms"), "{note}");
 }
+
+#[test]
+fn a_linked_worktree_reads_its_main_repositorys_remote() {
+    let dir = repo();
+    let wt = tempfile::tempdir().unwrap();
+    let path = wt.path().join("side");
+    git_in(
+        dir.path(),
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "side",
+            path.to_str().unwrap(),
+        ],
+    );
+    let g = capture(&path, Duration::from_secs(10));
+    assert_eq!(g.note, None);
+    assert_eq!(g.branch.as_deref(), Some("side"));
+    assert_eq!(g.repo.as_deref(), Some(path.as_path()));
+    assert_eq!(g.remote.as_deref(), Some("https://github.com/lab/exp.git"));
+}

@@ -195,7 +195,7 @@ fn stat(path: &Path) -> (InputRecord, Option<Key>) {
     if !ft.is_file() {
         rec.note = Some(match rec.kind.as_str() {
             "folder" => {
-                "a folder: not hashed (list its files, or a glob such as `data/*.csv`, to record their digests)".into()
+                "a folder: not hashed (list its files in `inputs` to record their digests)".into()
             }
             k => format!("a {k}, not a regular file: not read"),
         });

@@ -98,6 +98,19 @@ impl Store {
         Ok(Some(m))
     }
 
+    /// Whether `task` is an instance of a recurring template (its submit
+    /// manifest is the template's, from when the schedule was submitted).
+    pub fn is_recurring_instance(&self, task: i64) -> Result<bool> {
+        let kind: Option<String> = row(
+            &self.conn,
+            "SELECT p.kind FROM tasks t JOIN tasks p ON p.id = t.parent_id WHERE t.id = ?1",
+            [task],
+            |r| r.get(0),
+        )
+        .optional()?;
+        Ok(kind.as_deref() == Some("recurring"))
+    }
+
     /// The manifests of `task`: at submit, and of each run (oldest first).
     pub fn manifests(&self, task: i64) -> Result<Manifests> {
         let submit = self.submit_manifest(task)?;
@@ -126,4 +139,78 @@ fn key_params(k: &Key) -> (i64, i64, i64, i64, i64) {
         k.mtime_ns,
         k.ctime_ns,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::store;
+    use super::*;
+    use crate::task::file::{Format, parse};
+    use crate::task::resolve::resolve;
+    use nightjar_core::api::manifest::Phase;
+
+    fn key(ino: u64) -> Key {
+        Key {
+            dev: u64::MAX,
+            ino,
+            size: 3,
+            mtime_ns: 1,
+            ctime_ns: 2,
+        }
+    }
+
+    #[test]
+    fn a_cached_digest_is_found_by_its_whole_key_and_its_hits_counted() {
+        let (_dir, mut s) = store();
+        assert!(s.lookup_digests(&[key(1)], 5).unwrap().is_empty());
+        s.remember_digests(&[(key(1), "ab".into(), "/d/a".into())], 5)
+            .unwrap();
+        assert_eq!(s.digest_hits("/d/a").unwrap(), Some(0));
+        let found = s.lookup_digests(&[key(1), key(2)], 6).unwrap();
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[&key(1)], "ab");
+        let moved = Key {
+            mtime_ns: 9,
+            ..key(1)
+        };
+        assert!(s.lookup_digests(&[moved], 7).unwrap().is_empty());
+        assert_eq!(s.digest_hits("/d/a").unwrap(), Some(1));
+    }
+
+    #[test]
+    fn sweep_members_read_their_sweeps_submit_manifest_and_runs_their_own() {
+        let (dir, mut s) = store();
+        let entries = resolve(
+            &parse(
+                "command = \"echo ${x}\"\n[sweep]\nx = [1, 2]\n",
+                Format::Toml,
+            )
+            .unwrap(),
+            &std::env::temp_dir(),
+            "t",
+        )
+        .unwrap();
+        let m = Manifest::new(Phase::Submit, 1_000, "/w".into());
+        let ids = s
+            .submit_with_manifests(&entries, &[Some(m)], 1_000, |_| None)
+            .unwrap();
+        let members = s.show(ids[0]).unwrap().members;
+        let got = s.submit_manifest(members[1].id).unwrap().unwrap();
+        assert_eq!(
+            (got.task, got.workdir.to_str()),
+            (Some(members[1].id), Some("/w"))
+        );
+        let run = s
+            .claim(members[1].id, &Default::default(), dir.path(), 2_000)
+            .unwrap()
+            .unwrap();
+        let mut start = Manifest::new(Phase::Start, 2_000, "/w".into());
+        start.run = Some(run.id);
+        s.set_run_manifest(run.id, &start).unwrap();
+        let shown = s.show(members[1].id).unwrap().manifests;
+        assert_eq!(shown.runs[0].run, Some(run.id));
+        let submit = shown.submit.unwrap();
+        assert_eq!(submit.command, ["/bin/sh", "-c", "echo 2"], "its own spec");
+        assert!(!s.is_recurring_instance(members[1].id).unwrap());
+    }
 }
