@@ -317,8 +317,8 @@ impl Daemon {
             .ok()
             .map(|b| b.dir.join(format!("run-{}", run.id)));
         let prepared = runenv::build(&self.cfg, &self.state, spec, &run, &placement, cgroup)
-            .and_then(|rs| {
-                if let Some(why) = self.record_start(captured, spec, &run, &rs, &placement) {
+            .and_then(|mut rs| {
+                if let Some(why) = self.record_start(captured, spec, &run, &mut rs, &placement) {
                     anyhow::bail!(why);
                 }
                 // Known from its first instant: without cgroups, a child of

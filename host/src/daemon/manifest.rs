@@ -19,6 +19,14 @@ use nightjar_core::api::manifest::{
     FILE, GpuDevice, GpuRecord, Limits, Manifest, Phase, PolicyRecord,
 };
 
+/// A start capture and the submit manifest it was compared with.
+pub(super) struct Captured {
+    /// At start (completed once the run is prepared).
+    start: Manifest,
+    /// At submit, when there is one.
+    submit: Option<Manifest>,
+}
+
 /// What entries of one submission may share a capture by: workdir, inputs, env.
 type Shared = (PathBuf, Vec<PathBuf>, BTreeMap<String, String>);
 
@@ -101,7 +109,7 @@ impl Daemon {
     /// What the world holds for task `task` now, before it is claimed
     /// (git, inputs against the submit manifest, Python). Blocking; runs on
     /// the scheduler thread: an input unchanged since submit is a stat.
-    pub(super) fn capture_start(&self, task: i64, spec: &TaskSpec) -> Manifest {
+    pub(super) fn capture_start(&self, task: i64, spec: &TaskSpec) -> Captured {
         let submit = self.store().submit_manifest(task).unwrap_or_else(|e| {
             tracing::warn!("task {task}: cannot read its submit manifest: {e}");
             None
@@ -135,7 +143,7 @@ impl Daemon {
             ));
             m.inputs_changed.clear();
         }
-        m
+        Captured { start: m, submit }
     }
 
     /// Completes run `run`'s start manifest with what it was given, keeps
@@ -143,12 +151,16 @@ impl Daemon {
     /// its inputs changed and the config refuses that.
     pub(super) fn record_start(
         &self,
-        mut m: Manifest,
+        captured: Captured,
         spec: &TaskSpec,
         run: &RunRow,
-        rs: &RunSpec,
+        rs: &mut RunSpec,
         placement: &Placement,
     ) -> Option<String> {
+        let Captured {
+            start: mut m,
+            submit,
+        } = captured;
         let env: BTreeMap<String, String> = rs.env.iter().cloned().collect();
         let redactor = Redactor::new(&env, &self.cfg.sandbox.redact_env);
         m.task = Some(run.task_id);
@@ -183,11 +195,27 @@ impl Daemon {
         if let Err(e) = self.store().set_run_manifest(run.id, &m) {
             tracing::warn!("run {}: cannot store its manifest: {e}", run.id);
         }
-        self.write_manifest_file(run, spec, &m);
-        if m.inputs_changed.is_empty() {
-            return None;
-        }
+        let submit = submit.map(|s| self.submit_view(s, spec));
+        let file =
+            serde_json::to_string_pretty(&serde_json::json!({ "submit": submit, "start": &m }))
+                .unwrap_or_default();
         let refuse = self.cfg.manifest.inputs_changed == InputsChanged::Refuse;
+        let refusal =
+            (refuse && !m.inputs_changed.is_empty()).then(|| manifest::refusal(&m.inputs_changed));
+        if refusal.is_some() {
+            // No supervisor will write it: the daemon does.
+            self.write_manifest_file(run.id, &file);
+        } else {
+            rs.manifest = Some(file);
+        }
+        if !m.inputs_changed.is_empty() {
+            self.inputs_changed_event(run, &m, refuse);
+        }
+        refusal
+    }
+
+    /// The `inputs-changed` event naming each input.
+    fn inputs_changed_event(&self, run: &RunRow, m: &Manifest, refuse: bool) {
         let names: Vec<String> = m
             .inputs_changed
             .iter()
@@ -212,7 +240,6 @@ impl Daemon {
                 run.id
             );
         }
-        refuse.then(|| manifest::refusal(&m.inputs_changed))
     }
 
     /// The run's GPUs as its manifest names them.
@@ -235,24 +262,12 @@ impl Daemon {
         }
     }
 
-    /// `<run folder>/manifest.json`: both captures, so the folder alone
-    /// says what was asked and what ran.
-    fn write_manifest_file(&self, run: &RunRow, spec: &TaskSpec, start: &Manifest) {
-        let submit = self
-            .store()
-            .submit_manifest(run.task_id)
-            .ok()
-            .flatten()
-            .map(|m| self.submit_view(m, spec));
-        let body = serde_json::json!({ "submit": submit, "start": start });
-        let rel = Path::new("runs").join(run.id.to_string()).join(FILE);
-        let written = serde_json::to_vec_pretty(&body)
-            .map_err(std::io::Error::other)
-            .and_then(|bytes| self.state.write(&rel, &bytes));
-        if let Err(e) = written {
+    /// `<run folder>/manifest.json` of a run no supervisor starts.
+    fn write_manifest_file(&self, run: i64, text: &str) {
+        let rel = Path::new("runs").join(run.to_string()).join(FILE);
+        if let Err(e) = self.state.write(&rel, text.as_bytes()) {
             tracing::warn!(
-                "run {}: cannot write {}: {e}",
-                run.id,
+                "run {run}: cannot write {}: {e}",
                 self.cfg.state_dir.join(&rel).display()
             );
         }
