@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 mod gpu;
 mod host;
 mod mail;
+mod manifest;
 mod notify;
 mod plugins;
 mod retention;
@@ -22,6 +23,7 @@ mod validators;
 pub use gpu::{GpuConfig, VisibleDevices};
 pub use host::{ApiConfig, REDACTED, redacted};
 pub use mail::{MailConfig, MailTls};
+pub use manifest::{InputsChanged, ManifestConfig};
 pub use notify::{Language, NotifierEntry, NotifyConfig};
 pub use plugins::{OnFailure, PluginEntry, PluginsConfig};
 pub use retention::RetentionConfig;
@@ -80,6 +82,8 @@ pub struct Config {
     pub notifier: std::collections::BTreeMap<String, NotifierEntry>,
     /// The SMTP server notifiers' mail goes through (none: no mail).
     pub mail: Option<MailConfig>,
+    /// What reproducibility manifests may cost and what a changed input means.
+    pub manifest: ManifestConfig,
     /// `validate`, resolved (paths absolute from the config file's folder).
     #[serde(skip)]
     pub project_validators:
@@ -141,6 +145,7 @@ impl Default for Config {
             notify: Default::default(),
             notifier: Default::default(),
             mail: None,
+            manifest: ManifestConfig::default(),
             project_validators: Default::default(),
         }
     }
@@ -249,6 +254,7 @@ impl Config {
         }
         self.retention.validate()?;
         self.validators.validate()?;
+        self.manifest.validate()?;
         self.notify.validate(&self.notifier)?;
         if let Some(m) = &self.mail {
             m.validate()?;

@@ -11,6 +11,7 @@ pub mod api;
 pub mod config;
 pub mod daemon;
 pub mod gpu;
+pub mod manifest;
 pub mod nightjard;
 pub mod notify;
 pub mod plugins;

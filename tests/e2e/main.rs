@@ -20,6 +20,8 @@ mod hardening;
 mod hostile_inputs;
 mod hostile_output;
 mod input;
+mod manifest;
+mod manifest_hostile;
 mod notify;
 mod notify_daemon;
 mod notify_digest;

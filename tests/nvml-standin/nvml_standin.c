@@ -149,6 +149,16 @@ nvmlReturn_t nvmlSystemGetDriverVersion(char *v, unsigned int len) {
     return NVML_SUCCESS;
 }
 
+/* The CUDA version the driver supports, as 1000 * major + 10 * minor. */
+nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *v) {
+    *v = 12040;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *v) {
+    return nvmlSystemGetCudaDriverVersion_v2(v);
+}
+
 nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *count) {
     if (!initialised) return NVML_ERROR_UNINITIALIZED;
     pthread_mutex_lock(&lock);

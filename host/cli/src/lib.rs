@@ -10,6 +10,7 @@ mod exec;
 mod gpus;
 mod logs;
 mod ls;
+mod manifest;
 mod notify;
 pub mod plugins;
 mod show;
@@ -56,6 +57,10 @@ pub enum Verb {
     Show {
         /// Task id.
         id: i64,
+        /// Print its reproducibility manifests instead: what was asked at
+        /// submit and what each run ran (command, env, git, inputs, Python, GPUs).
+        #[arg(long)]
+        manifest: bool,
     },
     /// Print a task's output (`-f` follows a live run).
     Logs(logs::Args),
@@ -168,7 +173,7 @@ fn run(cli: Cli) -> Result<i32> {
     match cli.verb {
         Verb::Submit(a) => submit::run(ctx, *a),
         Verb::Ls(a) => ls::run(ctx, a),
-        Verb::Show { id } => show::run(ctx, id),
+        Verb::Show { id, manifest } => show::run(ctx, id, manifest),
         Verb::Logs(a) => logs::run(ctx, a),
         Verb::Cancel { ids } => control::run(ctx, control::Action::Cancel, &ids),
         Verb::Hold { ids } => control::run(ctx, control::Action::Hold, &ids),

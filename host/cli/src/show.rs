@@ -9,13 +9,19 @@ use nightjar_core::api;
 
 use nightjar_core::time::{fmt_local, fmt_span, now_ms};
 
-/// Prints one task.
-pub fn run(mut ctx: Ctx, id: i64) -> Result<i32> {
+/// Prints one task (with `manifest`, only its manifests).
+pub fn run(mut ctx: Ctx, id: i64, manifest: bool) -> Result<i32> {
     let d = ctx.client.call(api::Show { id })?;
-    if ctx.json {
-        super::print_json(&d)?;
-        return Ok(0);
+    match (ctx.json, manifest) {
+        (true, true) => super::print_json(&d.manifests)?,
+        (true, false) => super::print_json(&d)?,
+        (false, true) => super::manifest::print(d.task.id, &d.task.name, &d.manifests),
+        (false, false) => print(&d),
     }
+    Ok(0)
+}
+
+fn print(d: &api::wire::TaskDetail) {
     let t = &d.task;
     let now = now_ms();
     println!("task {}  {}  ({})", t.id, clean(&t.name), t.kind);
@@ -82,6 +88,9 @@ pub fn run(mut ctx: Ctx, id: i64) -> Result<i32> {
         }
     }
     println!("  submitted  {}", fmt_local(t.submitted_at));
+    if let Some(g) = super::manifest::gist(&d.manifests) {
+        println!("  manifest   {}", clean(&g));
+    }
     // A schedule's wall times are the daemon's zone: named when it is not
     // this machine's.
     let elsewhere = d
@@ -151,6 +160,19 @@ pub fn run(mut ctx: Ctx, id: i64) -> Result<i32> {
         if let Some(m) = &run.message {
             println!("      message {}", clean(m));
         }
+        let changed = d
+            .manifests
+            .runs
+            .iter()
+            .filter(|m| m.run == Some(run.id))
+            .flat_map(|m| &m.inputs_changed);
+        for c in changed {
+            println!(
+                "      CHANGED input {} since submit: {}",
+                clean(&c.path.display().to_string()),
+                clean(&c.what)
+            );
+        }
         for f in &run.findings {
             println!("      found   {}", clean(&f.to_string()));
         }
@@ -204,5 +226,4 @@ pub fn run(mut ctx: Ctx, id: i64) -> Result<i32> {
             clean(&e.message)
         );
     }
-    Ok(0)
 }

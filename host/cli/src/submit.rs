@@ -80,6 +80,10 @@ pub struct Args {
     /// A policy may stop it and queue it again (the attempt is not counted).
     #[arg(long)]
     pub preemptible: bool,
+    /// Hash every input again for the submit manifest, whatever the digest
+    /// cache holds (a file changed without its size, mtime or ctime moving).
+    #[arg(long)]
+    pub verify: bool,
     /// A task file, or the command and its arguments after `--`.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     pub command: Vec<String>,
@@ -87,6 +91,7 @@ pub struct Args {
 
 /// Submits and prints the new ids.
 pub fn run(mut ctx: Ctx, a: Args) -> Result<i32> {
+    let verify = a.verify;
     let (defs, base, default_name, origin) = definitions(a)?;
     let entries =
         resolve(&defs, &base, &default_name).map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
@@ -104,7 +109,7 @@ pub fn run(mut ctx: Ctx, a: Args) -> Result<i32> {
         .collect();
     let ids = ctx
         .client
-        .call(api::Submit { entries })
+        .call(api::Submit { entries, verify })
         .with_context(|| format!("{origin}: not submitted"))?;
     if ctx.json {
         let out: Vec<_> = ids

@@ -91,7 +91,16 @@ async fn dispatch(d: &Arc<Daemon>, req: Request) -> Vec<u8> {
             version: env!("CARGO_PKG_VERSION").into(),
             protocol: PROTOCOL,
         })),
-        Request::Submit(r) => reply::<super::Submit>(submit(d, &r.entries, now)),
+        Request::Submit(r) => {
+            // Capturing the manifests runs git and hashes inputs: off the runtime's thread.
+            let me = Arc::clone(d);
+            let answer =
+                tokio::task::spawn_blocking(move || submit(&me, &r.entries, r.verify, now))
+                    .await
+                    .map_err(|e| anyhow::anyhow!("the submission did not finish: {e}"))
+                    .and_then(|r| r);
+            reply::<super::Submit>(answer)
+        }
         Request::List(r) => reply::<super::List>((|| {
             let mut rows = d.store().list(&r.filter)?;
             rows.iter_mut().for_each(|t| d.live_reason(t));
@@ -106,6 +115,9 @@ async fn dispatch(d: &Arc<Daemon>, req: Request) -> Vec<u8> {
                     let there = crate::time::to_utc(at).with_timezone(&d.cfg.tz());
                     format!("{} {}", there.format("%Y-%m-%d %H:%M"), d.cfg.timezone)
                 });
+            }
+            if let Some(m) = detail.manifests.submit.take() {
+                detail.manifests.submit = Some(d.submit_view(m, &detail.spec));
             }
             for (k, v) in detail.spec.env.iter_mut() {
                 if crate::config::redacted(k, &d.cfg.sandbox.redact_env) {
@@ -186,18 +198,24 @@ fn changed(d: &Daemon, n: crate::store::Result<usize>) -> anyhow::Result<Changed
 fn submit(
     d: &Daemon,
     entries: &[crate::task::model::NewEntry],
+    verify: bool,
     now: i64,
 ) -> anyhow::Result<Vec<i64>> {
     crate::task::check::check_entries(entries).map_err(anyhow::Error::msg)?;
     check_outputs(d, entries)?;
     check_fits(d, entries)?;
+    let manifests = d.capture_submit(entries, verify);
+    // Queued once captured: the wait before a start does not count the capture.
+    let now = now.max(now_ms());
     let tz = d.cfg.tz();
-    let ids = d.store().submit(entries, now, |expr| {
-        crate::task::schedule::parse(expr)
-            .ok()
-            .and_then(|s| s.next_after(crate::time::to_utc(now), tz))
-            .map(|t| t.timestamp_millis())
-    })?;
+    let ids = d
+        .store()
+        .submit_with_manifests(entries, &manifests, now, |expr| {
+            crate::task::schedule::parse(expr)
+                .ok()
+                .and_then(|s| s.next_after(crate::time::to_utc(now), tz))
+                .map(|t| t.timestamp_millis())
+        })?;
     d.changed();
     Ok(ids)
 }

@@ -89,6 +89,8 @@ pub struct Daemon {
         std::sync::OnceLock<Result<crate::plugins::validator::Validators, String>>,
     /// The notification thread, once it runs.
     pub(super) notify: Mutex<Option<crate::notify::worker::Handle>>,
+    /// The GPUs as runs' manifests name them (set once at start).
+    pub(super) gpu_facts: std::sync::OnceLock<super::gpus::GpuFacts>,
 }
 
 impl Daemon {
@@ -133,6 +135,7 @@ impl Daemon {
             supervisors: Mutex::new(Default::default()),
             validators: std::sync::OnceLock::new(),
             notify: Mutex::new(None),
+            gpu_facts: std::sync::OnceLock::new(),
         }))
     }
 
@@ -291,6 +294,9 @@ impl Daemon {
             cpus: list(&placement.cpus),
             because,
         };
+        // Captured before the claim: a daemon stopped meanwhile leaves the
+        // task queued, and a refusal (inputs changed) needs no supervisor.
+        let captured = self.capture_start(task, spec);
         let now = now_ms();
         let Some(run) = self
             .store()
@@ -311,7 +317,10 @@ impl Daemon {
             .ok()
             .map(|b| b.dir.join(format!("run-{}", run.id)));
         let prepared = runenv::build(&self.cfg, &self.state, spec, &run, &placement, cgroup)
-            .and_then(|rs| {
+            .and_then(|mut rs| {
+                if let Some(why) = self.record_start(captured, spec, &run, &mut rs, &placement) {
+                    anyhow::bail!(why);
+                }
                 // Known from its first instant: without cgroups, a child of
                 // ours that is not a supervisor counts as an orphan.
                 let mut supervisors = lock(&self.supervisors);

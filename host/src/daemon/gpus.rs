@@ -23,6 +23,19 @@ pub struct GpuSetup {
     pub pool: Vec<PoolGpu>,
     /// The monitor for the sampled GPUs.
     pub monitor: Option<Monitor>,
+    /// What runs' manifests say of the GPUs.
+    pub facts: GpuFacts,
+}
+
+/// The GPUs as a run's manifest names them: driver, CUDA, models.
+#[derive(Debug, Clone, Default)]
+pub struct GpuFacts {
+    /// Driver version.
+    pub driver: Option<String>,
+    /// CUDA version the driver supports.
+    pub cuda: Option<String>,
+    /// Every GPU the backend reports.
+    pub gpus: Vec<crate::gpu::GpuInfo>,
 }
 
 /// Opens the configured backend. With no GPUs found, `gpus = [...]` in the
@@ -34,6 +47,12 @@ pub fn open(cfg: &Config) -> Result<GpuSetup> {
     if let Some(note) = note {
         tracing::info!("{note}");
     }
+    let (driver, cuda) = backend.versions();
+    let facts = GpuFacts {
+        driver,
+        cuda,
+        gpus: backend.inventory().to_vec(),
+    };
     let inventory: Vec<_> = backend
         .inventory()
         .iter()
@@ -46,6 +65,7 @@ pub fn open(cfg: &Config) -> Result<GpuSetup> {
             backend: None,
             pool,
             monitor: None,
+            facts,
         });
     }
     if let Some(missing) = cfg
@@ -88,6 +108,7 @@ pub fn open(cfg: &Config) -> Result<GpuSetup> {
         backend: Some(backend),
         pool,
         monitor: Some(Monitor::new(&inventory, mcfg)),
+        facts,
     })
 }
 

@@ -14,6 +14,7 @@ mod disklow;
 mod dispatch;
 mod gpus;
 mod health;
+mod manifest;
 mod notify;
 mod policy_pass;
 mod postrun;
@@ -86,6 +87,7 @@ pub fn run(cfg: Config) -> Result<()> {
     let result = rt.block_on(async move {
         let (commands, command_rx) = std::sync::mpsc::channel();
         let daemon = Daemon::new(cfg, store, cgroup, exe, gpu.pool, gpu.monitor, commands)?;
+        let _ = daemon.gpu_facts.set(gpu.facts);
         daemon.adopt()?;
         daemon.start_notifications()?;
         if let Some(c) = &chain {

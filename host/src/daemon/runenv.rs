@@ -150,5 +150,6 @@ pub fn build(
             .map(|g| g.as_millis() as u64),
         checkpoint: resumed.as_ref().and_then(|r| r.checkpoint.clone()),
         checkpoint_note: resumed.map(|r| r.note),
+        manifest: None,
     })
 }

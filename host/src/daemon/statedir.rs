@@ -27,6 +27,26 @@ impl StateDir {
         self.dir.create_dir_all(rel)
     }
 
+    /// Writes `bytes` to the file `rel` atomically (a temporary file beside
+    /// it, renamed into place), making its folder first. The file is
+    /// written through a capability on its folder: one path resolution,
+    /// not one per operation (each costs a walk of the path's components).
+    pub fn write(&self, rel: &Path, bytes: &[u8]) -> std::io::Result<()> {
+        let name = rel
+            .file_name()
+            .ok_or_else(|| std::io::Error::other("no file name"))?;
+        let parent = rel.parent().unwrap_or(Path::new(""));
+        let folder = if parent.as_os_str().is_empty() {
+            self.dir.try_clone()?
+        } else {
+            self.dir.create_dir_all(parent)?;
+            self.dir.open_dir(parent)?
+        };
+        let tmp = format!(".{}.tmp", name.to_string_lossy());
+        folder.write(&tmp, bytes)?;
+        folder.rename(&tmp, &folder, name)
+    }
+
     /// Deletes `rel` and everything in it; nothing there is fine.
     pub fn remove_all(&self, rel: &Path) -> std::io::Result<()> {
         match self.dir.remove_dir_all(rel) {
@@ -55,6 +75,13 @@ mod tests {
         // A task swapped its scratch folder for a symlink out of the state dir.
         std::os::unix::fs::symlink(&outside, state.join("scratch/8")).unwrap();
         assert!(s.make(Path::new("scratch/8/keep/x")).is_err());
+        // Writing follows the same rule.
+        assert!(s.write(Path::new("scratch/8/keep/x"), b"x").is_err());
+        s.write(Path::new("runs/3/manifest.json"), b"{}").unwrap();
+        assert_eq!(
+            std::fs::read(state.join("runs/3/manifest.json")).unwrap(),
+            b"{}"
+        );
         s.remove_all(Path::new("scratch/8")).unwrap();
         assert!(outside.join("keep").is_dir(), "the target is untouched");
         assert!(s.remove_all(Path::new("../outside")).is_err());

@@ -56,6 +56,10 @@ pub trait GpuBackend: Send {
     fn inventory(&self) -> &[GpuInfo];
     /// Reads one GPU; an error marks it unhealthy until a read succeeds again.
     fn read(&mut self, index: u32) -> Result<GpuReading, String>;
+    /// The driver's version and the CUDA version it supports (`12.4`), where known.
+    fn versions(&self) -> (Option<String>, Option<String>) {
+        (None, None)
+    }
 }
 
 /// No GPUs at all.

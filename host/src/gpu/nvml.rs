@@ -16,6 +16,7 @@ pub struct NvmlGpus {
     nvml: Nvml,
     info: Vec<GpuInfo>,
     driver: String,
+    cuda: Option<String>,
 }
 
 impl NvmlGpus {
@@ -48,7 +49,16 @@ impl NvmlGpus {
             });
         }
         let driver = nvml.sys_driver_version().unwrap_or_else(|_| "?".into());
-        Ok(NvmlGpus { nvml, info, driver })
+        let cuda = nvml
+            .sys_cuda_driver_version()
+            .ok()
+            .map(|v| format!("{}.{}", v / 1000, (v % 1000) / 10));
+        Ok(NvmlGpus {
+            nvml,
+            info,
+            driver,
+            cuda,
+        })
     }
 }
 
@@ -67,6 +77,13 @@ impl GpuBackend for NvmlGpus {
 
     fn inventory(&self) -> &[GpuInfo] {
         &self.info
+    }
+
+    fn versions(&self) -> (Option<String>, Option<String>) {
+        (
+            Some(self.driver.clone()).filter(|d| d != "?"),
+            self.cuda.clone(),
+        )
     }
 
     fn read(&mut self, index: u32) -> Result<GpuReading, String> {

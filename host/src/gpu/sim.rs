@@ -142,6 +142,10 @@ impl GpuBackend for SimGpus {
         format!("simulated {} ({} GPUs)", self.spec, self.info.len())
     }
 
+    fn versions(&self) -> (Option<String>, Option<String>) {
+        (Some("simulated".into()), None)
+    }
+
     fn inventory(&self) -> &[GpuInfo] {
         &self.info
     }

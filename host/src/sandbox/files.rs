@@ -73,6 +73,11 @@ pub struct RunSpec {
     /// events; never sent to the supervisor.
     #[serde(skip)]
     pub checkpoint_note: Option<String>,
+    /// The run's `manifest.json` as the daemon captured it; the supervisor
+    /// writes it into the run folder before the task starts (so the
+    /// daemon's scheduling thread never waits for that file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manifest: Option<String>,
 }
 
 /// Why the run's main process ended.
@@ -179,6 +184,15 @@ pub fn write_atomic<T: Serialize>(dir: &Path, name: &str, value: &T) -> std::io:
     let mut f = std::fs::File::create(&tmp)?;
     f.write_all(&serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?)?;
     drop(f);
+    std::fs::rename(&tmp, dir.join(name))
+}
+
+/// Writes `text` to `dir/name` through a temporary file renamed into place,
+/// making `dir` first.
+pub fn write_text_atomic(dir: &Path, name: &str, text: &str) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let tmp = dir.join(format!(".{name}.tmp"));
+    std::fs::write(&tmp, text)?;
     std::fs::rename(&tmp, dir.join(name))
 }
 

@@ -78,6 +78,12 @@ fn run(dir: &Path) -> Result<()> {
         // Declared lost (or already finished) before we got here: never run twice.
         return Ok(());
     }
+    if let Some(m) = &spec.manifest {
+        let name = nightjar_core::api::manifest::FILE;
+        if let Err(e) = files::write_text_atomic(dir, name, m) {
+            note(dir, &format!("cannot write {name}: {e}"));
+        }
+    }
     sys::set_child_subreaper().context("become child subreaper")?;
     let status = supervise(dir, &spec, &sigfd);
     super::report::keep(dir, &status, &mut stdin);

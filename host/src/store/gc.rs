@@ -88,6 +88,13 @@ impl Store {
             "DELETE FROM events WHERE task_id IS NULL AND at < ?1",
             [ended_before],
         )?;
+        // Digests of inputs no manifest asked for since: the files are
+        // likely gone, and a file still there is hashed again once.
+        exec(
+            &tx,
+            "DELETE FROM input_digests WHERE used_at < ?1",
+            [ended_before],
+        )?;
         // Outbox events every notifier has passed (or, with none, all) once
         // they are as old as ended tasks kept; dead letters keep theirs.
         exec(

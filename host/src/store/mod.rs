@@ -9,6 +9,7 @@ mod digest;
 mod finish;
 mod gc;
 mod gpu;
+mod manifest;
 pub mod outbox;
 mod policy;
 mod query;

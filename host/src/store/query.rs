@@ -177,6 +177,12 @@ impl Store {
             timezone: String::new(),
             next_there: None,
         });
+        let mut manifests = self.manifests(id)?;
+        if let Some(m) = &mut manifests.submit {
+            m.command = spec.command.to_argv();
+            m.env = spec.env.clone();
+            m.spec = Some(spec.clone());
+        }
         Ok(TaskDetail {
             task,
             spec,
@@ -186,6 +192,7 @@ impl Store {
             events,
             gpu_records,
             schedule,
+            manifests,
         })
     }
 

@@ -205,4 +205,27 @@ CREATE TABLE digests (
 -- every run the lab ever had.
 CREATE INDEX runs_finished ON runs (finished_at) WHERE state = 'finished';
 "#,
+    r#"
+-- Reproducibility manifests (nightjar 0.3): what was asked at submit (JSON,
+-- on the task, or once on a sweep or recurring template for all its
+-- members), what each run ran at its start, and the input digest cache: a
+-- file whose device, inode, size, mtime and ctime are unchanged keeps its
+-- sha256 (`hits` counts the reads it saved; `used_at` lets gc forget it).
+ALTER TABLE tasks ADD COLUMN manifest TEXT;
+ALTER TABLE runs ADD COLUMN manifest TEXT;
+CREATE TABLE input_digests (
+    dev       INTEGER NOT NULL,
+    ino       INTEGER NOT NULL,
+    size      INTEGER NOT NULL,
+    mtime_ns  INTEGER NOT NULL,
+    ctime_ns  INTEGER NOT NULL,
+    sha256    TEXT    NOT NULL,
+    path      TEXT    NOT NULL,
+    hashed_at INTEGER NOT NULL,
+    used_at   INTEGER NOT NULL,
+    hits      INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (dev, ino, size, mtime_ns, ctime_ns)
+) WITHOUT ROWID;
+CREATE INDEX input_digests_used ON input_digests (used_at);
+"#,
 ];

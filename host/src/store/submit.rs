@@ -4,6 +4,7 @@ use rusqlite::{Transaction, params};
 
 use super::{Result, Store, StoreError, TaskState, event, exec, state_of};
 use crate::task::model::{DepTarget, NewEntry, TaskSpec};
+use nightjar_core::api::manifest::Manifest;
 
 impl Store {
     /// Inserts every entry of a submission, all or nothing. Returns one id per
@@ -15,12 +16,33 @@ impl Store {
         now: i64,
         next_fire: impl Fn(&str) -> Option<i64>,
     ) -> Result<Vec<i64>> {
+        self.submit_with_manifests(entries, &[], now, next_fire)
+    }
+
+    /// [`Store::submit`], with each entry's submit manifest (by index; a
+    /// missing one is none) stored in the same transaction.
+    pub fn submit_with_manifests(
+        &mut self,
+        entries: &[NewEntry],
+        manifests: &[Option<Manifest>],
+        now: i64,
+        next_fire: impl Fn(&str) -> Option<i64>,
+    ) -> Result<Vec<i64>> {
         let tx = self.conn.transaction()?;
         // Ids of the members of each entry, for local dependencies.
         let mut members: Vec<Vec<i64>> = Vec::with_capacity(entries.len());
         let mut ids = Vec::with_capacity(entries.len());
-        for entry in entries {
+        for (i, entry) in entries.iter().enumerate() {
             let (id, member_ids) = insert_entry(&tx, entry, now, &next_fire)?;
+            if let Some(Some(m)) = manifests.get(i) {
+                // Once per entry: a sweep's members and a template's
+                // instances read it from their parent.
+                exec(
+                    &tx,
+                    "UPDATE tasks SET manifest = ?1 WHERE id = ?2",
+                    params![serde_json::to_string(m)?, id],
+                )?;
+            }
             ids.push(id);
             members.push(member_ids);
         }

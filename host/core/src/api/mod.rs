@@ -11,6 +11,7 @@
 
 pub mod class;
 pub mod findings;
+pub mod manifest;
 pub mod notify;
 pub mod views;
 pub mod why;

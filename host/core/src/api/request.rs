@@ -98,6 +98,9 @@ pub struct Pong {
 pub struct Submit {
     /// The entries; the reply holds one id per entry.
     pub entries: Vec<NewEntry>,
+    /// Hash every input again, whatever the digest cache holds (`submit --verify`).
+    #[serde(default)]
+    pub verify: bool,
 }
 
 /// `ls`.

@@ -17,7 +17,11 @@ fn round_trip<T: serde::Serialize + serde::de::DeserializeOwned>(value: &T) -> T
 fn every_request() -> Vec<Request> {
     vec![
         Ping {}.into(),
-        Submit { entries: vec![] }.into(),
+        Submit {
+            entries: vec![],
+            verify: false,
+        }
+        .into(),
         List {
             filter: ListFilter {
                 state: Some(TaskState::Held),

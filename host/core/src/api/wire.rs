@@ -241,6 +241,9 @@ pub struct TaskDetail {
     /// A recurring template's schedule and the zone it is read in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<ScheduleInfo>,
+    /// What was asked at submit and what each run ran (`show --manifest`).
+    #[serde(default)]
+    pub manifests: super::manifest::Manifests,
 }
 
 /// A recurring template's schedule as written, and the time zone its wall
