@@ -148,20 +148,7 @@ fn start_cost(tmp: &Path, files: usize) -> Result<()> {
     // Settled: a file changed less than 2 s ago is not cached.
     std::thread::sleep(Duration::from_millis(2200));
     let d = super::Daemon::start("slots = 1")?;
-    let nj = |args: &[&str]| -> Result<String> {
-        let out = Command::new(super::nightjar_bin()?)
-            .arg("--config")
-            .arg(&d.config)
-            .args(args)
-            .output()?;
-        if !out.status.success() {
-            bail!(
-                "nightjar {args:?}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    };
+    let nj = |args: &[&str]| super::vs::nightjar_text(&d, args);
     // One run of each, so the inputs are hashed (once) before timing.
     let run = |file: &Path| -> Result<serde_json::Value> {
         let out = nj(&["--json", "submit", file.to_str().unwrap_or_default()])?;

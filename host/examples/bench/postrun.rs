@@ -155,20 +155,7 @@ fn through_the_daemon(files: usize) -> Result<()> {
             "{write}[[validate]]\nplugin = \"outputs\"\nrequired = [\"metrics.json\", \"frames/*\"]\ncount = [{{ glob = \"frames/*\", min = {files} }}]\njson = [{{ file = \"metrics.json\", rules = [\"loss < 1.0\"] }}]\n"
         ),
     )?;
-    let nj = |args: &[&str]| -> Result<String> {
-        let out = Command::new(super::nightjar_bin()?)
-            .arg("--config")
-            .arg(&d.config)
-            .args(args)
-            .output()?;
-        if !out.status.success() {
-            bail!(
-                "nightjar {args:?}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    };
+    let nj = |args: &[&str]| super::vs::nightjar_text(&d, args);
     let run = |file: &Path| -> Result<()> {
         let id = nj(&["submit", file.to_str().unwrap_or_default()])?;
         let id = id.split_whitespace().next().unwrap_or_default().to_string();

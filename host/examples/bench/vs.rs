@@ -88,6 +88,11 @@ pub fn nightjar(d: &Daemon, args: &[&str]) -> Result<Output> {
     Ok(out)
 }
 
+/// `nightjar ARGS` against `d`: its standard output, or why it failed.
+pub fn nightjar_text(d: &Daemon, args: &[&str]) -> Result<String> {
+    nightjar(d, args).map(|out| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
 pub fn id_of(out: &Output) -> Result<String> {
     String::from_utf8_lossy(&out.stdout)
         .split_whitespace()

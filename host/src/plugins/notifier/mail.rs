@@ -362,8 +362,9 @@ fn one_line(text: &str) -> String {
     out
 }
 
+/// What a plugin gave, quoted in an error: control characters escaped, 100 at most.
 fn printable(text: &str) -> String {
-    one_line(text).chars().take(100).collect()
+    crate::plugins::limits::printable(text, 100)
 }
 
 #[cfg(test)]
