@@ -11,6 +11,7 @@ use anyhow::{Context, Result, bail};
 use bytesize::ByteSize;
 use serde::{Deserialize, Serialize};
 
+mod archive;
 mod gpu;
 mod host;
 mod mail;
@@ -20,6 +21,7 @@ mod plugins;
 mod retention;
 mod validators;
 
+pub use archive::ArchiveConfig;
 pub use gpu::{GpuConfig, VisibleDevices};
 pub use host::{ApiConfig, REDACTED, redacted};
 pub use mail::{MailConfig, MailTls};
@@ -84,6 +86,8 @@ pub struct Config {
     pub mail: Option<MailConfig>,
     /// What reproducibility manifests may cost and what a changed input means.
     pub manifest: ManifestConfig,
+    /// Where succeeded runs are archived, and how failed tries are retried.
+    pub archive: ArchiveConfig,
     /// `validate`, resolved (paths absolute from the config file's folder).
     #[serde(skip)]
     pub project_validators:
@@ -146,6 +150,7 @@ impl Default for Config {
             notifier: Default::default(),
             mail: None,
             manifest: ManifestConfig::default(),
+            archive: ArchiveConfig::default(),
             project_validators: Default::default(),
         }
     }
@@ -255,6 +260,7 @@ impl Config {
         self.retention.validate()?;
         self.validators.validate()?;
         self.manifest.validate()?;
+        self.archive.validate()?;
         self.notify.validate(&self.notifier)?;
         if let Some(m) = &self.mail {
             m.validate()?;

@@ -8,6 +8,7 @@
 //! the offline plugin checks), `nightjar-supervise` (one per run).
 
 pub mod api;
+pub mod archive;
 pub mod config;
 pub mod daemon;
 pub mod gpu;

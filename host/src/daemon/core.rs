@@ -91,6 +91,10 @@ pub struct Daemon {
     pub(super) notify: Mutex<Option<crate::notify::worker::Handle>>,
     /// The GPUs as runs' manifests name them (set once at start).
     pub(super) gpu_facts: std::sync::OnceLock<super::gpus::GpuFacts>,
+    /// Wakes the archive worker.
+    pub(super) archive_wake: super::archive::Wake,
+    /// Why no run starts now (`[retention] min_free`), as of the last pass.
+    pub(super) start_gate: Mutex<Option<String>>,
 }
 
 impl Daemon {
@@ -136,6 +140,8 @@ impl Daemon {
             validators: std::sync::OnceLock::new(),
             notify: Mutex::new(None),
             gpu_facts: std::sync::OnceLock::new(),
+            archive_wake: Default::default(),
+            start_gate: Mutex::new(None),
         }))
     }
 
@@ -153,6 +159,7 @@ impl Daemon {
     pub fn changed(&self) {
         self.changes.send_modify(|n| *n += 1);
         self.kick.notify();
+        self.archive_wake.wake();
         if let Some(h) = lock(&self.notify).as_ref() {
             h.wake();
         }
@@ -203,7 +210,12 @@ impl Daemon {
                 .map(|t| t.timestamp_millis())
         })?;
         let mut started = !fired.is_empty();
-        if self.cfg.plugins.chain.is_empty() {
+        let gate = self.start_gate();
+        let gated = gate.is_some();
+        *lock(&self.start_gate) = gate;
+        if gated {
+            // Nothing starts; the scheduler looks again within seconds.
+        } else if self.cfg.plugins.chain.is_empty() {
             started |= self.builtin_pass(now)?;
         } else if let Some(chain) = chain {
             started |= match ranking {

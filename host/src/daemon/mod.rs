@@ -1,6 +1,7 @@
 //! `nightjar daemon`: prepares the state dir, refuses to share it with a
 //! second daemon, re-adopts runs, serves the API and schedules until SIGTERM.
 
+mod archive;
 mod chain;
 #[cfg(test)]
 mod chain_versions_tests;
@@ -16,6 +17,7 @@ mod gpus;
 mod health;
 mod manifest;
 mod notify;
+mod outputs;
 mod policy_pass;
 mod postrun;
 mod preempt;
@@ -28,6 +30,7 @@ mod snapshot;
 mod sources;
 mod startup;
 mod statedir;
+mod sweep;
 mod why;
 
 pub use self::chain::limits_of;
@@ -90,6 +93,7 @@ pub fn run(cfg: Config) -> Result<()> {
         let _ = daemon.gpu_facts.set(gpu.facts);
         daemon.adopt()?;
         daemon.start_notifications()?;
+        daemon.start_archiver()?;
         if let Some(c) = &chain {
             core::lock(&daemon.chain_status).views = c.views();
         }

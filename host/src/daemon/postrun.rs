@@ -84,6 +84,7 @@ impl Daemon {
         if let Some(project) = self.cfg.project_validators.get(&spec.project) {
             refs.extend(project.iter().cloned());
         }
+        let mut walked = None;
         let findings: Vec<Finding> = if out.class == RunClass::Ok && !refs.is_empty() {
             let facts = RunFacts {
                 task: ctx.task,
@@ -113,6 +114,7 @@ impl Daemon {
                         j.validators_ms,
                         j.findings.len()
                     );
+                    walked = j.walked;
                     j.findings
                 }
                 Err(e) => vec![Finding {
@@ -145,7 +147,12 @@ impl Daemon {
         } else {
             Vec::new()
         };
+        let outputs = (out.class == RunClass::Ok)
+            .then(|| self.output_manifest(run, ctx.output.as_deref(), walked))
+            .flatten();
         let end = RunEnd {
+            outputs: outputs.as_ref(),
+            archive_root: self.cfg.archive.root_for(&spec.project),
             outcome: &out,
             findings: &findings,
             gpu_peak: records.iter().map(|r| r.mem_peak).max(),

@@ -30,8 +30,9 @@ impl Daemon {
                 }
             }
         }
+        (report.outputs, report.outputs_bytes) = self.sweep_outputs(dry_run);
         report.cache_files = prune_cache(&self.cfg.plugin_cache_dir(), r.plugin_cache, dry_run);
-        if report.tasks > 0 || report.cache_files > 0 {
+        if report.tasks > 0 || report.cache_files > 0 || report.outputs > 0 {
             tracing::info!("gc: {}", report.summary());
         }
         Ok(report)

@@ -16,6 +16,9 @@ use nightjar_core::api::ReloadChange;
 /// How often the plugin folder is looked at for changed files.
 const FOLDER_SCAN: Duration = Duration::from_secs(2);
 
+/// How soon a daemon below `[retention] min_free` looks at the disk again.
+const GATE_RECHECK: Duration = Duration::from_secs(5);
+
 /// Wakes the scheduler thread.
 #[derive(Default)]
 pub struct Kick {
@@ -104,6 +107,10 @@ pub fn run(
         };
         if chain.is_some() {
             sleep = sleep.min(FOLDER_SCAN);
+        }
+        if lock(&d.start_gate).is_some() {
+            // Below `[retention] min_free`: look at the disk again soon.
+            sleep = sleep.min(GATE_RECHECK);
         }
         if !every.is_zero() {
             sleep = sleep.min(every.saturating_sub(last_gc.elapsed()));

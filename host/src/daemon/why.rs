@@ -11,9 +11,12 @@ impl Daemon {
     /// Puts a waiting task's live reason (the policies' current text, which
     /// the store has only as of its last change of cause) into `t`.
     pub fn live_reason(&self, t: &mut crate::store::TaskRow) {
-        if t.state == TaskState::Queued
-            && let Some(r) = lock(&self.wait_reasons).get(&t.id)
-        {
+        if t.state != TaskState::Queued {
+            return;
+        }
+        if let Some(gate) = lock(&self.start_gate).as_ref() {
+            t.reason = Some(gate.clone());
+        } else if let Some(r) = lock(&self.wait_reasons).get(&t.id) {
             t.reason = Some(r.clone());
         }
     }

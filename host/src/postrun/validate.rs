@@ -28,6 +28,8 @@ pub struct Judgement {
     pub manifest_ms: u64,
     /// Time spent in validators, ms.
     pub validators_ms: u64,
+    /// The output folder's manifest, when it was walked.
+    pub walked: Option<manifest::Manifest>,
 }
 
 /// Judges a run: `refs` over the folder `output`, with `facts` (its files
@@ -114,8 +116,9 @@ pub fn judge(
             ),
         ));
     }
-    facts.files = m.files;
+    facts.files = m.files.clone();
     facts.files_omitted = m.omitted;
+    j.walked = Some(m);
     facts.stderr_tail = stderr_tail(&run_dir.join(files::STDERR));
     let t1 = Instant::now();
     let failed = if fail_open {

@@ -2,7 +2,7 @@
 //! `postrun::retry`): one transaction with the run's class, its validators'
 //! findings and the task's new state.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use rusqlite::params;
 
@@ -11,6 +11,7 @@ use super::{Result, RunOutcome, Store, TaskState, event, exec, row};
 use crate::postrun::retry::{self, DiskWait, Ended, Next, Stop};
 use crate::task::model::TaskSpec;
 use nightjar_core::api::findings::Finding;
+use nightjar_core::api::outputs::OutputManifest;
 
 /// Everything recorded with a run's end.
 #[derive(Debug, Clone, Copy)]
@@ -25,6 +26,10 @@ pub struct RunEnd<'a> {
     pub disks: &'a [PathBuf],
     /// The room a disk-full task is held for.
     pub disk_free: u64,
+    /// Its output manifest, hashed after validation.
+    pub outputs: Option<&'a OutputManifest>,
+    /// Where a succeeded run is archived (its project's `[archive]` root).
+    pub archive_root: Option<&'a Path>,
 }
 
 impl<'a> RunEnd<'a> {
@@ -36,6 +41,8 @@ impl<'a> RunEnd<'a> {
             gpu_peak: None,
             disks: &[],
             disk_free: 0,
+            outputs: None,
+            archive_root: None,
         }
     }
 }
@@ -183,6 +190,15 @@ impl Store {
         )?;
         if changed == 0 {
             return Ok(None);
+        }
+        if let Some(m) = end.outputs {
+            super::archive::set_outputs(&tx, run, m)?;
+        }
+        if let Some(root) = end
+            .archive_root
+            .filter(|_| out.class == super::RunClass::Ok)
+        {
+            super::archive::enqueue(&tx, run, root, out.finished_at)?;
         }
         #[allow(clippy::type_complexity)]
         let (task, spec, attempts, cancel, started_at, eligible_at, gpus): (

@@ -1,7 +1,8 @@
 //! Retention: ended tasks older than their cutoff are deleted with every row
 //! that hangs off them (runs, events, GPU records and series, verdicts,
-//! dependencies), in one transaction. Nothing a waiting task still depends
-//! on is deleted, recurring templates stay, and a sweep goes only once all
+//! dependencies, archives), in one transaction. Nothing a waiting task still
+//! depends on is deleted, nor a task with an archive not yet verified (its
+//! run folder holds the only copy), recurring templates stay, and a sweep goes only once all
 //! of its members have.
 
 use super::{GcReport, Result, Store, exec};
@@ -16,7 +17,10 @@ SELECT t.id FROM tasks t
      OR (t.state IN ('succeeded', 'cancelled') AND t.finished_at < ?1))
    AND NOT EXISTS (
        SELECT 1 FROM deps d JOIN tasks w ON w.id = d.task_id
-        WHERE d.dep_id = t.id AND w.state NOT IN ('succeeded', 'failed', 'cancelled'))";
+        WHERE d.dep_id = t.id AND w.state NOT IN ('succeeded', 'failed', 'cancelled'))
+   AND NOT EXISTS (
+       SELECT 1 FROM archives a JOIN runs r ON r.id = a.run_id
+        WHERE r.task_id = t.id AND a.state = 'pending')";
 
 /// Sweeps whose members are all collected (or gone).
 const SWEEPS: &str = "
@@ -64,6 +68,8 @@ impl Store {
             events,
             gpu_samples,
             cache_files: 0,
+            outputs: 0,
+            outputs_bytes: 0,
             dry_run,
         };
         if dry_run {
@@ -73,6 +79,7 @@ impl Store {
         for sql in [
             format!("DELETE FROM run_gpu_series WHERE run_id IN {gone_runs}"),
             format!("DELETE FROM run_gpus WHERE run_id IN {gone_runs}"),
+            format!("DELETE FROM archives WHERE run_id IN {gone_runs}"),
             "DELETE FROM events WHERE task_id IN (SELECT id FROM gc_tasks)".into(),
             "DELETE FROM policy_verdicts WHERE task_id IN (SELECT id FROM gc_tasks)".into(),
             "DELETE FROM deps WHERE task_id IN (SELECT id FROM gc_tasks) OR dep_id IN (SELECT id FROM gc_tasks)".into(),

@@ -1,6 +1,7 @@
 //! The durable store: one SQLite database in WAL mode. Every state transition
 //! is one transaction; a claim can hand a task to one runner only.
 
+mod archive;
 mod candidates;
 mod checkpoint;
 mod control;
@@ -11,6 +12,7 @@ mod gc;
 mod gpu;
 mod manifest;
 pub mod outbox;
+pub mod outputs;
 mod policy;
 mod query;
 mod queue;
@@ -23,6 +25,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use thiserror::Error;
 
+pub use archive::ArchiveJob;
 pub use control::CancelEffect;
 pub use finish::{EndContext, RunEnd};
 pub use nightjar_core::api::wire::{GcReport, ListFilter};

@@ -137,13 +137,17 @@ impl Store {
                 })
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
-        let runs = self
+        let mut runs = self
             .conn
             .prepare_cached(&format!(
                 "SELECT {RUN_COLUMNS} FROM runs WHERE task_id = ?1 ORDER BY attempt"
             ))?
             .query_map([id], run_row)?
             .collect::<rusqlite::Result<Vec<_>>>()?;
+        let mut archives = self.archives_of_task(id)?;
+        for run in &mut runs {
+            run.outputs.archive = archives.remove(&run.id);
+        }
         let members = self
             .conn
             .prepare_cached(&format!(

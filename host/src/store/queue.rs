@@ -36,7 +36,7 @@ pub struct Finished {
 pub(super) const RUN_COLUMNS: &str =
     "id, task_id, attempt, state, run_dir, supervisor_pid, submitted_at, eligible_at,
     started_at, finished_at, exit_code, signal, class, message, gpus, cpus, sandbox_note, stalled_at,
-    findings, checkpoint";
+    findings, checkpoint, outputs, outputs_removed_at";
 
 /// Reads a run row selected with [`RUN_COLUMNS`].
 pub(super) fn run_row(r: &rusqlite::Row) -> rusqlite::Result<RunRow> {
@@ -65,6 +65,13 @@ pub(super) fn run_row(r: &rusqlite::Row) -> rusqlite::Result<RunRow> {
             .and_then(|j| serde_json::from_str(&j).ok())
             .unwrap_or_default(),
         checkpoint: r.get(19)?,
+        outputs: nightjar_core::api::outputs::RunOutputs {
+            manifest: r
+                .get::<_, Option<String>>(20)?
+                .and_then(|j| serde_json::from_str(&j).ok()),
+            archive: None,
+            removed_at: r.get(21)?,
+        },
     })
 }
 

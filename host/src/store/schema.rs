@@ -228,4 +228,29 @@ CREATE TABLE input_digests (
 ) WITHOUT ROWID;
 CREATE INDEX input_digests_used ON input_digests (used_at);
 "#,
+    r#"
+-- Outputs and archives (nightjar 0.3): each run's output manifest (JSON:
+-- path, size, sha256 of every file, hashed after validation), when
+-- retention removed its local outputs and scratch, and one archive per
+-- succeeded run of a project with an archive root: pending until it is
+-- copied, flushed, read back and renamed to its final folder (`path`),
+-- retried on a schedule after a failure (`failure` is its class).
+ALTER TABLE runs ADD COLUMN outputs TEXT;
+ALTER TABLE runs ADD COLUMN outputs_removed_at INTEGER;
+CREATE INDEX runs_outputs_kept ON runs (finished_at)
+    WHERE state = 'finished' AND outputs_removed_at IS NULL;
+CREATE TABLE archives (
+    run_id     INTEGER PRIMARY KEY REFERENCES runs(id),
+    root       TEXT    NOT NULL,
+    state      TEXT    NOT NULL CHECK (state IN ('pending', 'done')),
+    attempts   INTEGER NOT NULL DEFAULT 0,
+    next_at    INTEGER NOT NULL,
+    path       TEXT,
+    failure    TEXT,
+    error      TEXT,
+    created_at INTEGER NOT NULL,
+    done_at    INTEGER
+);
+CREATE INDEX archives_due ON archives (next_at) WHERE state = 'pending';
+"#,
 ];

@@ -13,6 +13,7 @@ pub mod class;
 pub mod findings;
 pub mod manifest;
 pub mod notify;
+pub mod outputs;
 pub mod views;
 pub mod why;
 pub mod wire;

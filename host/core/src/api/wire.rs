@@ -193,6 +193,9 @@ pub struct RunRow {
     /// The checkpoint this attempt resumed from (absent from older daemons).
     #[serde(default)]
     pub checkpoint: Option<String>,
+    /// Its output manifest, archive and retention (absent from older daemons).
+    #[serde(default)]
+    pub outputs: super::outputs::RunOutputs,
 }
 
 /// A dependency edge as `show` prints it.
@@ -313,6 +316,12 @@ pub struct GcReport {
     /// Plugin-cache files deleted.
     #[serde(default)]
     pub cache_files: usize,
+    /// Runs whose local outputs and scratch were removed by their outcome's retention.
+    #[serde(default)]
+    pub outputs: usize,
+    /// Bytes those held.
+    #[serde(default)]
+    pub outputs_bytes: u64,
     /// Nothing was deleted: this is what would be.
     pub dry_run: bool,
 }
@@ -321,7 +330,7 @@ impl GcReport {
     /// One line for a person: what was (or would be) deleted.
     pub fn summary(&self) -> String {
         format!(
-            "{} {} tasks, {} runs and their folders, {} events, {} GPU samples, {} unused compiled plugins",
+            "{} {} tasks, {} runs and their folders, {} events, {} GPU samples, {} unused compiled plugins; local outputs and scratch of {} runs ({})",
             if self.dry_run {
                 "would delete"
             } else {
@@ -331,7 +340,11 @@ impl GcReport {
             self.runs.len(),
             self.events,
             self.gpu_samples,
-            self.cache_files
+            self.cache_files,
+            self.outputs,
+            bytesize::ByteSize::b(self.outputs_bytes)
+                .display()
+                .iec_short()
         )
     }
 }

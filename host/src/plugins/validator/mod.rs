@@ -48,15 +48,7 @@ const MAX_ANSWER: usize = 4 << 20;
 pub const STDERR_TAIL: usize = 4 << 10;
 
 /// A regular file of a run's output folder, as the host hashed it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OutputFile {
-    /// Relative to the output folder, `/`-separated.
-    pub path: String,
-    /// Bytes.
-    pub size: u64,
-    /// sha256, lowercase hex.
-    pub sha256: String,
-}
+pub use nightjar_core::api::outputs::OutputFile;
 
 /// What a validator is told about the run it judges.
 #[derive(Debug, Clone, Default)]

@@ -1,0 +1,194 @@
+//! Retention by outcome for runs' local outputs and scratch (`[retention]
+//! outputs_*`), swept with every collection and right after an archive is
+//! verified; and the free-space gate: no new run starts while the state
+//! dir's or scratch's file system has less than `[retention] min_free`.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::core::Daemon;
+use crate::sandbox::classify;
+use crate::store::outputs::{ExpiredOutputs, OutputCutoffs};
+use crate::time::now_ms;
+
+/// Runs looked at per sweep batch.
+const BATCH: usize = 500;
+
+/// Bytes under `path` (regular files, links not followed), bounded by `limit` entries.
+fn size_of(path: &Path, limit: &mut usize) -> u64 {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return 0;
+    };
+    if !meta.is_dir() {
+        return if meta.is_file() { meta.len() } else { 0 };
+    }
+    let Ok(entries) = std::fs::read_dir(path) else {
+        return 0;
+    };
+    let mut total = 0;
+    for e in entries.flatten() {
+        if *limit == 0 {
+            break;
+        }
+        *limit -= 1;
+        total += size_of(&e.path(), limit);
+    }
+    total
+}
+
+impl Daemon {
+    fn cutoffs(&self, now: i64) -> OutputCutoffs {
+        let r = &self.cfg.retention;
+        let before = |d: Duration| now.saturating_sub(d.as_millis() as i64);
+        OutputCutoffs {
+            archived: before(r.outputs_archived),
+            succeeded: before(r.outputs_succeeded),
+            failed: before(r.outputs_failed),
+            cancelled: before(r.outputs_cancelled),
+        }
+    }
+
+    /// Removes the local outputs and scratch of every run past its
+    /// outcome's retention; (runs, bytes). `dry_run` only counts.
+    pub fn sweep_outputs(&self, dry_run: bool) -> (usize, u64) {
+        let cutoffs = self.cutoffs(now_ms());
+        let (mut runs, mut bytes) = (0, 0);
+        let mut after = 0usize;
+        loop {
+            let batch = match self.store().expired_outputs(&cutoffs, BATCH + after) {
+                Ok(b) => b,
+                Err(e) => {
+                    tracing::warn!("retention: cannot read the expired outputs: {e}");
+                    break;
+                }
+            };
+            let fresh: Vec<ExpiredOutputs> = batch.into_iter().skip(after).collect();
+            if fresh.is_empty() {
+                break;
+            }
+            let mut done = Vec::new();
+            for e in &fresh {
+                let mut budget = 1_000_000;
+                let folders = self.local_folders(e);
+                bytes += folders.iter().map(|p| size_of(p, &mut budget)).sum::<u64>();
+                runs += 1;
+                if dry_run {
+                    continue;
+                }
+                match self.remove_local(e, &folders) {
+                    Ok(()) => done.push(e.run),
+                    Err(why) => tracing::warn!("retention: run {}: {why}", e.run),
+                }
+            }
+            if dry_run {
+                after += fresh.len();
+            } else if let Err(e) = self.store().outputs_removed(&done, now_ms()) {
+                tracing::warn!("retention: cannot record removed outputs: {e}");
+                break;
+            } else if done.len() < fresh.len() {
+                after += fresh.len() - done.len();
+            }
+            if fresh.len() < BATCH {
+                break;
+            }
+        }
+        if runs > 0 && !dry_run {
+            tracing::info!(
+                "retention: removed the local outputs and scratch of {runs} runs ({bytes} bytes)"
+            );
+        }
+        (runs, bytes)
+    }
+
+    /// After run `run`'s archive is verified: its outputs go at once when
+    /// `[retention] outputs_archived` is 0s.
+    pub(super) fn after_archive(&self, run: i64) {
+        if self.cfg.retention.outputs_archived.is_zero() {
+            let (n, _) = self.sweep_outputs(false);
+            tracing::debug!("run {run}: archived; outputs of {n} runs removed");
+        }
+    }
+
+    /// The folders of `e` retention removes: scratch, the run folder's
+    /// `output`, and a task-chosen output folder when `[retention]
+    /// task_outputs` allows.
+    fn local_folders(&self, e: &ExpiredOutputs) -> Vec<PathBuf> {
+        let mut v = vec![super::runenv::scratch_dir(&self.cfg, e.run)];
+        if let Some(out) = &e.output {
+            if *out == self.own_output(e.run) || self.cfg.retention.task_outputs {
+                v.push(out.clone());
+            }
+        }
+        v
+    }
+
+    /// The output folder nightjar makes for run `run` (`${OUTPUT_PATH}` without `output =`).
+    fn own_output(&self, run: i64) -> PathBuf {
+        self.cfg
+            .state_dir
+            .join("runs")
+            .join(run.to_string())
+            .join("output")
+    }
+
+    fn remove_local(&self, e: &ExpiredOutputs, folders: &[PathBuf]) -> Result<(), String> {
+        self.state
+            .remove_all(&super::runenv::scratch_rel(e.run))
+            .map_err(|err| format!("cannot remove its scratch: {err}"))?;
+        for f in folders.iter().skip(1) {
+            if *f == self.own_output(e.run) {
+                let rel = Path::new("runs").join(e.run.to_string()).join("output");
+                self.state
+                    .remove_all(&rel)
+                    .map_err(|err| format!("cannot remove {}: {err}", f.display()))?;
+                continue;
+            }
+            // A task's own folder: a real folder (never a link's target),
+            // inside `output_roots` when the config has them.
+            let roots = &self.cfg.output_roots;
+            if !roots.is_empty() && !roots.iter().any(|r| f.starts_with(r)) {
+                return Err(format!("{} is outside output_roots; kept", f.display()));
+            }
+            match std::fs::symlink_metadata(f) {
+                Ok(m) if m.is_dir() => std::fs::remove_dir_all(f)
+                    .map_err(|err| format!("cannot remove {}: {err}", f.display()))?,
+                Ok(_) => return Err(format!("{} is not a folder; kept", f.display())),
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+                Err(err) => return Err(format!("cannot look at {}: {err}", f.display())),
+            }
+        }
+        Ok(())
+    }
+
+    /// Why no run may start now, if the state dir's or scratch's file
+    /// system is below `[retention] min_free`.
+    pub(super) fn start_gate(&self) -> Option<String> {
+        let min = self.cfg.retention.min_free.as_u64();
+        if min == 0 {
+            return None;
+        }
+        let scratch = self.cfg.scratch_dir();
+        let mut seen = Vec::new();
+        for (what, path) in [("state dir", &self.cfg.state_dir), ("scratch", &scratch)] {
+            let Some((total, free)) = classify::space_near(path) else {
+                continue;
+            };
+            if seen.contains(&(total, free)) {
+                continue; // the same file system
+            }
+            seen.push((total, free));
+            if free < min {
+                let size = |b: u64| bytesize::ByteSize::b(b).display().iec_short().to_string();
+                return Some(format!(
+                    "no run starts: the {what}'s file system ({}) has {} free of {} ({}% full), below [retention] min_free {}; free some room or lower min_free",
+                    path.display(),
+                    size(free),
+                    size(total),
+                    100 - (free.saturating_mul(100) / total.max(1)),
+                    size(min)
+                ));
+            }
+        }
+        None
+    }
+}
