@@ -7,36 +7,13 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::harness::Nj;
-
-/// A 1 MiB tmpfs mounted for one test, unmounted when dropped.
-struct SmallFs(PathBuf);
-
-impl SmallFs {
-    fn mount(at: &Path) -> Result<SmallFs, String> {
-        let out = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
-            .arg(at)
-            .output()
-            .map_err(|e| format!("cannot run mount: {e}"))?;
-        if !out.status.success() {
-            return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
-        }
-        Ok(SmallFs(at.to_path_buf()))
-    }
-}
-
-impl Drop for SmallFs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
-    }
-}
+use crate::harness::{Nj, SmallFs};
 
 #[test]
 fn a_writer_that_fills_a_small_file_system_is_disk_full_and_held() {
     let mut nj = Nj::new("[classes]\ndisk_free = \"512KiB\"");
     let small = nj.path("small");
-    let _fs = match SmallFs::mount(&small) {
+    let _fs = match SmallFs::mount(&small, "1m") {
         Ok(fs) => fs,
         Err(why) => {
             eprintln!("skipped: cannot mount a 1 MiB tmpfs here ({why}); needs root");

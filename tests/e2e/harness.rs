@@ -264,3 +264,38 @@ pub fn alive(pid: i32) -> bool {
 pub fn read(p: &Path) -> String {
     std::fs::read_to_string(p).unwrap_or_default()
 }
+
+/// A small tmpfs mounted for one test (needs root), unmounted when dropped.
+pub struct SmallFs(PathBuf);
+
+impl SmallFs {
+    /// Mounts a tmpfs of `size` (`1m`) at `at`; why not, when it cannot.
+    pub fn mount(at: &Path, size: &str) -> Result<SmallFs, String> {
+        let out = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(at)
+            .output()
+            .map_err(|e| format!("cannot run mount: {e}"))?;
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
+        }
+        Ok(SmallFs(at.to_path_buf()))
+    }
+
+    /// Grows (or shrinks) it to `size`, keeping its files.
+    pub fn resize(&self, size: &str) {
+        let ok = Command::new("mount")
+            .args(["-o", &format!("remount,size={size}")])
+            .arg(&self.0)
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        assert!(ok, "cannot resize the tmpfs at {}", self.0.display());
+    }
+}
+
+impl Drop for SmallFs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}

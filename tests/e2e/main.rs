@@ -3,6 +3,7 @@
 
 mod harness;
 
+mod archive;
 mod breaker;
 mod breaker_postrun;
 mod checkpoint;

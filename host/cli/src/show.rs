@@ -205,6 +205,7 @@ fn print(d: &api::wire::TaskDetail) {
             );
         }
         println!("      logs    {}/stdout.log, stderr.log", run.run_dir);
+        print_outputs(&run.outputs);
     }
     if !d.members.is_empty() {
         println!("  members:");
@@ -224,6 +225,56 @@ fn print(d: &api::wire::TaskDetail) {
             fmt_local(e.at),
             clean(&e.kind),
             clean(&e.message)
+        );
+    }
+}
+
+/// A run's output manifest, archive and retention, one line each.
+fn print_outputs(o: &nightjar_core::api::outputs::RunOutputs) {
+    use nightjar_core::api::outputs::ArchiveState;
+    if let Some(m) = &o.manifest {
+        match &m.note {
+            Some(n) => println!("      outputs {}", clean(n)),
+            None => println!(
+                "      outputs {} files, {} in {} (sha256 of each in outputs.json){}",
+                m.files.len(),
+                bytesize::ByteSize::b(m.bytes()).display().iec_short(),
+                clean(&m.folder.display().to_string()),
+                if m.omitted > 0 {
+                    format!("; {} more not listed", m.omitted)
+                } else {
+                    String::new()
+                }
+            ),
+        }
+    }
+    if let Some(a) = &o.archive {
+        let root = a.root.display().to_string();
+        let root = clean(&root);
+        match (a.state, &a.path) {
+            (ArchiveState::Done, Some(p)) => println!(
+                "      archived {}{}",
+                clean(&p.display().to_string()),
+                a.done_at
+                    .map(|t| format!(" (verified {})", fmt_local(t)))
+                    .unwrap_or_default()
+            ),
+            _ => match (&a.failure, &a.error) {
+                (Some(f), Some(e)) => println!(
+                    "      not archived yet: try {} to {root} failed ({}): {}; next try {}; the local outputs are kept",
+                    a.attempts,
+                    f.as_str(),
+                    clean(e),
+                    a.next_at.map(fmt_local).unwrap_or_else(|| "soon".into())
+                ),
+                _ => println!("      archive to {root} pending (not yet verified)"),
+            },
+        }
+    }
+    if let Some(at) = o.removed_at {
+        println!(
+            "      outputs and scratch removed {} (retention by outcome; `[retention] outputs_*`)",
+            fmt_local(at)
         );
     }
 }

@@ -301,14 +301,27 @@ pub fn flush(dst: &Dir, w: &Written) -> Result<(), Failure> {
     fsync_dir(dst).map_err(|e| Failure::io("cannot flush the archive folder".into(), e))
 }
 
-/// fsync of a folder (its entries).
+/// fsync of a folder (its entries). A `Dir`'s own descriptor may be an
+/// `O_PATH` one, which fsync refuses: the folder is opened again, read-only,
+/// relative to it.
 pub fn fsync_dir(dir: &Dir) -> std::io::Result<()> {
-    // SAFETY: the descriptor is the Dir's own, open for this call's length.
-    if unsafe { libc::fsync(dir.as_raw_fd()) } == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
+    // SAFETY: a NUL-terminated literal, relative to the Dir's own descriptor.
+    let fd = unsafe {
+        libc::openat(
+            dir.as_raw_fd(),
+            c".".as_ptr(),
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
     }
+    // SAFETY: `fd` was opened just above and is closed once, here.
+    let r = unsafe { libc::fsync(fd) };
+    let err = std::io::Error::last_os_error();
+    // SAFETY: as above.
+    unsafe { libc::close(fd) };
+    if r == 0 { Ok(()) } else { Err(err) }
 }
 
 /// Reads every written file back and compares it with what was written.

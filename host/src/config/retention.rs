@@ -76,20 +76,6 @@ impl RetentionConfig {
                 self.ended
             );
         }
-        for (key, d) in [
-            ("outputs_archived", self.outputs_archived),
-            ("outputs_succeeded", self.outputs_succeeded),
-            ("outputs_failed", self.outputs_failed),
-            ("outputs_cancelled", self.outputs_cancelled),
-        ] {
-            if d > self.failed {
-                bail!(
-                    "key `retention.{key}` ({}) is longer than `retention.failed` ({}): a run's outputs cannot outlive its record",
-                    humantime::format_duration(d),
-                    humantime::format_duration(self.failed)
-                );
-            }
-        }
         if !self.every.is_zero() && self.every < Duration::from_secs(60) {
             bail!("key `retention.every` must be at least 1m (or \"0s\" for never)");
         }
