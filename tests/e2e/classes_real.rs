@@ -4,8 +4,6 @@
 //! delegated cgroup v2 memory controller; skipped with the reason `show`
 //! gives otherwise).
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use crate::harness::{Nj, SmallFs};
 

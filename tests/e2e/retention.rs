@@ -149,7 +149,10 @@ fn local_outputs_and_scratch_go_by_outcome_and_logs_stay() {
     }
     // (A success's scratch goes when it ends, as before.)
     let (dir, _) = folders(ok);
-    assert!(dir.join("output/o.txt").exists(), "a success's outputs are kept 1h");
+    assert!(
+        dir.join("output/o.txt").exists(),
+        "a success's outputs are kept 1h"
+    );
     assert_eq!(nj.json(&["gc"])["outputs"], 0, "nothing is removed twice");
 }
 
