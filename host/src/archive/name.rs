@@ -87,7 +87,7 @@ mod tests {
         );
         assert_eq!(
             final_rel("../x", "a/b", "2026-11-30", 4, 9, 3),
-            PathBuf::from("_.._x/a_b/2026-11-30_4_9_3")
+            PathBuf::from("_x/a_b/2026-11-30_4_9_3")
         );
     }
 
