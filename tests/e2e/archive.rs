@@ -279,6 +279,9 @@ fn a_missing_root_then_a_changed_output_are_failures_of_their_own_class() {
             .any(|e| e["kind"] == "archive-failed"),
         "{events}"
     );
+    // Notifiers hear of the first failure once, not of every retry.
+    let told = notified(&nj, "archive-failed");
+    assert_eq!(told, 1, "one archive-failed in the outbox, got {told}");
 }
 
 #[test]
@@ -321,4 +324,11 @@ fn a_full_archive_file_system_is_retried_and_the_outputs_kept_until_it_has_room(
     assert_eq!(all.len(), 1);
     assert_complete(&all[0], &run0(&nj, id)["outputs"]["manifest"]);
     std::thread::sleep(Duration::from_millis(10));
+}
+
+/// How many outbox events of `kind` the daemon wrote (read from its database).
+fn notified(nj: &Nj, kind: &str) -> i64 {
+    let db = rusqlite::Connection::open(nj.state.join("nightjar.db")).unwrap();
+    db.query_row("SELECT COUNT(*) FROM outbox WHERE kind = ?1", [kind], |r| r.get(0))
+        .unwrap()
 }

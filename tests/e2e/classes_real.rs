@@ -4,7 +4,6 @@
 //! delegated cgroup v2 memory controller; skipped with the reason `show`
 //! gives otherwise).
 
-
 use crate::harness::{Nj, SmallFs};
 
 #[test]

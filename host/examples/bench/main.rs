@@ -18,12 +18,15 @@
 //! - `manifest [FILES]`: hashing a 1 GiB input vs `sha256sum` on the same
 //!   file, and what the manifest capture adds to a run's start in a dirty
 //!   repository of FILES (10,000) files with 10 inputs already hashed;
+//! - `archive [MIB]`: a run's end to its verified archive (MIB MiB and
+//!   1,000 small files) against `sha256sum` + `cp -a` + `sync` + `sha256sum -c`;
 //! - `notify [N]`: N tasks told to a local webhook: delivery throughput,
 //!   event-to-arrival p50/p99, and what notifying adds to the runs' time;
 //! - `clients`: `nightjar ls` under 100 waiting clients and a garbage sender;
 //! - `soak [MINUTES]`: database growth with 10,000 deferred tasks, and its
 //!   size after rounds of 10,000 tasks collected by `nightjar gc`.
 
+mod archive;
 mod attack;
 mod hardening;
 mod manifest;
@@ -351,6 +354,7 @@ fn main() -> Result<()> {
         "postrun" => postrun::postrun(n(1, 1_000)),
         "manifest" => manifest::manifest(n(1, 10_000)),
         "notify" => notify::notify(n(1, 1_000)),
+        "archive" => archive::archive(n(1, 512)),
         "all" => {
             vs::startup_and_submit(200)?;
             submit_latency(10_000)?;
@@ -359,6 +363,7 @@ fn main() -> Result<()> {
             plugins::plugins()?;
             postrun::postrun(1_000)?;
             manifest::manifest(10_000)?;
+            archive::archive(512)?;
             notify::notify(1_000)?;
             attack::attack(10)?;
             hardening::clients(10)?;
@@ -366,7 +371,7 @@ fn main() -> Result<()> {
         }
         other => {
             bail!(
-                "unknown benchmark `{other}`: use startup, submit, throughput, gpu, plugins, postrun, manifest, notify, attack, clients, soak, idle or all"
+                "unknown benchmark `{other}`: use startup, submit, throughput, gpu, plugins, postrun, manifest, archive, notify, attack, clients, soak, idle or all"
             )
         }
     }

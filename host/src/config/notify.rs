@@ -118,6 +118,7 @@ pub const KINDS: &[&str] = &[
     "task-stalled",
     "plugin-disabled",
     "disk-low",
+    "archive-failed",
     "daemon-started",
     "daemon-stopped",
     "digest",

@@ -40,6 +40,7 @@ fn verb(kind: &str) -> (&'static str, &'static str) {
         "task-stalled" => ("seems stalled", "疑似停滞"),
         "plugin-disabled" => ("disabled a failing policy", "停用了一个出错的策略插件"),
         "disk-low" => ("low disk space", "磁盘空间不足"),
+        "archive-failed" => ("could not be archived", "归档失败"),
         "daemon-started" => ("started", "已启动"),
         "daemon-stopped" => ("stopped", "已停止"),
         "test" => ("test message", "测试消息"),
