@@ -158,8 +158,8 @@ fn code_notes(run: i64, was: &GitRecord, now: &GitRecord) -> Vec<String> {
     }
     let state = |g: &GitRecord| match (g.dirty, &g.diff_sha256) {
         (Some(true), sha) => format!("uncommitted changes (diff sha256 {})", short(sha)),
-        (Some(false), _) => "clean".to_string(),
-        (None, _) => "unknown".to_string(),
+        (Some(false), _) => "no uncommitted changes".to_string(),
+        (None, _) => "no git state known".to_string(),
     };
     if was.dirty != now.dirty || was.diff_sha256 != now.diff_sha256 {
         notes.push(format!(
