@@ -342,7 +342,7 @@ fn inputs(d: &mut Differ, a: &[InputRecord], b: &[InputRecord]) {
 /// a conda export line (`name=1.0=build`), lower case.
 fn package_name(line: &str) -> String {
     let end = line
-        .find(|c: char| matches!(c, '=' | '@' | ' ' | '<' | '>' | '~' | '!'))
+        .find(['=', '@', ' ', '<', '>', '~', '!'])
         .unwrap_or(line.len());
     line[..end].trim().to_ascii_lowercase()
 }
