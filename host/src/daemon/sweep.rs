@@ -114,10 +114,10 @@ impl Daemon {
     /// task_outputs` allows.
     fn local_folders(&self, e: &ExpiredOutputs) -> Vec<PathBuf> {
         let mut v = vec![super::runenv::scratch_dir(&self.cfg, e.run)];
-        if let Some(out) = &e.output {
-            if *out == self.own_output(e.run) || self.cfg.retention.task_outputs {
-                v.push(out.clone());
-            }
+        if let Some(out) = &e.output
+            && (*out == self.own_output(e.run) || self.cfg.retention.task_outputs)
+        {
+            v.push(out.clone());
         }
         v
     }
