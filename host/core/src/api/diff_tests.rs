@@ -1,4 +1,5 @@
 use super::*;
+use crate::api::manifest::{GitRecord, InputRecord};
 use crate::api::manifest::{GpuDevice, GpuRecord, Phase, PolicyRecord, PythonEnv, SystemInfo};
 use crate::api::outputs::{FORMAT, OutputFile};
 
@@ -240,8 +241,8 @@ fn packages_gpus_system_and_policies_are_compared_by_name() {
         ]
     );
     assert_eq!(d.changes[0].b.as_deref(), Some("NumPy==2.0.0"));
-    assert_eq!(package_name("torch @ file:///x"), "torch");
-    assert_eq!(package_name("cudatoolkit=11.8=h1"), "cudatoolkit");
+    assert_eq!(sections::package_name("torch @ file:///x"), "torch");
+    assert_eq!(sections::package_name("cudatoolkit=11.8=h1"), "cudatoolkit");
 }
 
 #[test]
