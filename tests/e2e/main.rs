@@ -31,6 +31,7 @@ mod notify_wecom;
 mod ordering;
 mod plugin_config;
 mod policies;
+mod rerun_diff;
 mod restart;
 mod retention;
 mod retry;

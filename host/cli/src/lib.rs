@@ -6,6 +6,7 @@
 //! starts in about a millisecond.
 
 mod control;
+mod diff;
 mod exec;
 mod gpus;
 mod logs;
@@ -13,6 +14,7 @@ mod ls;
 mod manifest;
 mod notify;
 pub mod plugins;
+mod rerun;
 mod show;
 mod submit;
 pub mod table;
@@ -61,6 +63,17 @@ pub enum Verb {
         /// submit and what each run ran (command, env, git, inputs, Python, GPUs).
         #[arg(long)]
         manifest: bool,
+    },
+    /// Queue a task again from one of its runs: same command, workdir, env;
+    /// inputs checked against that run's digests.
+    Rerun(rerun::Args),
+    /// What differs between two runs: code, command, env, inputs, Python,
+    /// GPUs, system, policies, outputs (exit status 0 either way).
+    Diff {
+        /// The first run's id.
+        a: i64,
+        /// The second run's id.
+        b: i64,
     },
     /// Print a task's output (`-f` follows a live run).
     Logs(logs::Args),
@@ -175,6 +188,8 @@ fn run(cli: Cli) -> Result<i32> {
         Verb::Ls(a) => ls::run(ctx, a),
         Verb::Show { id, manifest } => show::run(ctx, id, manifest),
         Verb::Logs(a) => logs::run(ctx, a),
+        Verb::Rerun(a) => rerun::run(ctx, a),
+        Verb::Diff { a, b } => diff::run(ctx, a, b),
         Verb::Cancel { ids } => control::run(ctx, control::Action::Cancel, &ids),
         Verb::Hold { ids } => control::run(ctx, control::Action::Hold, &ids),
         Verb::Release { ids } => control::run(ctx, control::Action::Release, &ids),

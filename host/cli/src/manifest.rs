@@ -71,6 +71,16 @@ fn print_one(m: &Manifest) {
         m.capture_ms
     );
     let field = |k: &str, v: &str| println!("    {k:<10} {}", clean(v));
+    if let Some(r) = &m.rerun_of {
+        let changed = match r.inputs_changed.len() {
+            0 => "its inputs unchanged".to_string(),
+            n => format!("{n} input(s) changed since (--allow-changed)"),
+        };
+        field(
+            "rerun of",
+            &format!("task {} run {}, {changed}", r.task, r.run),
+        );
+    }
     field("command", &m.command.join(" "));
     field("workdir", &m.workdir.display().to_string());
     if let Some(s) = &m.spec {

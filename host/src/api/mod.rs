@@ -2,6 +2,7 @@
 //! wire types, version) is `nightjar_core::api`, re-exported here.
 
 pub mod listen;
+mod rerun_diff;
 pub mod server;
 
 pub use nightjar_core::api::*;

@@ -101,6 +101,16 @@ async fn dispatch(d: &Arc<Daemon>, req: Request) -> Vec<u8> {
                     .and_then(|r| r);
             reply::<super::Submit>(answer)
         }
+        Request::Rerun(r) => {
+            // Hashes inputs, like a submission: off the runtime's thread.
+            let me = Arc::clone(d);
+            let answer = tokio::task::spawn_blocking(move || super::rerun_diff::rerun(&me, &r))
+                .await
+                .map_err(|e| anyhow::anyhow!("the rerun did not finish: {e}"))
+                .and_then(|r| r);
+            reply::<super::Rerun>(answer)
+        }
+        Request::Diff(r) => reply::<super::Diff>(super::rerun_diff::pair(d, r.a, r.b)),
         Request::List(r) => reply::<super::List>((|| {
             let mut rows = d.store().list(&r.filter)?;
             rows.iter_mut().for_each(|t| d.live_reason(t));
@@ -201,9 +211,7 @@ fn submit(
     verify: bool,
     now: i64,
 ) -> anyhow::Result<Vec<i64>> {
-    crate::task::check::check_entries(entries).map_err(anyhow::Error::msg)?;
-    check_outputs(d, entries)?;
-    check_fits(d, entries)?;
+    check_submission(d, entries)?;
     let manifests = d.capture_submit(entries, verify);
     // Queued once captured: the wait before a start does not count the capture.
     let now = now.max(now_ms());
@@ -218,6 +226,17 @@ fn submit(
         })?;
     d.changed();
     Ok(ids)
+}
+
+/// The checks every submission passes (a rerun's too): names, commands,
+/// dependencies, output folders, what this machine can place.
+pub(super) fn check_submission(
+    d: &Daemon,
+    entries: &[crate::task::model::NewEntry],
+) -> anyhow::Result<()> {
+    crate::task::check::check_entries(entries).map_err(anyhow::Error::msg)?;
+    check_outputs(d, entries)?;
+    check_fits(d, entries)
 }
 
 /// Rejects an output folder outside `output_roots` (when set), with the

@@ -106,6 +106,27 @@ impl Daemon {
             .collect()
     }
 
+    /// The submit manifest of a rerun of the task `spec`, captured as a
+    /// submit's is but against `recorded` (the start manifest of the run
+    /// rerun): an input unchanged since is a stat, and each one that
+    /// differs is in `inputs_changed`. Blocking, like [`Self::capture_submit`].
+    pub fn capture_rerun(&self, spec: &TaskSpec, recorded: &Manifest) -> Manifest {
+        let env = self.planned_env(spec);
+        let subject = Subject {
+            workdir: &spec.workdir,
+            inputs: &spec.inputs,
+            env: &env,
+        };
+        manifest::capture(
+            Phase::Submit,
+            &subject,
+            Some(recorded),
+            &mut StoreCache(self),
+            false,
+            self.budget(),
+        )
+    }
+
     /// What the world holds for task `task` now, before it is claimed
     /// (git, inputs against the submit manifest, Python). Blocking; runs on
     /// the scheduler thread: an input unchanged since submit is a stat.

@@ -111,6 +111,32 @@ impl Store {
         Ok(kind.as_deref() == Some("recurring"))
     }
 
+    /// Run `run`'s start manifest (`None`: it has none, having started
+    /// before nightjar recorded manifests).
+    pub fn run_manifest(&self, run: i64) -> Result<Option<Manifest>> {
+        let text: Option<String> = row(
+            &self.conn,
+            "SELECT manifest FROM runs WHERE id = ?1",
+            [run],
+            |r| r.get(0),
+        )
+        .optional()?
+        .flatten();
+        Ok(text.map(|t| serde_json::from_str(&t)).transpose()?)
+    }
+
+    /// The latest run of `task` that has a start manifest.
+    pub fn latest_run_with_manifest(&self, task: i64) -> Result<Option<i64>> {
+        Ok(row(
+            &self.conn,
+            "SELECT id FROM runs WHERE task_id = ?1 AND manifest IS NOT NULL
+             ORDER BY attempt DESC LIMIT 1",
+            [task],
+            |r| r.get(0),
+        )
+        .optional()?)
+    }
+
     /// The manifests of `task`: at submit, and of each run (oldest first).
     pub fn manifests(&self, task: i64) -> Result<Manifests> {
         let submit = self.submit_manifest(task)?;

@@ -33,8 +33,17 @@ impl Store {
         let mut members: Vec<Vec<i64>> = Vec::with_capacity(entries.len());
         let mut ids = Vec::with_capacity(entries.len());
         for (i, entry) in entries.iter().enumerate() {
-            let (id, member_ids) = insert_entry(&tx, entry, now, &next_fire)?;
-            if let Some(Some(m)) = manifests.get(i) {
+            let manifest = manifests.get(i).and_then(Option::as_ref);
+            let rerun = manifest.and_then(|m| m.rerun_of.as_ref()).map(|r| {
+                let changed = match r.inputs_changed.len() {
+                    0 => String::new(),
+                    n => format!(", {n} input(s) changed since (--allow-changed)"),
+                };
+                format!("; rerun of run {} (task {}){changed}", r.run, r.task)
+            });
+            let (id, member_ids) =
+                insert_entry(&tx, entry, now, &next_fire, rerun.as_deref().unwrap_or(""))?;
+            if let Some(m) = manifest {
                 // Once per entry: a sweep's members and a template's
                 // instances read it from their parent.
                 exec(
@@ -119,11 +128,13 @@ fn insert_task(
     Ok(tx.last_insert_rowid())
 }
 
+/// Inserts one entry; `note` is appended to a plain task's `submitted` event.
 fn insert_entry(
     tx: &Transaction,
     entry: &NewEntry,
     now: i64,
     next_fire: &impl Fn(&str) -> Option<i64>,
+    note: &str,
 ) -> Result<(i64, Vec<i64>)> {
     let first = entry
         .members
@@ -155,7 +166,8 @@ fn insert_entry(
     }
     if !entry.is_sweep {
         let id = insert_task(tx, "task", None, first, initial, now)?;
-        event(tx, now, Some(id), None, "submitted", initial.as_str())?;
+        let message = format!("{}{note}", initial.as_str());
+        event(tx, now, Some(id), None, "submitted", &message)?;
         return Ok((id, vec![id]));
     }
     let mut group = first.clone();

@@ -91,6 +91,21 @@ pub struct Manifest {
     /// What could not be captured, and why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The run this task reruns (submit only, tasks made by `nightjar rerun`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerun_of: Option<RerunOf>,
+}
+
+/// Where a task made by `nightjar rerun` came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RerunOf {
+    /// The task rerun.
+    pub task: i64,
+    /// The run whose start manifest the inputs were checked against.
+    pub run: i64,
+    /// Inputs that differ from that run's (submitted with `--allow-changed`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inputs_changed: Vec<InputChange>,
 }
 
 /// The daemon settings that shaped a run.
@@ -290,6 +305,7 @@ impl Manifest {
             policies: Vec::new(),
             stats: CaptureStats::default(),
             notes: Vec::new(),
+            rerun_of: None,
         }
     }
 }

@@ -10,10 +10,12 @@
 //! prints it.
 
 pub mod class;
+pub mod diff;
 pub mod findings;
 pub mod manifest;
 pub mod notify;
 pub mod outputs;
+pub mod rerun;
 pub mod views;
 pub mod why;
 pub mod wire;

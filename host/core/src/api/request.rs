@@ -3,9 +3,11 @@
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+pub use super::diff::{Diff, RunPair};
 pub use super::notify::{
     DigestWritten, NotifyDigest, NotifyList, NotifyReport, NotifyRetry, NotifyTest, NotifyTestReply,
 };
+pub use super::rerun::{Rerun, Rerunning};
 use super::views::{GpuView, MemberView};
 use super::why::WhyReport;
 use super::wire::{GcReport, ListFilter, RunClass, TaskDetail, TaskRow, TaskState};
@@ -76,6 +78,10 @@ requests! {
     NotifyTest => NotifyTestReply;
     /// Write a digest now.
     NotifyDigest => DigestWritten;
+    /// Queue a new task from a run's record, its inputs checked.
+    Rerun => Rerunning;
+    /// Two runs' start and output manifests, for `diff`.
+    Diff => RunPair;
 }
 
 /// `ping`.

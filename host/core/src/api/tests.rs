@@ -42,6 +42,14 @@ fn every_request() -> Vec<Request> {
         PluginsReload {}.into(),
         Gc { dry_run: true }.into(),
         Wait { ids: vec![7, 8] }.into(),
+        Rerun {
+            id: 9,
+            run: Some(10),
+            allow_changed: true,
+            name: Some("again".into()),
+        }
+        .into(),
+        Diff { a: 11, b: 12 }.into(),
     ]
 }
 
@@ -96,6 +104,21 @@ fn typed_replies_round_trip() {
         signal: None,
     }]));
     round_trip(&ReplyLine::ok(Vec::<GpuView>::new()));
+    round_trip(&ReplyLine::ok(Rerunning {
+        id: 3,
+        name: "again".into(),
+        rerun_of: manifest::RerunOf {
+            task: 1,
+            run: 2,
+            inputs_changed: vec![manifest::InputChange {
+                path: "/d/a.csv".into(),
+                before: Some("aa".into()),
+                after: Some("bb".into()),
+                what: "content changed".into(),
+            }],
+        },
+        notes: vec!["commit changed".into()],
+    }));
     round_trip(&ReplyLine::ok(Vec::<MemberView>::new()));
 }
 
@@ -169,4 +192,22 @@ fn exit_statuses_follow_the_error_kind() {
     assert_eq!(ErrorKind::Unavailable.exit_status(), 3);
     assert_eq!(ErrorKind::Invalid.exit_status(), 1);
     assert_eq!(ErrorKind::BadRequest.exit_status(), 1);
+}
+
+#[test]
+fn a_manifest_without_rerun_of_still_parses_and_a_plain_one_writes_no_such_field() {
+    let m = manifest::Manifest::new(manifest::Phase::Submit, 1, "/w".into());
+    let text = serde_json::to_string(&m).unwrap();
+    assert!(!text.contains("rerun_of"), "{text}");
+    let back: manifest::Manifest = serde_json::from_str(&text).unwrap();
+    assert_eq!(back.rerun_of, None);
+    let mut r = m;
+    r.rerun_of = Some(manifest::RerunOf {
+        task: 4,
+        run: 5,
+        inputs_changed: vec![],
+    });
+    let text = serde_json::to_string(&r).unwrap();
+    assert!(text.contains(r#""rerun_of":{"task":4,"run":5}"#), "{text}");
+    assert_eq!(round_trip(&r), r);
 }
