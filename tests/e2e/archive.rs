@@ -329,6 +329,8 @@ fn a_full_archive_file_system_is_retried_and_the_outputs_kept_until_it_has_room(
 /// How many outbox events of `kind` the daemon wrote (read from its database).
 fn notified(nj: &Nj, kind: &str) -> i64 {
     let db = rusqlite::Connection::open(nj.state.join("nightjar.db")).unwrap();
-    db.query_row("SELECT COUNT(*) FROM outbox WHERE kind = ?1", [kind], |r| r.get(0))
-        .unwrap()
+    db.query_row("SELECT COUNT(*) FROM outbox WHERE kind = ?1", [kind], |r| {
+        r.get(0)
+    })
+    .unwrap()
 }

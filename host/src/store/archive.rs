@@ -192,15 +192,47 @@ impl Store {
         now: i64,
     ) -> Result<()> {
         let tx = self.conn.transaction()?;
+        let before: Option<u32> = tx
+            .query_row(
+                "SELECT attempts FROM archives WHERE run_id = ?1 AND state = 'pending'",
+                [run],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let Some(before) = before else {
+            return Ok(()); // verified meanwhile, or collected
+        };
         exec(
             &tx,
             "UPDATE archives SET attempts = attempts + 1, failure = ?2, error = ?3, next_at = ?4
-             WHERE run_id = ?1 AND state = 'pending'",
+             WHERE run_id = ?1",
             params![run, failure.as_str(), error, next_at],
         )?;
         let next = chrono::DateTime::from_timestamp_millis(next_at).map_or_else(String::new, |t| {
             t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
         });
+        if before == 0 {
+            // Notifiers hear of the first failure only (retries may go on for hours).
+            let spec: String =
+                tx.query_row("SELECT spec FROM tasks WHERE id = ?1", [task], |r| r.get(0))?;
+            let spec: TaskSpec = serde_json::from_str(&spec)?;
+            super::outbox::outbox(
+                &tx,
+                now,
+                "archive-failed",
+                super::outbox::Severity::Warning,
+                Some(task),
+                Some(run),
+                Some(&spec.project),
+                serde_json::json!({
+                    "name": spec.name,
+                    "hint": format!("archive {}: {error}", failure.as_str()),
+                    "reason": format!(
+                        "retried on a schedule (next at {next}); the local outputs are kept until an archive is verified"
+                    ),
+                }),
+            )?;
+        }
         super::event(
             &tx,
             now,
