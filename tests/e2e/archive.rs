@@ -234,7 +234,7 @@ fn a_kill_9_after_each_archive_step_leaves_exactly_one_complete_archive() {
 fn a_missing_root_then_a_changed_output_are_failures_of_their_own_class() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("nas");
-    let mut nj = world(&root, "[retention]\nevery = \"0s\"\n");
+    let mut nj = world(&root, "[retention]\nevery = \"0s\"\nended = \"1s\"\n");
     nj.start();
     let id = nj.submit(&["--", "sh", "-c", WRITER]);
     assert_eq!(nj.wait(id), 0);
@@ -253,6 +253,19 @@ fn a_missing_root_then_a_changed_output_are_failures_of_their_own_class() {
     assert!(
         text.contains("not archived yet") && text.contains("local outputs are kept"),
         "{text}"
+    );
+    // Notifiers hear of the first failure once, not of every retry.
+    nj.until("a second failed try", || {
+        archive_state(&nj, id)["attempts"].as_u64() >= Some(2)
+    });
+    let told = notified(&nj, "archive-failed");
+    assert_eq!(told, 1, "one archive-failed in the outbox, got {told}");
+    // Past `ended`, gc still keeps a task whose archive is not verified.
+    std::thread::sleep(Duration::from_millis(1200));
+    assert_eq!(
+        nj.json(&["gc"])["tasks"],
+        0,
+        "the run folder holds the only copy"
     );
     // Someone edits an output before the NAS comes back.
     let run_dir = PathBuf::from(run0(&nj, id)["run_dir"].as_str().unwrap());
@@ -279,9 +292,6 @@ fn a_missing_root_then_a_changed_output_are_failures_of_their_own_class() {
             .any(|e| e["kind"] == "archive-failed"),
         "{events}"
     );
-    // Notifiers hear of the first failure once, not of every retry.
-    let told = notified(&nj, "archive-failed");
-    assert_eq!(told, 1, "one archive-failed in the outbox, got {told}");
 }
 
 #[test]
