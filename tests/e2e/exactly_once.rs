@@ -68,7 +68,12 @@ fn a_run_ending_on_a_full_disk_is_recorded_once_after_space_is_freed() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("full");
     let _fs = Tmpfs::mount(&state, 16);
-    let mut nj = Nj::new(&format!("slots = 1\nstate_dir = \"{}\"", state.display()));
+    // A 16 MiB state dir is far below the default `min_free` gate: off here,
+    // so the run starts and the disk can fill under it.
+    let mut nj = Nj::new(&format!(
+        "slots = 1\nstate_dir = \"{}\"\n[retention]\nmin_free = \"0B\"",
+        state.display()
+    ));
     // The harness wrote its own state_dir first; this world's is the tmpfs.
     let cfg = std::fs::read_to_string(&nj.config).unwrap();
     let cfg: String = cfg
