@@ -4,6 +4,7 @@
 mod harness;
 
 mod archive;
+mod archive_hostile;
 mod breaker;
 mod breaker_postrun;
 mod checkpoint;

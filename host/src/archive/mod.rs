@@ -10,6 +10,7 @@
 
 mod copy;
 pub mod name;
+mod tree;
 
 use std::ffi::CString;
 use std::os::fd::AsRawFd;
@@ -189,15 +190,49 @@ fn open_root(root: &Path, require_mount: bool) -> Result<Dir, Failure> {
         .map_err(|e| Failure::io(format!("cannot open archive root {}", root.display()), e))
 }
 
-/// The origin recorded in the archive at `rel`, if it has a readable one.
-fn origin_of(root: &Dir, rel: &Path) -> Option<Origin> {
+/// The archive at `rel` when it is this run's and complete: a real folder
+/// whose `archive.json` names `req`'s origin, lists every output of the
+/// run's manifest with its digest, and whose every file reads back as
+/// recorded. (files, bytes) then. An `archive.json` alone, crafted or left
+/// by a damaged copy, is not taken for an archive.
+fn ours(root: &Dir, rel: &Path, req: &Request<'_>) -> Option<(usize, u64)> {
     use std::io::Read;
-    let f = root.open(rel.join(RECORD)).ok()?;
+    if !root.symlink_metadata(rel).ok()?.is_dir() {
+        return None;
+    }
+    let dir = root.open_dir(rel).ok()?;
     let mut text = Vec::new();
-    f.take(MAX_RECORD).read_to_end(&mut text).ok()?;
-    serde_json::from_slice::<Record>(&text)
-        .ok()
-        .map(|r| r.origin)
+    dir.open(RECORD)
+        .ok()?
+        .take(MAX_RECORD)
+        .read_to_end(&mut text)
+        .ok()?;
+    let record = serde_json::from_slice::<Record>(&text).ok()?;
+    if record.origin != req.origin {
+        return None;
+    }
+    if let Some(m) = req.outputs.filter(|m| m.note.is_none()) {
+        let held: std::collections::HashSet<(&str, &str, u64)> = record
+            .files
+            .iter()
+            .map(|f| (f.path.as_str(), f.sha256.as_str(), f.size))
+            .collect();
+        let all = m.files.iter().all(|f| {
+            let path = format!("{OUTPUTS}/{}", f.path);
+            held.contains(&(path.as_str(), f.sha256.as_str(), f.size))
+        });
+        if !all {
+            return None;
+        }
+    }
+    let mut buf = vec![0u8; 256 << 10];
+    for f in &record.files {
+        copy::read_back(&dir, Path::new(&f.path), f, &mut buf).ok()?;
+    }
+    Some((
+        record.files.len(),
+        record.files.iter().map(|f| f.size).sum(),
+    ))
 }
 
 /// `rename(from, to)` inside `root` that fails with EEXIST instead of
@@ -237,16 +272,17 @@ pub fn archive(req: &Request<'_>, pause: &mut dyn FnMut(Step)) -> Result<Done, F
                 break;
             }
             Err(e) => return Err(Failure::io(format!("cannot look at {}", rel.display()), e)),
-            Ok(_) if origin_of(&root, &rel).as_ref() == Some(o) => {
-                let _ = root.remove_dir_all(Path::new(PARTIAL).join(partial(req)));
-                return Ok(Done {
-                    path: rel,
-                    files: 0,
-                    bytes: 0,
-                    found: true,
-                });
+            Ok(_) => {
+                if let Some((files, bytes)) = ours(&root, &rel, req) {
+                    let _ = root.remove_dir_all(Path::new(PARTIAL).join(partial(req)));
+                    return Ok(Done {
+                        path: rel,
+                        files,
+                        bytes,
+                        found: true,
+                    });
+                }
             }
-            Ok(_) => continue,
         }
     }
     let Some(first_free) = free else {
@@ -272,7 +308,14 @@ pub fn archive(req: &Request<'_>, pause: &mut dyn FnMut(Step)) -> Result<Done, F
         }
         _ => {}
     }
-    let result = build(req, &root, &partials, &pname, first_free, pause);
+    let meta = root
+        .dir_metadata()
+        .map_err(|e| Failure::io("cannot look at the archive root".into(), e))?;
+    let root_id = (
+        cap_std::fs::MetadataExt::dev(&meta),
+        cap_std::fs::MetadataExt::ino(&meta),
+    );
+    let result = build(req, &root, root_id, &partials, &pname, first_free, pause);
     if result.is_err() {
         // A full archive gets its room back; the local outputs are untouched.
         let _ = partials.remove_dir_all(&pname);
@@ -288,6 +331,7 @@ fn partial(req: &Request<'_>) -> String {
 fn build(
     req: &Request<'_>,
     root: &Dir,
+    root_id: (u64, u64),
     partials: &Dir,
     pname: &str,
     first_free: u32,
@@ -307,14 +351,26 @@ fn build(
             pause(Step::Copy);
         }
     };
-    if let Some(output) = req.output {
-        let src = Dir::open_ambient_dir(output, cap_std::ambient_authority()).map_err(|e| {
+    // An output folder that could not be hashed when the run ended (a
+    // link, gone) has nothing the run is known to have made: not copied.
+    if let Some(output) = req.output
+        && !req.outputs.is_some_and(|m| m.note.is_some())
+    {
+        let src = tree::open_output(output).map_err(|e| {
             Failure::new(
                 ArchiveFailure::Mismatch,
-                format!("cannot open the output folder {}: {e}", output.display()),
+                format!("the output folder is not the real folder the run wrote: {e}"),
             )
         })?;
-        copy::tree(src, &dst, OUTPUTS, req.outputs, &mut after_first, &mut w)?;
+        tree::tree(
+            src,
+            &dst,
+            OUTPUTS,
+            req.outputs,
+            root_id,
+            &mut after_first,
+            &mut w,
+        )?;
     }
     let run_dir =
         Dir::open_ambient_dir(req.run_dir, cap_std::ambient_authority()).map_err(|e| {
