@@ -354,7 +354,7 @@ fn build(
     // An output folder that could not be hashed when the run ended (a
     // link, gone) has nothing the run is known to have made: not copied.
     if let Some(output) = req.output
-        && !req.outputs.is_some_and(|m| m.note.is_some())
+        && req.outputs.is_none_or(|m| m.note.is_none())
     {
         let src = tree::open_output(output).map_err(|e| {
             Failure::new(
