@@ -34,6 +34,7 @@ mod plugin_config;
 mod policies;
 mod restart;
 mod retention;
+mod retention_hostile;
 mod retry;
 mod sandbox;
 mod validators;
