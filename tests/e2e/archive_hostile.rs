@@ -201,3 +201,44 @@ fn an_archive_json_claiming_to_be_this_run_is_checked_before_it_counts() {
         "what someone else left is not deleted"
     );
 }
+
+#[test]
+fn the_archive_worker_waits_when_the_store_cannot_record_a_try() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("nas");
+    let mut nj = world(&root, "[retention]\nmin_free = \"0B\"\nevery = \"0s\"\n");
+    std::fs::create_dir(&nj.state).unwrap();
+    let _fs = match crate::harness::SmallFs::mount(&nj.state, "16m") {
+        Ok(fs) => fs,
+        Err(why) => {
+            eprintln!("skipped: cannot mount a tmpfs here ({why}); needs root");
+            return;
+        }
+    };
+    std::fs::set_permissions(
+        &nj.state,
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .unwrap();
+    nj.start();
+    let id = nj.submit(&["--", "sh", "-c", "echo x > \"${OUTPUT_PATH}/a\""]);
+    assert_eq!(nj.wait(id), 0);
+    nj.until("a try while the root is missing", || {
+        archive_state(&nj, id)["attempts"].as_u64() >= Some(1)
+    });
+    // The state dir's file system fills up: no try can be recorded.
+    let mut fill = std::fs::File::create(nj.state.join("fill")).unwrap();
+    let chunk = vec![0u8; 1 << 20];
+    while std::io::Write::write_all(&mut fill, &chunk).is_ok() {}
+    drop(fill);
+    std::fs::create_dir(&root).unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    let log = nj.daemon_log();
+    let tries = log.matches("cannot record").count();
+    assert!(
+        (1..=10).contains(&tries),
+        "{tries} tries in 4 s while none could be recorded"
+    );
+    let _ = std::fs::remove_file(nj.state.join("fill"));
+    nj.kill9();
+}
