@@ -132,3 +132,30 @@ fn the_daemon_answers_while_gc_removes_a_deep_output_tree() {
         spawned.elapsed()
     );
 }
+
+#[test]
+fn a_retention_of_a_billion_years_keeps_everything() {
+    let mut nj = Nj::new(
+        "[retention]\nevery = \"0s\"\nended = \"1000000000y\"\nfailed = \"1000000000y\"\n\
+         outputs_failed = \"1000000000y\"\n",
+    );
+    nj.start();
+    let id = nj.submit(&[
+        "--",
+        "sh",
+        "-c",
+        "mkdir -p \"${OUTPUT_PATH}\" && echo x > \"${OUTPUT_PATH}/a\"; exit 1",
+    ]);
+    assert_eq!(nj.wait(id), 1);
+    let report = nj.json(&["gc"]);
+    assert_eq!(
+        (&report["tasks"], &report["outputs"]),
+        (&serde_json::json!(0), &serde_json::json!(0)),
+        "{report}"
+    );
+    assert!(
+        nj.state
+            .join(format!("runs/{}/output/a", nj.show(id)["runs"][0]["id"]))
+            .exists()
+    );
+}

@@ -170,7 +170,8 @@ impl Daemon {
             }
             Err(f) => {
                 let failures = job.attempts + 1;
-                let next = now() + self.cfg.archive.backoff(failures).as_millis() as i64;
+                let next =
+                    now().saturating_add(crate::time::span_ms(self.cfg.archive.backoff(failures)));
                 tracing::warn!(
                     "run {}: archive try {failures} failed ({}): {}",
                     job.run,

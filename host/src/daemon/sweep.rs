@@ -76,7 +76,7 @@ fn size_of(path: &Path, limit: &mut usize) -> u64 {
 impl Daemon {
     fn cutoffs(&self, now: i64) -> OutputCutoffs {
         let r = &self.cfg.retention;
-        let before = |d: Duration| now.saturating_sub(d.as_millis() as i64);
+        let before = |d: Duration| now.saturating_sub(crate::time::span_ms(d));
         OutputCutoffs {
             archived: before(r.outputs_archived),
             succeeded: before(r.outputs_succeeded),
