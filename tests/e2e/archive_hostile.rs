@@ -242,3 +242,46 @@ fn the_archive_worker_waits_when_the_store_cannot_record_a_try() {
     let _ = std::fs::remove_file(nj.state.join("fill"));
     nj.kill9();
 }
+
+#[test]
+fn a_run_folder_file_the_task_replaced_by_a_link_is_left_out_not_retried_forever() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("nas");
+    std::fs::create_dir(&root).unwrap();
+    let mut nj = world(&root, "[retention]\nevery = \"0s\"\n");
+    nj.start();
+    // The task swaps its run folder's manifest for a link to a file outside.
+    let swap = format!(
+        "ln -sf /etc/hostname \"{}/runs/$NIGHTJAR_RUN_ID/manifest.json\" && echo x > \"${{OUTPUT_PATH}}/a\"",
+        nj.state.display()
+    );
+    let id = nj.submit(&["--name", "t", "--project", "p", "--", "sh", "-c", &swap]);
+    assert_eq!(nj.wait(id), 0);
+    let run_dir = run0(&nj, id)["run_dir"].as_str().unwrap().to_string();
+    assert!(
+        std::fs::symlink_metadata(Path::new(&run_dir).join("manifest.json"))
+            .unwrap()
+            .file_type()
+            .is_symlink(),
+        "the task did swap it"
+    );
+    nj.until("the archive, or a failed try", || {
+        let a = archive_state(&nj, id);
+        a["state"] == "done" || a["attempts"].as_u64() >= Some(1)
+    });
+    assert_eq!(
+        archive_state(&nj, id)["state"],
+        "done",
+        "{}",
+        archive_state(&nj, id)
+    );
+    let dir = finals(&root).pop().unwrap();
+    assert!(
+        !dir.join("manifest.json").exists(),
+        "a link is never followed"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("outputs/a")).unwrap(),
+        "x\n"
+    );
+}

@@ -107,6 +107,13 @@ pub fn stream(
     })
 }
 
+/// An open of a run folder's file that found none, or a link in its place
+/// (a task may write in its run folder; a link is never followed, and is
+/// left out like a FIFO rather than failing every try).
+fn not_a_file(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ELOOP)
+}
+
 /// The failure of a file that grew past `limit` bytes while it was copied.
 pub fn grew(name: &str, limit: u64) -> Failure {
     Failure::new(
@@ -121,7 +128,7 @@ pub fn grew(name: &str, limit: u64) -> Failure {
 pub fn file(src: &Dir, name: &str, dst: &Dir, rel: &str, w: &mut Written) -> Result<bool, Failure> {
     let mut f = match open_source(src, name.as_ref()) {
         Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) if not_a_file(&e) => return Ok(false),
         Err(e) => {
             return Err(Failure::io(
                 format!("cannot read {name} of the run folder"),
@@ -179,7 +186,7 @@ pub fn logs_tar_gz(
     for name in names {
         let mut f = match open_source(src, name.as_ref()) {
             Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) if not_a_file(&e) => continue,
             Err(e) => {
                 return Err(Failure::io(
                     format!("cannot read {name} of the run folder"),
