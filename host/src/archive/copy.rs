@@ -4,6 +4,7 @@
 //! verification (each file read back from the archive, past the page cache
 //! where the kernel allows, against the digest taken while copying).
 
+use std::ffi::CString;
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -315,6 +316,29 @@ pub fn read_back(dir: &Dir, at: &Path, f: &OutputFile, buf: &mut [u8]) -> Result
         ));
     }
     Ok(())
+}
+
+/// `rename(from, to)` inside `root` that fails with EEXIST instead of
+/// replacing anything (renameat2 with RENAME_NOREPLACE).
+pub fn rename_noreplace(from_dir: &Dir, from: &str, to_dir: &Dir, to: &str) -> std::io::Result<()> {
+    let (Ok(f), Ok(t)) = (CString::new(from), CString::new(to)) else {
+        return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+    };
+    // SAFETY: both descriptors are open Dirs; both names are NUL-terminated single components.
+    let r = unsafe {
+        libc::renameat2(
+            from_dir.as_raw_fd(),
+            f.as_ptr(),
+            to_dir.as_raw_fd(),
+            t.as_ptr(),
+            libc::RENAME_NOREPLACE,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
 }
 
 #[cfg(test)]

@@ -10,10 +10,11 @@
 
 mod copy;
 pub mod name;
+mod record;
 mod tree;
 
-use std::ffi::CString;
-use std::os::fd::AsRawFd;
+use record::{Record, ours};
+
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -21,9 +22,7 @@ use cap_std::fs::Dir;
 use serde::{Deserialize, Serialize};
 
 use nightjar_core::api::manifest::FILE as MANIFEST_FILE;
-use nightjar_core::api::outputs::{
-    ArchiveFailure, FILE as OUTPUTS_FILE, OutputFile, OutputManifest,
-};
+use nightjar_core::api::outputs::{ArchiveFailure, FILE as OUTPUTS_FILE, OutputManifest};
 use nightjar_core::runlog::{STDERR, STDOUT};
 
 /// The folder partial archives are built in, under the root.
@@ -40,9 +39,6 @@ pub const OUTPUTS: &str = "outputs";
 
 /// Candidate final names tried before giving up (`_2`, `_3`, ...).
 const MAX_CANDIDATES: u32 = 50;
-
-/// Longest `archive.json` read back when looking for our own archive.
-const MAX_RECORD: u64 = 256 << 20;
 
 /// The steps, in order (the test hook pauses after each).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,14 +79,6 @@ pub struct Origin {
     pub run: i64,
     /// When the run started (Unix ms): a reused state dir does not confuse runs.
     pub started_at: i64,
-}
-
-/// `archive.json`.
-#[derive(Debug, Serialize, Deserialize)]
-struct Record {
-    format: String,
-    origin: Origin,
-    files: Vec<OutputFile>,
 }
 
 /// A failed try, with its class.
@@ -188,74 +176,6 @@ fn open_root(root: &Path, require_mount: bool) -> Result<Dir, Failure> {
     }
     Dir::open_ambient_dir(root, cap_std::ambient_authority())
         .map_err(|e| Failure::io(format!("cannot open archive root {}", root.display()), e))
-}
-
-/// The archive at `rel` when it is this run's and complete: a real folder
-/// whose `archive.json` names `req`'s origin, lists every output of the
-/// run's manifest with its digest, and whose every file reads back as
-/// recorded. (files, bytes) then. An `archive.json` alone, crafted or left
-/// by a damaged copy, is not taken for an archive.
-fn ours(root: &Dir, rel: &Path, req: &Request<'_>) -> Option<(usize, u64)> {
-    use std::io::Read;
-    if !root.symlink_metadata(rel).ok()?.is_dir() {
-        return None;
-    }
-    let dir = root.open_dir(rel).ok()?;
-    let mut text = Vec::new();
-    dir.open(RECORD)
-        .ok()?
-        .take(MAX_RECORD)
-        .read_to_end(&mut text)
-        .ok()?;
-    let record = serde_json::from_slice::<Record>(&text).ok()?;
-    if record.origin != req.origin {
-        return None;
-    }
-    if let Some(m) = req.outputs.filter(|m| m.note.is_none()) {
-        let held: std::collections::HashSet<(&str, &str, u64)> = record
-            .files
-            .iter()
-            .map(|f| (f.path.as_str(), f.sha256.as_str(), f.size))
-            .collect();
-        let all = m.files.iter().all(|f| {
-            let path = format!("{OUTPUTS}/{}", f.path);
-            held.contains(&(path.as_str(), f.sha256.as_str(), f.size))
-        });
-        if !all {
-            return None;
-        }
-    }
-    let mut buf = vec![0u8; 256 << 10];
-    for f in &record.files {
-        copy::read_back(&dir, Path::new(&f.path), f, &mut buf).ok()?;
-    }
-    Some((
-        record.files.len(),
-        record.files.iter().map(|f| f.size).sum(),
-    ))
-}
-
-/// `rename(from, to)` inside `root` that fails with EEXIST instead of
-/// replacing anything (renameat2 with RENAME_NOREPLACE).
-fn rename_noreplace(from_dir: &Dir, from: &str, to_dir: &Dir, to: &str) -> std::io::Result<()> {
-    let (Ok(f), Ok(t)) = (CString::new(from), CString::new(to)) else {
-        return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
-    };
-    // SAFETY: both descriptors are open Dirs; both names are NUL-terminated single components.
-    let r = unsafe {
-        libc::renameat2(
-            from_dir.as_raw_fd(),
-            f.as_ptr(),
-            to_dir.as_raw_fd(),
-            t.as_ptr(),
-            libc::RENAME_NOREPLACE,
-        )
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
 }
 
 /// Archives one run; `pause` is called after each step (the tests' hook).
@@ -427,7 +347,7 @@ fn build(
         let parent_dir = root
             .open_dir(parent)
             .map_err(|e| Failure::io(format!("cannot open {}", parent.display()), e))?;
-        match rename_noreplace(partials, pname, &parent_dir, &leaf.to_string_lossy()) {
+        match copy::rename_noreplace(partials, pname, &parent_dir, &leaf.to_string_lossy()) {
             Ok(()) => {
                 copy::fsync_dir(&parent_dir)
                     .and_then(|()| copy::fsync_dir(partials))
