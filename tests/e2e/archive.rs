@@ -21,18 +21,18 @@ const WRITER: &str = "mkdir -p \"${OUTPUT_PATH}/sub\" && printf hello > \"${OUTP
     && ln -s /etc/passwd \"${OUTPUT_PATH}/passwd-link\" && mkfifo \"${OUTPUT_PATH}/fifo\" \
     && echo written && echo note >&2";
 
-fn world(root: &Path, extra: &str) -> Nj {
+pub(crate) fn world(root: &Path, extra: &str) -> Nj {
     Nj::new(&format!(
         "timezone = \"UTC\"\n{extra}\n[archive]\nroot = \"{}\"\nretry = \"1s\"\nretry_max = \"2s\"\n",
         root.display()
     ))
 }
 
-fn run0(nj: &Nj, id: i64) -> Value {
+pub(crate) fn run0(nj: &Nj, id: i64) -> Value {
     nj.show(id)["runs"][0].clone()
 }
 
-fn archive_state(nj: &Nj, id: i64) -> Value {
+pub(crate) fn archive_state(nj: &Nj, id: i64) -> Value {
     run0(nj, id)["outputs"]["archive"].clone()
 }
 
@@ -41,7 +41,7 @@ fn sha(p: &Path) -> String {
 }
 
 /// The final folders under `root` (three levels down), sorted.
-fn finals(root: &Path) -> Vec<PathBuf> {
+pub(crate) fn finals(root: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for p in std::fs::read_dir(root).unwrap().flatten() {
         if p.file_name() == ".partial" {
@@ -57,7 +57,7 @@ fn finals(root: &Path) -> Vec<PathBuf> {
     out
 }
 
-fn partials(root: &Path) -> usize {
+pub(crate) fn partials(root: &Path) -> usize {
     std::fs::read_dir(root.join(".partial"))
         .map(|d| d.count())
         .unwrap_or(0)
@@ -65,7 +65,7 @@ fn partials(root: &Path) -> usize {
 
 /// Checks an archive folder against its own archive.json and the run's
 /// output manifest (each file read again here).
-fn assert_complete(dir: &Path, outputs: &Value) {
+pub(crate) fn assert_complete(dir: &Path, outputs: &Value) {
     let record: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("archive.json")).unwrap()).unwrap();
     let files = record["files"].as_array().unwrap();
@@ -177,7 +177,7 @@ fn a_succeeded_run_is_archived_verified_with_its_manifests_and_logs() {
 }
 
 /// The run's end date as the archive names it (the tests' daemons use UTC).
-fn chrono_date(run: &Value) -> String {
+pub(crate) fn chrono_date(run: &Value) -> String {
     let ms = run["finished_at"].as_i64().unwrap();
     let out = Command::new("date")
         .args(["-u", "-d", &format!("@{}", ms / 1000), "+%Y-%m-%d"])

@@ -4,6 +4,7 @@
 mod harness;
 
 mod archive;
+mod archive_hostile;
 mod breaker;
 mod breaker_postrun;
 mod checkpoint;
@@ -34,6 +35,7 @@ mod policies;
 mod rerun_diff;
 mod restart;
 mod retention;
+mod retention_hostile;
 mod retry;
 mod sandbox;
 mod validators;

@@ -159,7 +159,16 @@ async fn dispatch(d: &Arc<Daemon>, req: Request) -> Vec<u8> {
             let n = d.store().retry(r.id, now);
             reply::<super::Retry>(changed(d, n))
         }
-        Request::Gc(r) => reply::<super::Gc>(d.gc(r.dry_run)),
+        Request::Gc(r) => {
+            // Removing outputs can take minutes: off the runtime's thread,
+            // so the socket keeps answering meanwhile.
+            let me = Arc::clone(d);
+            let done = tokio::task::spawn_blocking(move || me.gc(r.dry_run))
+                .await
+                .map_err(|e| anyhow::anyhow!("the collection did not finish: {e}"))
+                .and_then(|r| r);
+            reply::<super::Gc>(done)
+        }
         Request::NotifyList(_) => reply::<super::NotifyList>(d.notify_report()),
         Request::NotifyRetry(r) => reply::<super::NotifyRetry>((|| {
             let n = d.notify_retry(r.id)?;

@@ -1,23 +1,19 @@
 //! Copying into the archive's partial folder, every file hashed as it is
-//! read: the output folder's tree (through a cap-std `Dir` on it, links
-//! never followed), single files of the run folder, and the logs packed as
-//! a tar.gz. Then the flush (fsync of every file and folder) and the
+//! read: single files of the run folder, and the logs packed as a tar.gz
+//! (the output folder's tree is `tree`'s). Then the flush (fsync of every file and folder) and the
 //! verification (each file read back from the archive, past the page cache
 //! where the kernel allows, against the digest taken while copying).
 
-use std::ffi::OsString;
+use std::ffi::CString;
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
-use std::rc::Rc;
+use std::path::{Path, PathBuf};
 
 use cap_std::fs::{Dir, File, OpenOptions, OpenOptionsExt};
 use sha2::{Digest, Sha256};
 
 use super::Failure;
-use nightjar_core::api::outputs::{ArchiveFailure, OutputFile, OutputManifest};
-
-/// Folder depth copied at most (as the output manifest's walk).
-const MAX_DEPTH: usize = 32;
+use nightjar_core::api::outputs::{ArchiveFailure, OutputFile};
 
 /// Copy buffer.
 const BUF: usize = 256 << 10;
@@ -25,10 +21,13 @@ const BUF: usize = 256 << 10;
 /// What has been written into the partial folder, for the flush and the check.
 #[derive(Debug, Default)]
 pub struct Written {
-    /// Every file, relative to the partial folder, with what was read.
+    /// Every file, relative to the partial folder, with what was read (its
+    /// path for people: a name that is not UTF-8 is shown made valid).
     pub files: Vec<OutputFile>,
+    /// Where each of `files` is, relative to the partial folder, byte for byte.
+    pub at: Vec<PathBuf>,
     /// Every folder made, relative to the partial folder (parents first).
-    pub dirs: Vec<String>,
+    pub dirs: Vec<PathBuf>,
 }
 
 impl Written {
@@ -36,10 +35,16 @@ impl Written {
     pub fn bytes(&self) -> u64 {
         self.files.iter().map(|f| f.size).sum()
     }
+
+    /// Records file `f`, written at `at`.
+    pub fn push(&mut self, at: PathBuf, f: OutputFile) {
+        self.at.push(at);
+        self.files.push(f);
+    }
 }
 
 /// Opens `name` in `dir` for reading without following a link or blocking on a FIFO.
-fn open_source(dir: &Dir, name: &std::path::Path) -> std::io::Result<File> {
+pub fn open_source(dir: &Dir, name: &Path) -> std::io::Result<File> {
     let mut opts = OpenOptions::new();
     opts.read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_NOCTTY);
@@ -66,135 +71,65 @@ impl<W: Write> Write for Hashing<W> {
     }
 }
 
-/// Streams `src` into a new file `rel` of `dst`; the bytes and their sha256.
-fn stream(src: &mut File, dst: &Dir, rel: &str, buf: &mut [u8]) -> Result<OutputFile, Failure> {
+/// Streams `src` into a new file `rel` of `dst`; the bytes and their
+/// sha256. It stops one byte past `limit` (the size the file had, or was
+/// listed with): a size over `limit` says the file grew, and a file still
+/// growing is never copied without end.
+pub fn stream(
+    src: &mut File,
+    dst: &Dir,
+    rel: &Path,
+    limit: u64,
+    buf: &mut [u8],
+) -> Result<OutputFile, Failure> {
+    let shown = rel.display();
     let mut out = dst
         .create(rel)
-        .map_err(|e| Failure::io(format!("cannot create {rel} in the archive"), e))?;
+        .map_err(|e| Failure::io(format!("cannot create {shown} in the archive"), e))?;
     let mut h = Sha256::new();
     let mut size = 0u64;
+    let mut src = src.take(limit.saturating_add(1));
     loop {
         let n = src
             .read(buf)
-            .map_err(|e| Failure::io(format!("cannot read {rel}"), e))?;
+            .map_err(|e| Failure::io(format!("cannot read {shown}"), e))?;
         if n == 0 {
             break;
         }
         out.write_all(&buf[..n])
-            .map_err(|e| Failure::io(format!("cannot write {rel} to the archive"), e))?;
+            .map_err(|e| Failure::io(format!("cannot write {shown} to the archive"), e))?;
         h.update(&buf[..n]);
         size += n as u64;
     }
     Ok(OutputFile {
-        path: rel.to_string(),
+        path: rel.to_string_lossy().into_owned(),
         size,
         sha256: format!("{:x}", h.finalize()),
     })
 }
 
-/// Copies the tree of `src` into `dst` under `prefix` (a folder made
-/// here). Each file read must match `expect`'s digest where `expect` lists
-/// it; a listed file that is gone is a mismatch too. `after_first` is
-/// called once, after the first file.
-pub fn tree(
-    src: Dir,
-    dst: &Dir,
-    prefix: &str,
-    expect: Option<&OutputManifest>,
-    after_first: &mut dyn FnMut(),
-    w: &mut Written,
-) -> Result<(), Failure> {
-    let mkdir = |rel: &str, w: &mut Written| {
-        dst.create_dir(rel)
-            .map_err(|e| Failure::io(format!("cannot create {rel} in the archive"), e))?;
-        w.dirs.push(rel.to_string());
-        Ok::<(), Failure>(())
-    };
-    mkdir(prefix, w)?;
-    let mut buf = vec![0u8; BUF];
-    let mut seen = 0usize;
-    let mut stack: Vec<(Rc<Dir>, OsString, String, usize)> = Vec::new();
-    let mut next = Some((Rc::new(src), String::new(), 0usize));
-    let read_err = |what: &str, e| Failure::io(format!("cannot read the output folder{what}"), e);
-    while let Some((dir, sub, depth)) = next.take() {
-        for entry in dir.entries().map_err(|e| read_err("", e))? {
-            let entry = entry.map_err(|e| read_err("", e))?;
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let path = format!("{sub}{name}");
-            let kind = entry.file_type().map_err(|e| read_err("", e))?;
-            if kind.is_dir() && depth + 1 < MAX_DEPTH {
-                mkdir(&format!("{prefix}/{path}"), w)?;
-                stack.push((
-                    Rc::clone(&dir),
-                    entry.file_name(),
-                    format!("{path}/"),
-                    depth + 1,
-                ));
-                continue;
-            }
-            if !kind.is_file() {
-                continue; // links, sockets, too deep: not in the manifest either
-            }
-            let mut file = open_source(&dir, entry.file_name().as_ref())
-                .map_err(|e| read_err(&format!(" ({path})"), e))?;
-            let mut copied = stream(&mut file, dst, &format!("{prefix}/{path}"), &mut buf)?;
-            if let Some(listed) = expect.and_then(|m| m.file(&path)) {
-                seen += 1;
-                if listed.sha256 != copied.sha256 || listed.size != copied.size {
-                    return Err(Failure::new(
-                        ArchiveFailure::Mismatch,
-                        format!(
-                            "output {path} changed since the run ended ({} bytes, sha256 {} then; {} bytes, sha256 {} now); the archive holds only what the run made",
-                            listed.size, listed.sha256, copied.size, copied.sha256
-                        ),
-                    ));
-                }
-            }
-            copied.path = format!("{prefix}/{path}");
-            w.files.push(copied);
-            if w.files.len() == 1 {
-                after_first();
-            }
-        }
-        drop(dir);
-        if let Some((parent, name, sub, depth)) = stack.pop() {
-            let opened = parent
-                .open_dir(&name)
-                .map_err(|e| read_err(&format!(" ({sub})"), e))?;
-            next = Some((Rc::new(opened), sub, depth));
-        }
-    }
-    if let Some(m) = expect
-        && seen < m.files.len()
-    {
-        let gone: Vec<&str> = m
-            .files
-            .iter()
-            .filter(|f| {
-                !w.files
-                    .iter()
-                    .any(|c| c.path == format!("{prefix}/{}", f.path))
-            })
-            .map(|f| f.path.as_str())
-            .take(5)
-            .collect();
-        return Err(Failure::new(
-            ArchiveFailure::Mismatch,
-            format!(
-                "{} output file(s) of the run are gone from its output folder ({}); the archive would be incomplete",
-                m.files.len() - seen,
-                gone.join(", ")
-            ),
-        ));
-    }
-    Ok(())
+/// An open of a run folder's file that found none, or a link in its place
+/// (a task may write in its run folder; a link is never followed, and is
+/// left out like a FIFO rather than failing every try).
+fn not_a_file(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ELOOP)
+}
+
+/// The failure of a file that grew past `limit` bytes while it was copied.
+pub fn grew(name: &str, limit: u64) -> Failure {
+    Failure::new(
+        ArchiveFailure::Mismatch,
+        format!(
+            "{name} grew past {limit} bytes while it was archived; is something still writing it?"
+        ),
+    )
 }
 
 /// Copies file `name` of folder `src` to `rel` in `dst`; `Ok(false)` when there is none.
 pub fn file(src: &Dir, name: &str, dst: &Dir, rel: &str, w: &mut Written) -> Result<bool, Failure> {
     let mut f = match open_source(src, name.as_ref()) {
         Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) if not_a_file(&e) => return Ok(false),
         Err(e) => {
             return Err(Failure::io(
                 format!("cannot read {name} of the run folder"),
@@ -202,11 +137,16 @@ pub fn file(src: &Dir, name: &str, dst: &Dir, rel: &str, w: &mut Written) -> Res
             ));
         }
     };
-    if !f.metadata().map(|m| m.is_file()).unwrap_or(false) {
-        return Ok(false);
-    }
+    let len = match f.metadata() {
+        Ok(m) if m.is_file() => m.len(),
+        _ => return Ok(false),
+    };
     let mut buf = vec![0u8; BUF];
-    w.files.push(stream(&mut f, dst, rel, &mut buf)?);
+    let copied = stream(&mut f, dst, rel.as_ref(), len, &mut buf)?;
+    if copied.size > len {
+        return Err(grew(name, len));
+    }
+    w.push(rel.into(), copied);
     Ok(true)
 }
 
@@ -214,11 +154,14 @@ pub fn file(src: &Dir, name: &str, dst: &Dir, rel: &str, w: &mut Written) -> Res
 pub fn bytes(dst: &Dir, rel: &str, bytes: &[u8], w: &mut Written) -> Result<(), Failure> {
     dst.write(rel, bytes)
         .map_err(|e| Failure::io(format!("cannot write {rel} to the archive"), e))?;
-    w.files.push(OutputFile {
-        path: rel.into(),
-        size: bytes.len() as u64,
-        sha256: format!("{:x}", Sha256::digest(bytes)),
-    });
+    w.push(
+        rel.into(),
+        OutputFile {
+            path: rel.into(),
+            size: bytes.len() as u64,
+            sha256: format!("{:x}", Sha256::digest(bytes)),
+        },
+    );
     Ok(())
 }
 
@@ -244,7 +187,7 @@ pub fn logs_tar_gz(
     for name in names {
         let mut f = match open_source(src, name.as_ref()) {
             Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) if not_a_file(&e) => continue,
             Err(e) => {
                 return Err(Failure::io(
                     format!("cannot read {name} of the run folder"),
@@ -274,29 +217,33 @@ pub fn logs_tar_gz(
     }
     let gz = tar.into_inner().map_err(fail)?;
     let hashing = gz.finish().map_err(fail)?;
-    w.files.push(OutputFile {
-        path: rel.into(),
-        size: hashing.size,
-        sha256: format!("{:x}", hashing.hash.finalize()),
-    });
+    w.push(
+        rel.into(),
+        OutputFile {
+            path: rel.into(),
+            size: hashing.size,
+            sha256: format!("{:x}", hashing.hash.finalize()),
+        },
+    );
     Ok(())
 }
 
 /// fsync of every file and folder written, then of `dst` itself.
 pub fn flush(dst: &Dir, w: &Written) -> Result<(), Failure> {
-    for f in &w.files {
+    for (f, at) in w.files.iter().zip(&w.at) {
         let file = dst
-            .open(&f.path)
+            .open(at)
             .map_err(|e| Failure::io(format!("cannot open {} to flush it", f.path), e))?;
         file.sync_all().map_err(|e| {
             Failure::io(format!("cannot flush {} to the archive's disk", f.path), e)
         })?;
     }
     for d in w.dirs.iter().rev() {
+        let shown = d.display();
         let dir = dst
             .open_dir(d)
-            .map_err(|e| Failure::io(format!("cannot open {d} to flush it"), e))?;
-        fsync_dir(&dir).map_err(|e| Failure::io(format!("cannot flush folder {d}"), e))?;
+            .map_err(|e| Failure::io(format!("cannot open {shown} to flush it"), e))?;
+        fsync_dir(&dir).map_err(|e| Failure::io(format!("cannot flush folder {shown}"), e))?;
     }
     fsync_dir(dst).map_err(|e| Failure::io("cannot flush the archive folder".into(), e))
 }
@@ -327,38 +274,89 @@ pub fn fsync_dir(dir: &Dir) -> std::io::Result<()> {
 /// Reads every written file back and compares it with what was written.
 pub fn verify(dst: &Dir, w: &Written) -> Result<(), Failure> {
     let mut buf = vec![0u8; BUF];
-    for f in &w.files {
-        let mut file = dst
-            .open(&f.path)
-            .map_err(|e| Failure::io(format!("cannot open {} to verify it", f.path), e))?;
-        // Ask the kernel to drop its cached pages, so the read comes from
-        // the archive's disk (or server) where it can; advice only.
-        // SAFETY: the descriptor is the File's own.
-        unsafe {
-            libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED);
-        }
-        let mut h = Sha256::new();
-        let mut size = 0u64;
-        loop {
-            let n = file
-                .read(&mut buf)
-                .map_err(|e| Failure::io(format!("cannot read {} back", f.path), e))?;
-            if n == 0 {
-                break;
-            }
-            h.update(&buf[..n]);
-            size += n as u64;
-        }
-        let sha = format!("{:x}", h.finalize());
-        if sha != f.sha256 || size != f.size {
-            return Err(Failure::new(
-                ArchiveFailure::Mismatch,
-                format!(
-                    "{} read back differs from what was written ({} bytes, sha256 {} written; {size} bytes, sha256 {sha} read)",
-                    f.path, f.size, f.sha256
-                ),
-            ));
-        }
+    for (f, at) in w.files.iter().zip(&w.at) {
+        read_back(dst, at, f, &mut buf)?;
     }
     Ok(())
+}
+
+/// Reads file `at` of `dir` (at most one byte past its size) and compares
+/// it with `f`'s size and digest.
+pub fn read_back(dir: &Dir, at: &Path, f: &OutputFile, buf: &mut [u8]) -> Result<(), Failure> {
+    let file = dir
+        .open(at)
+        .map_err(|e| Failure::io(format!("cannot open {} to verify it", f.path), e))?;
+    // Ask the kernel to drop its cached pages, so the read comes from
+    // the archive's disk (or server) where it can; advice only.
+    // SAFETY: the descriptor is the File's own.
+    unsafe {
+        libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED);
+    }
+    let mut file = file.take(f.size.saturating_add(1));
+    let mut h = Sha256::new();
+    let mut size = 0u64;
+    loop {
+        let n = file
+            .read(buf)
+            .map_err(|e| Failure::io(format!("cannot read {} back", f.path), e))?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+        size += n as u64;
+    }
+    let sha = format!("{:x}", h.finalize());
+    if sha != f.sha256 || size != f.size {
+        return Err(Failure::new(
+            ArchiveFailure::Mismatch,
+            format!(
+                "{} read back differs from what was written ({} bytes, sha256 {} written; {size} bytes, sha256 {sha} read)",
+                f.path, f.size, f.sha256
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// `rename(from, to)` inside `root` that fails with EEXIST instead of
+/// replacing anything (renameat2 with RENAME_NOREPLACE).
+pub fn rename_noreplace(from_dir: &Dir, from: &str, to_dir: &Dir, to: &str) -> std::io::Result<()> {
+    let (Ok(f), Ok(t)) = (CString::new(from), CString::new(to)) else {
+        return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+    };
+    // SAFETY: both descriptors are open Dirs; both names are NUL-terminated single components.
+    let r = unsafe {
+        libc::renameat2(
+            from_dir.as_raw_fd(),
+            f.as_ptr(),
+            to_dir.as_raw_fd(),
+            t.as_ptr(),
+            libc::RENAME_NOREPLACE,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_source_that_never_ends_is_cut_one_byte_past_its_size() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dst = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).unwrap();
+        // A file that grows as fast as it is read: reading it to its end never ends.
+        let mut endless = File::from_std(std::fs::File::open("/dev/zero").unwrap());
+        let mut buf = vec![0u8; 4096];
+        let copied = stream(&mut endless, &dst, Path::new("x"), 10_000, &mut buf).unwrap();
+        assert_eq!(copied.size, 10_001, "cut one byte past its size");
+        assert_eq!(
+            std::fs::metadata(tmp.path().join("x")).unwrap().len(),
+            10_001
+        );
+    }
 }

@@ -10,9 +10,11 @@
 
 mod copy;
 pub mod name;
+mod record;
+mod tree;
 
-use std::ffi::CString;
-use std::os::fd::AsRawFd;
+use record::{Record, ours};
+
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -20,9 +22,7 @@ use cap_std::fs::Dir;
 use serde::{Deserialize, Serialize};
 
 use nightjar_core::api::manifest::FILE as MANIFEST_FILE;
-use nightjar_core::api::outputs::{
-    ArchiveFailure, FILE as OUTPUTS_FILE, OutputFile, OutputManifest,
-};
+use nightjar_core::api::outputs::{ArchiveFailure, FILE as OUTPUTS_FILE, OutputManifest};
 use nightjar_core::runlog::{STDERR, STDOUT};
 
 /// The folder partial archives are built in, under the root.
@@ -39,9 +39,6 @@ pub const OUTPUTS: &str = "outputs";
 
 /// Candidate final names tried before giving up (`_2`, `_3`, ...).
 const MAX_CANDIDATES: u32 = 50;
-
-/// Longest `archive.json` read back when looking for our own archive.
-const MAX_RECORD: u64 = 256 << 20;
 
 /// The steps, in order (the test hook pauses after each).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,14 +79,6 @@ pub struct Origin {
     pub run: i64,
     /// When the run started (Unix ms): a reused state dir does not confuse runs.
     pub started_at: i64,
-}
-
-/// `archive.json`.
-#[derive(Debug, Serialize, Deserialize)]
-struct Record {
-    format: String,
-    origin: Origin,
-    files: Vec<OutputFile>,
 }
 
 /// A failed try, with its class.
@@ -189,40 +178,6 @@ fn open_root(root: &Path, require_mount: bool) -> Result<Dir, Failure> {
         .map_err(|e| Failure::io(format!("cannot open archive root {}", root.display()), e))
 }
 
-/// The origin recorded in the archive at `rel`, if it has a readable one.
-fn origin_of(root: &Dir, rel: &Path) -> Option<Origin> {
-    use std::io::Read;
-    let f = root.open(rel.join(RECORD)).ok()?;
-    let mut text = Vec::new();
-    f.take(MAX_RECORD).read_to_end(&mut text).ok()?;
-    serde_json::from_slice::<Record>(&text)
-        .ok()
-        .map(|r| r.origin)
-}
-
-/// `rename(from, to)` inside `root` that fails with EEXIST instead of
-/// replacing anything (renameat2 with RENAME_NOREPLACE).
-fn rename_noreplace(from_dir: &Dir, from: &str, to_dir: &Dir, to: &str) -> std::io::Result<()> {
-    let (Ok(f), Ok(t)) = (CString::new(from), CString::new(to)) else {
-        return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
-    };
-    // SAFETY: both descriptors are open Dirs; both names are NUL-terminated single components.
-    let r = unsafe {
-        libc::renameat2(
-            from_dir.as_raw_fd(),
-            f.as_ptr(),
-            to_dir.as_raw_fd(),
-            t.as_ptr(),
-            libc::RENAME_NOREPLACE,
-        )
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
-}
-
 /// Archives one run; `pause` is called after each step (the tests' hook).
 pub fn archive(req: &Request<'_>, pause: &mut dyn FnMut(Step)) -> Result<Done, Failure> {
     let root = open_root(req.root, req.require_mount)?;
@@ -237,16 +192,17 @@ pub fn archive(req: &Request<'_>, pause: &mut dyn FnMut(Step)) -> Result<Done, F
                 break;
             }
             Err(e) => return Err(Failure::io(format!("cannot look at {}", rel.display()), e)),
-            Ok(_) if origin_of(&root, &rel).as_ref() == Some(o) => {
-                let _ = root.remove_dir_all(Path::new(PARTIAL).join(partial(req)));
-                return Ok(Done {
-                    path: rel,
-                    files: 0,
-                    bytes: 0,
-                    found: true,
-                });
+            Ok(_) => {
+                if let Some((files, bytes)) = ours(&root, &rel, req) {
+                    let _ = root.remove_dir_all(Path::new(PARTIAL).join(partial(req)));
+                    return Ok(Done {
+                        path: rel,
+                        files,
+                        bytes,
+                        found: true,
+                    });
+                }
             }
-            Ok(_) => continue,
         }
     }
     let Some(first_free) = free else {
@@ -272,7 +228,14 @@ pub fn archive(req: &Request<'_>, pause: &mut dyn FnMut(Step)) -> Result<Done, F
         }
         _ => {}
     }
-    let result = build(req, &root, &partials, &pname, first_free, pause);
+    let meta = root
+        .dir_metadata()
+        .map_err(|e| Failure::io("cannot look at the archive root".into(), e))?;
+    let root_id = (
+        cap_std::fs::MetadataExt::dev(&meta),
+        cap_std::fs::MetadataExt::ino(&meta),
+    );
+    let result = build(req, &root, root_id, &partials, &pname, first_free, pause);
     if result.is_err() {
         // A full archive gets its room back; the local outputs are untouched.
         let _ = partials.remove_dir_all(&pname);
@@ -288,6 +251,7 @@ fn partial(req: &Request<'_>) -> String {
 fn build(
     req: &Request<'_>,
     root: &Dir,
+    root_id: (u64, u64),
     partials: &Dir,
     pname: &str,
     first_free: u32,
@@ -307,14 +271,26 @@ fn build(
             pause(Step::Copy);
         }
     };
-    if let Some(output) = req.output {
-        let src = Dir::open_ambient_dir(output, cap_std::ambient_authority()).map_err(|e| {
+    // An output folder that could not be hashed when the run ended (a
+    // link, gone) has nothing the run is known to have made: not copied.
+    if let Some(output) = req.output
+        && req.outputs.is_none_or(|m| m.note.is_none())
+    {
+        let src = tree::open_output(output).map_err(|e| {
             Failure::new(
                 ArchiveFailure::Mismatch,
-                format!("cannot open the output folder {}: {e}", output.display()),
+                format!("the output folder is not the real folder the run wrote: {e}"),
             )
         })?;
-        copy::tree(src, &dst, OUTPUTS, req.outputs, &mut after_first, &mut w)?;
+        tree::tree(
+            src,
+            &dst,
+            OUTPUTS,
+            req.outputs,
+            root_id,
+            &mut after_first,
+            &mut w,
+        )?;
     }
     let run_dir =
         Dir::open_ambient_dir(req.run_dir, cap_std::ambient_authority()).map_err(|e| {
@@ -371,7 +347,7 @@ fn build(
         let parent_dir = root
             .open_dir(parent)
             .map_err(|e| Failure::io(format!("cannot open {}", parent.display()), e))?;
-        match rename_noreplace(partials, pname, &parent_dir, &leaf.to_string_lossy()) {
+        match copy::rename_noreplace(partials, pname, &parent_dir, &leaf.to_string_lossy()) {
             Ok(()) => {
                 copy::fsync_dir(&parent_dir)
                     .and_then(|()| copy::fsync_dir(partials))

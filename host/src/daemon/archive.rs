@@ -17,6 +17,9 @@ use crate::time::now_ms;
 /// The longest the worker sleeps without looking at the store.
 const IDLE: Duration = Duration::from_secs(60);
 
+/// The least wait after a look whose results the store could not take.
+const STUCK_MIN: Duration = Duration::from_secs(1);
+
 /// Archives taken from the store per look.
 const BATCH: usize = 16;
 
@@ -60,11 +63,17 @@ impl Daemon {
             .name("nightjar-archive".into())
             .spawn(move || {
                 loop {
-                    me.archive_due(pause);
+                    let (_, stuck) = me.archive_due(pause);
                     let next = me.store().next_archive_due().ok().flatten();
-                    let wait = next.map_or(IDLE, |at| {
+                    let mut wait = next.map_or(IDLE, |at| {
                         Duration::from_millis(at.saturating_sub(now_ms()).max(0) as u64).min(IDLE)
                     });
+                    if stuck {
+                        // The store could not take a try's result (a full
+                        // state dir): the try is still due there, so wait
+                        // as after a failure instead of trying at once again.
+                        wait = wait.max(me.cfg.archive.retry.max(STUCK_MIN));
+                    }
                     if !wait.is_zero() {
                         me.archive_wake.wait(wait);
                     }
@@ -73,22 +82,30 @@ impl Daemon {
         Ok(())
     }
 
-    /// Archives everything due now; how many were verified.
-    pub fn archive_due(&self, pause: Option<Step>) -> usize {
+    /// Archives everything due now: how many were verified, and whether
+    /// the store failed to give the due ones or to take a try's result.
+    pub fn archive_due(&self, pause: Option<Step>) -> (usize, bool) {
         let jobs = match self.store().due_archives(now_ms(), BATCH) {
             Ok(j) => j,
             Err(e) => {
                 tracing::warn!("archive: cannot read the due archives: {e}");
-                return 0;
+                return (0, true);
             }
         };
-        jobs.into_iter()
-            .filter(|job| self.archive_one(job, pause))
-            .count()
+        let (mut verified, mut stuck) = (0, false);
+        for job in &jobs {
+            match self.archive_one(job, pause) {
+                Some(true) => verified += 1,
+                Some(false) => {}
+                None => stuck = true,
+            }
+        }
+        (verified, stuck)
     }
 
-    /// One try of one archive, recorded; whether it was verified.
-    fn archive_one(&self, job: &ArchiveJob, pause: Option<Step>) -> bool {
+    /// One try of one archive, recorded: whether it was verified, or None
+    /// when the store could not record the try.
+    fn archive_one(&self, job: &ArchiveJob, pause: Option<Step>) -> Option<bool> {
         let date = self
             .cfg
             .tz()
@@ -145,15 +162,16 @@ impl Daemon {
                 );
                 if let Err(e) = self.store().archive_done(job.run, job.task, &full, now()) {
                     tracing::warn!("run {}: archived, but cannot record it: {e}", job.run);
-                    return false;
+                    return None;
                 }
                 self.after_archive(job.run);
                 self.changed();
-                true
+                Some(true)
             }
             Err(f) => {
                 let failures = job.attempts + 1;
-                let next = now() + self.cfg.archive.backoff(failures).as_millis() as i64;
+                let next =
+                    now().saturating_add(crate::time::span_ms(self.cfg.archive.backoff(failures)));
                 tracing::warn!(
                     "run {}: archive try {failures} failed ({}): {}",
                     job.run,
@@ -165,9 +183,10 @@ impl Daemon {
                         .archive_failed(job.run, job.task, f.class, &f.message, next, now())
                 {
                     tracing::warn!("run {}: cannot record the failed archive: {e}", job.run);
+                    return None;
                 }
                 self.changed();
-                false
+                Some(false)
             }
         }
     }

@@ -14,7 +14,7 @@ impl Daemon {
     pub fn gc(&self, dry_run: bool) -> anyhow::Result<GcReport> {
         let now = now_ms();
         let r = &self.cfg.retention;
-        let before = |d: Duration| now.saturating_sub(d.as_millis() as i64);
+        let before = |d: Duration| now.saturating_sub(crate::time::span_ms(d));
         let mut report = self
             .store()
             .gc(before(r.ended), before(r.failed), dry_run)?;

@@ -4,6 +4,7 @@
 //! dir's or scratch's file system has less than `[retention] min_free`.
 
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use super::core::Daemon;
@@ -13,6 +14,42 @@ use crate::time::now_ms;
 
 /// Runs looked at per sweep batch.
 const BATCH: usize = 500;
+
+/// One sweep at a time (`nightjar gc`, the hourly collection and an
+/// archive's end may all start one).
+static SWEEPING: Mutex<()> = Mutex::new(());
+
+/// Why retention keeps `folder`, a folder a task chose, whole: unless it is
+/// named by its real path (no link, no `..` on the way: `real` is where it
+/// resolves), is not `/`, does not hold (or is) any of `protected` (the
+/// state dir, scratch, the archive roots, the task's workdir, the home
+/// folder), and lies strictly inside one of `roots` when there are any.
+pub(super) fn keep_whole(
+    folder: &Path,
+    real: Option<&Path>,
+    protected: &[PathBuf],
+    roots: &[PathBuf],
+) -> Option<String> {
+    let shown = folder.display();
+    if real != Some(folder) {
+        return Some(format!(
+            "{shown} is reached through a link or `..` ({}); kept",
+            real.map_or_else(|| "it does not resolve".into(), |r| r.display().to_string())
+        ));
+    }
+    if folder.parent().is_none() {
+        return Some(format!("{shown} is the root of the file system; kept"));
+    }
+    if let Some(p) = protected.iter().find(|p| p.starts_with(folder)) {
+        return Some(format!("{shown} holds {}; kept", p.display()));
+    }
+    if !roots.is_empty() && !roots.iter().any(|r| folder.starts_with(r) && folder != r) {
+        return Some(format!(
+            "{shown} is not inside one of output_roots (a root itself is never removed); kept"
+        ));
+    }
+    None
+}
 
 /// Bytes under `path` (regular files, links not followed), bounded by `limit` entries.
 fn size_of(path: &Path, limit: &mut usize) -> u64 {
@@ -39,7 +76,7 @@ fn size_of(path: &Path, limit: &mut usize) -> u64 {
 impl Daemon {
     fn cutoffs(&self, now: i64) -> OutputCutoffs {
         let r = &self.cfg.retention;
-        let before = |d: Duration| now.saturating_sub(d.as_millis() as i64);
+        let before = |d: Duration| now.saturating_sub(crate::time::span_ms(d));
         OutputCutoffs {
             archived: before(r.outputs_archived),
             succeeded: before(r.outputs_succeeded),
@@ -51,6 +88,7 @@ impl Daemon {
     /// Removes the local outputs and scratch of every run past its
     /// outcome's retention; (runs, bytes). `dry_run` only counts.
     pub fn sweep_outputs(&self, dry_run: bool) -> (usize, u64) {
+        let _one = super::core::lock(&SWEEPING);
         let cutoffs = self.cutoffs(now_ms());
         let (mut runs, mut bytes) = (0, 0);
         let mut after = 0usize;
@@ -75,7 +113,7 @@ impl Daemon {
                 if dry_run {
                     continue;
                 }
-                match self.remove_local(e, &folders) {
+                match self.remove_local(e, &folders, &cutoffs) {
                     Ok(()) => done.push(e.run),
                     Err(why) => tracing::warn!("retention: run {}: {why}", e.run),
                 }
@@ -131,7 +169,45 @@ impl Daemon {
             .join("output")
     }
 
-    fn remove_local(&self, e: &ExpiredOutputs, folders: &[PathBuf]) -> Result<(), String> {
+    /// What a task's own output folder must never be, nor hold.
+    fn protected(&self, e: &ExpiredOutputs) -> Vec<PathBuf> {
+        let a = &self.cfg.archive;
+        let mut v = vec![self.cfg.state_dir.clone(), self.cfg.scratch_dir()];
+        v.extend(a.root.clone());
+        v.extend(
+            a.projects
+                .values()
+                .filter(|r| r.as_str() != "off")
+                .map(PathBuf::from),
+        );
+        v.extend(e.workdir.clone());
+        v.extend(std::env::var_os("HOME").map(PathBuf::from));
+        v.iter()
+            .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()))
+            .collect()
+    }
+
+    fn remove_local(
+        &self,
+        e: &ExpiredOutputs,
+        folders: &[PathBuf],
+        cutoffs: &OutputCutoffs,
+    ) -> Result<(), String> {
+        let theirs = folders.get(1).filter(|f| **f != self.own_output(e.run));
+        // Looked at again right before anything goes: the task may have
+        // been queued again, another run may have started in the folder.
+        match self
+            .store()
+            .outputs_needed(e.run, theirs.map(PathBuf::as_path), cutoffs)
+        {
+            Ok(false) => {}
+            Ok(true) => {
+                return Err(
+                    "kept: its task was queued again, or a live run uses its output folder".into(),
+                );
+            }
+            Err(err) => return Err(format!("cannot tell whether its outputs are in use: {err}")),
+        }
         self.state
             .remove_all(&super::runenv::scratch_rel(e.run))
             .map_err(|err| format!("cannot remove its scratch: {err}"))?;
@@ -143,11 +219,21 @@ impl Daemon {
                     .map_err(|err| format!("cannot remove {}: {err}", f.display()))?;
                 continue;
             }
-            // A task's own folder: a real folder (never a link's target),
-            // inside `output_roots` when the config has them.
-            let roots = &self.cfg.output_roots;
-            if !roots.is_empty() && !roots.iter().any(|r| f.starts_with(r)) {
-                return Err(format!("{} is outside output_roots; kept", f.display()));
+            // A task's own folder: a real folder (never a link, nor reached
+            // through one), inside `output_roots` when the config has them.
+            let real = match std::fs::canonicalize(f) {
+                Ok(real) => real,
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(err) => return Err(format!("cannot look at {}: {err}", f.display())),
+            };
+            let roots: Vec<PathBuf> = self
+                .cfg
+                .output_roots
+                .iter()
+                .map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| r.clone()))
+                .collect();
+            if let Some(why) = keep_whole(f, Some(&real), &self.protected(e), &roots) {
+                return Err(why);
             }
             match std::fs::symlink_metadata(f) {
                 Ok(m) if m.is_dir() => std::fs::remove_dir_all(f)
@@ -190,5 +276,39 @@ impl Daemon {
             }
         }
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::keep_whole;
+    use std::path::{Path, PathBuf};
+
+    #[test]
+    fn a_task_folder_is_removed_whole_only_by_its_real_path_strictly_inside_a_root() {
+        let p = PathBuf::from;
+        let protected = [p("/var/lib/nightjar"), p("/home/u/code"), p("/nas")];
+        let keep = |f: &str, real: &str, roots: &[PathBuf]| {
+            keep_whole(Path::new(f), Some(Path::new(real)), &protected, roots)
+        };
+        assert_eq!(keep("/srv/r/run1", "/srv/r/run1", &[p("/srv/r")]), None);
+        assert_eq!(keep("/data/run1", "/data/run1", &[]), None);
+        for (f, real) in [
+            ("/", "/"),
+            ("/var", "/var"),
+            ("/var/lib/nightjar", "/var/lib/nightjar"),
+            ("/home/u", "/home/u"),
+            ("/home/u/code", "/home/u/code"),
+            ("/srv/r/x/..", "/srv/r"),
+            ("/srv/r/link/out", "/etc/out"),
+        ] {
+            assert!(keep(f, real, &[]).is_some(), "{f} would be removed");
+        }
+        assert!(
+            keep("/srv/r", "/srv/r", &[p("/srv/r")]).is_some(),
+            "a whole root"
+        );
+        assert!(keep("/srv/other", "/srv/other", &[p("/srv/r")]).is_some());
+        assert!(keep_whole(Path::new("/gone"), None, &protected, &[]).is_some());
     }
 }
