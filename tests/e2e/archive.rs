@@ -57,6 +57,17 @@ pub(crate) fn finals(root: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// Waits for task `id`'s archive to be verified or to fail a try, and
+/// asserts it was verified (a failed try shows its error).
+pub(crate) fn assert_archived_first_try(nj: &Nj, id: i64) {
+    nj.until("the archive, or a failed try", || {
+        let a = archive_state(nj, id);
+        a["state"] == "done" || a["attempts"].as_u64() >= Some(1)
+    });
+    let a = archive_state(nj, id);
+    assert_eq!(a["state"], "done", "{a}");
+}
+
 pub(crate) fn partials(root: &Path) -> usize {
     std::fs::read_dir(root.join(".partial"))
         .map(|d| d.count())
@@ -333,7 +344,6 @@ fn a_full_archive_file_system_is_retried_and_the_outputs_kept_until_it_has_room(
     let all = finals(&root);
     assert_eq!(all.len(), 1);
     assert_complete(&all[0], &run0(&nj, id)["outputs"]["manifest"]);
-    std::thread::sleep(Duration::from_millis(10));
 }
 
 /// How many outbox events of `kind` the daemon wrote (read from its database).

@@ -10,7 +10,9 @@ use std::path::Path;
 
 use serde_json::json;
 
-use crate::archive::{archive_state, assert_complete, chrono_date, finals, run0, world};
+use crate::archive::{
+    archive_state, assert_archived_first_try, assert_complete, chrono_date, finals, run0, world,
+};
 
 /// Files named `name` anywhere under `dir` (links not followed).
 fn count_named(dir: &Path, name: &str) -> usize {
@@ -128,16 +130,7 @@ fn output_names_that_are_not_utf8_are_archived_byte_for_byte() {
         "${OUTPUT_PATH}",
     ]);
     assert_eq!(nj.wait(id), 0);
-    nj.until("the archive, or a failed try", || {
-        let a = archive_state(&nj, id);
-        a["state"] == "done" || a["attempts"].as_u64() >= Some(1)
-    });
-    assert_eq!(
-        archive_state(&nj, id)["state"],
-        "done",
-        "{}",
-        archive_state(&nj, id)
-    );
+    assert_archived_first_try(&nj, id);
     let dir = finals(&root).pop().unwrap().join("outputs");
     let at = |name: &[u8]| dir.join(OsStr::from_bytes(name));
     assert_eq!(std::fs::read(at(b"a\xff")).unwrap(), b"one");
@@ -265,16 +258,7 @@ fn a_run_folder_file_the_task_replaced_by_a_link_is_left_out_not_retried_forever
             .is_symlink(),
         "the task did swap it"
     );
-    nj.until("the archive, or a failed try", || {
-        let a = archive_state(&nj, id);
-        a["state"] == "done" || a["attempts"].as_u64() >= Some(1)
-    });
-    assert_eq!(
-        archive_state(&nj, id)["state"],
-        "done",
-        "{}",
-        archive_state(&nj, id)
-    );
+    assert_archived_first_try(&nj, id);
     let dir = finals(&root).pop().unwrap();
     assert!(
         !dir.join("manifest.json").exists(),
