@@ -95,6 +95,8 @@ pub struct Daemon {
     pub(super) archive_wake: super::archive::Wake,
     /// Why no run starts now (`[retention] min_free`), as of the last pass.
     pub(super) start_gate: Mutex<Option<String>>,
+    /// CPU-only runs' RAPL counters at their start.
+    pub(super) rapl_start: Mutex<HashMap<i64, super::energy::RaplReading>>,
 }
 
 impl Daemon {
@@ -119,6 +121,10 @@ impl Daemon {
             policy_closed: Default::default(),
         };
         let chain_status = super::policy_pass::ChainStatus::default();
+        let monitor = monitor.map(|mut m| {
+            m.tariff = Some(cfg.tariff());
+            m
+        });
         Ok(Arc::new(Daemon {
             cfg,
             store: Mutex::new(store),
@@ -142,6 +148,7 @@ impl Daemon {
             gpu_facts: std::sync::OnceLock::new(),
             archive_wake: Default::default(),
             start_gate: Mutex::new(None),
+            rapl_start: Mutex::new(HashMap::new()),
         }))
     }
 
@@ -323,6 +330,7 @@ impl Daemon {
             dir: PathBuf::from(&run.run_dir),
         };
         lock(&self.placed).insert(run.id, held);
+        self.note_rapl_start(run.id, !placement.gpus.is_empty());
         let cgroup = self
             .cgroup
             .as_ref()

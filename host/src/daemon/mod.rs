@@ -13,6 +13,7 @@ mod digest;
 mod diskhold;
 mod disklow;
 mod dispatch;
+mod energy;
 mod gpus;
 mod health;
 mod manifest;
