@@ -26,8 +26,10 @@ fn run_of(nj: &Nj, id: i64) -> Value {
     nj.show(id)["runs"][0].clone()
 }
 
-fn secs(run: &Value, key: &str) -> f64 {
-    run[key].as_i64().unwrap() as f64 / 1000.0
+/// Seconds from `origin` (Unix ms) to the run's `key` (differences of
+/// whole milliseconds first: Unix seconds as f64 would lose microseconds).
+fn secs_from(run: &Value, key: &str, origin: i64) -> f64 {
+    (run[key].as_i64().unwrap() - origin) as f64 / 1000.0
 }
 
 #[test]
@@ -71,9 +73,9 @@ fn gpu_and_cpu_runs_crossing_a_tariff_boundary_are_priced_piecewise() {
     // What a run drew before and after the boundary, at the two prices.
     let by_hand = |run: &Value, watts: f64| {
         let (start, end, b) = (
-            secs(run, "started_at"),
-            secs(run, "finished_at"),
-            boundary as f64 / 1000.0,
+            secs_from(run, "started_at", boundary),
+            secs_from(run, "finished_at", boundary),
+            0.0,
         );
         assert!(start < b && end > b, "the run crosses the boundary: {run}");
         let energy = watts * (end - start);
@@ -168,7 +170,8 @@ fn a_stand_in_nvml_gpu_without_an_energy_counter_integrates_its_power() {
     let e = &run["energy"];
     assert_eq!(e["source"], "integrated", "{run}");
     let got = e["energy_j"].as_f64().unwrap();
-    let by_hand = 30.0 * (secs(&run, "finished_at") - secs(&run, "started_at"));
+    let started = run["started_at"].as_i64().unwrap();
+    let by_hand = 30.0 * secs_from(&run, "finished_at", started);
     let tol = 30.0 * (2.0 * 0.1 + LAG);
     assert!(
         (got - by_hand).abs() <= tol,

@@ -116,3 +116,53 @@ fn check_price(key: &str, p: f64) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use crate::config::Config;
+
+    fn err(text: &str) -> String {
+        format!(
+            "{:#}",
+            Config::parse(text, Path::new("c.toml")).unwrap_err()
+        )
+    }
+
+    #[test]
+    fn windows_parse_with_seconds_and_bad_ones_name_their_key() {
+        let cfg = Config::parse(
+            "timezone = \"UTC\"\n[tariff]\ncurrency = \"EUR\"\nprice = 0.5\n[[tariff.windows]]\nfrom = \"23:00\"\nto = \"07:00:30\"\nprice = 0.2\ndays = [\"weekday\"]\n",
+            Path::new("c.toml"),
+        )
+        .unwrap();
+        let t = cfg.tariff();
+        assert_eq!(
+            (t.currency.as_str(), t.windows[0].to_s),
+            ("EUR", 7 * 3600 + 30)
+        );
+        let e = err("[[tariff.windows]]\nfrom = \"7pm\"\nto = \"07:00\"\nprice = 0.2\n");
+        assert!(
+            e.contains("tariff.windows[1].from") && e.contains("7pm"),
+            "{e}"
+        );
+        let e = err(
+            "[[tariff.windows]]\nfrom = \"19:00\"\nto = \"07:00\"\nprice = 0.2\ndays = [\"funday\"]\n",
+        );
+        assert!(e.contains("tariff.windows[1].days"), "{e}");
+        let e = err("[tariff]\nprice = -1.0\n");
+        assert!(e.contains("tariff.price"), "{e}");
+        let e = err("[[tariff.windows]]\nfrom = \"19:00\"\nto = \"19:00\"\nprice = 0.2\n");
+        assert!(e.contains("same time"), "{e}");
+        let e = err(
+            "[[tariff.windows]]\nfrom = \"22:00\"\nto = \"06:00\"\nprice = 0.2\n[[tariff.windows]]\nfrom = \"05:00\"\nto = \"08:00\"\nprice = 0.3\n",
+        );
+        assert!(
+            e.contains("#1 (22:00-06:00)") && e.contains("#2 (05:00-08:00)"),
+            "{e}"
+        );
+        let e = err("[tariff]\nwatts = 3\n");
+        assert!(e.contains("watts"), "{e}");
+    }
+}
