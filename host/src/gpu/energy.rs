@@ -129,7 +129,7 @@ mod tests {
         let mut acc = EnergyAcc::default();
         // Rounds at 01:00 - 2 s, - 1 s, 01:00, + 1 s: 3.6 MJ (1 kWh) per second.
         let kwh_mj = 3_600_000_000u64;
-        for (i, at) in [3598_000i64, 3599_000, 3600_000, 3601_000]
+        for (i, at) in [3_598_000_i64, 3_599_000, 3_600_000, 3_601_000]
             .iter()
             .enumerate()
         {
