@@ -19,6 +19,7 @@ mod manifest;
 mod notify;
 mod plugins;
 mod retention;
+mod tariff;
 mod validators;
 
 pub use archive::ArchiveConfig;
@@ -29,6 +30,7 @@ pub use manifest::{InputsChanged, ManifestConfig};
 pub use notify::{Language, NotifierEntry, NotifyConfig};
 pub use plugins::{OnFailure, PluginEntry, PluginsConfig};
 pub use retention::RetentionConfig;
+pub use tariff::{RaplMode, TariffConfig, WindowConfig};
 pub use validators::ValidatorsConfig;
 
 /// The environment variables a run inherits from the daemon unless the config
@@ -88,6 +90,8 @@ pub struct Config {
     pub manifest: ManifestConfig,
     /// Where succeeded runs are archived, and how failed tries are retried.
     pub archive: ArchiveConfig,
+    /// The electricity tariff runs' energy is priced by.
+    pub tariff: TariffConfig,
     /// `validate`, resolved (paths absolute from the config file's folder).
     #[serde(skip)]
     pub project_validators:
@@ -151,6 +155,7 @@ impl Default for Config {
             mail: None,
             manifest: ManifestConfig::default(),
             archive: ArchiveConfig::default(),
+            tariff: TariffConfig::default(),
             project_validators: Default::default(),
         }
     }
@@ -261,6 +266,7 @@ impl Config {
         self.validators.validate()?;
         self.manifest.validate()?;
         self.archive.validate()?;
+        self.tariff.resolve(self.tz())?;
         self.notify.validate(&self.notifier)?;
         if let Some(m) = &self.mail {
             m.validate()?;
@@ -309,6 +315,19 @@ impl Config {
     /// The parsed time zone (validated at load).
     pub fn tz(&self) -> chrono_tz::Tz {
         self.timezone.parse().unwrap_or(chrono_tz::UTC)
+    }
+
+    /// The tariff, resolved in the configured zone (validated at load; the
+    /// flat default if it somehow is not).
+    pub fn tariff(&self) -> crate::tariff::Tariff {
+        self.tariff
+            .resolve(self.tz())
+            .unwrap_or_else(|_| crate::tariff::Tariff {
+                currency: self.tariff.currency.clone(),
+                price: self.tariff.price,
+                windows: Vec::new(),
+                tz: self.tz(),
+            })
     }
 
     /// The SQLite database file.

@@ -21,4 +21,5 @@ pub mod sandbox;
 pub mod scheduler;
 pub mod store;
 pub mod sys;
+pub mod tariff;
 pub use nightjar_core::{task, time};

@@ -4,7 +4,7 @@ use anyhow::Result;
 
 use super::{Ctx, table};
 use nightjar_core::api;
-use nightjar_core::api::wire::{ListFilter, TaskRow, TaskState};
+use nightjar_core::api::wire::{ListFilter, TaskRow, TaskState, fmt_cost, fmt_energy};
 use nightjar_core::time::{fmt_span, now_ms};
 
 /// Flags of `ls`.
@@ -19,6 +19,9 @@ pub struct Args {
     /// Only this project.
     #[arg(long)]
     pub project: Option<String>,
+    /// Also the energy and cost of each task's runs.
+    #[arg(long)]
+    pub wide: bool,
 }
 
 fn parse_state(s: &str) -> Result<TaskState, String> {
@@ -42,21 +45,33 @@ pub fn run(mut ctx: Ctx, a: Args) -> Result<i32> {
     let cells: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
-            vec![
+            let mut row = vec![
                 r.id.to_string(),
                 r.name.clone(),
                 r.project.clone(),
                 r.priority.clone(),
                 state_cell(r),
                 fmt_span(now - r.submitted_at),
-                info(r, now),
-            ]
+            ];
+            if a.wide {
+                row.push(r.energy_j.map(fmt_energy).unwrap_or_else(|| "-".into()));
+                row.push(match (r.cost, &r.currency) {
+                    (Some(c), Some(cur)) => format!("{} {cur}", fmt_cost(c)),
+                    _ => "-".into(),
+                });
+            }
+            row.push(info(r, now));
+            row
         })
         .collect();
-    table::print(
-        &["ID", "NAME", "PROJECT", "PRIO", "STATE", "AGE", "INFO"],
-        &cells,
-    );
+    let headers: &[&str] = if a.wide {
+        &[
+            "ID", "NAME", "PROJECT", "PRIO", "STATE", "AGE", "ENERGY", "COST", "INFO",
+        ]
+    } else {
+        &["ID", "NAME", "PROJECT", "PRIO", "STATE", "AGE", "INFO"]
+    };
+    table::print(headers, &cells);
     Ok(0)
 }
 

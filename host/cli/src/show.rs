@@ -182,6 +182,9 @@ fn print(d: &api::wire::TaskDetail) {
         if let Some(c) = &run.cpus {
             println!("      cpus    {c}");
         }
+        if let Some(e) = &run.energy {
+            println!("      energy  {}", clean(&e.summary()));
+        }
         if let Some(n) = &run.sandbox_note {
             println!("      sandbox {}", clean(n));
         }

@@ -1,8 +1,8 @@
-//! The daemon's shared state and its two jobs: scheduling passes that start
-//! runs, and recording runs as they end.
+//! The daemon's shared state, and the scheduling pass that decides what
+//! starts (`start.rs` starts it).
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -10,13 +10,12 @@ use anyhow::Result;
 use tokio::sync::watch;
 
 use super::dispatch::Ranking;
-use super::runenv;
 use crate::config::Config;
 use crate::gpu::monitor::Monitor;
 use crate::sandbox::cgroup::CgroupBase;
 use crate::sandbox::launch;
 use crate::scheduler::{Placement, Pool, PoolGpu};
-use crate::store::{NewRun, RunClass, RunOutcome, Store};
+use crate::store::Store;
 use crate::time::now_ms;
 
 /// A run in progress, as the daemon tracks it.
@@ -95,6 +94,8 @@ pub struct Daemon {
     pub(super) archive_wake: super::archive::Wake,
     /// Why no run starts now (`[retention] min_free`), as of the last pass.
     pub(super) start_gate: Mutex<Option<String>>,
+    /// CPU-only runs' RAPL counters at their start.
+    pub(super) rapl_start: Mutex<HashMap<i64, super::energy::RaplReading>>,
 }
 
 impl Daemon {
@@ -119,6 +120,10 @@ impl Daemon {
             policy_closed: Default::default(),
         };
         let chain_status = super::policy_pass::ChainStatus::default();
+        let monitor = monitor.map(|mut m| {
+            m.tariff = Some(cfg.tariff());
+            m
+        });
         Ok(Arc::new(Daemon {
             cfg,
             store: Mutex::new(store),
@@ -142,6 +147,7 @@ impl Daemon {
             gpu_facts: std::sync::OnceLock::new(),
             archive_wake: Default::default(),
             start_gate: Mutex::new(None),
+            rapl_start: Mutex::new(HashMap::new()),
         }))
     }
 
@@ -163,30 +169,6 @@ impl Daemon {
         if let Some(h) = lock(&self.notify).as_ref() {
             h.wake();
         }
-    }
-
-    /// What the sandbox can enforce for a run, for `show`.
-    fn sandbox_note(&self, spec: &crate::task::model::TaskSpec) -> Option<String> {
-        let mut notes = Vec::new();
-        match &self.cgroup {
-            Ok(base) => {
-                if spec.resources.mem.is_some() && !base.memory {
-                    notes.push("memory limit not enforced: the cgroup v2 memory controller is not delegated here".to_string());
-                }
-            }
-            Err(why) => {
-                notes.push(format!(
-                    "no cgroup (process group and subreaper only): {why}"
-                ));
-                if spec.resources.mem.is_some() {
-                    notes.push("memory limit not enforced".to_string());
-                }
-            }
-        }
-        if spec.resources.gpu_mem.is_some() && lock(&self.gpu).is_none() {
-            notes.push("gpu_mem not checked: the GPUs are not monitored".to_string());
-        }
-        (!notes.is_empty()).then(|| notes.join("; "))
     }
 
     /// One scheduling pass: fire due recurring tasks, then start what fits,
@@ -256,146 +238,5 @@ impl Daemon {
                 return Ok(started);
             }
         }
-    }
-
-    /// Places one candidate if it fits; true when it started. `because`
-    /// (its score by policy) is recorded with the claim.
-    pub(super) fn try_start(
-        self: &Arc<Self>,
-        c: &crate::store::Candidate,
-        because: Option<String>,
-    ) -> bool {
-        let placement = lock(&self.pool).place_after(&c.spec.resources, c.needs_gpu_free);
-        let Some(placement) = placement else {
-            return false;
-        };
-        match self.start(c.id, &c.spec, placement.clone(), because) {
-            Ok(true) => true,
-            Ok(false) => {
-                self.release(None, &placement);
-                false
-            }
-            Err(e) => {
-                tracing::error!("task {}: cannot start: {e:#}", c.id);
-                self.release(None, &placement);
-                false
-            }
-        }
-    }
-
-    pub(super) fn release(&self, run: Option<i64>, placement: &Placement) {
-        if let Some(run) = run {
-            lock(&self.placed).remove(&run);
-        }
-        lock(&self.pool).give_back(placement);
-    }
-
-    /// Claims and launches one task. `Ok(false)`: it was no longer queued.
-    fn start(
-        self: &Arc<Self>,
-        task: i64,
-        spec: &crate::task::model::TaskSpec,
-        placement: Placement,
-        because: Option<String>,
-    ) -> Result<bool> {
-        let list = |v: &[u32]| {
-            (!v.is_empty()).then(|| v.iter().map(u32::to_string).collect::<Vec<_>>().join(","))
-        };
-        let new_run = NewRun {
-            gpus: list(&placement.gpus),
-            cpus: list(&placement.cpus),
-            because,
-        };
-        // Captured before the claim: a daemon stopped meanwhile leaves the
-        // task queued, and a refusal (inputs changed) needs no supervisor.
-        let captured = self.capture_start(task, spec);
-        let now = now_ms();
-        let Some(run) = self
-            .store()
-            .claim(task, &new_run, &self.cfg.runs_dir(), now)?
-        else {
-            return Ok(false);
-        };
-        let held = Held {
-            task,
-            placement: placement.clone(),
-            session: 0,
-            dir: PathBuf::from(&run.run_dir),
-        };
-        lock(&self.placed).insert(run.id, held);
-        let cgroup = self
-            .cgroup
-            .as_ref()
-            .ok()
-            .map(|b| b.dir.join(format!("run-{}", run.id)));
-        let prepared = runenv::build(&self.cfg, &self.state, spec, &run, &placement, cgroup)
-            .and_then(|mut rs| {
-                if let Some(why) = self.record_start(captured, spec, &run, &mut rs, &placement) {
-                    anyhow::bail!(why);
-                }
-                // Known from its first instant: without cgroups, a child of
-                // ours that is not a supervisor counts as an orphan.
-                let mut supervisors = lock(&self.supervisors);
-                let l = launch::launch(&self.supervisor, Path::new(&run.run_dir))?;
-                supervisors.insert(l.pid as i32);
-                Ok((l, rs))
-            });
-        match prepared {
-            Ok((l, rs)) => {
-                if let Some(h) = lock(&self.placed).get_mut(&run.id) {
-                    h.session = l.pid;
-                }
-                let note = self.sandbox_note(spec);
-                self.store()
-                    .set_run_started(run.id, l.pid, note.as_deref())?;
-                if let Some(output) = &rs.output {
-                    self.store().set_run_output(run.id, output)?;
-                }
-                self.record_checkpoint(run.id, &rs);
-                let me = Arc::clone(self);
-                tokio::spawn(async move {
-                    let pid = l.pid as i32;
-                    let id = run.id;
-                    // Judging the end runs validators: off the runtime's thread.
-                    let reported = launch::converse(l.child, &rs, |s| {
-                        let me = Arc::clone(&me);
-                        async move {
-                            tokio::task::spawn_blocking(move || me.finish(id, &s.outcome()))
-                                .await
-                                .unwrap_or(false)
-                        }
-                    })
-                    .await;
-                    // Reaped by converse: the pid is no longer our child.
-                    lock(&me.supervisors).remove(&pid);
-                    if reported.is_none() {
-                        me.record_until_done(run.id, PathBuf::from(&run.run_dir))
-                            .await;
-                    }
-                });
-            }
-            Err(e) => {
-                // The run could not even be prepared: record it as an app error.
-                let out = RunOutcome {
-                    class: RunClass::AppError,
-                    exit_code: None,
-                    signal: None,
-                    finished_at: now_ms(),
-                    message: Some(format!("{e:#}")),
-                };
-                if !self.finish(run.id, &out) {
-                    // Nothing else holds this outcome: keep offering it to the store.
-                    let me = Arc::clone(self);
-                    tokio::spawn(async move {
-                        let mut delay = std::time::Duration::from_millis(200);
-                        while !me.finish(run.id, &out) {
-                            tokio::time::sleep(delay).await;
-                            delay = (delay * 2).min(std::time::Duration::from_secs(30));
-                        }
-                    });
-                }
-            }
-        }
-        Ok(true)
     }
 }

@@ -64,10 +64,12 @@ impl Daemon {
     /// given back either way: its processes are gone. Blocking: call it off
     /// the runtime's thread.
     pub(super) fn finish(&self, run: i64, out: &RunOutcome) -> bool {
-        let records = lock(&self.gpu)
+        let (records, gpu_energy) = lock(&self.gpu)
             .as_mut()
-            .map(|m| m.take_records(run))
+            .map(|m| m.take_run(run))
             .unwrap_or_default();
+        // Before the end is recorded, so whoever sees the end sees the energy.
+        self.record_energy(run, gpu_energy, out.finished_at);
         let recorded = match self.conclude(run, out, &records) {
             Ok(_) => true,
             Err(e) => {
@@ -96,6 +98,23 @@ impl Daemon {
         }
         self.changed();
         recorded
+    }
+
+    /// Stores an ended run's energy and cost: its GPUs' share from the
+    /// monitor, else (CPU-only) RAPL or the estimate.
+    fn record_energy(&self, run: i64, gpu: Option<crate::gpu::energy::RunEnergy>, end: i64) {
+        let energy = match gpu {
+            Some(e) => Some(e),
+            None => match self.store().run(run) {
+                Ok(row) => self.cpu_energy(&row, end),
+                Err(_) => None,
+            },
+        };
+        if let Some(e) = energy
+            && let Err(e) = self.store().record_run_energy(run, &e)
+        {
+            tracing::error!("run {run}: cannot store its energy: {e}");
+        }
     }
 
     /// At start: re-adopt live runs, record finished ones, mark vanished ones lost.

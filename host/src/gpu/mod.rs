@@ -1,6 +1,7 @@
 //! GPUs: one trait over the backends (NVML, simulated, none), the monitor
 //! that turns readings into GPU state and per-run records.
 
+pub mod energy;
 pub mod monitor;
 pub mod nvml;
 pub mod sim;

@@ -94,6 +94,7 @@ struct Acc {
     power_mj: f64,
     last_at: Option<i64>,
     last_series: Option<i64>,
+    share: super::energy::EnergyAcc,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -123,6 +124,8 @@ pub struct Monitor {
     runs: HashMap<i64, RunState>,
     /// Whether host memory is above the minimum.
     pub host_mem_ok: bool,
+    /// The tariff runs' energy is priced by (none: no cost).
+    pub tariff: Option<crate::tariff::Tariff>,
 }
 
 impl Monitor {
@@ -147,6 +150,7 @@ impl Monitor {
             gpus,
             runs: HashMap::new(),
             host_mem_ok: true,
+            tariff: None,
         }
     }
 
@@ -259,7 +263,8 @@ impl Monitor {
                     .iter()
                     .filter(|p| owner(p.pid) == Some(run.run))
                     .collect();
-                let alone = runs.iter().filter(|o| o.gpus.contains(&index)).count() == 1;
+                let here = runs.iter().filter(|o| o.gpus.contains(&index)).count();
+                let alone = here == 1;
                 let mem = if mine.is_empty() && alone && r.processes.is_empty() {
                     r.mem_used
                 } else {
@@ -283,6 +288,15 @@ impl Monitor {
                     acc.power_mj += r.power_mw as f64 * (now - prev).max(0) as f64 / 1000.0;
                 }
                 acc.last_at = Some(now);
+                let mine_mem = mine.iter().map(|p| p.mem).sum();
+                let all_mem = r.processes.iter().map(|p| p.mem).sum();
+                acc.share.add(
+                    now,
+                    r.energy_mj,
+                    r.power_mw,
+                    super::energy::share(mine_mem, all_mem, here),
+                    self.tariff.as_ref(),
+                );
                 if acc
                     .last_series
                     .is_none_or(|t| now - t >= self.cfg.series_every_ms)
@@ -314,9 +328,19 @@ impl Monitor {
 
     /// The run's GPU records, taken when it ends (empty for runs never seen).
     pub fn take_records(&mut self, run: i64) -> Vec<RunGpuRecord> {
+        self.take_run(run).0
+    }
+
+    /// The run's GPU records and its share of their energy with its cost
+    /// (none for runs never seen), taken when it ends.
+    pub fn take_run(&mut self, run: i64) -> (Vec<RunGpuRecord>, Option<super::energy::RunEnergy>) {
         let Some(state) = self.runs.remove(&run) else {
-            return Vec::new();
+            return (Vec::new(), None);
         };
+        let energy = super::energy::run_energy(
+            state.per_gpu.values().map(|a| &a.share),
+            self.tariff.as_ref(),
+        );
         let mut out: Vec<RunGpuRecord> = state
             .per_gpu
             .into_iter()
@@ -346,7 +370,7 @@ impl Monitor {
             })
             .collect();
         out.sort_by_key(|r| r.gpu);
-        out
+        (out, energy)
     }
 }
 

@@ -3,6 +3,7 @@
 use rusqlite::params;
 
 use super::{Result, Store, event, exec, row};
+use crate::gpu::energy::RunEnergy;
 use crate::gpu::monitor::{RunGpuRecord, SeriesPoint};
 
 impl Store {
@@ -18,6 +19,16 @@ impl Store {
             )?;
         }
         tx.commit()?;
+        Ok(())
+    }
+
+    /// Stores a finished run's energy and cost.
+    pub fn record_run_energy(&mut self, run: i64, e: &RunEnergy) -> Result<()> {
+        exec(
+            &self.conn,
+            "UPDATE runs SET energy_j = ?2, energy_source = ?3, cost = ?4, currency = ?5 WHERE id = ?1",
+            params![run, e.energy_j, e.source, e.cost, e.currency],
+        )?;
         Ok(())
     }
 

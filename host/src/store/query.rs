@@ -12,7 +12,10 @@ use crate::task::model::{DepKind, Priority, TaskSpec};
 const TASK_COLUMNS: &str =
     "t.id, t.kind, t.parent_id, t.name, t.project, t.priority, t.state, t.reason,
     t.submitted_at, t.eligible_at, t.finished_at, t.attempts, t.next_fire_at, t.spec,
-    (SELECT r.stalled_at FROM runs r WHERE r.task_id = t.id AND r.state = 'running')";
+    (SELECT r.stalled_at FROM runs r WHERE r.task_id = t.id AND r.state = 'running'),
+    (SELECT SUM(r.energy_j) FROM runs r WHERE r.task_id = t.id),
+    (SELECT SUM(r.cost) FROM runs r WHERE r.task_id = t.id),
+    (SELECT MAX(r.currency) FROM runs r WHERE r.task_id = t.id)";
 
 fn task_row(r: &rusqlite::Row) -> rusqlite::Result<TaskRow> {
     let state: String = r.get(6)?;
@@ -37,6 +40,9 @@ fn task_row(r: &rusqlite::Row) -> rusqlite::Result<TaskRow> {
         command,
         counts: None,
         stalled_at: r.get(14)?,
+        energy_j: r.get(15)?,
+        cost: r.get(16)?,
+        currency: r.get(17)?,
     })
 }
 

@@ -36,7 +36,7 @@ pub struct Finished {
 pub(super) const RUN_COLUMNS: &str =
     "id, task_id, attempt, state, run_dir, supervisor_pid, submitted_at, eligible_at,
     started_at, finished_at, exit_code, signal, class, message, gpus, cpus, sandbox_note, stalled_at,
-    findings, checkpoint, outputs, outputs_removed_at";
+    findings, checkpoint, outputs, outputs_removed_at, energy_j, energy_source, cost, currency";
 
 /// Reads a run row selected with [`RUN_COLUMNS`].
 pub(super) fn run_row(r: &rusqlite::Row) -> rusqlite::Result<RunRow> {
@@ -71,6 +71,18 @@ pub(super) fn run_row(r: &rusqlite::Row) -> rusqlite::Result<RunRow> {
                 .and_then(|j| serde_json::from_str(&j).ok()),
             archive: None,
             removed_at: r.get(21)?,
+        },
+        energy: match (
+            r.get::<_, Option<f64>>(22)?,
+            r.get::<_, Option<String>>(23)?,
+        ) {
+            (Some(energy_j), Some(source)) => Some(nightjar_core::api::wire::RunEnergy {
+                energy_j,
+                source,
+                cost: r.get(24)?,
+                currency: r.get(25)?,
+            }),
+            _ => None,
         },
     })
 }

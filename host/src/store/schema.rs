@@ -253,4 +253,13 @@ CREATE TABLE archives (
 );
 CREATE INDEX archives_due ON archives (next_at) WHERE state = 'pending';
 "#,
+    r#"
+-- Energy and cost (nightjar 0.4): each run's energy in joules, how it was
+-- measured (counter, integrated, rapl, estimate), and its cost in the
+-- tariff's currency, priced piecewise by the price in force at each sample.
+ALTER TABLE runs ADD COLUMN energy_j REAL;
+ALTER TABLE runs ADD COLUMN energy_source TEXT;
+ALTER TABLE runs ADD COLUMN cost REAL;
+ALTER TABLE runs ADD COLUMN currency TEXT;
+"#,
 ];

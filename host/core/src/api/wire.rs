@@ -146,6 +146,15 @@ pub struct TaskRow {
     pub counts: Option<Counts>,
     /// Since when its running run is stalled, if it is.
     pub stalled_at: Option<i64>,
+    /// Energy of all its runs so far, joules (absent from older daemons).
+    #[serde(default)]
+    pub energy_j: Option<f64>,
+    /// What they cost, in `currency`.
+    #[serde(default)]
+    pub cost: Option<f64>,
+    /// The tariff's currency.
+    #[serde(default)]
+    pub currency: Option<String>,
 }
 
 /// One run (attempt) of a task.
@@ -196,6 +205,57 @@ pub struct RunRow {
     /// Its output manifest, archive and retention (absent from older daemons).
     #[serde(default)]
     pub outputs: super::outputs::RunOutputs,
+    /// Its energy and cost, once it ended (absent from older daemons).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy: Option<RunEnergy>,
+}
+
+/// A run's energy and what it cost.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunEnergy {
+    /// Joules: the run's share of its GPUs' energy, or its CPU energy.
+    pub energy_j: f64,
+    /// `counter` (GPU energy counters), `integrated` (GPU power over the
+    /// samples), `rapl` (CPU package counters) or `estimate` (watts per core).
+    pub source: String,
+    /// Energy times the price in force at each sample (none without a tariff).
+    pub cost: Option<f64>,
+    /// The tariff's currency.
+    pub currency: Option<String>,
+}
+
+impl RunEnergy {
+    /// `0.42 kWh (counter), cost 0.25 CNY`.
+    pub fn summary(&self) -> String {
+        let mut s = format!("{} ({})", fmt_energy(self.energy_j), self.source);
+        if let Some(c) = self.cost {
+            s.push_str(&format!(
+                ", cost {} {}",
+                fmt_cost(c),
+                self.currency.as_deref().unwrap_or("")
+            ));
+        }
+        s
+    }
+}
+
+/// Energy for people: `0.42 kWh`, or `12.3 Wh` under a hundredth of a kWh.
+pub fn fmt_energy(joules: f64) -> String {
+    let kwh = joules / 3_600_000.0;
+    if kwh >= 0.01 {
+        format!("{kwh:.2} kWh")
+    } else {
+        format!("{:.1} Wh", joules / 3600.0)
+    }
+}
+
+/// A cost for people: two decimals, four under a hundredth.
+pub fn fmt_cost(c: f64) -> String {
+    if c >= 0.01 || c == 0.0 {
+        format!("{c:.2}")
+    } else {
+        format!("{c:.4}")
+    }
 }
 
 /// A dependency edge as `show` prints it.

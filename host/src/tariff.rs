@@ -1,0 +1,198 @@
+//! The host's electricity tariff, pure: the price in force at an instant
+//! and the cost of an energy series priced piecewise.
+//!
+//! Prices are per kWh in the tariff's currency. Windows are wall-clock
+//! times in the configured zone, so `23:00-07:00` means 23:00 local time
+//! on every day, DST days included (a window on a day that loses an hour is
+//! an hour shorter). A window that wraps midnight belongs to the day it
+//! starts on: `from = "23:00", to = "07:00", days = ["fri"]` covers Friday
+//! 23:00 to Saturday 07:00. A time no window covers gets the flat `price`.
+
+use chrono::{Datelike, TimeZone, Timelike};
+
+/// Joules in one kWh.
+pub const J_PER_KWH: f64 = 3_600_000.0;
+
+/// One time-of-use window, resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Window {
+    /// Start, seconds after local midnight.
+    pub from_s: u32,
+    /// End (exclusive), seconds after local midnight; at or before `from_s`
+    /// means the window wraps midnight.
+    pub to_s: u32,
+    /// Price per kWh.
+    pub price: f64,
+    /// The days it starts on, Monday first.
+    pub days: [bool; 7],
+    /// As written, for errors (`23:00-07:00`).
+    pub label: String,
+}
+
+impl Window {
+    fn wraps(&self) -> bool {
+        self.to_s <= self.from_s
+    }
+
+    /// Whether the window covers local weekday `wd` (0 = Monday) at `sec`.
+    fn covers(&self, wd: usize, sec: u32) -> bool {
+        if self.wraps() {
+            (self.days[wd] && sec >= self.from_s) || (self.days[(wd + 6) % 7] && sec < self.to_s)
+        } else {
+            self.days[wd] && sec >= self.from_s && sec < self.to_s
+        }
+    }
+
+    /// The spans it covers in a week, seconds from Monday 00:00, as
+    /// half-open ranges that may run past the week's end.
+    fn week_spans(&self) -> Vec<(u32, u32)> {
+        let len = if self.wraps() {
+            86_400 - self.from_s + self.to_s
+        } else {
+            self.to_s - self.from_s
+        };
+        (0..7)
+            .filter(|&d| self.days[d])
+            .map(|d| {
+                let start = d as u32 * 86_400 + self.from_s;
+                (start, start + len)
+            })
+            .collect()
+    }
+}
+
+/// A tariff: a flat price, time-of-use windows over it, a currency, a zone.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tariff {
+    /// ISO 4217 code or any short name (`CNY`, `EUR`).
+    pub currency: String,
+    /// Price per kWh where no window applies.
+    pub price: f64,
+    /// Windows, none overlapping.
+    pub windows: Vec<Window>,
+    /// The zone wall times are read in.
+    pub tz: chrono_tz::Tz,
+}
+
+/// Parses `HH:MM` or `HH:MM:SS` into seconds after midnight (`24:00` is
+/// allowed as an end of day).
+pub fn parse_time(s: &str) -> Result<u32, String> {
+    let bad = || format!("`{s}` is not a time of day: write HH:MM or HH:MM:SS (24-hour)");
+    let parts: Vec<&str> = s.split(':').collect();
+    if !(2..=3).contains(&parts.len()) || parts.iter().any(|p| p.len() != 2) {
+        return Err(bad());
+    }
+    let num = |p: &str| p.parse::<u32>().map_err(|_| bad());
+    let (h, m) = (num(parts[0])?, num(parts[1])?);
+    let sec = if parts.len() == 3 { num(parts[2])? } else { 0 };
+    if m > 59 || sec > 59 || h > 24 || (h == 24 && (m, sec) != (0, 0)) {
+        return Err(bad());
+    }
+    Ok(h * 3600 + m * 60 + sec)
+}
+
+/// Parses `days` entries (`all`, `weekday`, `weekend`, `mon`..`sun`) into
+/// a Monday-first mask.
+pub fn parse_days(days: &[String]) -> Result<[bool; 7], String> {
+    const NAMES: [&str; 7] = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"];
+    let mut mask = [false; 7];
+    for d in days {
+        match d.to_ascii_lowercase().as_str() {
+            "all" => mask = [true; 7],
+            "weekday" => mask[..5].iter_mut().for_each(|m| *m = true),
+            "weekend" => mask[5..].iter_mut().for_each(|m| *m = true),
+            other => match NAMES.iter().position(|n| *n == other) {
+                Some(i) => mask[i] = true,
+                None => {
+                    return Err(format!(
+                        "`{d}` is not a day: use all, weekday, weekend or mon, tue, wed, thu, fri, sat, sun"
+                    ));
+                }
+            },
+        }
+    }
+    if !mask.contains(&true) {
+        return Err("`days` is empty: name at least one day (or `all`)".into());
+    }
+    Ok(mask)
+}
+
+impl Tariff {
+    /// A tariff after checking that no two windows overlap on any day
+    /// (the error names both).
+    pub fn new(
+        currency: String,
+        price: f64,
+        windows: Vec<Window>,
+        tz: chrono_tz::Tz,
+    ) -> Result<Tariff, String> {
+        let week = 7 * 86_400;
+        for (i, a) in windows.iter().enumerate() {
+            for b in &windows[i + 1..] {
+                let clash = a.week_spans().iter().any(|&(a0, a1)| {
+                    b.week_spans().iter().any(|&(b0, b1)| {
+                        // Compare with b shifted a week either way (spans run past Sunday).
+                        [0i64, week, -week].iter().any(|&s| {
+                            let (b0, b1) = (b0 as i64 + s, b1 as i64 + s);
+                            (a0 as i64) < b1 && b0 < a1 as i64
+                        })
+                    })
+                });
+                if clash {
+                    return Err(format!(
+                        "windows {} and {} overlap: a time may be in one window at most",
+                        a.label, b.label
+                    ));
+                }
+            }
+        }
+        Ok(Tariff {
+            currency,
+            price,
+            windows,
+            tz,
+        })
+    }
+
+    /// The price per kWh in force at `at_ms` (Unix ms).
+    pub fn price_at(&self, at_ms: i64) -> f64 {
+        let Some(local) = self.tz.timestamp_millis_opt(at_ms).single() else {
+            return self.price;
+        };
+        let wd = local.weekday().num_days_from_monday() as usize;
+        let sec = local.num_seconds_from_midnight();
+        self.windows
+            .iter()
+            .find(|w| w.covers(wd, sec))
+            .map_or(self.price, |w| w.price)
+    }
+
+    /// The cost of `joules` used at `at_ms`.
+    pub fn cost_of(&self, at_ms: i64, joules: f64) -> f64 {
+        joules / J_PER_KWH * self.price_at(at_ms)
+    }
+
+    /// The cost of an energy series: each `(at_ms, joules)` increment priced
+    /// at the price in force at its time, summed.
+    pub fn cost(&self, increments: &[(i64, f64)]) -> f64 {
+        increments.iter().map(|&(t, j)| self.cost_of(t, j)).sum()
+    }
+
+    /// The cost of a constant draw of `watts` from `start_ms` to `end_ms`,
+    /// cut into one-second increments (each priced at its start), so a span
+    /// that crosses a window's boundary is priced piecewise.
+    pub fn cost_constant(&self, start_ms: i64, end_ms: i64, watts: f64) -> f64 {
+        let mut t = start_ms;
+        let mut cost = 0.0;
+        while t < end_ms {
+            let step = (end_ms - t).min(1000);
+            cost += self.cost_of(t, watts * step as f64 / 1000.0);
+            t += step;
+        }
+        cost
+    }
+}
+
+#[cfg(test)]
+#[path = "tariff_tests.rs"]
+mod tests;

@@ -1,0 +1,167 @@
+use super::*;
+use chrono::TimeZone;
+
+fn window(from: &str, to: &str, price: f64, days: &[&str]) -> Window {
+    let days: Vec<String> = days.iter().map(|d| d.to_string()).collect();
+    Window {
+        from_s: parse_time(from).unwrap(),
+        to_s: parse_time(to).unwrap(),
+        price,
+        days: parse_days(&days).unwrap(),
+        label: format!("{from}-{to}"),
+    }
+}
+
+fn ms(tz: chrono_tz::Tz, y: i32, mo: u32, d: u32, h: u32, mi: u32) -> i64 {
+    tz.with_ymd_and_hms(y, mo, d, h, mi, 0)
+        .single()
+        .unwrap()
+        .timestamp_millis()
+}
+
+const SH: chrono_tz::Tz = chrono_tz::Asia::Shanghai;
+
+#[test]
+fn times_accept_seconds_and_refuse_nonsense() {
+    assert_eq!(parse_time("07:30"), Ok(7 * 3600 + 30 * 60));
+    assert_eq!(parse_time("23:59:05"), Ok(23 * 3600 + 59 * 60 + 5));
+    assert_eq!(parse_time("24:00"), Ok(86_400));
+    for bad in ["7:30", "25:00", "12:60", "24:01", "noon", "12:00:00:00"] {
+        assert!(parse_time(bad).is_err(), "{bad}");
+    }
+    assert!(parse_days(&["someday".into()]).is_err());
+    assert!(parse_days(&[]).is_err());
+    assert_eq!(
+        parse_days(&["weekend".into(), "mon".into()]).unwrap(),
+        [true, false, false, false, false, true, true]
+    );
+}
+
+#[test]
+fn a_window_wrapping_midnight_covers_both_sides_and_belongs_to_its_start_day() {
+    // 2025-06-06 is a Friday.
+    let t = Tariff::new(
+        "CNY".into(),
+        0.6,
+        vec![window("23:00", "07:00", 0.3, &["fri"])],
+        SH,
+    )
+    .unwrap();
+    assert_eq!(t.price_at(ms(SH, 2025, 6, 6, 22, 59)), 0.6);
+    assert_eq!(t.price_at(ms(SH, 2025, 6, 6, 23, 0)), 0.3);
+    assert_eq!(
+        t.price_at(ms(SH, 2025, 6, 7, 6, 59)),
+        0.3,
+        "Saturday morning"
+    );
+    assert_eq!(
+        t.price_at(ms(SH, 2025, 6, 7, 7, 0)),
+        0.6,
+        "end is exclusive"
+    );
+    assert_eq!(
+        t.price_at(ms(SH, 2025, 6, 6, 3, 0)),
+        0.6,
+        "Friday early morning belongs to Thursday's window, which is not set"
+    );
+    assert_eq!(
+        t.price_at(ms(SH, 2025, 6, 7, 23, 30)),
+        0.6,
+        "Saturday night"
+    );
+}
+
+#[test]
+fn weekday_and_weekend_windows_price_by_day_kind() {
+    let t = Tariff::new(
+        "EUR".into(),
+        0.5,
+        vec![
+            window("08:00", "20:00", 0.9, &["weekday"]),
+            window("08:00", "20:00", 0.4, &["weekend"]),
+        ],
+        SH,
+    )
+    .unwrap();
+    assert_eq!(t.price_at(ms(SH, 2025, 6, 6, 12, 0)), 0.9, "Friday noon");
+    assert_eq!(t.price_at(ms(SH, 2025, 6, 7, 12, 0)), 0.4, "Saturday noon");
+    assert_eq!(
+        t.price_at(ms(SH, 2025, 6, 7, 21, 0)),
+        0.5,
+        "uncovered: flat"
+    );
+}
+
+#[test]
+fn overlapping_windows_are_refused_naming_both() {
+    let e = Tariff::new(
+        "CNY".into(),
+        0.6,
+        vec![
+            window("22:00", "06:00", 0.3, &["sun"]),
+            window("05:00", "09:00", 0.4, &["mon"]),
+        ],
+        SH,
+    )
+    .unwrap_err();
+    assert!(
+        e.contains("22:00-06:00") && e.contains("05:00-09:00"),
+        "{e}"
+    );
+    // Touching ends do not overlap; the same hours on other days do not either.
+    Tariff::new(
+        "CNY".into(),
+        0.6,
+        vec![
+            window("22:00", "06:00", 0.3, &["sun"]),
+            window("06:00", "09:00", 0.4, &["mon"]),
+            window("05:00", "09:00", 0.4, &["tue"]),
+        ],
+        SH,
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_series_crossing_a_boundary_is_priced_piecewise() {
+    let t = Tariff::new(
+        "CNY".into(),
+        1.0,
+        vec![window("23:00", "07:00", 0.25, &["all"])],
+        SH,
+    )
+    .unwrap();
+    let boundary = ms(SH, 2025, 6, 6, 23, 0);
+    // 1 kWh in each of four 15-minute increments, two before and two after 23:00.
+    let kwh = J_PER_KWH;
+    let series: Vec<(i64, f64)> = (0..4)
+        .map(|i| (boundary - 30 * 60_000 + (i + 1) * 15 * 60_000 - 1, kwh))
+        .collect();
+    let cost = t.cost(&series);
+    assert!((cost - (1.0 + 1.0 + 0.25 + 0.25)).abs() < 1e-9, "{cost}");
+    // A constant 1 kW for an hour around the boundary: half at each price.
+    let c = t.cost_constant(boundary - 1_800_000, boundary + 1_800_000, 1000.0);
+    assert!((c - (0.5 + 0.125)).abs() < 1e-9, "{c}");
+}
+
+#[test]
+fn windows_follow_wall_time_on_a_dst_day() {
+    // Berlin springs forward on 2025-03-30 at 02:00 -> 03:00: a 01:00-04:00
+    // window lasts two real hours that day, not three.
+    let tz = chrono_tz::Europe::Berlin;
+    let t = Tariff::new(
+        "EUR".into(),
+        1.0,
+        vec![window("01:00", "04:00", 0.5, &["all"])],
+        tz,
+    )
+    .unwrap();
+    let start = ms(tz, 2025, 3, 30, 0, 0);
+    let end = ms(tz, 2025, 3, 30, 6, 0);
+    assert_eq!(end - start, 5 * 3_600_000, "the day lost an hour");
+    // 1 kW from 00:00 to 06:00 local: 5 real hours, 2 in the window.
+    let c = t.cost_constant(start, end, 1000.0);
+    assert!((c - (3.0 * 1.0 + 2.0 * 0.5)).abs() < 1e-9, "{c}");
+    assert_eq!(t.price_at(ms(tz, 2025, 3, 30, 3, 30)), 0.5);
+    assert_eq!(t.price_at(ms(tz, 2025, 3, 30, 4, 0)), 1.0);
+}
