@@ -191,6 +191,75 @@ impl Tariff {
         }
         cost
     }
+
+    /// The prices from `from_ms` to `to_ms` as consecutive spans
+    /// `(start, end, price)`, each at one price, adjacent spans at different
+    /// prices. They cover the range exactly; a window's boundary is where
+    /// its wall time falls in the zone that day (a boundary in a DST gap
+    /// moves to the gap's end, as `price_at` reads it).
+    pub fn spans(&self, from_ms: i64, to_ms: i64) -> Vec<(i64, i64, f64)> {
+        if to_ms <= from_ms {
+            return Vec::new();
+        }
+        let mut cuts = vec![from_ms, to_ms];
+        let day = |ms: i64| {
+            self.tz
+                .timestamp_millis_opt(ms)
+                .single()
+                .map(|t| t.date_naive())
+        };
+        if let (Some(first), Some(last)) = (day(from_ms), day(to_ms)) {
+            let mut d = first - chrono::Days::new(1);
+            while d <= last + chrono::Days::new(1) {
+                for w in &self.windows {
+                    for sec in [w.from_s, w.to_s] {
+                        if let Some(at) = self.instant(d, sec) {
+                            if from_ms < at && at < to_ms {
+                                cuts.push(at);
+                            }
+                        }
+                    }
+                }
+                d = d + chrono::Days::new(1);
+            }
+        }
+        cuts.sort_unstable();
+        cuts.dedup();
+        let mut out: Vec<(i64, i64, f64)> = Vec::new();
+        for pair in cuts.windows(2) {
+            let (a, b) = (pair[0], pair[1]);
+            let price = self.price_at(a);
+            match out.last_mut() {
+                Some(last) if last.2 == price => last.1 = b,
+                _ => out.push((a, b, price)),
+            }
+        }
+        out
+    }
+
+    /// The cost of a constant draw of `watts` from `start_ms` to `end_ms`,
+    /// priced exactly over the tariff's spans (no sampling).
+    pub fn cost_spanned(&self, start_ms: i64, end_ms: i64, watts: f64) -> f64 {
+        self.spans(start_ms, end_ms)
+            .iter()
+            .map(|&(a, b, p)| watts * (b - a) as f64 / 1000.0 / J_PER_KWH * p)
+            .sum()
+    }
+
+    /// The instant local day `d` reaches `sec` seconds after its midnight
+    /// (`86_400` is the next midnight); in a DST gap, the gap's end.
+    fn instant(&self, d: chrono::NaiveDate, sec: u32) -> Option<i64> {
+        let base = d.and_hms_opt(0, 0, 0)? + chrono::TimeDelta::seconds(sec as i64);
+        let mut local = base;
+        for _ in 0..=4 {
+            if let Some(t) = self.tz.from_local_datetime(&local).earliest() {
+                return Some(t.timestamp_millis());
+            }
+            // In a gap: the first wall time after it.
+            local += chrono::TimeDelta::minutes(30);
+        }
+        None
+    }
 }
 
 #[cfg(test)]

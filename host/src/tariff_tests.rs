@@ -165,3 +165,73 @@ fn windows_follow_wall_time_on_a_dst_day() {
     assert_eq!(t.price_at(ms(tz, 2025, 3, 30, 3, 30)), 0.5);
     assert_eq!(t.price_at(ms(tz, 2025, 3, 30, 4, 0)), 1.0);
 }
+
+#[test]
+fn spans_cover_the_range_at_each_price_and_agree_with_price_at() {
+    let t = Tariff::new(
+        "CNY".into(),
+        0.6,
+        vec![
+            window("23:00", "07:00", 0.3, &["all"]),
+            window("10:00", "16:00", 0.5, &["weekend"]),
+        ],
+        SH,
+    )
+    .unwrap();
+    // Friday 2026-11-27 20:00 to Sunday 2026-11-29 12:00, Shanghai.
+    let from = ms(SH, 2026, 11, 27, 20, 0);
+    let to = ms(SH, 2026, 11, 29, 12, 0);
+    let spans = t.spans(from, to);
+    let want = [
+        (
+            ms(SH, 2026, 11, 27, 20, 0),
+            ms(SH, 2026, 11, 27, 23, 0),
+            0.6,
+        ),
+        (ms(SH, 2026, 11, 27, 23, 0), ms(SH, 2026, 11, 28, 7, 0), 0.3),
+        (ms(SH, 2026, 11, 28, 7, 0), ms(SH, 2026, 11, 28, 10, 0), 0.6),
+        (
+            ms(SH, 2026, 11, 28, 10, 0),
+            ms(SH, 2026, 11, 28, 16, 0),
+            0.5,
+        ),
+        (
+            ms(SH, 2026, 11, 28, 16, 0),
+            ms(SH, 2026, 11, 28, 23, 0),
+            0.6,
+        ),
+        (ms(SH, 2026, 11, 28, 23, 0), ms(SH, 2026, 11, 29, 7, 0), 0.3),
+        (ms(SH, 2026, 11, 29, 7, 0), ms(SH, 2026, 11, 29, 10, 0), 0.6),
+        (ms(SH, 2026, 11, 29, 10, 0), to, 0.5),
+    ];
+    assert_eq!(spans, want);
+    for &(a, b, p) in &spans {
+        assert_eq!(t.price_at(a), p);
+        assert_eq!(t.price_at(b - 1), p);
+    }
+    // 1 kW for the whole range, priced exactly, equals the one-second sum.
+    let exact = t.cost_spanned(from, to, 1000.0);
+    let sampled = t.cost_constant(from, to, 1000.0);
+    assert!((exact - sampled).abs() < 1e-9, "{exact} {sampled}");
+    assert!(t.spans(to, from).is_empty());
+}
+
+#[test]
+fn spans_follow_a_dst_day_and_a_flat_tariff_is_one_span() {
+    let ny = chrono_tz::America::New_York;
+    let t = Tariff::new(
+        "USD".into(),
+        0.2,
+        vec![window("01:00", "05:00", 0.1, &["all"])],
+        ny,
+    )
+    .unwrap();
+    // 2026-03-08: clocks go from 02:00 to 03:00; the window is 3 hours long.
+    let from = ms(ny, 2026, 3, 8, 0, 0);
+    let to = ms(ny, 2026, 3, 8, 12, 0);
+    let spans = t.spans(from, to);
+    assert_eq!(spans.len(), 3, "{spans:?}");
+    assert_eq!(spans[1].1 - spans[1].0, 3 * 3_600_000);
+    let flat = Tariff::new("USD".into(), 0.2, vec![], ny).unwrap();
+    assert_eq!(flat.spans(from, to), vec![(from, to, 0.2)]);
+}

@@ -111,6 +111,7 @@ async fn dispatch(d: &Arc<Daemon>, req: Request) -> Vec<u8> {
             reply::<super::Rerun>(answer)
         }
         Request::Diff(r) => reply::<super::Diff>(super::rerun_diff::pair(d, r.a, r.b)),
+        Request::Report(_) => reply::<super::Report>(Err(anyhow::anyhow!("report: not built yet"))),
         Request::List(r) => reply::<super::List>((|| {
             let mut rows = d.store().list(&r.filter)?;
             rows.iter_mut().for_each(|t| d.live_reason(t));

@@ -15,6 +15,7 @@ pub mod findings;
 pub mod manifest;
 pub mod notify;
 pub mod outputs;
+pub mod report;
 pub mod rerun;
 pub mod views;
 pub mod why;

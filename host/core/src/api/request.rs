@@ -7,6 +7,7 @@ pub use super::diff::{Diff, RunPair};
 pub use super::notify::{
     DigestWritten, NotifyDigest, NotifyList, NotifyReport, NotifyRetry, NotifyTest, NotifyTestReply,
 };
+pub use super::report::{Accounting, Report};
 pub use super::rerun::{Rerun, Rerunning};
 use super::views::{GpuView, MemberView};
 use super::why::WhyReport;
@@ -82,6 +83,8 @@ requests! {
     Rerun => Rerunning;
     /// Two runs' start and output manifests, for `diff`.
     Diff => RunPair;
+    /// A period's accounting (`nightjar report`).
+    Report => Accounting;
 }
 
 /// `ping`.
