@@ -213,10 +213,11 @@ impl Tariff {
             while d <= last + chrono::Days::new(1) {
                 for w in &self.windows {
                     for sec in [w.from_s, w.to_s] {
-                        if let Some(at) = self.instant(d, sec) {
-                            if from_ms < at && at < to_ms {
-                                cuts.push(at);
-                            }
+                        if let Some(at) = self.instant(d, sec)
+                            && from_ms < at
+                            && at < to_ms
+                        {
+                            cuts.push(at);
                         }
                     }
                 }
