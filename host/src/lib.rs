@@ -17,6 +17,7 @@ pub mod nightjard;
 pub mod notify;
 pub mod plugins;
 pub mod postrun;
+pub mod report;
 pub mod sandbox;
 pub mod scheduler;
 pub mod store;

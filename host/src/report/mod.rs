@@ -1,0 +1,5 @@
+//! `nightjar report`: a period's accounting computed from the store
+//! (`compute`), and the self-contained HTML page with its charts (`render`).
+
+pub mod compute;
+pub mod render;
