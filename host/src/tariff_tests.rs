@@ -235,3 +235,27 @@ fn spans_follow_a_dst_day_and_a_flat_tariff_is_one_span() {
     let flat = Tariff::new("USD".into(), 0.2, vec![], ny).unwrap();
     assert_eq!(flat.spans(from, to), vec![(from, to, 0.2)]);
 }
+
+#[test]
+fn spans_at_the_ends_of_time_answer_without_panicking() {
+    // What a hostile policy may ask through the `tariff` import.
+    let t = Tariff::new(
+        "CNY".into(),
+        0.6,
+        vec![window("23:00", "07:00", 0.3, &["all"])],
+        SH,
+    )
+    .unwrap();
+    let day = 86_400_000;
+    for (a, b) in [
+        (i64::MIN, i64::MIN + 14 * day),
+        (i64::MAX - 14 * day, i64::MAX),
+        (-14 * day, 0),
+    ] {
+        let spans = t.spans(a, b);
+        assert_eq!(spans.first().map(|s| s.0), Some(a));
+        assert_eq!(spans.last().map(|s| s.1), Some(b));
+        assert!(spans.windows(2).all(|w| w[0].1 == w[1].0), "consecutive");
+    }
+    assert!(t.spans(5, 5).is_empty());
+}

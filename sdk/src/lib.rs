@@ -38,6 +38,10 @@
 //! The same types are plain Rust values, so policies are unit-tested natively
 //! with [`configure`] and the builders in [`testing`].
 //!
+//! A policy that moves work by the price of electricity asks the host's
+//! tariff with [`tariff::prices`] (natively, a [`tariff::TariffMock`]
+//! answers).
+//!
 //! The SDK builds components against `nightjar:plugin@0.2.0`
 //! (`wit/nightjar-plugin@0.2.0`), whose snapshot is compact: text comes once
 //! in a string table and tasks are named by position. The SDK turns that
@@ -132,6 +136,7 @@ pub mod notifier;
 mod policy;
 mod reason;
 mod snapshot;
+pub mod tariff;
 pub mod testing;
 pub mod time;
 pub mod validator;

@@ -33,6 +33,47 @@ fn offpeak_tariff_defers_normal_work_to_the_cheap_window_and_lets_urgent_run() {
 }
 
 #[test]
+fn offpeak_tariff_follows_the_hosts_tariff_and_its_own_windows_override_it() {
+    // The daemon's [tariff]: 1.10 EUR, 0.25 EUR in a window ten hours away.
+    let hour = (chrono::Utc::now().timestamp().div_euclid(3600) + 10).rem_euclid(24);
+    let tariff = format!(
+        "timezone = \"UTC\"\n[tariff]\ncurrency = \"EUR\"\nprice = 1.1\n[[tariff.windows]]\nfrom = \"{hour:02}:00\"\nto = \"{:02}:00\"\nprice = 0.25\n",
+        (hour + 2) % 24
+    );
+    let mut nj = world(&format!(
+        "{tariff}[plugins]\nchain = [\"offpeak-tariff\"]\n[plugin.offpeak-tariff.config]\nmargin = \"30m\"\n"
+    ));
+    nj.start();
+    let id = nj.submit(&["--", "true"]);
+    nj.until("deferred", || {
+        nj.show(id)["task"]["reason"].as_str().is_some()
+    });
+    let why = nj.ok(&["why", &id.to_string()]);
+    assert!(
+        why.contains(&format!(
+            "deferred by offpeak-tariff: price 1.10 EUR/kWh until {hour:02}:00 UTC"
+        )) && why.contains("then 0.25 EUR/kWh"),
+        "the host's tariff, read through the import: {why}"
+    );
+    drop(nj);
+    // Windows in the policy's config win over [tariff] (older configs keep working).
+    let mut nj = world(&format!(
+        "{tariff}[plugins]\nchain = [\"offpeak-tariff\"]\n[plugin.offpeak-tariff.config]\ncurrency = \"CNY\"\npeak_price = 1.2\n[[plugin.offpeak-tariff.config.windows]]\nstart = \"{hour:02}:00\"\nend = \"{:02}:00\"\nprice = 0.35\n",
+        (hour + 1) % 24
+    ));
+    nj.start();
+    let id = nj.submit(&["--", "true"]);
+    nj.until("deferred", || {
+        nj.show(id)["task"]["reason"].as_str().is_some()
+    });
+    let why = nj.ok(&["why", &id.to_string()]);
+    assert!(
+        why.contains("price 1.20 CNY/kWh until") && why.contains("then 0.35 CNY/kWh"),
+        "its own windows: {why}"
+    );
+}
+
+#[test]
 fn all_four_first_party_policies_load_from_the_binary_with_no_plugin_folder() {
     let mut nj = Nj::new(
         "[plugins]\nchain = [\"priority\", \"offpeak-tariff\", \"fair-share\", \"thermal\"]\n[plugin.offpeak-tariff.config]\n[[plugin.offpeak-tariff.config.windows]]\nstart = \"00:00\"\nend = \"23:59\"\nprice = 0.3\n",

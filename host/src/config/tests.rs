@@ -87,6 +87,12 @@ fn the_lab_example_config_is_valid_and_runs_the_four_policies() {
         cfg.plugins.chain,
         vec!["priority", "offpeak-tariff", "fair-share", "thermal"]
     );
+    let tariff = cfg.tariff();
+    assert_eq!(
+        (tariff.currency.as_str(), tariff.windows.len()),
+        ("CNY", 2),
+        "the lab's tariff is the host's, which offpeak-tariff reads"
+    );
 }
 
 #[test]

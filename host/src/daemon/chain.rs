@@ -69,6 +69,8 @@ pub struct Chain {
     window: u32,
     cpu_budget: Duration,
     min_interval_ms: i64,
+    /// The daemon's tariff, handed to every pass (the policies' `tariff` import).
+    tariff: Arc<crate::tariff::Tariff>,
 }
 
 impl Chain {
@@ -84,6 +86,7 @@ impl Chain {
             window: cfg.plugins.failure_window,
             cpu_budget: cfg.plugins.cpu_budget,
             min_interval_ms: cfg.plugins.min_pass_interval.as_millis() as i64,
+            tariff: Arc::new(cfg.tariff()),
         };
         for name in &cfg.plugins.chain {
             let entry = cfg.plugin.get(name).cloned().unwrap_or_default();
@@ -272,7 +275,8 @@ impl Chain {
     /// sharing what the pass derives from the snapshot) and combines their
     /// answers, which each worker has checked against the snapshot.
     pub fn evaluate(&mut self, snapshot: Arc<p::Snapshot>, now: i64) -> ChainAnswer {
-        let pass = Arc::new(Pass::new(Arc::clone(&snapshot)));
+        let pass =
+            Arc::new(Pass::new(Arc::clone(&snapshot)).with_tariff(Some(Arc::clone(&self.tariff))));
         let mut answer = ChainAnswer::default();
         // A member whose worker was abandoned starts again (its code is cached).
         for m in &mut self.members {

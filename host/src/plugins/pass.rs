@@ -16,6 +16,7 @@ pub struct Pass {
     seed: Arc<OnceLock<u64>>,
     ids: OnceLock<Ids>,
     v0_2: OnceLock<Result<v0_2::types::Snapshot, String>>,
+    tariff: Option<Arc<crate::tariff::Tariff>>,
 }
 
 impl Pass {
@@ -26,7 +27,20 @@ impl Pass {
             seed: Arc::new(OnceLock::new()),
             ids: OnceLock::new(),
             v0_2: OnceLock::new(),
+            tariff: None,
         }
+    }
+
+    /// This pass with the daemon's tariff, which 0.2 policies read through
+    /// their `tariff` import.
+    pub fn with_tariff(mut self, tariff: Option<Arc<crate::tariff::Tariff>>) -> Pass {
+        self.tariff = tariff;
+        self
+    }
+
+    /// The daemon's tariff, if the pass has one.
+    pub fn tariff(&self) -> Option<Arc<crate::tariff::Tariff>> {
+        self.tariff.clone()
     }
 
     /// The host's snapshot (what a 0.1 plugin gets as it is).

@@ -170,6 +170,7 @@ impl PolicyPlugin {
             rng: self.rng.clone(),
             http: None,
             mail: None,
+            tariff: None,
         };
         let mut store = Store::new(&self.engine.engine, state);
         store.limiter(|s| &mut s.limits);
@@ -225,6 +226,8 @@ impl PolicyPlugin {
             return Err(PluginError::Trap("no instance".into()));
         };
         store.data_mut().log_lines = budget;
+        // The `tariff` import answers from this pass's tariff.
+        store.data_mut().tariff = pass.tariff();
         // Every source of randomness restarts from the snapshot's seed, made
         // (once per pass) if the plugin draws.
         store.data_mut().wasi = super::wasi::context(&self.sink, &self.rng);

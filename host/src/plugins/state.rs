@@ -21,6 +21,9 @@ pub struct PluginState {
     pub(super) http: Option<std::sync::Arc<super::notifier::http::HttpBroker>>,
     /// A notifier's brokered mail (`None` for every other plugin).
     pub(super) mail: Option<std::sync::Arc<super::notifier::mail::MailBroker>>,
+    /// The daemon's tariff, for a policy's `tariff` import (`None`: no
+    /// daemon config, as in `plugins check`, or not a policy).
+    pub(super) tariff: Option<std::sync::Arc<crate::tariff::Tariff>>,
 }
 
 impl Seeded for PluginState {

@@ -1,27 +1,34 @@
-//! `offpeak-tariff`: time-of-use electricity windows. Non-urgent work waits
-//! for a cheap window; a task whose expected run time (its timeout) would
-//! run past the window's end by more than `margin` waits for the next one.
-//! The reason says when the next cheap window opens and what it costs.
-//! Urgent tasks are never deferred by this policy.
+//! `offpeak-tariff`: work waits for cheap electricity. Non-urgent work waits
+//! for a cheap span; a task whose expected run time (its timeout) would run
+//! past the span's end by more than `margin` waits for the next one. The
+//! reason says when the next cheap span opens and what it costs. Urgent
+//! tasks are never deferred by this policy.
+//!
+//! The prices are the daemon's own tariff (`[tariff]` in the daemon config,
+//! read through the contract's `tariff` import), the same one each run's
+//! cost is priced with. A span is cheap when its price is at most
+//! `max_price`, or, without it, when it is the lowest price of the coming
+//! week. With no time-of-use windows in `[tariff]` (a flat price) no hour
+//! is cheaper than another, and the policy falls back to its own windows:
 //!
 //! ```toml
 //! [plugin.offpeak-tariff.config]
-//! currency = "CNY"
-//! peak_price = 1.20            # price outside every window, per kWh
-//! margin = "30m"               # how far past a window's end a task may run
-//! [[plugin.offpeak-tariff.config.windows]]
-//! days = "all"                 # all, weekdays or weekends
-//! start = "23:00"
-//! end = "07:00"                # may wrap midnight
-//! price = 0.35
-//! [[plugin.offpeak-tariff.config.windows]]
-//! days = "weekends"
-//! start = "10:00"
-//! end = "16:00"
-//! price = 0.50
+//! margin = "30m"               # how far past a span's end a task may run
+//! # max_price = 0.50           # cheap: at most this (default: the week's lowest)
+//! # Override for compatibility (older configs): when `windows` is given,
+//! # the policy uses these windows and `peak_price` instead of [tariff].
+//! # currency = "CNY"
+//! # peak_price = 1.20          # price outside every window, per kWh
+//! # [[plugin.offpeak-tariff.config.windows]]
+//! # days = "all"               # all, weekdays or weekends
+//! # start = "23:00"
+//! # end = "07:00"              # may wrap midnight
+//! # price = 0.35
 //! ```
 //!
-//! Times are in the daemon's time zone, at the snapshot's UTC offset.
+//! Without `windows` and without a time-of-use `[tariff]`, the windows are
+//! `23:00` to `07:00` every day at 0.40 (peak 1.00), as before 0.3. Times
+//! are in the daemon's time zone, at the snapshot's UTC offset.
 
 use nightjar_sdk::config::{Duration, TimeOfDay};
 use nightjar_sdk::time::{DAY_MS, weekday};
@@ -35,7 +42,10 @@ struct Config {
     currency: String,
     peak_price: f64,
     margin: Duration,
-    windows: Vec<Window>,
+    /// Cheap means at most this (host tariff only); default: the lowest.
+    max_price: Option<f64>,
+    /// Windows of the policy's own; given, they override the host's tariff.
+    windows: Option<Vec<Window>>,
 }
 
 impl Default for Config {
@@ -44,14 +54,20 @@ impl Default for Config {
             currency: String::new(),
             peak_price: 1.0,
             margin: Duration::from_ms(0),
-            windows: vec![Window {
-                days: Days::All,
-                start: TimeOfDay::new(23, 0).unwrap_or_default(),
-                end: TimeOfDay::new(7, 0).unwrap_or_default(),
-                price: 0.4,
-            }],
+            max_price: None,
+            windows: None,
         }
     }
+}
+
+/// The windows used when neither the config nor the host's tariff has any.
+fn fallback_windows() -> Vec<Window> {
+    vec![Window {
+        days: Days::All,
+        start: TimeOfDay::new(23, 0).unwrap_or_default(),
+        end: TimeOfDay::new(7, 0).unwrap_or_default(),
+        price: 0.4,
+    }]
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -78,14 +94,14 @@ type Span = (i64, i64, f64);
 
 /// Every occurrence of every window that starts from yesterday to a week
 /// ahead of `now` (yesterday's catch windows that wrap midnight).
-fn spans(cfg: &Config, s: &Snapshot<'_>) -> Vec<Span> {
+fn window_spans(windows: &[Window], s: &Snapshot<'_>) -> Vec<Span> {
     let offset = s.utc_offset as i64 * 1000;
     let local_midnight = (s.now + offset).div_euclid(DAY_MS) * DAY_MS - offset;
     let today = weekday(s) as i64;
     let mut out = Vec::new();
     for d in -1..=8i64 {
         let wd = (today + d).rem_euclid(7);
-        for w in &cfg.windows {
+        for w in windows {
             let ok = match w.days {
                 Days::All => true,
                 Days::Weekdays => wd < 5,
@@ -106,11 +122,56 @@ fn spans(cfg: &Config, s: &Snapshot<'_>) -> Vec<Span> {
     out
 }
 
-fn money(cfg: &Config, price: f64) -> String {
-    if cfg.currency.is_empty() {
+/// What this pass prices by: the cheap spans, the price outside them at
+/// `now`, and the currency.
+struct Prices {
+    cheap: Vec<Span>,
+    outside: f64,
+    currency: String,
+}
+
+/// How far ahead the host's tariff is read.
+const AHEAD_MS: i64 = 8 * DAY_MS;
+
+/// The cheap spans from the config's windows, else the host's tariff, else
+/// the fallback windows.
+fn prices(cfg: &Config, s: &Snapshot<'_>) -> Prices {
+    let own = |windows: &[Window]| Prices {
+        cheap: window_spans(windows, s),
+        outside: cfg.peak_price,
+        currency: cfg.currency.clone(),
+    };
+    if let Some(windows) = &cfg.windows {
+        return own(windows);
+    }
+    let Some(schedule) =
+        tariff::prices(s.now.saturating_sub(DAY_MS), s.now.saturating_add(AHEAD_MS))
+    else {
+        return own(&fallback_windows());
+    };
+    let ahead = schedule.spans.iter().filter(|p| p.end > s.now);
+    let lowest = ahead.map(|p| p.price).reduce(f64::min).unwrap_or(0.0);
+    let limit = cfg.max_price.unwrap_or(lowest);
+    let mut cheap: Vec<Span> = Vec::new();
+    for p in schedule.spans.iter().filter(|p| p.price <= limit) {
+        match cheap.last_mut() {
+            // Adjacent cheap spans are one stretch, at its first price.
+            Some(last) if last.1 == p.start => last.1 = p.end,
+            _ => cheap.push((p.start, p.end, p.price)),
+        }
+    }
+    Prices {
+        cheap,
+        outside: schedule.price_at(s.now).unwrap_or(cfg.peak_price),
+        currency: schedule.currency,
+    }
+}
+
+fn money(currency: &str, price: f64) -> String {
+    if currency.is_empty() {
         format!("{price:.2}/kWh")
     } else {
-        format!("{price:.2} {}/kWh", cfg.currency)
+        format!("{price:.2} {currency}/kWh")
     }
 }
 
@@ -137,13 +198,24 @@ impl Policy for OffpeakTariff {
     type Config = Config;
 
     fn validate(cfg: &Config) -> Result<(), ConfigError> {
-        if cfg.windows.is_empty() {
+        if let Some(p) = cfg.max_price
+            && !(p.is_finite() && p >= 0.0)
+        {
+            return Err(ConfigError::at(
+                "max_price",
+                "must be a price per kWh, 0 or more",
+            ));
+        }
+        let Some(windows) = &cfg.windows else {
+            return Ok(());
+        };
+        if windows.is_empty() {
             return Err(ConfigError::at(
                 "windows",
                 "at least one cheap window is needed; add a [[windows]] with start, end and price",
             ));
         }
-        if let Some(i) = cfg.windows.iter().position(|w| w.start == w.end) {
+        if let Some(i) = windows.iter().position(|w| w.start == w.end) {
             return Err(ConfigError::at(
                 format!("windows[{i}]"),
                 "start and end are equal; a window that wraps midnight ends before it starts (23:00 to 07:00)",
@@ -154,7 +226,11 @@ impl Policy for OffpeakTariff {
 
     fn evaluate(cfg: &Config, s: &Snapshot) -> Evaluation {
         let mut e = Evaluation::default();
-        let spans = spans(cfg, s);
+        let Prices {
+            cheap: spans,
+            outside,
+            currency,
+        } = prices(cfg, s);
         let current = spans
             .iter()
             .filter(|(a, b, _)| *a <= s.now && s.now < *b)
@@ -173,10 +249,10 @@ impl Policy for OffpeakTariff {
             (None, Some((start, _, price))) => Some((
                 Reason::from(format!(
                     "price {} until {} (in {}), then {}",
-                    money(cfg, cfg.peak_price),
+                    money(&currency, outside),
                     hhmm(s, start),
                     span_text(start - s.now),
-                    money(cfg, price)
+                    money(&currency, price)
                 )),
                 start,
             )),
@@ -209,7 +285,7 @@ impl Policy for OffpeakTariff {
                                 hhmm(s, end),
                                 hhmm(s, start),
                                 span_text(start - s.now),
-                                money(cfg, price)
+                                money(&currency, price)
                             ))
                         })
                     });
@@ -319,6 +395,126 @@ mod tests {
             .queued(1, "p", Priority::Normal, 0)
             .build();
         assert!(evaluate(s).verdicts.is_empty());
+    }
+
+    /// The host's tariff: 1.20 by day, 0.30 from 23:00 to 07:00, and a
+    /// 0.60 shoulder from 07:00 to 09:00 (Monday, UTC).
+    fn host_tariff() -> nightjar_sdk::tariff::TariffMock {
+        use nightjar_sdk::tariff::{PriceSpan, Schedule, TariffMock};
+        let mut spans = Vec::new();
+        for d in -1..9 {
+            let day = MONDAY + d * DAY_MS;
+            spans.push(PriceSpan {
+                start: day - HOUR,
+                end: day + 7 * HOUR,
+                price: 0.3,
+            });
+            spans.push(PriceSpan {
+                start: day + 7 * HOUR,
+                end: day + 9 * HOUR,
+                price: 0.6,
+            });
+            spans.push(PriceSpan {
+                start: day + 9 * HOUR,
+                end: day + 23 * HOUR,
+                price: 1.2,
+            });
+        }
+        TariffMock::install(Schedule {
+            currency: "EUR".into(),
+            spans,
+        })
+    }
+
+    fn defer_reason(e: &Evaluation) -> (String, Option<i64>) {
+        match &e.verdicts[0].verdict {
+            Verdict::Defer(d) => (d.reason.to_string(), d.until),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn without_windows_of_its_own_the_hosts_tariff_decides() {
+        let _t = host_tariff();
+        let cfg = parse("margin = \"30m\"").unwrap();
+        // 18:00: the host says 1.20 EUR now, 0.30 from 23:00.
+        let s = SnapshotBuilder::at(MONDAY + 18 * HOUR)
+            .queued(1, "p", Priority::Normal, 0)
+            .build();
+        let e = OffpeakTariff::evaluate(&cfg, &s);
+        let (reason, until) = defer_reason(&e);
+        assert_eq!(
+            reason,
+            "price 1.20 EUR/kWh until 23:00 UTC (in 5h00m), then 0.30 EUR/kWh"
+        );
+        assert_eq!(until, Some(MONDAY + 23 * HOUR));
+        // 08:00 is the shoulder: not the lowest price, so work waits.
+        let s = SnapshotBuilder::at(MONDAY + 8 * HOUR)
+            .queued(1, "p", Priority::Normal, 0)
+            .build();
+        let (reason, _) = defer_reason(&OffpeakTariff::evaluate(&cfg, &s));
+        assert!(
+            reason.starts_with("price 0.60 EUR/kWh until 23:00"),
+            "{reason}"
+        );
+        // 02:00 is cheap: it runs.
+        let s = SnapshotBuilder::at(MONDAY + 2 * HOUR)
+            .queued(1, "p", Priority::Normal, 0)
+            .build();
+        assert!(OffpeakTariff::evaluate(&cfg, &s).verdicts.is_empty());
+    }
+
+    #[test]
+    fn max_price_widens_cheap_to_the_shoulder_as_one_stretch() {
+        let _t = host_tariff();
+        let cfg = parse("max_price = 0.6").unwrap();
+        let s = SnapshotBuilder::at(MONDAY + 8 * HOUR)
+            .queued(1, "p", Priority::Normal, 0)
+            .build();
+        assert!(OffpeakTariff::evaluate(&cfg, &s).verdicts.is_empty());
+        // At 05:00 a 3-hour task ends at 08:00, inside the shoulder: one
+        // stretch from 23:00 to 09:00, so it runs.
+        let s = SnapshotBuilder::at(MONDAY + 5 * HOUR)
+            .queued_task(with_runtime(1, Priority::Normal, 3))
+            .build();
+        assert!(OffpeakTariff::evaluate(&cfg, &s).verdicts.is_empty());
+        assert_eq!(
+            parse("max_price = -1").unwrap_err().key.as_deref(),
+            Some("max_price")
+        );
+    }
+
+    #[test]
+    fn windows_in_its_config_override_the_hosts_tariff() {
+        let _t = host_tariff();
+        // Its own window 12:00-14:00 at 0.10: at 18:00 the next is tomorrow noon.
+        let cfg = parse(
+            "peak_price = 2.0\ncurrency = \"CNY\"\n[[windows]]\nstart = \"12:00\"\nend = \"14:00\"\nprice = 0.1\n",
+        )
+        .unwrap();
+        let s = SnapshotBuilder::at(MONDAY + 18 * HOUR)
+            .queued(1, "p", Priority::Normal, 0)
+            .build();
+        let (reason, until) = defer_reason(&OffpeakTariff::evaluate(&cfg, &s));
+        assert_eq!(
+            reason,
+            "price 2.00 CNY/kWh until 12:00 UTC (in 18h00m), then 0.10 CNY/kWh"
+        );
+        assert_eq!(until, Some(MONDAY + DAY_MS + 12 * HOUR));
+    }
+
+    #[test]
+    fn with_a_flat_host_tariff_and_no_windows_it_keeps_its_old_default() {
+        // No mock: the host said its tariff is flat. 23:00-07:00 at 0.40.
+        let cfg = parse("").unwrap();
+        let s = SnapshotBuilder::at(MONDAY + 18 * HOUR)
+            .queued(1, "p", Priority::Normal, 0)
+            .build();
+        let (reason, _) = defer_reason(&OffpeakTariff::evaluate(&cfg, &s));
+        assert_eq!(
+            reason,
+            "price 1.00/kWh until 23:00 UTC (in 5h00m), then 0.40/kWh"
+        );
     }
 
     #[test]

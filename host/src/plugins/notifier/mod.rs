@@ -227,6 +227,7 @@ impl NotifierPlugin {
             rng,
             http: Some(Arc::new(out.http)),
             mail: Some(Arc::new(out.mail)),
+            tariff: None,
         };
         let mut store = Store::new(&self.engine.engine, state);
         store.limiter(|s| &mut s.limits);

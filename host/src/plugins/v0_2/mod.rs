@@ -21,3 +21,26 @@ wasmtime::component::bindgen!({
 pub use exports::nightjar::plugin::policy as types;
 
 host_imports!("0.2");
+
+/// Longest range the `tariff` import answers for: 14 days.
+const MAX_TARIFF_RANGE_MS: i64 = 14 * 86_400_000;
+
+impl nightjar::plugin::tariff::Host for PluginState {
+    fn prices(&mut self, start: i64, end: i64) -> Option<nightjar::plugin::tariff::Schedule> {
+        use nightjar::plugin::tariff::{PriceSpan, Schedule};
+        let t = self.tariff.as_ref()?;
+        if t.windows.is_empty() {
+            return None;
+        }
+        let end = end.min(start.saturating_add(MAX_TARIFF_RANGE_MS));
+        let spans = t
+            .spans(start, end)
+            .into_iter()
+            .map(|(start, end, price)| PriceSpan { start, end, price })
+            .collect();
+        Some(Schedule {
+            currency: t.currency.clone(),
+            spans,
+        })
+    }
+}

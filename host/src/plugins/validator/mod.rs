@@ -186,6 +186,7 @@ impl ValidatorPlugin {
             rng,
             http: None,
             mail: None,
+            tariff: None,
         };
         let mut store = Store::new(&self.engine.engine, state);
         store.limiter(|s| &mut s.limits);
