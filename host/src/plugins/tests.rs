@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use super::engine::PluginEngine;
+use super::pass::Pass;
 use super::policy::*;
 
 const HOSTILE: &[u8] = include_bytes!(env!("NIGHTJAR_TEST_PLUGIN_HOSTILE"));
@@ -156,6 +157,52 @@ fn an_infinite_loop_times_out_and_the_next_call_gets_a_fresh_instance() {
         p.evaluate(&s.clone().into()),
         Err(PluginError::Timeout(_))
     ));
+}
+
+/// 0.60 a kWh, 0.30 from 23:00 to 07:00, in UTC.
+fn night_tariff() -> std::sync::Arc<crate::tariff::Tariff> {
+    let w = crate::tariff::Window {
+        from_s: 23 * 3600,
+        to_s: 7 * 3600,
+        price: 0.3,
+        days: [true; 7],
+        label: "23:00-07:00".into(),
+    };
+    std::sync::Arc::new(
+        crate::tariff::Tariff::new("CNY".into(), 0.6, vec![w], chrono_tz::UTC).unwrap(),
+    )
+}
+
+#[test]
+fn the_tariff_import_answers_the_passs_tariff_and_none_without_one() {
+    let engine = PluginEngine::new(None).unwrap();
+    let mut p = hostile(&engine, "tariff").unwrap();
+    let s = std::sync::Arc::new(snapshot(vec![task(1, "p", Priority::Normal, 0)]));
+    let score = |e: &Evaluation| match e.verdicts[0].verdict {
+        Verdict::Allow(n) => n,
+        ref other => panic!("{other:?}"),
+    };
+    // 10:00 to 10:00: 0.60 to 23:00, 0.30 to 07:00, 0.60 to 10:00.
+    let pass = Pass::new(s.clone()).with_tariff(Some(night_tariff()));
+    assert_eq!(score(&p.evaluate(&pass).unwrap()), 3);
+    assert_eq!(
+        score(&p.evaluate(&Pass::new(s)).unwrap()),
+        -1,
+        "no tariff: none"
+    );
+}
+
+#[test]
+fn a_policy_flooding_the_tariff_import_is_stopped_by_its_limits() {
+    let engine = PluginEngine::new(None).unwrap();
+    let mut p = hostile(&engine, "tariff-flood").unwrap();
+    let s = std::sync::Arc::new(snapshot(vec![task(1, "p", Priority::Normal, 0)]));
+    let pass = Pass::new(s).with_tariff(Some(night_tariff()));
+    let err = p.evaluate(&pass).unwrap_err();
+    assert!(
+        matches!(err, PluginError::Timeout(_) | PluginError::Memory(_)),
+        "{err:?}"
+    );
 }
 
 #[test]

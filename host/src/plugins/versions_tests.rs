@@ -62,6 +62,35 @@ fn every_first_party_plugin_is_0_2_and_says_so_in_its_section() {
 }
 
 #[test]
+fn a_0_2_policy_without_the_tariff_import_loads_as_one_with_it_does() {
+    // `priority` never asks for the tariff, as a policy built before the
+    // import was added; `offpeak-tariff` does. Both load on this host.
+    let engine = PluginEngine::new(None).unwrap();
+    let imports = |name: &str| -> Vec<String> {
+        let wasm = super::first_party::FIRST_PARTY
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, w)| *w)
+            .unwrap();
+        let c = engine.component(wasm).unwrap();
+        let ty = c.component_type();
+        ty.imports(&engine.engine)
+            .map(|(n, _)| n.to_string())
+            .collect()
+    };
+    let tariff = "nightjar:plugin/tariff@0.2.0".to_string();
+    assert!(!imports("priority").contains(&tariff));
+    assert!(imports("offpeak-tariff").contains(&tariff));
+    for name in ["priority", "offpeak-tariff"] {
+        let (_, wasm) = super::first_party::FIRST_PARTY
+            .iter()
+            .find(|(n, _)| *n == name)
+            .unwrap();
+        assert!(load(wasm, "").is_ok(), "{name}");
+    }
+}
+
+#[test]
 fn a_0_1_component_loads_and_its_answer_is_read_by_id() {
     let mut p = load(V0_1, "").unwrap();
     assert_eq!(p.version.api, ApiVersion::V0_1);

@@ -119,6 +119,21 @@ impl Policy for Hostile {
             "loop" => loop {
                 std::hint::black_box(0);
             },
+            // The host's tariff for the next day: the number of spans as
+            // the first task's score (-1: the host has no time-of-use tariff).
+            "tariff" => {
+                let n = nightjar_sdk::tariff::prices(s.now, s.now + 86_400_000)
+                    .map_or(-1, |t| t.spans.len() as i32);
+                e.allow(s.queue.first().map(|t| t.id).unwrap_or(0), n);
+            }
+            // Asks for all of time, again and again, keeping every answer.
+            "tariff-flood" => {
+                let mut kept = Vec::new();
+                loop {
+                    kept.push(nightjar_sdk::tariff::prices(i64::MIN, i64::MAX));
+                    std::hint::black_box(&kept);
+                }
+            }
             "alloc" => {
                 // 4 GiB in 1 MiB pieces (wasm32 cannot ask for 4 GiB at once).
                 let mut held: Vec<Vec<u8>> = Vec::new();
