@@ -37,6 +37,7 @@ mod rerun_diff;
 mod restart;
 mod retention;
 mod retention_hostile;
+mod report;
 mod retry;
 mod sandbox;
 mod validators;
