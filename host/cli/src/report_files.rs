@@ -10,5 +10,8 @@ pub fn write_html(path: &Path, html: &str) -> anyhow::Result<()> {
 /// Writes the report as a PDF to `path`.
 pub fn write_pdf(path: &Path, html: &str) -> anyhow::Result<()> {
     let _ = html;
-    anyhow::bail!("--pdf {}: PDF output is not built yet; use --html", path.display())
+    anyhow::bail!(
+        "--pdf {}: PDF output is not built yet; use --html",
+        path.display()
+    )
 }

@@ -49,7 +49,11 @@ fn csv_quotes_commas_quotes_and_newlines_and_has_a_column_per_class() {
     assert_eq!(head[..3], ["project", "runs", "outcome_ok"]);
     assert!(head.contains(&"outcome_app-error") && head.contains(&"outcome_weird-class"));
     assert_eq!(head.last(), Some(&"currency"));
-    assert!(lines[1].starts_with("\"a,b \"\"c\"\"\nd\",2,2,"), "{}", lines[1]);
+    assert!(
+        lines[1].starts_with("\"a,b \"\"c\"\"\nd\",2,2,"),
+        "{}",
+        lines[1]
+    );
     // A missing percentile is an empty field, not "None" or NaN.
     assert!(lines[2].contains(",1000,,0.25,"), "{}", lines[2]);
     assert!(text.ends_with("\r\n"));
@@ -60,10 +64,18 @@ fn csv_quotes_commas_quotes_and_newlines_and_has_a_column_per_class() {
 #[test]
 fn times_are_rfc3339_or_a_local_day_and_durations_name_their_mistake() {
     assert_eq!(parse_time("2024-01-01T00:00:00Z"), Ok(1_704_067_200_000));
-    assert_eq!(parse_time("2024-01-01T02:00:00+02:00"), Ok(1_704_067_200_000));
+    assert_eq!(
+        parse_time("2024-01-01T02:00:00+02:00"),
+        Ok(1_704_067_200_000)
+    );
     let day = parse_time("2024-01-01").unwrap();
     let local = Local
-        .from_local_datetime(&NaiveDate::from_ymd_opt(2024, 1, 1).unwrap().and_hms_opt(0, 0, 0).unwrap())
+        .from_local_datetime(
+            &NaiveDate::from_ymd_opt(2024, 1, 1)
+                .unwrap()
+                .and_hms_opt(0, 0, 0)
+                .unwrap(),
+        )
         .earliest()
         .unwrap();
     assert_eq!(day, local.timestamp_millis());
@@ -86,7 +98,10 @@ fn the_period_defaults_to_seven_days_and_refuses_to_end_before_it_starts() {
         pdf: None,
     };
     let now = 1_000_000_000_000;
-    assert_eq!(args(None, None, None).period(now), Ok((now - 7 * 86_400_000, now)));
+    assert_eq!(
+        args(None, None, None).period(now),
+        Ok((now - 7 * 86_400_000, now))
+    );
     assert_eq!(args(Some(5), None, None).period(now), Ok((now - 5, now)));
     assert_eq!(args(None, Some(3), Some(3)).period(now), Ok((3, 3)));
     let err = args(None, Some(4), Some(3)).period(now).unwrap_err();

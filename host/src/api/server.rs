@@ -114,10 +114,11 @@ async fn dispatch(d: &Arc<Daemon>, req: Request) -> Vec<u8> {
         Request::Report(r) => {
             // Reads a whole period on its own connection: off the runtime's thread.
             let me = Arc::clone(d);
-            let answer = tokio::task::spawn_blocking(move || super::report_handler::report(&me, &r))
-                .await
-                .map_err(|e| anyhow::anyhow!("the report did not finish: {e}"))
-                .and_then(|r| r);
+            let answer =
+                tokio::task::spawn_blocking(move || super::report_handler::report(&me, &r))
+                    .await
+                    .map_err(|e| anyhow::anyhow!("the report did not finish: {e}"))
+                    .and_then(|r| r);
             reply::<super::Report>(answer)
         }
         Request::List(r) => reply::<super::List>((|| {

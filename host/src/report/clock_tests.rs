@@ -16,7 +16,10 @@ fn berlin_tariff() -> Tariff {
     Tariff::new(
         "EUR".into(),
         0.3,
-        vec![w(8 * 3600, 20 * 3600, 0.5), w(22 * 3600 + 1800, 6 * 3600, 0.1)],
+        vec![
+            w(8 * 3600, 20 * 3600, 0.5),
+            w(22 * 3600 + 1800, 6 * 3600, 0.1),
+        ],
         chrono_tz::Europe::Berlin,
     )
     .unwrap()
@@ -53,18 +56,24 @@ fn hour_pieces_follow_local_hours_through_dst_days() {
     // 2024-03-31 local day: 23 hours (02:00 does not exist).
     let start = 1_711_839_600_000; // 2024-03-30 23:00 UTC = 03-31 00:00 CET
     let mut hours = Vec::new();
-    hour_pieces(tz, start, start + 23 * HOUR_MS, |h, len| hours.push((h, len)));
+    hour_pieces(tz, start, start + 23 * HOUR_MS, |h, len| {
+        hours.push((h, len))
+    });
     let want: Vec<usize> = (0..24).filter(|&h| h != 2).collect();
     assert_eq!(hours.iter().map(|p| p.0).collect::<Vec<_>>(), want);
     assert!(hours.iter().all(|p| p.1 == HOUR_MS));
     // A range cut mid-hour: the pieces cover it exactly.
     let mut total = 0;
-    hour_pieces(tz, start + 90_000, start + 3 * HOUR_MS + 7, |_, len| total += len);
+    hour_pieces(tz, start + 90_000, start + 3 * HOUR_MS + 7, |_, len| {
+        total += len
+    });
     assert_eq!(total, 3 * HOUR_MS + 7 - 90_000);
     assert_eq!(hour_of(tz, start), 0);
     // India: a zone half an hour off UTC.
     let mut hs = Vec::new();
-    hour_pieces(chrono_tz::Asia::Kolkata, 0, 2 * HOUR_MS, |h, len| hs.push((h, len)));
+    hour_pieces(chrono_tz::Asia::Kolkata, 0, 2 * HOUR_MS, |h, len| {
+        hs.push((h, len))
+    });
     assert_eq!(hs, [(5, 1_800_000), (6, HOUR_MS), (7, 1_800_000)]);
 }
 

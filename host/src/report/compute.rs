@@ -3,9 +3,9 @@
 //! charts draw and the longest waits.
 //!
 //! The period's runs are those that ended in `[from, to)`. Each is read
-//! once (one statement for all of them, on the `runs_finished` index); the
-//! GPU series is aggregated into buckets by SQLite; the rest is arithmetic
-//! here, with the tariff's prices integrated once over the whole range so
+//! once (one statement for all of them, from the covering index
+//! `runs_report`); the period's GPU samples are summed into buckets as
+//! they are read (index `run_gpu_series_at`); the rest is arithmetic here, with the tariff's prices integrated once over the whole range so
 //! pricing a run is two binary searches.
 
 use std::collections::{BTreeMap, HashSet};
@@ -45,11 +45,20 @@ pub fn accounting(
 }
 
 /// The period's runs (ended in `[from, to)`) with their figures.
-fn period_figures<'a>(rows: &'a ReportRows, tariff: &Tariff, from: i64, to: i64) -> Vec<RunFigures<'a>> {
+fn period_figures<'a>(
+    rows: &'a ReportRows,
+    tariff: &Tariff,
+    from: i64,
+    to: i64,
+) -> Vec<RunFigures<'a>> {
     let ended: Vec<(&crate::store::ReportRun, i64)> = rows
         .runs
         .iter()
-        .filter_map(|r| r.finished_at.filter(|&e| from <= e && e < to).map(|e| (r, e)))
+        .filter_map(|r| {
+            r.finished_at
+                .filter(|&e| from <= e && e < to)
+                .map(|e| (r, e))
+        })
         .collect();
     // One price line over every range a run is priced on.
     let lo = ended
@@ -59,9 +68,9 @@ fn period_figures<'a>(rows: &'a ReportRows, tariff: &Tariff, from: i64, to: i64)
         .unwrap_or(from);
     let hi = ended
         .iter()
-        .map(|(r, e)| {
+        .map(|&(r, e)| {
             let dur = e.saturating_sub(r.started_at).max(0);
-            e.max(&r.started_at).max(&r.eligible_at.saturating_add(dur)).to_owned()
+            e.max(r.started_at).max(r.eligible_at.saturating_add(dur))
         })
         .max()
         .unwrap_or(to);

@@ -75,10 +75,20 @@ impl World {
             gpus: (!gpus.is_empty()).then(|| gpus.to_string()),
             ..NewRun::default()
         };
-        self.s.claim(task, &run, self.dir.path(), at).unwrap().unwrap().id
+        self.s
+            .claim(task, &run, self.dir.path(), at)
+            .unwrap()
+            .unwrap()
+            .id
     }
 
-    fn end(&mut self, run: i64, at: i64, class: RunClass, energy: Option<(f64, &str, Option<f64>)>) {
+    fn end(
+        &mut self,
+        run: i64,
+        at: i64,
+        class: RunClass,
+        energy: Option<(f64, &str, Option<f64>)>,
+    ) {
         let out = RunOutcome {
             class,
             exit_code: Some(0),
@@ -104,13 +114,26 @@ fn world() -> (World, i64, i64) {
     let mut w = World::new();
     let h = w.task("old", "beta", D - 5 * H, 1);
     let r = w.start(h, D - 4 * H, "0");
-    w.end(r, D - 3 * H, RunClass::Ok, Some((1e9, "counter", Some(100.0))));
+    w.end(
+        r,
+        D - 3 * H,
+        RunClass::Ok,
+        Some((1e9, "counter", Some(100.0))),
+    );
 
     let c = w.task("train", "beta", D + H, 2);
     let r = w.start(c, D + 2 * H, "0");
-    w.end(r, D + 3 * H, RunClass::Network, Some((3.6e6, "counter", Some(0.2))));
-    w.s.record_verdicts(&[(c, "priority".into(), "defer".into(), "busy".into())], D + 4 * H)
-        .unwrap();
+    w.end(
+        r,
+        D + 3 * H,
+        RunClass::Network,
+        Some((3.6e6, "counter", Some(0.2))),
+    );
+    w.s.record_verdicts(
+        &[(c, "priority".into(), "defer".into(), "busy".into())],
+        D + 4 * H,
+    )
+    .unwrap();
     let r = w.start(c, D + 5 * H, "0");
     w.end(r, D + 6 * H, RunClass::Ok, None);
 
@@ -119,11 +142,21 @@ fn world() -> (World, i64, i64) {
 
     let b = w.task("eval", "alpha", D + 16 * H + 30 * M, 1);
     let r = w.start(b, D + 16 * H + 30 * M, "");
-    w.end(r, D + 17 * H + 30 * M, RunClass::AppError, Some((36_000.0, "estimate", None)));
+    w.end(
+        r,
+        D + 17 * H + 30 * M,
+        RunClass::AppError,
+        Some((36_000.0, "estimate", None)),
+    );
 
     let a = w.task("train", "alpha", D + 20 * H, 1);
-    w.s.set_wait_reason(a, Some("offpeak-tariff: waits for 23:00"), true, D + 20 * H + M)
-        .unwrap();
+    w.s.set_wait_reason(
+        a,
+        Some("offpeak-tariff: waits for 23:00"),
+        true,
+        D + 20 * H + M,
+    )
+    .unwrap();
     let r = w.start(a, D + 23 * H, "0,1");
     let p = |at: i64, gpu: u32, util: u32| SeriesPoint {
         run: r,
@@ -141,7 +174,12 @@ fn world() -> (World, i64, i64) {
         p(D + 23 * H + 20 * M, 0, 10),
     ])
     .unwrap();
-    w.end(r, D + 25 * H, RunClass::Ok, Some((7.2e6, "counter", Some(0.4))));
+    w.end(
+        r,
+        D + 25 * H,
+        RunClass::Ok,
+        Some((7.2e6, "counter", Some(0.4))),
+    );
 
     w.task("queued", "beta", D + 30 * H, 1);
     let g = w.task("running", "beta", D + 35 * H, 1);
@@ -175,17 +213,29 @@ fn groups_count_runs_outcomes_gpu_hours_nearest_rank_waits_energy_and_cost() {
     // Stored 0.4 (A) + 0.2 (C), B priced piecewise: 0.005 kWh at 1.0 then
     // 0.005 kWh at 3.0; C's retry has no energy.
     assert!(close(t.cost, 0.4 + 0.02 + 0.2), "{}", t.cost);
-    assert_eq!((acc.currency.as_str(), acc.time_zone.as_str()), ("EUR", "UTC"));
+    assert_eq!(
+        (acc.currency.as_str(), acc.time_zone.as_str()),
+        ("EUR", "UTC")
+    );
     assert!(acc.by_user.is_empty(), "tasks have no owner yet");
     // Projects, most costly first; task names across projects.
     let keys = |g: &[nightjar_core::api::report::Group]| -> Vec<(String, u64)> {
         g.iter().map(|g| (g.key.clone(), g.runs)).collect()
     };
-    assert_eq!(keys(&acc.by_project), [("alpha".into(), 2), ("beta".into(), 2)]);
-    assert_eq!(keys(&acc.by_task), [("train".into(), 3), ("eval".into(), 1)]);
+    assert_eq!(
+        keys(&acc.by_project),
+        [("alpha".into(), 2), ("beta".into(), 2)]
+    );
+    assert_eq!(
+        keys(&acc.by_task),
+        [("train".into(), 3), ("eval".into(), 1)]
+    );
     let alpha = &acc.by_project[0];
     assert!(close(alpha.cost, 0.42));
-    assert_eq!((alpha.wait_p50_ms, alpha.wait_p95_ms), (Some(0), Some(3 * H)));
+    assert_eq!(
+        (alpha.wait_p50_ms, alpha.wait_p95_ms),
+        (Some(0), Some(3 * H))
+    );
 }
 
 #[test]
@@ -199,7 +249,10 @@ fn a_run_that_waited_from_a_peak_hour_into_the_cheap_window_saved_the_difference
     assert!(close(t.savings, 5.6), "{}", t.savings);
     assert!(close(t.cost_at_submit, 0.62 + 5.6), "{}", t.cost_at_submit);
     let beta = acc.by_project.iter().find(|g| g.key == "beta").unwrap();
-    assert!(close(beta.savings, 0.0) && close(beta.cost, 0.2), "{beta:?}");
+    assert!(
+        close(beta.savings, 0.0) && close(beta.cost, 0.2),
+        "{beta:?}"
+    );
 }
 
 #[test]
@@ -215,8 +268,13 @@ fn series_spread_energy_by_local_hour_and_count_the_queue_at_each_bucket() {
     kwh[16] = 0.005; // B, 16:30-17:30
     kwh[17] = 0.005;
     kwh[2] = 1.0; // C's first run
-    for h in 0..24 {
-        assert!(close(s.energy_by_hour[h], kwh[h]), "hour {h}: {:?}", s.energy_by_hour);
+    assert_eq!(s.energy_by_hour.len(), 24);
+    for (h, want) in kwh.iter().enumerate() {
+        assert!(
+            close(s.energy_by_hour[h], *want),
+            "hour {h}: {:?}",
+            s.energy_by_hour
+        );
     }
     for (h, p) in s.price_by_hour.iter().enumerate() {
         let want = match h {

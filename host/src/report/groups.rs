@@ -55,7 +55,8 @@ pub fn figures<'a>(
     let dur = end - start;
     let joules = run.energy_j.filter(|j| j.is_finite() && *j >= 0.0);
     let kwh = joules.unwrap_or(0.0) / J_PER_KWH;
-    let priced_at = |a: i64| joules.map_or(0.0, |j| line.cost_of_energy(a, a.saturating_add(dur), j));
+    let priced_at =
+        |a: i64| joules.map_or(0.0, |j| line.cost_of_energy(a, a.saturating_add(dur), j));
     let here = priced_at(start);
     let cost = match (run.cost, &run.currency) {
         (Some(c), Some(cur)) if *cur == tariff.currency && c.is_finite() => c,

@@ -1,8 +1,10 @@
 //! What `nightjar report` reads from the store: the runs that matter to a
-//! period (each read once, in one statement), the waits no run ended, the
-//! GPU series aggregated into buckets by SQLite, and the last stated reason
+//! period (each read once, in one statement, from the covering index
+//! `runs_report`), the waits no run ended, the
+//! GPU series summed into buckets as it is read, and the last stated reason
 //! of a few long waits. The arithmetic is `crate::report`'s.
 
+use std::collections::HashMap;
 use std::path::Path;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
@@ -93,7 +95,9 @@ fn report_run(r: &rusqlite::Row) -> rusqlite::Result<ReportRun> {
         started_at: r.get(6)?,
         finished_at: r.get(7)?,
         class: r.get(8)?,
-        gpus: gpus.map_or(0, |g| g.split(',').filter(|s| !s.trim().is_empty()).count() as u32),
+        gpus: gpus.map_or(0, |g| {
+            g.split(',').filter(|s| !s.trim().is_empty()).count() as u32
+        }),
         energy_j: r.get(10)?,
         energy_source: r.get(11)?,
         cost: r.get(12)?,
@@ -121,6 +125,10 @@ impl Store {
             )));
         }
         conn.pragma_update(None, "cache_size", -32_768)?;
+        // Pages straight from the kernel's cache, not copied into ours (a
+        // fresh connection starts with an empty cache). The daemon never
+        // shrinks the file (no VACUUM), the one hazard of a mapping.
+        conn.pragma_update(None, "mmap_size", 1i64 << 30)?;
         Ok(Store { conn })
     }
 
@@ -130,7 +138,7 @@ impl Store {
         // One snapshot for every statement.
         let tx = self.conn.unchecked_transaction()?;
         let sql = format!(
-            "SELECT {RUN_COLUMNS} FROM runs r INDEXED BY runs_finished JOIN tasks t ON t.id = r.task_id
+            "SELECT {RUN_COLUMNS} FROM runs r INDEXED BY runs_report JOIN tasks t ON t.id = r.task_id
              WHERE r.state = 'finished' AND r.finished_at >= ?1
              UNION ALL
              SELECT {RUN_COLUMNS} FROM runs r JOIN tasks t ON t.id = r.task_id WHERE r.state = 'running'"
@@ -158,20 +166,32 @@ impl Store {
                 })
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
-        let gpu_util = tx
-            .prepare(
-                "SELECT gpu, (at - ?1) / ?3, SUM(util), COUNT(*) FROM run_gpu_series
-                 WHERE at >= ?1 AND at < ?2 GROUP BY 1, 2",
-            )?
-            .query_map(params![from, to, bucket_ms.max(1)], |r| {
-                Ok(UtilBucket {
-                    gpu: r.get(0)?,
-                    bucket: r.get(1)?,
-                    util_sum: r.get(2)?,
-                    samples: r.get::<_, i64>(3)?.max(0) as u64,
-                })
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
+        // Summed here rather than by GROUP BY: SQLite would sort every
+        // sample to group them (0.6 s of 0.7 s for 1.3 million samples);
+        // stepping through them in table order into a few hundred sums is
+        // the scan alone.
+        let bucket_ms = bucket_ms.max(1);
+        let mut sums: HashMap<(u32, i64), (f64, u64)> = HashMap::new();
+        let mut stmt = tx.prepare(
+            "SELECT gpu, at, util FROM run_gpu_series INDEXED BY run_gpu_series_at
+             WHERE at >= ?1 AND at < ?2",
+        )?;
+        let mut samples = stmt.query(params![from, to])?;
+        while let Some(r) = samples.next()? {
+            let (gpu, at, util): (u32, i64, i64) = (r.get(0)?, r.get(1)?, r.get(2)?);
+            let sum = sums.entry((gpu, (at - from) / bucket_ms)).or_default();
+            sum.0 += util as f64;
+            sum.1 += 1;
+        }
+        let gpu_util = sums
+            .into_iter()
+            .map(|((gpu, bucket), (util_sum, samples))| UtilBucket {
+                gpu,
+                bucket,
+                util_sum,
+                samples,
+            })
+            .collect();
         Ok(ReportRows {
             runs,
             open_waits,
