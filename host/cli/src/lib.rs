@@ -14,6 +14,8 @@ mod ls;
 mod manifest;
 mod notify;
 pub mod plugins;
+mod report;
+mod report_files;
 mod rerun;
 mod show;
 mod submit;
@@ -120,6 +122,10 @@ pub enum Verb {
     /// Notifications: `ls` (pending, retrying, dead), `retry ID`, `test NAME`.
     #[command(subcommand)]
     Notify(notify::Cmd),
+    /// What the runs that ended in a period did, used and cost, by project
+    /// (or task name): runs, outcomes, GPU-hours, waits, energy, cost and
+    /// what waiting for cheaper hours saved.
+    Report(report::Args),
     /// Delete ended tasks older than `[retention]` keeps them, with their runs, events and folders.
     Gc {
         /// Only say what would be deleted.
@@ -179,6 +185,17 @@ fn run(cli: Cli) -> Result<i32> {
         }
         _ => {}
     }
+    // A period that ends before it starts is a usage error, said before
+    // the daemon is asked anything.
+    let period = match &cli.verb {
+        Verb::Report(a) => match a.period(nightjar_core::time::now_ms()) {
+            Ok(p) => Some(p),
+            Err(e) => Cli::command()
+                .error(clap::error::ErrorKind::ArgumentConflict, e)
+                .exit(),
+        },
+        _ => None,
+    };
     let ctx = Ctx {
         json: cli.json,
         client: connect(&cli)?,
@@ -196,6 +213,7 @@ fn run(cli: Cli) -> Result<i32> {
         Verb::Retry { ids } => control::run(ctx, control::Action::Retry, &ids),
         Verb::Wait { ids } => wait::run(ctx, &ids),
         Verb::Gpus(a) => gpus::run(ctx, a),
+        Verb::Report(a) => report::run(ctx, a, period.unwrap_or_default()),
         Verb::Gc { dry_run } => {
             let mut ctx = ctx;
             let r = ctx.client.call(api::Gc { dry_run })?;

@@ -22,6 +22,9 @@
 //!   1,000 small files) against `sha256sum` + `cp -a` + `sync` + `sha256sum -c`;
 //! - `notify [N]`: N tasks told to a local webhook: delivery throughput,
 //!   event-to-arrival p50/p99, and what notifying adds to the runs' time;
+//! - `report [RUNS]`: `nightjar report --since 30d` through the CLI over
+//!   RUNS (100,000) runs of the last 30 days with their GPU series, vs
+//!   `nightjar ls` and one SQL read of the same runs;
 //! - `clients`: `nightjar ls` under 100 waiting clients and a garbage sender;
 //! - `soak [MINUTES]`: database growth with 10,000 deferred tasks, and its
 //!   size after rounds of 10,000 tasks collected by `nightjar gc`.
@@ -33,6 +36,7 @@ mod manifest;
 mod notify;
 mod plugins;
 mod postrun;
+mod report;
 mod vs;
 
 use std::path::{Path, PathBuf};
@@ -355,6 +359,7 @@ fn main() -> Result<()> {
         "manifest" => manifest::manifest(n(1, 10_000)),
         "notify" => notify::notify(n(1, 1_000)),
         "archive" => archive::archive(n(1, 512)),
+        "report" => report::report(n(1, 100_000)),
         "all" => {
             vs::startup_and_submit(200)?;
             submit_latency(10_000)?;
@@ -364,6 +369,7 @@ fn main() -> Result<()> {
             postrun::postrun(1_000)?;
             manifest::manifest(10_000)?;
             archive::archive(512)?;
+            report::report(100_000)?;
             notify::notify(1_000)?;
             attack::attack(10)?;
             hardening::clients(10)?;
@@ -371,7 +377,7 @@ fn main() -> Result<()> {
         }
         other => {
             bail!(
-                "unknown benchmark `{other}`: use startup, submit, throughput, gpu, plugins, postrun, manifest, archive, notify, attack, clients, soak, idle or all"
+                "unknown benchmark `{other}`: use startup, submit, throughput, gpu, plugins, postrun, manifest, archive, report, notify, attack, clients, soak, idle or all"
             )
         }
     }

@@ -2,6 +2,9 @@
 //! wire types, version) is `nightjar_core::api`, re-exported here.
 
 pub mod listen;
+// `report` alone would hide the protocol's `api::report` module re-exported below.
+#[path = "report.rs"]
+mod report_handler;
 mod rerun_diff;
 pub mod server;
 

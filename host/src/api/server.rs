@@ -111,7 +111,16 @@ async fn dispatch(d: &Arc<Daemon>, req: Request) -> Vec<u8> {
             reply::<super::Rerun>(answer)
         }
         Request::Diff(r) => reply::<super::Diff>(super::rerun_diff::pair(d, r.a, r.b)),
-        Request::Report(_) => reply::<super::Report>(Err(anyhow::anyhow!("report: not built yet"))),
+        Request::Report(r) => {
+            // Reads a whole period on its own connection: off the runtime's thread.
+            let me = Arc::clone(d);
+            let answer =
+                tokio::task::spawn_blocking(move || super::report_handler::report(&me, &r))
+                    .await
+                    .map_err(|e| anyhow::anyhow!("the report did not finish: {e}"))
+                    .and_then(|r| r);
+            reply::<super::Report>(answer)
+        }
         Request::List(r) => reply::<super::List>((|| {
             let mut rows = d.store().list(&r.filter)?;
             rows.iter_mut().for_each(|t| d.live_reason(t));

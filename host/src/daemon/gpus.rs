@@ -164,6 +164,14 @@ fn log_bytes(dir: &std::path::Path) -> u64 {
 }
 
 impl Daemon {
+    /// Each GPU the backend reported at start: index to model name.
+    pub fn gpu_names(&self) -> std::collections::BTreeMap<u32, String> {
+        self.gpu_facts
+            .get()
+            .map(|f| f.gpus.iter().map(|g| (g.index, g.name.clone())).collect())
+            .unwrap_or_default()
+    }
+
     /// Applies one round of readings: monitor, pool, stored series and stall marks.
     pub fn apply_readings(&self, readings: Vec<(u32, Result<GpuReading, String>)>) {
         let now = now_ms();

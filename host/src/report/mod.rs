@@ -1,5 +1,9 @@
 //! `nightjar report`: a period's accounting computed from the store
-//! (`compute`), and the self-contained HTML page with its charts (`render`).
+//! (`compute`, with `groups` and `series`, and the time arithmetic of
+//! `clock`), and the self-contained HTML page with its charts (`render`).
 
+pub mod clock;
 pub mod compute;
+pub mod groups;
 pub mod render;
+pub mod series;

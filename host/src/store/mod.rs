@@ -16,6 +16,7 @@ pub mod outputs;
 mod policy;
 mod query;
 mod queue;
+mod report;
 mod schema;
 mod submit;
 pub mod types;
@@ -32,6 +33,7 @@ pub use nightjar_core::api::wire::{GcReport, ListFilter};
 pub use outbox::{DeadLetter, NotifierState, OutboxEvent};
 pub use policy::{RunningInfo, UsageInfo};
 pub use queue::{Finished, NewRun, describe};
+pub use report::{OpenWait, ReportRows, ReportRun, UtilBucket};
 pub use types::*;
 
 /// What can go wrong in the store, phrased for the person who has to act.

@@ -262,4 +262,14 @@ ALTER TABLE runs ADD COLUMN energy_source TEXT;
 ALTER TABLE runs ADD COLUMN cost REAL;
 ALTER TABLE runs ADD COLUMN currency TEXT;
 "#,
+    r#"
+-- Reports (nightjar 0.4): a period's ended runs with every column a report
+-- sums, read from the index alone (a run's row holds its manifests, several
+-- KB before its energy and cost), and the GPU series by time, so a week's
+-- report reads a week of samples whatever the retention keeps.
+CREATE INDEX runs_report ON runs (finished_at, task_id, attempt, eligible_at, started_at,
+                                  class, gpus, energy_j, energy_source, cost, currency)
+    WHERE state = 'finished';
+CREATE INDEX run_gpu_series_at ON run_gpu_series (at, gpu, util);
+"#,
 ];

@@ -7,10 +7,12 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-/// `report [--since 7d | --from T --to T] [--html FILE | --pdf FILE]`.
+/// `report [--since 7d | --from T --to T] [--html FILE | --pdf FILE]`: the
+/// runs that ended in `[from, to)`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Report {
-    /// Start of the period (Unix ms, inclusive): runs that ended at or after it.
+    /// Start of the period (Unix ms, inclusive): runs that ended at or after
+    /// it. At most `to` (equal: an empty period).
     pub from: i64,
     /// End of the period (Unix ms, exclusive).
     pub to: i64,
@@ -36,13 +38,16 @@ pub struct Accounting {
     pub total: Group,
     /// One row per project, most costly first.
     pub by_project: Vec<Group>,
-    /// One row per task owner; empty while the daemon serves one user.
+    /// One row per task owner: always empty for now, as tasks have no owner
+    /// yet (a daemon serves one user until multi-user serving lands).
     pub by_user: Vec<Group>,
-    /// One row per task name, most costly first.
+    /// One row per task name (the same name in two projects is one row),
+    /// most costly first.
     pub by_task: Vec<Group>,
     /// What the charts draw.
     pub series: Series,
-    /// The ten longest waits from submit to start, longest first.
+    /// The ten longest waits of the period's runs from ready to start, one
+    /// per task, longest first (runs that did not wait are left out).
     pub longest_waits: Vec<Wait>,
     /// The self-contained HTML report, when asked (`Report::html`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -56,22 +61,32 @@ pub struct Group {
     pub key: String,
     /// Runs that ended in the period.
     pub runs: u64,
-    /// Those runs by end class (`succeeded`, `app-error`, `oom`, ...).
+    /// Those runs by end class, as `ls` and `show` name them (`ok`,
+    /// `app-error`, `gpu-oom`, ...; `unknown` for a row with none).
     pub outcomes: BTreeMap<String, u64>,
-    /// GPU-hours: each run's GPU count times its duration.
+    /// GPU-hours: each run's GPU count times its duration (a run whose end
+    /// is before its start, after a clock jump, counts 0).
     pub gpu_hours: f64,
-    /// Median wait from submit to start, ms (none without runs).
+    /// Median wait from ready to start, ms (none without runs). A run is
+    /// ready at its task's submit, a retry at the end of its backoff, a
+    /// dependant at its last dependency's end (`runs.eligible_at`).
+    /// Percentiles are nearest-rank: the smallest wait with at least that
+    /// share of the waits at or below it.
     pub wait_p50_ms: Option<i64>,
-    /// 95th percentile of that wait, ms.
+    /// 95th percentile of that wait, ms (nearest-rank; none without runs).
     pub wait_p95_ms: Option<i64>,
-    /// Energy used, kWh.
+    /// Energy used, kWh (runs with no energy recorded count 0).
     pub energy_kwh: f64,
     /// Part of `energy_kwh` that is an estimate (CPU watts per core), kWh.
     pub estimated_kwh: f64,
-    /// What it cost, in the report's currency.
+    /// What it cost, in the report's currency: each run's stored cost, or,
+    /// for a run without one (or in another currency), its energy at its
+    /// mean power priced at the current tariff over its own time.
     pub cost: f64,
-    /// What the same runs would have cost had each started at submit (same
-    /// duration, same average power, priced by the tariff then).
+    /// What the same runs would have cost had each started when it was
+    /// ready (see `wait_p50_ms`): `cost` plus, for each run, its mean power
+    /// priced exactly over `[ready, ready + duration)` minus the same over
+    /// `[start, end)`; a run that started when ready adds exactly 0.
     pub cost_at_submit: f64,
     /// `cost_at_submit - cost`: what waiting for cheaper hours saved.
     pub savings: f64,
@@ -80,17 +95,25 @@ pub struct Group {
 /// The series the charts draw.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Series {
-    /// Width of one bucket of the time series, ms.
+    /// Width of one bucket of the time series, ms: a round width (1 min to
+    /// 1 day, then whole days) giving the period at most 200 buckets, the
+    /// first starting at `from`.
     pub bucket_ms: i64,
-    /// Each GPU's mean utilisation per bucket.
+    /// Each GPU's mean utilisation per bucket, over the samples of its runs'
+    /// stored series (`run_gpu_series`) in the bucket.
     pub gpu_util: Vec<GpuUtil>,
-    /// Tasks waiting in the queue at the start of each bucket: `(t, n)`.
+    /// Tasks waiting at the start of each bucket up to now: `(t, n)`. A task
+    /// waits from its submit (or its last run's end) until its next run
+    /// starts or it ends; held and blocked time counts.
     pub queue_len: Vec<(i64, u32)>,
-    /// Energy used in each local hour of day (0 to 23), kWh, summed over the period.
+    /// Energy used in each local hour of day (0 to 23), kWh, summed over the
+    /// period's runs, each run's energy spread evenly over its duration.
     pub energy_by_hour: Vec<f64>,
-    /// The tariff's mean price in each local hour of day over the period.
+    /// The tariff's time-weighted mean price in each local hour of day (0 to
+    /// 23) over the period, widened to the week before its end when shorter
+    /// and narrowed to its last 52 weeks when longer.
     pub price_by_hour: Vec<f64>,
-    /// Ended runs that did not succeed, by class.
+    /// The period's runs that did not end `ok`, by class.
     pub failures: BTreeMap<String, u64>,
 }
 
@@ -99,7 +122,7 @@ pub struct Series {
 pub struct GpuUtil {
     /// The GPU's index.
     pub index: u32,
-    /// Its model name.
+    /// Its model name (`GPU N` when the daemon does not see it now).
     pub name: String,
     /// `(bucket start, mean utilisation %)`, buckets without samples left out.
     pub points: Vec<(i64, f64)>,
@@ -114,8 +137,11 @@ pub struct Wait {
     pub name: String,
     /// Its project.
     pub project: String,
-    /// From submit to its run's start, ms.
+    /// From its run's ready time to its start, ms.
     pub waited_ms: i64,
-    /// The last reason it was given for waiting, as `why` said it.
+    /// The last reason it was given for waiting, as `why` said it: its last
+    /// `waiting`, `held` or `blocked` event in the wait, else the last
+    /// deferring verdict a policy stored; none when none was recorded
+    /// (waiting for a free GPU, or the event budget was spent).
     pub why: Option<String>,
 }
