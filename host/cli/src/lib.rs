@@ -15,6 +15,8 @@ mod manifest;
 mod notify;
 pub mod plugins;
 mod rerun;
+/// The report's files: `--html` written atomically, `--pdf` printed by Chromium.
+pub mod report_files;
 mod show;
 mod submit;
 pub mod table;
