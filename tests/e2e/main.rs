@@ -33,6 +33,7 @@ mod notify_wecom;
 mod ordering;
 mod plugin_config;
 mod policies;
+mod report_html;
 mod rerun_diff;
 mod restart;
 mod retention;

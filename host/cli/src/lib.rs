@@ -14,9 +14,9 @@ mod ls;
 mod manifest;
 mod notify;
 pub mod plugins;
-mod rerun;
 /// The report's files: `--html` written atomically, `--pdf` printed by Chromium.
 pub mod report_files;
+mod rerun;
 mod show;
 mod submit;
 pub mod table;

@@ -122,14 +122,17 @@ fn pick(over: Option<&OsStr>, path: Option<&OsStr>) -> Result<PathBuf> {
         let b = b.to_string_lossy();
         return find(&b, path).with_context(|| format!("{BROWSER_ENV}={b}: no such program"));
     }
-    BROWSERS.iter().find_map(|b| find(b, path)).with_context(|| {
-        format!(
-            "no Chromium to print the PDF with (looked for {} on PATH; {BROWSER_ENV} names \
+    BROWSERS
+        .iter()
+        .find_map(|b| find(b, path))
+        .with_context(|| {
+            format!(
+                "no Chromium to print the PDF with (looked for {} on PATH; {BROWSER_ENV} names \
              another): install it (Debian/Ubuntu: `apt-get install chromium`), or write \
              the report with --html",
-            BROWSERS.join(", ")
-        )
-    })
+                BROWSERS.join(", ")
+            )
+        })
 }
 
 /// The browser to print with: `NIGHTJAR_CHROMIUM`, else the first of
@@ -156,7 +159,10 @@ pub fn write_pdf(path: &Path, html: &str) -> Result<()> {
     let mut cmd = Command::new(&exe);
     cmd.args(["--headless", "--disable-gpu", "--no-pdf-header-footer"])
         .args(["--no-first-run", "--no-default-browser-check"])
-        .arg(format!("--user-data-dir={}", tmp.0.join("profile").display()))
+        .arg(format!(
+            "--user-data-dir={}",
+            tmp.0.join("profile").display()
+        ))
         .arg(format!("--print-to-pdf={}", pdf.display()));
     // Chromium refuses to start as root with its sandbox on ("Running as
     // root without --no-sandbox is not supported"). The page is our own,
@@ -255,7 +261,10 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let d = PrivateDir::new().unwrap();
         let p = d.0.clone();
-        assert_eq!(fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o700);
+        assert_eq!(
+            fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+            0o700
+        );
         drop(d);
         assert!(!p.exists());
     }

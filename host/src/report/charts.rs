@@ -78,6 +78,44 @@ fn time_format(span: i64) -> &'static str {
     }
 }
 
+/// Steps between a time axis' labels, in hours: the first that gives at
+/// most 8 labels.
+const STEPS_H: [i64; 11] = [1, 2, 3, 4, 6, 12, 24, 48, 168, 336, 720];
+
+/// The labels of the time axis `[from, to)`: whole local hours (midnights
+/// for steps of days) about 8 apart.
+fn time_ticks(from: i64, to: i64, tz: Tz) -> Vec<i64> {
+    use chrono::Timelike;
+    const H: i64 = 3_600_000;
+    let span_h = (to - from) / H;
+    let step = STEPS_H
+        .iter()
+        .copied()
+        .find(|s| span_h / s <= 8)
+        .unwrap_or(span_h / 8 + 1);
+    let mut out = Vec::new();
+    let mut t = (from + H - 1).div_euclid(H) * H;
+    // A period of years is labelled by its walk's first 10,000 hours' pick.
+    for _ in 0..10_000 {
+        if t >= to || out.len() >= 12 {
+            break;
+        }
+        if let Some(l) = tz.timestamp_millis_opt(t).earliest() {
+            let hour = i64::from(l.hour());
+            let keep = if step < 24 {
+                hour % step == 0
+            } else {
+                hour == 0 && out.last().is_none_or(|&p: &i64| t - p >= step * H - H)
+            };
+            if keep {
+                out.push(t);
+            }
+        }
+        t += H;
+    }
+    out
+}
+
 /// The period's time axis: `[from, to)`, never empty.
 fn period(acc: &Accounting) -> (i64, i64) {
     (acc.from, acc.to.max(acc.from + 1))
@@ -97,10 +135,12 @@ pub fn gpu_util(acc: &Accounting, tz: Tz) -> Option<Result<String, String>> {
             .margin(10)
             .x_label_area_size(30)
             .y_label_area_size(50)
-            .build_cartesian_2d(from..to, 0f64..100f64)?;
+            .build_cartesian_2d(
+                (from..to).with_key_points(time_ticks(from, to, tz)),
+                0f64..100f64,
+            )?;
         chart
             .configure_mesh()
-            .x_labels(6)
             .x_label_formatter(&|t| local(*t, tz, fmt))
             .y_desc("%")
             .label_style((FONT, 12))
@@ -142,10 +182,12 @@ pub fn queue(acc: &Accounting, tz: Tz) -> Option<Result<String, String>> {
             .margin(10)
             .x_label_area_size(30)
             .y_label_area_size(50)
-            .build_cartesian_2d(from..to, 0f64..top(max))?;
+            .build_cartesian_2d(
+                (from..to).with_key_points(time_ticks(from, to, tz)),
+                0f64..top(max),
+            )?;
         chart
             .configure_mesh()
-            .x_labels(6)
             .x_label_formatter(&|t| local(*t, tz, fmt))
             .y_desc("tasks waiting")
             .label_style((FONT, 12))
@@ -161,39 +203,43 @@ pub fn queue(acc: &Accounting, tz: Tz) -> Option<Result<String, String>> {
     }))
 }
 
-/// Vertical bars, one per `(label, value)`, with the axis named `unit`.
-fn bars(root: &Area, caption: &str, unit: &str, bars: &[(String, f64)], color: RGBColor) -> Drawn {
-    let n = bars.len() as u32;
+/// Vertical bars, one per `(label, value)`, with the axis named `unit`;
+/// `counts` labels whole numbers only.
+fn bars(root: &Area, caption: &str, unit: &str, bars: &[(String, f64)], counts: bool) -> Drawn {
+    let n = bars.len();
     let max = bars.iter().map(|b| finite(b.1)).fold(0.0, f64::max);
+    // x in tenths of a bar (plotters formats no f64 axis with key points).
+    let centers: Vec<i32> = (0..n as i32).map(|i| i * 10 + 5).collect();
+    let color = if counts {
+        RGBColor(0xb4, 0x3b, 0x3b)
+    } else {
+        RGBColor(0x2a, 0x7a, 0x4b)
+    };
     let mut chart = ChartBuilder::on(root)
         .caption(caption, (FONT, 18))
         .margin(10)
         .x_label_area_size(40)
         .y_label_area_size(60)
-        .build_cartesian_2d((0..n).into_segmented(), 0f64..top(max))?;
+        .build_cartesian_2d((0..n as i32 * 10).with_key_points(centers), 0f64..top(max))?;
     chart
         .configure_mesh()
         .disable_x_mesh()
-        .x_labels(bars.len())
-        .x_label_formatter(&|v| match v {
-            SegmentValue::CenterOf(i) => bars.get(*i as usize).map(|b| label(&b.0)),
-            _ => None,
-        }
-        .unwrap_or_default())
+        .x_label_formatter(&|x| {
+            bars.get((x / 10).max(0) as usize)
+                .map(|b| label(&b.0))
+                .unwrap_or_default()
+        })
+        .y_label_formatter(&|y| match counts {
+            true if y.fract() != 0.0 => String::new(),
+            true => format!("{y:.0}"),
+            false => format!("{y:.2}"),
+        })
         .y_desc(unit)
         .label_style((FONT, 12))
         .draw()?;
     chart.draw_series(bars.iter().enumerate().map(|(i, (_, v))| {
-        let i = i as u32;
-        let mut r = Rectangle::new(
-            [
-                (SegmentValue::Exact(i), 0.0),
-                (SegmentValue::Exact(i + 1), finite(*v).max(0.0)),
-            ],
-            color.filled(),
-        );
-        r.set_margin(0, 0, 6, 6);
-        r
+        let x = i as i32 * 10;
+        Rectangle::new([(x + 1, 0.0), (x + 9, finite(*v).max(0.0))], color.filled())
     }))?;
     Ok(())
 }
@@ -218,7 +264,7 @@ pub fn cost_by_project(acc: &Accounting) -> Option<Result<String, String>> {
     }
     let unit = format!("cost ({})", acc.currency);
     Some(svg(|root| {
-        bars(root, "Cost by project", &unit, &rows, RGBColor(0x2a, 0x7a, 0x4b))
+        bars(root, "Cost by project", &unit, &rows, false)
     }))
 }
 
@@ -230,13 +276,13 @@ pub fn energy_by_hour(acc: &Accounting) -> Option<Result<String, String>> {
     let energy: Vec<f64> = (0..24)
         .map(|h| finite(s.energy_by_hour.get(h).copied().unwrap_or(0.0)).max(0.0))
         .collect();
-    let price: Vec<(f64, f64)> = s
+    let price: Vec<(i32, f64)> = s
         .price_by_hour
         .iter()
         .take(24)
         .enumerate()
         .filter(|(_, p)| p.is_finite())
-        .map(|(h, p)| (h as f64 + 0.5, *p))
+        .map(|(h, p)| (h as i32 * 10 + 5, *p))
         .collect();
     if energy.iter().all(|&e| e == 0.0) && price.is_empty() {
         return None;
@@ -252,16 +298,16 @@ pub fn energy_by_hour(acc: &Accounting) -> Option<Result<String, String>> {
             .x_label_area_size(30)
             .y_label_area_size(60)
             .right_y_label_area_size(60)
-            .build_cartesian_2d((0u32..24).into_segmented(), 0f64..emax)?
-            .set_secondary_coord(0f64..24f64, pmin..pmax);
+            // x in tenths of an hour (plotters formats no f64 axis with key points).
+            .build_cartesian_2d(
+                (0..240).with_key_points((0..8).map(|h| h * 30).collect()),
+                0f64..emax,
+            )?
+            .set_secondary_coord(0..240, pmin..pmax);
         chart
             .configure_mesh()
             .disable_x_mesh()
-            .x_labels(24)
-            .x_label_formatter(&|v| match v {
-                SegmentValue::CenterOf(h) if h % 3 == 0 => format!("{h:02}"),
-                _ => String::new(),
-            })
+            .x_label_formatter(&|h| format!("{:02}:00", h / 10))
             .y_desc("kWh")
             .label_style((FONT, 12))
             .draw()?;
@@ -273,13 +319,8 @@ pub fn energy_by_hour(acc: &Accounting) -> Option<Result<String, String>> {
         let bar = RGBColor(0x3b, 0x6e, 0xb4);
         chart
             .draw_series(energy.iter().enumerate().map(|(h, &e)| {
-                let h = h as u32;
-                let mut r = Rectangle::new(
-                    [(SegmentValue::Exact(h), 0.0), (SegmentValue::Exact(h + 1), e)],
-                    bar.filled(),
-                );
-                r.set_margin(0, 0, 2, 2);
-                r
+                let h = h as i32 * 10;
+                Rectangle::new([(h + 1, 0.0), (h + 9, e)], bar.filled())
             }))?
             .label("energy (kWh)")
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 15, y + 5)], bar.filled()));
@@ -311,6 +352,6 @@ pub fn failures(acc: &Accounting) -> Option<Result<String, String>> {
         return None;
     }
     Some(svg(|root| {
-        bars(root, "Failures by class", "runs", &rows, RGBColor(0xb4, 0x3b, 0x3b))
+        bars(root, "Failures by class", "runs", &rows, true)
     }))
 }

@@ -41,7 +41,7 @@ h1{font-size:1.5em;margin:.2em 0}h2{font-size:1.2em;border-bottom:1px solid #ccc
 .scroll{overflow-x:auto}
 table{border-collapse:collapse;width:100%;font-size:.9em}
 th,td{padding:.3em .5em;border-bottom:1px solid #ddd;text-align:right;white-space:nowrap}
-th:first-child,td:first-child,td.text{text-align:left}td.text{white-space:normal;word-break:break-word}
+th:first-child,td:first-child,th.text,td.text{text-align:left}td.text{white-space:normal;word-break:break-word}
 dl.sum{display:grid;grid-template-columns:max-content 1fr;gap:.2em 1em}dl.sum dt{font-weight:600}dl.sum dd{margin:0}
 figure{margin:1em 0}figure svg{width:100%;height:auto;max-width:800px;display:block}
 @media print{@page{size:A4;margin:12mm}body{max-width:none;padding:0;font-size:10pt}
@@ -125,13 +125,38 @@ pub fn html(acc: &Accounting) -> String {
         p.push_str("</section>\n");
     }
     p.push_str("<section id=\"use\"><h2>Use of the machine</h2>\n");
-    figure(&mut p, "gpu-util", charts::gpu_util(acc, tz), "no GPU samples in this period");
-    figure(&mut p, "queue", charts::queue(acc, tz), "no queue samples in this period");
+    figure(
+        &mut p,
+        "gpu-util",
+        charts::gpu_util(acc, tz),
+        "no GPU samples in this period",
+    );
+    figure(
+        &mut p,
+        "queue",
+        charts::queue(acc, tz),
+        "no queue samples in this period",
+    );
     p.push_str("</section>\n<section id=\"money\"><h2>Cost and energy</h2>\n");
-    figure(&mut p, "cost", charts::cost_by_project(acc), "no runs in this period");
-    figure(&mut p, "energy", charts::energy_by_hour(acc), "no energy or price in this period");
+    figure(
+        &mut p,
+        "cost",
+        charts::cost_by_project(acc),
+        "no runs in this period",
+    );
+    figure(
+        &mut p,
+        "energy",
+        charts::energy_by_hour(acc),
+        "no energy or price in this period",
+    );
     p.push_str("</section>\n<section id=\"failures\"><h2>Failures and waits</h2>\n");
-    figure(&mut p, "failures", charts::failures(acc), "no failures in this period");
+    figure(
+        &mut p,
+        "failures",
+        charts::failures(acc),
+        "no failures in this period",
+    );
     waits(&mut p, acc);
     p.push_str("</section>\n</body></html>\n");
     p
@@ -153,19 +178,28 @@ fn summary(p: &mut String, acc: &Accounting) {
         ("GPU-hours", num(t.gpu_hours, 2)),
         (
             "Energy",
-            format!("{} kWh ({} kWh estimated)", num(t.energy_kwh, 3), num(t.estimated_kwh, 3)),
+            format!(
+                "{} kWh ({} kWh estimated)",
+                num(t.energy_kwh, 3),
+                num(t.estimated_kwh, 3)
+            ),
         ),
         ("Cost", format!("{} {cur}", num(t.cost, 2))),
         ("Savings", format!("{} {cur}", num(t.savings, 2))),
-        ("Wait p50 / p95", format!("{} / {}", duration(t.wait_p50_ms), duration(t.wait_p95_ms))),
+        (
+            "Wait p50 / p95",
+            format!("{} / {}", duration(t.wait_p50_ms), duration(t.wait_p95_ms)),
+        ),
     ];
     p.push_str("<dl class=\"sum\">");
     for (k, v) in rows {
         let _ = write!(p, "<dt>{k}</dt><dd>{v}</dd>");
     }
-    p.push_str("</dl>\n<p class=\"meta\">Savings: what these runs would have cost had each \
+    p.push_str(
+        "</dl>\n<p class=\"meta\">Savings: what these runs would have cost had each \
                 started when it was submitted (same length, same mean power, the price then), \
-                less what they cost.</p>\n");
+                less what they cost.</p>\n",
+    );
 }
 
 fn table(p: &mut String, heading: &str, first: &str, rows: &[Group], acc: &Accounting) {
@@ -225,8 +259,8 @@ fn waits(p: &mut String, acc: &Accounting) {
         return;
     }
     p.push_str(
-        "<div class=\"scroll\"><table id=\"waits\"><thead><tr><th>Task</th><th>Name</th>\
-         <th>Project</th><th>Waited</th><th>Why</th></tr></thead><tbody>\n",
+        "<div class=\"scroll\"><table id=\"waits\"><thead><tr><th>Task</th><th class=\"text\">Name</th>\
+         <th class=\"text\">Project</th><th>Waited</th><th class=\"text\">Why</th></tr></thead><tbody>\n",
     );
     for w in &acc.longest_waits {
         let _ = writeln!(

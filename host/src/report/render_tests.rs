@@ -55,20 +55,39 @@ fn full() -> Accounting {
         group("nlp", 2, f64::NAN),
     ];
     a.by_user = vec![group("alice", 9, 30.0)];
-    a.by_task = (0..25).map(|i| group(&format!("task-{i}"), 2, 1.0)).collect();
+    a.by_task = (0..25)
+        .map(|i| group(&format!("task-{i}"), 2, 1.0))
+        .collect();
     a.series.gpu_util = (0..2)
         .map(|g| GpuUtil {
             index: g,
             name: format!("H200 {HOSTILE}"),
             points: (0..96)
-                .map(|i| (from + i * b, if i == 5 { f64::NAN } else { (i % 10) as f64 * 10.0 }))
+                .map(|i| {
+                    (
+                        from + i * b,
+                        if i == 5 {
+                            f64::NAN
+                        } else {
+                            (i % 10) as f64 * 10.0
+                        },
+                    )
+                })
                 .collect(),
         })
         .collect();
     a.series.queue_len = (0..96).map(|i| (from + i * b, (i % 7) as u32)).collect();
     a.series.energy_by_hour = (0..24).map(|h| if h < 7 { 3.0 } else { 0.5 }).collect();
     a.series.price_by_hour = (0..24)
-        .map(|h| if h == 3 { f64::INFINITY } else if h < 7 { 0.3 } else { 0.9 })
+        .map(|h| {
+            if h == 3 {
+                f64::INFINITY
+            } else if h < 7 {
+                0.3
+            } else {
+                0.9
+            }
+        })
         .collect();
     a.series.failures = BTreeMap::from([(HOSTILE.into(), 2), ("gpu-oom".into(), 1)]);
     a.longest_waits = (0..10)
