@@ -11,6 +11,7 @@ use std::fmt::Write as _;
 use chrono_tz::Tz;
 use nightjar_core::api::report::{Accounting, Group};
 
+use super::bars;
 use super::charts::{self, local};
 
 /// Rows of the by-task table.
@@ -141,20 +142,20 @@ pub fn html(acc: &Accounting) -> String {
     figure(
         &mut p,
         "cost",
-        charts::cost_by_project(acc),
+        bars::cost_by_project(acc),
         "no runs in this period",
     );
     figure(
         &mut p,
         "energy",
-        charts::energy_by_hour(acc),
+        bars::energy_by_hour(acc),
         "no energy or price in this period",
     );
     p.push_str("</section>\n<section id=\"failures\"><h2>Failures and waits</h2>\n");
     figure(
         &mut p,
         "failures",
-        charts::failures(acc),
+        bars::failures(acc),
         "no failures in this period",
     );
     waits(&mut p, acc);
