@@ -72,12 +72,7 @@ fn day() -> Accounting {
                 })
                 .collect(),
             queue_len: (0..100)
-                .map(|i| {
-                    (
-                        from + i * bucket,
-                        (30 - (i as i64 - 40).abs()).max(0) as u32,
-                    )
-                })
+                .map(|i| (from + i * bucket, (30 - (i - 40).abs()).max(0) as u32))
                 .collect(),
             energy_by_hour: (0..24)
                 .map(|h| if h < 7 { 4.0 + h as f64 * 0.3 } else { 0.6 })

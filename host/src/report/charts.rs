@@ -200,3 +200,40 @@ pub fn queue(acc: &Accounting, tz: Tz) -> Option<Result<String, String>> {
         Ok(())
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(from: i64, days: i64, tz: Tz) -> Vec<String> {
+        let fmt = time_format(days * 86_400_000);
+        time_ticks(from, from + days * 86_400_000, tz)
+            .into_iter()
+            .map(|t| local(t, tz, fmt))
+            .collect()
+    }
+
+    #[test]
+    fn time_axes_are_labelled_at_whole_local_hours_or_midnights() {
+        let tz: Tz = "Asia/Shanghai".parse().unwrap();
+        // 2025-11-30 08:00 in Shanghai, a day: every 3 hours.
+        let from = 1_764_460_800_000;
+        assert_eq!(
+            labels(from, 1, tz),
+            [
+                "09:00", "12:00", "15:00", "18:00", "21:00", "00:00", "03:00", "06:00"
+            ]
+        );
+        // A week: each midnight.
+        let week = labels(from, 7, tz);
+        assert_eq!(week.len(), 7, "{week:?}");
+        assert!(week.iter().all(|l| l.ends_with("00:00")), "{week:?}");
+        // Across the autumn DST change in Berlin (2025-10-26), still midnights.
+        let berlin: Tz = "Europe/Berlin".parse().unwrap();
+        let oct = labels(1_761_170_400_000, 7, berlin); // 2025-10-23 00:00 +02
+        assert!(oct.iter().all(|l| l.ends_with("00:00")), "{oct:?}");
+        assert!(oct.contains(&"10-27 00:00".to_string()), "{oct:?}");
+        // A degenerate period draws no labels rather than failing.
+        assert!(time_ticks(from, from, tz).is_empty());
+    }
+}
