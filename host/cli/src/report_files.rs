@@ -148,7 +148,11 @@ pub fn browser() -> Result<PathBuf> {
 /// module's doc for why), within `PRINT_TIMEOUT`; the PDF replaces `path`
 /// whole or not at all.
 pub fn write_pdf(path: &Path, html: &str) -> Result<()> {
-    let exe = browser()?;
+    print(&browser()?, path, html, PRINT_TIMEOUT)
+}
+
+/// Prints `html` to `path` with the browser `exe` within `timeout`.
+fn print(exe: &Path, path: &Path, html: &str, timeout: Duration) -> Result<()> {
     let tmp = PrivateDir::new()?;
     let page = tmp.0.join("report.html");
     let pdf = tmp.0.join("report.pdf");
@@ -156,7 +160,7 @@ pub fn write_pdf(path: &Path, html: &str) -> Result<()> {
     let log_path = tmp.0.join("chromium.log");
     let log = fs::File::create(&log_path)
         .with_context(|| format!("cannot write {}", log_path.display()))?;
-    let mut cmd = Command::new(&exe);
+    let mut cmd = Command::new(exe);
     cmd.args(["--headless", "--disable-gpu", "--no-pdf-header-footer"])
         .args(["--no-first-run", "--no-default-browser-check"])
         .arg(format!(
@@ -186,7 +190,7 @@ pub fn write_pdf(path: &Path, html: &str) -> Result<()> {
         if let Some(s) = child.try_wait()? {
             break s;
         }
-        if t0.elapsed() > PRINT_TIMEOUT {
+        if t0.elapsed() > timeout {
             // SAFETY: kill has no memory preconditions; the group is the child's own.
             unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
             let _ = child.wait();
@@ -194,7 +198,7 @@ pub fn write_pdf(path: &Path, html: &str) -> Result<()> {
                 "{} did not print {} within {}s; killed",
                 exe.display(),
                 path.display(),
-                PRINT_TIMEOUT.as_secs()
+                timeout.as_secs()
             );
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -254,6 +258,65 @@ mod tests {
             Path::new("/bin/sh")
         );
         fs::remove_dir(&empty).unwrap();
+    }
+
+    /// A stand-in browser: a shell script with `body`.
+    fn fake(dir: &Path, body: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let p = dir.join("chromium");
+        fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+        fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    }
+
+    #[test]
+    fn a_browser_that_hangs_is_killed_with_its_children_and_one_that_fails_is_quoted() {
+        let dir = PrivateDir::new().unwrap();
+        let pidfile = dir.0.join("child.pid");
+        let hang = fake(
+            &dir.0,
+            &format!("sleep 30 & echo $! > {}; wait", pidfile.display()),
+        );
+        let out = dir.0.join("r.pdf");
+        let t0 = Instant::now();
+        let err = print(&hang, &out, "<p>x</p>", Duration::from_secs(1))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("within 1s; killed"), "{err}");
+        assert!(t0.elapsed() < Duration::from_secs(10));
+        let child: i32 = fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        // Gone, or a zombie waiting for whoever adopted it to reap it.
+        let stat = fs::read_to_string(format!("/proc/{child}/stat")).unwrap_or_default();
+        let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+        assert!(
+            stat.is_empty() || state.starts_with('Z'),
+            "its child lives on: {stat}"
+        );
+        assert!(!out.exists());
+
+        let bad = fake(
+            &dir.0,
+            "echo 'Running as root is not supported' >&2; exit 3",
+        );
+        let err = print(&bad, &out, "<p>x</p>", Duration::from_secs(10))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("Running as root is not supported"), "{err}");
+        assert!(!out.exists());
+
+        // A browser that prints: the PDF lands at the path, the page it read was ours.
+        let ok = fake(
+            &dir.0,
+            "for a; do case $a in --print-to-pdf=*) o=${a#--print-to-pdf=};; file://*) f=${a#file://};; esac; done\n\
+             { printf '%%PDF-1.4\\n'; cat \"$f\"; } > \"$o\"",
+        );
+        print(&ok, &out, "<p>page</p>", Duration::from_secs(10)).unwrap();
+        assert_eq!(fs::read_to_string(&out).unwrap(), "%PDF-1.4\n<p>page</p>");
     }
 
     #[test]
