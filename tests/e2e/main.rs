@@ -34,6 +34,7 @@ mod ordering;
 mod plugin_config;
 mod policies;
 mod report;
+mod report_html;
 mod rerun_diff;
 mod restart;
 mod retention;

@@ -54,6 +54,23 @@ fn notify_digest_sums_the_runs_and_reaches_the_webhook() {
         got.iter().all(|g| g["kind"] == "digest"),
         "subscribed to the digest only: {got:?}"
     );
+    // The digest wrote the HTML report of its period and names it.
+    let report = d["fields"]["report"].as_str().expect("a report field");
+    let reports = nj.state.join("reports");
+    assert!(
+        report.starts_with(reports.to_str().unwrap()) && report.ends_with(".html"),
+        "{report}"
+    );
+    assert!(text.contains(&format!("Report (HTML): {report}")), "{text}");
+    let page = std::fs::read_to_string(report).unwrap();
+    assert!(
+        page.starts_with("<!DOCTYPE html>") && page.trim_end().ends_with("</html>"),
+        "{page}"
+    );
+    assert!(page.contains("nightjar report"), "{page}");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(report).unwrap().permissions().mode();
+    assert_eq!(mode & 0o077, 0, "the daemon user's only, like the database");
 }
 
 #[test]

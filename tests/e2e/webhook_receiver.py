@@ -50,6 +50,7 @@ class Hook(BaseHTTPRequestHandler):
                 "key": wid, "kind": event.get("kind"), "task": event.get("task"),
                 "valid": valid, "status": status, "schema": event.get("schema"),
                 "title": event.get("title"), "text": event.get("text"),
+                "fields": event.get("fields"),
             }) + "\n")
         # While `<log>.hold` exists, the answer waits (a send in flight).
         while os.path.exists(LOG + ".hold"):

@@ -15,7 +15,8 @@ mod manifest;
 mod notify;
 pub mod plugins;
 mod report;
-mod report_files;
+/// The report's files: `--html` written atomically, `--pdf` printed by Chromium.
+pub mod report_files;
 mod rerun;
 mod show;
 mod submit;

@@ -2,7 +2,9 @@
 //! of the period since the last digest are summed into one `digest` event.
 //! A daemon that was down at that time writes the digest it missed when it
 //! starts (the latest one only, covering the whole gap); a period is told
-//! once, even across restarts (the store records it).
+//! once, even across restarts (the store records it). Each digest also
+//! writes the HTML report of its period to `reports/<end>.html` in the state
+//! dir (`report::render`), and its event names that file (`report`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,6 +12,7 @@ use std::time::Duration;
 use chrono_tz::Tz;
 
 use super::core::Daemon;
+use crate::report::{compute, render};
 use crate::task::schedule::Schedule;
 use crate::time::now_ms;
 
@@ -20,6 +23,17 @@ const LOOK_EVERY: Duration = Duration::from_secs(60);
 /// Firings a catch-up walks at most (a schedule every minute, down for
 /// two months).
 const MAX_STEPS: usize = 100_000;
+
+/// The digests' HTML reports, under the state dir.
+pub const REPORTS: &str = "reports";
+
+/// The file name of the report of a period ending at `to` (local time).
+pub fn report_name(to: i64, tz: Tz) -> String {
+    format!(
+        "{}.html",
+        crate::report::charts::local(to, tz, "%Y-%m-%d_%H-%M")
+    )
+}
 
 /// What to do now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,13 +115,47 @@ impl Daemon {
         match plan(schedule, tz, last, started, now_ms()) {
             Plan::WaitUntil(at) => at,
             Plan::Tell { from, to } => {
-                match self.store().write_digest(now_ms(), from, to, true) {
+                let report = self.write_report(from, to);
+                match self
+                    .store()
+                    .write_digest(now_ms(), from, to, true, report.as_deref())
+                {
                     Ok(true) => tracing::info!("digest written for the period ending {to}"),
                     Ok(false) => {}
                     Err(e) => tracing::warn!("cannot write the digest: {e}"),
                 }
                 self.changed();
                 Some(now_ms())
+            }
+        }
+    }
+
+    /// Writes the HTML report of `[from, to)` to `reports/<end>.html` in
+    /// the state dir, atomically; its path, or `None` (logged) when it
+    /// could not be made: the digest goes out without it. The file is the
+    /// daemon user's only (umask 077, in the 0700 state dir), like the
+    /// database it is computed from; `nightjar report --html` makes a copy
+    /// to share.
+    fn write_report(&self, from: i64, to: i64) -> Option<String> {
+        let tariff = self.cfg.tariff();
+        // A read-only connection of its own: the store's lock is not held.
+        let acc = crate::store::Store::open_read_only(&self.cfg.db_path())
+            .map_err(anyhow::Error::from)
+            .and_then(|store| {
+                compute::accounting(&store, &tariff, (from, to, now_ms()), &self.gpu_names())
+            });
+        let rel = std::path::Path::new(REPORTS).join(report_name(to, self.cfg.tz()));
+        let written = acc.map_err(|e| e.to_string()).and_then(|acc| {
+            let page = render::html(&acc);
+            self.state
+                .write(&rel, page.as_bytes())
+                .map_err(|e| e.to_string())
+        });
+        match written {
+            Ok(()) => Some(self.cfg.state_dir.join(rel).display().to_string()),
+            Err(e) => {
+                tracing::warn!("cannot write the digest's report {}: {e}", rel.display());
+                None
             }
         }
     }
@@ -120,7 +168,9 @@ impl Daemon {
             .store()
             .last_digest_end(now)?
             .unwrap_or(now - 24 * 3_600_000);
-        self.store().write_digest(now, from, now, false)?;
+        let report = self.write_report(from, now);
+        self.store()
+            .write_digest(now, from, now, false, report.as_deref())?;
         self.changed();
         Ok((from, now))
     }

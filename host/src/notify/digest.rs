@@ -1,6 +1,6 @@
 //! The words of the digest, in English or Chinese: the period, how many
 //! runs ended and how (by class), the failures, GPU-hours and energy per
-//! project, and the queue now.
+//! project, the queue now, and where the period's HTML report is.
 
 use chrono::TimeZone;
 use chrono_tz::Tz;
@@ -97,6 +97,13 @@ pub fn render(f: &Map<String, Value>, lang: Language, host: &str, tz: Tz) -> (St
     } else {
         format!("Now: {q} queued, {r} running, {h} held")
     });
+    if let Some(path) = f.get("report").and_then(Value::as_str) {
+        lines.push(if zh {
+            format!("报告（HTML）：{path}")
+        } else {
+            format!("Report (HTML): {path}")
+        });
+    }
     lines.push(if zh {
         "详情：nightjar ls".into()
     } else {
@@ -119,6 +126,7 @@ mod tests {
             "projects": [{"project": "vision", "runs": 5, "gpu_hours": 2.5, "energy_kwh": null},
                          {"project": "nlp", "runs": 1, "gpu_hours": 1.0, "energy_kwh": 0.75}],
             "queued": 2, "running": 1, "held": 0,
+            "report": "/var/lib/nightjar/reports/2025-12-01_08-00.html",
         });
         let f = f.as_object().unwrap();
         let tz: Tz = "Asia/Shanghai".parse().unwrap();
@@ -134,6 +142,7 @@ mod tests {
             "Project vision: 5 runs, 2.50 GPU-hours, energy not measured",
             "Project nlp: 1 runs, 1.00 GPU-hours, 0.750 kWh",
             "Now: 2 queued, 1 running, 0 held",
+            "Report (HTML): /var/lib/nightjar/reports/2025-12-01_08-00.html",
         ] {
             assert!(text.contains(want), "{want}\n{text}");
         }
@@ -143,7 +152,9 @@ mod tests {
             "{title}"
         );
         assert!(
-            text.contains("项目 nlp：1 次运行") && text.contains("未测量能耗"),
+            text.contains("项目 nlp：1 次运行")
+                && text.contains("未测量能耗")
+                && text.contains("报告（HTML）：/var/lib/nightjar/reports/"),
             "{text}"
         );
     }

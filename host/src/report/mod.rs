@@ -2,6 +2,10 @@
 //! (`compute`, with `groups` and `series`, and the time arithmetic of
 //! `clock`), and the self-contained HTML page with its charts (`render`).
 
+/// The bar charts.
+pub mod bars;
+/// The time charts and what every chart shares.
+pub mod charts;
 pub mod clock;
 pub mod compute;
 pub mod groups;

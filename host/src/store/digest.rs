@@ -110,12 +110,23 @@ impl Store {
         }))
     }
 
-    /// Writes the digest of `[from, to)` into the outbox at `at`. With
+    /// Writes the digest of `[from, to)` into the outbox at `at`, naming
+    /// the HTML report of the period written at `report`, if any. With
     /// `scheduled`, also records the period, once: `false` when a digest
     /// for a period ending at `to` was already written (a restart that
     /// caught up twice).
-    pub fn write_digest(&mut self, at: i64, from: i64, to: i64, scheduled: bool) -> Result<bool> {
-        let facts = self.digest_facts(from, to)?;
+    pub fn write_digest(
+        &mut self,
+        at: i64,
+        from: i64,
+        to: i64,
+        scheduled: bool,
+        report: Option<&str>,
+    ) -> Result<bool> {
+        let mut facts = self.digest_facts(from, to)?;
+        if let Some(path) = report {
+            facts["report"] = json!(path);
+        }
         let severity = if facts["failed"].as_u64().unwrap_or(0) > 0 {
             Severity::Warning
         } else {
@@ -202,34 +213,45 @@ mod tests {
             "no GPU records: not measured"
         );
 
-        assert!(s.write_digest(6_000_000, 0, 5_000_000, true).unwrap());
+        assert!(s.write_digest(6_000_000, 0, 5_000_000, true, None).unwrap());
         assert!(
-            !s.write_digest(6_000_001, 0, 5_000_000, true).unwrap(),
+            !s.write_digest(6_000_001, 0, 5_000_000, true, None).unwrap(),
             "told once"
         );
         assert_eq!(s.last_digest_end(6_000_000).unwrap(), Some(5_000_000));
         let events = s.events_after(0, 100).unwrap();
         assert_eq!(events.iter().filter(|e| e.kind == "digest").count(), 1);
-        // A digest asked for by hand does not move the schedule.
         assert!(
-            s.write_digest(7_000_000, 5_000_000, 7_000_000, false)
+            events[0].facts.get("report").is_none(),
+            "no report: no fact"
+        );
+        // A digest asked for by hand does not move the schedule; it names
+        // its report.
+        let report = "/state/reports/1970-01-01_02-56.html";
+        assert!(
+            s.write_digest(7_000_000, 5_000_000, 7_000_000, false, Some(report))
                 .unwrap()
         );
         assert_eq!(s.last_digest_end(7_000_000).unwrap(), Some(5_000_000));
+        let events = s.events_after(0, 100).unwrap();
+        assert_eq!(events.last().unwrap().facts["report"], report);
     }
 
     #[test]
     fn a_period_told_while_the_clock_was_ahead_does_not_hold_the_next_back() {
         let (_dir, mut s) = store();
         let day = 24 * 3_600_000;
-        assert!(s.write_digest(day, 0, day, true).unwrap());
+        assert!(s.write_digest(day, 0, day, true, None).unwrap());
         // The clock ran ten years ahead for a while, and a digest was told.
         let ahead = 3650 * day;
-        assert!(s.write_digest(ahead + 1, ahead - day, ahead, true).unwrap());
+        assert!(
+            s.write_digest(ahead + 1, ahead - day, ahead, true, None)
+                .unwrap()
+        );
         assert_eq!(s.last_digest_end(ahead).unwrap(), Some(ahead));
         // Set right, the next digest counts from the last period in the past.
         assert_eq!(s.last_digest_end(2 * day - 1).unwrap(), Some(day));
-        assert!(s.write_digest(2 * day, day, 2 * day, true).unwrap());
+        assert!(s.write_digest(2 * day, day, 2 * day, true, None).unwrap());
         assert_eq!(s.last_digest_end(2 * day).unwrap(), Some(2 * day));
         assert_eq!(s.last_digest_end(0).unwrap(), None);
     }

@@ -1,0 +1,239 @@
+//! The report's time charts (GPU utilisation, queue length) and what every
+//! chart shares (`bars` has the others). The charts are drawn by `plotters`
+//! into SVG strings that the page inlines. Every number is made finite before it reaches a chart (a NaN in
+//! an SVG coordinate is a broken chart); a chart without data is `None`, and
+//! the page says why in words instead.
+
+use std::error::Error;
+
+use chrono::TimeZone;
+use chrono_tz::Tz;
+use nightjar_core::api::report::Accounting;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+/// Width and height of every chart, in SVG units (CSS scales them down).
+const SIZE: (u32, u32) = (800, 320);
+
+/// The fonts the browser picks from for the charts' `<text>`.
+pub(super) const FONT: &str = "sans-serif";
+
+/// Longest label a bar keeps, in characters.
+const MAX_LABEL: usize = 24;
+
+pub(super) type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+pub(super) type Drawn = Result<(), Box<dyn Error>>;
+
+/// `x`, or 0 when it is not a finite number.
+pub fn finite(x: f64) -> f64 {
+    if x.is_finite() { x } else { 0.0 }
+}
+
+/// An axis' upper end that holds `max` with some room (never 0 or less).
+pub(super) fn top(max: f64) -> f64 {
+    let m = finite(max);
+    if m <= 0.0 { 1.0 } else { m * 1.1 }
+}
+
+/// `s` cut to `MAX_LABEL` characters.
+pub(super) fn label(s: &str) -> String {
+    if s.chars().count() <= MAX_LABEL {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(MAX_LABEL - 1).collect();
+        t.push('…');
+        t
+    }
+}
+
+/// One chart: `draw` on a white area of `SIZE`, as an SVG string; the error
+/// says what went wrong.
+pub(super) fn svg(draw: impl FnOnce(&Area) -> Drawn) -> Result<String, String> {
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        draw(&root).map_err(|e| e.to_string())?;
+        root.present().map_err(|e| e.to_string())?;
+    }
+    Ok(out)
+}
+
+/// Local time of `ms` in `tz`, as `fmt`.
+pub fn local(ms: i64, tz: Tz, fmt: &str) -> String {
+    tz.timestamp_millis_opt(ms)
+        .earliest()
+        .map(|t| t.format(fmt).to_string())
+        .unwrap_or_else(|| ms.to_string())
+}
+
+/// A time axis' label format for a period of `span` ms.
+fn time_format(span: i64) -> &'static str {
+    if span <= 36 * 3_600_000 {
+        "%H:%M"
+    } else {
+        "%m-%d %H:%M"
+    }
+}
+
+/// Steps between a time axis' labels, in hours: the first that gives at
+/// most 8 labels.
+const STEPS_H: [i64; 11] = [1, 2, 3, 4, 6, 12, 24, 48, 168, 336, 720];
+
+/// The labels of the time axis `[from, to)`: whole local hours (midnights
+/// for steps of days) about 8 apart.
+fn time_ticks(from: i64, to: i64, tz: Tz) -> Vec<i64> {
+    use chrono::Timelike;
+    const H: i64 = 3_600_000;
+    let span_h = (to - from) / H;
+    let step = STEPS_H
+        .iter()
+        .copied()
+        .find(|s| span_h / s <= 8)
+        .unwrap_or(span_h / 8 + 1);
+    let mut out = Vec::new();
+    let mut t = (from + H - 1).div_euclid(H) * H;
+    // A period of years is labelled by its walk's first 10,000 hours' pick.
+    for _ in 0..10_000 {
+        if t >= to || out.len() >= 12 {
+            break;
+        }
+        if let Some(l) = tz.timestamp_millis_opt(t).earliest() {
+            let hour = i64::from(l.hour());
+            let keep = if step < 24 {
+                hour % step == 0
+            } else {
+                hour == 0 && out.last().is_none_or(|&p: &i64| t - p >= step * H - H)
+            };
+            if keep {
+                out.push(t);
+            }
+        }
+        t += H;
+    }
+    out
+}
+
+/// The period's time axis: `[from, to)`, never empty.
+fn period(acc: &Accounting) -> (i64, i64) {
+    (acc.from, acc.to.max(acc.from + 1))
+}
+
+/// (a) Each GPU's utilisation over the period, one line each.
+pub fn gpu_util(acc: &Accounting, tz: Tz) -> Option<Result<String, String>> {
+    let gpus = &acc.series.gpu_util;
+    if gpus.iter().all(|g| g.points.is_empty()) {
+        return None;
+    }
+    let (from, to) = period(acc);
+    let fmt = time_format(to - from);
+    Some(svg(|root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption("GPU utilisation", (FONT, 18))
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(50)
+            .build_cartesian_2d(
+                (from..to).with_key_points(time_ticks(from, to, tz)),
+                0f64..100f64,
+            )?;
+        chart
+            .configure_mesh()
+            .x_label_formatter(&|t| local(*t, tz, fmt))
+            .y_desc("%")
+            .label_style((FONT, 12))
+            .draw()?;
+        for (i, g) in gpus.iter().enumerate() {
+            let color = Palette99::pick(i).to_rgba();
+            let points = g
+                .points
+                .iter()
+                .filter(|(t, u)| (from..to).contains(t) && u.is_finite())
+                .map(|&(t, u)| (t, u.clamp(0.0, 100.0)));
+            chart
+                .draw_series(LineSeries::new(points, color.stroke_width(2)))?
+                .label(format!("GPU {} {}", g.index, label(&g.name)))
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
+        }
+        chart
+            .configure_series_labels()
+            .label_font((FONT, 12))
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()?;
+        Ok(())
+    }))
+}
+
+/// (b) Tasks waiting in the queue over the period.
+pub fn queue(acc: &Accounting, tz: Tz) -> Option<Result<String, String>> {
+    let q = &acc.series.queue_len;
+    if q.is_empty() {
+        return None;
+    }
+    let (from, to) = period(acc);
+    let fmt = time_format(to - from);
+    let max = q.iter().map(|&(_, n)| n).max().unwrap_or(0) as f64;
+    Some(svg(|root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption("Queue length", (FONT, 18))
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(50)
+            .build_cartesian_2d(
+                (from..to).with_key_points(time_ticks(from, to, tz)),
+                0f64..top(max),
+            )?;
+        chart
+            .configure_mesh()
+            .x_label_formatter(&|t| local(*t, tz, fmt))
+            .y_desc("tasks waiting")
+            .label_style((FONT, 12))
+            .draw()?;
+        let points = q
+            .iter()
+            .filter(|(t, _)| (from..to).contains(t))
+            .map(|&(t, n)| (t, n as f64));
+        chart.draw_series(
+            AreaSeries::new(points, 0.0, BLUE.mix(0.25)).border_style(BLUE.stroke_width(2)),
+        )?;
+        Ok(())
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(from: i64, days: i64, tz: Tz) -> Vec<String> {
+        let fmt = time_format(days * 86_400_000);
+        time_ticks(from, from + days * 86_400_000, tz)
+            .into_iter()
+            .map(|t| local(t, tz, fmt))
+            .collect()
+    }
+
+    #[test]
+    fn time_axes_are_labelled_at_whole_local_hours_or_midnights() {
+        let tz: Tz = "Asia/Shanghai".parse().unwrap();
+        // 2025-11-30 08:00 in Shanghai, a day: every 3 hours.
+        let from = 1_764_460_800_000;
+        assert_eq!(
+            labels(from, 1, tz),
+            [
+                "09:00", "12:00", "15:00", "18:00", "21:00", "00:00", "03:00", "06:00"
+            ]
+        );
+        // A week: each midnight.
+        let week = labels(from, 7, tz);
+        assert_eq!(week.len(), 7, "{week:?}");
+        assert!(week.iter().all(|l| l.ends_with("00:00")), "{week:?}");
+        // Across the autumn DST change in Berlin (2025-10-26), still midnights.
+        let berlin: Tz = "Europe/Berlin".parse().unwrap();
+        let oct = labels(1_761_170_400_000, 7, berlin); // 2025-10-23 00:00 +02
+        assert!(oct.iter().all(|l| l.ends_with("00:00")), "{oct:?}");
+        assert!(oct.contains(&"10-27 00:00".to_string()), "{oct:?}");
+        // A degenerate period draws no labels rather than failing.
+        assert!(time_ticks(from, from, tz).is_empty());
+    }
+}
