@@ -96,6 +96,8 @@ pub struct Daemon {
     pub(super) start_gate: Mutex<Option<String>>,
     /// CPU-only runs' RAPL counters at their start.
     pub(super) rapl_start: Mutex<HashMap<i64, super::energy::RaplReading>>,
+    /// Ended runs' energy the store refused, kept until their end is recorded.
+    pub(super) pending_energy: Mutex<HashMap<i64, crate::gpu::energy::RunEnergy>>,
 }
 
 impl Daemon {
@@ -148,6 +150,7 @@ impl Daemon {
             archive_wake: Default::default(),
             start_gate: Mutex::new(None),
             rapl_start: Mutex::new(HashMap::new()),
+            pending_energy: Mutex::new(HashMap::new()),
         }))
     }
 

@@ -68,13 +68,31 @@ impl Daemon {
             .as_mut()
             .map(|m| m.take_run(run))
             .unwrap_or_default();
-        // Before the end is recorded, so whoever sees the end sees the energy.
-        self.record_energy(run, gpu_energy, out.finished_at);
-        let recorded = match self.conclude(run, out, &records) {
-            Ok(_) => true,
+        // Before the end is recorded, so whoever sees the end sees the
+        // energy; a store that refuses it refuses the end too, and both are
+        // offered again (the energy kept until then).
+        let energy = lock(&self.pending_energy)
+            .remove(&run)
+            .or_else(|| self.run_energy(run, gpu_energy, out.finished_at));
+        let stored = match energy {
+            Some(e) => match self.store().record_run_energy(run, &e) {
+                Ok(_) => Ok(()),
+                Err(err) => {
+                    lock(&self.pending_energy).insert(run, e);
+                    Err(anyhow::anyhow!("its energy: {err}"))
+                }
+            },
+            None => Ok(()),
+        };
+        let recorded = match stored.and_then(|()| {
+            self.conclude(run, out, &records)
+                .map(|_| ())
+                .map_err(anyhow::Error::from)
+        }) {
+            Ok(()) => true,
             Err(e) => {
                 tracing::error!(
-                    "run {run}: cannot record its end yet ({e}); its status is kept and recorded when the store accepts it"
+                    "run {run}: cannot record its end yet ({e:#}); its status is kept and recorded when the store accepts it"
                 );
                 false
             }
@@ -100,20 +118,21 @@ impl Daemon {
         recorded
     }
 
-    /// Stores an ended run's energy and cost: its GPUs' share from the
-    /// monitor, else (CPU-only) RAPL or the estimate.
-    fn record_energy(&self, run: i64, gpu: Option<crate::gpu::energy::RunEnergy>, end: i64) {
-        let energy = match gpu {
+    /// An ended run's energy and cost: its GPUs' share from the monitor,
+    /// else (CPU-only) RAPL or the estimate.
+    fn run_energy(
+        &self,
+        run: i64,
+        gpu: Option<crate::gpu::energy::RunEnergy>,
+        end: i64,
+    ) -> Option<crate::gpu::energy::RunEnergy> {
+        match gpu {
             Some(e) => Some(e),
-            None => match self.store().run(run) {
-                Ok(row) => self.cpu_energy(&row, end),
-                Err(_) => None,
-            },
-        };
-        if let Some(e) = energy
-            && let Err(e) = self.store().record_run_energy(run, &e)
-        {
-            tracing::error!("run {run}: cannot store its energy: {e}");
+            None => self
+                .store()
+                .run(run)
+                .ok()
+                .and_then(|row| self.cpu_energy(&row, end)),
         }
     }
 
