@@ -28,29 +28,22 @@ fn world() -> Nj {
 
 /// The ids of alpha's two GPU runs, beta's CPU run and beta's failure.
 fn run_tasks(nj: &Nj) -> Vec<i64> {
+    let train = || {
+        nj.submit(&[
+            "--project",
+            "alpha",
+            "--name",
+            "train",
+            "--gpus",
+            "1",
+            "--",
+            "sleep",
+            "1.5",
+        ])
+    };
     let ids = vec![
-        nj.submit(&[
-            "--project",
-            "alpha",
-            "--name",
-            "train",
-            "--gpus",
-            "1",
-            "--",
-            "sleep",
-            "1.5",
-        ]),
-        nj.submit(&[
-            "--project",
-            "alpha",
-            "--name",
-            "train",
-            "--gpus",
-            "1",
-            "--",
-            "sleep",
-            "1.5",
-        ]),
+        train(),
+        train(),
         nj.submit(&[
             "--project",
             "beta",
