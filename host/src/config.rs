@@ -20,6 +20,7 @@ mod notify;
 mod plugins;
 mod retention;
 mod tariff;
+mod users;
 mod validators;
 
 pub use archive::ArchiveConfig;
@@ -31,6 +32,7 @@ pub use notify::{Language, NotifierEntry, NotifyConfig};
 pub use plugins::{OnFailure, PluginEntry, PluginsConfig};
 pub use retention::RetentionConfig;
 pub use tariff::{RaplMode, TariffConfig, WindowConfig};
+pub use users::UsersConfig;
 pub use validators::ValidatorsConfig;
 
 /// The environment variables a run inherits from the daemon unless the config
@@ -92,6 +94,8 @@ pub struct Config {
     pub archive: ArchiveConfig,
     /// The electricity tariff runs' energy is priced by.
     pub tariff: TariffConfig,
+    /// Who may use a system daemon, who administers it, what users see of each other's tasks.
+    pub users: UsersConfig,
     /// `validate`, resolved (paths absolute from the config file's folder).
     #[serde(skip)]
     pub project_validators:
@@ -156,6 +160,7 @@ impl Default for Config {
             manifest: ManifestConfig::default(),
             archive: ArchiveConfig::default(),
             tariff: TariffConfig::default(),
+            users: UsersConfig::default(),
             project_validators: Default::default(),
         }
     }
@@ -237,6 +242,7 @@ impl Config {
         if unique.len() != self.gpus.len() {
             bail!("key `gpus` lists a GPU index twice: {:?}", self.gpus);
         }
+        self.users.check()?;
         if let Err(e) = self.gpu.backend.parse::<crate::gpu::BackendSpec>() {
             bail!("key `gpu.backend`: {e}");
         }

@@ -23,4 +23,5 @@ pub mod scheduler;
 pub mod store;
 pub mod sys;
 pub mod tariff;
+pub mod users;
 pub use nightjar_core::{task, time};

@@ -7,5 +7,6 @@ pub mod client;
 pub mod humantime_serde_compat;
 pub mod paths;
 pub mod runlog;
+pub mod runlog_read;
 pub mod task;
 pub mod time;

@@ -117,6 +117,23 @@ async fn read_line(
 
 async fn connection(daemon: Arc<Daemon>, stream: UnixStream) {
     let idle = daemon.cfg.api.idle_timeout;
+    // Who is calling, from the kernel: never from what the request says.
+    let caller = match stream.peer_cred() {
+        Ok(cred) => daemon.access.caller(cred.uid()),
+        Err(e) => Err(ApiError::new(
+            ErrorKind::Internal,
+            format!("cannot read the caller's credentials (SO_PEERCRED): {e}"),
+        )),
+    };
+    let caller = match caller {
+        Ok(c) => c,
+        Err(e) => {
+            let mut stream = stream;
+            let line = super::server::error_line(e);
+            let _ = tokio::time::timeout(idle, write_reply(&mut stream, line)).await;
+            return;
+        }
+    };
     let (read, mut write) = stream.into_split();
     let mut reader = BufReader::new(read);
     let mut buf = Vec::new();
@@ -135,7 +152,7 @@ async fn connection(daemon: Arc<Daemon>, stream: UnixStream) {
                 }
                 Ok(Ok(Line::Eof) | Err(_)) | Err(_) => return,
             };
-        let reply = super::server::answer(&daemon, line).await;
+        let reply = super::server::answer(&daemon, &caller, line).await;
         match tokio::time::timeout(idle, write_reply(&mut write, reply)).await {
             Ok(Ok(())) => {}
             _ => return,

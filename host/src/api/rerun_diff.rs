@@ -8,6 +8,7 @@ use nightjar_core::api::diff::{RunPair, RunRecord};
 use nightjar_core::api::manifest::{GitRecord, InputChange, Manifest, RerunOf};
 use nightjar_core::api::{ApiError, ErrorKind, Rerun, Rerunning};
 
+use super::access::Caller;
 use crate::daemon::Daemon;
 use crate::task::model::NewEntry;
 use crate::time::now_ms;
@@ -20,7 +21,12 @@ fn invalid(message: String) -> anyhow::Error {
 }
 
 /// Queues a new task from a run of task `r.id`. Blocking: hashes inputs.
-pub(super) fn rerun(d: &Daemon, r: &Rerun) -> anyhow::Result<Rerunning> {
+pub(super) fn rerun(d: &Daemon, caller: &Caller, r: &Rerun) -> anyhow::Result<Rerunning> {
+    // The new task copies the old one's environment: only who may read it may rerun it.
+    let owner = d.store().task(r.id)?.owner_uid;
+    if !d.access.may_read_private(caller, owner) {
+        return Err(d.access.private_refused(caller, r.id, owner).into());
+    }
     let (run, recorded) = pick_run(d, r)?;
     let mut spec = d.store().task_spec(r.id)?;
     if let Some(name) = &r.name {
@@ -35,8 +41,8 @@ pub(super) fn rerun(d: &Daemon, r: &Rerun) -> anyhow::Result<Rerunning> {
         deps: Vec::new(),
         held: false,
     };
-    let entries = [entry];
-    super::server::check_submission(d, &entries)?;
+    let mut entries = [entry];
+    super::submit::check_submission(d, caller, &mut entries)?;
     let spec = &entries[0].members[0];
     let mut m = d.capture_rerun(spec, &recorded);
     let changed = std::mem::take(&mut m.inputs_changed);
@@ -172,22 +178,35 @@ fn code_notes(run: i64, was: &GitRecord, now: &GitRecord) -> Vec<String> {
 }
 
 /// Both runs' start and output manifests, for `diff`.
-pub(super) fn pair(d: &Daemon, a: i64, b: i64) -> anyhow::Result<RunPair> {
+pub(super) fn pair(d: &Daemon, caller: &Caller, a: i64, b: i64) -> anyhow::Result<RunPair> {
     Ok(RunPair {
-        a: record(d, a)?,
-        b: record(d, b)?,
+        a: record(d, caller, a)?,
+        b: record(d, caller, b)?,
     })
 }
 
-fn record(d: &Daemon, run: i64) -> anyhow::Result<RunRecord> {
+/// A run's record; its environment's values hidden from who may not read them.
+fn record(d: &Daemon, caller: &Caller, run: i64) -> anyhow::Result<RunRecord> {
     let store = d.store();
     let row = store.run(run)?;
+    let owner = store.task(row.task_id)?.owner_uid;
+    let private = !d.access.may_read_private(caller, owner);
     let start = store.run_manifest(run)?.ok_or_else(|| {
         invalid(format!(
             "run {run} (task {}) has no start manifest: it started before nightjar recorded manifests, so there is nothing to compare",
             row.task_id
         ))
     })?;
+    let mut start = start;
+    if private {
+        for v in start
+            .env
+            .values_mut()
+            .chain(start.spec.iter_mut().flat_map(|s| s.env.values_mut()))
+        {
+            *v = super::show::PRIVATE.to_string();
+        }
+    }
     Ok(RunRecord {
         run,
         task: row.task_id,

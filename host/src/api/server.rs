@@ -5,19 +5,18 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
+use super::access::Caller;
+use super::control::{self, Change};
 pub use super::listen::serve;
-use super::{
-    ApiError, Call, Cancelled, Changed, ErrorKind, PROTOCOL, Pong, ReplyLine, Request, RequestLine,
-    WaitResult,
-};
+use super::{ApiError, Call, ErrorKind, Identity, PROTOCOL, Pong, ReplyLine, Request, RequestLine};
 use crate::daemon::Daemon;
-use crate::store::{StoreError, TaskState};
+use crate::store::StoreError;
 use crate::time::now_ms;
 
-/// The reply line (without its newline) to one request line.
-pub async fn answer(daemon: &Arc<Daemon>, line: &[u8]) -> Vec<u8> {
+/// The reply line (without its newline) to one request line from `caller`.
+pub async fn answer(daemon: &Arc<Daemon>, caller: &Caller, line: &[u8]) -> Vec<u8> {
     match parse(line) {
-        Ok(req) => dispatch(daemon, req).await,
+        Ok(req) => dispatch(daemon, caller, req).await,
         Err(e) => error_line(e),
     }
 }
@@ -83,124 +82,122 @@ fn classify(e: anyhow::Error) -> ApiError {
     ApiError::new(kind, format!("{e:#}"))
 }
 
-async fn dispatch(d: &Arc<Daemon>, req: Request) -> Vec<u8> {
+/// Runs `f` off the runtime's thread (it reads files, hashes inputs or
+/// walks folders); `what` names it if it panics.
+async fn blocking<T: Send + 'static>(
+    what: &str,
+    f: impl FnOnce() -> anyhow::Result<T> + Send + 'static,
+) -> anyhow::Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| anyhow::anyhow!("the {what} did not finish: {e}"))
+        .and_then(|r| r)
+}
+
+/// Answers one request from `caller`. Reading the queue, `why`, the GPUs,
+/// the plugins and reports is open to every caller; changing a task is
+/// for its owner or an administrator; what is lab-wide (plugins, gc,
+/// notifiers, priorities) is for administrators.
+pub async fn dispatch(d: &Arc<Daemon>, caller: &Caller, req: Request) -> Vec<u8> {
     let now = now_ms();
+    let me = Arc::clone(d);
+    let who = caller.clone();
     match req {
         Request::Ping(_) => reply::<super::Ping>(Ok(Pong {
             pid: std::process::id(),
             version: env!("CARGO_PKG_VERSION").into(),
             protocol: PROTOCOL,
         })),
-        Request::Submit(r) => {
-            // Capturing the manifests runs git and hashes inputs: off the runtime's thread.
-            let me = Arc::clone(d);
-            let answer =
-                tokio::task::spawn_blocking(move || submit(&me, &r.entries, r.verify, now))
-                    .await
-                    .map_err(|e| anyhow::anyhow!("the submission did not finish: {e}"))
-                    .and_then(|r| r);
-            reply::<super::Submit>(answer)
-        }
-        Request::Rerun(r) => {
-            // Hashes inputs, like a submission: off the runtime's thread.
-            let me = Arc::clone(d);
-            let answer = tokio::task::spawn_blocking(move || super::rerun_diff::rerun(&me, &r))
-                .await
-                .map_err(|e| anyhow::anyhow!("the rerun did not finish: {e}"))
-                .and_then(|r| r);
-            reply::<super::Rerun>(answer)
-        }
-        Request::Diff(r) => reply::<super::Diff>(super::rerun_diff::pair(d, r.a, r.b)),
-        Request::Report(r) => {
-            // Reads a whole period on its own connection: off the runtime's thread.
-            let me = Arc::clone(d);
-            let answer =
-                tokio::task::spawn_blocking(move || super::report_handler::report(&me, &r))
-                    .await
-                    .map_err(|e| anyhow::anyhow!("the report did not finish: {e}"))
-                    .and_then(|r| r);
-            reply::<super::Report>(answer)
-        }
+        Request::Whoami(_) => reply::<super::Whoami>(Ok(Identity {
+            uid: caller.uid,
+            user: caller.name.clone(),
+            admin: caller.admin,
+            multi_user: d.access.multi_user(),
+        })),
+        Request::Submit(r) => reply::<super::Submit>(
+            blocking("submission", move || {
+                super::submit::submit(&me, &who, r.entries, r.verify, now)
+            })
+            .await,
+        ),
+        Request::Rerun(r) => reply::<super::Rerun>(
+            blocking("rerun", move || super::rerun_diff::rerun(&me, &who, &r)).await,
+        ),
+        Request::Diff(r) => reply::<super::Diff>(super::rerun_diff::pair(d, caller, r.a, r.b)),
+        Request::Report(r) => reply::<super::Report>(
+            blocking("report", move || super::report_handler::report(&me, &r)).await,
+        ),
         Request::List(r) => reply::<super::List>((|| {
             let mut rows = d.store().list(&r.filter)?;
             rows.iter_mut().for_each(|t| d.live_reason(t));
             Ok(rows)
         })()),
-        Request::Show(r) => reply::<super::Show>((|| {
-            let mut detail = d.store().show(r.id)?;
-            d.live_reason(&mut detail.task);
-            if let Some(s) = &mut detail.schedule {
-                s.timezone = d.cfg.timezone.clone();
-                s.next_there = detail.task.next_fire_at.map(|at| {
-                    let there = crate::time::to_utc(at).with_timezone(&d.cfg.tz());
-                    format!("{} {}", there.format("%Y-%m-%d %H:%M"), d.cfg.timezone)
-                });
-            }
-            if let Some(m) = detail.manifests.submit.take() {
-                detail.manifests.submit = Some(d.submit_view(m, &detail.spec));
-            }
-            for (k, v) in detail.spec.env.iter_mut() {
-                if crate::config::redacted(k, &d.cfg.sandbox.redact_env) {
-                    *v = crate::config::REDACTED.to_string();
-                }
-            }
-            Ok(detail)
-        })()),
-        Request::Cancel(r) => reply::<super::Cancel>((|| {
-            let effect = d.store().cancel(r.id, now)?;
-            for (run, pid) in &effect.to_signal {
-                d.signal_supervisor(*run, *pid);
-            }
-            d.changed();
-            Ok(Cancelled {
-                cancelled: effect.cancelled,
-                stopping: effect.to_signal.iter().map(|r| r.0).collect(),
-            })
-        })()),
-        Request::Hold(r) => {
-            let n = d.store().hold(r.id, now);
-            reply::<super::Hold>(changed(d, n))
-        }
+        Request::Show(r) => reply::<super::Show>(super::show::show(d, caller, r.id)),
+        Request::Logs(r) => reply::<super::Logs>(
+            blocking("log read", move || super::log_chunk::logs(&me, &who, &r)).await,
+        ),
+        Request::Cancel(r) => reply::<super::Cancel>(control::cancel(d, caller, r.id)),
+        Request::Hold(r) => reply::<super::Hold>(control::change(d, caller, r.id, Change::Hold)),
         Request::Release(r) => {
-            let n = d.store().release(r.id, now);
-            reply::<super::Release>(changed(d, n))
+            reply::<super::Release>(control::change(d, caller, r.id, Change::Release))
         }
-        Request::Retry(r) => {
-            let n = d.store().retry(r.id, now);
-            reply::<super::Retry>(changed(d, n))
+        Request::Retry(r) => reply::<super::Retry>(control::change(d, caller, r.id, Change::Retry)),
+        Request::Priority(r) => {
+            reply::<super::Priority>(control::priority(d, caller, r.id, r.priority))
         }
-        Request::Gc(r) => {
+        Request::Audit(r) => reply::<super::Audit>(
+            d.store()
+                .audit_log(r.since, r.limit.unwrap_or(1000))
+                .map_err(Into::into),
+        ),
+        Request::Gc(r) => reply::<super::Gc>(match d.access.admin_only(caller, "`gc`") {
             // Removing outputs can take minutes: off the runtime's thread,
             // so the socket keeps answering meanwhile.
-            let me = Arc::clone(d);
-            let done = tokio::task::spawn_blocking(move || me.gc(r.dry_run))
+            Ok(()) => {
+                blocking("collection", move || {
+                    let report = me.gc(r.dry_run)?;
+                    if !r.dry_run {
+                        control::audit(&me, &who, "gc", None, report.summary());
+                    }
+                    Ok(report)
+                })
                 .await
-                .map_err(|e| anyhow::anyhow!("the collection did not finish: {e}"))
-                .and_then(|r| r);
-            reply::<super::Gc>(done)
-        }
-        Request::NotifyList(_) => reply::<super::NotifyList>(d.notify_report()),
+            }
+            Err(e) => Err(e.into()),
+        }),
+        Request::NotifyList(_) => reply::<super::NotifyList>(
+            admin(d, caller, "reading the notifiers' dead letters").and_then(|_| d.notify_report()),
+        ),
         Request::NotifyRetry(r) => reply::<super::NotifyRetry>((|| {
+            admin(d, caller, "`notify retry`")?;
             let n = d.notify_retry(r.id)?;
             d.changed();
             Ok(super::Changed { tasks: n })
         })()),
         Request::NotifyTest(r) => {
-            let me = Arc::clone(d);
-            let answer = tokio::task::spawn_blocking(move || me.notify_test(&r.name))
-                .await
-                .map_err(|e| anyhow::anyhow!("the test did not finish: {e}"))
-                .and_then(|r| r);
-            reply::<super::NotifyTest>(answer)
+            reply::<super::NotifyTest>(match admin(d, caller, "`notify test`") {
+                Ok(()) => blocking("test", move || me.notify_test(&r.name)).await,
+                Err(e) => Err(e),
+            })
         }
-        Request::NotifyDigest(_) => reply::<super::NotifyDigest>(
-            d.digest_now()
-                .map(|(from, to)| super::DigestWritten { from, to }),
-        ),
-        Request::Wait(r) => reply::<super::Wait>(wait(d, &r.ids).await),
+        Request::NotifyDigest(_) => {
+            reply::<super::NotifyDigest>(admin(d, caller, "`notify digest`").and_then(|_| {
+                d.digest_now()
+                    .map(|(from, to)| super::DigestWritten { from, to })
+            }))
+        }
+        Request::Wait(r) => reply::<super::Wait>(super::wait::wait(d, &r.ids).await),
         Request::Plugins(_) => reply::<super::Plugins>(Ok(d.plugin_views())),
         Request::Why(r) => reply::<super::Why>(d.why(r.id)),
-        Request::PluginsReload(_) => reply::<super::PluginsReload>(d.reload_plugins().await),
+        Request::PluginsReload(_) => {
+            reply::<super::PluginsReload>(match admin(d, caller, "reloading plugins") {
+                Ok(()) => d.reload_plugins().await.inspect(|changes| {
+                    let detail = changes.iter().map(|c| c.to_string()).collect::<Vec<_>>();
+                    control::audit(d, caller, "plugins-reload", None, detail.join("; "));
+                }),
+                Err(e) => Err(e),
+            })
+        }
         Request::Gpus(_) => reply::<super::Gpus>({
             let mut views = d.gpu_views();
             let store = d.store();
@@ -216,188 +213,7 @@ async fn dispatch(d: &Arc<Daemon>, req: Request) -> Vec<u8> {
     }
 }
 
-/// `hold`, `release`, `retry`: how many tasks changed.
-fn changed(d: &Daemon, n: crate::store::Result<usize>) -> anyhow::Result<Changed> {
-    let tasks = n?;
-    d.changed();
-    Ok(Changed { tasks })
-}
-
-/// Checks and queues a submission; one id per entry.
-fn submit(
-    d: &Daemon,
-    entries: &[crate::task::model::NewEntry],
-    verify: bool,
-    now: i64,
-) -> anyhow::Result<Vec<i64>> {
-    check_submission(d, entries)?;
-    let manifests = d.capture_submit(entries, verify);
-    // Queued once captured: the wait before a start does not count the capture.
-    let now = now.max(now_ms());
-    let tz = d.cfg.tz();
-    let ids = d
-        .store()
-        .submit_with_manifests(entries, &manifests, now, |expr| {
-            crate::task::schedule::parse(expr)
-                .ok()
-                .and_then(|s| s.next_after(crate::time::to_utc(now), tz))
-                .map(|t| t.timestamp_millis())
-        })?;
-    d.changed();
-    Ok(ids)
-}
-
-/// The checks every submission passes (a rerun's too): names, commands,
-/// dependencies, output folders, what this machine can place.
-pub(super) fn check_submission(
-    d: &Daemon,
-    entries: &[crate::task::model::NewEntry],
-) -> anyhow::Result<()> {
-    crate::task::check::check_entries(entries).map_err(anyhow::Error::msg)?;
-    check_outputs(d, entries)?;
-    check_fits(d, entries)
-}
-
-/// Rejects an output folder outside `output_roots` (when set), with the
-/// values known at submit filled in (ids as `0`: a digit string is one path
-/// component like any id). The supervisor checks the real path again.
-fn check_outputs(d: &Daemon, entries: &[crate::task::model::NewEntry]) -> anyhow::Result<()> {
-    use crate::task::vars::{Subst, expand};
-    if d.cfg.output_roots.is_empty() {
-        return Ok(());
-    }
-    for m in entries.iter().flat_map(|e| &e.members) {
-        let Some(t) = &m.output else { continue };
-        let inputs: Vec<String> = m.inputs.iter().map(|p| p.display().to_string()).collect();
-        let path = expand(t, true, |n| {
-            Some(Subst::Value(match n {
-                "TASK_ID" | "RUN_ID" => "0".into(),
-                "WORKDIR" => m.workdir.display().to_string(),
-                "TASK_NAME" => m.name.clone(),
-                "PROJECT" => m.project.clone(),
-                "INPUT_PATH" => inputs.first().cloned().unwrap_or_default(),
-                "INPUTS" => inputs.join(" "),
-                "SCRATCH" => d.cfg.scratch_dir().join("0").display().to_string(),
-                _ => String::new(),
-            }))
-        })?;
-        crate::sandbox::paths::check_within(&m.workdir.join(path), &d.cfg.output_roots)
-            .map_err(|e| anyhow::anyhow!("task `{}`: {e}", m.name.escape_debug()))?;
-    }
-    Ok(())
-}
-
-/// Rejects tasks that could never be placed on this machine.
-fn check_fits(d: &Daemon, entries: &[crate::task::model::NewEntry]) -> anyhow::Result<()> {
-    let cpus = d.cpu_total;
-    let (gpus, largest) = d.gpu_capacity();
-    for m in entries.iter().flat_map(|e| &e.members) {
-        let r = &m.resources;
-        if r.gpus as usize > gpus {
-            anyhow::bail!(
-                "task `{}` asks for {} GPU(s) but this daemon has {gpus} (`nightjar gpus` lists them; `gpus` and `gpu.backend` in the config choose them)",
-                m.name,
-                r.gpus,
-            );
-        }
-        if let (Some(want), Some(max)) = (r.gpu_mem, largest)
-            && r.gpus > 0
-            && want.as_u64() > max
-        {
-            anyhow::bail!(
-                "task `{}` asks for gpu_mem {want} per GPU but the largest GPU here has {}",
-                m.name,
-                bytesize::ByteSize::b(max)
-            );
-        }
-        if r.cpus.unwrap_or(0) > cpus {
-            anyhow::bail!(
-                "task `{}` asks for {} CPUs but only {cpus} can be pinned",
-                m.name,
-                r.cpus.unwrap_or(0)
-            );
-        }
-    }
-    Ok(())
-}
-
-/// The tasks an id stands for when waiting: the task, or a sweep's members.
-fn wait_targets(d: &Daemon, id: i64) -> anyhow::Result<Vec<i64>> {
-    let task = d.store().task(id)?;
-    match task.kind.as_str() {
-        "sweep" => Ok(d.store().show(id)?.members.iter().map(|m| m.id).collect()),
-        "recurring" => anyhow::bail!(
-            "task {id} is a recurring template: it never ends; wait for one of its instances"
-        ),
-        _ => Ok(vec![id]),
-    }
-}
-
-/// Tasks looked up per hold of the store lock: a wait on many tasks yields
-/// between chunks, so `ls` and run recording never queue behind it.
-const WAIT_CHUNK: usize = 256;
-
-async fn wait(d: &Arc<Daemon>, ids: &[i64]) -> anyhow::Result<Vec<WaitResult>> {
-    // Each task once, however often it is named (directly or through its sweep).
-    let mut asked = std::collections::HashSet::new();
-    let mut seen = std::collections::HashSet::new();
-    let mut targets = Vec::new();
-    for (i, &id) in ids.iter().enumerate() {
-        if asked.insert(id) {
-            targets.extend(wait_targets(d, id)?.into_iter().filter(|t| seen.insert(*t)));
-        }
-        if i % WAIT_CHUNK == WAIT_CHUNK - 1 {
-            tokio::task::yield_now().await;
-        }
-    }
-    let mut rx = d.changes.subscribe();
-    // Tasks are checked in order and dropped once ended, so a long wait costs
-    // each change only the tasks still pending at the front.
-    let mut pending = targets.iter().copied().peekable();
-    loop {
-        let mut checked = 0;
-        {
-            let store = d.store();
-            while let Some(&id) = pending.peek() {
-                let state = store.task(id)?.state;
-                if !(state.is_final() || state == TaskState::Blocked) {
-                    break;
-                }
-                pending.next();
-                checked += 1;
-                if checked == WAIT_CHUNK {
-                    break;
-                }
-            }
-        }
-        if pending.peek().is_none() {
-            break;
-        }
-        if checked == WAIT_CHUNK {
-            tokio::task::yield_now().await;
-            continue;
-        }
-        if rx.changed().await.is_err() {
-            anyhow::bail!("the daemon is stopping");
-        }
-    }
-    let mut results = Vec::with_capacity(targets.len());
-    for chunk in targets.chunks(WAIT_CHUNK) {
-        {
-            let store = d.store();
-            for &id in chunk {
-                let t = store.task(id)?;
-                let run = store.latest_run(id)?;
-                results.push(WaitResult {
-                    id,
-                    state: t.state,
-                    class: run.as_ref().and_then(|r| r.class),
-                    exit_code: run.as_ref().and_then(|r| r.exit_code),
-                    signal: run.as_ref().and_then(|r| r.signal),
-                });
-            }
-        }
-        tokio::task::yield_now().await;
-    }
-    Ok(results)
+/// Refuses a caller who is not an administrator.
+fn admin(d: &Daemon, caller: &Caller, what: &str) -> anyhow::Result<()> {
+    Ok(d.access.admin_only(caller, what)?)
 }

@@ -98,6 +98,8 @@ pub struct Daemon {
     pub(super) rapl_start: Mutex<HashMap<i64, super::energy::RaplReading>>,
     /// Ended runs' energy the store refused, kept until their end is recorded.
     pub(super) pending_energy: Mutex<HashMap<i64, crate::gpu::energy::RunEnergy>>,
+    /// Who may do what (`[users]`, and whether the daemon runs as root).
+    pub access: crate::api::access::Access,
 }
 
 impl Daemon {
@@ -126,7 +128,9 @@ impl Daemon {
             m.tariff = Some(cfg.tariff());
             m
         });
+        let access = crate::api::access::Access::new(&cfg.users, crate::users::euid());
         Ok(Arc::new(Daemon {
+            access,
             cfg,
             store: Mutex::new(store),
             pool: Mutex::new(pool),

@@ -2,6 +2,7 @@
 //! is one transaction; a claim can hand a task to one runner only.
 
 mod archive;
+mod audit;
 mod candidates;
 mod checkpoint;
 mod control;
@@ -20,6 +21,7 @@ mod report;
 mod schema;
 mod submit;
 pub mod types;
+pub use audit::AuditEntry;
 
 use std::path::{Path, PathBuf};
 

@@ -15,7 +15,8 @@ const TASK_COLUMNS: &str =
     (SELECT r.stalled_at FROM runs r WHERE r.task_id = t.id AND r.state = 'running'),
     (SELECT SUM(r.energy_j) FROM runs r WHERE r.task_id = t.id),
     (SELECT SUM(r.cost) FROM runs r WHERE r.task_id = t.id),
-    (SELECT MAX(r.currency) FROM runs r WHERE r.task_id = t.id)";
+    (SELECT MAX(r.currency) FROM runs r WHERE r.task_id = t.id),
+    t.owner, t.owner_uid";
 
 fn task_row(r: &rusqlite::Row) -> rusqlite::Result<TaskRow> {
     let state: String = r.get(6)?;
@@ -43,6 +44,8 @@ fn task_row(r: &rusqlite::Row) -> rusqlite::Result<TaskRow> {
         energy_j: r.get(15)?,
         cost: r.get(16)?,
         currency: r.get(17)?,
+        owner: r.get(18)?,
+        owner_uid: r.get(19)?,
     })
 }
 

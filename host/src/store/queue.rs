@@ -239,9 +239,19 @@ impl Store {
         for (template, spec_json, schedule) in due {
             let spec: TaskSpec = serde_json::from_str(&spec_json)?;
             exec(&tx,
-                "INSERT INTO tasks (kind, parent_id, name, project, priority, state, spec, submitted_at)
-                 VALUES ('task', ?1, ?2, ?3, ?4, 'queued', ?5, ?6)",
-                params![template, spec.name, spec.project, spec.priority.rank(), spec_json, now],
+                "INSERT INTO tasks (kind, parent_id, name, project, priority, state, spec, submitted_at,
+                                    owner_uid, owner)
+                 VALUES ('task', ?1, ?2, ?3, ?4, 'queued', ?5, ?6, ?7, ?8)",
+                params![
+                    template,
+                    spec.name,
+                    spec.project,
+                    spec.priority.rank(),
+                    spec_json,
+                    now,
+                    spec.owner.as_ref().map(|o| o.uid),
+                    spec.owner.as_ref().map(|o| &o.name),
+                ],
             )?;
             let id = tx.last_insert_rowid();
             created.push(id);

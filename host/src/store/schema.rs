@@ -272,4 +272,36 @@ CREATE INDEX runs_report ON runs (finished_at, task_id, attempt, eligible_at, st
     WHERE state = 'finished';
 CREATE INDEX run_gpu_series_at ON run_gpu_series (at, gpu, util);
 "#,
+    r#"
+-- Many users (nightjar 0.5): each task's owner, from the submitter's socket
+-- credentials (NULL: a task from before, the daemon's own user's); the
+-- HTTP API's tokens, stored as their SHA-256 only; and the audit log of
+-- administrative actions, which no statement may change or delete.
+ALTER TABLE tasks ADD COLUMN owner_uid INTEGER;
+ALTER TABLE tasks ADD COLUMN owner TEXT;
+CREATE INDEX tasks_owner_state ON tasks (owner_uid, state);
+CREATE TABLE tokens (
+    id         INTEGER PRIMARY KEY,
+    uid        INTEGER NOT NULL,
+    user       TEXT    NOT NULL,
+    name       TEXT    NOT NULL,
+    hash       TEXT    NOT NULL UNIQUE,
+    created_at INTEGER NOT NULL,
+    used_at    INTEGER,
+    revoked_at INTEGER
+);
+CREATE TABLE audit (
+    id      INTEGER PRIMARY KEY,
+    at      INTEGER NOT NULL,
+    uid     INTEGER NOT NULL,
+    user    TEXT    NOT NULL,
+    action  TEXT    NOT NULL,
+    task_id INTEGER,
+    detail  TEXT    NOT NULL
+);
+CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit
+    BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit
+    BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+"#,
 ];

@@ -112,8 +112,9 @@ fn insert_task(
     now: i64,
 ) -> Result<i64> {
     tx.prepare_cached(
-        "INSERT INTO tasks (kind, parent_id, name, project, priority, state, spec, submitted_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        "INSERT INTO tasks (kind, parent_id, name, project, priority, state, spec, submitted_at,
+                            owner_uid, owner)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     )?
     .execute(params![
         kind,
@@ -123,7 +124,9 @@ fn insert_task(
         spec.priority.rank(),
         state.as_str(),
         serde_json::to_string(spec)?,
-        now
+        now,
+        spec.owner.as_ref().map(|o| o.uid),
+        spec.owner.as_ref().map(|o| &o.name),
     ])?;
     Ok(tx.last_insert_rowid())
 }

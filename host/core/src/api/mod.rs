@@ -9,9 +9,12 @@
 //! The error stays a plain string so that a client of another version still
 //! prints it.
 
+pub mod audit;
 pub mod class;
 pub mod diff;
 pub mod findings;
+pub mod gc;
+pub mod logs;
 pub mod manifest;
 pub mod notify;
 pub mod outputs;
@@ -59,6 +62,9 @@ pub enum ErrorKind {
     /// The request is well formed but cannot be done: bad input, a task in
     /// the wrong state, a limit exceeded.
     Invalid,
+    /// The caller may not do this to that task (another user's), or is not
+    /// an administrator (`[users] admin_group`).
+    Forbidden,
     /// The line is not a request of this protocol.
     BadRequest,
     /// Client and daemon speak different protocol versions.
@@ -79,6 +85,7 @@ impl ErrorKind {
             ErrorKind::NotFound => 4,
             ErrorKind::Protocol => 5,
             ErrorKind::Unavailable => 3,
+            ErrorKind::Forbidden => 6,
             _ => 1,
         }
     }

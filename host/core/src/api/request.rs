@@ -3,7 +3,9 @@
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+pub use super::audit::{Audit, AuditRow, Priority};
 pub use super::diff::{Diff, RunPair};
+pub use super::logs::{LogChunk, LogCursor, Logs};
 pub use super::notify::{
     DigestWritten, NotifyDigest, NotifyList, NotifyReport, NotifyRetry, NotifyTest, NotifyTestReply,
 };
@@ -85,6 +87,14 @@ requests! {
     Diff => RunPair;
     /// A period's accounting (`nightjar report`).
     Report => Accounting;
+    /// The next bytes of a run's log (`nightjar logs`).
+    Logs => LogChunk;
+    /// Who the daemon takes the caller for.
+    Whoami => Identity;
+    /// Change a task's priority (administrators; audited).
+    Priority => Changed;
+    /// The audit log of administrative actions.
+    Audit => Vec<AuditRow>;
 }
 
 /// `ping`.
@@ -237,4 +247,21 @@ pub struct WaitResult {
     pub exit_code: Option<i32>,
     /// Signal of the last run.
     pub signal: Option<i32>,
+}
+
+/// `whoami`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Whoami {}
+
+/// Who the daemon takes the caller for, and how it serves users.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Identity {
+    /// The caller's uid (from the kernel, or the token's).
+    pub uid: u32,
+    /// Their name.
+    pub user: String,
+    /// Whether they administer this daemon.
+    pub admin: bool,
+    /// Whether the daemon serves many users (runs as root) and runs tasks as their owners.
+    pub multi_user: bool,
 }

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::task::model::{DepKind, TaskSpec};
 
 pub use super::class::RunClass;
+pub use super::gc::GcReport;
 
 /// Where a task stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -142,6 +143,13 @@ pub struct TaskRow {
     pub next_fire_at: Option<i64>,
     /// The command, for display.
     pub command: String,
+    /// Who submitted it (the user's name; absent from tasks older than
+    /// nightjar 0.5, which belong to the daemon's user).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// The submitter's uid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner_uid: Option<u32>,
     /// Member counts, for sweeps.
     pub counts: Option<Counts>,
     /// Since when its running run is stalled, if it is.
@@ -360,51 +368,4 @@ pub struct ListFilter {
     pub all: bool,
     /// With `all` false: ended tasks are listed when they ended after this (Unix ms).
     pub since: i64,
-}
-
-/// What one collection removed (or, dry, would remove).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GcReport {
-    /// Tasks deleted (sweep parents included).
-    pub tasks: usize,
-    /// Runs deleted; their folders go too.
-    pub runs: Vec<i64>,
-    /// Events deleted.
-    pub events: usize,
-    /// GPU series samples deleted.
-    pub gpu_samples: usize,
-    /// Plugin-cache files deleted.
-    #[serde(default)]
-    pub cache_files: usize,
-    /// Runs whose local outputs and scratch were removed by their outcome's retention.
-    #[serde(default)]
-    pub outputs: usize,
-    /// Bytes those held.
-    #[serde(default)]
-    pub outputs_bytes: u64,
-    /// Nothing was deleted: this is what would be.
-    pub dry_run: bool,
-}
-
-impl GcReport {
-    /// One line for a person: what was (or would be) deleted.
-    pub fn summary(&self) -> String {
-        format!(
-            "{} {} tasks, {} runs and their folders, {} events, {} GPU samples, {} unused compiled plugins; local outputs and scratch of {} runs ({})",
-            if self.dry_run {
-                "would delete"
-            } else {
-                "deleted"
-            },
-            self.tasks,
-            self.runs.len(),
-            self.events,
-            self.gpu_samples,
-            self.cache_files,
-            self.outputs,
-            bytesize::ByteSize::b(self.outputs_bytes)
-                .display()
-                .iec_short()
-        )
-    }
 }

@@ -255,6 +255,20 @@ pub struct TaskSpec {
     /// The result validators its runs are judged by (task file `[[validate]]`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub validate: Vec<ValidatorRef>,
+    /// Who the task belongs to and runs as. Set by the daemon from the
+    /// submitter's socket credentials (whatever a client sends is replaced);
+    /// absent from tasks stored before nightjar 0.5 (the daemon's user).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<Owner>,
+}
+
+/// The local user a task belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Owner {
+    /// The user id, from the kernel (`SO_PEERCRED`).
+    pub uid: u32,
+    /// The user's name at submit time (for display; the uid decides).
+    pub name: String,
 }
 
 /// A result validator a task's runs are judged by.

@@ -182,6 +182,7 @@ fn resolve_one(
             params,
             preemptible: def.preemptible,
             validate: validate.clone(),
+            owner: None,
             checkpoint: member_checkpoint,
         });
     }

@@ -1,0 +1,49 @@
+//! `logs`: a run's output through the daemon, for its owner, an
+//! administrator, or anyone when `users.share_details` is on.
+
+use super::access::Caller;
+use super::{LogChunk, Logs};
+use crate::daemon::Daemon;
+use nightjar_core::api::logs::MAX_CHUNK;
+use nightjar_core::runlog::{STDERR, STDOUT};
+
+/// The next bytes of the log asked for.
+pub(super) fn logs(d: &Daemon, caller: &Caller, r: &Logs) -> anyhow::Result<LogChunk> {
+    let detail = d.store().show(r.id)?;
+    if !d.access.may_read_private(caller, detail.task.owner_uid) {
+        return Err(d
+            .access
+            .private_refused(caller, r.id, detail.task.owner_uid)
+            .into());
+    }
+    let run = match r.attempt {
+        Some(n) => detail.runs.iter().find(|x| x.attempt == n).ok_or_else(|| {
+            anyhow::anyhow!("task {} has no attempt {n} (`nightjar show {}` lists its runs)", r.id, r.id)
+        })?,
+        None => detail.runs.last().ok_or_else(|| {
+            if detail.members.is_empty() {
+                anyhow::anyhow!("task {} has not started yet ({})", r.id, detail.task.state.as_str())
+            } else {
+                anyhow::anyhow!(
+                    "task {} is a sweep; ask for one of its members (`nightjar show {}` lists them)",
+                    r.id,
+                    r.id
+                )
+            }
+        })?,
+    };
+    let path = std::path::Path::new(&run.run_dir).join(if r.stderr { STDERR } else { STDOUT });
+    // Whether it runs is read before the bytes: a reader that sees
+    // `running: false` has every byte once it reads until an empty chunk.
+    let running = run.state == "running";
+    let read = nightjar_core::runlog_read::read_from(&path, r.cursor, MAX_CHUNK)
+        .map_err(|e| anyhow::anyhow!("read {}: {e}", path.display()))?;
+    Ok(LogChunk::new(
+        run.id,
+        run.attempt,
+        running,
+        &read.data,
+        read.cursor,
+        read.missed,
+    ))
+}

@@ -1,0 +1,138 @@
+//! `submit`: the checks every submission passes (a rerun's too), then the
+//! queue. The owner of every task is the caller, whatever the entries say.
+
+use super::access::Caller;
+use crate::daemon::Daemon;
+use crate::task::model::NewEntry;
+use crate::time::now_ms;
+
+/// Checks and queues a submission by `caller`; one id per entry.
+pub(super) fn submit(
+    d: &Daemon,
+    caller: &Caller,
+    mut entries: Vec<NewEntry>,
+    verify: bool,
+    now: i64,
+) -> anyhow::Result<Vec<i64>> {
+    check_submission(d, caller, &mut entries)?;
+    let manifests = d.capture_submit(&entries, verify);
+    // Queued once captured: the wait before a start does not count the capture.
+    let now = now.max(now_ms());
+    let tz = d.cfg.tz();
+    let ids = d
+        .store()
+        .submit_with_manifests(&entries, &manifests, now, |expr| {
+            crate::task::schedule::parse(expr)
+                .ok()
+                .and_then(|s| s.next_after(crate::time::to_utc(now), tz))
+                .map(|t| t.timestamp_millis())
+        })?;
+    d.changed();
+    Ok(ids)
+}
+
+/// The checks every submission passes (a rerun's too): names, commands,
+/// dependencies, output folders, what this machine can place, and, on a
+/// system daemon, that the caller can reach the folders the task uses.
+/// Every member becomes the caller's.
+pub(super) fn check_submission(
+    d: &Daemon,
+    caller: &Caller,
+    entries: &mut [NewEntry],
+) -> anyhow::Result<()> {
+    for m in entries.iter_mut().flat_map(|e| &mut e.members) {
+        m.owner = Some(caller.owner());
+    }
+    crate::task::check::check_entries(entries).map_err(anyhow::Error::msg)?;
+    check_reach(caller, entries)?;
+    check_outputs(d, entries)?;
+    check_fits(d, entries)
+}
+
+/// On a system daemon, a task runs as its owner: refuse at submit a workdir
+/// the owner cannot enter and read, or an input they cannot read (the run
+/// would fail as them anyway; this says so before it queues).
+fn check_reach(caller: &Caller, entries: &[NewEntry]) -> anyhow::Result<()> {
+    if caller.uid == crate::users::euid() || caller.uid == 0 {
+        return Ok(());
+    }
+    let Some(account) = crate::users::by_uid(caller.uid) else {
+        anyhow::bail!(
+            "uid {} has no entry in the user database, so no task can run as it",
+            caller.uid
+        );
+    };
+    let groups = crate::users::groups_of(&account);
+    for m in entries.iter().flat_map(|e| &e.members) {
+        crate::users::perm::check(&m.workdir, &account, &groups, crate::users::perm::Want::Dir)
+            .map_err(|e| anyhow::anyhow!("task `{}`: workdir {e}", m.name.escape_debug()))?;
+        for input in &m.inputs {
+            crate::users::perm::check(input, &account, &groups, crate::users::perm::Want::Read)
+                .map_err(|e| anyhow::anyhow!("task `{}`: input {e}", m.name.escape_debug()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Rejects an output folder outside `output_roots` (when set), with the
+/// values known at submit filled in (ids as `0`: a digit string is one path
+/// component like any id). The supervisor checks the real path again.
+fn check_outputs(d: &Daemon, entries: &[NewEntry]) -> anyhow::Result<()> {
+    use crate::task::vars::{Subst, expand};
+    if d.cfg.output_roots.is_empty() {
+        return Ok(());
+    }
+    for m in entries.iter().flat_map(|e| &e.members) {
+        let Some(t) = &m.output else { continue };
+        let inputs: Vec<String> = m.inputs.iter().map(|p| p.display().to_string()).collect();
+        let path = expand(t, true, |n| {
+            Some(Subst::Value(match n {
+                "TASK_ID" | "RUN_ID" => "0".into(),
+                "WORKDIR" => m.workdir.display().to_string(),
+                "TASK_NAME" => m.name.clone(),
+                "PROJECT" => m.project.clone(),
+                "INPUT_PATH" => inputs.first().cloned().unwrap_or_default(),
+                "INPUTS" => inputs.join(" "),
+                "SCRATCH" => d.cfg.scratch_dir().join("0").display().to_string(),
+                _ => String::new(),
+            }))
+        })?;
+        crate::sandbox::paths::check_within(&m.workdir.join(path), &d.cfg.output_roots)
+            .map_err(|e| anyhow::anyhow!("task `{}`: {e}", m.name.escape_debug()))?;
+    }
+    Ok(())
+}
+
+/// Rejects tasks that could never be placed on this machine.
+fn check_fits(d: &Daemon, entries: &[NewEntry]) -> anyhow::Result<()> {
+    let cpus = d.cpu_total;
+    let (gpus, largest) = d.gpu_capacity();
+    for m in entries.iter().flat_map(|e| &e.members) {
+        let r = &m.resources;
+        if r.gpus as usize > gpus {
+            anyhow::bail!(
+                "task `{}` asks for {} GPU(s) but this daemon has {gpus} (`nightjar gpus` lists them; `gpus` and `gpu.backend` in the config choose them)",
+                m.name,
+                r.gpus,
+            );
+        }
+        if let (Some(want), Some(max)) = (r.gpu_mem, largest)
+            && r.gpus > 0
+            && want.as_u64() > max
+        {
+            anyhow::bail!(
+                "task `{}` asks for gpu_mem {want} per GPU but the largest GPU here has {}",
+                m.name,
+                bytesize::ByteSize::b(max)
+            );
+        }
+        if r.cpus.unwrap_or(0) > cpus {
+            anyhow::bail!(
+                "task `{}` asks for {} CPUs but only {cpus} can be pinned",
+                m.name,
+                r.cpus.unwrap_or(0)
+            );
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,88 @@
+//! `wait`: reply once every task named has ended (or is blocked).
+
+use std::sync::Arc;
+
+use super::WaitResult;
+use crate::daemon::Daemon;
+use crate::store::TaskState;
+
+/// The tasks an id stands for when waiting: the task, or a sweep's members.
+fn wait_targets(d: &Daemon, id: i64) -> anyhow::Result<Vec<i64>> {
+    let task = d.store().task(id)?;
+    match task.kind.as_str() {
+        "sweep" => Ok(d.store().show(id)?.members.iter().map(|m| m.id).collect()),
+        "recurring" => anyhow::bail!(
+            "task {id} is a recurring template: it never ends; wait for one of its instances"
+        ),
+        _ => Ok(vec![id]),
+    }
+}
+
+/// Tasks looked up per hold of the store lock: a wait on many tasks yields
+/// between chunks, so `ls` and run recording never queue behind it.
+const WAIT_CHUNK: usize = 256;
+
+pub(super) async fn wait(d: &Arc<Daemon>, ids: &[i64]) -> anyhow::Result<Vec<WaitResult>> {
+    // Each task once, however often it is named (directly or through its sweep).
+    let mut asked = std::collections::HashSet::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut targets = Vec::new();
+    for (i, &id) in ids.iter().enumerate() {
+        if asked.insert(id) {
+            targets.extend(wait_targets(d, id)?.into_iter().filter(|t| seen.insert(*t)));
+        }
+        if i % WAIT_CHUNK == WAIT_CHUNK - 1 {
+            tokio::task::yield_now().await;
+        }
+    }
+    let mut rx = d.changes.subscribe();
+    // Tasks are checked in order and dropped once ended, so a long wait costs
+    // each change only the tasks still pending at the front.
+    let mut pending = targets.iter().copied().peekable();
+    loop {
+        let mut checked = 0;
+        {
+            let store = d.store();
+            while let Some(&id) = pending.peek() {
+                let state = store.task(id)?.state;
+                if !(state.is_final() || state == TaskState::Blocked) {
+                    break;
+                }
+                pending.next();
+                checked += 1;
+                if checked == WAIT_CHUNK {
+                    break;
+                }
+            }
+        }
+        if pending.peek().is_none() {
+            break;
+        }
+        if checked == WAIT_CHUNK {
+            tokio::task::yield_now().await;
+            continue;
+        }
+        if rx.changed().await.is_err() {
+            anyhow::bail!("the daemon is stopping");
+        }
+    }
+    let mut results = Vec::with_capacity(targets.len());
+    for chunk in targets.chunks(WAIT_CHUNK) {
+        {
+            let store = d.store();
+            for &id in chunk {
+                let t = store.task(id)?;
+                let run = store.latest_run(id)?;
+                results.push(WaitResult {
+                    id,
+                    state: t.state,
+                    class: run.as_ref().and_then(|r| r.class),
+                    exit_code: run.as_ref().and_then(|r| r.exit_code),
+                    signal: run.as_ref().and_then(|r| r.signal),
+                });
+            }
+        }
+        tokio::task::yield_now().await;
+    }
+    Ok(results)
+}
