@@ -3,6 +3,7 @@
 
 mod harness;
 
+mod admin;
 mod archive;
 mod archive_hostile;
 mod breaker;

@@ -54,6 +54,7 @@ pub fn run(mut ctx: Ctx, a: Args) -> Result<i32> {
                 fmt_span(now - r.submitted_at),
             ];
             if a.wide {
+                row.push(r.owner.clone().unwrap_or_else(|| "-".into()));
                 row.push(r.energy_j.map(fmt_energy).unwrap_or_else(|| "-".into()));
                 row.push(match (r.cost, &r.currency) {
                     (Some(c), Some(cur)) => format!("{} {cur}", fmt_cost(c)),
@@ -66,7 +67,7 @@ pub fn run(mut ctx: Ctx, a: Args) -> Result<i32> {
         .collect();
     let headers: &[&str] = if a.wide {
         &[
-            "ID", "NAME", "PROJECT", "PRIO", "STATE", "AGE", "ENERGY", "COST", "INFO",
+            "ID", "NAME", "PROJECT", "PRIO", "STATE", "AGE", "USER", "ENERGY", "COST", "INFO",
         ]
     } else {
         &["ID", "NAME", "PROJECT", "PRIO", "STATE", "AGE", "INFO"]
