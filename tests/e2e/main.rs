@@ -34,6 +34,7 @@ mod notify_wecom;
 mod ordering;
 mod plugin_config;
 mod policies;
+mod quotas;
 mod report;
 mod report_html;
 mod rerun_diff;

@@ -44,6 +44,8 @@ pub(super) fn check_submission(
         m.owner = Some(caller.owner());
     }
     crate::task::check::check_entries(entries).map_err(anyhow::Error::msg)?;
+    let adding = entries.iter().map(|e| e.members.len()).sum();
+    d.check_queued_quota(caller, adding)?;
     check_reach(caller, entries)?;
     check_outputs(d, entries)?;
     check_fits(d, entries)

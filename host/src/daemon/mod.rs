@@ -23,6 +23,7 @@ mod policy_pass;
 mod postrun;
 mod preempt;
 mod private;
+mod quota;
 mod retention;
 mod runenv;
 mod runs;

@@ -77,6 +77,21 @@ impl Store {
         Ok(rows)
     }
 
+    /// How many tasks of user `uid` wait (queued, held, blocked or
+    /// scheduled; a sweep counts by its members). Tasks without an owner
+    /// are the daemon's user's (`daemon_uid`).
+    pub fn waiting_of(&self, uid: u32, daemon_uid: u32) -> Result<usize> {
+        let n: i64 = row(
+            &self.conn,
+            "SELECT COUNT(*) FROM tasks
+             WHERE kind != 'sweep' AND state IN ('queued', 'held', 'blocked', 'scheduled')
+               AND (owner_uid = ?1 OR (?1 = ?2 AND owner_uid IS NULL))",
+            params![uid, daemon_uid],
+            |r| r.get(0),
+        )?;
+        Ok(n as usize)
+    }
+
     /// Member counts of a sweep.
     pub fn counts(&self, sweep: i64) -> Result<Counts> {
         let mut stmt = self.conn.prepare_cached(
