@@ -53,6 +53,28 @@ fn a_priority_change_is_applied_and_written_to_the_audit_log() {
 }
 
 #[test]
+fn the_config_a_daemon_started_with_and_plugin_reloads_are_audited() {
+    let mut nj = Nj::new("");
+    nj.start();
+    nj.ok(&["plugins", "reload"]);
+    let log = nj.json(&["audit"]);
+    let actions: Vec<&str> = log
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(actions, ["config-loaded", "plugins-reload"], "{log}");
+    let config = log[0]["detail"].as_str().unwrap();
+    assert!(config.contains("(sha256 "), "{config}");
+    let table = nj.ok(&["audit"]);
+    assert!(
+        table.contains("config-loaded") && table.contains("plugins-reload"),
+        "{table}"
+    );
+}
+
+#[test]
 fn logs_through_the_daemon_are_byte_exact_and_span_many_chunks() {
     let mut nj = Nj::new("[sandbox]\nlog_cap = \"64MiB\"");
     nj.start();

@@ -5,7 +5,7 @@
 
 use super::core::{Daemon, lock};
 use crate::api::access::Caller;
-use crate::store::Candidate;
+use crate::store::{Candidate, Store};
 
 /// More remembered reasons than this and the map is started afresh (tasks
 /// cancelled while held back leave theirs behind).
@@ -65,15 +65,18 @@ impl Daemon {
     }
 
     /// Refuses a submission of `adding` tasks by `caller` that would take
-    /// them past their `queued` quota.
-    pub fn check_queued_quota(&self, caller: &Caller, adding: usize) -> anyhow::Result<()> {
+    /// them past their `queued` quota (`store`: the store, locked).
+    pub fn check_queued_quota(
+        &self,
+        store: &Store,
+        caller: &Caller,
+        adding: usize,
+    ) -> anyhow::Result<()> {
         let (limits, keys) = self.cfg.quotas.of(&caller.name);
         let Some(max) = limits.queued else {
             return Ok(());
         };
-        let waiting = self
-            .store()
-            .waiting_of(caller.uid, self.access.daemon_uid)?;
+        let waiting = store.waiting_of(caller.uid, self.access.daemon_uid)?;
         if waiting + adding > max as usize {
             anyhow::bail!(
                 "quota: {} has {waiting} task(s) waiting and this submission adds {adding}; `{}` allows {max}: wait for some to start, cancel some, or ask an administrator",
