@@ -192,3 +192,29 @@ fn a_hostile_log_cursor_reads_nothing_or_starts_afresh_and_never_breaks_the_daem
         "still serving"
     );
 }
+
+#[test]
+fn ls_filters_by_owner_and_mine_means_the_caller() {
+    let mut nj = Nj::new("");
+    nj.start();
+    let a = nj.submit(&["--hold", "--", "true"]);
+    let b = nj.submit(&["--hold", "--", "true"]);
+    let ids = |v: serde_json::Value| -> Vec<i64> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["id"].as_i64().unwrap())
+            .collect()
+    };
+    assert_eq!(ids(nj.json(&["ls", "--mine"])), [a, b]);
+    let me = nj.json(&["whoami"])["user"].as_str().unwrap().to_string();
+    assert_eq!(ids(nj.json(&["ls", "--user", &me])), [a, b]);
+    assert!(ids(nj.json(&["ls", "--user", "nobody-of-this-lab"])).is_empty());
+    let wide = nj.ok(&["ls", "--wide"]);
+    assert!(
+        wide.lines().next().unwrap().contains("USER") && wide.contains(&me),
+        "{wide}"
+    );
+    let both = nj.cli(&["ls", "--mine", "--user", "x"]);
+    assert_eq!(both.status.code(), Some(2));
+}

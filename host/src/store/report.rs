@@ -86,12 +86,6 @@ const RUN_COLUMNS: &str = "r.task_id, r.attempt, t.name, t.project, t.submitted_
     r.started_at, r.finished_at, r.class, r.gpus, r.energy_j, r.energy_source, r.cost, r.currency,
     t.owner";
 
-/// The name tasks without an owner go under: the daemon's user's.
-fn daemon_user() -> &'static str {
-    static NAME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    NAME.get_or_init(|| crate::users::name_of(crate::users::euid()))
-}
-
 fn report_run(r: &rusqlite::Row) -> rusqlite::Result<ReportRun> {
     let gpus: Option<String> = r.get(9)?;
     Ok(ReportRun {
@@ -113,7 +107,7 @@ fn report_run(r: &rusqlite::Row) -> rusqlite::Result<ReportRun> {
         currency: r.get(13)?,
         owner: r
             .get::<_, Option<String>>(14)?
-            .unwrap_or_else(|| daemon_user().to_string()),
+            .unwrap_or_else(|| super::query::daemon_user().to_string()),
     })
 }
 
