@@ -300,12 +300,13 @@ fn a_huge_greeting_is_refused_without_reading_it_all() {
             }
         });
         let b = broker(settings(dir.path(), port, "none", "5s"));
-        let (r, took) = send_within(b, Duration::from_secs(10));
+        // Refused for its length, not by the 5 s deadline: the error says
+        // which (no wall-clock threshold, which a loaded machine can miss).
+        let (r, _) = send_within(b, Duration::from_secs(10));
         assert!(
-            matches!(&r, Err(MailError::Transient(t)) if t.contains("too l")),
+            matches!(&r, Err(MailError::Transient(t)) if t.contains("too l") && !t.contains("timed out")),
             "{r:?}"
         );
-        assert!(took < Duration::from_secs(4), "{took:?}");
     }
 }
 
