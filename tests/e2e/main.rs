@@ -25,6 +25,8 @@ mod hostile_output;
 mod input;
 mod manifest;
 mod manifest_hostile;
+mod multiuser;
+mod multiuser_access;
 mod notify;
 mod notify_daemon;
 mod notify_digest;
