@@ -167,9 +167,8 @@ impl System {
         let mut a = vec!["--json", "submit"];
         a.extend_from_slice(args);
         let v: Value = serde_json::from_str(&self.ok(u, who, &a)).expect("submit json");
-        v["ids"][0]
+        v[0]["id"]
             .as_i64()
-            .or_else(|| v["id"].as_i64())
             .unwrap_or_else(|| panic!("no id in {v}"))
     }
 }
@@ -221,11 +220,11 @@ fn a_task_runs_as_its_owner_with_their_groups_home_and_output_and_cannot_regain_
     };
     let s = system("");
     let work = folder_of(&u.alice, "nj-run");
-    let script = "grep -E '^(Uid|Gid):' /proc/$$/status > $OUTPUT_PATH/report; \
-         echo groups $(id -G) >> $OUTPUT_PATH/report; \
-         echo home=$HOME user=$USER logname=$LOGNAME >> $OUTPUT_PATH/report; \
-         if python3 -c 'import os; os.setuid(0)' 2>/dev/null; then echo setuid=root; else echo setuid=refused; fi >> $OUTPUT_PATH/report; \
-         if kill -TERM $PPID 2>/dev/null; then echo kill=done; else echo kill=refused; fi >> $OUTPUT_PATH/report";
+    let script = "grep -E '^(Uid|Gid):' /proc/$$/status > $NIGHTJAR_OUTPUT_PATH/report; \
+         echo groups $(id -G) >> $NIGHTJAR_OUTPUT_PATH/report; \
+         echo home=$HOME user=$USER logname=$LOGNAME >> $NIGHTJAR_OUTPUT_PATH/report; \
+         if /usr/bin/python3 -c 'import os; os.setuid(0)' 2>/dev/null; then echo setuid=root; else echo setuid=refused; fi >> $NIGHTJAR_OUTPUT_PATH/report; \
+         if kill -TERM $PPID 2>/dev/null; then echo kill=done; else echo kill=refused; fi >> $NIGHTJAR_OUTPUT_PATH/report";
     let id = s.submit(
         &u,
         &u.alice,
@@ -268,7 +267,7 @@ fn a_task_runs_as_its_owner_with_their_groups_home_and_output_and_cannot_regain_
     );
     assert!(report.contains("setuid=refused"), "{report}");
     assert!(report.contains("kill=refused"), "{report}");
-    assert_eq!(shown["status"], "succeeded", "{shown}");
+    assert_eq!(shown["task"]["state"], "succeeded", "{shown}");
     for p in [&out, &out.join("report")] {
         let m = std::fs::metadata(p).unwrap();
         assert_eq!((m.uid(), m.gid()), (a, g), "{} owned by root", p.display());
@@ -297,7 +296,7 @@ fn output_the_owner_may_not_write_and_a_workdir_they_cannot_enter_fail_as_theirs
         ],
     );
     let shown = wait_end(&s, id);
-    assert_eq!(shown["status"], "failed", "{shown}");
+    assert_eq!(shown["task"]["state"], "failed", "{shown}");
     let text = shown.to_string();
     assert!(
         text.contains("cannot create output folder") && text.contains("njtest-alice"),
@@ -316,7 +315,7 @@ fn output_the_owner_may_not_write_and_a_workdir_they_cannot_enter_fail_as_theirs
     std::fs::set_permissions(&gone, std::fs::Permissions::from_mode(0o700)).unwrap();
     s.ok(&u, &u.alice, &["release", &id.to_string()]);
     let shown = wait_end(&s, id);
-    assert_eq!(shown["status"], "failed", "{shown}");
+    assert_eq!(shown["task"]["state"], "failed", "{shown}");
     let text = shown.to_string();
     assert!(
         text.contains("cannot enter the workdir") && text.contains(gone.to_str().unwrap()),
@@ -356,7 +355,7 @@ fn a_user_deleted_after_the_submit_never_runs_and_never_as_root() {
     // Root (an administrator) releases it.
     s.nj.ok(&["release", &id.to_string()]);
     let shown = wait_end(&s, id);
-    assert_eq!(shown["status"], "failed", "{shown}");
+    assert_eq!(shown["task"]["state"], "failed", "{shown}");
     let text = shown.to_string();
     assert!(
         text.contains(&format!("uid {}", dave.uid))

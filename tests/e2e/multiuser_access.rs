@@ -38,9 +38,9 @@ fn only_the_owner_or_an_admin_changes_a_task_and_the_admins_act_is_audited() {
             "bob {verb}: {err}"
         );
     }
-    assert_eq!(s.nj.show(id)["status"], "held");
+    assert_eq!(s.nj.show(id)["task"]["state"], "held");
     s.ok(&u, &u.carol, &["cancel", &ids]);
-    assert_eq!(s.nj.show(id)["status"], "cancelled");
+    assert_eq!(s.nj.show(id)["task"]["state"], "cancelled");
     let db = rusqlite::Connection::open(s.nj.state.join("nightjar.db")).unwrap();
     let rows: Vec<(String, String)> = db
         .prepare("SELECT user, action FROM audit WHERE task_id = ?1")
@@ -111,7 +111,7 @@ fn others_see_the_queue_and_why_but_not_the_env() {
             "--workdir",
             w,
             "-e",
-            "TOKEN=hunter2",
+            "COLOUR=teal42",
             "--",
             "true",
         ],
@@ -121,12 +121,12 @@ fn others_see_the_queue_and_why_but_not_the_env() {
     assert!(ls.contains(&format!("\"id\": {id}")), "{ls}");
     s.ok(&u, &u.bob, &["why", &ids]);
     let bob_show = s.ok(&u, &u.bob, &["--json", "show", &ids]);
-    assert!(!bob_show.contains("hunter2"), "{bob_show}");
+    assert!(!bob_show.contains("teal42"), "{bob_show}");
     assert!(bob_show.contains("<private>"), "{bob_show}");
     let alice_show = s.ok(&u, &u.alice, &["--json", "show", &ids]);
-    assert!(alice_show.contains("hunter2"), "{alice_show}");
+    assert!(alice_show.contains("teal42"), "{alice_show}");
     let carol_show = s.ok(&u, &u.carol, &["--json", "show", &ids]);
-    assert!(carol_show.contains("hunter2"), "{carol_show}");
+    assert!(carol_show.contains("teal42"), "{carol_show}");
 }
 
 #[test]
