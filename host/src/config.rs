@@ -18,6 +18,7 @@ mod mail;
 mod manifest;
 mod notify;
 mod plugins;
+mod quotas;
 mod retention;
 mod tariff;
 mod users;
@@ -30,6 +31,7 @@ pub use mail::{MailConfig, MailTls};
 pub use manifest::{InputsChanged, ManifestConfig};
 pub use notify::{Language, NotifierEntry, NotifyConfig};
 pub use plugins::{OnFailure, PluginEntry, PluginsConfig};
+pub use quotas::{QuotaLimits, QuotasConfig};
 pub use retention::RetentionConfig;
 pub use tariff::{RaplMode, TariffConfig, WindowConfig};
 pub use users::UsersConfig;
@@ -96,6 +98,8 @@ pub struct Config {
     pub tariff: TariffConfig,
     /// Who may use a system daemon, who administers it, what users see of each other's tasks.
     pub users: UsersConfig,
+    /// Per-user limits: tasks running, GPUs held, tasks waiting.
+    pub quotas: QuotasConfig,
     /// `validate`, resolved (paths absolute from the config file's folder).
     #[serde(skip)]
     pub project_validators:
@@ -161,6 +165,7 @@ impl Default for Config {
             archive: ArchiveConfig::default(),
             tariff: TariffConfig::default(),
             users: UsersConfig::default(),
+            quotas: QuotasConfig::default(),
             project_validators: Default::default(),
         }
     }

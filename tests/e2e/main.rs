@@ -3,6 +3,7 @@
 
 mod harness;
 
+mod admin;
 mod archive;
 mod archive_hostile;
 mod breaker;
@@ -35,6 +36,7 @@ mod notify_wecom;
 mod ordering;
 mod plugin_config;
 mod policies;
+mod quotas;
 mod report;
 mod report_html;
 mod rerun_diff;

@@ -5,6 +5,7 @@
 //! arguments. This crate links neither wasmtime nor SQLite: a client call
 //! starts in about a millisecond.
 
+mod admin;
 mod control;
 mod diff;
 mod exec;
@@ -127,6 +128,25 @@ pub enum Verb {
     /// (or task name): runs, outcomes, GPU-hours, waits, energy, cost and
     /// what waiting for cheaper hours saved.
     Report(report::Args),
+    /// Change a task's priority (administrators; written to the audit log).
+    Priority {
+        /// Task id (a sweep's id changes its waiting members too).
+        id: i64,
+        /// low, normal, high or urgent.
+        level: nightjar_core::task::model::Priority,
+    },
+    /// The audit log: priorities changed, others' tasks cancelled, held or
+    /// retried, plugin reloads, collections, tokens.
+    Audit {
+        /// Only entries since this long ago (`7d`, `12h`).
+        #[arg(long, value_parser = humantime::parse_duration)]
+        since: Option<std::time::Duration>,
+        /// At most this many, the newest.
+        #[arg(long)]
+        limit: Option<u32>,
+    },
+    /// Who the daemon takes you for (from the socket's credentials), and whether you administer it.
+    Whoami,
     /// Delete ended tasks older than `[retention]` keeps them, with their runs, events and folders.
     Gc {
         /// Only say what would be deleted.
@@ -142,7 +162,8 @@ pub enum Verb {
 
 /// Runs the CLI and returns the process exit status (the README's table:
 /// 0 done, 1 failed, 2 usage, 3 no daemon, 4 no such task, 5 protocol
-/// mismatch; `wait` mirrors the tasks' own outcome).
+/// mismatch, 6 not allowed (another user's task); `wait` mirrors the tasks'
+/// own outcome).
 pub fn main() -> i32 {
     let cli = Cli::parse_args();
     // `nightjar show 4 | head -1`: the reader left, so end quietly as every
@@ -239,6 +260,13 @@ fn run(cli: Cli) -> Result<i32> {
             }
             Ok(0)
         }
+        Verb::Priority { id, level } => admin::priority(ctx, id, level),
+        Verb::Audit { since, limit } => {
+            let since =
+                since.map(|d| nightjar_core::time::now_ms() - nightjar_core::time::span_ms(d));
+            admin::audit(ctx, since, limit)
+        }
+        Verb::Whoami => admin::whoami(ctx),
         Verb::Notify(cmd) => notify::run(ctx, cmd),
         Verb::Plugins(cmd) => {
             let mut ctx = ctx;

@@ -1,14 +1,14 @@
-//! `nightjar logs ID [-f]`: a run's output, read from its run folder.
+//! `nightjar logs ID [-f]`: a run's output, read through the daemon (which
+//! checks that the caller may read it: its owner, an administrator, or
+//! anyone when the daemon shares details).
 
-use std::io::{Read, Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
+use std::io::Write;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::Result;
 
 use super::Ctx;
-use nightjar_core::api;
-use nightjar_core::runlog as logs;
+use nightjar_core::api::{self, LogChunk, LogCursor};
 
 /// Flags of `logs`.
 #[derive(Debug, clap::Args)]
@@ -26,78 +26,54 @@ pub struct Args {
     pub attempt: Option<i64>,
 }
 
+/// How long `-f` waits before asking again when nothing new came.
+const POLL: Duration = Duration::from_millis(200);
+
 /// Prints (or follows) the log.
 pub fn run(mut ctx: Ctx, a: Args) -> Result<i32> {
-    let d = ctx.client.call(api::Show { id: a.id })?;
-    let run = match a.attempt {
-        Some(n) => d.runs.iter().find(|r| r.attempt == n),
-        None => d.runs.last(),
-    };
-    let Some(run) = run else {
-        if !d.members.is_empty() {
-            bail!(
-                "task {} is a sweep; ask for one of its members (`nightjar show {}` lists them)",
-                a.id,
-                a.id
+    let mut cursor: Option<LogCursor> = None;
+    let mut attempt = a.attempt;
+    let mut all = Vec::new();
+    let mut out = std::io::stdout();
+    let mut first: Option<LogChunk> = None;
+    loop {
+        let chunk = ctx.client.call(api::Logs {
+            id: a.id,
+            attempt,
+            stderr: a.stderr,
+            cursor,
+        })?;
+        // Follow the run first read, even when a retry starts meanwhile.
+        attempt = Some(chunk.attempt);
+        cursor = Some(chunk.cursor);
+        if chunk.missed {
+            eprintln!(
+                "nightjar: part of the log was rotated away before it was read (`sandbox.log_cap` keeps the newest bytes)"
             );
         }
-        bail!(
-            "task {} has not started yet ({})",
-            a.id,
-            d.task.state.as_str()
-        );
-    };
-    let dir = PathBuf::from(&run.run_dir);
-    let path = dir.join(if a.stderr { logs::STDERR } else { logs::STDOUT });
-    if ctx.json {
-        let text = logs::read_all(&path).unwrap_or_default();
-        super::print_json(
-            &serde_json::json!({ "run": run.id, "path": path, "text": String::from_utf8_lossy(&text) }),
-        )?;
-        return Ok(0);
-    }
-    if !a.follow {
-        let text = logs::read_all(&path).with_context(|| format!("read {}", path.display()))?;
-        std::io::stdout().write_all(&text)?;
-        return Ok(0);
-    }
-    let (task, run_id) = (a.id, run.id);
-    follow(&path, || {
-        let d = ctx.client.call(api::Show { id: task })?;
-        Ok(d.runs
-            .iter()
-            .any(|r| r.id == run_id && r.state != "running"))
-    })
-}
-
-/// Prints the log and then new output until `ended` says the run is over
-/// (checked before each read, so the last output is always printed).
-fn follow(path: &Path, mut ended: impl FnMut() -> Result<bool>) -> Result<i32> {
-    let mut out = std::io::stdout();
-    let rotated = logs::CappedLog::rotated_path(path);
-    if let Ok(old) = std::fs::read(&rotated) {
-        out.write_all(&old)?;
-    }
-    let mut pos = 0u64;
-    let mut inode = None;
-    loop {
-        let ended = ended()?;
-        if let Ok(mut f) = std::fs::File::open(path) {
-            let ino = std::os::unix::fs::MetadataExt::ino(&f.metadata()?);
-            if inode.is_some_and(|i| i != ino) {
-                pos = 0; // rotated: the new file starts afresh
-            }
-            inode = Some(ino);
-            f.seek(SeekFrom::Start(pos))?;
-            let mut buf = Vec::new();
-            f.read_to_end(&mut buf)?;
-            pos += buf.len() as u64;
-            out.write_all(&buf)?;
+        let bytes = chunk.bytes();
+        if ctx.json {
+            all.extend_from_slice(&bytes);
+        } else if !bytes.is_empty() {
+            out.write_all(&bytes)?;
             out.flush()?;
         }
-        if ended {
-            return Ok(0);
+        let (empty, running) = (bytes.is_empty(), chunk.running);
+        first.get_or_insert(chunk);
+        if empty {
+            if !a.follow || !running {
+                break;
+            }
+            std::thread::sleep(POLL);
         }
-        std::thread::sleep(Duration::from_millis(200));
     }
+    if ctx.json {
+        let run = first.map(|c| c.run);
+        super::print_json(&serde_json::json!({
+            "run": run,
+            "stream": if a.stderr { "stderr" } else { "stdout" },
+            "text": String::from_utf8_lossy(&all),
+        }))?;
+    }
+    Ok(0)
 }

@@ -19,7 +19,13 @@ pub struct Args {
     /// Only this project.
     #[arg(long)]
     pub project: Option<String>,
-    /// Also the energy and cost of each task's runs.
+    /// Only this user's tasks (on a daemon that serves many users).
+    #[arg(long, conflicts_with = "mine")]
+    pub user: Option<String>,
+    /// Only your own tasks.
+    #[arg(long)]
+    pub mine: bool,
+    /// Also the owner, energy and cost of each task's runs.
     #[arg(long)]
     pub wide: bool,
 }
@@ -35,6 +41,11 @@ pub fn run(mut ctx: Ctx, a: Args) -> Result<i32> {
         project: a.project,
         all: a.all,
         since: now_ms() - 86_400_000,
+        user: match (a.user, a.mine) {
+            (Some(u), _) => Some(u),
+            (None, true) => Some(ctx.client.call(api::Whoami {})?.user),
+            (None, false) => None,
+        },
     };
     let rows = ctx.client.call(api::List { filter })?;
     if ctx.json {
@@ -54,6 +65,7 @@ pub fn run(mut ctx: Ctx, a: Args) -> Result<i32> {
                 fmt_span(now - r.submitted_at),
             ];
             if a.wide {
+                row.push(r.owner.clone().unwrap_or_else(|| "-".into()));
                 row.push(r.energy_j.map(fmt_energy).unwrap_or_else(|| "-".into()));
                 row.push(match (r.cost, &r.currency) {
                     (Some(c), Some(cur)) => format!("{} {cur}", fmt_cost(c)),
@@ -66,7 +78,7 @@ pub fn run(mut ctx: Ctx, a: Args) -> Result<i32> {
         .collect();
     let headers: &[&str] = if a.wide {
         &[
-            "ID", "NAME", "PROJECT", "PRIO", "STATE", "AGE", "ENERGY", "COST", "INFO",
+            "ID", "NAME", "PROJECT", "PRIO", "STATE", "AGE", "USER", "ENERGY", "COST", "INFO",
         ]
     } else {
         &["ID", "NAME", "PROJECT", "PRIO", "STATE", "AGE", "INFO"]

@@ -212,9 +212,6 @@ fn print_table(acc: &Accounting, by: By) {
         nightjar_core::time::local_zone_name(),
         table::clean(&acc.currency)
     );
-    if by == By::User {
-        println!("No rows by user: tasks have no owner yet.");
-    }
     println!(
         "FAILED: runs that did not end ok (`--json` has them by class). WAIT: from ready (submit, or a retry's backoff end) to start."
     );

@@ -37,6 +37,9 @@ fn print(d: &api::wire::TaskDetail) {
         println!("  members    {} ({})", c.total, c.summary());
     }
     println!("  project    {}   priority {}", t.project, t.priority);
+    if let Some(owner) = &t.owner {
+        println!("  owner      {}", clean(owner));
+    }
     println!("  command    {}", clean(&t.command));
     println!(
         "  workdir    {}",

@@ -99,6 +99,10 @@ pub fn read_from(path: &Path, cursor: Option<LogCursor>, max: usize) -> io::Resu
         if pos >= base + len || data.len() >= max {
             continue;
         }
+        if pos < base {
+            // The rotated half was read short: the rest comes next time.
+            break;
+        }
         f.seek(SeekFrom::Start(pos - base))?;
         let want = (max - data.len()).min((base + len - pos) as usize);
         let before = data.len();

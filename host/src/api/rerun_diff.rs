@@ -57,9 +57,7 @@ pub(super) fn rerun(d: &Daemon, caller: &Caller, r: &Rerun) -> anyhow::Result<Re
     };
     m.rerun_of = Some(rerun_of.clone());
     let now = now_ms();
-    let ids = d
-        .store()
-        .submit_with_manifests(&entries, &[Some(m)], now, |_| None)?;
+    let ids = super::submit::insert(d, caller, &entries, &[Some(m)], now, |_| None)?;
     d.changed();
     Ok(Rerunning {
         id: ids[0],

@@ -19,16 +19,31 @@ pub(super) fn submit(
     // Queued once captured: the wait before a start does not count the capture.
     let now = now.max(now_ms());
     let tz = d.cfg.tz();
-    let ids = d
-        .store()
-        .submit_with_manifests(&entries, &manifests, now, |expr| {
-            crate::task::schedule::parse(expr)
-                .ok()
-                .and_then(|s| s.next_after(crate::time::to_utc(now), tz))
-                .map(|t| t.timestamp_millis())
-        })?;
+    let ids = insert(d, caller, &entries, &manifests, now, |expr| {
+        crate::task::schedule::parse(expr)
+            .ok()
+            .and_then(|s| s.next_after(crate::time::to_utc(now), tz))
+            .map(|t| t.timestamp_millis())
+    })?;
     d.changed();
     Ok(ids)
+}
+
+/// Stores checked entries, counting the caller's waiting tasks against
+/// their `queued` quota under the same lock of the store as the insert,
+/// so parallel submissions cannot all pass one check.
+pub(super) fn insert(
+    d: &Daemon,
+    caller: &Caller,
+    entries: &[NewEntry],
+    manifests: &[Option<nightjar_core::api::manifest::Manifest>],
+    now: i64,
+    next_fire: impl Fn(&str) -> Option<i64>,
+) -> anyhow::Result<Vec<i64>> {
+    let adding = entries.iter().map(|e| e.members.len()).sum();
+    let mut store = d.store();
+    d.check_queued_quota(&store, caller, adding)?;
+    Ok(store.submit_with_manifests(entries, manifests, now, next_fire)?)
 }
 
 /// The checks every submission passes (a rerun's too): names, commands,
@@ -44,6 +59,9 @@ pub(super) fn check_submission(
         m.owner = Some(caller.owner());
     }
     crate::task::check::check_entries(entries).map_err(anyhow::Error::msg)?;
+    // Said before the inputs are hashed; counted again when stored.
+    let adding = entries.iter().map(|e| e.members.len()).sum();
+    d.check_queued_quota(&d.store(), caller, adding)?;
     check_reach(caller, entries)?;
     check_outputs(d, entries)?;
     check_fits(d, entries)

@@ -29,6 +29,8 @@ pub(super) struct Held {
     pub session: u32,
     /// Its run folder.
     pub dir: PathBuf,
+    /// Its task's owner (uid), for `[quotas]`.
+    pub owner: u32,
 }
 
 /// Locks a mutex, recovering from a poisoned one (state stays usable).
@@ -66,6 +68,8 @@ pub struct Daemon {
     pub(super) policy_wake: Mutex<Option<i64>>,
     /// Waiting reasons set from policy deferrals, to write only changes.
     pub(super) wait_reasons: Mutex<HashMap<i64, String>>,
+    /// Why eligible tasks wait for their owner's `[quotas]`.
+    pub(super) quota_reasons: Mutex<HashMap<i64, String>>,
     /// Where per-run cgroups go, if anywhere; else why not.
     pub cgroup: Result<CgroupBase, String>,
     /// How supervisors are started.
@@ -140,6 +144,7 @@ impl Daemon {
             commands: Mutex::new(commands),
             policy_wake: Mutex::new(None),
             wait_reasons: Mutex::new(HashMap::new()),
+            quota_reasons: Mutex::new(HashMap::new()),
             cgroup,
             supervisor: launch::SupervisorCmd::for_exe(&exe),
             kick: Default::default(),

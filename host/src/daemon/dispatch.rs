@@ -79,6 +79,7 @@ impl Daemon {
         for (c, score) in order {
             if lock(&self.pool).slots == 0
                 || self.yielding(c.id, &yields)?
+                || self.quota_block(c).is_some()
                 || !self.try_start(c, because(c.id, score))
             {
                 out.waiting.push(c.id);

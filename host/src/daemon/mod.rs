@@ -23,6 +23,7 @@ mod policy_pass;
 mod postrun;
 mod preempt;
 mod private;
+mod quota;
 mod retention;
 mod runenv;
 mod runs;
@@ -92,6 +93,7 @@ pub fn run(cfg: Config) -> Result<()> {
         let (commands, command_rx) = std::sync::mpsc::channel();
         let daemon = Daemon::new(cfg, store, cgroup, exe, gpu.pool, gpu.monitor, commands)?;
         let _ = daemon.gpu_facts.set(gpu.facts);
+        audit_start(&daemon);
         daemon.adopt()?;
         daemon.start_notifications()?;
         daemon.start_archiver()?;
@@ -139,6 +141,7 @@ pub fn run(cfg: Config) -> Result<()> {
             tokio::select! {
                 _ = hup.recv() => {
                     tracing::info!("SIGHUP: reloading plugins");
+                    audit_self(&daemon, "plugins-reload", "on SIGHUP (its sender is not known)".into());
                     daemon.request_reload(None);
                 }
                 _ = term.recv() => break,
@@ -156,6 +159,37 @@ pub fn run(cfg: Config) -> Result<()> {
     // Whatever a plugin thread or a blocking wait is doing, the daemon ends now.
     rt.shutdown_background();
     result
+}
+
+/// Writes to the audit log as the daemon itself.
+fn audit_self(d: &Daemon, action: &str, detail: String) {
+    let uid = crate::users::euid();
+    let user = crate::users::name_of(uid);
+    let entry = crate::store::AuditEntry {
+        uid,
+        user: &user,
+        action,
+        task: None,
+        detail,
+    };
+    if let Err(e) = d.store().audit(crate::time::now_ms(), &entry) {
+        tracing::error!("cannot append to the audit log: {e}");
+    }
+}
+
+/// The configuration a start took, in the audit log: its file and digest
+/// (a changed config shows as a new digest; the config is read at start only).
+fn audit_start(d: &Daemon) {
+    use sha2::Digest;
+    let detail = match &d.cfg.origin {
+        Some((path, text)) => format!(
+            "{} (sha256 {:x})",
+            path.display(),
+            sha2::Sha256::digest(text.as_bytes())
+        ),
+        None => "embedded defaults".to_string(),
+    };
+    audit_self(d, "config-loaded", detail);
 }
 
 /// Loads the policy chain before the daemon serves anything: each plugin on

@@ -159,6 +159,7 @@ impl Daemon {
                         placement,
                         session: run.supervisor_pid.unwrap_or(0) as u32,
                         dir: dir.clone(),
+                        owner: self.access.owner_uid(spec.owner.as_ref().map(|o| o.uid)),
                     };
                     lock(&self.placed).insert(run.id, held);
                     tracing::info!("run {} of task {}: re-adopted", run.id, run.task_id);

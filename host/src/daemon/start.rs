@@ -77,6 +77,7 @@ impl Daemon {
             placement: placement.clone(),
             session: 0,
             dir: PathBuf::from(&run.run_dir),
+            owner: self.access.owner_uid(spec.owner.as_ref().map(|o| o.uid)),
         };
         lock(&self.placed).insert(run.id, held);
         self.note_rapl_start(run.id, !placement.gpus.is_empty());

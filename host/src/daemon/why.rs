@@ -18,6 +18,8 @@ impl Daemon {
             t.reason = Some(gate.clone());
         } else if let Some(r) = lock(&self.wait_reasons).get(&t.id) {
             t.reason = Some(r.clone());
+        } else if let Some(r) = lock(&self.quota_reasons).get(&t.id) {
+            t.reason = Some(r.clone());
         }
     }
 

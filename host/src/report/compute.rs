@@ -91,7 +91,7 @@ pub fn from_rows(
     gpu_names: &BTreeMap<u32, String>,
 ) -> (Accounting, Vec<(i64, i64, i64)>) {
     let figs = period_figures(rows, tariff, from, to);
-    let (total, by_project, by_task) = groups(&figs);
+    let g = groups(&figs);
     let series = series(rows, &figs, (from, to, now), bucket, tariff, gpu_names);
     // The longest waits, one per task (its longest).
     let mut order: Vec<&RunFigures> = figs.iter().collect();
@@ -122,12 +122,10 @@ pub fn from_rows(
         generated_at: now,
         time_zone: tariff.tz.name().to_string(),
         currency: tariff.currency.clone(),
-        total,
-        by_project,
-        // Tasks have no owner yet (one user per daemon until multi-user
-        // serving lands): no rows by user.
-        by_user: Vec::new(),
-        by_task,
+        total: g.total,
+        by_project: g.by_project,
+        by_user: g.by_user,
+        by_task: g.by_task,
         series,
         longest_waits,
         html: None,

@@ -217,7 +217,13 @@ fn groups_count_runs_outcomes_gpu_hours_nearest_rank_waits_energy_and_cost() {
         (acc.currency.as_str(), acc.time_zone.as_str()),
         ("EUR", "UTC")
     );
-    assert!(acc.by_user.is_empty(), "tasks have no owner yet");
+    // Tasks stored without an owner are the daemon's user's: one row.
+    assert_eq!(acc.by_user.len(), 1);
+    assert_eq!(
+        acc.by_user[0].key,
+        crate::users::name_of(crate::users::euid())
+    );
+    assert_eq!(acc.by_user[0].runs, t.runs);
     // Projects, most costly first; task names across projects.
     let keys = |g: &[nightjar_core::api::report::Group]| -> Vec<(String, u64)> {
         g.iter().map(|g| (g.key.clone(), g.runs)).collect()

@@ -137,19 +137,38 @@ impl Acc {
 
 /// Every run together (`all`), by project and by task name (a name used
 /// in two projects is one row), each list most costly first, then by key.
-pub fn groups(figs: &[RunFigures]) -> (Group, Vec<Group>, Vec<Group>) {
+pub fn groups(figs: &[RunFigures]) -> Groups {
     let mut all = Acc::default();
     let mut by_project: HashMap<&str, Acc> = HashMap::new();
     let mut by_task: HashMap<&str, Acc> = HashMap::new();
+    let mut by_user: HashMap<&str, Acc> = HashMap::new();
     for f in figs {
         all.add(f);
         by_project.entry(&f.run.project).or_default().add(f);
         by_task.entry(&f.run.name).or_default().add(f);
+        by_user.entry(&f.run.owner).or_default().add(f);
     }
     let sorted = |m: HashMap<&str, Acc>| {
         let mut v: Vec<Group> = m.into_iter().map(|(k, a)| a.group(k.to_string())).collect();
         v.sort_by(|a, b| b.cost.total_cmp(&a.cost).then_with(|| a.key.cmp(&b.key)));
         v
     };
-    (all.group("all".into()), sorted(by_project), sorted(by_task))
+    Groups {
+        total: all.group("all".into()),
+        by_project: sorted(by_project),
+        by_task: sorted(by_task),
+        by_user: sorted(by_user),
+    }
+}
+
+/// The period's runs summed: in all, and by project, task name and owner.
+pub struct Groups {
+    /// Every run.
+    pub total: Group,
+    /// By project, most costly first.
+    pub by_project: Vec<Group>,
+    /// By task name.
+    pub by_task: Vec<Group>,
+    /// By the task's owner.
+    pub by_user: Vec<Group>,
 }

@@ -110,7 +110,7 @@ pub fn html(acc: &Accounting) -> String {
     }
     p.push_str("</section>\n");
     if acc.total.runs > 0 {
-        if !acc.by_user.is_empty() {
+        if acc.by_user.len() > 1 {
             p.push_str("<section id=\"users\">");
             table(&mut p, "By user", "User", &acc.by_user, acc);
             p.push_str("</section>\n");

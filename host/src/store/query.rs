@@ -49,6 +49,12 @@ fn task_row(r: &rusqlite::Row) -> rusqlite::Result<TaskRow> {
     })
 }
 
+/// The name tasks stored without an owner go under: the daemon's user's.
+pub(super) fn daemon_user() -> &'static str {
+    static NAME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    NAME.get_or_init(|| crate::users::name_of(crate::users::euid()))
+}
+
 impl Store {
     /// Top-level tasks (sweep members are folded into their sweep's counts;
     /// with a state filter, members in that state are listed themselves, so
@@ -62,12 +68,20 @@ impl Store {
                AND (?1 IS NULL OR t.state = ?1)
                AND (?2 IS NULL OR t.project = ?2)
                AND (?3 OR t.finished_at IS NULL OR t.finished_at >= ?4)
+               AND (?5 IS NULL OR COALESCE(t.owner, ?6) = ?5)
              ORDER BY t.id"
         );
         let mut stmt = self.conn.prepare_cached(&sql)?;
         let mut rows = stmt
             .query_map(
-                params![f.state.map(|s| s.as_str()), f.project, f.all, f.since],
+                params![
+                    f.state.map(|s| s.as_str()),
+                    f.project,
+                    f.all,
+                    f.since,
+                    f.user,
+                    daemon_user()
+                ],
                 task_row,
             )?
             .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -75,6 +89,21 @@ impl Store {
             row.counts = Some(self.counts(row.id)?);
         }
         Ok(rows)
+    }
+
+    /// How many tasks of user `uid` wait (queued, held, blocked or
+    /// scheduled; a sweep counts by its members). Tasks without an owner
+    /// are the daemon's user's (`daemon_uid`).
+    pub fn waiting_of(&self, uid: u32, daemon_uid: u32) -> Result<usize> {
+        let n: i64 = row(
+            &self.conn,
+            "SELECT COUNT(*) FROM tasks
+             WHERE kind != 'sweep' AND state IN ('queued', 'held', 'blocked', 'scheduled')
+               AND (owner_uid = ?1 OR (?1 = ?2 AND owner_uid IS NULL))",
+            params![uid, daemon_uid],
+            |r| r.get(0),
+        )?;
+        Ok(n as usize)
     }
 
     /// Member counts of a sweep.

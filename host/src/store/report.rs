@@ -43,6 +43,8 @@ pub struct ReportRun {
     pub cost: Option<f64>,
     /// The stored cost's currency.
     pub currency: Option<String>,
+    /// The task's owner (a task from before owners: the daemon's user).
+    pub owner: String,
 }
 
 /// A wait that no run of the rows ended: a task still waiting (`until`
@@ -81,7 +83,8 @@ pub struct ReportRows {
 
 /// The run columns `report_run` reads.
 const RUN_COLUMNS: &str = "r.task_id, r.attempt, t.name, t.project, t.submitted_at, r.eligible_at,
-    r.started_at, r.finished_at, r.class, r.gpus, r.energy_j, r.energy_source, r.cost, r.currency";
+    r.started_at, r.finished_at, r.class, r.gpus, r.energy_j, r.energy_source, r.cost, r.currency,
+    t.owner";
 
 fn report_run(r: &rusqlite::Row) -> rusqlite::Result<ReportRun> {
     let gpus: Option<String> = r.get(9)?;
@@ -102,6 +105,9 @@ fn report_run(r: &rusqlite::Row) -> rusqlite::Result<ReportRun> {
         energy_source: r.get(11)?,
         cost: r.get(12)?,
         currency: r.get(13)?,
+        owner: r
+            .get::<_, Option<String>>(14)?
+            .unwrap_or_else(|| super::query::daemon_user().to_string()),
     })
 }
 

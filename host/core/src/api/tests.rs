@@ -28,6 +28,7 @@ fn every_request() -> Vec<Request> {
                 project: Some("p".into()),
                 all: true,
                 since: 5,
+                user: Some("alice".into()),
             },
         }
         .into(),

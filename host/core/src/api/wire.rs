@@ -368,4 +368,7 @@ pub struct ListFilter {
     pub all: bool,
     /// With `all` false: ended tasks are listed when they ended after this (Unix ms).
     pub since: i64,
+    /// Only tasks of this user (a name; tasks from before owners are the daemon user's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
 }

@@ -1,0 +1,220 @@
+//! The verbs of a shared daemon, seen by its administrator: `whoami`,
+//! `priority` (audited), `audit`, and `logs` read through the daemon
+//! (bytes exact, however long the log).
+
+use crate::harness::Nj;
+
+#[test]
+fn whoami_names_the_caller_from_the_socket_and_its_role() {
+    let mut nj = Nj::new("");
+    nj.start();
+    let me = nj.json(&["whoami"]);
+    // SAFETY: geteuid has no preconditions.
+    let uid = unsafe { libc::geteuid() };
+    assert_eq!(me["uid"], uid);
+    assert_eq!(me["admin"], true, "the daemon's own user administers it");
+    assert_eq!(
+        me["multi_user"],
+        uid == 0,
+        "only a root daemon serves many users"
+    );
+    let text = nj.ok(&["whoami"]);
+    assert!(text.contains(&format!("uid {uid}")), "{text}");
+}
+
+#[test]
+fn a_priority_change_is_applied_and_written_to_the_audit_log() {
+    let mut nj = Nj::new("");
+    nj.start();
+    let id = nj.submit(&["--hold", "--priority", "low", "--", "true"]);
+    let out = nj.ok(&["priority", &id.to_string(), "urgent"]);
+    assert!(out.contains("priority urgent"), "{out}");
+    assert_eq!(nj.show(id)["task"]["priority"], "urgent");
+    assert_eq!(nj.show(id)["spec"]["priority"], "urgent");
+    let log = nj.json(&["audit"]);
+    let entries = log.as_array().expect("a list");
+    let e = entries
+        .iter()
+        .find(|e| e["action"] == "priority")
+        .unwrap_or_else(|| panic!("no priority entry in {log}"));
+    assert_eq!(e["task"], id);
+    assert_eq!(e["detail"].as_str().unwrap(), "low -> urgent (1 task(s))");
+    let events = nj.show(id)["events"].to_string();
+    assert!(events.contains("priority low -> urgent"), "{events}");
+    // A bad level is a usage error that names it.
+    let bad = nj.cli(&["priority", &id.to_string(), "asap"]);
+    assert_eq!(bad.status.code(), Some(2));
+    // An unknown task: exit 4, nothing audited.
+    let missing = nj.cli(&["priority", "999999", "high"]);
+    assert_eq!(missing.status.code(), Some(4));
+    assert_eq!(nj.json(&["audit"]).as_array().unwrap().len(), entries.len());
+    let since = nj.json(&["audit", "--since", "1h", "--limit", "1"]);
+    assert_eq!(since.as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn the_config_a_daemon_started_with_and_plugin_reloads_are_audited() {
+    let mut nj = Nj::new("");
+    nj.start();
+    nj.ok(&["plugins", "reload"]);
+    let log = nj.json(&["audit"]);
+    let actions: Vec<&str> = log
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(actions, ["config-loaded", "plugins-reload"], "{log}");
+    let config = log[0]["detail"].as_str().unwrap();
+    assert!(config.contains("(sha256 "), "{config}");
+    let table = nj.ok(&["audit"]);
+    assert!(
+        table.contains("config-loaded") && table.contains("plugins-reload"),
+        "{table}"
+    );
+}
+
+#[test]
+fn logs_through_the_daemon_are_byte_exact_and_span_many_chunks() {
+    let mut nj = Nj::new("[sandbox]\nlog_cap = \"64MiB\"");
+    nj.start();
+    // Every byte value, then 3 MiB of lines: more than one reply (1 MiB each).
+    let id = nj.submit(&[
+        "--",
+        "python3",
+        "-c",
+        "import sys; o=sys.stdout.buffer; o.write(bytes(range(256))); o.write(b''.join(b'%07d\\n' % i for i in range(393216)))",
+    ]);
+    assert_eq!(nj.wait(id), 0);
+    let out = nj.cli(&["logs", &id.to_string()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let want: Vec<u8> = (0..=255u8)
+        .chain((0..393216).flat_map(|i| format!("{i:07}\n").into_bytes()))
+        .collect();
+    assert_eq!(out.stdout.len(), want.len());
+    assert!(
+        out.stdout == want,
+        "the bytes differ from what the task wrote"
+    );
+    let json = nj.json(&["logs", &id.to_string(), "--stderr"]);
+    assert_eq!(json["text"], "");
+    assert_eq!(json["stream"], "stderr");
+    let waiting = nj.submit(&["--hold", "--", "true"]);
+    let out = nj.cli(&["logs", &waiting.to_string()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("has not started yet (held)"), "{err}");
+}
+
+/// One request line straight on the socket; the parsed reply line.
+fn request(nj: &Nj, req: serde_json::Value) -> serde_json::Value {
+    use std::io::{BufRead, BufReader, Write};
+    let mut s = std::os::unix::net::UnixStream::connect(nj.state.join("nightjar.sock")).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    s.write_all(&crate::harness::raw_request(req)).unwrap();
+    writeln!(s).unwrap();
+    let mut reply = String::new();
+    BufReader::new(s).read_line(&mut reply).unwrap();
+    serde_json::from_str(&reply).unwrap()
+}
+
+#[test]
+fn an_owner_written_into_a_submission_is_replaced_by_the_callers() {
+    let mut nj = Nj::new("");
+    nj.start();
+    let model = nj.submit(&["--hold", "--", "true"]);
+    let mut spec = nj.show(model)["spec"].clone();
+    spec["owner"] = serde_json::json!({ "uid": 4242, "name": "mallory" });
+    let reply = request(
+        &nj,
+        serde_json::json!({ "verb": "submit", "entries": [{
+            "name": spec["name"], "project": spec["project"], "members": [spec],
+            "is_sweep": false, "schedule": null, "deps": [], "held": true,
+        }]}),
+    );
+    let id = reply["ok"][0].as_i64().unwrap_or_else(|| panic!("{reply}"));
+    let me = nj.json(&["whoami"]);
+    let row = nj.show(id);
+    assert_eq!(row["task"]["owner_uid"], me["uid"]);
+    assert_eq!(row["task"]["owner"], me["user"]);
+    assert_eq!(row["spec"]["owner"]["uid"], me["uid"]);
+}
+
+#[test]
+fn a_hostile_log_cursor_reads_nothing_or_starts_afresh_and_never_breaks_the_daemon() {
+    let mut nj = Nj::new("");
+    nj.start();
+    let id = nj.submit(&["--", "sh", "-c", "echo hello"]);
+    assert_eq!(nj.wait(id), 0);
+    let first = request(&nj, serde_json::json!({ "verb": "logs", "id": id }));
+    let cursor = first["ok"]["cursor"].clone();
+    assert_eq!(first["ok"]["data"], "aGVsbG8K", "{first}");
+    let max = u64::MAX;
+    for bad in [
+        serde_json::json!({ "inode": max, "rotated": max, "offset": max }),
+        serde_json::json!({ "inode": cursor["inode"], "rotated": max, "offset": max }),
+        serde_json::json!({ "inode": cursor["inode"], "rotated": 0, "offset": max }),
+        serde_json::json!({ "inode": 1, "rotated": 5, "offset": 2 }),
+    ] {
+        let r = request(
+            &nj,
+            serde_json::json!({ "verb": "logs", "id": id, "cursor": bad }),
+        );
+        let data = r["ok"]["data"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{bad}: {r}"));
+        assert!(data.is_empty() || data == "aGVsbG8K", "{bad}: {r}");
+    }
+    let bad = request(
+        &nj,
+        serde_json::json!({ "verb": "logs", "id": id, "cursor": { "inode": -1 } }),
+    );
+    assert_eq!(bad["kind"], "bad-request", "{bad}");
+    let missing = request(
+        &nj,
+        serde_json::json!({ "verb": "logs", "id": id, "attempt": 99 }),
+    );
+    assert!(
+        missing["error"]
+            .as_str()
+            .unwrap()
+            .contains("has no attempt 99"),
+        "{missing}"
+    );
+    assert_eq!(
+        nj.ok(&["logs", &id.to_string()]),
+        "hello\n",
+        "still serving"
+    );
+}
+
+#[test]
+fn ls_filters_by_owner_and_mine_means_the_caller() {
+    let mut nj = Nj::new("");
+    nj.start();
+    let a = nj.submit(&["--hold", "--", "true"]);
+    let b = nj.submit(&["--hold", "--", "true"]);
+    let ids = |v: serde_json::Value| -> Vec<i64> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["id"].as_i64().unwrap())
+            .collect()
+    };
+    assert_eq!(ids(nj.json(&["ls", "--mine"])), [a, b]);
+    let me = nj.json(&["whoami"])["user"].as_str().unwrap().to_string();
+    assert_eq!(ids(nj.json(&["ls", "--user", &me])), [a, b]);
+    assert!(ids(nj.json(&["ls", "--user", "nobody-of-this-lab"])).is_empty());
+    let wide = nj.ok(&["ls", "--wide"]);
+    assert!(
+        wide.lines().next().unwrap().contains("USER") && wide.contains(&me),
+        "{wide}"
+    );
+    let both = nj.cli(&["ls", "--mine", "--user", "x"]);
+    assert_eq!(both.status.code(), Some(2));
+}
