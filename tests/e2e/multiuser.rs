@@ -73,6 +73,16 @@ pub fn account(name: &str, extra_group: Option<&str>) -> Acct {
     }
 }
 
+/// The id of group `name`.
+pub fn group_gid(name: &str) -> u32 {
+    let out = sh("getent", &["group", name]);
+    let line = String::from_utf8_lossy(&out.stdout).into_owned();
+    line.split(':')
+        .nth(2)
+        .and_then(|g| g.trim().parse().ok())
+        .expect("getent group")
+}
+
 /// The accounts, or `None` after printing why the test is skipped.
 pub fn users(test: &str) -> Option<Users> {
     // SAFETY: geteuid has no preconditions.
@@ -131,8 +141,13 @@ pub fn system(extra: &str) -> System {
         .unwrap();
     std::fs::set_permissions(sockdir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let socket = sockdir.path().join("nightjar.sock");
+    let users = if extra.contains("[users]") {
+        ""
+    } else {
+        "[users]\nadmin_group = \"njtest-admins\"\n"
+    };
     let mut nj = Nj::new(&format!(
-        "socket = \"{}\"\n{extra}\n[users]\nadmin_group = \"njtest-admins\"\n",
+        "socket = \"{}\"\n{extra}\n{users}",
         socket.display()
     ));
     nj.start();
@@ -219,6 +234,8 @@ fn a_task_runs_as_its_owner_with_their_groups_home_and_output_and_cannot_regain_
         return;
     };
     let s = system("");
+    let mode = std::fs::metadata(&s.socket).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o666, "a root daemon's socket without socket_group");
     let work = folder_of(&u.alice, "nj-run");
     let script = "grep -E '^(Uid|Gid):' /proc/$$/status > $NIGHTJAR_OUTPUT_PATH/report; \
          echo groups $(id -G) >> $NIGHTJAR_OUTPUT_PATH/report; \

@@ -1,7 +1,7 @@
 //! Many users on one machine: who may change, see and claim what, and how
 //! clients find a daemon (see `multiuser.rs` for the accounts and the daemon).
 
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -245,4 +245,51 @@ fn a_client_with_no_daemon_names_its_own_socket_and_the_system_one() {
     ));
     assert_eq!(code, Some(3), "{err}");
     assert!(err.contains("/nowhere.sock"), "{err}");
+}
+
+#[test]
+fn a_socket_group_keeps_other_users_out_by_the_sockets_mode() {
+    let Some(u) = users("socket group") else {
+        return;
+    };
+    let s = system("[users]\nsocket_group = \"njtest-admins\"\nadmin_group = \"njtest-admins\"\n");
+    let meta = std::fs::metadata(&s.socket).unwrap();
+    let gid = crate::multiuser::group_gid("njtest-admins");
+    assert_eq!((meta.mode() & 0o777, meta.gid()), (0o660, gid));
+    // Bob is not in the socket's group: the kernel keeps him out.
+    let (code, err) = code_and_err(&s.cli(&u, &u.bob, &["ls"]));
+    assert_eq!(code, Some(3), "{err}");
+    assert!(err.contains("Permission denied"), "{err}");
+    // Alice is not in it either; carol is.
+    let (code, err) = code_and_err(&s.cli(&u, &u.alice, &["ls"]));
+    assert_eq!(code, Some(3), "{err}");
+    s.ok(&u, &u.carol, &["ls"]);
+}
+
+#[test]
+fn logs_of_a_task_are_refused_to_other_users_and_read_by_the_owner() {
+    let Some(u) = users("logs") else {
+        return;
+    };
+    let s = system("");
+    let work = folder_of(&u.alice, "nj-logs");
+    let w = work.to_str().unwrap();
+    let id = s.submit(
+        &u,
+        &u.alice,
+        &["--workdir", w, "--", "echo", "alice-says-hi"],
+    );
+    crate::multiuser::wait_end(&s, id);
+    let ids = id.to_string();
+    let (code, err) = code_and_err(&s.cli(&u, &u.bob, &["logs", &ids]));
+    assert_eq!(code, Some(6), "{err}");
+    assert!(err.contains("njtest-alice"), "{err}");
+    assert!(
+        s.ok(&u, &u.alice, &["logs", &ids])
+            .contains("alice-says-hi")
+    );
+    assert!(
+        s.ok(&u, &u.carol, &["logs", &ids])
+            .contains("alice-says-hi")
+    );
 }
