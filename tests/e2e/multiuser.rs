@@ -23,6 +23,7 @@ pub struct Acct {
 }
 
 /// The test accounts and a folder of the binaries every user may run.
+#[derive(Clone)]
 pub struct Users {
     pub alice: Acct,
     pub bob: Acct,
@@ -30,7 +31,7 @@ pub struct Users {
     pub bin: PathBuf,
 }
 
-static SETUP: Mutex<Option<Option<(Acct, Acct, Acct, PathBuf)>>> = Mutex::new(None);
+static SETUP: Mutex<Option<Users>> = Mutex::new(None);
 
 fn sh(cmd: &str, args: &[&str]) -> Output {
     Command::new(cmd).args(args).output().expect(cmd)
@@ -116,14 +117,14 @@ pub fn users(test: &str) -> Option<Users> {
                 std::fs::copy(from.join(b), bin.join(b)).unwrap();
             }
         }
-        Some((alice, bob, carol, bin))
+        Users {
+            alice,
+            bob,
+            carol,
+            bin,
+        }
     });
-    made.clone().map(|(alice, bob, carol, bin)| Users {
-        alice,
-        bob,
-        carol,
-        bin,
-    })
+    Some(made.clone())
 }
 
 /// A root daemon whose socket is in a folder every user may enter.

@@ -153,6 +153,24 @@ mod tests {
     }
 
     #[test]
+    fn root_defaults_to_the_system_daemons_places_and_others_to_their_own() {
+        let dir = default_state_dir();
+        let sock = default_socket(&dir);
+        if is_root() {
+            assert_eq!(dir, Path::new(SYSTEM_STATE_DIR));
+            assert_eq!(sock, Path::new(SYSTEM_SOCKET));
+        } else {
+            assert_ne!(dir, Path::new(SYSTEM_STATE_DIR));
+            assert_ne!(sock, Path::new(SYSTEM_SOCKET));
+        }
+        // A state dir of one's own keeps its socket inside, root or not.
+        assert_eq!(
+            default_socket(Path::new("/srv/nj")),
+            Path::new("/srv/nj/nightjar.sock")
+        );
+    }
+
+    #[test]
     fn socket_of_reads_only_the_two_keys_and_names_a_bad_one() {
         let dir = std::env::temp_dir().join(format!("nj-paths-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
