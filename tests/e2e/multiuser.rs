@@ -321,6 +321,23 @@ fn output_the_owner_may_not_write_and_a_workdir_they_cannot_enter_fail_as_theirs
         "{text}"
     );
     assert!(!work.join("locked/out").exists(), "made as root");
+    // ${SCRATCH} lives in the root-only state dir: refused at start, saying so.
+    let id = s.submit(
+        &u,
+        &u.alice,
+        &[
+            "--workdir",
+            work.to_str().unwrap(),
+            "--",
+            "ls",
+            "${SCRATCH}",
+        ],
+    );
+    let text = wait_end(&s, id).to_string();
+    assert!(
+        text.contains("runs as njtest-alice") && text.contains("${SCRATCH}"),
+        "{text}"
+    );
     // The workdir is entered as alice: one she lost access to after the
     // submit fails to start instead of being entered as root.
     let gone = folder_of(&u.alice, "nj-gone");

@@ -220,12 +220,13 @@ fn a_users_own_daemon_serves_only_them_even_on_an_open_socket() {
 }
 
 #[test]
-fn a_client_with_no_daemon_names_its_own_socket_and_the_system_one() {
+fn a_client_finds_the_system_daemon_and_without_one_names_both_places() {
     let Some(u) = users("client search") else {
         return;
     };
-    if Path::new("/run/nightjar/nightjar.sock").exists() {
-        println!("SKIP: client search: a system daemon's socket exists on this machine");
+    let system_socket = Path::new("/run/nightjar/nightjar.sock");
+    if system_socket.exists() || Path::new("/var/lib/nightjar").exists() {
+        println!("SKIP: client search: this machine has a system daemon's socket or state dir");
         return;
     }
     let Users { alice, .. } = &u;
@@ -244,7 +245,35 @@ fn a_client_with_no_daemon_names_its_own_socket_and_the_system_one() {
         &["ls"],
     ));
     assert_eq!(code, Some(3), "{err}");
-    assert!(err.contains("/nowhere.sock"), "{err}");
+    assert!(
+        err.contains("/nowhere.sock") && !err.contains("/run/nightjar"),
+        "{err}"
+    );
+    // A root daemon on the system socket: alice's plain `nightjar` finds it,
+    // through a folder the daemon made 0755.
+    let made_run = !Path::new("/run/nightjar").exists();
+    let mut nj = crate::harness::Nj::new(&format!("socket = \"{}\"\n", system_socket.display()));
+    nj.start();
+    let mode = std::fs::metadata("/run/nightjar")
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777;
+    let id = nj.submit(&["--hold", "--", "true"]);
+    let out = as_user(&u, alice, None, &["--json", "ls", "--all"]);
+    nj.term();
+    if made_run {
+        let _ = std::fs::remove_dir("/run/nightjar");
+    }
+    let (code, err) = code_and_err(&out);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(&format!("\"id\": {id}")),
+        "{out:?}"
+    );
+    if made_run {
+        assert_eq!(mode, 0o755, "the socket's folder");
+    }
 }
 
 #[test]
