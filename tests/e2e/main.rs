@@ -45,5 +45,6 @@ mod retention;
 mod retention_hostile;
 mod retry;
 mod sandbox;
+mod users_harness;
 mod validators;
 mod versions;

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::multiuser::{Users, as_user, folder_of, setpriv, system, users};
+use crate::users_harness::{Users, as_user, folder_of, setpriv, system, users};
 
 fn code_and_err(out: &std::process::Output) -> (Option<i32>, String) {
     (
@@ -283,7 +283,7 @@ fn a_socket_group_keeps_other_users_out_by_the_sockets_mode() {
     };
     let s = system("[users]\nsocket_group = \"njtest-admins\"\nadmin_group = \"njtest-admins\"\n");
     let meta = std::fs::metadata(&s.socket).unwrap();
-    let gid = crate::multiuser::group_gid("njtest-admins");
+    let gid = crate::users_harness::group_gid("njtest-admins");
     assert_eq!((meta.mode() & 0o777, meta.gid()), (0o660, gid));
     // Bob is not in the socket's group: the kernel keeps him out.
     let (code, err) = code_and_err(&s.cli(&u, &u.bob, &["ls"]));
@@ -308,7 +308,7 @@ fn logs_of_a_task_are_refused_to_other_users_and_read_by_the_owner() {
         &u.alice,
         &["--workdir", w, "--", "echo", "alice-says-hi"],
     );
-    crate::multiuser::wait_end(&s, id);
+    crate::users_harness::wait_end(&s, id);
     let ids = id.to_string();
     let (code, err) = code_and_err(&s.cli(&u, &u.bob, &["logs", &ids]));
     assert_eq!(code, Some(6), "{err}");
