@@ -37,9 +37,15 @@ impl std::fmt::Display for NotRunning {
                 crate::paths::SOCKET_VAR
             )
         } else if self.cause.is_empty() {
+            // The lab-wide daemon's socket is a system unit's, not a user unit's.
+            let unit = if self.socket == Path::new(crate::paths::SYSTEM_SOCKET) {
+                "systemctl start nightjar"
+            } else {
+                "systemctl --user start nightjar"
+            };
             write!(
                 f,
-                "the nightjar daemon is not running (no daemon answers on {socket}).\nStart it with `nightjar daemon{}` (or `systemctl --user start nightjar`), then try again.",
+                "the nightjar daemon is not running (no daemon answers on {socket}).\nStart it with `nightjar daemon{}` (or `{unit}`), then try again.",
                 self.hint
             )
         } else {
