@@ -24,7 +24,7 @@ mod submit;
 pub mod table;
 mod wait;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use clap::{CommandFactory, Parser, Subcommand};
@@ -284,7 +284,7 @@ impl Cli {
     /// set but empty (a cleared variable in a script) count as unset, as
     /// an empty `PATH` entry would, not as a flag missing its value.
     pub fn parse_args() -> Cli {
-        for var in ["NIGHTJAR_CONFIG", "NIGHTJAR_STATE_DIR"] {
+        for var in ["NIGHTJAR_CONFIG", "NIGHTJAR_STATE_DIR", "NIGHTJAR_SOCKET"] {
             if std::env::var_os(var).is_some_and(|v| v.is_empty()) {
                 // SAFETY: called first thing in main, before any other thread
                 // exists that could read the environment.
@@ -303,7 +303,17 @@ pub struct Ctx {
     pub client: Client,
 }
 
+/// Connects to the daemon: the socket `NIGHTJAR_SOCKET` names; else the
+/// one of `--config`/`--state-dir` or of the user's own default daemon;
+/// with neither flag, when the user's own daemon is not there, the lab-wide
+/// daemon's (a root daemon's default socket). The error names every place
+/// looked at.
 fn connect(cli: &Cli) -> Result<Client> {
+    use nightjar_core::paths::{SOCKET_VAR, SYSTEM_SOCKET};
+    if let Some(named) = std::env::var_os(SOCKET_VAR).filter(|v| !v.is_empty()) {
+        let hint = format!(" (the socket named by {SOCKET_VAR})");
+        return Ok(Client::connect(Path::new(&named), &hint)?);
+    }
     let socket = nightjar_core::paths::socket_of(cli.config.as_deref(), cli.state_dir.as_deref())
         .map_err(anyhow::Error::msg)?;
     let mut hint = String::new();
@@ -313,7 +323,26 @@ fn connect(cli: &Cli) -> Result<Client> {
     if let Some(s) = &cli.state_dir {
         hint.push_str(&format!(" --state-dir {}", s.display()));
     }
-    Ok(Client::connect(&socket, &hint)?)
+    let own = match Client::connect(&socket, &hint) {
+        Ok(c) => return Ok(c),
+        Err(e) => e,
+    };
+    let system = Path::new(SYSTEM_SOCKET);
+    let defaults = cli.config.is_none() && cli.state_dir.is_none();
+    if !defaults || !own.cause.is_empty() || socket == system {
+        return Err(own.into());
+    }
+    match Client::connect(system, "") {
+        Ok(c) => Ok(c),
+        Err(mut e) => {
+            if e.cause.is_empty() {
+                e.socket = socket;
+                e.hint = hint;
+                e.also = Some(system.to_path_buf());
+            }
+            Err(e.into())
+        }
+    }
 }
 
 /// Prints `value` as pretty JSON.

@@ -21,15 +21,31 @@ pub struct NotRunning {
     /// Why connecting failed, when it was not the plain "nothing there"
     /// (`Permission denied (os error 13)`), else empty.
     pub cause: String,
+    /// The lab-wide daemon's socket, looked at too (nothing answers there either).
+    pub also: Option<PathBuf>,
 }
 
 impl std::fmt::Display for NotRunning {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let socket = self.socket.display();
-        if self.cause.is_empty() {
+        if let (Some(also), true) = (&self.also, self.cause.is_empty()) {
             write!(
                 f,
-                "the nightjar daemon is not running (no daemon answers on {socket}).\nStart it with `nightjar daemon{}` (or `systemctl --user start nightjar`), then try again.",
+                "the nightjar daemon is not running: no daemon answers on {socket} (your own) nor on {} (the lab-wide daemon run as root).\nStart yours with `nightjar daemon{}` (or `systemctl --user start nightjar`), ask the admin to start the lab's (`systemctl start nightjar`), or name a socket with {}=PATH.",
+                also.display(),
+                self.hint,
+                crate::paths::SOCKET_VAR
+            )
+        } else if self.cause.is_empty() {
+            // The lab-wide daemon's socket is a system unit's, not a user unit's.
+            let unit = if self.socket == Path::new(crate::paths::SYSTEM_SOCKET) {
+                "systemctl start nightjar"
+            } else {
+                "systemctl --user start nightjar"
+            };
+            write!(
+                f,
+                "the nightjar daemon is not running (no daemon answers on {socket}).\nStart it with `nightjar daemon{}` (or `{unit}`), then try again.",
                 self.hint
             )
         } else {
@@ -106,6 +122,7 @@ impl Client {
                     NotFound | ConnectionRefused => String::new(),
                     _ => e.to_string(),
                 },
+                also: None,
             }
         };
         let stream = UnixStream::connect(socket).map_err(not_running)?;

@@ -3,8 +3,27 @@
 
 use std::path::{Path, PathBuf};
 
-/// `$XDG_STATE_HOME/nightjar`, else `~/.local/state/nightjar`.
+/// Where a daemon run as root keeps its state by default (the lab-wide daemon).
+pub const SYSTEM_STATE_DIR: &str = "/var/lib/nightjar";
+
+/// The socket of a root daemon with the default state dir; clients of
+/// other users look here when their own daemon's socket is not there.
+pub const SYSTEM_SOCKET: &str = "/run/nightjar/nightjar.sock";
+
+/// The variable naming the socket a client connects to, before any other rule.
+pub const SOCKET_VAR: &str = "NIGHTJAR_SOCKET";
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// For root [`SYSTEM_STATE_DIR`]; else `$XDG_STATE_HOME/nightjar`, else
+/// `~/.local/state/nightjar`.
 pub fn default_state_dir() -> PathBuf {
+    if is_root() {
+        return PathBuf::from(SYSTEM_STATE_DIR);
+    }
     if let Some(d) = std::env::var_os("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
         return PathBuf::from(d).join("nightjar");
     }
@@ -12,12 +31,16 @@ pub fn default_state_dir() -> PathBuf {
     PathBuf::from(home).join(".local/state/nightjar")
 }
 
-/// `$XDG_RUNTIME_DIR/nightjar.sock` for the default state dir, else a socket inside the state dir.
+/// For the default state dir: [`SYSTEM_SOCKET`] for root, else
+/// `$XDG_RUNTIME_DIR/nightjar.sock`; otherwise a socket inside the state dir.
 pub fn default_socket(state_dir: &Path) -> PathBuf {
-    if state_dir == default_state_dir()
-        && let Some(d) = std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty())
-    {
-        return PathBuf::from(d).join("nightjar.sock");
+    if state_dir == default_state_dir() {
+        if is_root() {
+            return PathBuf::from(SYSTEM_SOCKET);
+        }
+        if let Some(d) = std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
+            return PathBuf::from(d).join("nightjar.sock");
+        }
     }
     state_dir.join("nightjar.sock")
 }
@@ -127,6 +150,24 @@ mod tests {
         assert_eq!(sock, Path::new("/run/x.sock"));
         let (_, sock) = locate(Some("/s".into()), None, None);
         assert_eq!(sock, Path::new("/s/nightjar.sock"));
+    }
+
+    #[test]
+    fn root_defaults_to_the_system_daemons_places_and_others_to_their_own() {
+        let dir = default_state_dir();
+        let sock = default_socket(&dir);
+        if is_root() {
+            assert_eq!(dir, Path::new(SYSTEM_STATE_DIR));
+            assert_eq!(sock, Path::new(SYSTEM_SOCKET));
+        } else {
+            assert_ne!(dir, Path::new(SYSTEM_STATE_DIR));
+            assert_ne!(sock, Path::new(SYSTEM_SOCKET));
+        }
+        // A state dir of one's own keeps its socket inside, root or not.
+        assert_eq!(
+            default_socket(Path::new("/srv/nj")),
+            Path::new("/srv/nj/nightjar.sock")
+        );
     }
 
     #[test]

@@ -29,6 +29,7 @@ mod runenv;
 mod runs;
 mod scheduler;
 mod snapshot;
+mod socket;
 mod sources;
 mod start;
 mod startup;
@@ -44,12 +45,10 @@ use std::fs::File;
 use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use anyhow::{Context, Result, bail};
-use tokio::net::UnixListener;
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::config::{CgroupMode, Config};
@@ -108,7 +107,7 @@ pub fn run(cfg: Config) -> Result<()> {
             daemon.apply_readings(readings);
             tokio::spawn(Arc::clone(&daemon).sample_loop(backend));
         }
-        let listener = bind(&daemon.cfg.socket)?;
+        let listener = socket::bind(&daemon.cfg.socket, &daemon.cfg.users)?;
         tracing::info!(
             "nightjar daemon {} ready: socket {}, state {}",
             std::process::id(),
@@ -301,19 +300,6 @@ fn prepare_state_dir(cfg: &Config) -> Result<File> {
     lock.set_len(0)?;
     write!(lock, "{}", std::process::id())?;
     Ok(lock)
-}
-
-/// Binds the API socket with mode 0600 (we hold the daemon lock, so an
-/// existing socket file is stale).
-fn bind(path: &Path) -> Result<UnixListener> {
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).with_context(|| format!("create {}", parent.display()))?;
-    }
-    let _ = std::fs::remove_file(path);
-    let listener =
-        UnixListener::bind(path).with_context(|| format!("bind socket {}", path.display()))?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
-    Ok(listener)
 }
 
 /// A cgroup name unique to this state dir.

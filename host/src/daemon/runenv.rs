@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use crate::config::Config;
-use crate::sandbox::files::RunSpec;
+use crate::sandbox::files::{RunAs, RunSpec};
 use crate::scheduler::Placement;
 use crate::store::RunRow;
 use crate::task::model::TaskSpec;
@@ -66,6 +66,24 @@ pub fn build(
             .collect::<Vec<_>>()
             .join(" "),
     );
+    let run_as = run_as(spec)?;
+    if let Some(r) = &run_as {
+        // The state dir is root's alone (0700): folders in it are out of the user's reach.
+        let default_output = spec.output.is_none() && uses("OUTPUT_PATH");
+        if uses("SCRATCH") || default_output {
+            anyhow::bail!(
+                "task {} runs as {}, who cannot enter the daemon's state dir {}: {} lives there; give the task an `output` folder of theirs (and use it instead of ${{SCRATCH}})",
+                run.task_id,
+                r.name,
+                cfg.state_dir.display(),
+                if uses("SCRATCH") {
+                    "${SCRATCH}"
+                } else {
+                    "the default ${OUTPUT_PATH}"
+                }
+            );
+        }
+    }
     // Each folder costs file-system round trips; scratch and the default
     // output folder are made only for tasks that use them (README: "Folders").
     if uses("SCRATCH") {
@@ -96,6 +114,18 @@ pub fn build(
         if let Ok(v) = std::env::var(key) {
             env.insert(key.clone(), v);
         }
+    }
+    if let Some(r) = &run_as {
+        // The daemon's own account is not the task's: its owner's, from the
+        // user database (a task's own `env` may still set them).
+        let shell = crate::users::by_uid(r.uid)
+            .map(|a| a.shell.display().to_string())
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| "/bin/sh".into());
+        env.insert("HOME".into(), r.home.display().to_string());
+        env.insert("USER".into(), r.name.clone());
+        env.insert("LOGNAME".into(), r.name.clone());
+        env.insert("SHELL".into(), shell);
     }
     for (k, v) in &spec.env {
         // The error names the key, never the value (it may be a secret).
@@ -151,5 +181,32 @@ pub fn build(
         checkpoint: resumed.as_ref().and_then(|r| r.checkpoint.clone()),
         checkpoint_note: resumed.map(|r| r.note),
         manifest: None,
+        run_as,
     })
+}
+
+/// Whom the task runs as: its owner, when the daemon is root and the owner
+/// is not; resolved now, so a user deleted since the submit never runs (and
+/// never as root in their place).
+fn run_as(spec: &TaskSpec) -> Result<Option<RunAs>> {
+    let Some(owner) = spec.owner.as_ref().filter(|o| o.uid != 0) else {
+        return Ok(None);
+    };
+    if crate::users::euid() != 0 || owner.uid == crate::users::euid() {
+        return Ok(None);
+    }
+    let Some(account) = crate::users::by_uid(owner.uid) else {
+        anyhow::bail!(
+            "not started: the task's owner `{}` (uid {}) is no longer in the user database; it runs only as its owner, never as root in their place",
+            owner.name,
+            owner.uid
+        );
+    };
+    Ok(Some(RunAs {
+        uid: account.uid,
+        gid: account.gid,
+        groups: crate::users::groups_of(&account),
+        name: account.name,
+        home: account.home,
+    }))
 }

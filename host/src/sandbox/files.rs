@@ -78,6 +78,26 @@ pub struct RunSpec {
     /// daemon's scheduling thread never waits for that file).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub manifest: Option<String>,
+    /// The user the task runs as (a root daemon's task of another user);
+    /// `None`: the supervisor's own user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_as: Option<RunAs>,
+}
+
+/// The identity a task takes before its command starts, resolved from the
+/// user database when the run starts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunAs {
+    /// User id.
+    pub uid: u32,
+    /// Primary group id.
+    pub gid: u32,
+    /// Every group of the user (`id -G`), the primary one first.
+    pub groups: Vec<u32>,
+    /// Login name, for messages.
+    pub name: String,
+    /// Home folder.
+    pub home: PathBuf,
 }
 
 /// Why the run's main process ended.

@@ -4,6 +4,7 @@
 pub mod cgroup;
 pub mod classify;
 pub mod files;
+pub mod identity;
 pub mod launch;
 pub mod liveness;
 pub use nightjar_core::runlog as logs;

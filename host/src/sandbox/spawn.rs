@@ -3,12 +3,14 @@
 //! stdout/stderr drained into capped logs by a thread each.
 
 use std::fs::File;
+use std::io::Read;
 use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
 use super::files::RunSpec;
+use super::identity;
 use super::logs::CappedLog;
 use crate::sys;
 
@@ -33,20 +35,30 @@ pub fn spawn(
         None => None,
     };
     let program = spec.argv.first().ok_or("empty command")?;
+    // A task of another user drops to them in the child, and enters its
+    // workdir only then (std's current_dir would enter it as root).
+    let drop_to = match &spec.run_as {
+        Some(r) => Some(identity::Become::new(r, &spec.workdir)?),
+        None => None,
+    };
+    let (step_r, step_w) = sys::pipe().map_err(|e| format!("pipe: {e}"))?;
+    let step_raw = step_w.as_raw_fd();
     let mut cmd = Command::new(program);
     cmd.args(&spec.argv[1..])
         .env_clear()
-        .envs(spec.env.iter().map(|(k, v)| (k, v)))
-        .current_dir(&spec.workdir)
-        .stdin(Stdio::null())
+        .envs(spec.env.iter().map(|(k, v)| (k, v)));
+    if drop_to.is_none() {
+        cmd.current_dir(&spec.workdir);
+    }
+    cmd.stdin(Stdio::null())
         .stdout(Stdio::from(out_w))
         .stderr(Stdio::from(err_w));
     let cpus = spec.cpus.clone();
     let umask = spec.umask;
     let procs_raw = procs_fd.as_ref().map(|f| f.as_raw_fd());
     // SAFETY: the closure only makes async-signal-safe calls (sigprocmask,
-    // setpgid, write, sched_setaffinity, signal, umask, close_range/fcntl)
-    // on memory prepared before the fork.
+    // setpgid, write, sched_setaffinity, signal, umask, close_range/fcntl,
+    // setgroups/setgid/setuid/chdir) on memory prepared before the fork.
     unsafe {
         cmd.pre_exec(move || {
             sys::unblock_all_signals();
@@ -69,13 +81,30 @@ pub fn spawn(
                 sys::set_umask(mask);
             }
             sys::cloexec_fds_from(3);
+            if let Some(d) = &drop_to
+                && let Err((step, e)) = d.apply()
+            {
+                let _ = libc::write(step_raw, [step as u8].as_ptr().cast(), 1);
+                return Err(e);
+            }
             Ok(())
         });
     }
-    let child = cmd
-        .spawn()
-        .map_err(|e| spawn_error(program, &spec.workdir, e))?;
+    let spawned = cmd.spawn();
     drop(cmd);
+    drop(step_w);
+    let child = spawned.map_err(|e| {
+        let mut b = [0u8; 1];
+        let step = File::from(step_r)
+            .read(&mut b)
+            .ok()
+            .filter(|n| *n == 1)
+            .and_then(|_| identity::Step::from_byte(b[0]));
+        match (step, &spec.run_as) {
+            (Some(step), Some(r)) => identity::drop_error(r, &spec.workdir, step, &e),
+            _ => spawn_error(program, &spec.workdir, e),
+        }
+    })?;
     drop(procs_fd);
     let pid = child.id() as i32;
     // The Child handle is dropped without waiting: the loop reaps by pid.

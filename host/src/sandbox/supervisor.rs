@@ -167,8 +167,17 @@ fn supervise(dir: &Path, spec: &RunSpec, sigfd: &OwnedFd) -> RunStatus {
                 None
             }
         });
+    // Made by the task's owner when it runs as another user: their folder,
+    // and refused where they may not write (still one thread: no readers yet).
+    let make = |out: &Path| match &spec.run_as {
+        Some(r) => super::identity::as_user(r, || {
+            super::paths::make_output(out, &spec.output_roots, spec.umask)
+        })
+        .and_then(|made| made.map_err(|e| format!("{e} (as user {})", r.name))),
+        None => super::paths::make_output(out, &spec.output_roots, spec.umask),
+    };
     if let Some(out) = &spec.output
-        && let Err(e) = super::paths::make_output(out, &spec.output_roots, spec.umask)
+        && let Err(e) = make(out)
     {
         status.message = Some(e);
         status.finished_at = now_ms();

@@ -110,3 +110,30 @@ fn a_slow_reply_that_keeps_coming_and_a_closed_line_are_read_whole() {
             .is_empty()
     );
 }
+
+#[test]
+fn not_running_names_every_place_looked_at_and_the_right_unit() {
+    let own = NotRunning {
+        socket: "/home/a/.local/state/nightjar/nightjar.sock".into(),
+        hint: String::new(),
+        cause: String::new(),
+        also: Some(crate::paths::SYSTEM_SOCKET.into()),
+    };
+    let text = own.to_string();
+    assert!(
+        text.contains("/home/a/.local/state/nightjar/nightjar.sock")
+            && text.contains("/run/nightjar/nightjar.sock")
+            && text.contains("NIGHTJAR_SOCKET"),
+        "{text}"
+    );
+    let system = NotRunning {
+        socket: crate::paths::SYSTEM_SOCKET.into(),
+        hint: String::new(),
+        cause: String::new(),
+        also: None,
+    };
+    assert!(
+        system.to_string().contains("`systemctl start nightjar`"),
+        "{system}"
+    );
+}
