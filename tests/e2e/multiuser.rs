@@ -99,23 +99,29 @@ fn output_the_owner_may_not_write_and_a_workdir_they_cannot_enter_fail_as_theirs
         "{text}"
     );
     assert!(!work.join("locked/out").exists(), "made as root");
-    // ${SCRATCH} lives in the root-only state dir: refused at start, saying so.
-    let id = s.submit(
-        &u,
-        &u.alice,
-        &[
-            "--workdir",
-            work.to_str().unwrap(),
-            "--",
-            "ls",
-            "${SCRATCH}",
-        ],
-    );
-    let text = wait_end(&s, id).to_string();
-    assert!(
-        text.contains("runs as njtest-alice") && text.contains("${SCRATCH}"),
-        "{text}"
-    );
+    // ${SCRATCH} and the default ${OUTPUT_PATH} live in the root-only state
+    // dir: refused at submit, saying so and what to use instead.
+    for var in ["${SCRATCH}", "${OUTPUT_PATH}"] {
+        let out = s.cli(
+            &u,
+            &u.alice,
+            &[
+                "submit",
+                "--workdir",
+                work.to_str().unwrap(),
+                "--",
+                "ls",
+                var,
+            ],
+        );
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("tasks that run as njtest-alice cannot reach")
+                && err.contains("--output DIR"),
+            "{err}"
+        );
+    }
     // The workdir is entered as alice: one she lost access to after the
     // submit fails to start instead of being entered as root.
     let gone = folder_of(&u.alice, "nj-gone");

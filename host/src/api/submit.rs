@@ -82,6 +82,22 @@ fn check_reach(caller: &Caller, entries: &[NewEntry]) -> anyhow::Result<()> {
     };
     let groups = crate::users::groups_of(&account);
     for m in entries.iter().flat_map(|e| &e.members) {
+        // Scratch and the default output folder live in the daemon's
+        // state dir, which is root's alone: say so now, not at the start.
+        let state_folder = if crate::daemon::uses_var(m, "SCRATCH") {
+            Some("${SCRATCH}")
+        } else if m.output.is_none() && crate::daemon::uses_var(m, "OUTPUT_PATH") {
+            Some("the default ${OUTPUT_PATH}")
+        } else {
+            None
+        };
+        if let Some(what) = state_folder {
+            anyhow::bail!(
+                "task `{}` uses {what}, a folder in the daemon's state dir, which tasks that run as {} cannot reach: give it an `output` folder of yours (`--output DIR`, or `output` in the task file) and use that instead",
+                m.name.escape_debug(),
+                caller.name
+            );
+        }
         crate::users::perm::check(&m.workdir, &account, &groups, crate::users::perm::Want::Dir)
             .map_err(|e| anyhow::anyhow!("task `{}`: workdir {e}", m.name.escape_debug()))?;
         for input in &m.inputs {

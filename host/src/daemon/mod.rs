@@ -39,6 +39,7 @@ mod why;
 
 pub use self::chain::limits_of;
 pub use self::core::Daemon;
+pub use self::runenv::uses_var;
 pub use nightjar_core::api::views::{GpuView, MemberView};
 
 use std::fs::File;

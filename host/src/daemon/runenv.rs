@@ -24,6 +24,20 @@ pub fn scratch_dir(cfg: &Config, run: i64) -> PathBuf {
     cfg.scratch_dir().join(run.to_string())
 }
 
+/// Whether the task's command, env, output or resume argument names
+/// `${NAME}`.
+pub fn uses_var(spec: &TaskSpec, name: &str) -> bool {
+    let needle = format!("${{{name}}}");
+    let resume = spec.checkpoint.as_ref().and_then(|c| c.resume.as_ref());
+    spec.command
+        .to_argv()
+        .iter()
+        .chain(spec.env.values())
+        .chain(spec.output.iter())
+        .chain(resume)
+        .any(|t| t.contains(&needle))
+}
+
 /// Makes the run's spec. `cgroup` is the per-run cgroup folder, if cgroups are in use.
 pub fn build(
     cfg: &Config,
@@ -35,16 +49,7 @@ pub fn build(
 ) -> Result<RunSpec> {
     let run_dir = Path::new(&run.run_dir);
     let argv_templates = spec.command.to_argv();
-    let resume = spec.checkpoint.as_ref().and_then(|c| c.resume.as_ref());
-    let uses = |name: &str| {
-        let needle = format!("${{{name}}}");
-        argv_templates
-            .iter()
-            .chain(spec.env.values())
-            .chain(spec.output.iter())
-            .chain(resume)
-            .any(|t| t.contains(&needle))
-    };
+    let uses = |name: &str| uses_var(spec, name);
     let mut values: BTreeMap<&str, String> = BTreeMap::new();
     values.insert("TASK_ID", run.task_id.to_string());
     values.insert("RUN_ID", run.id.to_string());
