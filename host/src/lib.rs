@@ -24,4 +24,5 @@ pub mod store;
 pub mod sys;
 pub mod tariff;
 pub mod users;
+pub mod web;
 pub use nightjar_core::{task, time};
