@@ -13,6 +13,7 @@ mod classes_real;
 mod cli;
 mod client_edges;
 mod containment;
+mod dashboard;
 mod energy;
 mod exactly_once;
 mod examples;

@@ -31,6 +31,7 @@
 
 mod archive;
 mod attack;
+mod dashboard;
 mod hardening;
 mod manifest;
 mod notify;
@@ -360,6 +361,7 @@ fn main() -> Result<()> {
         "notify" => notify::notify(n(1, 1_000)),
         "archive" => archive::archive(n(1, 512)),
         "report" => report::report(n(1, 100_000)),
+        "dashboard" => dashboard::dashboard(n(1, 10_000)),
         "all" => {
             vs::startup_and_submit(200)?;
             submit_latency(10_000)?;
