@@ -170,7 +170,11 @@ impl B {
     async fn login(&self, token: &str) {
         self.c.delete_all_cookies().await.expect("cookies");
         self.go("/login").await;
-        let input = self.c.find(Locator::Css("#token")).await.expect("token field");
+        let input = self
+            .c
+            .find(Locator::Css("#token"))
+            .await
+            .expect("token field");
         input.send_keys(token).await.expect("type");
         input.send_keys("\u{E007}").await.expect("enter");
         self.until_text("main h1", "Queue").await;
@@ -322,7 +326,10 @@ async fn browse(b: &B, nj: &Nj, admin: &str, other: Option<&str>, ids: (i64, i64
     // On a phone: no horizontal scrolling.
     b.c.set_window_size(390, 844).await.unwrap();
     let wide = b.js("return document.documentElement.scrollWidth").await;
-    assert!(wide.as_u64().unwrap_or(9999) <= 390, "the page scrolls sideways at 390 px: {wide}");
+    assert!(
+        wide.as_u64().unwrap_or(9999) <= 390,
+        "the page scrolls sideways at 390 px: {wide}"
+    );
     b.shot("queue-phone", 390, 844).await;
     b.c.set_window_size(1280, 900).await.unwrap();
 
@@ -352,7 +359,11 @@ async fn browse(b: &B, nj: &Nj, admin: &str, other: Option<&str>, ids: (i64, i64
         .await
         .unwrap();
     b.until_text("#task-state", "cancelled").await;
-    assert_eq!(b.js("return window.__kept || null").await, json!("yes"), "the page reloaded");
+    assert_eq!(
+        b.js("return window.__kept || null").await,
+        json!("yes"),
+        "the page reloaded"
+    );
     assert_eq!(nj.show(waiting)["task"]["state"], "cancelled");
 
     for (page, name, needle) in [
@@ -365,7 +376,12 @@ async fn browse(b: &B, nj: &Nj, admin: &str, other: Option<&str>, ids: (i64, i64
         b.until_text("main", needle).await;
         b.shot(name, 1280, 900).await;
     }
-    assert!(b.text("#finished").await.unwrap_or_default().contains(&done.to_string()));
+    assert!(
+        b.text("#finished")
+            .await
+            .unwrap_or_default()
+            .contains(&done.to_string())
+    );
 
     // A POST without the CSRF field is refused.
     let post = |token: &str, body: &str| post_cancel(&b.base, logger, token, body);
@@ -377,12 +393,24 @@ async fn browse(b: &B, nj: &Nj, admin: &str, other: Option<&str>, ids: (i64, i64
     if let Some(other) = other {
         b.login(other).await;
         b.until_text(&format!("#task-{logger}"), "running").await;
-        assert!(b.c.find(Locator::Css(&format!("#cancel-{logger}"))).await.is_err());
+        assert!(
+            b.c.find(Locator::Css(&format!("#cancel-{logger}")))
+                .await
+                .is_err()
+        );
         b.go(&format!("/task/{logger}")).await;
         b.until_text("#private", "private").await;
-        assert!(b.c.find(Locator::Css(&format!("#cancel-{logger}"))).await.is_err());
+        assert!(
+            b.c.find(Locator::Css(&format!("#cancel-{logger}")))
+                .await
+                .is_err()
+        );
         let csrf = nightjar::web::auth::csrf_for(other);
-        assert_eq!(post(other, &format!("csrf={csrf}")), 403, "another user's task");
+        assert_eq!(
+            post(other, &format!("csrf={csrf}")),
+            403,
+            "another user's task"
+        );
         assert_eq!(nj.show(logger)["task"]["state"], "running");
     }
 }

@@ -31,7 +31,9 @@ fn get(port: u16, path: &str, token: &str) -> Result<(String, usize)> {
 
 /// A free TCP port on 127.0.0.1.
 fn free_port() -> Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
 }
 
 pub fn dashboard(tasks: usize) -> Result<()> {
@@ -96,7 +98,10 @@ pub fn dashboard(tasks: usize) -> Result<()> {
         page * 1e3,
         if page < 0.2 { "met" } else { "NOT met" }
     );
-    println!("  GET /?page={last_page} (the last page): {:.1} ms", last * 1e3);
+    println!(
+        "  GET /?page={last_page} (the last page): {:.1} ms",
+        last * 1e3
+    );
     println!(
         "  `nightjar ls` of the same {} tasks: {:.1} ms (GET / is {:.2}x of it)",
         tasks + 1,

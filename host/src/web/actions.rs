@@ -52,7 +52,9 @@ pub async fn act(
     match done {
         Err(e) => error_page(&e),
         // The page's script posts in the background and waits for the change event.
-        Ok(()) if headers.contains_key("x-requested-with") => StatusCode::NO_CONTENT.into_response(),
+        Ok(()) if headers.contains_key("x-requested-with") => {
+            StatusCode::NO_CONTENT.into_response()
+        }
         Ok(()) => Redirect::to(&format!("/task/{id}")).into_response(),
     }
 }

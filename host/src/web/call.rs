@@ -12,12 +12,8 @@ use crate::daemon::Daemon;
 /// The typed reply to `req` from `caller`, or the daemon's error.
 pub async fn call<C: Call>(d: &Arc<Daemon>, caller: &Caller, req: C) -> Result<C::Reply, ApiError> {
     let line = crate::api::server::dispatch(d, caller, req.into()).await;
-    let reply: ReplyLine<C::Reply> = serde_json::from_slice(&line).map_err(|e| {
-        ApiError::new(
-            ErrorKind::Internal,
-            format!("cannot read the reply: {e}"),
-        )
-    })?;
+    let reply: ReplyLine<C::Reply> = serde_json::from_slice(&line)
+        .map_err(|e| ApiError::new(ErrorKind::Internal, format!("cannot read the reply: {e}")))?;
     match reply.ok {
         Some(v) => Ok(v),
         None => Err(ApiError::new(
@@ -32,9 +28,7 @@ pub fn status(kind: ErrorKind) -> StatusCode {
     match kind {
         ErrorKind::NotFound => StatusCode::NOT_FOUND,
         ErrorKind::Forbidden => StatusCode::FORBIDDEN,
-        ErrorKind::Invalid | ErrorKind::BadRequest | ErrorKind::Protocol => {
-            StatusCode::BAD_REQUEST
-        }
+        ErrorKind::Invalid | ErrorKind::BadRequest | ErrorKind::Protocol => StatusCode::BAD_REQUEST,
         ErrorKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         ErrorKind::Internal | ErrorKind::Other => StatusCode::INTERNAL_SERVER_ERROR,
     }

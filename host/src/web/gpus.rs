@@ -23,7 +23,7 @@ pub async fn page(
     State(d): State<Arc<Daemon>>,
     caller: Option<Extension<Caller>>,
     headers: HeaderMap,
-    q: Option<Query<Params>>,
+    Query(q): Query<Params>,
 ) -> Response {
     let Some(s) = Session::of(caller.map(|Extension(c)| c), &headers) else {
         return to_login();
@@ -32,7 +32,7 @@ pub async fn page(
         Ok(v) => v,
         Err(e) => return error_page(&e),
     };
-    let fragment = q.is_some_and(|Query(q)| q.fragment == Some(1));
+    let fragment = q.fragment == Some(1);
     Page::new("GPUs", "/gpus", render(&views)).render(Some(&s.caller), fragment)
 }
 

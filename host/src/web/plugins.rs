@@ -22,7 +22,7 @@ pub async fn page(
     State(d): State<Arc<Daemon>>,
     caller: Option<Extension<Caller>>,
     headers: HeaderMap,
-    q: Option<Query<Params>>,
+    Query(q): Query<Params>,
 ) -> Response {
     let Some(s) = Session::of(caller.map(|Extension(c)| c), &headers) else {
         return to_login();
@@ -31,7 +31,7 @@ pub async fn page(
         Ok(v) => v,
         Err(e) => return error_page(&e),
     };
-    let fragment = q.is_some_and(|Query(q)| q.fragment == Some(1));
+    let fragment = q.fragment == Some(1);
     Page::new("Plugins", "/plugins", render(&views)).render(Some(&s.caller), fragment)
 }
 
@@ -56,7 +56,11 @@ pub fn render(views: &[MemberView]) -> String {
             escape(m.api_version.as_deref().unwrap_or("–")),
             escape(&m.failure_rate),
             escape(&m.on_failure),
-            if m.cpu_percent.is_finite() { m.cpu_percent } else { 0.0 },
+            if m.cpu_percent.is_finite() {
+                m.cpu_percent
+            } else {
+                0.0
+            },
             escape(m.last_error.as_deref().unwrap_or("–")),
         );
     }

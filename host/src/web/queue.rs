@@ -4,15 +4,15 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
+use axum::Extension;
 use axum::extract::{Query, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
-use axum::Extension;
 use serde::Deserialize;
 
 use super::auth::{Session, to_login};
 use super::layout::{Page, escape, html};
-use crate::api::access::Caller;
+use crate::api::access::{Access, Caller};
 use crate::api::wire::{TaskRow, TaskState};
 use crate::daemon::Daemon;
 
@@ -33,12 +33,12 @@ pub async fn page(
     State(d): State<Arc<Daemon>>,
     caller: Option<Extension<Caller>>,
     headers: HeaderMap,
-    q: Option<Query<Params>>,
+    Query(q): Query<Params>,
 ) -> Response {
     let Some(s) = Session::of(caller.map(|Extension(c)| c), &headers) else {
         return to_login();
     };
-    let q = q.map(|Query(q)| q).unwrap_or_default();
+
     let page = q.page.unwrap_or(1).max(1);
     let offset = (page - 1).saturating_mul(PER_PAGE as u64);
     let listed = d.store().queue_page(PER_PAGE, offset);
@@ -52,7 +52,7 @@ pub async fn page(
         }
     };
     p.rows.iter_mut().for_each(|t| d.live_reason(t));
-    let body = render(&d, &s, &p, page);
+    let body = render(&d.access, &s, &p, page);
     if q.fragment == Some(1) {
         return html(axum::http::StatusCode::OK, body);
     }
@@ -60,7 +60,7 @@ pub async fn page(
 }
 
 /// The fragment: counts, pager, table.
-pub fn render(d: &Daemon, s: &Session, p: &crate::store::QueuePage, page: u64) -> String {
+pub fn render(d: &Access, s: &Session, p: &crate::store::QueuePage, page: u64) -> String {
     let mut o = String::with_capacity(400 * p.rows.len() + 1024);
     let pages = p.total().div_ceil(PER_PAGE as u64).max(1);
     let _ = write!(
@@ -86,7 +86,7 @@ pub fn render(d: &Daemon, s: &Session, p: &crate::store::QueuePage, page: u64) -
     o
 }
 
-fn row(o: &mut String, d: &Daemon, s: &Session, t: &TaskRow) {
+fn row(o: &mut String, d: &Access, s: &Session, t: &TaskRow) {
     let state = t.state.as_str();
     let why = match (&t.reason, t.state) {
         (Some(r), _) => escape(r),
@@ -110,8 +110,8 @@ fn row(o: &mut String, d: &Daemon, s: &Session, t: &TaskRow) {
 }
 
 /// The action forms `s` may use on `t` (none where the rules say no).
-pub fn actions(o: &mut String, d: &Daemon, s: &Session, t: &TaskRow) {
-    if d.access.may_change(&s.caller, t.id, t.owner_uid).is_err() {
+pub fn actions(o: &mut String, d: &Access, s: &Session, t: &TaskRow) {
+    if d.may_change(&s.caller, t.id, t.owner_uid).is_err() {
         return;
     }
     let verbs: &[&str] = match t.state {
@@ -122,7 +122,11 @@ pub fn actions(o: &mut String, d: &Daemon, s: &Session, t: &TaskRow) {
         _ => &[],
     };
     for v in verbs {
-        let class = if *v == "cancel" { " class=\"danger\"" } else { "" };
+        let class = if *v == "cancel" {
+            " class=\"danger\""
+        } else {
+            ""
+        };
         let _ = write!(
             o,
             "<form class=\"act\" method=\"post\" action=\"/task/{id}/{v}\">{}\
@@ -139,10 +143,18 @@ fn pager(o: &mut String, page: u64, pages: u64) {
     }
     o.push_str("<nav class=\"pager\">");
     if page > 1 {
-        let _ = write!(o, "<a href=\"/?page={}\" rel=\"prev\">← previous</a>", page - 1);
+        let _ = write!(
+            o,
+            "<a href=\"/?page={}\" rel=\"prev\">← previous</a>",
+            page - 1
+        );
     }
     if page < pages {
         let _ = write!(o, "<a href=\"/?page={}\" rel=\"next\">next →</a>", page + 1);
     }
     o.push_str("</nav>");
 }
+
+#[cfg(test)]
+#[path = "queue_tests.rs"]
+mod tests;

@@ -29,7 +29,7 @@ pub async fn page(
     State(d): State<Arc<Daemon>>,
     caller: Option<Extension<Caller>>,
     headers: HeaderMap,
-    q: Option<Query<Params>>,
+    Query(q): Query<Params>,
 ) -> Response {
     let Some(s) = Session::of(caller.map(|Extension(c)| c), &headers) else {
         return to_login();
@@ -44,7 +44,7 @@ pub async fn page(
         Ok(a) => a,
         Err(e) => return error_page(&e),
     };
-    let fragment = q.is_some_and(|Query(q)| q.fragment == Some(1));
+    let fragment = q.fragment == Some(1);
     Page::new("Report: the last 7 days", "/report", render(&acc)).render(Some(&s.caller), fragment)
 }
 
@@ -59,12 +59,37 @@ pub fn render(acc: &Accounting) -> String {
     );
     summary(&mut p, acc);
     p.push_str("<h2>Use of the machine</h2>");
-    figure(&mut p, "gpu-util", charts::gpu_util(acc, tz), "no GPU samples in this period");
-    figure(&mut p, "queue", charts::queue(acc, tz), "no queue samples in this period");
+    figure(
+        &mut p,
+        "gpu-util",
+        charts::gpu_util(acc, tz),
+        "no GPU samples in this period",
+    );
+    figure(
+        &mut p,
+        "queue",
+        charts::queue(acc, tz),
+        "no queue samples in this period",
+    );
     p.push_str("<h2>Cost and energy</h2>");
-    figure(&mut p, "cost", bars::cost_by_project(acc), "no runs in this period");
-    figure(&mut p, "energy", bars::energy_by_hour(acc), "no energy or price in this period");
+    figure(
+        &mut p,
+        "cost",
+        bars::cost_by_project(acc),
+        "no runs in this period",
+    );
+    figure(
+        &mut p,
+        "energy",
+        bars::energy_by_hour(acc),
+        "no energy or price in this period",
+    );
     p.push_str("<h2>Failures</h2>");
-    figure(&mut p, "failures", bars::failures(acc), "no failures in this period");
+    figure(
+        &mut p,
+        "failures",
+        bars::failures(acc),
+        "no failures in this period",
+    );
     p
 }

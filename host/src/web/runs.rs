@@ -37,12 +37,12 @@ pub async fn page(
     State(d): State<Arc<Daemon>>,
     caller: Option<Extension<Caller>>,
     headers: HeaderMap,
-    q: Option<Query<Params>>,
+    Query(q): Query<Params>,
 ) -> Response {
     let Some(s) = Session::of(caller.map(|Extension(c)| c), &headers) else {
         return to_login();
     };
-    let q = q.map(|Query(q)| q).unwrap_or_default();
+
     let tz = d.cfg.tz();
     let now = now_ms();
     let since = match q.since.as_deref().filter(|s| !s.is_empty()) {
@@ -52,9 +52,7 @@ pub async fn page(
             None => {
                 return super::layout::error(
                     StatusCode::BAD_REQUEST,
-                    &format!(
-                        "since={text}: give RFC 3339, YYYY-MM-DD or a span such as 12h"
-                    ),
+                    &format!("since={text}: give RFC 3339, YYYY-MM-DD or a span such as 12h"),
                 );
             }
         },
@@ -75,7 +73,8 @@ pub async fn page(
 /// 18:00 of the day before `now`'s day in `tz` (Unix ms).
 pub fn last_evening(now: i64, tz: Tz) -> i64 {
     let today = crate::time::to_utc(now).with_timezone(&tz).date_naive();
-    let evening = (today - Duration::days(1)).and_time(NaiveTime::from_hms_opt(18, 0, 0).unwrap_or_default());
+    let evening =
+        (today - Duration::days(1)).and_time(NaiveTime::from_hms_opt(18, 0, 0).unwrap_or_default());
     tz.from_local_datetime(&evening)
         .earliest()
         .map_or(now - 30 * 3_600_000, |t| t.timestamp_millis())
@@ -126,7 +125,11 @@ pub fn render(runs: &[FinishedRun], since: i64, tz: Tz) -> String {
             "<tr><td class=\"num\"><a href=\"/task/{t}\">{t}</a>{}</td><td class=\"text\">{}</td><td>{}</td>\
              <td>{}</td><td class=\"state state-{}\">{outcome}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td>\
              <td class=\"num\">{}</td><td class=\"num\">{} {}</td></tr>",
-            if r.attempt > 1 { format!(" #{}", r.attempt) } else { String::new() },
+            if r.attempt > 1 {
+                format!(" #{}", r.attempt)
+            } else {
+                String::new()
+            },
             escape(&r.name),
             escape(&r.project),
             escape(r.owner.as_deref().unwrap_or("–")),
@@ -152,13 +155,24 @@ mod tests {
     fn last_night_starts_at_six_yesterday_in_the_daemons_zone() {
         let tz: Tz = "Europe/Berlin".parse().unwrap();
         // 2024-06-02 09:00 in Berlin (UTC+2) = 07:00 UTC.
-        let now = chrono::Utc.with_ymd_and_hms(2024, 6, 2, 7, 0, 0).unwrap().timestamp_millis();
-        let start = chrono::Utc.with_ymd_and_hms(2024, 6, 1, 16, 0, 0).unwrap().timestamp_millis();
+        let now = chrono::Utc
+            .with_ymd_and_hms(2024, 6, 2, 7, 0, 0)
+            .unwrap()
+            .timestamp_millis();
+        let start = chrono::Utc
+            .with_ymd_and_hms(2024, 6, 1, 16, 0, 0)
+            .unwrap()
+            .timestamp_millis();
         assert_eq!(last_evening(now, tz), start);
         assert_eq!(parse_since("12h", now, tz), Some(now - 12 * 3_600_000));
         assert_eq!(
             parse_since("2024-06-01", now, tz),
-            Some(chrono::Utc.with_ymd_and_hms(2024, 5, 31, 22, 0, 0).unwrap().timestamp_millis())
+            Some(
+                chrono::Utc
+                    .with_ymd_and_hms(2024, 5, 31, 22, 0, 0)
+                    .unwrap()
+                    .timestamp_millis()
+            )
         );
         assert_eq!(parse_since("yesterday-ish", now, tz), None);
     }

@@ -25,7 +25,7 @@ pub async fn page(
     caller: Option<Extension<Caller>>,
     headers: HeaderMap,
     Path(id): Path<String>,
-    q: Option<Query<Params>>,
+    Query(q): Query<Params>,
 ) -> Response {
     let Some(s) = Session::of(caller.map(|Extension(c)| c), &headers) else {
         return to_login();
@@ -33,15 +33,13 @@ pub async fn page(
     let Ok(id) = id.parse::<i64>() else {
         return super::layout::error(StatusCode::NOT_FOUND, "no such task: ids are numbers");
     };
-    let fragment = q.is_some_and(|Query(q)| q.fragment == Some(1));
+    let fragment = q.fragment == Some(1);
     let detail = match call(&d, &s.caller, Show { id }).await {
         Ok(t) => t,
         Err(e) => return error_page(&e),
     };
     let title = format!("Task {id}: {}", detail.task.name);
-    let readable = d
-        .access
-        .may_read_private(&s.caller, detail.task.owner_uid);
+    let readable = d.access.may_read_private(&s.caller, detail.task.owner_uid);
     let mut body = String::new();
     summary(&mut body, &d, &s, &detail);
     let mut tail = String::new();
@@ -97,10 +95,14 @@ fn summary(o: &mut String, d: &Daemon, s: &Session, t: &TaskDetail) {
         escape(&row.command),
     );
     if let Some(r) = &row.reason {
-        let _ = write!(o, "<dt>Reason</dt><dd id=\"task-reason\">{}</dd>", escape(r));
+        let _ = write!(
+            o,
+            "<dt>Reason</dt><dd id=\"task-reason\">{}</dd>",
+            escape(r)
+        );
     }
     o.push_str("</dl><p>");
-    actions(o, d, s, row);
+    actions(o, &d.access, s, row);
     o.push_str("</p>");
 }
 
@@ -127,7 +129,8 @@ fn runs(o: &mut String, d: &Daemon, t: &TaskDetail) {
              <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"text\">{}</td></tr>",
             r.attempt,
             when(r.started_at, tz),
-            r.finished_at.map_or_else(|| "running".into(), |f| when(f, tz)),
+            r.finished_at
+                .map_or_else(|| "running".into(), |f| when(f, tz)),
             r.class.map_or("–", |c| c.as_str()),
             r.exit_code.map_or_else(|| "–".into(), |c| c.to_string()),
             crate::report::render::duration(took),
