@@ -12,6 +12,7 @@ pub mod archive;
 pub mod config;
 pub mod daemon;
 pub mod gpu;
+pub mod http;
 pub mod manifest;
 pub mod nightjard;
 pub mod notify;

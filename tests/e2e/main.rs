@@ -23,6 +23,8 @@ mod gpus;
 mod hardening;
 mod hostile_inputs;
 mod hostile_output;
+mod http;
+mod http_client;
 mod input;
 mod manifest;
 mod manifest_hostile;

@@ -21,6 +21,7 @@ mod rerun;
 mod show;
 mod submit;
 pub mod table;
+mod token;
 mod wait;
 
 use std::path::PathBuf;
@@ -127,6 +128,9 @@ pub enum Verb {
     /// (or task name): runs, outcomes, GPU-hours, waits, energy, cost and
     /// what waiting for cheaper hours saved.
     Report(report::Args),
+    /// API tokens for the HTTP API and dashboard: `create [--name N]`, `ls`, `revoke ID`.
+    #[command(subcommand)]
+    Token(token::Cmd),
     /// Delete ended tasks older than `[retention]` keeps them, with their runs, events and folders.
     Gc {
         /// Only say what would be deleted.
@@ -240,6 +244,7 @@ fn run(cli: Cli) -> Result<i32> {
             Ok(0)
         }
         Verb::Notify(cmd) => notify::run(ctx, cmd),
+        Verb::Token(cmd) => token::run(ctx, cmd),
         Verb::Plugins(cmd) => {
             let mut ctx = ctx;
             match cmd {

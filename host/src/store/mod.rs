@@ -21,6 +21,7 @@ mod queue;
 mod report;
 mod schema;
 mod submit;
+pub mod tokens;
 pub mod types;
 pub use audit::AuditEntry;
 

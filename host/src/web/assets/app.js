@@ -42,15 +42,13 @@
     var src = new EventSource(log.getAttribute("data-src"));
     var add = function (ev) {
       var text = ev.data;
-      try { var j = JSON.parse(ev.data); if (typeof j === "string") { text = j; } else if (j && typeof j.data === "string") { text = j.data; } else if (j && typeof j.text === "string") { text = j.text; } else if (j && typeof j.line === "string") { text = j.line; } } catch (e) {}
       if (log.getAttribute("data-empty") === "1") { log.textContent = ""; log.removeAttribute("data-empty"); }
       var end = log.scrollTop + log.clientHeight >= log.scrollHeight - 4;
       log.appendChild(document.createTextNode(text.endsWith("\n") ? text : text + "\n"));
       if (end) log.scrollTop = log.scrollHeight;
     };
     src.onmessage = add;
-    src.addEventListener("line", add);
-    src.addEventListener("chunk", add);
+    src.addEventListener("missed", function (ev) { add({ data: "[" + ev.data + "]" }); });
     src.addEventListener("end", function () { src.close(); });
   }
 })();
