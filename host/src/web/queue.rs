@@ -74,7 +74,7 @@ pub fn render(d: &Access, s: &Session, p: &crate::store::QueuePage, page: u64) -
         return o;
     }
     o.push_str(
-        "<div class=\"scroll\"><table id=\"queue\"><thead><tr><th class=\"num\">ID</th><th>Name</th>\
+        "<div class=\"scroll\"><table id=\"queue\" class=\"cards\"><thead><tr><th class=\"num\">ID</th><th>Name</th>\
          <th>Project</th><th>Owner</th><th class=\"hide-narrow\">Priority</th><th>State</th>\
          <th>Why</th><th>Actions</th></tr></thead><tbody>",
     );
@@ -96,8 +96,8 @@ fn row(o: &mut String, d: &Access, s: &Session, t: &TaskRow) {
     let _ = write!(
         o,
         "<tr id=\"task-{id}\" data-state=\"{state}\"><td class=\"num\"><a href=\"/task/{id}\">{id}</a></td>\
-         <td class=\"text\">{}</td><td>{}</td><td>{}</td><td class=\"hide-narrow\">{}</td>\
-         <td class=\"state state-{state}\">{state}</td>\
+         <td class=\"text\">{}</td><td data-label=\"project\">{}</td><td data-label=\"owner\">{}</td>\
+         <td class=\"hide-narrow\">{}</td><td class=\"state state-{state}\">{state}</td>\
          <td class=\"text why\">{why} <a class=\"why-link\" href=\"/task/{id}#why\">why?</a></td><td>",
         escape(&t.name),
         escape(&t.project),
