@@ -14,6 +14,7 @@ mod cli;
 mod client_edges;
 mod containment;
 mod dashboard;
+mod dashboard_driver;
 mod energy;
 mod exactly_once;
 mod examples;

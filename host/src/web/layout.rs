@@ -79,10 +79,10 @@ impl Page {
                 if c.admin { " (admin)" } else { "" }
             );
         }
-        let _ = write!(
+        let _ = writeln!(
             p,
             "</nav></header><main><h1>{}</h1><div id=\"frag\">{}</div>{}</main>\
-             <script src=\"/assets/app.js\"></script></body></html>\n",
+             <script src=\"/assets/app.js\"></script></body></html>",
             escape(&self.title),
             self.body,
             self.tail
