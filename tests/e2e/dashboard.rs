@@ -168,6 +168,13 @@ async fn browse(b: &B, nj: &Nj, admin: &str, other: Option<&str>, ids: (i64, i64
     b.shot("queue-phone", 390, 844).await;
     b.c.set_window_size(1280, 900).await.unwrap();
 
+    // A task submitted now appears without a reload (the event stream).
+    b.js("window.__kept = 'queue'; return 1").await;
+    let late = nj.submit(&["--name", "late-comer", "--", "true"]);
+    b.until_text(&format!("#task-{late}"), "late-comer").await;
+    assert_eq!(b.js("return window.__kept || null").await, json!("queue"));
+    nj.ok(&["cancel", &late.to_string()]);
+
     // The full `why` is one click away.
     b.c.find(Locator::Css(&format!("{row} a.why-link")))
         .await
