@@ -36,6 +36,9 @@ pub struct Page {
     pub body: String,
     /// HTML after the fragment that a refresh must not replace (a live log).
     pub tail: String,
+    /// Whether the page fetches its fragment again on each change (the
+    /// report does not: it is a week's figures, costly to compute).
+    pub live: bool,
 }
 
 impl Page {
@@ -46,6 +49,7 @@ impl Page {
             active,
             body,
             tail: String::new(),
+            live: true,
         }
     }
 
@@ -81,9 +85,10 @@ impl Page {
         }
         let _ = writeln!(
             p,
-            "</nav></header><main><h1>{}</h1><div id=\"frag\">{}</div>{}</main>\
+            "</nav></header><main><h1>{}</h1><div id=\"frag\"{}>{}</div>{}</main>\
              <script src=\"/assets/app.js\"></script></body></html>",
             escape(&self.title),
+            if self.live { " data-live=\"1\"" } else { "" },
             self.body,
             self.tail
         );

@@ -45,7 +45,9 @@ pub async fn page(
         Err(e) => return error_page(&e),
     };
     let fragment = q.fragment == Some(1);
-    Page::new("Report: the last 7 days", "/report", render(&acc)).render(Some(&s.caller), fragment)
+    let mut page = Page::new("Report: the last 7 days", "/report", render(&acc));
+    page.live = false;
+    page.render(Some(&s.caller), fragment)
 }
 
 /// The summary and the charts of `acc`.

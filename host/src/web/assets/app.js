@@ -19,7 +19,7 @@
       .catch(function () {})
       .then(function () { busy = false; if (again) { again = false; refresh(); } });
   }
-  if (window.EventSource && frag) {
+  if (window.EventSource && frag && frag.getAttribute("data-live") === "1") {
     var events = new EventSource("/api/v2/events");
     events.addEventListener("changed", refresh);
   }
