@@ -64,11 +64,18 @@ pub async fn page(
             }
         }
         runs(&mut body, &d, &detail);
-        let _ = write!(
-            tail,
-            "<h2>Log</h2><pre class=\"log\" id=\"log\" data-empty=\"1\" \
+        if detail.runs.is_empty() {
+            tail.push_str(
+                "<h2>Log</h2><p class=\"none\" id=\"no-log\">no output yet: the log \
+                 follows here once the task has started (reload then)</p>",
+            );
+        } else {
+            let _ = write!(
+                tail,
+                "<h2>Log</h2><pre class=\"log\" id=\"log\" data-empty=\"1\" \
              data-src=\"/api/v2/logs/{id}?follow=1\">(waiting for output)</pre>"
-        );
+            );
+        }
     }
     if fragment {
         return html(StatusCode::OK, body);

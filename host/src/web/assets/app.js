@@ -50,5 +50,10 @@
     src.onmessage = add;
     src.addEventListener("missed", function (ev) { add({ data: "[" + ev.data + "]" }); });
     src.addEventListener("end", function () { src.close(); });
+    // The server's own error event (it has data) ends the stream for good;
+    // a dropped connection (no data) is retried by the browser.
+    src.addEventListener("error", function (ev) {
+      if (ev.data) { add({ data: "[" + ev.data + "]" }); src.close(); }
+    });
   }
 })();
