@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 mod archive;
 mod gpu;
 mod host;
+mod http;
 mod mail;
 mod manifest;
 mod notify;
@@ -27,6 +28,7 @@ mod validators;
 pub use archive::ArchiveConfig;
 pub use gpu::{GpuConfig, VisibleDevices};
 pub use host::{ApiConfig, REDACTED, redacted};
+pub use http::HttpConfig;
 pub use mail::{MailConfig, MailTls};
 pub use manifest::{InputsChanged, ManifestConfig};
 pub use notify::{Language, NotifierEntry, NotifyConfig};
@@ -75,6 +77,8 @@ pub struct Config {
     pub output_roots: Vec<PathBuf>,
     /// Limits of the API socket.
     pub api: ApiConfig,
+    /// The HTTP API and dashboard (off unless `listen` is set).
+    pub http: HttpConfig,
     /// How long ended tasks are kept.
     pub retention: RetentionConfig,
     /// What marks a failed run's class in its output (`gpu-oom`, `disk-full`, `network`).
@@ -154,6 +158,7 @@ impl Default for Config {
             origin: None,
             output_roots: Vec::new(),
             api: ApiConfig::default(),
+            http: HttpConfig::default(),
             retention: RetentionConfig::default(),
             classes: Default::default(),
             validators: Default::default(),
@@ -273,6 +278,7 @@ impl Config {
         if self.sandbox.log_cap.as_u64() < 4096 {
             bail!("key `sandbox.log_cap` must be at least 4 KiB");
         }
+        self.http.validate()?;
         self.retention.validate()?;
         self.validators.validate()?;
         self.manifest.validate()?;

@@ -22,6 +22,7 @@ mod rerun;
 mod show;
 mod submit;
 pub mod table;
+mod token;
 mod wait;
 
 use std::path::{Path, PathBuf};
@@ -147,6 +148,9 @@ pub enum Verb {
     },
     /// Who the daemon takes you for (from the socket's credentials), and whether you administer it.
     Whoami,
+    /// API tokens for the HTTP API and dashboard: `create [--name N]`, `ls`, `revoke ID`.
+    #[command(subcommand)]
+    Token(token::Cmd),
     /// Delete ended tasks older than `[retention]` keeps them, with their runs, events and folders.
     Gc {
         /// Only say what would be deleted.
@@ -268,6 +272,7 @@ fn run(cli: Cli) -> Result<i32> {
         }
         Verb::Whoami => admin::whoami(ctx),
         Verb::Notify(cmd) => notify::run(ctx, cmd),
+        Verb::Token(cmd) => token::run(ctx, cmd),
         Verb::Plugins(cmd) => {
             let mut ctx = ctx;
             match cmd {

@@ -31,12 +31,14 @@
 
 mod archive;
 mod attack;
+mod dashboard;
 mod hardening;
 mod manifest;
 mod notify;
 mod plugins;
 mod postrun;
 mod report;
+mod sse;
 mod vs;
 
 use std::path::{Path, PathBuf};
@@ -350,6 +352,7 @@ fn main() -> Result<()> {
         "throughput" => vs::throughput(n(1, 1_000)),
         "startup" => vs::startup_and_submit(n(1, 200)),
         "idle" => idle(n(1, 60) as u64),
+        "sse" => sse::sse(n(1, 30) as u64),
         "gpu" => gpu(n(1, 20) as u64),
         "plugins" => plugins::plugins(),
         "attack" => attack::attack(n(1, 10) as u64),
@@ -360,6 +363,7 @@ fn main() -> Result<()> {
         "notify" => notify::notify(n(1, 1_000)),
         "archive" => archive::archive(n(1, 512)),
         "report" => report::report(n(1, 100_000)),
+        "dashboard" => dashboard::dashboard(n(1, 10_000)),
         "all" => {
             vs::startup_and_submit(200)?;
             submit_latency(10_000)?;
@@ -373,11 +377,12 @@ fn main() -> Result<()> {
             notify::notify(1_000)?;
             attack::attack(10)?;
             hardening::clients(10)?;
+            sse::sse(30)?;
             idle(60)
         }
         other => {
             bail!(
-                "unknown benchmark `{other}`: use startup, submit, throughput, gpu, plugins, postrun, manifest, archive, report, notify, attack, clients, soak, idle or all"
+                "unknown benchmark `{other}`: use startup, submit, throughput, gpu, plugins, postrun, manifest, archive, report, notify, attack, clients, soak, idle, sse or all"
             )
         }
     }

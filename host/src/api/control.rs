@@ -36,7 +36,7 @@ fn allowed(d: &Daemon, caller: &Caller, id: i64) -> anyhow::Result<u32> {
 
 /// Appends to the audit log; a failure is logged, not returned (the
 /// action itself is already done).
-pub(super) fn audit(d: &Daemon, caller: &Caller, action: &str, task: Option<i64>, detail: String) {
+pub(crate) fn audit(d: &Daemon, caller: &Caller, action: &str, task: Option<i64>, detail: String) {
     let entry = AuditEntry {
         uid: caller.uid,
         user: &caller.name,

@@ -15,3 +15,6 @@ mod submit;
 mod wait;
 
 pub use nightjar_core::api::*;
+
+/// Appends to the audit log (the HTTP API's token verbs use it too).
+pub(crate) use control::audit;

@@ -198,6 +198,13 @@ pub async fn dispatch(d: &Arc<Daemon>, caller: &Caller, req: Request) -> Vec<u8>
                 Err(e) => Err(e),
             })
         }
+        Request::TokenCreate(r) => reply::<super::TokenCreate>(
+            blocking("token", move || crate::http::tokens::create(&me, &who, &r)).await,
+        ),
+        Request::TokenList(_) => reply::<super::TokenList>(crate::http::tokens::list(d, caller)),
+        Request::TokenRevoke(r) => {
+            reply::<super::TokenRevoke>(crate::http::tokens::revoke(d, caller, &r))
+        }
         Request::Gpus(_) => reply::<super::Gpus>({
             let mut views = d.gpu_views();
             let store = d.store();

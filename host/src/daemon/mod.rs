@@ -109,6 +109,7 @@ pub fn run(cfg: Config) -> Result<()> {
             tokio::spawn(Arc::clone(&daemon).sample_loop(backend));
         }
         let listener = socket::bind(&daemon.cfg.socket, &daemon.cfg.users)?;
+        let http = crate::http::bind(&daemon).await?;
         tracing::info!(
             "nightjar daemon {} ready: socket {}, state {}",
             std::process::id(),
@@ -116,6 +117,9 @@ pub fn run(cfg: Config) -> Result<()> {
             daemon.cfg.state_dir.display()
         );
         tokio::spawn(crate::api::server::serve(Arc::clone(&daemon), listener));
+        if let Some(l) = http {
+            tokio::spawn(crate::http::serve(Arc::clone(&daemon), l));
+        }
         tokio::spawn(Arc::clone(&daemon).disk_hold_loop());
         if let Some(expr) = &daemon.cfg.notify.digest {
             // Checked with the config: a bad expression never gets here.

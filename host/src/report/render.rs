@@ -163,7 +163,8 @@ pub fn html(acc: &Accounting) -> String {
     p
 }
 
-fn summary(p: &mut String, acc: &Accounting) {
+/// The summary section (totals) of `acc`.
+pub fn summary(p: &mut String, acc: &Accounting) {
     let t = &acc.total;
     p.push_str("<h2>Summary</h2>\n");
     if t.runs == 0 {
@@ -234,7 +235,7 @@ fn table(p: &mut String, heading: &str, first: &str, rows: &[Group], acc: &Accou
 
 /// A chart's figure, or the sentence `none` when it has no data, or the
 /// error when it could not be drawn.
-fn figure(p: &mut String, id: &str, chart: Option<Result<String, String>>, none: &str) {
+pub fn figure(p: &mut String, id: &str, chart: Option<Result<String, String>>, none: &str) {
     match chart {
         Some(Ok(svg)) => {
             let _ = writeln!(p, "<figure id=\"{id}\">{svg}</figure>");

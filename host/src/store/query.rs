@@ -9,7 +9,7 @@ use super::{
 };
 use crate::task::model::{DepKind, Priority, TaskSpec};
 
-const TASK_COLUMNS: &str =
+pub(super) const TASK_COLUMNS: &str =
     "t.id, t.kind, t.parent_id, t.name, t.project, t.priority, t.state, t.reason,
     t.submitted_at, t.eligible_at, t.finished_at, t.attempts, t.next_fire_at, t.spec,
     (SELECT r.stalled_at FROM runs r WHERE r.task_id = t.id AND r.state = 'running'),
@@ -18,7 +18,7 @@ const TASK_COLUMNS: &str =
     (SELECT MAX(r.currency) FROM runs r WHERE r.task_id = t.id),
     t.owner, t.owner_uid";
 
-fn task_row(r: &rusqlite::Row) -> rusqlite::Result<TaskRow> {
+pub(super) fn task_row(r: &rusqlite::Row) -> rusqlite::Result<TaskRow> {
     let state: String = r.get(6)?;
     let spec: String = r.get(13)?;
     let command = serde_json::from_str::<TaskSpec>(&spec)

@@ -63,6 +63,35 @@ pub fn by_uid(uid: u32) -> Option<Account> {
     }
 }
 
+/// The account named `name`, or `None` when the database has no such user.
+pub fn by_name(name: &str) -> Option<Account> {
+    let c = CString::new(name).ok()?;
+    let mut buf = vec![0u8; START];
+    loop {
+        // SAFETY: as in `by_uid`, through getpwnam_r.
+        let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
+        let mut out: *mut libc::passwd = std::ptr::null_mut();
+        let rc = unsafe {
+            libc::getpwnam_r(
+                c.as_ptr(),
+                &mut pw,
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                &mut out,
+            )
+        };
+        if rc == libc::ERANGE && buf.len() < MAX {
+            buf.resize(buf.len() * 2, 0);
+            continue;
+        }
+        if rc != 0 || out.is_null() {
+            return None;
+        }
+        // The uid found, then the full account as `by_uid` reads it.
+        return by_uid(pw.pw_uid);
+    }
+}
+
 /// The name of `uid`, or the number itself when the database has none.
 pub fn name_of(uid: u32) -> String {
     by_uid(uid).map_or_else(|| uid.to_string(), |a| a.name)
@@ -141,6 +170,9 @@ mod tests {
         assert_eq!(name_of(4_000_000_000), "4000000000");
         assert_eq!(group_id("no-such-group-nightjar"), None);
         assert_eq!(group_id("nul\0inside"), None);
+        assert_eq!(by_name("root").map(|a| a.uid), Some(0));
+        assert_eq!(by_name("no-such-user-nightjar"), None);
+        assert_eq!(by_name("nul\0inside"), None);
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub mod notify;
 pub mod outputs;
 pub mod report;
 pub mod rerun;
+pub mod tokens;
 pub mod views;
 pub mod why;
 pub mod wire;

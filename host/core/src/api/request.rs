@@ -11,6 +11,7 @@ pub use super::notify::{
 };
 pub use super::report::{Accounting, Report};
 pub use super::rerun::{Rerun, Rerunning};
+pub use super::tokens::{NewToken, TokenCreate, TokenList, TokenRevoke, TokenRow};
 use super::views::{GpuView, MemberView};
 use super::why::WhyReport;
 use super::wire::{GcReport, ListFilter, RunClass, TaskDetail, TaskRow, TaskState};
@@ -23,13 +24,41 @@ pub trait Call: Into<Request> {
     type Reply: Serialize + DeserializeOwned;
 }
 
+/// One verb of the protocol: its wire name (the `verb` tag, and the HTTP
+/// route `POST /api/v2/{name}`), its request type and its reply type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VerbInfo {
+    /// The `verb` tag on the wire (kebab-case).
+    pub name: &'static str,
+    /// The request type's name (the OpenAPI request schema).
+    pub request: &'static str,
+    /// The reply type as written in the protocol (`Vec<TaskRow>`).
+    pub reply: &'static str,
+}
+
 macro_rules! requests {
-    ($($(#[$doc:meta])* $verb:ident => $reply:ty;)*) => {
+    ($($(#[$doc:meta])* $verb:ident = $name:literal => $reply:ty;)*) => {
         /// A request to the daemon, tagged by `verb`.
         #[derive(Debug, Clone, Serialize, Deserialize)]
-        #[serde(tag = "verb", rename_all = "kebab-case")]
+        #[serde(tag = "verb")]
         pub enum Request {
-            $($(#[$doc])* $verb($verb),)*
+            $($(#[$doc])* #[serde(rename = $name)] $verb($verb),)*
+        }
+
+        /// Every verb, from the same list as [`Request`]: the HTTP API's
+        /// routes and the OpenAPI file are checked against it, so a new
+        /// verb cannot be left out of either.
+        pub const VERBS: &[VerbInfo] = &[
+            $(VerbInfo { name: $name, request: stringify!($verb), reply: stringify!($reply) },)*
+        ];
+
+        impl Request {
+            /// This request's verb (its `verb` tag).
+            pub fn verb(&self) -> &'static str {
+                match self {
+                    $(Request::$verb(_) => $name,)*
+                }
+            }
         }
         $(
             impl From<$verb> for Request {
@@ -46,55 +75,61 @@ macro_rules! requests {
 
 requests! {
     /// Is the daemon there?
-    Ping => Pong;
+    Ping = "ping" => Pong;
     /// Queue a checked submission.
-    Submit => Vec<i64>;
+    Submit = "submit" => Vec<i64>;
     /// Tasks for `ls`.
-    List => Vec<TaskRow>;
+    List = "list" => Vec<TaskRow>;
     /// One task in full.
-    Show => TaskDetail;
+    Show = "show" => TaskDetail;
     /// Cancel a task, sweep or recurring template.
-    Cancel => Cancelled;
+    Cancel = "cancel" => Cancelled;
     /// Keep waiting tasks from starting.
-    Hold => Changed;
+    Hold = "hold" => Changed;
     /// Let held tasks start.
-    Release => Changed;
+    Release = "release" => Changed;
     /// Queue failed, cancelled or blocked tasks again.
-    Retry => Changed;
+    Retry = "retry" => Changed;
     /// Why a task waits, or where and why it started.
-    Why => WhyReport;
+    Why = "why" => WhyReport;
     /// Every GPU: readings, reservations, health and tasks.
-    Gpus => Vec<GpuView>;
+    Gpus = "gpus" => Vec<GpuView>;
     /// The policy chain's members and their states.
-    Plugins => Vec<MemberView>;
+    Plugins = "plugins" => Vec<MemberView>;
     /// Reload the chain's plugin files.
-    PluginsReload => Vec<ReloadChange>;
+    PluginsReload = "plugins-reload" => Vec<ReloadChange>;
     /// Delete ended tasks older than `[retention]` says.
-    Gc => GcReport;
+    Gc = "gc" => GcReport;
     /// Reply once every task named has ended (or is blocked).
-    Wait => Vec<WaitResult>;
+    Wait = "wait" => Vec<WaitResult>;
     /// The notifiers and their dead letters.
-    NotifyList => NotifyReport;
+    NotifyList = "notify-list" => NotifyReport;
     /// Queue a dead letter again.
-    NotifyRetry => Changed;
+    NotifyRetry = "notify-retry" => Changed;
     /// Send a test message through one notifier.
-    NotifyTest => NotifyTestReply;
+    NotifyTest = "notify-test" => NotifyTestReply;
     /// Write a digest now.
-    NotifyDigest => DigestWritten;
+    NotifyDigest = "notify-digest" => DigestWritten;
     /// Queue a new task from a run's record, its inputs checked.
-    Rerun => Rerunning;
+    Rerun = "rerun" => Rerunning;
     /// Two runs' start and output manifests, for `diff`.
-    Diff => RunPair;
+    Diff = "diff" => RunPair;
     /// A period's accounting (`nightjar report`).
-    Report => Accounting;
+    Report = "report" => Accounting;
     /// The next bytes of a run's log (`nightjar logs`).
-    Logs => LogChunk;
+    Logs = "logs" => LogChunk;
     /// Who the daemon takes the caller for.
-    Whoami => Identity;
+    Whoami = "whoami" => Identity;
     /// Change a task's priority (administrators; audited).
-    Priority => Changed;
+    Priority = "priority" => Changed;
     /// The audit log of administrative actions.
-    Audit => Vec<AuditRow>;
+    Audit = "audit" => Vec<AuditRow>;
+    /// Make an API token for the caller (shown once).
+    TokenCreate = "token-create" => NewToken;
+    /// The caller's API tokens (administrators: everyone's), without secrets.
+    TokenList = "token-list" => Vec<TokenRow>;
+    /// Revoke an API token (one's own; administrators: any).
+    TokenRevoke = "token-revoke" => Changed;
 }
 
 /// `ping`.

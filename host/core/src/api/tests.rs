@@ -51,7 +51,48 @@ fn every_request() -> Vec<Request> {
         }
         .into(),
         Diff { a: 11, b: 12 }.into(),
+        TokenCreate {
+            name: Some("laptop".into()),
+        }
+        .into(),
+        TokenList {}.into(),
+        TokenRevoke { id: 13 }.into(),
     ]
+}
+
+/// `CamelCase` as `kebab-case`.
+fn kebab(name: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in name.chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            out.push('-');
+        }
+        out.push(c.to_ascii_lowercase());
+    }
+    out
+}
+
+#[test]
+fn the_verb_list_names_every_request_once_in_kebab_case() {
+    let mut seen = std::collections::BTreeSet::new();
+    for v in VERBS {
+        assert_eq!(v.name, kebab(v.request), "{v:?}");
+        assert!(seen.insert(v.name), "{} twice", v.name);
+        assert!(!v.reply.is_empty());
+    }
+    // Each request's tag is the verb the list gives it, and decodes back.
+    for req in every_request() {
+        let text = serde_json::to_value(&req).unwrap();
+        assert_eq!(text["verb"], req.verb());
+        assert!(VERBS.iter().any(|v| v.name == req.verb()));
+    }
+    // A request of each verb in the list decodes from its name (fields
+    // defaulted where the request has only optional ones).
+    let decodable = VERBS
+        .iter()
+        .filter(|v| serde_json::from_value::<Request>(serde_json::json!({"verb": v.name})).is_ok())
+        .count();
+    assert!(decodable >= 10, "{decodable}");
 }
 
 #[test]

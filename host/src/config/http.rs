@@ -1,0 +1,153 @@
+//! `[http]`: the HTTP API and dashboard, off unless `listen` is set.
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+use serde::{Deserialize, Serialize};
+
+use super::humantime_serde_compat;
+
+/// Settings of the HTTP server.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HttpConfig {
+    /// `host:port` to listen on (port 0: any free one, written to
+    /// `<state_dir>/http.addr`); empty: no HTTP server.
+    pub listen: String,
+    /// Allow a `listen` address other than loopback (then put TLS in front).
+    pub allow_remote: bool,
+    /// A header naming the local user, set by a reverse proxy that
+    /// authenticated them (`X-Remote-User`); empty: not trusted.
+    pub trusted_proxy_header: String,
+    /// The peers whose `trusted_proxy_header` is believed (IP addresses).
+    pub trusted_proxies: Vec<String>,
+    /// Most HTTP connections open at once; more are answered 503 and closed.
+    pub max_connections: usize,
+    /// Most event and log streams open at once; more are answered 503.
+    pub max_streams: usize,
+    /// How long a connection may take to send its next request's headers.
+    #[serde(with = "humantime_serde_compat")]
+    pub idle_timeout: Duration,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            listen: String::new(),
+            allow_remote: false,
+            trusted_proxy_header: String::new(),
+            trusted_proxies: Vec::new(),
+            max_connections: 256,
+            max_streams: 64,
+            idle_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+impl HttpConfig {
+    /// The address to listen on, or `None` when the server is off.
+    pub fn addr(&self) -> Result<Option<SocketAddr>> {
+        if self.listen.trim().is_empty() {
+            return Ok(None);
+        }
+        match self.listen.trim().parse::<SocketAddr>() {
+            Ok(a) => Ok(Some(a)),
+            Err(_) => bail!(
+                "key `http.listen`: `{}` is not an address and port (for example `127.0.0.1:8421`)",
+                self.listen.escape_debug()
+            ),
+        }
+    }
+
+    /// The trusted proxies' addresses (checked at load).
+    pub fn proxies(&self) -> Vec<IpAddr> {
+        self.trusted_proxies
+            .iter()
+            .filter_map(|p| p.parse().ok())
+            .collect()
+    }
+
+    /// Checks the keys; errors name the key.
+    pub fn validate(&self) -> Result<()> {
+        if let Some(a) = self.addr()?
+            && !a.ip().is_loopback()
+            && !self.allow_remote
+        {
+            bail!(
+                "key `http.listen`: `{a}` is not a loopback address; the HTTP API sends tokens in the clear, so set `allow_remote = true` only with TLS in front (a reverse proxy), or listen on 127.0.0.1"
+            );
+        }
+        if let Some(p) = self
+            .trusted_proxies
+            .iter()
+            .find(|p| p.parse::<IpAddr>().is_err())
+        {
+            bail!(
+                "key `http.trusted_proxies`: `{}` is not an IP address",
+                p.escape_debug()
+            );
+        }
+        if self.trusted_proxy_header.is_empty() != self.trusted_proxies.is_empty() {
+            bail!(
+                "keys `http.trusted_proxy_header` and `http.trusted_proxies` go together: the header is believed only from the proxies listed"
+            );
+        }
+        if !self.trusted_proxy_header.is_empty()
+            && axum::http::HeaderName::from_bytes(self.trusted_proxy_header.as_bytes()).is_err()
+        {
+            bail!(
+                "key `http.trusted_proxy_header`: `{}` is not a header name",
+                self.trusted_proxy_header.escape_debug()
+            );
+        }
+        if self.max_connections == 0 || self.max_streams == 0 {
+            bail!("keys `http.max_connections` and `http.max_streams` must be at least 1");
+        }
+        if self.idle_timeout < Duration::from_secs(1) {
+            bail!("key `http.idle_timeout` must be at least 1s");
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn off_by_default_loopback_only_unless_allowed_and_proxies_go_with_their_header() {
+        let mut c = HttpConfig::default();
+        assert_eq!(c.addr().unwrap(), None);
+        c.listen = "127.0.0.1:0".into();
+        c.validate().unwrap();
+        c.listen = "0.0.0.0:8421".into();
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("allow_remote")
+        );
+        c.allow_remote = true;
+        c.validate().unwrap();
+        c.listen = "localhost:80".into();
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("http.listen")
+        );
+        c.listen = "[::1]:8421".into();
+        c.trusted_proxy_header = "X-Remote-User".into();
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("go together")
+        );
+        c.trusted_proxies = vec!["127.0.0.1".into()];
+        c.validate().unwrap();
+        c.trusted_proxies = vec!["proxy.lab".into()];
+        assert!(c.validate().unwrap_err().to_string().contains("not an IP"));
+    }
+}

@@ -1,0 +1,128 @@
+//! Who an HTTP request comes from, in this order: `Authorization: Bearer
+//! <token>`; the cookie `nj_session=<token>` (the dashboard's login sets
+//! it); the `http.trusted_proxy_header` when the TCP peer is one of
+//! `http.trusted_proxies`. The caller found goes into the request as
+//! `Extension<Caller>`. An API request without one is answered 401; a
+//! dashboard page gets through without one (it redirects to its login).
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::Response;
+
+use super::Peer;
+use super::api::error_response;
+use crate::api::ErrorKind;
+use crate::api::access::Caller;
+use crate::daemon::Daemon;
+
+/// The dashboard's session cookie: it holds a token.
+pub const COOKIE: &str = "nj_session";
+
+/// What a 401 tells the client to do.
+const HOW: &str = "send an API token as `Authorization: Bearer <token>`; make one with `nightjar token create` (it is shown once)";
+
+/// Paths open without credentials.
+fn open_path(path: &str) -> bool {
+    matches!(path, "/api/v2/health" | "/api/v2/openapi.yaml") || !path.starts_with("/api/")
+}
+
+/// The auth middleware (`axum::middleware::from_fn_with_state`).
+pub async fn middleware(State(d): State<Arc<Daemon>>, mut req: Request, next: Next) -> Response {
+    let path = req.uri().path().to_string();
+    let found = {
+        let d = Arc::clone(&d);
+        let creds = Credentials::of(&req, &d);
+        tokio::task::spawn_blocking(move || creds.resolve(&d))
+            .await
+            .unwrap_or_else(|e| Err(format!("the token check did not finish: {e}")))
+    };
+    match found {
+        Ok(Some(caller)) => {
+            req.extensions_mut().insert(caller);
+            next.run(req).await
+        }
+        Ok(None) if open_path(&path) => next.run(req).await,
+        Ok(None) => unauthorized(&format!("no credentials: {HOW}")),
+        // Bad credentials on a page: the page shows its login instead.
+        Err(_) if !path.starts_with("/api/") => next.run(req).await,
+        Err(why) => unauthorized(&format!("{why}: {HOW}")),
+    }
+}
+
+fn unauthorized(msg: &str) -> Response {
+    let mut r = error_response(StatusCode::UNAUTHORIZED, ErrorKind::Forbidden, msg);
+    r.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        header::HeaderValue::from_static("Bearer realm=\"nightjar\""),
+    );
+    r
+}
+
+/// The credentials a request carries, read off it (before any lookup).
+#[derive(Debug, Default)]
+struct Credentials {
+    bearer: Option<String>,
+    cookie: Option<String>,
+    proxy_user: Option<String>,
+}
+
+impl Credentials {
+    fn of(req: &Request, d: &Daemon) -> Credentials {
+        let h = req.headers();
+        let bearer = h
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| match v.strip_prefix("Bearer ") {
+                Some(t) => t.trim().to_string(),
+                // Another scheme is no token of ours: refused below.
+                None => String::new(),
+            });
+        let cookie = h
+            .get_all(header::COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(';'))
+            .filter_map(|kv| kv.trim().split_once('='))
+            .find(|(k, _)| *k == COOKIE)
+            .map(|(_, v)| v.trim().to_string());
+        let cfg = &d.cfg.http;
+        let trusted = req
+            .extensions()
+            .get::<Peer>()
+            .is_some_and(|p| cfg.proxies().contains(&p.0.ip()));
+        let proxy_user = (trusted && !cfg.trusted_proxy_header.is_empty())
+            .then(|| h.get(cfg.trusted_proxy_header.as_str()))
+            .flatten()
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).trim().to_string());
+        Credentials {
+            bearer,
+            cookie,
+            proxy_user,
+        }
+    }
+
+    /// The caller, none (no credentials), or why the credentials are refused.
+    fn resolve(self, d: &Daemon) -> Result<Option<Caller>, String> {
+        if let Some(t) = self.bearer.or(self.cookie) {
+            let uid = super::tokens::lookup(d, &t)?;
+            return d.access.caller(uid).map(Some).map_err(|e| e.message);
+        }
+        if let Some(name) = self.proxy_user {
+            let account = crate::users::by_name(&name).ok_or_else(|| {
+                format!(
+                    "the proxy names the user `{}`, whom this machine does not know",
+                    name.escape_debug()
+                )
+            })?;
+            return d
+                .access
+                .caller(account.uid)
+                .map(Some)
+                .map_err(|e| e.message);
+        }
+        Ok(None)
+    }
+}

@@ -1,0 +1,186 @@
+//! The HTTP API (`[http]`, off by default): the socket's protocol over
+//! HTTP, one route per verb answered by the same `server::dispatch`, with
+//! the caller from a token (or a trusted proxy's header) instead of
+//! `SO_PEERCRED`; an event stream; log streams; the OpenAPI file; and the
+//! dashboard's pages (`crate::web`).
+//!
+//! Bounded like the socket: at most `http.max_connections` connections
+//! (one more is answered 503 and closed), `http.idle_timeout` to send a
+//! request's headers (idle keep-alive connections included), bodies of
+//! at most 1 MiB (413), at most `http.max_streams` streams at once.
+
+mod api;
+pub mod auth;
+#[cfg(test)]
+mod openapi_tests;
+mod sse;
+pub mod tokens;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use axum::body::Bytes;
+use axum::extract::DefaultBodyLimit;
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+use axum::{Extension, Router};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+
+use crate::api::access::Caller;
+use crate::api::{MAX_REQUEST, VERBS};
+use crate::daemon::Daemon;
+
+/// The prefix of every API route.
+pub const PREFIX: &str = "/api/v2";
+
+/// The routes besides one `POST {PREFIX}/{verb}` per verb: method, path
+/// (axum's syntax). The OpenAPI file is checked against these and `VERBS`.
+pub const EXTRA_ROUTES: &[(&str, &str)] = &[
+    ("GET", "/api/v2/health"),
+    ("GET", "/api/v2/openapi.yaml"),
+    ("GET", "/api/v2/events"),
+    ("GET", "/api/v2/logs/{id}"),
+];
+
+/// Every API route: method and path.
+pub fn api_routes() -> Vec<(&'static str, String)> {
+    let mut all: Vec<(&str, String)> = EXTRA_ROUTES
+        .iter()
+        .map(|(m, p)| (*m, p.to_string()))
+        .collect();
+    all.extend(
+        VERBS
+            .iter()
+            .map(|v| ("POST", format!("{PREFIX}/{}", v.name))),
+    );
+    all
+}
+
+/// Marks axum's answer for a path no route has (the OpenAPI test tells it
+/// from a route's own 404).
+pub const NO_ROUTE_HEADER: &str = "x-nightjar-no-route";
+
+/// The whole router: the API, the dashboard's pages, and the auth
+/// middleware in front of both.
+pub fn router(d: Arc<Daemon>) -> Router {
+    let mut api = Router::new()
+        .route("/api/v2/health", get(api::health))
+        .route("/api/v2/openapi.yaml", get(api::openapi))
+        .route("/api/v2/events", get(sse::events))
+        .route("/api/v2/logs/{id}", get(sse::logs));
+    for v in VERBS {
+        let name = v.name;
+        api = api.route(
+            &format!("{PREFIX}/{name}"),
+            post(
+                move |state: State<Arc<Daemon>>, caller: Option<Extension<Caller>>, body: Bytes| {
+                    api::verb(name, state, caller, body)
+                },
+            ),
+        );
+    }
+    api.merge(crate::web::routes())
+        .fallback(no_route)
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&d),
+            auth::middleware,
+        ))
+        .layer(DefaultBodyLimit::max(MAX_REQUEST))
+        .layer(axum::Extension(sse::Streams(Arc::new(Semaphore::new(
+            d.cfg.http.max_streams,
+        )))))
+        .with_state(d)
+}
+
+async fn no_route() -> impl IntoResponse {
+    let mut r = api::error_response(
+        StatusCode::NOT_FOUND,
+        crate::api::ErrorKind::NotFound,
+        "no such route: the API's routes are listed at /api/v2/openapi.yaml",
+    );
+    r.headers_mut()
+        .insert(NO_ROUTE_HEADER, HeaderValue::from_static("1"));
+    r
+}
+
+/// The TCP peer of a request (inserted by the accept loop).
+#[derive(Debug, Clone, Copy)]
+pub struct Peer(pub SocketAddr);
+
+/// Binds `[http] listen` when set, and writes the address bound to
+/// `<state_dir>/http.addr` (port 0 picks a free one).
+pub async fn bind(d: &Daemon) -> Result<Option<TcpListener>> {
+    let Some(addr) = d.cfg.http.addr()? else {
+        return Ok(None);
+    };
+    let listener = TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("bind the HTTP API to {addr} (`http.listen`)"))?;
+    let local = listener.local_addr()?;
+    let file = d.cfg.state_dir.join("http.addr");
+    std::fs::write(&file, format!("{local}\n"))
+        .with_context(|| format!("write {}", file.display()))?;
+    tracing::info!(
+        "HTTP API on http://{local}{PREFIX}/ (address in {})",
+        file.display()
+    );
+    Ok(Some(listener))
+}
+
+/// Accepts HTTP connections until the daemon stops.
+pub async fn serve(d: Arc<Daemon>, listener: TcpListener) {
+    let cfg = d.cfg.http.clone();
+    let slots = Arc::new(Semaphore::new(cfg.max_connections));
+    let app = router(Arc::clone(&d));
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(x) => x,
+            Err(e) => {
+                tracing::warn!("HTTP accept failed: {e}; retrying in 100 ms");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let Ok(permit) = Arc::clone(&slots).try_acquire_owned() else {
+            tokio::spawn(refuse(stream, cfg.max_connections));
+            continue;
+        };
+        let app = app.clone();
+        let idle = cfg.idle_timeout;
+        tokio::spawn(async move {
+            let svc = hyper::service::service_fn(move |mut req: hyper::Request<_>| {
+                req.extensions_mut().insert(Peer(peer));
+                let mut app = app.clone();
+                tower_service::Service::call(&mut app, req)
+            });
+            let conn = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(idle)
+                .keep_alive(true)
+                .serve_connection(TokioIo::new(stream), svc);
+            if let Err(e) = conn.await {
+                tracing::debug!("HTTP connection from {peer}: {e}");
+            }
+            drop(permit);
+        });
+    }
+}
+
+/// Answers 503 to a connection over the limit and closes it.
+async fn refuse(mut stream: TcpStream, max: usize) {
+    let body = format!(
+        "{{\"v\":2,\"error\":\"too many connections: the daemon serves at most {max} HTTP connections at once (`http.max_connections`); try again shortly\",\"kind\":\"unavailable\"}}"
+    );
+    let reply = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(reply.as_bytes())).await;
+}

@@ -1,0 +1,69 @@
+//! `/plugins`: the policy chain's members and their states.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use axum::Extension;
+use axum::extract::{Query, State};
+use axum::http::HeaderMap;
+use axum::response::Response;
+
+use super::auth::{Session, to_login};
+use super::call::{call, error_page};
+use super::layout::{Page, escape};
+use super::queue::Params;
+use crate::api::Plugins;
+use crate::api::access::Caller;
+use crate::api::views::MemberView;
+use crate::daemon::Daemon;
+
+/// `GET /plugins`.
+pub async fn page(
+    State(d): State<Arc<Daemon>>,
+    caller: Option<Extension<Caller>>,
+    headers: HeaderMap,
+    Query(q): Query<Params>,
+) -> Response {
+    let Some(s) = Session::of(caller.map(|Extension(c)| c), &headers) else {
+        return to_login();
+    };
+    let views = match call(&d, &s.caller, Plugins {}).await {
+        Ok(v) => v,
+        Err(e) => return error_page(&e),
+    };
+    let fragment = q.fragment == Some(1);
+    Page::new("Plugins", "/plugins", render(&views)).render(Some(&s.caller), fragment)
+}
+
+/// The table of the chain.
+pub fn render(views: &[MemberView]) -> String {
+    if views.is_empty() {
+        return "<p class=\"none\">no policy plugins: tasks start in submission order</p>".into();
+    }
+    let mut o = String::from(
+        "<div class=\"scroll\"><table id=\"plugins\"><thead><tr><th>Plugin</th><th>State</th>\
+         <th>Source</th><th>Contract</th><th class=\"num\">Failures</th><th>On failure</th>\
+         <th class=\"num\">CPU</th><th>Last failure</th></tr></thead><tbody>",
+    );
+    for m in views {
+        let _ = write!(
+            o,
+            "<tr><td>{}</td><td class=\"state\">{}</td><td class=\"text\">{}</td><td>{}</td>\
+             <td class=\"num\">{}</td><td>{}</td><td class=\"num\">{:.1}%</td><td class=\"text\">{}</td></tr>",
+            escape(&m.name),
+            escape(&m.state),
+            escape(&m.source),
+            escape(m.api_version.as_deref().unwrap_or("–")),
+            escape(&m.failure_rate),
+            escape(&m.on_failure),
+            if m.cpu_percent.is_finite() {
+                m.cpu_percent
+            } else {
+                0.0
+            },
+            escape(m.last_error.as_deref().unwrap_or("–")),
+        );
+    }
+    o.push_str("</tbody></table></div>");
+    o
+}

@@ -1,0 +1,259 @@
+//! The dashboard in a real browser: headless Chromium driven through
+//! WebDriver (chromedriver, started here on a free port) against a real
+//! daemon with two simulated GPUs, the four first-party policies (a tariff
+//! that makes normal work wait), and its HTTP server. Everything is checked
+//! through the DOM; each page is saved as a screenshot under
+//! `target/dashboard-screenshots/` and checked not to be blank.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fantoccini::{ClientBuilder, Locator};
+use serde_json::json;
+
+use crate::dashboard_driver::{B, Driver, free_port, nobody_token, post_cancel, token_of, tools};
+use crate::harness::Nj;
+
+#[test]
+fn the_dashboard_in_chromium_logs_in_shows_the_queue_streams_a_log_and_guards_its_buttons() {
+    let (browser, driver) = match tools() {
+        Ok(t) => t,
+        Err(why) => {
+            println!("SKIP: the dashboard browser test: {why}");
+            return;
+        }
+    };
+    let root = unsafe { libc::geteuid() } == 0;
+    let http = free_port();
+    // Peak price now: the cheap window is twelve hours away (UTC).
+    let hour = (chrono::Utc::now().timestamp().div_euclid(3600) + 12).rem_euclid(24);
+    let mut nj = Nj::new(&format!(
+        "slots = 4\ntimezone = \"UTC\"\n\
+         [gpu]\nbackend = \"sim:2xA100-80GB\"\nsample_period = \"200ms\"\nhost_mem_min_free = \"1MiB\"\n\
+         [plugins]\nchain = [\"priority\", \"fair-share\", \"thermal\", \"offpeak-tariff\"]\n\
+         [plugin.offpeak-tariff.config]\ncurrency = \"EUR\"\npeak_price = 1.2\n\
+         [[plugin.offpeak-tariff.config.windows]]\nstart = \"{hour:02}:00\"\nend = \"{:02}:00\"\nprice = 0.35\n\
+         [http]\nlisten = \"127.0.0.1:{http}\"\n",
+        (hour + 1) % 24
+    ));
+    nj.start();
+    let admin = token_of(&nj.ok(&["token", "create"]));
+    let other = if root {
+        // Let `nobody` reach the socket (a lab-wide daemon's is 0666).
+        use std::os::unix::fs::PermissionsExt;
+        for p in [nj.dir.path(), nj.state.as_path()] {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o711)).unwrap();
+        }
+        std::fs::set_permissions(&nj.config, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let sock = nj.state.join("nightjar.sock");
+        std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o666)).unwrap();
+        Some(nobody_token(&nj))
+    } else {
+        println!("SKIP: the second user's part (not root: cannot run the CLI as nobody)");
+        None
+    };
+    let done = nj.submit(&["--priority", "urgent", "--name", "quick", "--", "true"]);
+    let waiting = nj.submit(&["--name", "cheap-later", "--", "true"]);
+    let logger = nj.submit(&[
+        "--priority",
+        "urgent",
+        "--name",
+        "talker",
+        "--",
+        "sh",
+        "-c",
+        "i=0; while [ $i -lt 600 ]; do echo line-$i; i=$((i+1)); sleep 0.2; done",
+    ]);
+    nj.wait(done);
+    nj.until_slow("the tariff's deferral", || {
+        nj.show(waiting)["task"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("offpeak-tariff"))
+    });
+    nj.until("the talker running", || {
+        nj.show(logger)["task"]["state"] == "running"
+    });
+
+    let port = free_port();
+    let _driver = Driver(
+        Command::new(&driver)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start chromedriver"),
+    );
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("target dir")
+        .join("dashboard-screenshots");
+    std::fs::create_dir_all(&shots).unwrap();
+    let profile = nj.path("chromium-profile");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let mut args = vec![
+            "--headless=new".to_string(),
+            "--disable-gpu".into(),
+            "--no-first-run".into(),
+            "--window-size=1280,900".into(),
+            format!("--user-data-dir={}", profile.display()),
+        ];
+        if root {
+            args.push("--no-sandbox".into());
+        }
+        let mut caps = serde_json::Map::new();
+        caps.insert(
+            "goog:chromeOptions".into(),
+            json!({ "binary": browser, "args": args }),
+        );
+        let t0 = Instant::now();
+        let c = loop {
+            let conn = hyper_util::client::legacy::connect::HttpConnector::new();
+            match ClientBuilder::new(conn)
+                .capabilities(caps.clone())
+                .connect(&format!("http://127.0.0.1:{port}"))
+                .await
+            {
+                Ok(c) => break c,
+                Err(e) if t0.elapsed() < Duration::from_secs(20) => {
+                    let _ = e;
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                Err(e) => panic!("chromedriver: {e}"),
+            }
+        };
+        let b = B {
+            c,
+            base: format!("http://127.0.0.1:{http}"),
+            shots,
+        };
+        browse(&b, &nj, &admin, other.as_deref(), (done, waiting, logger)).await;
+        let _ = b.c.close().await;
+    });
+    nj.ok(&["cancel", &logger.to_string()]);
+}
+
+async fn browse(b: &B, nj: &Nj, admin: &str, other: Option<&str>, ids: (i64, i64, i64)) {
+    let (done, waiting, logger) = ids;
+    // No session: every page sends the browser to the login form.
+    b.go("/gpus").await;
+    b.until_text("main h1", "Log in").await;
+    b.shot("login", 1280, 900).await;
+    // A wrong token shows the form again, saying so.
+    let input = b.c.find(Locator::Css("#token")).await.expect("token field");
+    input.send_keys("not-a-token").await.unwrap();
+    input.send_keys("\u{E007}").await.unwrap();
+    b.until_text("#login-error", "not valid").await;
+    b.login(admin).await;
+
+    // The queue: the waiting task, its reason the tariff's (names are
+    // restricted at submit; the pages' escaping is unit-tested).
+    let row = format!("#task-{waiting}");
+    b.until_text(&row, "offpeak-tariff").await;
+    let cell = b.text(&format!("{row} td.text")).await.unwrap_or_default();
+    assert_eq!(cell, "cheap-later");
+    b.until_text(&format!("#task-{logger}"), "running").await;
+    b.shot("queue", 1280, 900).await;
+    // On a phone: no horizontal scrolling.
+    b.c.set_window_size(390, 844).await.unwrap();
+    let wide = b.js("return document.documentElement.scrollWidth").await;
+    assert!(
+        wide.as_u64().unwrap_or(9999) <= 390,
+        "the page scrolls sideways at 390 px: {wide}"
+    );
+    b.shot("queue-phone", 390, 844).await;
+    b.c.set_window_size(1280, 900).await.unwrap();
+
+    // A task submitted now appears without a reload (the event stream).
+    b.js("window.__kept = 'queue'; return 1").await;
+    let late = nj.submit(&["--name", "late-comer", "--", "true"]);
+    b.until_text(&format!("#task-{late}"), "late-comer").await;
+    assert_eq!(b.js("return window.__kept || null").await, json!("queue"));
+    nj.ok(&["cancel", &late.to_string()]);
+
+    // The full `why` is one click away.
+    b.c.find(Locator::Css(&format!("{row} a.why-link")))
+        .await
+        .expect("why link")
+        .click()
+        .await
+        .unwrap();
+    b.until_text("#why-text", "offpeak-tariff").await;
+
+    // The running task's log streams in.
+    b.go(&format!("/task/{logger}")).await;
+    b.until_text("#log", "line-3").await;
+    let before = b.text("#log").await.unwrap_or_default().lines().count();
+    b.until_text("#log", &format!("line-{}", before + 5)).await;
+    b.shot("task", 1280, 900).await;
+
+    // A cancel by its owner, without reloading: the state arrives through SSE.
+    b.go(&format!("/task/{waiting}")).await;
+    b.js("window.__kept = 'yes'; return 1").await;
+    b.c.find(Locator::Css(&format!("#cancel-{waiting}")))
+        .await
+        .expect("the owner's cancel button")
+        .click()
+        .await
+        .unwrap();
+    b.until_text("#task-state", "cancelled").await;
+    assert_eq!(
+        b.js("return window.__kept || null").await,
+        json!("yes"),
+        "the page reloaded"
+    );
+    assert_eq!(nj.show(waiting)["task"]["state"], "cancelled");
+
+    for (page, name, needle) in [
+        ("/gpus", "gpus", "A100"),
+        ("/runs", "runs", "quick"),
+        ("/plugins", "plugins", "offpeak-tariff"),
+        ("/report", "report", "Summary"),
+    ] {
+        b.go(page).await;
+        b.until_text("main", needle).await;
+        if name == "runs" {
+            let runs = b.text("#finished").await.unwrap_or_default();
+            assert!(
+                runs.contains(&done.to_string()) && runs.contains("succeeded"),
+                "{runs}"
+            );
+        }
+        b.shot(name, 1280, 900).await;
+    }
+
+    // A POST without the CSRF field is refused.
+    let post = |token: &str, body: &str| post_cancel(&b.base, logger, token, body);
+    assert_eq!(post(admin, ""), 403, "no CSRF field");
+    assert_eq!(post(admin, "csrf=00"), 403, "a wrong CSRF token");
+
+    // Another user: no button on someone else's task, the log private, and
+    // a forged POST with their own valid CSRF token refused by the daemon.
+    if let Some(other) = other {
+        b.login(other).await;
+        b.until_text(&format!("#task-{logger}"), "running").await;
+        assert!(
+            b.c.find(Locator::Css(&format!("#cancel-{logger}")))
+                .await
+                .is_err()
+        );
+        b.go(&format!("/task/{logger}")).await;
+        b.until_text("#private", "private").await;
+        assert!(
+            b.c.find(Locator::Css(&format!("#cancel-{logger}")))
+                .await
+                .is_err()
+        );
+        let csrf = nightjar::web::auth::csrf_for(other);
+        assert_eq!(
+            post(other, &format!("csrf={csrf}")),
+            403,
+            "another user's task"
+        );
+        assert_eq!(nj.show(logger)["task"]["state"], "running");
+    }
+}
