@@ -38,7 +38,9 @@ pub fn connect_from(from: IpAddr, to: SocketAddr) -> TcpStream {
     rt.block_on(async {
         let s = tokio::net::TcpSocket::new_v4().unwrap();
         s.bind(SocketAddr::new(from, 0)).unwrap();
-        s.connect(to).await.unwrap().into_std().unwrap()
+        let s = s.connect(to).await.unwrap().into_std().unwrap();
+        s.set_nonblocking(false).unwrap();
+        s
     })
 }
 

@@ -12,8 +12,9 @@ pub struct UsersConfig {
     /// owned by this group); empty: every local user (mode 0666).
     pub socket_group: String,
     /// Members of this group may act on every user's tasks, change
-    /// priorities, reload plugins and read the audit log. Root and the
-    /// daemon's own user always may.
+    /// priorities, reload plugins, run `gc` and the notifier verbs. Root
+    /// and the daemon's own user always may. (The audit log is everyone's
+    /// to read: who changed a shared queue is no secret.)
     pub admin_group: String,
     /// Whether users may read the environment and logs of other users'
     /// tasks (the queue, `why` and the GPUs are readable by everyone).

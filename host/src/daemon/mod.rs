@@ -156,6 +156,7 @@ pub fn run(cfg: Config) -> Result<()> {
         daemon.draining.store(true, Ordering::SeqCst);
         daemon.kick.notify();
         let _ = std::fs::remove_file(&daemon.cfg.socket);
+        let _ = std::fs::remove_file(daemon.cfg.state_dir.join("http.addr"));
         daemon.daemon_event("daemon-stopped", crate::store::outbox::Severity::Warning);
         daemon.flush_notifications().await;
         tracing::info!("nightjar daemon stopping; running tasks keep running and are re-adopted at the next start");

@@ -36,16 +36,16 @@ const MAX_LINE: usize = 64 * 1024;
 #[derive(Debug, Clone)]
 pub struct Streams(pub Arc<Semaphore>);
 
-#[allow(clippy::result_large_err)] // a ready 503 response, made once per refused stream
-fn slot(streams: &Streams, max: usize) -> Result<OwnedSemaphorePermit, Response> {
+/// A stream's slot, or the 503 saying there is none.
+fn slot(streams: &Streams, max: usize) -> Result<OwnedSemaphorePermit, Box<Response>> {
     Arc::clone(&streams.0).try_acquire_owned().map_err(|_| {
-        error_response(
+        Box::new(error_response(
             StatusCode::SERVICE_UNAVAILABLE,
             ErrorKind::Unavailable,
             &format!(
                 "too many streams: at most {max} at once (`http.max_streams`); try again shortly"
             ),
-        )
+        ))
     })
 }
 
@@ -67,7 +67,7 @@ pub async fn events(
 ) -> Response {
     let permit = match slot(&streams, d.cfg.http.max_streams) {
         Ok(p) => p,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let rx = d.changes.subscribe();
     let s = stream::unfold(
@@ -224,7 +224,7 @@ pub async fn logs(
     };
     let permit = match slot(&streams, d.cfg.http.max_streams) {
         Ok(p) => p,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     // Access is checked here, once: a refusal is a status, not an event.
     let first = match read(&d, &caller, &req).await {
