@@ -32,6 +32,7 @@ mod manifest;
 mod manifest_hostile;
 mod multiuser;
 mod multiuser_access;
+mod multiuser_breaker;
 mod notify;
 mod notify_daemon;
 mod notify_digest;

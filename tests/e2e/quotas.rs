@@ -89,3 +89,21 @@ fn a_submission_past_the_waiting_quota_is_refused_whole_and_nothing_is_queued() 
     let out = nj.cli(&["submit", "--", "true"]);
     assert_eq!(out.status.code(), Some(1));
 }
+
+#[test]
+fn a_retry_counts_against_the_waiting_quota_like_a_submission() {
+    let mut nj = Nj::new("[quotas]\nqueued = 2\n");
+    nj.start();
+    let a = nj.submit(&["--hold", "--", "true"]);
+    let b = nj.submit(&["--hold", "--", "true"]);
+    nj.ok(&["cancel", &a.to_string()]);
+    nj.ok(&["cancel", &b.to_string()]);
+    nj.submit(&["--hold", "--", "true"]);
+    nj.submit(&["--hold", "--", "true"]);
+    // Two waiting: retrying a cancelled one would make three.
+    let out = nj.cli(&["retry", &a.to_string()]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("`quotas.queued` allows 2"), "{err}");
+    assert_eq!(nj.show(a)["task"]["state"], "cancelled");
+}

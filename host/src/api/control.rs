@@ -97,11 +97,19 @@ pub(super) fn change(d: &Daemon, caller: &Caller, id: i64, c: Change) -> anyhow:
     let n = {
         let mut s = d.store();
         match c {
-            Change::Hold => s.hold(id, now),
-            Change::Release => s.release(id, now),
-            Change::Retry => s.retry(id, now),
+            Change::Hold => s.hold(id, now)?,
+            Change::Release => s.release(id, now)?,
+            Change::Retry => {
+                // A retry by its owner queues again: their `queued` quota
+                // counts it, as it counts a submission.
+                if caller.uid == owner {
+                    let adding = s.retry_adds(id)?;
+                    d.check_queued_quota(&s, caller, adding)?;
+                }
+                s.retry(id, now)?
+            }
         }
-    }?;
+    };
     d.changed();
     audit_if_others(
         d,

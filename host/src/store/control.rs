@@ -127,6 +127,17 @@ impl Store {
         Ok(n)
     }
 
+    /// How many tasks `retry(id)` would move back into the waiting count
+    /// (failed or cancelled ones; a blocked task already waits).
+    pub fn retry_adds(&mut self, id: i64) -> Result<usize> {
+        let tx = self.conn.transaction()?;
+        let n = targets(&tx, id)?
+            .into_iter()
+            .filter(|(_, s)| matches!(s, TaskState::Failed | TaskState::Cancelled))
+            .count();
+        Ok(n)
+    }
+
     fn move_state(
         &mut self,
         id: i64,
