@@ -27,6 +27,17 @@ pub(super) fn rerun(d: &Daemon, caller: &Caller, r: &Rerun) -> anyhow::Result<Re
     if !d.access.may_read_private(caller, owner) {
         return Err(d.access.private_refused(caller, r.id, owner).into());
     }
+    // An administrator's rerun of another user's task stays that user's: it
+    // runs their command in their folder, which must never run as the
+    // administrator (root). Anyone else's rerun (shared details) is theirs.
+    let owner_uid = d.access.owner_uid(owner);
+    let owner_caller;
+    let caller = if caller.admin && caller.uid != owner_uid {
+        owner_caller = d.access.caller(owner_uid)?;
+        &owner_caller
+    } else {
+        caller
+    };
     let (run, recorded) = pick_run(d, r)?;
     let mut spec = d.store().task_spec(r.id)?;
     if let Some(name) = &r.name {

@@ -13,8 +13,8 @@ pub struct UsersConfig {
     pub socket_group: String,
     /// Members of this group may act on every user's tasks, change
     /// priorities, reload plugins, run `gc` and the notifier verbs. Root
-    /// and the daemon's own user always may. (The audit log is everyone's
-    /// to read: who changed a shared queue is no secret.)
+    /// and the daemon's own user always may, and they read the whole audit
+    /// log (a user reads their own acts and the acts on their tasks).
     pub admin_group: String,
     /// Whether users may read the environment and logs of other users'
     /// tasks (the queue, `why` and the GPUs are readable by everyone).

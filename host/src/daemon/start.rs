@@ -103,11 +103,18 @@ impl Daemon {
                 if let Some(h) = lock(&self.placed).get_mut(&run.id) {
                     h.session = l.pid;
                 }
+                // The supervisor is launched and waits for its spec: a store
+                // that refuses these notes now (locked past its busy timeout)
+                // must not strand the run. It goes on; its end is recorded
+                // as every end is, and the pid is known in memory meanwhile.
                 let note = self.sandbox_note(spec);
-                self.store()
-                    .set_run_started(run.id, l.pid, note.as_deref())?;
-                if let Some(output) = &rs.output {
-                    self.store().set_run_output(run.id, output)?;
+                if let Err(e) = self.store().set_run_started(run.id, l.pid, note.as_deref()) {
+                    tracing::warn!("run {}: cannot record its supervisor's pid: {e}", run.id);
+                }
+                if let Some(output) = &rs.output
+                    && let Err(e) = self.store().set_run_output(run.id, output)
+                {
+                    tracing::warn!("run {}: cannot record its output folder: {e}", run.id);
                 }
                 self.record_checkpoint(run.id, &rs);
                 let me = Arc::clone(self);

@@ -34,25 +34,40 @@ impl Store {
         Ok(())
     }
 
-    /// The newest `limit` entries at or after `since`, oldest first.
-    pub fn audit_log(&self, since: Option<i64>, limit: u32) -> Result<Vec<AuditRow>> {
+    /// The newest `limit` entries at or after `since`, oldest first. With
+    /// `only` = (uid, the daemon's uid): that user's own acts and the acts on
+    /// their tasks (tasks without an owner are the daemon's user's).
+    pub fn audit_log(
+        &self,
+        since: Option<i64>,
+        limit: u32,
+        only: Option<(u32, u32)>,
+    ) -> Result<Vec<AuditRow>> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT id, at, uid, user, action, task_id, detail FROM
-               (SELECT * FROM audit WHERE at >= ?1 ORDER BY id DESC LIMIT ?2)
+               (SELECT * FROM audit a WHERE at >= ?1
+                  AND (?3 IS NULL OR a.uid = ?3
+                       OR a.task_id IN (SELECT id FROM tasks
+                                        WHERE owner_uid = ?3 OR (?3 = ?4 AND owner_uid IS NULL)))
+                ORDER BY id DESC LIMIT ?2)
              ORDER BY id",
         )?;
+        let (uid, daemon) = (only.map(|o| o.0), only.map(|o| o.1));
         let rows = stmt
-            .query_map(params![since.unwrap_or(i64::MIN), limit], |r| {
-                Ok(AuditRow {
-                    id: r.get(0)?,
-                    at: r.get(1)?,
-                    uid: r.get(2)?,
-                    user: r.get(3)?,
-                    action: r.get(4)?,
-                    task: r.get(5)?,
-                    detail: r.get(6)?,
-                })
-            })?
+            .query_map(
+                params![since.unwrap_or(i64::MIN), limit, uid, daemon],
+                |r| {
+                    Ok(AuditRow {
+                        id: r.get(0)?,
+                        at: r.get(1)?,
+                        uid: r.get(2)?,
+                        user: r.get(3)?,
+                        action: r.get(4)?,
+                        task: r.get(5)?,
+                        detail: r.get(6)?,
+                    })
+                },
+            )?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         Ok(rows)
     }
@@ -123,18 +138,21 @@ mod tests {
             )
             .unwrap();
         }
-        let all = s.audit_log(None, 1000).unwrap();
+        let all = s.audit_log(None, 1000, None).unwrap();
         assert_eq!(
             all.iter().map(|r| r.at).collect::<Vec<_>>(),
             [100, 101, 102]
         );
-        assert_eq!(s.audit_log(Some(101), 1000).unwrap().len(), 2);
-        let last = s.audit_log(None, 1).unwrap();
+        assert_eq!(s.audit_log(Some(101), 1000, None).unwrap().len(), 2);
+        // Alice's own acts; bob sees none of them (no task of his named).
+        assert_eq!(s.audit_log(None, 1000, Some((1001, 0))).unwrap().len(), 3);
+        assert!(s.audit_log(None, 1000, Some((1002, 0))).unwrap().is_empty());
+        let last = s.audit_log(None, 1, None).unwrap();
         assert_eq!(last[0].task, Some(2));
         let e = s.conn.execute("UPDATE audit SET user = 'mallory'", []);
         assert!(e.unwrap_err().to_string().contains("append-only"));
         let e = s.conn.execute("DELETE FROM audit", []);
         assert!(e.unwrap_err().to_string().contains("append-only"));
-        assert_eq!(s.audit_log(None, 1000).unwrap().len(), 3);
+        assert_eq!(s.audit_log(None, 1000, None).unwrap().len(), 3);
     }
 }
