@@ -330,3 +330,66 @@ fn idle_connections_do_not_keep_health_from_answering_and_are_closed() {
     assert_eq!(n, 0, "{}", String::from_utf8_lossy(&buf[..n]));
     assert!(t0.elapsed() < Duration::from_secs(15));
 }
+
+#[test]
+fn a_revoked_token_ends_the_streams_it_opened() {
+    let mut nj = Nj::new("[http]\nlisten = \"127.0.0.1:0\"\n");
+    nj.start();
+    let a = addr(&nj);
+    let made = nj.json(&["token", "create", "--name", "streams"]);
+    let token = made["token"].as_str().unwrap().to_string();
+    let mut events = open_stream(a, "/api/v2/events", &token);
+    let mut seen = String::new();
+    assert!(
+        read_until(
+            &mut events,
+            &mut seen,
+            "event: changed",
+            Duration::from_secs(10)
+        ),
+        "{seen}"
+    );
+    let id = nj.submit(&[
+        "--",
+        "sh",
+        "-c",
+        "while true; do echo tick; sleep 0.2; done",
+    ]);
+    nj.until("the run starts", || {
+        !nj.show(id)["runs"].as_array().unwrap().is_empty()
+    });
+    let mut log = open_stream(a, &format!("/api/v2/logs/{id}?follow=1"), &token);
+    let mut lines = String::new();
+    assert!(
+        read_until(&mut log, &mut lines, "data: tick", Duration::from_secs(10)),
+        "{lines}"
+    );
+    nj.ok(&["token", "revoke", &made["id"].to_string()]);
+    // The followed log ends with an error event at its next read.
+    let mut rest = String::new();
+    assert!(
+        read_until(
+            &mut log,
+            &mut rest,
+            "the token was revoked",
+            Duration::from_secs(10)
+        ),
+        "{rest}"
+    );
+    // The event stream ends at the next change instead of reporting it.
+    nj.submit(&["--hold", "--", "true"]);
+    let mut after = String::new();
+    read_until(
+        &mut events,
+        &mut after,
+        "\r\n0\r\n\r\n",
+        Duration::from_secs(10),
+    );
+    assert!(
+        after.contains("\r\n0\r\n\r\n"),
+        "the stream was not closed: {after:?}"
+    );
+    // Changes from before the revoke may still arrive; the held task's never.
+    assert!(!after.contains("\"held\""), "{after}");
+    nj.ok(&["cancel", &id.to_string()]);
+}

@@ -40,8 +40,9 @@ pub async fn middleware(State(d): State<Arc<Daemon>>, mut req: Request, next: Ne
             .unwrap_or_else(|e| Err(format!("the token check did not finish: {e}")))
     };
     match found {
-        Ok(Some(caller)) => {
+        Ok(Some((caller, token))) => {
             req.extensions_mut().insert(caller);
+            req.extensions_mut().insert(TokenOf(token));
             next.run(req).await
         }
         Ok(None) if open_path(&path) => next.run(req).await,
@@ -59,6 +60,23 @@ fn unauthorized(msg: &str) -> Response {
         header::HeaderValue::from_static("Bearer realm=\"nightjar\""),
     );
     r
+}
+
+/// The SHA-256 of the token a request's caller came from (none: the
+/// trusted proxy named them): streams that outlive the request ask again
+/// whether it is still valid, so a revoked token ends them.
+#[derive(Debug, Clone)]
+pub struct TokenOf(pub Option<String>);
+
+impl TokenOf {
+    /// Whether the caller's credentials still hold (a store error counts
+    /// as yes: a busy database must not cut every stream).
+    pub fn still_valid(&self, d: &Daemon) -> bool {
+        match &self.0 {
+            None => true,
+            Some(hash) => d.store().token_live(hash).unwrap_or(true),
+        }
+    }
 }
 
 /// The credentials a request carries, read off it (before any lookup).
@@ -104,11 +122,17 @@ impl Credentials {
         }
     }
 
-    /// The caller, none (no credentials), or why the credentials are refused.
-    fn resolve(self, d: &Daemon) -> Result<Option<Caller>, String> {
+    /// The caller and the hash of their token, none (no credentials), or
+    /// why the credentials are refused.
+    fn resolve(self, d: &Daemon) -> Result<Option<(Caller, Option<String>)>, String> {
         if let Some(t) = self.bearer.or(self.cookie) {
             let uid = super::tokens::lookup(d, &t)?;
-            return d.access.caller(uid).map(Some).map_err(|e| e.message);
+            let hash = super::tokens::hash(&t);
+            return d
+                .access
+                .caller(uid)
+                .map(|c| Some((c, Some(hash))))
+                .map_err(|e| e.message);
         }
         if let Some(name) = self.proxy_user {
             let account = crate::users::by_name(&name).ok_or_else(|| {
@@ -120,7 +144,7 @@ impl Credentials {
             return d
                 .access
                 .caller(account.uid)
-                .map(Some)
+                .map(|c| Some((c, None)))
                 .map_err(|e| e.message);
         }
         Ok(None)

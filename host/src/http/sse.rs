@@ -19,6 +19,7 @@ use futures_util::stream;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::api::{error_response, status_of};
+use super::auth::TokenOf;
 use crate::api::access::Caller;
 use crate::api::{ErrorKind, LogChunk, LogCursor, Logs, ReplyLine, Request};
 use crate::daemon::Daemon;
@@ -64,23 +65,39 @@ fn summary(d: &Daemon, changes: u64) -> String {
 pub async fn events(
     State(d): State<Arc<Daemon>>,
     Extension(streams): Extension<Streams>,
+    token: Option<Extension<TokenOf>>,
 ) -> Response {
+    let token = token.map_or(TokenOf(None), |Extension(t)| t);
     let permit = match slot(&streams, d.cfg.http.max_streams) {
         Ok(p) => p,
         Err(r) => return *r,
     };
     let rx = d.changes.subscribe();
     let s = stream::unfold(
-        (d, rx, permit, true),
-        |(d, mut rx, permit, first)| async move {
+        (d, rx, permit, true, token),
+        |(d, mut rx, permit, first, token)| async move {
             if !first {
                 // Coalesce: whatever changes meanwhile is one event after this.
                 tokio::time::sleep(COALESCE).await;
-                rx.changed().await.ok()?;
+                // At idle, wake once a keep-alive period to see that the
+                // token was not revoked meanwhile (then the stream ends).
+                loop {
+                    tokio::select! {
+                        r = rx.changed() => { r.ok()?; break; }
+                        _ = tokio::time::sleep(KEEP_ALIVE) => {
+                            if !token.still_valid(&d) {
+                                return None;
+                            }
+                        }
+                    }
+                }
+            }
+            if !token.still_valid(&d) {
+                return None;
             }
             let n = *rx.borrow_and_update();
             let ev = Event::default().event("changed").data(summary(&d, n));
-            Some((Ok::<_, Infallible>(ev), (d, rx, permit, false)))
+            Some((Ok::<_, Infallible>(ev), (d, rx, permit, false, token)))
         },
     );
     Sse::new(s)
@@ -92,6 +109,8 @@ pub async fn events(
 struct Follow {
     d: Arc<Daemon>,
     caller: Caller,
+    /// Checked before each read: a revoked token ends the stream.
+    token: TokenOf,
     req: Logs,
     follow: bool,
     partial: Vec<u8>,
@@ -174,6 +193,10 @@ impl Follow {
             if self.done {
                 return None;
             }
+            if !self.token.still_valid(&self.d) {
+                self.finish(Some("the token was revoked".into()));
+                continue;
+            }
             match read(&self.d, &self.caller, &self.req).await {
                 Ok(c) => {
                     let idle = c.data.is_empty() && c.running && self.follow;
@@ -199,6 +222,7 @@ pub async fn logs(
     State(d): State<Arc<Daemon>>,
     Extension(streams): Extension<Streams>,
     caller: Option<Extension<Caller>>,
+    token: Option<Extension<TokenOf>>,
     Path(id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
@@ -232,6 +256,7 @@ pub async fn logs(
         Err((kind, e)) => return error_response(status_of(kind), kind, &e),
     };
     let mut f = Follow {
+        token: token.map_or(TokenOf(None), |Extension(t)| t),
         d,
         caller,
         req,

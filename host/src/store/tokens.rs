@@ -103,6 +103,17 @@ impl Store {
         Ok(Some(TokenOwner { id, uid }))
     }
 
+    /// Whether the token with this hash exists and is not revoked (no
+    /// `used_at` update: streams ask this while they run).
+    pub fn token_live(&self, hash: &str) -> Result<bool> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT 1 FROM tokens WHERE hash = ?1 AND revoked_at IS NULL")?
+            .query_row([hash], |_| Ok(()))
+            .optional()?
+            .is_some())
+    }
+
     /// How many top-level tasks are in each state.
     pub fn state_counts(&self) -> Result<Vec<(String, i64)>> {
         let mut stmt = self.conn.prepare_cached(
