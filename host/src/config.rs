@@ -21,6 +21,7 @@ mod notify;
 mod plugins;
 mod quotas;
 mod retention;
+mod sandbox;
 mod tariff;
 mod users;
 mod validators;
@@ -35,6 +36,7 @@ pub use notify::{Language, NotifierEntry, NotifyConfig};
 pub use plugins::{OnFailure, PluginEntry, PluginsConfig};
 pub use quotas::{QuotaLimits, QuotasConfig};
 pub use retention::RetentionConfig;
+pub use sandbox::{CgroupMode, SandboxConfig};
 pub use tariff::{RaplMode, TariffConfig, WindowConfig};
 pub use users::UsersConfig;
 pub use validators::ValidatorsConfig;
@@ -110,35 +112,6 @@ pub struct Config {
         std::collections::BTreeMap<String, Vec<crate::task::model::ValidatorRef>>,
 }
 
-/// Settings of the per-run sandbox.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct SandboxConfig {
-    /// Time between SIGTERM and SIGKILL on timeout or cancel.
-    #[serde(with = "humantime_serde_compat")]
-    pub grace: Duration,
-    /// Most bytes kept per stream (stdout, stderr) per run; the tail is kept.
-    pub log_cap: ByteSize,
-    /// Environment variables passed through from the daemon's environment.
-    pub env_allow: Vec<String>,
-    /// `auto`: a cgroup v2 per run where the machine allows; `off`: process groups only.
-    pub cgroup: CgroupMode,
-    /// The cgroup v2 folder under which per-run cgroups are made; empty means detect.
-    pub cgroup_root: PathBuf,
-    /// Env names (globs, any case) whose values `show`, `--json` and logs print as `<redacted>`.
-    pub redact_env: Vec<String>,
-}
-
-/// Whether runs get their own cgroup.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum CgroupMode {
-    /// Use a cgroup v2 per run when a writable hierarchy with `cgroup.kill` is found.
-    Auto,
-    /// Never use cgroups; process group and subreaper only.
-    Off,
-}
-
 impl Default for Config {
     fn default() -> Self {
         let state_dir = default_state_dir();
@@ -172,19 +145,6 @@ impl Default for Config {
             users: UsersConfig::default(),
             quotas: QuotasConfig::default(),
             project_validators: Default::default(),
-        }
-    }
-}
-
-impl Default for SandboxConfig {
-    fn default() -> Self {
-        SandboxConfig {
-            grace: Duration::from_secs(30),
-            log_cap: ByteSize::mib(64),
-            env_allow: DEFAULT_ENV_ALLOW.iter().map(|s| s.to_string()).collect(),
-            cgroup: CgroupMode::Auto,
-            cgroup_root: PathBuf::new(),
-            redact_env: host::default_redact_env(),
         }
     }
 }
