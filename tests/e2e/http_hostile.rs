@@ -165,3 +165,40 @@ fn deep_json_and_odd_bytes_are_refused_cleanly() {
     }
     assert_eq!(call(a, "GET", "/api/v2/health", None, "").status, 200);
 }
+
+#[test]
+fn headers_dribbled_a_byte_a_second_are_cut_at_the_idle_timeout() {
+    let (_nj, a) = daemon("idle_timeout = \"2s\"\n");
+    let mut s = TcpStream::connect(a).unwrap();
+    s.set_write_timeout(Some(Duration::from_secs(1))).unwrap();
+    let t0 = Instant::now();
+    let head = b"GET /api/v2/health HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaa";
+    let mut closed = false;
+    for b in head {
+        if s.write_all(&[*b]).is_err() {
+            closed = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+        if t0.elapsed() > Duration::from_secs(8) {
+            break;
+        }
+    }
+    let got = drain(&mut s, Duration::from_secs(2));
+    assert!(
+        closed
+            || t0.elapsed() < Duration::from_secs(8)
+            || got.is_empty()
+            || got.starts_with(b"HTTP/1.1 408"),
+        "{}",
+        String::from_utf8_lossy(&got)
+    );
+    // The connection is gone: a last byte is refused or gets nothing.
+    let _ = s.write_all(b"\r\n\r\n");
+    let got = drain(&mut s, Duration::from_secs(2));
+    assert!(
+        !got.starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&got)
+    );
+}
