@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
+#[cfg(test)]
 use bytesize::ByteSize;
 use serde::{Deserialize, Serialize};
 

@@ -27,6 +27,7 @@ mod hostile_inputs;
 mod hostile_output;
 mod http;
 mod http_client;
+mod http_hostile;
 mod input;
 mod manifest;
 mod manifest_hostile;

@@ -6,8 +6,10 @@
 //!
 //! Bounded like the socket: at most `http.max_connections` connections
 //! (one more is answered 503 and closed), `http.idle_timeout` to send a
-//! request's headers (idle keep-alive connections included), bodies of
-//! at most 1 MiB (413), at most `http.max_streams` streams at once.
+//! request's headers (idle keep-alive connections included) and again
+//! to send its body (408: a body dribbled a byte at a time must not hold
+//! a connection), bodies of at most 1 MiB (413), at most
+//! `http.max_streams` streams at once.
 
 mod api;
 pub mod auth;
@@ -155,10 +157,16 @@ pub async fn serve(d: Arc<Daemon>, listener: TcpListener) {
         let app = app.clone();
         let idle = cfg.idle_timeout;
         tokio::spawn(async move {
-            let svc = hyper::service::service_fn(move |mut req: hyper::Request<_>| {
-                req.extensions_mut().insert(Peer(peer));
+            let svc = hyper::service::service_fn(move |req: hyper::Request<_>| {
                 let mut app = app.clone();
-                tower_service::Service::call(&mut app, req)
+                async move {
+                    let mut req = match with_body(req, idle).await {
+                        Ok(r) => r,
+                        Err(refused) => return Ok(refused),
+                    };
+                    req.extensions_mut().insert(Peer(peer));
+                    tower_service::Service::call(&mut app, req).await
+                }
             });
             let conn = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())
@@ -171,6 +179,58 @@ pub async fn serve(d: Arc<Daemon>, listener: TcpListener) {
             drop(permit);
         });
     }
+}
+
+/// The request with its whole body read, which must arrive within `limit`
+/// and hold at most `MAX_REQUEST` bytes; or the answer refusing it (the
+/// connection is closed after it).
+async fn with_body(
+    req: hyper::Request<hyper::body::Incoming>,
+    limit: Duration,
+) -> Result<axum::extract::Request, axum::response::Response> {
+    use futures_util::StreamExt;
+    let (parts, body) = req.into_parts();
+    let deadline = tokio::time::Instant::now() + limit;
+    let mut data = axum::body::Body::new(body).into_data_stream();
+    let mut buf = Vec::new();
+    let refuse = |status, why: &str| {
+        let mut r = api::error_response(status, crate::api::ErrorKind::BadRequest, why);
+        r.headers_mut().insert(
+            axum::http::header::CONNECTION,
+            HeaderValue::from_static("close"),
+        );
+        r
+    };
+    loop {
+        match tokio::time::timeout_at(deadline, data.next()).await {
+            Err(_) => {
+                return Err(refuse(
+                    StatusCode::REQUEST_TIMEOUT,
+                    "the request's body did not arrive within `http.idle_timeout`",
+                ));
+            }
+            Ok(None) => break,
+            Ok(Some(Err(e))) => {
+                return Err(refuse(
+                    StatusCode::BAD_REQUEST,
+                    &format!("cannot read the body: {e}"),
+                ));
+            }
+            Ok(Some(Ok(chunk))) => {
+                if buf.len() + chunk.len() > MAX_REQUEST {
+                    return Err(refuse(
+                        StatusCode::PAYLOAD_TOO_LARGE,
+                        &format!("the request's body is over {MAX_REQUEST} bytes"),
+                    ));
+                }
+                buf.extend_from_slice(&chunk);
+            }
+        }
+    }
+    Ok(axum::extract::Request::from_parts(
+        parts,
+        axum::body::Body::from(buf),
+    ))
 }
 
 /// Answers 503 to a connection over the limit and closes it.

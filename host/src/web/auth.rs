@@ -201,8 +201,20 @@ pub async fn login(State(d): State<Arc<Daemon>>, headers: HeaderMap, body: Strin
         .into_response()
 }
 
-/// `/logout`: the cookie is dropped.
-pub async fn logout() -> Response {
+/// `GET /logout`: a button that posts the logout (a GET changes nothing,
+/// so no other site can log a user out with a link or an image).
+pub async fn logout_form() -> Response {
+    let body = "<form class=\"login\" method=\"post\" action=\"/logout\">\
+                <button type=\"submit\" id=\"logout\">Log out</button></form>"
+        .to_string();
+    Page::new("Log out", "/logout", body).render(None, false)
+}
+
+/// `POST /logout`: from this origin only, the cookie is dropped.
+pub async fn logout(headers: HeaderMap) -> Response {
+    if !same_origin(&headers) {
+        return forbidden("cross-site logout refused");
+    }
     (
         [(
             header::SET_COOKIE,

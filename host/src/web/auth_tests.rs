@@ -59,3 +59,25 @@ fn only_this_origin_may_post() {
     ])));
     assert!(!same_origin(&headers(&[("origin", "null")])));
 }
+
+#[tokio::test]
+async fn logging_out_takes_a_post_from_this_origin() {
+    let drops = |r: &Response| {
+        r.headers()
+            .get(header::SET_COOKIE)
+            .is_some_and(|v| v.to_str().unwrap().contains("Max-Age=0"))
+    };
+    // A link or an image elsewhere cannot log anyone out.
+    let shown = logout_form().await;
+    assert_eq!(shown.status(), StatusCode::OK);
+    assert!(!drops(&shown));
+    let forged = logout(headers(&[("host", "nj:8080"), ("origin", "http://evil")])).await;
+    assert_eq!(forged.status(), StatusCode::FORBIDDEN);
+    assert!(!drops(&forged));
+    let own = logout(headers(&[
+        ("host", "nj:8080"),
+        ("origin", "http://nj:8080"),
+    ]))
+    .await;
+    assert!(own.status().is_redirection() && drops(&own));
+}

@@ -28,7 +28,7 @@ pub fn routes() -> Router<Arc<Daemon>> {
     Router::new()
         .route("/", get(queue::page))
         .route("/login", get(auth::login_form).post(auth::login))
-        .route("/logout", get(auth::logout).post(auth::logout))
+        .route("/logout", get(auth::logout_form).post(auth::logout))
         .route("/task/{id}", get(task::page))
         .route("/task/{id}/{action}", post(actions::act))
         .route("/gpus", get(gpus::page))
