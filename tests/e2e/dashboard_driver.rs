@@ -75,22 +75,6 @@ pub fn nobody_token(nj: &Nj) -> String {
     token_of(&String::from_utf8_lossy(&out.stdout))
 }
 
-/// Share of the PNG's pixels that are not white.
-fn ink(png_bytes: &[u8]) -> f64 {
-    let mut dec = png::Decoder::new(std::io::Cursor::new(png_bytes));
-    dec.set_transformations(png::Transformations::EXPAND | png::Transformations::STRIP_16);
-    let mut reader = dec.read_info().expect("a PNG");
-    let mut buf = vec![0; reader.output_buffer_size().expect("size")];
-    let info = reader.next_frame(&mut buf).expect("a frame");
-    let px = info.color_type.samples();
-    let pixels = &buf[..info.buffer_size()];
-    let inked = pixels
-        .chunks(px)
-        .filter(|p| p.iter().take(3).any(|&c| c < 240))
-        .count();
-    inked as f64 / (pixels.len() / px) as f64
-}
-
 /// The browser side of the test.
 pub struct B {
     pub c: Client,
@@ -158,7 +142,7 @@ impl B {
         let png = self.c.screenshot().await.expect("screenshot");
         let path = self.shots.join(format!("{name}.png"));
         std::fs::write(&path, &png).expect("write screenshot");
-        let ink = ink(&png);
+        let ink = crate::harness::ink(&png);
         assert!(ink > 0.005, "{} is blank ({ink})", path.display());
         self.c.set_window_size(w, h).await.expect("resize");
     }

@@ -299,3 +299,20 @@ impl Drop for SmallFs {
         let _ = Command::new("umount").arg("-l").arg(&self.0).status();
     }
 }
+
+/// Share of a PNG's pixels that are not white (screenshots of pages and
+/// PDF pages are checked not to be blank with it); panics on a bad PNG.
+pub fn ink(png_bytes: &[u8]) -> f64 {
+    let mut dec = png::Decoder::new(std::io::Cursor::new(png_bytes));
+    dec.set_transformations(png::Transformations::EXPAND | png::Transformations::STRIP_16);
+    let mut reader = dec.read_info().expect("a PNG");
+    let mut buf = vec![0; reader.output_buffer_size().expect("size")];
+    let info = reader.next_frame(&mut buf).expect("a frame");
+    let px = info.color_type.samples();
+    let pixels = &buf[..info.buffer_size()];
+    let inked = pixels
+        .chunks(px)
+        .filter(|p| p.iter().take(3).any(|&c| c < 240))
+        .count();
+    inked as f64 / (pixels.len() / px) as f64
+}

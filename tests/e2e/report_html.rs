@@ -145,21 +145,10 @@ fn run(cmd: &mut Command) -> (String, String) {
     (o, e)
 }
 
-/// Share of the PNG's pixels that are not white, after checking it decodes.
+/// Share of the PNG file's pixels that are not white.
 fn ink(path: &Path) -> f64 {
-    let file = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mut dec = png::Decoder::new(std::io::BufReader::new(file));
-    dec.set_transformations(png::Transformations::EXPAND | png::Transformations::STRIP_16);
-    let mut reader = dec.read_info().expect("a PNG");
-    let mut buf = vec![0; reader.output_buffer_size().expect("size")];
-    let info = reader.next_frame(&mut buf).expect("a frame");
-    let px = info.color_type.samples();
-    let pixels = &buf[..info.buffer_size()];
-    let inked = pixels
-        .chunks(px)
-        .filter(|p| p.iter().take(3).any(|&c| c < 240))
-        .count();
-    inked as f64 / (pixels.len() / px) as f64
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    crate::harness::ink(&bytes)
 }
 
 fn chromium(browser: &Path, profile: &Path) -> Command {

@@ -125,42 +125,56 @@ pub fn html(acc: &Accounting) -> String {
         table(&mut p, &h, "Task name", top, acc);
         p.push_str("</section>\n");
     }
-    p.push_str("<section id=\"use\"><h2>Use of the machine</h2>\n");
+    let [machine, money, failures] = chart_groups(acc, tz);
+    let _ = write!(
+        p,
+        "<section id=\"use\"><h2>Use of the machine</h2>\n{machine}</section>\n\
+         <section id=\"money\"><h2>Cost and energy</h2>\n{money}</section>\n\
+         <section id=\"failures\"><h2>Failures and waits</h2>\n{failures}"
+    );
+    waits(&mut p, acc);
+    p.push_str("</section>\n</body></html>\n");
+    p
+}
+
+/// The report's charts in their three groups (the machine's use; cost and
+/// energy; failures), each the figures' HTML: the page and the dashboard
+/// give them their own headings.
+pub fn chart_groups(acc: &Accounting, tz: Tz) -> [String; 3] {
+    let mut machine = String::new();
     figure(
-        &mut p,
+        &mut machine,
         "gpu-util",
         charts::gpu_util(acc, tz),
         "no GPU samples in this period",
     );
     figure(
-        &mut p,
+        &mut machine,
         "queue",
         charts::queue(acc, tz),
         "no queue samples in this period",
     );
-    p.push_str("</section>\n<section id=\"money\"><h2>Cost and energy</h2>\n");
+    let mut money = String::new();
     figure(
-        &mut p,
+        &mut money,
         "cost",
         bars::cost_by_project(acc),
         "no runs in this period",
     );
     figure(
-        &mut p,
+        &mut money,
         "energy",
         bars::energy_by_hour(acc),
         "no energy or price in this period",
     );
-    p.push_str("</section>\n<section id=\"failures\"><h2>Failures and waits</h2>\n");
+    let mut failures = String::new();
     figure(
-        &mut p,
+        &mut failures,
         "failures",
         bars::failures(acc),
         "no failures in this period",
     );
-    waits(&mut p, acc);
-    p.push_str("</section>\n</body></html>\n");
-    p
+    [machine, money, failures]
 }
 
 /// The summary section (totals) of `acc`.

@@ -28,16 +28,20 @@ pub struct Account {
 const START: usize = 1024;
 const MAX: usize = 1 << 20;
 
-/// The account of `uid`, or `None` when the database has no such user.
-pub fn by_uid(uid: u32) -> Option<Account> {
+/// Runs a reentrant `get*_r` lookup with a buffer that doubles on ERANGE
+/// (up to 1 MiB); `call(entry, buf, len, out)` is the libc call, and `read`
+/// turns the entry found (its strings point into the buffer) into the answer.
+fn lookup_r<E, T>(
+    call: impl Fn(&mut E, *mut libc::c_char, usize, &mut *mut E) -> libc::c_int,
+    read: impl FnOnce(&E) -> T,
+) -> Option<T> {
     let mut buf = vec![0u8; START];
     loop {
-        // SAFETY: passwd is plain data; getpwuid_r writes into `pw` and `buf`
-        // (of the length given) and sets `out` to `&pw` or null.
-        let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
-        let mut out: *mut libc::passwd = std::ptr::null_mut();
-        let rc =
-            unsafe { libc::getpwuid_r(uid, &mut pw, buf.as_mut_ptr().cast(), buf.len(), &mut out) };
+        // SAFETY: `E` is a plain C struct (passwd, group) for which all
+        // zeroes is a valid value; the call writes into it and `buf`.
+        let mut entry: E = unsafe { std::mem::zeroed() };
+        let mut out: *mut E = std::ptr::null_mut();
+        let rc = call(&mut entry, buf.as_mut_ptr().cast(), buf.len(), &mut out);
         if rc == libc::ERANGE && buf.len() < MAX {
             buf.resize(buf.len() * 2, 0);
             continue;
@@ -45,51 +49,47 @@ pub fn by_uid(uid: u32) -> Option<Account> {
         if rc != 0 || out.is_null() {
             return None;
         }
-        // SAFETY: on success the strings point into `buf`, NUL-terminated.
-        let text = |p: *const libc::c_char| {
-            if p.is_null() {
-                String::new()
-            } else {
-                unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
-            }
-        };
-        return Some(Account {
-            uid: pw.pw_uid,
-            gid: pw.pw_gid,
-            name: text(pw.pw_name),
-            home: PathBuf::from(text(pw.pw_dir)),
-            shell: PathBuf::from(text(pw.pw_shell)),
-        });
+        return Some(read(&entry));
     }
+}
+
+/// The account a passwd entry describes.
+fn account_of(pw: &libc::passwd) -> Account {
+    // SAFETY: on success the strings point into the lookup's buffer,
+    // NUL-terminated, and it is alive while `read` runs.
+    let text = |p: *const libc::c_char| {
+        if p.is_null() {
+            String::new()
+        } else {
+            unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+        }
+    };
+    Account {
+        uid: pw.pw_uid,
+        gid: pw.pw_gid,
+        name: text(pw.pw_name),
+        home: PathBuf::from(text(pw.pw_dir)),
+        shell: PathBuf::from(text(pw.pw_shell)),
+    }
+}
+
+/// The account of `uid`, or `None` when the database has no such user.
+pub fn by_uid(uid: u32) -> Option<Account> {
+    // SAFETY: the buffers are live and of the lengths given.
+    lookup_r(
+        |pw, buf, len, out| unsafe { libc::getpwuid_r(uid, pw, buf, len, out) },
+        account_of,
+    )
 }
 
 /// The account named `name`, or `None` when the database has no such user.
 pub fn by_name(name: &str) -> Option<Account> {
     let c = CString::new(name).ok()?;
-    let mut buf = vec![0u8; START];
-    loop {
-        // SAFETY: as in `by_uid`, through getpwnam_r.
-        let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
-        let mut out: *mut libc::passwd = std::ptr::null_mut();
-        let rc = unsafe {
-            libc::getpwnam_r(
-                c.as_ptr(),
-                &mut pw,
-                buf.as_mut_ptr().cast(),
-                buf.len(),
-                &mut out,
-            )
-        };
-        if rc == libc::ERANGE && buf.len() < MAX {
-            buf.resize(buf.len() * 2, 0);
-            continue;
-        }
-        if rc != 0 || out.is_null() {
-            return None;
-        }
-        // The uid found, then the full account as `by_uid` reads it.
-        return by_uid(pw.pw_uid);
-    }
+    // SAFETY: as in `by_uid`; `c` outlives the call.
+    lookup_r(
+        |pw, buf, len, out| unsafe { libc::getpwnam_r(c.as_ptr(), pw, buf, len, out) },
+        account_of,
+    )
 }
 
 /// The name of `uid`, or the number itself when the database has none.
@@ -124,29 +124,11 @@ pub fn groups_of(account: &Account) -> Vec<u32> {
 /// The id of the group named `name`, or `None` when there is none.
 pub fn group_id(name: &str) -> Option<u32> {
     let c = CString::new(name).ok()?;
-    let mut buf = vec![0u8; START];
-    loop {
-        // SAFETY: as in `by_uid`, for struct group.
-        let mut gr: libc::group = unsafe { std::mem::zeroed() };
-        let mut out: *mut libc::group = std::ptr::null_mut();
-        let rc = unsafe {
-            libc::getgrnam_r(
-                c.as_ptr(),
-                &mut gr,
-                buf.as_mut_ptr().cast(),
-                buf.len(),
-                &mut out,
-            )
-        };
-        if rc == libc::ERANGE && buf.len() < MAX {
-            buf.resize(buf.len() * 2, 0);
-            continue;
-        }
-        if rc != 0 || out.is_null() {
-            return None;
-        }
-        return Some(gr.gr_gid);
-    }
+    // SAFETY: as in `by_uid`, for struct group; `c` outlives the call.
+    lookup_r(
+        |gr, buf, len, out| unsafe { libc::getgrnam_r(c.as_ptr(), gr, buf, len, out) },
+        |gr: &libc::group| gr.gr_gid,
+    )
 }
 
 /// The daemon's effective uid.
@@ -166,6 +148,9 @@ mod tests {
         assert!(root.home.is_absolute(), "{root:?}");
         assert_eq!(groups_of(&root).first(), Some(&0));
         assert_eq!(group_id("root"), Some(0));
+        assert_eq!(by_name("root"), Some(root.clone()));
+        assert_eq!(by_name("no-such-user-nightjar"), None);
+        assert_eq!(by_name("nul\0inside"), None);
         assert_eq!(by_uid(4_000_000_000), None);
         assert_eq!(name_of(4_000_000_000), "4000000000");
         assert_eq!(group_id("no-such-group-nightjar"), None);

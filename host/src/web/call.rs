@@ -3,11 +3,35 @@
 
 use std::sync::Arc;
 
-use axum::http::StatusCode;
+use axum::Extension;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
 
 use crate::api::access::Caller;
 use crate::api::{ApiError, Call, ErrorKind, ReplyLine};
 use crate::daemon::Daemon;
+
+/// A page that shows one verb's reply: the session (else the login), the
+/// call, and `render` of its reply in the layout (`fragment`: the table only).
+pub async fn reply_page<C: Call>(
+    d: &Arc<Daemon>,
+    caller: Option<Extension<Caller>>,
+    headers: &HeaderMap,
+    fragment: bool,
+    req: C,
+    (title, path): (&str, &'static str),
+    render: impl FnOnce(&C::Reply) -> String,
+) -> Response {
+    let Some(s) = super::auth::Session::of(caller.map(|Extension(c)| c), headers) else {
+        return super::auth::to_login();
+    };
+    match call(d, &s.caller, req).await {
+        Ok(reply) => {
+            super::layout::Page::new(title, path, render(&reply)).render(Some(&s.caller), fragment)
+        }
+        Err(e) => error_page(&e),
+    }
+}
 
 /// The typed reply to `req` from `caller`, or the daemon's error.
 pub async fn call<C: Call>(d: &Arc<Daemon>, caller: &Caller, req: C) -> Result<C::Reply, ApiError> {

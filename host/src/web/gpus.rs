@@ -9,9 +9,7 @@ use axum::extract::{Query, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 
-use super::auth::{Session, to_login};
-use super::call::{call, error_page};
-use super::layout::{Page, escape, gib};
+use super::layout::{escape, gib};
 use super::queue::Params;
 use crate::api::Gpus;
 use crate::api::access::Caller;
@@ -25,15 +23,16 @@ pub async fn page(
     headers: HeaderMap,
     Query(q): Query<Params>,
 ) -> Response {
-    let Some(s) = Session::of(caller.map(|Extension(c)| c), &headers) else {
-        return to_login();
-    };
-    let views = match call(&d, &s.caller, Gpus {}).await {
-        Ok(v) => v,
-        Err(e) => return error_page(&e),
-    };
-    let fragment = q.fragment == Some(1);
-    Page::new("GPUs", "/gpus", render(&views)).render(Some(&s.caller), fragment)
+    super::call::reply_page(
+        &d,
+        caller,
+        &headers,
+        q.fragment == Some(1),
+        Gpus {},
+        ("GPUs", "/gpus"),
+        |views| render(views),
+    )
+    .await
 }
 
 /// The table of `views`.

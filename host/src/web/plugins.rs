@@ -8,9 +8,7 @@ use axum::extract::{Query, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 
-use super::auth::{Session, to_login};
-use super::call::{call, error_page};
-use super::layout::{Page, escape};
+use super::layout::escape;
 use super::queue::Params;
 use crate::api::Plugins;
 use crate::api::access::Caller;
@@ -24,15 +22,16 @@ pub async fn page(
     headers: HeaderMap,
     Query(q): Query<Params>,
 ) -> Response {
-    let Some(s) = Session::of(caller.map(|Extension(c)| c), &headers) else {
-        return to_login();
-    };
-    let views = match call(&d, &s.caller, Plugins {}).await {
-        Ok(v) => v,
-        Err(e) => return error_page(&e),
-    };
-    let fragment = q.fragment == Some(1);
-    Page::new("Plugins", "/plugins", render(&views)).render(Some(&s.caller), fragment)
+    super::call::reply_page(
+        &d,
+        caller,
+        &headers,
+        q.fragment == Some(1),
+        Plugins {},
+        ("Plugins", "/plugins"),
+        |views| render(views),
+    )
+    .await
 }
 
 /// The table of the chain.

@@ -17,8 +17,7 @@ use crate::api::Report;
 use crate::api::access::Caller;
 use crate::api::report::Accounting;
 use crate::daemon::Daemon;
-use crate::report::render::{figure, summary};
-use crate::report::{bars, charts};
+use crate::report::render::{chart_groups, summary};
 use crate::time::now_ms;
 
 /// The period: 7 days back from now.
@@ -60,38 +59,12 @@ pub fn render(acc: &Accounting) -> String {
         escape(&acc.currency)
     );
     summary(&mut p, acc);
+    let [machine, money, failures] = chart_groups(acc, tz);
     p.push_str("<h2>Use of the machine</h2>");
-    figure(
-        &mut p,
-        "gpu-util",
-        charts::gpu_util(acc, tz),
-        "no GPU samples in this period",
-    );
-    figure(
-        &mut p,
-        "queue",
-        charts::queue(acc, tz),
-        "no queue samples in this period",
-    );
+    p.push_str(&machine);
     p.push_str("<h2>Cost and energy</h2>");
-    figure(
-        &mut p,
-        "cost",
-        bars::cost_by_project(acc),
-        "no runs in this period",
-    );
-    figure(
-        &mut p,
-        "energy",
-        bars::energy_by_hour(acc),
-        "no energy or price in this period",
-    );
+    p.push_str(&money);
     p.push_str("<h2>Failures</h2>");
-    figure(
-        &mut p,
-        "failures",
-        bars::failures(acc),
-        "no failures in this period",
-    );
+    p.push_str(&failures);
     p
 }
