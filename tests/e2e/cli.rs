@@ -196,6 +196,41 @@ fn recurring_task_shows_its_next_firing_in_the_time_zone() {
 }
 
 #[test]
+fn cron_nicknames_are_accepted_and_reboot_fires_once_per_daemon_start() {
+    let mut nj = Nj::new("timezone = \"UTC\"");
+    nj.start();
+    let daily = nj.submit(&["--schedule", "@daily", "--", "true"]);
+    let next = nj.show(daily)["task"]["next_fire_at"].as_i64().unwrap();
+    assert_eq!((next / 1000) % 86_400, 0, "@daily fires at midnight");
+    let bad = nj.cli(&["submit", "--schedule", "@fortnightly", "--", "true"]);
+    assert!(!bad.status.success(), "an unknown nickname is refused");
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("not a cron nickname"));
+    let boot = nj.submit(&["--schedule", "@reboot", "--", "true"]);
+    let t = nj.show(boot)["task"].clone();
+    assert_eq!(t["state"], "scheduled");
+    assert!(t["next_fire_at"].is_null(), "@reboot has no time: {t}");
+    assert!(
+        nj.ok(&["show", &boot.to_string()])
+            .contains("when the daemon next starts")
+    );
+    let instances = |nj: &Nj| {
+        nj.json(&["ls", "--all"])
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["parent_id"] == boot)
+            .count()
+    };
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    assert_eq!(instances(&nj), 0, "not fired at submit");
+    for start in 1..=2 {
+        assert!(nj.term().success());
+        nj.start();
+        nj.until("the @reboot instance", || instances(&nj) == start);
+    }
+}
+
+#[test]
 fn completions_are_printed_for_bash() {
     let nj = Nj::new("");
     let out = nj.ok(&["completions", "bash"]);

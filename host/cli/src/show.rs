@@ -106,6 +106,11 @@ fn print(d: &api::wire::TaskDetail) {
             None => String::new(),
         };
         println!("  schedule   {}{zone}", clean(&s.expr));
+        if nightjar_core::task::schedule::is_reboot(&s.expr)
+            && t.state == nightjar_core::api::wire::TaskState::Scheduled
+        {
+            println!("  next fire  when the daemon next starts");
+        }
     }
     if let Some(at) = t.next_fire_at {
         let there = elsewhere

@@ -138,6 +138,11 @@ impl NotifyConfig {
         if let Some(d) = &self.digest {
             let s = crate::task::schedule::parse(d)
                 .map_err(|e| anyhow::anyhow!("key `notify.digest`: {e}"))?;
+            if s.is_reboot() {
+                bail!(
+                    "key `notify.digest`: `@reboot` would send the digest only when the daemon starts; write e.g. `@daily`, `daily@08:00` or `0 8 * * 1`"
+                );
+            }
             // In UTC: a date that never comes (30 February) never comes in
             // any zone, and one that does comes within a few years in all.
             if s.next_after(chrono::Utc::now(), chrono_tz::UTC).is_none() {

@@ -116,6 +116,13 @@ pub fn run(cfg: Config) -> Result<()> {
             daemon.cfg.socket.display(),
             daemon.cfg.state_dir.display()
         );
+        match daemon.store().fire_reboot(crate::time::now_ms()) {
+            Ok(fired) if !fired.is_empty() => {
+                tracing::info!("@reboot: created tasks {fired:?}");
+            }
+            Ok(_) => {}
+            Err(e) => tracing::error!("@reboot templates: {e}"),
+        }
         tokio::spawn(crate::api::server::serve(Arc::clone(&daemon), listener));
         if let Some(l) = http {
             tokio::spawn(crate::http::serve(Arc::clone(&daemon), l));

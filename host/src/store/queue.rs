@@ -93,6 +93,10 @@ pub(super) fn run_row(r: &rusqlite::Row) -> rusqlite::Result<RunRow> {
 pub(super) const DUE_SQL: &str = "SELECT id, spec, schedule FROM tasks INDEXED BY tasks_fire
     WHERE state = 'scheduled' AND next_fire_at <= ?1";
 
+/// `@reboot` templates: read once, at daemon start.
+pub(super) const REBOOT_SQL: &str = "SELECT id, spec, schedule FROM tasks
+    WHERE state = 'scheduled' AND kind = 'recurring' AND lower(trim(schedule)) = '@reboot'";
+
 /// The scheduler's next timer. Runs after every pass: must use indexes.
 pub(super) const WAKEUP_SQL: &str = "SELECT MIN(x) FROM (
     SELECT MIN(not_before) AS x FROM tasks INDEXED BY tasks_backoff
@@ -235,10 +239,36 @@ impl Store {
             stmt.query_map([now], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
                 .collect::<rusqlite::Result<_>>()?
         };
-        let mut created = Vec::new();
-        for (template, spec_json, schedule) in due {
-            let spec: TaskSpec = serde_json::from_str(&spec_json)?;
-            exec(&tx,
+        let created = fire(&tx, due, now, &next_fire)?;
+        tx.commit()?;
+        Ok(created)
+    }
+
+    /// Fires every `@reboot` template once: called when the daemon starts.
+    pub fn fire_reboot(&mut self, now: i64) -> Result<Vec<i64>> {
+        let tx = self.conn.transaction()?;
+        let due: Vec<(i64, String, String)> = {
+            let mut stmt = tx.prepare_cached(REBOOT_SQL)?;
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                .collect::<rusqlite::Result<_>>()?
+        };
+        let created = fire(&tx, due, now, &|_: &str, _| None)?;
+        tx.commit()?;
+        Ok(created)
+    }
+}
+
+/// Creates one instance of each template in `due` and sets its next firing.
+fn fire(
+    tx: &rusqlite::Transaction,
+    due: Vec<(i64, String, String)>,
+    now: i64,
+    next_fire: &impl Fn(&str, i64) -> Option<i64>,
+) -> Result<Vec<i64>> {
+    let mut created = Vec::new();
+    for (template, spec_json, schedule) in due {
+        let spec: TaskSpec = serde_json::from_str(&spec_json)?;
+        exec(tx,
                 "INSERT INTO tasks (kind, parent_id, name, project, priority, state, spec, submitted_at,
                                     owner_uid, owner)
                  VALUES ('task', ?1, ?2, ?3, ?4, 'queued', ?5, ?6, ?7, ?8)",
@@ -253,27 +283,27 @@ impl Store {
                     spec.owner.as_ref().map(|o| &o.name),
                 ],
             )?;
-            let id = tx.last_insert_rowid();
-            created.push(id);
-            let next = next_fire(&schedule, now);
-            exec(
-                &tx,
-                "UPDATE tasks SET next_fire_at = ?1 WHERE id = ?2",
-                params![next, template],
-            )?;
-            event(
-                &tx,
-                now,
-                Some(template),
-                None,
-                "fired",
-                &format!("created task {id}"),
-            )?;
-        }
-        tx.commit()?;
-        Ok(created)
+        let id = tx.last_insert_rowid();
+        created.push(id);
+        let next = next_fire(&schedule, now);
+        exec(
+            tx,
+            "UPDATE tasks SET next_fire_at = ?1 WHERE id = ?2",
+            params![next, template],
+        )?;
+        event(
+            tx,
+            now,
+            Some(template),
+            None,
+            "fired",
+            &format!("created task {id}"),
+        )?;
     }
+    Ok(created)
+}
 
+impl Store {
     /// The earliest time something waits for: a backoff ending or a template firing.
     pub fn next_wakeup(&self) -> Result<Option<i64>> {
         let t: Option<i64> = row(&self.conn, WAKEUP_SQL, [], |r| r.get(0))?;

@@ -149,8 +149,15 @@ fn insert_entry(
         TaskState::Queued
     };
     if let Some(expr) = &entry.schedule {
-        let fire = next_fire(expr)
-            .ok_or_else(|| StoreError::Invalid(format!("schedule `{expr}` never fires")))?;
+        // `@reboot` has no time: it fires when the daemon starts (fire_reboot).
+        let fire = if crate::task::schedule::is_reboot(expr) {
+            None
+        } else {
+            Some(
+                next_fire(expr)
+                    .ok_or_else(|| StoreError::Invalid(format!("schedule `{expr}` never fires")))?,
+            )
+        };
         let id = insert_task(tx, "recurring", None, first, TaskState::Scheduled, now)?;
         exec(
             tx,
