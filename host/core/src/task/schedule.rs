@@ -26,7 +26,10 @@ pub struct Schedule {
 enum When {
     /// Fires by the clock. `wildcard`: the minute or hour field starts with
     /// `*`, so a repeated hour on a fall-back day fires again.
-    Cron { cron: croner::Cron, wildcard: bool },
+    Cron {
+        cron: Box<croner::Cron>,
+        wildcard: bool,
+    },
     /// `@reboot`: fires once each time the daemon starts, never by the clock.
     Reboot,
 }
@@ -48,7 +51,10 @@ pub fn parse(expr: &str) -> Result<Schedule, String> {
     let mut fields = cron_text.split_whitespace();
     let wildcard = fields.by_ref().take(2).any(|f| f.starts_with('*'));
     Ok(Schedule {
-        when: When::Cron { cron, wildcard },
+        when: When::Cron {
+            cron: Box::new(cron),
+            wildcard,
+        },
     })
 }
 
