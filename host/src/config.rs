@@ -13,6 +13,7 @@ use bytesize::ByteSize;
 use serde::{Deserialize, Serialize};
 
 mod archive;
+mod cache;
 mod gpu;
 mod host;
 mod http;
@@ -28,6 +29,7 @@ mod users;
 mod validators;
 
 pub use archive::ArchiveConfig;
+pub use cache::{CacheConfig, CacheOutputs};
 pub use gpu::{GpuConfig, VisibleDevices};
 pub use host::{ApiConfig, REDACTED, redacted};
 pub use http::HttpConfig;
@@ -107,6 +109,8 @@ pub struct Config {
     pub users: UsersConfig,
     /// Per-user limits: tasks running, GPUs held, tasks waiting.
     pub quotas: QuotasConfig,
+    /// How the result cache gives a cached completion its outputs.
+    pub cache: CacheConfig,
     /// `validate`, resolved (paths absolute from the config file's folder).
     #[serde(skip)]
     pub project_validators:
@@ -145,6 +149,7 @@ impl Default for Config {
             tariff: TariffConfig::default(),
             users: UsersConfig::default(),
             quotas: QuotasConfig::default(),
+            cache: CacheConfig::default(),
             project_validators: Default::default(),
         }
     }

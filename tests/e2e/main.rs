@@ -8,6 +8,7 @@ mod archive;
 mod archive_hostile;
 mod breaker;
 mod breaker_postrun;
+mod cache;
 mod checkpoint;
 mod classes;
 mod classes_real;

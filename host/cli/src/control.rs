@@ -14,8 +14,11 @@ pub enum Action {
     Hold,
     /// Release.
     Release,
-    /// Retry.
-    Retry,
+    /// Retry (`--no-cache`: run for real).
+    Retry {
+        /// Bypass the result cache.
+        no_cache: bool,
+    },
 }
 
 /// Applies `action` to every id; exit status 1 if any failed (4 if every
@@ -39,7 +42,7 @@ pub fn run(mut ctx: Ctx, action: Action, ids: &[i64]) -> Result<i32> {
                     serde_json::json!(c),
                 )
             }),
-            Action::Retry => ctx.client.call(api::Retry { id }).map(|c| {
+            Action::Retry { no_cache } => ctx.client.call(api::Retry { id, no_cache }).map(|c| {
                 (
                     format!("queued {} task(s) again", c.tasks),
                     serde_json::json!(c),

@@ -105,6 +105,10 @@ pub enum Verb {
         /// Task ids.
         #[arg(required = true)]
         ids: Vec<i64>,
+        /// Run for real, not from the result cache (also queues a task
+        /// that succeeded from the cache again).
+        #[arg(long)]
+        no_cache: bool,
     },
     /// Wait until tasks end; the exit status mirrors their outcome.
     Wait {
@@ -236,7 +240,9 @@ fn run(cli: Cli) -> Result<i32> {
         Verb::Cancel { ids } => control::run(ctx, control::Action::Cancel, &ids),
         Verb::Hold { ids } => control::run(ctx, control::Action::Hold, &ids),
         Verb::Release { ids } => control::run(ctx, control::Action::Release, &ids),
-        Verb::Retry { ids } => control::run(ctx, control::Action::Retry, &ids),
+        Verb::Retry { ids, no_cache } => {
+            control::run(ctx, control::Action::Retry { no_cache }, &ids)
+        }
         Verb::Wait { ids } => wait::run(ctx, &ids),
         Verb::Gpus(a) => gpus::run(ctx, a),
         Verb::Report(a) => report::run(ctx, a, period.unwrap_or_default()),

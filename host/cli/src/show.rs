@@ -90,6 +90,13 @@ fn print(d: &api::wire::TaskDetail) {
             println!("  resume     {}", clean(r));
         }
     }
+    match d.spec.seed {
+        Some(seed) => println!("  seed       {seed} (every run)"),
+        None => println!("  seed       one per run, generated and recorded"),
+    }
+    if d.spec.cache {
+        println!("  cache      on (completed from an earlier run with the same cache key)");
+    }
     println!("  submitted  {}", fmt_local(t.submitted_at));
     if let Some(g) = super::manifest::gist(&d.manifests) {
         println!("  manifest   {}", clean(&g));
@@ -134,8 +141,9 @@ fn print(d: &api::wire::TaskDetail) {
     }
     for run in &d.runs {
         let end = run.finished_at.unwrap_or(now);
-        let outcome = match run.class {
-            Some(c) => {
+        let outcome = match (run.class, run.cached_from) {
+            (Some(_), Some(from)) => format!("succeeded (cached from run {from})"),
+            (Some(c), None) => {
                 let mut s = c.as_str().to_string();
                 if let Some(code) = run.exit_code {
                     s.push_str(&format!(", exit {code}"));
@@ -145,7 +153,7 @@ fn print(d: &api::wire::TaskDetail) {
                 }
                 s
             }
-            None => "running".to_string(),
+            (None, _) => "running".to_string(),
         };
         println!(
             "  run {} (attempt {})  {}  waited {}  ran {}",
@@ -162,6 +170,9 @@ fn print(d: &api::wire::TaskDetail) {
                 .map(|f| format!("  finished {}", fmt_local(f)))
                 .unwrap_or_default()
         );
+        if let Some(seed) = run.seed {
+            println!("      seed    {seed} (NIGHTJAR_SEED)");
+        }
         if let Some(c) = &run.checkpoint {
             println!("      resumed from {}", clean(c));
         }

@@ -80,6 +80,18 @@ pub struct Args {
     /// A policy may stop it and queue it again (the attempt is not counted).
     #[arg(long)]
     pub preemptible: bool,
+    /// The seed each run gets as NIGHTJAR_SEED (default: one generated per
+    /// run and recorded; `nightjar rerun` reuses the run's).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Complete the task from an earlier successful run with the same
+    /// command, inputs, clean git commit, environment and settings.
+    #[arg(long, conflicts_with = "no_cache")]
+    pub cache: bool,
+    /// Run for real even if the task file says `cache = true` (the result
+    /// still feeds the cache).
+    #[arg(long)]
+    pub no_cache: bool,
     /// Hash every input again for the submit manifest, whatever the digest
     /// cache holds (a file changed without its size, mtime or ctime moving).
     #[arg(long)]
@@ -92,9 +104,13 @@ pub struct Args {
 /// Submits and prints the new ids.
 pub fn run(mut ctx: Ctx, a: Args) -> Result<i32> {
     let verify = a.verify;
+    let no_cache = a.no_cache;
     let (defs, base, default_name, origin) = definitions(a)?;
-    let entries =
+    let mut entries =
         resolve(&defs, &base, &default_name).map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
+    for e in &mut entries {
+        e.no_cache = no_cache;
+    }
     // What the summary prints, kept before the entries go to the daemon.
     let shown: Vec<(String, usize, bool, Option<String>)> = entries
         .iter()
@@ -202,6 +218,8 @@ fn definitions(a: Args) -> Result<(Vec<TaskDef>, PathBuf, String, String)> {
         preemptible: a.preemptible,
         validate: Vec::new(),
         checkpoint: None,
+        seed: a.seed,
+        cache: a.cache,
     };
     Ok((vec![def], cwd, default_name, "command line".to_string()))
 }

@@ -14,7 +14,7 @@ use crate::time::now_ms;
 pub(super) enum Change {
     Hold,
     Release,
-    Retry,
+    Retry { no_cache: bool },
 }
 
 impl Change {
@@ -22,7 +22,7 @@ impl Change {
         match self {
             Change::Hold => "hold",
             Change::Release => "release",
-            Change::Retry => "retry",
+            Change::Retry { .. } => "retry",
         }
     }
 }
@@ -99,14 +99,14 @@ pub(super) fn change(d: &Daemon, caller: &Caller, id: i64, c: Change) -> anyhow:
         match c {
             Change::Hold => s.hold(id, now)?,
             Change::Release => s.release(id, now)?,
-            Change::Retry => {
+            Change::Retry { no_cache } => {
                 // A retry by its owner queues again: their `queued` quota
                 // counts it, as it counts a submission.
                 if caller.uid == owner {
-                    let adding = s.retry_adds(id)?;
+                    let adding = s.retry_adds(id, no_cache)?;
                     d.check_queued_quota(&s, caller, adding)?;
                 }
-                s.retry(id, now)?
+                s.retry(id, now, no_cache)?
             }
         }
     };

@@ -43,6 +43,8 @@ pub(super) fn rerun(d: &Daemon, caller: &Caller, r: &Rerun) -> anyhow::Result<Re
     if let Some(name) = &r.name {
         spec.name = name.clone();
     }
+    // The run's seed, so the rerun draws the same random numbers.
+    spec.seed = spec.seed.or(recorded.seed);
     let entry = NewEntry {
         name: spec.name.clone(),
         project: spec.project.clone(),
@@ -51,6 +53,8 @@ pub(super) fn rerun(d: &Daemon, caller: &Caller, r: &Rerun) -> anyhow::Result<Re
         schedule: None,
         deps: Vec::new(),
         held: false,
+        // A rerun is asked for to run again: never completed from the cache.
+        no_cache: true,
     };
     let mut entries = [entry];
     super::submit::check_submission(d, caller, &mut entries)?;

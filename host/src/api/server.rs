@@ -141,7 +141,14 @@ pub async fn dispatch(d: &Arc<Daemon>, caller: &Caller, req: Request) -> Vec<u8>
         Request::Release(r) => {
             reply::<super::Release>(control::change(d, caller, r.id, Change::Release))
         }
-        Request::Retry(r) => reply::<super::Retry>(control::change(d, caller, r.id, Change::Retry)),
+        Request::Retry(r) => reply::<super::Retry>(control::change(
+            d,
+            caller,
+            r.id,
+            Change::Retry {
+                no_cache: r.no_cache,
+            },
+        )),
         Request::Priority(r) => {
             reply::<super::Priority>(control::priority(d, caller, r.id, r.priority))
         }

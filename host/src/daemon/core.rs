@@ -102,6 +102,8 @@ pub struct Daemon {
     pub(super) rapl_start: Mutex<HashMap<i64, super::energy::RaplReading>>,
     /// Ended runs' energy the store refused, kept until their end is recorded.
     pub(super) pending_energy: Mutex<HashMap<i64, crate::gpu::energy::RunEnergy>>,
+    /// Tasks looked up in the result cache since they last ran (`cache.rs`).
+    pub(super) cache_looked: Mutex<std::collections::HashSet<i64>>,
     /// Who may do what (`[users]`, and whether the daemon runs as root).
     pub access: crate::api::access::Access,
 }
@@ -160,6 +162,7 @@ impl Daemon {
             start_gate: Mutex::new(None),
             rapl_start: Mutex::new(HashMap::new()),
             pending_energy: Mutex::new(HashMap::new()),
+            cache_looked: Mutex::new(Default::default()),
         }))
     }
 

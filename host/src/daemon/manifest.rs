@@ -27,6 +27,13 @@ pub(super) struct Captured {
     submit: Option<Manifest>,
 }
 
+impl Captured {
+    /// The capture at start, as it stands.
+    pub(super) fn start(&self) -> &Manifest {
+        &self.start
+    }
+}
+
 /// What entries of one submission may share a capture by: workdir, inputs, env.
 type Shared = (PathBuf, Vec<PathBuf>, BTreeMap<String, String>);
 
@@ -61,7 +68,7 @@ impl Daemon {
 
     /// The environment a task's run will see, as far as it is known before
     /// it is placed: the allow-listed daemon variables and the task's own.
-    fn planned_env(&self, spec: &TaskSpec) -> BTreeMap<String, String> {
+    pub(super) fn planned_env(&self, spec: &TaskSpec) -> BTreeMap<String, String> {
         let mut env: BTreeMap<String, String> = self
             .cfg
             .sandbox
@@ -187,6 +194,7 @@ impl Daemon {
         m.task = Some(run.task_id);
         m.run = Some(run.id);
         m.attempt = Some(run.attempt);
+        m.seed = Some(rs.seed);
         let mut shown = spec.clone();
         shown.env = redactor.env(&spec.env);
         m.spec = Some(shown);
@@ -284,7 +292,7 @@ impl Daemon {
     }
 
     /// `<run folder>/manifest.json` of a run no supervisor starts.
-    fn write_manifest_file(&self, run: i64, text: &str) {
+    pub(super) fn write_manifest_file(&self, run: i64, text: &str) {
         let rel = Path::new("runs").join(run.to_string()).join(FILE);
         if let Err(e) = self.state.write(&rel, text.as_bytes()) {
             tracing::warn!(

@@ -2,6 +2,8 @@
 //! second daemon, re-adopts runs, serves the API and schedules until SIGTERM.
 
 mod archive;
+mod cache;
+mod cache_key;
 mod chain;
 #[cfg(test)]
 mod chain_versions_tests;

@@ -142,6 +142,8 @@ pub fn build(
         env.insert(format!("NIGHTJAR_{k}"), v.clone());
     }
     env.insert("NIGHTJAR_ATTEMPT".into(), run.attempt.to_string());
+    let seed = spec.seed.unwrap_or_else(generated_seed);
+    env.insert("NIGHTJAR_SEED".into(), seed.to_string());
     let resumed = super::checkpoint::apply(spec, run.attempt, &values, &mut argv, &mut env);
     for (k, v) in &spec.params {
         env.insert(
@@ -164,6 +166,7 @@ pub fn build(
         run_id: run.id,
         task_id: run.task_id,
         argv,
+        seed,
         env: env.into_iter().collect(),
         workdir: spec.workdir.clone(),
         timeout_ms: spec.resources.timeout.map(|d| d.as_millis() as u64),
@@ -188,6 +191,23 @@ pub fn build(
         manifest: None,
         run_as,
     })
+}
+
+/// A seed for a run of a task that names none: below 2^32, so numpy's
+/// legacy `np.random.seed` takes it as well as torch and Python's `random`.
+fn generated_seed() -> u64 {
+    let mut bytes = [0u8; 4];
+    // SAFETY: getrandom writes at most `len` bytes into the buffer.
+    let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
+    if n != bytes.len() as isize {
+        // No entropy to be had (it does not happen on Linux >= 3.17):
+        // the clock's nanoseconds still differ from run to run.
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        return u64::from(t.subsec_nanos() ^ (t.as_secs() as u32));
+    }
+    u64::from(u32::from_ne_bytes(bytes))
 }
 
 /// Whom the task runs as: its owner, when the daemon is root and the owner

@@ -21,6 +21,9 @@ impl Daemon {
         c: &crate::store::Candidate,
         because: Option<String>,
     ) -> bool {
+        if self.complete_from_cache(c) {
+            return true;
+        }
         let placement = lock(&self.pool).place_after(&c.spec.resources, c.needs_gpu_free);
         let Some(placement) = placement else {
             return false;
@@ -72,6 +75,13 @@ impl Daemon {
         else {
             return Ok(false);
         };
+        self.cache_forget(task);
+        if spec.cache
+            && let Some(key) = self.cache_key_of(task, spec, captured.start())
+            && let Err(e) = self.store().set_run_cache_key(run.id, &key)
+        {
+            tracing::warn!("run {}: cannot record its cache key: {e}", run.id);
+        }
         let held = Held {
             task,
             placement: placement.clone(),

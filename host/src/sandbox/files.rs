@@ -29,6 +29,9 @@ pub struct RunSpec {
     pub task_id: i64,
     /// Program and arguments.
     pub argv: Vec<String>,
+    /// The `NIGHTJAR_SEED` in `env` (recorded by the daemon; the supervisor ignores it).
+    #[serde(default)]
+    pub seed: u64,
     /// The complete environment of the task.
     pub env: Vec<(String, String)>,
     /// Working directory.

@@ -1,7 +1,7 @@
 //! User actions on tasks: cancel, hold, release, retry. A sweep id acts on
 //! every member; a recurring template's cancel stops its firings.
 
-use rusqlite::{Transaction, params};
+use rusqlite::{OptionalExtension, Transaction, params};
 
 use super::deps::{block_dependants_of, unblock_dependants};
 use super::{Result, Store, StoreError, TaskState, event, exec, state_of};
@@ -97,17 +97,19 @@ impl Store {
 
     /// Queues a failed, cancelled or blocked task again with a fresh attempt
     /// budget, and unblocks the tasks that waited on it.
-    pub fn retry(&mut self, id: i64, now: i64) -> Result<usize> {
+    pub fn retry(&mut self, id: i64, now: i64, no_cache: bool) -> Result<usize> {
         let tx = self.conn.transaction()?;
         let mut n = 0;
         for (task, state) in targets(&tx, id)? {
-            if !matches!(
-                state,
-                TaskState::Failed | TaskState::Cancelled | TaskState::Blocked
-            ) {
+            if !retryable(&tx, task, state, no_cache)? {
                 if targets_single(id, task) {
+                    let cached = if no_cache {
+                        ""
+                    } else {
+                        " (`retry --no-cache` also runs one that succeeded from the result cache)"
+                    };
                     return Err(StoreError::Invalid(format!(
-                        "task {task} is {}; only failed, cancelled or blocked tasks can be retried",
+                        "task {task} is {}; only failed, cancelled or blocked tasks can be retried{cached}",
                         state.as_str()
                     )));
                 }
@@ -116,10 +118,16 @@ impl Store {
             exec(
                 &tx,
                 "UPDATE tasks SET state = 'queued', reason = NULL, attempts = 0, not_before = NULL,
-                        finished_at = NULL, cancel_requested = 0, needs_gpu_free = NULL WHERE id = ?1",
-                [task],
+                        finished_at = NULL, cancel_requested = 0, needs_gpu_free = NULL,
+                        cache_bypass = ?2 WHERE id = ?1",
+                params![task, no_cache],
             )?;
-            event(&tx, now, Some(task), None, "retry", "queued again by user")?;
+            let note = if no_cache {
+                "queued again by user, to run for real (--no-cache)"
+            } else {
+                "queued again by user"
+            };
+            event(&tx, now, Some(task), None, "retry", note)?;
             unblock_dependants(&tx, task, now)?;
             n += 1;
         }
@@ -129,12 +137,14 @@ impl Store {
 
     /// How many tasks `retry(id)` would move back into the waiting count
     /// (failed or cancelled ones; a blocked task already waits).
-    pub fn retry_adds(&mut self, id: i64) -> Result<usize> {
+    pub fn retry_adds(&mut self, id: i64, no_cache: bool) -> Result<usize> {
         let tx = self.conn.transaction()?;
-        let n = targets(&tx, id)?
-            .into_iter()
-            .filter(|(_, s)| matches!(s, TaskState::Failed | TaskState::Cancelled))
-            .count();
+        let mut n = 0;
+        for (task, state) in targets(&tx, id)? {
+            if state != TaskState::Blocked && retryable(&tx, task, state, no_cache)? {
+                n += 1;
+            }
+        }
         Ok(n)
     }
 
@@ -176,4 +186,24 @@ impl Store {
 /// True when the user named this very task (not a sweep it belongs to).
 fn targets_single(asked: i64, task: i64) -> bool {
     asked == task
+}
+
+/// Whether `retry` may queue `task` again: a failed, cancelled or blocked
+/// one; with `no_cache` also one that succeeded from the result cache.
+fn retryable(tx: &Transaction, task: i64, state: TaskState, no_cache: bool) -> Result<bool> {
+    Ok(match state {
+        TaskState::Failed | TaskState::Cancelled | TaskState::Blocked => true,
+        TaskState::Succeeded if no_cache => {
+            let cached: Option<i64> = tx
+                .query_row(
+                    "SELECT cached_from FROM runs WHERE task_id = ?1 ORDER BY attempt DESC LIMIT 1",
+                    [task],
+                    |r| r.get(0),
+                )
+                .optional()?
+                .flatten();
+            cached.is_some()
+        }
+        _ => false,
+    })
 }

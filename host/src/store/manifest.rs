@@ -73,8 +73,12 @@ impl Store {
     pub fn set_run_manifest(&self, run: i64, manifest: &Manifest) -> Result<()> {
         exec(
             &self.conn,
-            "UPDATE runs SET manifest = ?1 WHERE id = ?2",
-            params![serde_json::to_string(manifest)?, run],
+            "UPDATE runs SET manifest = ?1, seed = ?2 WHERE id = ?3",
+            params![
+                serde_json::to_string(manifest)?,
+                manifest.seed.map(|s| s as i64),
+                run
+            ],
         )?;
         Ok(())
     }

@@ -3,6 +3,7 @@
 
 mod archive;
 mod audit;
+mod cache;
 mod candidates;
 mod checkpoint;
 mod control;

@@ -36,7 +36,8 @@ pub struct Finished {
 pub(super) const RUN_COLUMNS: &str =
     "id, task_id, attempt, state, run_dir, supervisor_pid, submitted_at, eligible_at,
     started_at, finished_at, exit_code, signal, class, message, gpus, cpus, sandbox_note, stalled_at,
-    findings, checkpoint, outputs, outputs_removed_at, energy_j, energy_source, cost, currency";
+    findings, checkpoint, outputs, outputs_removed_at, energy_j, energy_source, cost, currency,
+    seed, cached_from";
 
 /// Reads a run row selected with [`RUN_COLUMNS`].
 pub(super) fn run_row(r: &rusqlite::Row) -> rusqlite::Result<RunRow> {
@@ -84,6 +85,8 @@ pub(super) fn run_row(r: &rusqlite::Row) -> rusqlite::Result<RunRow> {
             }),
             _ => None,
         },
+        seed: r.get::<_, Option<i64>>(26)?.map(|s| s as u64),
+        cached_from: r.get(27)?,
     })
 }
 

@@ -52,6 +52,11 @@ impl Store {
                     params![serde_json::to_string(m)?, id],
                 )?;
             }
+            if entry.no_cache {
+                for m in &member_ids {
+                    exec(&tx, "UPDATE tasks SET cache_bypass = 1 WHERE id = ?1", [m])?;
+                }
+            }
             ids.push(id);
             members.push(member_ids);
         }

@@ -93,7 +93,7 @@ fn a_claim_checks_again_what_the_scheduler_read_before_asking_the_policies() {
         .map(|c| c.id)
         .collect();
     assert_eq!(read, vec![b], "a cancelled: b may start");
-    s.retry(a, 2_100).unwrap();
+    s.retry(a, 2_100, false).unwrap();
     assert!(
         s.claim(b, &NewRun::default(), dir.path(), 2_200)
             .unwrap()
@@ -184,7 +184,7 @@ fn failure_retries_with_backoff_then_fails_and_blocks_dependants() {
             .contains(&format!("dependency {a}"))
     );
     // Retrying a unblocks b and c.
-    s.retry(a, 15_000).unwrap();
+    s.retry(a, 15_000, false).unwrap();
     assert_eq!(s.task(b).unwrap().state, TaskState::Queued);
     assert_eq!(s.task(c).unwrap().state, TaskState::Queued);
 }

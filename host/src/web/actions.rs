@@ -41,7 +41,16 @@ pub async fn act(
         "cancel" => call(&d, &s.caller, Cancel { id }).await.map(|_| ()),
         "hold" => call(&d, &s.caller, Hold { id }).await.map(|_| ()),
         "release" => call(&d, &s.caller, Release { id }).await.map(|_| ()),
-        "retry" => call(&d, &s.caller, Retry { id }).await.map(|_| ()),
+        "retry" => call(
+            &d,
+            &s.caller,
+            Retry {
+                id,
+                no_cache: false,
+            },
+        )
+        .await
+        .map(|_| ()),
         _ => {
             return super::layout::error(
                 StatusCode::NOT_FOUND,

@@ -91,6 +91,10 @@ pub struct Manifest {
     /// What could not be captured, and why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The `NIGHTJAR_SEED` the run got (start only): the task's `seed`, or
+    /// one generated for this run; `nightjar rerun` gives it again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
     /// The run this task reruns (submit only, tasks made by `nightjar rerun`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rerun_of: Option<RerunOf>,
@@ -305,6 +309,7 @@ impl Manifest {
             policies: Vec::new(),
             stats: CaptureStats::default(),
             notes: Vec::new(),
+            seed: None,
             rerun_of: None,
         }
     }

@@ -184,10 +184,19 @@ by_id! {
     Hold;
     /// `release ID`.
     Release;
-    /// `retry ID`.
-    Retry;
     /// `why ID`.
     Why;
+}
+
+/// `retry ID [--no-cache]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Retry {
+    /// Task id.
+    pub id: i64,
+    /// Run for real, not from the result cache; also queues a task that
+    /// succeeded from the cache again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_cache: bool,
 }
 
 /// What `cancel` did.

@@ -36,7 +36,11 @@ fn every_request() -> Vec<Request> {
         Cancel { id: 2 }.into(),
         Hold { id: 3 }.into(),
         Release { id: 4 }.into(),
-        Retry { id: 5 }.into(),
+        Retry {
+            id: 5,
+            no_cache: true,
+        }
+        .into(),
         Why { id: 6 }.into(),
         Gpus {}.into(),
         Plugins {}.into(),

@@ -216,6 +216,12 @@ pub struct RunRow {
     /// Its energy and cost, once it ended (absent from older daemons).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub energy: Option<RunEnergy>,
+    /// The `NIGHTJAR_SEED` it got (absent from older daemons).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// The earlier run it was completed from by the result cache (it did not run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_from: Option<i64>,
 }
 
 /// A run's energy and what it cost.

@@ -204,6 +204,14 @@ pub fn check_spec(m: &TaskSpec) -> Result<(), String> {
             super::validate::MAX_VALIDATORS
         ));
     }
+    if let Some(seed) = m.seed
+        && seed > super::model::MAX_SEED
+    {
+        return Err(format!(
+            "seed {seed} is too large: give a whole number from 0 to {}",
+            super::model::MAX_SEED
+        ));
+    }
     if m.resources.cpus == Some(0) {
         return Err("resources.cpus must be at least 1 when set".into());
     }

@@ -66,6 +66,12 @@ pub struct TaskDef {
     /// Where it saves checkpoints; a later attempt resumes from the newest complete one.
     #[serde(default)]
     pub checkpoint: Option<super::checkpoint::CheckpointDef>,
+    /// The seed each run gets as `NIGHTJAR_SEED` (default: one per run, generated and recorded).
+    #[serde(default)]
+    pub seed: Option<u64>,
+    /// Complete the task from an earlier successful run with the same cache key.
+    #[serde(default)]
+    pub cache: bool,
 }
 
 #[derive(Deserialize)]

@@ -260,7 +260,20 @@ pub struct TaskSpec {
     /// absent from tasks stored before nightjar 0.5 (the daemon's user).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<Owner>,
+    /// The seed each run gets as `NIGHTJAR_SEED`; absent, each run gets a
+    /// generated one (below 2^32, which numpy's legacy seeding accepts),
+    /// recorded with the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// Opt in to the result cache: a run whose cache key (command, inputs'
+    /// sha256, clean git commit, environment, settings) matches an earlier
+    /// successful run of the same owner is completed from that run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cache: bool,
 }
+
+/// The largest `seed` a task may name (stored as SQLite's signed integer).
+pub const MAX_SEED: u64 = i64::MAX as u64;
 
 /// The local user a task belongs to.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -329,4 +342,8 @@ pub struct NewEntry {
     pub deps: Vec<(DepTarget, DepKind)>,
     /// Submit held (nothing starts until `release`).
     pub held: bool,
+    /// Run for real even when the task opts in to the result cache (its
+    /// success still feeds the cache): `submit --no-cache`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_cache: bool,
 }

@@ -184,6 +184,8 @@ fn resolve_one(
             validate: validate.clone(),
             owner: None,
             checkpoint: member_checkpoint,
+            seed: def.seed,
+            cache: def.cache,
         });
     }
     Ok(NewEntry {
@@ -194,6 +196,7 @@ fn resolve_one(
         schedule: def.schedule.clone(),
         deps,
         held: def.hold,
+        no_cache: false,
     })
 }
 
