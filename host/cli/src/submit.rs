@@ -159,7 +159,12 @@ fn definitions(a: Args) -> Result<(Vec<TaskDef>, PathBuf, String, String)> {
         (None, _) => None,
     };
     if let Some(path) = file {
-        let defs = file::read(&path)?;
+        let mut defs = file::read(&path)?;
+        // `--seed` and `--cache` apply to every task of the file.
+        for d in &mut defs {
+            d.seed = a.seed.or(d.seed);
+            d.cache |= a.cache;
+        }
         let abs = cwd.join(&path);
         let base = abs.parent().map(PathBuf::from).unwrap_or(cwd);
         let stem = path
