@@ -13,6 +13,7 @@ use bytesize::ByteSize;
 use serde::{Deserialize, Serialize};
 
 mod archive;
+mod containers;
 mod gpu;
 mod host;
 mod http;
@@ -28,6 +29,7 @@ mod users;
 mod validators;
 
 pub use archive::ArchiveConfig;
+pub use containers::ContainersConfig;
 pub use gpu::{GpuConfig, VisibleDevices};
 pub use host::{ApiConfig, REDACTED, redacted};
 pub use http::HttpConfig;
@@ -107,6 +109,8 @@ pub struct Config {
     pub users: UsersConfig,
     /// Per-user limits: tasks running, GPUs held, tasks waiting.
     pub quotas: QuotasConfig,
+    /// Container tasks: the default runtime and each runtime's flags.
+    pub containers: ContainersConfig,
     /// `validate`, resolved (paths absolute from the config file's folder).
     #[serde(skip)]
     pub project_validators:
@@ -145,6 +149,7 @@ impl Default for Config {
             tariff: TariffConfig::default(),
             users: UsersConfig::default(),
             quotas: QuotasConfig::default(),
+            containers: ContainersConfig::default(),
             project_validators: Default::default(),
         }
     }
@@ -214,6 +219,7 @@ impl Config {
             bail!("key `gpus` lists a GPU index twice: {:?}", self.gpus);
         }
         self.users.check()?;
+        self.containers.validate()?;
         if let Err(e) = self.gpu.backend.parse::<crate::gpu::BackendSpec>() {
             bail!("key `gpu.backend`: {e}");
         }

@@ -66,6 +66,9 @@ pub struct TaskDef {
     /// Where it saves checkpoints; a later attempt resumes from the newest complete one.
     #[serde(default)]
     pub checkpoint: Option<super::checkpoint::CheckpointDef>,
+    /// The venv, conda environment or container the command runs in (`[environment]`).
+    #[serde(default)]
+    pub environment: Option<super::environment::EnvironmentDef>,
 }
 
 #[derive(Deserialize)]

@@ -260,6 +260,10 @@ pub struct TaskSpec {
     /// absent from tasks stored before nightjar 0.5 (the daemon's user).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<Owner>,
+    /// The venv, conda environment or container the command runs in
+    /// (task file `[environment]`; absent in specs stored before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<super::environment::Environment>,
 }
 
 /// The local user a task belongs to.

@@ -137,6 +137,10 @@ fn resolve_one(
     }
 
     let validate = super::validate::resolve(&def.validate, base)?;
+    let environment = match &def.environment {
+        Some(e) => super::environment::resolve(e, base)?,
+        None => None,
+    };
     let grid = expand_grid(&def.sweep)?;
     let is_sweep = !def.sweep.is_empty();
     let mut members = Vec::with_capacity(grid.len());
@@ -184,6 +188,7 @@ fn resolve_one(
             validate: validate.clone(),
             owner: None,
             checkpoint: member_checkpoint,
+            environment: environment.clone(),
         });
     }
     Ok(NewEntry {
@@ -198,7 +203,7 @@ fn resolve_one(
 }
 
 /// `p` made absolute against `base`, with `.` and `..` folded away.
-fn absolute(base: &Path, p: &Path) -> PathBuf {
+pub(crate) fn absolute(base: &Path, p: &Path) -> PathBuf {
     use std::path::Component;
     let joined = if p.is_absolute() {
         p.to_path_buf()
