@@ -95,6 +95,18 @@ fn a_task_runs_in_a_real_venv_with_its_package_and_the_manifest_lists_it() {
     assert_eq!(m["env"]["VIRTUAL_ENV"], real.to_str().unwrap());
     let text = nj.ok(&["show", &id.to_string()]);
     assert!(text.contains(&format!("environment venv {}", real.display())), "{text}");
+    // The README's example file, next to a `.venv` (here a link to the same venv).
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/tasks/environment/venv.toml"),
+        base.join("venv.toml"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(&venv, base.join(".venv")).unwrap();
+    let ex = nj.json(&["submit", base.join("venv.toml").to_str().unwrap()])[0]["id"]
+        .as_i64()
+        .unwrap();
+    assert_eq!(nj.wait(ex), 0, "{}", nj.daemon_log());
+    assert_eq!(stdout_of(&nj, ex), format!("{}\n", real.display()));
 }
 
 #[test]
