@@ -60,7 +60,14 @@ fn a_task_runs_in_a_real_venv_with_its_package_and_the_manifest_lists_it() {
     assert!(made.status.success(), "python3 -m venv: {made:?}");
     let whl = wheel(&base);
     let pip = Command::new(venv.join("bin/python"))
-        .args(["-m", "pip", "install", "--no-index", "--disable-pip-version-check", "-q"])
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--no-index",
+            "--disable-pip-version-check",
+            "-q",
+        ])
         .arg(&whl)
         .output()
         .unwrap();
@@ -87,14 +94,20 @@ fn a_task_runs_in_a_real_venv_with_its_package_and_the_manifest_lists_it() {
         "sys.prefix, the package, no PYTHONHOME"
     );
     let show = nj.show(id);
-    assert_eq!(show["spec"]["environment"]["venv"]["path"], real.to_str().unwrap());
+    assert_eq!(
+        show["spec"]["environment"]["venv"]["path"],
+        real.to_str().unwrap()
+    );
     let m = &show["manifests"]["runs"][0];
     assert_eq!(m["environment"]["kind"], "venv");
     let pkgs = m["python"]["packages"].as_array().unwrap();
     assert!(pkgs.iter().any(|p| p == "njprobe==1.0"), "{pkgs:?}");
     assert_eq!(m["env"]["VIRTUAL_ENV"], real.to_str().unwrap());
     let text = nj.ok(&["show", &id.to_string()]);
-    assert!(text.contains(&format!("environment venv {}", real.display())), "{text}");
+    assert!(
+        text.contains(&format!("environment venv {}", real.display())),
+        "{text}"
+    );
     // The README's example file, next to a `.venv` (here a link to the same venv).
     std::fs::copy(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/tasks/environment/venv.toml"),
@@ -114,21 +127,41 @@ fn a_missing_or_broken_venv_is_refused_at_submit_naming_it() {
     let mut nj = Nj::new("");
     nj.start();
     let nowhere = nj.path("x").join("no-venv-here");
-    refused(&nj, &["--venv", nowhere.to_str().unwrap(), "--", "true"], "no-venv-here");
+    refused(
+        &nj,
+        &["--venv", nowhere.to_str().unwrap(), "--", "true"],
+        "no-venv-here",
+    );
     // A venv whose python points at an interpreter that is gone.
     let broken = nj.path("broken");
     std::fs::create_dir_all(broken.join("bin")).unwrap();
     std::fs::write(broken.join("pyvenv.cfg"), "home = /gone\n").unwrap();
     std::os::unix::fs::symlink("/gone/python3", broken.join("bin/python")).unwrap();
-    refused(&nj, &["--venv", broken.to_str().unwrap(), "--", "true"], "broken link");
+    refused(
+        &nj,
+        &["--venv", broken.to_str().unwrap(), "--", "true"],
+        "broken link",
+    );
     // A line break in the path.
     let nl = nj.path("a\nb");
-    refused(&nj, &["--venv", nl.to_str().unwrap(), "--", "true"], "line break");
+    refused(
+        &nj,
+        &["--venv", nl.to_str().unwrap(), "--", "true"],
+        "line break",
+    );
     // Two environments at once, in a task file.
     let f = nj.path("work").join("two.toml");
-    std::fs::write(&f, "command = \"true\"\n[environment]\nvenv = \"v\"\ncontainer = { image = \"x\" }\n").unwrap();
+    std::fs::write(
+        &f,
+        "command = \"true\"\n[environment]\nvenv = \"v\"\ncontainer = { image = \"x\" }\n",
+    )
+    .unwrap();
     refused(&nj, &[f.to_str().unwrap()], "venv and container are given");
-    assert_eq!(nj.json(&["ls"]).as_array().unwrap().len(), 0, "nothing queued");
+    assert_eq!(
+        nj.json(&["ls"]).as_array().unwrap().len(),
+        0,
+        "nothing queued"
+    );
 }
 
 /// A conda prefix: a real folder with `conda-meta/` (what conda makes),
@@ -138,10 +171,17 @@ fn conda_prefix(at: &Path, count: usize, long: bool) {
     std::fs::create_dir_all(at.join("bin")).unwrap();
     std::fs::write(at.join("bin/njtool"), "#!/bin/sh\necho tool-from-prefix\n").unwrap();
     use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(at.join("bin/njtool"), std::fs::Permissions::from_mode(0o755))
-        .unwrap();
+    std::fs::set_permissions(
+        at.join("bin/njtool"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
     std::fs::write(at.join("conda-meta/history"), "").unwrap();
-    std::fs::write(at.join("conda-meta/numpy-1.26.4-py311h64a7726_0.json"), "{}").unwrap();
+    std::fs::write(
+        at.join("conda-meta/numpy-1.26.4-py311h64a7726_0.json"),
+        "{}",
+    )
+    .unwrap();
     let pad = if long { "x".repeat(180) } else { String::new() };
     for i in 0..count {
         std::fs::write(at.join(format!("conda-meta/pkg{pad}{i}-1.0-h0_0.json")), "").unwrap();
@@ -170,11 +210,22 @@ fn a_conda_prefix_is_activated_and_its_packages_read_from_conda_meta() {
     );
     let m = &nj.show(id)["manifests"]["runs"][0];
     assert_eq!(m["environment"]["kind"], "conda");
-    assert_eq!(m["python"]["packages"], serde_json::json!(["numpy=1.26.4=py311h64a7726_0"]));
+    assert_eq!(
+        m["python"]["packages"],
+        serde_json::json!(["numpy=1.26.4=py311h64a7726_0"])
+    );
     // Not a conda environment: said at submit.
     let plain = nj.path("plain");
-    refused(&nj, &["--conda", plain.to_str().unwrap(), "--", "true"], "no conda-meta/");
-    refused(&nj, &["--conda", "no-such-env-njtest", "--", "true"], "no conda environment named `no-such-env-njtest`");
+    refused(
+        &nj,
+        &["--conda", plain.to_str().unwrap(), "--", "true"],
+        "no conda-meta/",
+    );
+    refused(
+        &nj,
+        &["--conda", "no-such-env-njtest", "--", "true"],
+        "no conda environment named `no-such-env-njtest`",
+    );
 }
 
 #[test]
@@ -197,7 +248,10 @@ fn a_huge_conda_package_list_is_cut_in_the_manifest() {
 #[test]
 fn a_conda_env_by_name_through_a_conda_binary() {
     let Some(bin) = ["micromamba", "mamba", "conda"].into_iter().find(|b| {
-        Command::new(b).arg("--version").output().is_ok_and(|o| o.status.success())
+        Command::new(b)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
     }) else {
         println!("SKIP: no conda, mamba or micromamba binary on PATH");
         return;
@@ -215,7 +269,14 @@ fn a_conda_env_by_name_through_a_conda_binary() {
         return;
     }
     nj.start();
-    let id = nj.submit(&["--conda", "njtest-empty", "--", "sh", "-c", "echo $CONDA_DEFAULT_ENV"]);
+    let id = nj.submit(&[
+        "--conda",
+        "njtest-empty",
+        "--",
+        "sh",
+        "-c",
+        "echo $CONDA_DEFAULT_ENV",
+    ]);
     assert_eq!(nj.wait(id), 0, "{}", nj.daemon_log());
     assert_eq!(stdout_of(&nj, id), "njtest-empty\n");
 }

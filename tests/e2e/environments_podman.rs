@@ -75,8 +75,16 @@ fn find_setup() -> Result<(String, String), String> {
             words(&["--network=none"]),
         ),
         (
-            words(&["--runtime=runc", "--cgroup-manager=cgroupfs", "--events-backend=file"]),
-            vec!["--network=none".into(), nofile(), "--ulimit=nproc=4096:4096".into()],
+            words(&[
+                "--runtime=runc",
+                "--cgroup-manager=cgroupfs",
+                "--events-backend=file",
+            ]),
+            vec![
+                "--network=none".into(),
+                nofile(),
+                "--ulimit=nproc=4096:4096".into(),
+            ],
         ),
     ];
     let root = tempfile::tempdir().map_err(|e| e.to_string())?;
@@ -84,7 +92,9 @@ fn find_setup() -> Result<(String, String), String> {
     std::fs::create_dir_all(r.join("bin")).unwrap();
     std::fs::create_dir_all(r.join("tmp")).unwrap();
     std::fs::copy(busybox, r.join("bin/busybox")).map_err(|e| e.to_string())?;
-    for a in ["sh", "sleep", "echo", "cat", "id", "ls", "test", "pwd", "env"] {
+    for a in [
+        "sh", "sleep", "echo", "cat", "id", "ls", "test", "pwd", "env",
+    ] {
         std::os::unix::fs::symlink("busybox", r.join("bin").join(a)).unwrap();
     }
     std::fs::write(r.join("nightjar-image-marker"), "inside\n").unwrap();
@@ -178,7 +188,10 @@ fn a_task_runs_inside_a_podman_container_with_workdir_output_and_env() {
         format!("inside\nno-os-release\n{}\ncuda=[]\n", work.display())
     );
     let written = out.join("greeting.txt");
-    assert_eq!(std::fs::read_to_string(&written).unwrap(), "hello from the host\n");
+    assert_eq!(
+        std::fs::read_to_string(&written).unwrap(),
+        "hello from the host\n"
+    );
     // Owned by the task's owner (the submitter), not by some container uid.
     // SAFETY: getuid has no preconditions.
     let me = unsafe { libc::getuid() };
@@ -186,12 +199,31 @@ fn a_task_runs_inside_a_podman_container_with_workdir_output_and_env() {
     let show = nj.show(id);
     let m = &show["manifests"]["runs"][0]["environment"];
     assert_eq!(m["runtime"], "podman");
-    let id_now = podman(&global(&g), &["image", "inspect", "--format", "{{.Id}}", IMAGE]).unwrap();
+    let id_now = podman(
+        &global(&g),
+        &["image", "inspect", "--format", "{{.Id}}", IMAGE],
+    )
+    .unwrap();
     assert_eq!(m["image_id"], id_now.as_str(), "{m}");
     let text = nj.ok(&["show", &id.to_string()]);
-    assert!(text.contains(&format!("environment container podman {IMAGE}")), "{text}");
-    let name = nightjar::sandbox::container::name(&nj.state, show["runs"][0]["id"].as_i64().unwrap());
-    let left = podman(&global(&g), &["ps", "-a", "--filter", &format!("name=^{name}$"), "--format", "{{.Names}}"]).unwrap();
+    assert!(
+        text.contains(&format!("environment container podman {IMAGE}")),
+        "{text}"
+    );
+    let name =
+        nightjar::sandbox::container::name(&nj.state, show["runs"][0]["id"].as_i64().unwrap());
+    let left = podman(
+        &global(&g),
+        &[
+            "ps",
+            "-a",
+            "--filter",
+            &format!("name=^{name}$"),
+            "--format",
+            "{{.Names}}",
+        ],
+    )
+    .unwrap();
     assert_eq!(left, "", "the container was not removed");
 }
 
@@ -201,23 +233,42 @@ fn cancel_stops_a_sleeping_container_and_leaves_none_behind() {
     let mut nj = Nj::new(&config);
     nj.start();
     let id = nj.submit(&["--container", IMAGE, "--", "sleep", "300"]);
-    nj.until("the run", || nj.show(id)["runs"][0]["id"].as_i64().is_some());
+    nj.until("the run", || {
+        nj.show(id)["runs"][0]["id"].as_i64().is_some()
+    });
     let run = nj.show(id)["runs"][0]["id"].as_i64().unwrap();
     let name = nightjar::sandbox::container::name(&nj.state, run);
     let mut pid = 0;
     nj.until_slow("the container's sleep", || {
-        pid = podman(&global(&g), &["inspect", "--format", "{{.State.Pid}}", &name])
-            .ok()
-            .and_then(|p| p.parse().ok())
-            .unwrap_or(0);
+        pid = podman(
+            &global(&g),
+            &["inspect", "--format", "{{.State.Pid}}", &name],
+        )
+        .ok()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
         pid > 0
     });
     assert!(alive(pid));
     nj.ok(&["cancel", &id.to_string()]);
     assert_eq!(nj.wait(id), 130, "{}", nj.daemon_log());
     assert_eq!(nj.show(id)["runs"][0]["class"], "cancelled");
-    assert!(!alive(pid), "the container's process {pid} survived the cancel");
-    let left = podman(&global(&g), &["ps", "-a", "--filter", &format!("name=^{name}$"), "--format", "{{.Names}}"]).unwrap();
+    assert!(
+        !alive(pid),
+        "the container's process {pid} survived the cancel"
+    );
+    let left = podman(
+        &global(&g),
+        &[
+            "ps",
+            "-a",
+            "--filter",
+            &format!("name=^{name}$"),
+            "--format",
+            "{{.Names}}",
+        ],
+    )
+    .unwrap();
     assert_eq!(left, "", "container {name} left behind");
 }
 
@@ -226,8 +277,16 @@ fn hostile_images_and_mounts_are_refused_at_submit() {
     let (_, config) = podman_or_skip!();
     let mut nj = Nj::new(&config);
     nj.start();
-    refused(&nj, &["--container", "--privileged", "--", "true"], "starts with `-`");
-    refused(&nj, &["--container", "localhost/njtest-absent:none", "--", "true"], "not present in podman's local images");
+    refused(
+        &nj,
+        &["--container", "--privileged", "--", "true"],
+        "starts with `-`",
+    );
+    refused(
+        &nj,
+        &["--container", "localhost/njtest-absent:none", "--", "true"],
+        "not present in podman's local images",
+    );
     let work = nj.path("work");
     let f = work.join("root.toml");
     std::fs::write(&f, format!("command = \"true\"\n[environment]\ncontainer = {{ image = \"{IMAGE}\", mounts = [\"/\"] }}\n")).unwrap();
@@ -236,10 +295,29 @@ fn hostile_images_and_mounts_are_refused_at_submit() {
     std::fs::write(&f, format!("command = \"true\"\n[environment]\ncontainer = {{ image = \"{IMAGE}\", mounts = [\"{}:/s:ro\"] }}\n", nj.state.display())).unwrap();
     refused(&nj, &[f.to_str().unwrap()], "state folder");
     let f = work.join("flag.toml");
-    std::fs::write(&f, "command = \"true\"\n[environment]\ncontainer = { image = \"-v/:/host\" }\n").unwrap();
+    std::fs::write(
+        &f,
+        "command = \"true\"\n[environment]\ncontainer = { image = \"-v/:/host\" }\n",
+    )
+    .unwrap();
     refused(&nj, &[f.to_str().unwrap()], "starts with `-`");
     if Command::new("apptainer").arg("--version").output().is_err() {
-        refused(&nj, &["--container", "/x.sif", "--container-runtime", "apptainer", "--", "true"], "no such image file");
+        refused(
+            &nj,
+            &[
+                "--container",
+                "/x.sif",
+                "--container-runtime",
+                "apptainer",
+                "--",
+                "true",
+            ],
+            "no such image file",
+        );
     }
-    assert_eq!(nj.json(&["ls"]).as_array().unwrap().len(), 0, "nothing queued");
+    assert_eq!(
+        nj.json(&["ls"]).as_array().unwrap().len(),
+        0,
+        "nothing queued"
+    );
 }

@@ -123,7 +123,10 @@ fn check_environments(d: &Daemon, entries: &mut [NewEntry]) -> anyhow::Result<()
         let Some(env) = m.environment.as_mut() else {
             continue;
         };
-        if let Some((_, done, _)) = checked.iter().find(|(given, _, u)| *u == uid && given == env) {
+        if let Some((_, done, _)) = checked
+            .iter()
+            .find(|(given, _, u)| *u == uid && given == env)
+        {
             *env = done.clone();
             continue;
         }

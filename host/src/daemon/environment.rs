@@ -167,7 +167,11 @@ fn check_mount(cfg: &Config, host: &Path) -> Result<(), String> {
 }
 
 /// The image's id and digest as the runtime reports them, for the manifest.
-pub fn image_id(cfg: &Config, c: &environment::Container, who: Option<As>) -> Result<String, String> {
+pub fn image_id(
+    cfg: &Config,
+    c: &environment::Container,
+    who: Option<As>,
+) -> Result<String, String> {
     let runtime = c.runtime.unwrap_or(cfg.containers.runtime);
     if runtime == Runtime::Apptainer {
         return Ok(String::new());
@@ -188,15 +192,20 @@ pub fn image_id(cfg: &Config, c: &environment::Container, who: Option<As>) -> Re
 /// Runs the runtime under a deadline as `who`; its first output line, or
 /// the first line of its error.
 fn runtime_call(program: &Path, argv: &[String], who: Option<As>) -> Result<String, String> {
-    use std::os::unix::process::CommandExt;
     let mut cmd = Command::new(program);
     cmd.args(argv).current_dir("/");
     if let Some(w) = who {
-        cmd.uid(w.uid).gid(w.gid);
-        if let Some(a) = crate::users::by_uid(w.uid) {
-            cmd.groups(&crate::users::groups_of(&a));
-            cmd.env("HOME", &a.home).env("USER", &a.name);
-        }
+        let a = crate::users::by_uid(w.uid)
+            .ok_or_else(|| format!("uid {} is not in the user database", w.uid))?;
+        let r = crate::sandbox::files::RunAs {
+            uid: a.uid,
+            gid: a.gid,
+            groups: crate::users::groups_of(&a),
+            name: a.name.clone(),
+            home: a.home.clone(),
+        };
+        cmd.env("HOME", &a.home).env("USER", &a.name);
+        crate::sandbox::container::as_user(&mut cmd, &r)?;
     }
     let mut out = Vec::new();
     let ran = crate::manifest::bounded::run(&mut cmd, Instant::now() + RUNTIME_TIMEOUT, |b| {

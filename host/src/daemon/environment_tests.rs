@@ -141,7 +141,10 @@ fn config_flags_must_be_flags() {
     let d = tempfile::tempdir().unwrap();
     let text = "[containers]\npodman_args = [\"run\"]\n";
     let err = Config::parse(text, &d.path().join("c.toml")).unwrap_err();
-    assert!(format!("{err:#}").contains("containers.podman_args"), "{err:#}");
+    assert!(
+        format!("{err:#}").contains("containers.podman_args"),
+        "{err:#}"
+    );
     let text = "[containers]\nruntime = \"docker\"\npodman_run_args = [\"--network=none\"]\n";
     let cfg = Config::parse(text, &d.path().join("c.toml")).unwrap();
     assert_eq!(cfg.containers.runtime, Runtime::Docker);

@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use crate::config::Config;
+use crate::sandbox::container::{Control, Wrap};
 use crate::sandbox::files::{RunAs, RunSpec};
 use crate::scheduler::Placement;
 use crate::store::RunRow;
-use crate::sandbox::container::{Control, Wrap};
 use crate::task::environment::Environment;
 use crate::task::model::TaskSpec;
 use crate::task::vars::{self, Subst};

@@ -65,11 +65,8 @@ pub struct Wrap<'a> {
 pub fn command(w: &Wrap<'_>) -> Result<(Vec<String>, BTreeMap<String, String>), String> {
     use crate::task::environment::{check_image, check_mount_path};
     check_image(&w.container.image)?;
-    let mut binds: Vec<(PathBuf, PathBuf, bool)> = vec![(
-        w.workdir.to_path_buf(),
-        w.workdir.to_path_buf(),
-        false,
-    )];
+    let mut binds: Vec<(PathBuf, PathBuf, bool)> =
+        vec![(w.workdir.to_path_buf(), w.workdir.to_path_buf(), false)];
     if let Some(o) = w.output {
         binds.push((o.to_path_buf(), o.to_path_buf(), false));
     }
@@ -205,7 +202,6 @@ impl Control {
         env: &[(String, String)],
         run_as: Option<&super::files::RunAs>,
     ) -> Result<(), String> {
-        use std::os::unix::process::CommandExt;
         let Some((program, rest)) = argv.split_first() else {
             return Err("empty command".into());
         };
@@ -215,7 +211,7 @@ impl Control {
             .envs(env.iter().map(|(k, v)| (k, v)))
             .current_dir("/");
         if let Some(r) = run_as {
-            cmd.uid(r.uid).gid(r.gid).groups(&r.groups);
+            as_user(&mut cmd, r)?;
         }
         let ran = crate::manifest::bounded::run(&mut cmd, Instant::now() + CALL_TIMEOUT, |_| {})
             .map_err(|e| format!("`{}`: {e}", argv.join(" ")))?;
@@ -231,6 +227,19 @@ impl Control {
             Err(format!("`{}`: {}", argv.join(" "), ran.first_line()))
         }
     }
+}
+
+/// Makes `cmd` drop to `r` (groups, gid, uid: no way back) before it
+/// executes, as the task itself does.
+pub fn as_user(cmd: &mut Command, r: &super::files::RunAs) -> Result<(), String> {
+    use std::os::unix::process::CommandExt;
+    let become_ = super::identity::Become::new(r, Path::new("/"))?;
+    // SAFETY: `apply` makes only async-signal-safe calls on memory prepared
+    // before the fork.
+    unsafe {
+        cmd.pre_exec(move || become_.apply().map_err(|(_, e)| e));
+    }
+    Ok(())
 }
 
 /// The container name of run `run` of the daemon whose state dir is

@@ -19,7 +19,11 @@ fn env() -> BTreeMap<String, String> {
     ])
 }
 
-fn build(runtime: Runtime, c: &Container, gpus: &[String]) -> (Vec<String>, BTreeMap<String, String>) {
+fn build(
+    runtime: Runtime,
+    c: &Container,
+    gpus: &[String],
+) -> (Vec<String>, BTreeMap<String, String>) {
     let global = vec!["--runtime=runc".to_string()];
     let run = vec!["--network=none".to_string()];
     let env = env();
@@ -134,7 +138,11 @@ fn apptainer_binds_and_keeps_host_gpu_numbers() {
 fn no_gpu_means_no_gpu_flags_and_an_empty_device_list_inside() {
     let c = container("img", vec![]);
     let (argv, env) = build(Runtime::Podman, &c, &[]);
-    assert!(!argv.iter().any(|a| a.starts_with("--device") || a == "--gpus"));
+    assert!(
+        !argv
+            .iter()
+            .any(|a| a.starts_with("--device") || a == "--gpus")
+    );
     assert_eq!(env["CUDA_VISIBLE_DEVICES"], "");
 }
 
@@ -203,11 +211,24 @@ fn the_supervisor_kills_and_removes_by_name_with_the_global_flags() {
     let ctl = Control::of(&w).unwrap();
     assert_eq!(
         ctl.kill_argv(15),
-        words(&["podman", "--events-backend=file", "kill", "--signal", "15", "nightjar-x-run-1"])
+        words(&[
+            "podman",
+            "--events-backend=file",
+            "kill",
+            "--signal",
+            "15",
+            "nightjar-x-run-1"
+        ])
     );
     assert_eq!(
         ctl.rm_argv(),
-        words(&["podman", "--events-backend=file", "rm", "-f", "nightjar-x-run-1"])
+        words(&[
+            "podman",
+            "--events-backend=file",
+            "rm",
+            "-f",
+            "nightjar-x-run-1"
+        ])
     );
     let apptainer = Wrap {
         runtime: Runtime::Apptainer,

@@ -119,7 +119,9 @@ impl Held<'_> {
         self.sent.borrow_mut().push(sig);
         let argv = self.control.kill_argv(sig);
         // The container may have ended already: a failure is only noted.
-        if let Err(e) = super::container::Control::call(&argv, &self.spec.env, self.spec.run_as.as_ref()) {
+        if let Err(e) =
+            super::container::Control::call(&argv, &self.spec.env, self.spec.run_as.as_ref())
+        {
             note(self.dir, &format!("container signal {sig}: {e}"));
         }
     }
@@ -129,7 +131,8 @@ impl Held<'_> {
     fn remove(&self) {
         let argv = self.control.rm_argv();
         for attempt in 0..2 {
-            match super::container::Control::call(&argv, &self.spec.env, self.spec.run_as.as_ref()) {
+            match super::container::Control::call(&argv, &self.spec.env, self.spec.run_as.as_ref())
+            {
                 Ok(()) => return,
                 Err(e) => {
                     let lower = e.to_ascii_lowercase();
@@ -137,7 +140,10 @@ impl Held<'_> {
                         return;
                     }
                     if attempt == 1 {
-                        note(self.dir, &format!("cannot remove container {}: {e}", self.control.name));
+                        note(
+                            self.dir,
+                            &format!("cannot remove container {}: {e}", self.control.name),
+                        );
                     }
                 }
             }

@@ -401,8 +401,7 @@ pub fn mount(text: &str, base: &Path) -> Result<Mount, String> {
         Some(t) => {
             let t = PathBuf::from(t);
             check_mount_path(what, &t)?;
-            if t.components().any(|c| c == std::path::Component::ParentDir) || t == Path::new("/")
-            {
+            if t.components().any(|c| c == std::path::Component::ParentDir) || t == Path::new("/") {
                 return Err(format!(
                     "{what}: target `{}` must be an absolute folder other than `/`, without `..`",
                     t.display()
@@ -445,7 +444,8 @@ pub fn check_stored(e: &Environment) -> Result<(), String> {
                 check_mount_path("environment.container.mounts", &m.target)?;
                 if m.host == Path::new("/") || m.target == Path::new("/") {
                     return Err(
-                        "environment.container.mounts: `/` cannot be mounted or mounted over".into(),
+                        "environment.container.mounts: `/` cannot be mounted or mounted over"
+                            .into(),
                     );
                 }
                 if m.target

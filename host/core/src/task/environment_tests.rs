@@ -66,7 +66,10 @@ fn a_folder_that_is_no_venv_or_has_a_broken_python_is_refused_with_the_fix() {
     assert!(err.contains("missing or a broken link"), "{err}");
     assert!(err.contains("python3 -m venv --clear"), "{err}");
     let err = venv(&d.path().join("absent")).unwrap_err();
-    assert!(err.contains("absent") && err.contains("python3 -m venv"), "{err}");
+    assert!(
+        err.contains("absent") && err.contains("python3 -m venv"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -179,7 +182,9 @@ fn mounts_resolve_and_refuse_the_root_and_odd_paths() {
 #[test]
 fn an_apptainer_image_is_a_file_made_absolute() {
     let d = tempfile::tempdir().unwrap();
-    let e = def("command = \"x\"\n[environment]\ncontainer = { image = \"img.sif\", runtime = \"apptainer\" }\n");
+    let e = def(
+        "command = \"x\"\n[environment]\ncontainer = { image = \"img.sif\", runtime = \"apptainer\" }\n",
+    );
     let err = resolve(&e, d.path()).unwrap_err();
     assert!(err.contains("no such image file"), "{err}");
     std::fs::write(d.path().join("img.sif"), "").unwrap();
