@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::harness::{Nj, alive, read};
+use crate::harness::{Nj, read};
 
 fn stdout_of(nj: &Nj, id: i64) -> String {
     let show = nj.show(id);
