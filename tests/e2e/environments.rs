@@ -102,7 +102,8 @@ fn a_task_runs_in_a_real_venv_with_its_package_and_the_manifest_lists_it() {
     assert_eq!(m["environment"]["kind"], "venv");
     let pkgs = m["python"]["packages"].as_array().unwrap();
     assert!(
-        pkgs.iter().any(|p| p.as_str().unwrap().starts_with("njprobe")),
+        pkgs.iter()
+            .any(|p| p.as_str().unwrap().starts_with("njprobe")),
         "{pkgs:?}"
     );
     assert_eq!(m["env"]["VIRTUAL_ENV"], real.to_str().unwrap());
