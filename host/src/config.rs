@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 mod archive;
 mod cache;
+mod containers;
 mod gpu;
 mod host;
 mod http;
@@ -30,6 +31,7 @@ mod validators;
 
 pub use archive::ArchiveConfig;
 pub use cache::{CacheConfig, CacheOutputs};
+pub use containers::ContainersConfig;
 pub use gpu::{GpuConfig, VisibleDevices};
 pub use host::{ApiConfig, REDACTED, redacted};
 pub use http::HttpConfig;
@@ -111,6 +113,8 @@ pub struct Config {
     pub quotas: QuotasConfig,
     /// How the result cache gives a cached completion its outputs.
     pub cache: CacheConfig,
+    /// Container tasks: the default runtime and each runtime's flags.
+    pub containers: ContainersConfig,
     /// `validate`, resolved (paths absolute from the config file's folder).
     #[serde(skip)]
     pub project_validators:
@@ -150,6 +154,7 @@ impl Default for Config {
             users: UsersConfig::default(),
             quotas: QuotasConfig::default(),
             cache: CacheConfig::default(),
+            containers: ContainersConfig::default(),
             project_validators: Default::default(),
         }
     }
@@ -219,6 +224,7 @@ impl Config {
             bail!("key `gpus` lists a GPU index twice: {:?}", self.gpus);
         }
         self.users.check()?;
+        self.containers.validate()?;
         if let Err(e) = self.gpu.backend.parse::<crate::gpu::BackendSpec>() {
             bail!("key `gpu.backend`: {e}");
         }

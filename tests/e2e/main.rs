@@ -18,6 +18,7 @@ mod containment;
 mod dashboard;
 mod dashboard_driver;
 mod energy;
+mod environments;
 mod exactly_once;
 mod examples;
 mod first_party;

@@ -29,6 +29,12 @@ pub fn gist(all: &Manifests) -> Option<String> {
     if files > 0 {
         parts.push(format!("{files} input(s)"));
     }
+    if let Some(e) = &m.environment
+        && let Some(id) = &e.image_id
+    {
+        let short: String = id.trim_start_matches("sha256:").chars().take(12).collect();
+        parts.push(format!("image {short}"));
+    }
     if let Some(p) = &m.python {
         parts.push(format!("{} {} package(s)", p.kind, p.packages.len()));
     }
@@ -150,6 +156,19 @@ fn print_one(m: &Manifest) {
                 sha(&c.after)
             ),
         );
+    }
+    if let Some(e) = &m.environment {
+        let mut what = vec![e.kind.clone()];
+        what.extend(e.name.clone());
+        what.extend(e.prefix.as_ref().map(|p| p.display().to_string()));
+        what.extend(e.runtime.clone());
+        what.extend(e.image.clone());
+        what.extend(e.image_id.as_ref().map(|i| format!("id {i}")));
+        what.extend(e.image_digest.as_ref().map(|d| format!("digest {d}")));
+        field("environment", &what.join(" "));
+        for n in &e.notes {
+            println!("               {}", clean(n));
+        }
     }
     if let Some(p) = &m.python {
         field(

@@ -48,6 +48,19 @@ fn print(d: &api::wire::TaskDetail) {
     if let Some(o) = &d.spec.output {
         println!("  output     {}", clean(o));
     }
+    if let Some(e) = &d.spec.environment {
+        println!("  environment {}", clean(&e.describe()));
+        if let nightjar_core::task::environment::Environment::Container(c) = e {
+            for m in &c.mounts {
+                println!(
+                    "  mount      {} -> {}{}",
+                    clean(&m.host.display().to_string()),
+                    clean(&m.target.display().to_string()),
+                    if m.read_only { " (read-only)" } else { "" }
+                );
+            }
+        }
+    }
     // Values of secret-looking names arrive as <redacted> (`sandbox.redact_env`).
     for (k, v) in &d.spec.env {
         println!("  env        {}={}", clean(k), clean(v));

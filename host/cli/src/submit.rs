@@ -9,6 +9,7 @@ use bytesize::ByteSize;
 use super::Ctx;
 use super::table::clean;
 use nightjar_core::api;
+use nightjar_core::task::environment::{ContainerDef, EnvironmentDef};
 use nightjar_core::task::file::{self, CommandDef, DepRef, TaskDef};
 use nightjar_core::task::model::{CommandSpec, Priority, Resources, RetryPolicy};
 use nightjar_core::task::resolve::resolve;
@@ -92,6 +93,22 @@ pub struct Args {
     /// still feeds the cache).
     #[arg(long)]
     pub no_cache: bool,
+    /// Run in this Python virtual environment (its `bin` first on PATH, VIRTUAL_ENV set).
+    #[arg(long, value_name = "PATH")]
+    pub venv: Option<PathBuf>,
+    /// Run in this conda environment: a name (looked up with `conda env
+    /// list`) or a prefix path.
+    #[arg(long, value_name = "NAME")]
+    pub conda: Option<String>,
+    /// Run inside this container image (workdir and output mounted at the same paths).
+    #[arg(long, value_name = "IMAGE", allow_hyphen_values = true)]
+    pub container: Option<String>,
+    /// podman, docker or apptainer (default: the daemon's `[containers] runtime`).
+    #[arg(long, value_name = "RUNTIME", requires = "container")]
+    pub container_runtime: Option<nightjar_core::task::environment::Runtime>,
+    /// Extra container bind mount HOST[:TARGET][:ro] (repeatable).
+    #[arg(long = "mount", value_name = "MOUNT", requires = "container")]
+    pub mounts: Vec<String>,
     /// Hash every input again for the submit manifest, whatever the digest
     /// cache holds (a file changed without its size, mtime or ctime moving).
     #[arg(long)]
@@ -158,7 +175,21 @@ fn definitions(a: Args) -> Result<(Vec<TaskDef>, PathBuf, String, String)> {
         ),
         (None, _) => None,
     };
+    let environment = EnvironmentDef {
+        conda: a.conda.clone(),
+        venv: a.venv.clone(),
+        container: a.container.clone().map(|image| ContainerDef {
+            image,
+            runtime: a.container_runtime,
+            mounts: a.mounts.clone(),
+        }),
+    };
     if let Some(path) = file {
+        if !environment.is_empty() {
+            bail!(
+                "--venv, --conda and --container apply to `submit -- CMD`; for a task file, write them in its [environment] table"
+            );
+        }
         let mut defs = file::read(&path)?;
         // `--seed` and `--cache` apply to every task of the file.
         for d in &mut defs {
@@ -225,6 +256,7 @@ fn definitions(a: Args) -> Result<(Vec<TaskDef>, PathBuf, String, String)> {
         checkpoint: None,
         seed: a.seed,
         cache: a.cache,
+        environment: (!environment.is_empty()).then_some(environment),
     };
     Ok((vec![def], cwd, default_name, "command line".to_string()))
 }

@@ -63,6 +63,7 @@ pub(super) fn check_submission(
     let adding = entries.iter().map(|e| e.members.len()).sum();
     d.check_queued_quota(&d.store(), caller, adding)?;
     check_reach(caller, entries)?;
+    check_environments(d, entries)?;
     check_outputs(d, entries)?;
     check_fits(d, entries)
 }
@@ -104,6 +105,35 @@ fn check_reach(caller: &Caller, entries: &[NewEntry]) -> anyhow::Result<()> {
             crate::users::perm::check(input, &account, &groups, crate::users::perm::Want::Read)
                 .map_err(|e| anyhow::anyhow!("task `{}`: input {e}", m.name.escape_debug()))?;
         }
+    }
+    Ok(())
+}
+
+/// Checks each task's environment on this machine (it exists, its runtime
+/// is installed and has the image), once per distinct environment, and
+/// fills in the container runtime from the config.
+fn check_environments(d: &Daemon, entries: &mut [NewEntry]) -> anyhow::Result<()> {
+    use crate::daemon::environment::{check, owner_as};
+    use crate::task::environment::Environment;
+    // (as given, as checked, whose): a sweep's members share one check.
+    let mut checked: Vec<(Environment, Environment, Option<u32>)> = Vec::new();
+    for m in entries.iter_mut().flat_map(|e| &mut e.members) {
+        let who = owner_as(m);
+        let uid = who.map(|w| w.uid);
+        let Some(env) = m.environment.as_mut() else {
+            continue;
+        };
+        if let Some((_, done, _)) = checked
+            .iter()
+            .find(|(given, _, u)| *u == uid && given == env)
+        {
+            *env = done.clone();
+            continue;
+        }
+        let given = env.clone();
+        check(&d.cfg, env, who)
+            .map_err(|e| anyhow::anyhow!("task `{}`: {e}", m.name.escape_debug()))?;
+        checked.push((given, env.clone(), uid));
     }
     Ok(())
 }

@@ -55,7 +55,12 @@ impl Daemon {
         start: &nightjar_core::api::manifest::Manifest,
     ) -> Option<String> {
         let uid = self.access.owner_uid(spec.owner.as_ref().map(|o| o.uid));
-        match cache_key::key(spec, start, &self.planned_env(spec), uid) {
+        let environment = spec
+            .environment
+            .as_ref()
+            .map(|e| self.environment_record(e, spec));
+        let env = self.planned_env(spec);
+        match cache_key::key(spec, start, &env, environment.as_ref(), uid) {
             Ok(k) => Some(k),
             Err(why) => {
                 let note = format!("not cached: {why}");

@@ -9,13 +9,16 @@
 //! `${TASK_NAME}`/`${PROJECT}`; priority, retry, preemptible, the cache flag
 //! itself): command, workdir, env, inputs' paths, output, resources,
 //! sweep parameters, checkpoint, validators, seed and environment. Then the
-//! variables the daemon passes from its own environment (`sandbox.env_allow`),
-//! each input's kind and SHA-256, the git repository and commit, the Python
-//! environment the manifest found, and the owner's uid.
+//! variables the daemon passes from its own environment (`sandbox.env_allow`,
+//! and a venv's or conda environment's activation), each input's kind and
+//! SHA-256, the git repository and commit, the Python environment's package
+//! list the manifest found, a container's image id and digest, and the
+//! owner's uid.
 //!
 //! What keeps a run out of the cache (`Err`, with the reason): a git tree
 //! with uncommitted changes to tracked files, a repository git could not
-//! read, an input that is missing, unreadable or not hashed.
+//! read, an input that is missing, unreadable or not hashed, a container
+//! image whose id the runtime did not give (apptainer images have none).
 
 use std::collections::BTreeMap;
 
@@ -23,7 +26,7 @@ use sha2::{Digest, Sha256};
 
 use super::runenv::uses_var;
 use crate::task::model::TaskSpec;
-use nightjar_core::api::manifest::Manifest;
+use nightjar_core::api::manifest::{EnvironmentRecord, Manifest};
 
 /// The format of the hashed document, raised when what goes in changes.
 const FORMAT: &str = "nightjar.cache.v1";
@@ -34,8 +37,22 @@ pub fn key(
     spec: &TaskSpec,
     m: &Manifest,
     env: &BTreeMap<String, String>,
+    environment: Option<&EnvironmentRecord>,
     uid: u32,
 ) -> Result<String, String> {
+    if let Some(e) = environment
+        && e.kind == "container"
+        && e.image_id.is_none()
+    {
+        return Err(format!(
+            "the id of container image {} is not known ({}), so a changed image could not be told",
+            e.image.as_deref().unwrap_or("?"),
+            e.notes
+                .first()
+                .map(String::as_str)
+                .unwrap_or("the runtime gave none")
+        ));
+    }
     let git = &m.git;
     if let Some(repo) = &git.repo {
         let repo = repo.display();
@@ -93,6 +110,7 @@ pub fn key(
         "inputs": inputs,
         "git": git.repo.as_ref().map(|r| serde_json::json!([r, git.commit])),
         "python": m.python.as_ref().map(|p| serde_json::json!([p.kind, p.prefix, p.packages])),
+        "environment": environment.map(|e| serde_json::json!([e.kind, e.prefix, e.runtime, e.image, e.image_id, e.image_digest])),
     });
     let mut h = Sha256::new();
     h.update(doc.to_string().as_bytes());

@@ -77,6 +77,9 @@ impl Daemon {
             .filter_map(|k| std::env::var(k).ok().map(|v| (k.clone(), v)))
             .collect();
         env.extend(spec.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+        if let Some(e) = &spec.environment {
+            super::environment::activate(&mut env, e);
+        }
         env
     }
 
@@ -209,6 +212,10 @@ impl Daemon {
             mem_limit: rs.mem_limit,
             checkpoint: rs.checkpoint.clone(),
         });
+        m.environment = spec
+            .environment
+            .as_ref()
+            .map(|e| self.environment_record(e, spec));
         m.system = Some(manifest::system::info());
         m.gpus = Some(self.gpu_record(&placement.gpus));
         m.policies = lock(&self.chain_status)

@@ -16,6 +16,7 @@ mod diskhold;
 mod disklow;
 mod dispatch;
 mod energy;
+pub mod environment;
 mod gpus;
 mod health;
 mod manifest;

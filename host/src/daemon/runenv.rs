@@ -8,9 +8,11 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use crate::config::Config;
+use crate::sandbox::container::{Control, Wrap};
 use crate::sandbox::files::{RunAs, RunSpec};
 use crate::scheduler::Placement;
 use crate::store::RunRow;
+use crate::task::environment::Environment;
 use crate::task::model::TaskSpec;
 use crate::task::vars::{self, Subst};
 
@@ -162,6 +164,37 @@ pub fn build(
     env.insert("CUDA_VISIBLE_DEVICES".into(), visible.join(","));
     env.entry("PATH".into())
         .or_insert_with(|| "/usr/local/bin:/usr/bin:/bin".into());
+    let mut container = None;
+    match &spec.environment {
+        Some(Environment::Container(c)) => {
+            let runtime = c.runtime.unwrap_or(cfg.containers.runtime);
+            let name = crate::sandbox::container::name(&cfg.state_dir, run.id);
+            let user = run_as.as_ref().map_or_else(
+                || (crate::users::euid(), crate::users::egid()),
+                |r| (r.uid, r.gid),
+            );
+            let w = Wrap {
+                container: c,
+                runtime,
+                args: cfg.containers.args(runtime),
+                name: &name,
+                workdir: &spec.workdir,
+                output: output.as_deref(),
+                gpus: &visible,
+                by_uuid,
+                user,
+                env: &env,
+                argv: &argv,
+            };
+            let (wrapped, runtime_env) = crate::sandbox::container::command(&w)
+                .map_err(|e| anyhow::anyhow!("not started: {e}"))?;
+            container = Control::of(&w);
+            argv = wrapped;
+            env = runtime_env;
+        }
+        Some(e) => super::environment::activate(&mut env, e),
+        None => {}
+    }
     Ok(RunSpec {
         run_id: run.id,
         task_id: run.task_id,
@@ -190,6 +223,7 @@ pub fn build(
         checkpoint_note: resumed.map(|r| r.note),
         manifest: None,
         run_as,
+        container,
     })
 }
 

@@ -56,7 +56,7 @@ pub fn capture(
         "conda" => conda(prefix),
         _ => pip(prefix, env, timeout),
     };
-    if !stamp.is_empty() && list.note.is_none() {
+    if !stamp.is_empty() && (list.note.is_none() || !list.packages.is_empty()) {
         let mut lists = LISTS.lock().unwrap_or_else(|p| p.into_inner());
         let map = lists.get_or_insert_with(HashMap::new);
         if map.len() > 256 {
@@ -155,7 +155,17 @@ fn conda(prefix: &Path) -> PythonEnv {
             return out;
         }
     };
-    for e in rd.flatten().take(MAX_CONDA) {
+    let mut bytes = 0usize;
+    let mut entries = 0usize;
+    for e in rd.flatten() {
+        entries += 1;
+        if entries > MAX_CONDA || bytes >= MAX_LIST {
+            out.note = Some(format!(
+                "the list was cut at {} packages or 1 MiB (conda-meta holds more)",
+                out.packages.len()
+            ));
+            break;
+        }
         let name = e.file_name();
         let Some(stem) = name.to_str().and_then(|n| n.strip_suffix(".json")) else {
             continue;
@@ -163,7 +173,9 @@ fn conda(prefix: &Path) -> PythonEnv {
         let mut parts = stem.rsplitn(3, '-');
         if let (Some(build), Some(version), Some(pkg)) = (parts.next(), parts.next(), parts.next())
         {
-            out.packages.push(format!("{pkg}={version}={build}"));
+            let line = format!("{pkg}={version}={build}");
+            bytes += line.len() + 1;
+            out.packages.push(line);
         }
     }
     out.packages.sort();

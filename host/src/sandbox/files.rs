@@ -85,6 +85,10 @@ pub struct RunSpec {
     /// `None`: the supervisor's own user.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_as: Option<RunAs>,
+    /// The podman or docker container the command runs in: stopped through
+    /// the runtime with the tree, removed when the run is over.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container: Option<super::container::Control>,
 }
 
 /// The identity a task takes before its command starts, resolved from the

@@ -3,6 +3,7 @@
 
 pub mod cgroup;
 pub mod classify;
+pub mod container;
 pub mod files;
 pub mod identity;
 pub mod launch;

@@ -96,15 +96,69 @@ fn take_lock(spec: &RunSpec) -> Result<File> {
         .with_context(|| format!("run {} is locked by another supervisor", spec.run_id))
 }
 
-struct Tree {
+struct Tree<'a> {
     pgid: i32,
     cgroup: Option<PathBuf>,
+    /// The run's container, signalled through its runtime first (once per signal).
+    container: Option<Held<'a>>,
 }
 
-impl Tree {
-    /// Signals every process of the run: its group, its cgroup, and every
-    /// descendant of the supervisor (orphans are re-parented to us).
+/// A container the run started, and the signals already sent to it.
+struct Held<'a> {
+    spec: &'a RunSpec,
+    control: &'a super::container::Control,
+    dir: &'a Path,
+    sent: std::cell::RefCell<Vec<i32>>,
+}
+
+impl Held<'_> {
     fn signal(&self, sig: i32) {
+        if self.sent.borrow().contains(&sig) {
+            return;
+        }
+        self.sent.borrow_mut().push(sig);
+        let argv = self.control.kill_argv(sig);
+        // The container may have ended already: a failure is only noted.
+        if let Err(e) =
+            super::container::Control::call(&argv, &self.spec.env, self.spec.run_as.as_ref())
+        {
+            note(self.dir, &format!("container signal {sig}: {e}"));
+        }
+    }
+
+    /// Removes the container (a podman client killed before its `--rm`
+    /// cleanup leaves it behind; a docker one always outlives its client).
+    fn remove(&self) {
+        let argv = self.control.rm_argv();
+        for attempt in 0..2 {
+            match super::container::Control::call(&argv, &self.spec.env, self.spec.run_as.as_ref())
+            {
+                Ok(()) => return,
+                Err(e) => {
+                    let lower = e.to_ascii_lowercase();
+                    if lower.contains("no such container") || lower.contains("no container with") {
+                        return;
+                    }
+                    if attempt == 1 {
+                        note(
+                            self.dir,
+                            &format!("cannot remove container {}: {e}", self.control.name),
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Tree<'_> {
+    /// Signals every process of the run: its container (through the
+    /// runtime), its group, its cgroup, and every descendant of the
+    /// supervisor (orphans are re-parented to us).
+    fn signal(&self, sig: i32) {
+        if let Some(c) = &self.container {
+            c.signal(sig);
+        }
         sys::killpg(self.pgid, sig);
         if let Some(cg) = &self.cgroup {
             if sig == libc::SIGKILL {
@@ -204,6 +258,12 @@ fn supervise(dir: &Path, spec: &RunSpec, sigfd: &OwnedFd) -> RunStatus {
     let tree = Tree {
         pgid: child_pid,
         cgroup,
+        container: spec.container.as_ref().map(|control| Held {
+            spec,
+            control,
+            dir,
+            sent: Default::default(),
+        }),
     };
     let start = Instant::now();
     // A timeout too far ahead for the clock (centuries) never fires.
@@ -286,6 +346,9 @@ fn supervise(dir: &Path, spec: &RunSpec, sigfd: &OwnedFd) -> RunStatus {
             status.log_dropped += dropped;
             status.log_error = status.log_error.or(error);
         }
+    }
+    if let Some(c) = &tree.container {
+        c.remove();
     }
     let oom_kills = tree
         .cgroup

@@ -137,6 +137,12 @@ pub fn euid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
+/// The daemon's effective group id.
+pub fn egid() -> u32 {
+    // SAFETY: getegid has no preconditions.
+    unsafe { libc::getegid() }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -76,6 +76,11 @@ pub struct Manifest {
     /// The Python environment active in the task's env, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub python: Option<PythonEnv>,
+    /// The task's `[environment]` as it ran (start only): the venv or
+    /// conda prefix (packages under `python`), or the container's runtime,
+    /// image and the image's id and digest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<EnvironmentRecord>,
     /// Host name, kernel, nightjar version (start only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system: Option<SystemInfo>,
@@ -98,6 +103,34 @@ pub struct Manifest {
     /// The run this task reruns (submit only, tasks made by `nightjar rerun`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rerun_of: Option<RerunOf>,
+}
+
+/// The environment a run ran in.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EnvironmentRecord {
+    /// `venv`, `conda` or `container`.
+    pub kind: String,
+    /// The venv's folder or the conda prefix.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<PathBuf>,
+    /// The conda environment's name, when asked for by name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The container runtime.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<String>,
+    /// The image as named.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    /// The image's id (`sha256:...` of its config) as the runtime reports it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_id: Option<String>,
+    /// The image's registry digest(s), when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_digest: Option<String>,
+    /// What was not done or could not be read (skipped activation scripts).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// Where a task made by `nightjar rerun` came from.
@@ -304,6 +337,7 @@ impl Manifest {
             inputs: Vec::new(),
             inputs_changed: Vec::new(),
             python: None,
+            environment: None,
             system: None,
             gpus: None,
             policies: Vec::new(),

@@ -195,6 +195,9 @@ pub fn check_spec(m: &TaskSpec) -> Result<(), String> {
         super::vars::check(t, &[]).map_err(|e| e.to_string())?;
     }
     m.retry.check()?;
+    if let Some(e) = &m.environment {
+        super::environment::check_stored(e)?;
+    }
     for (i, v) in m.validate.iter().enumerate() {
         super::validate::check(v).map_err(|e| format!("validate[{}]: {e}", i + 1))?;
     }

@@ -72,6 +72,9 @@ pub struct TaskDef {
     /// Complete the task from an earlier successful run with the same cache key.
     #[serde(default)]
     pub cache: bool,
+    /// The venv, conda environment or container the command runs in (`[environment]`).
+    #[serde(default)]
+    pub environment: Option<super::environment::EnvironmentDef>,
 }
 
 #[derive(Deserialize)]

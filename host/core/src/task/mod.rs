@@ -3,6 +3,8 @@
 
 pub mod check;
 pub mod checkpoint;
+pub mod environment;
+pub mod environment_find;
 pub mod file;
 pub mod model;
 pub mod resolve;

@@ -270,6 +270,10 @@ pub struct TaskSpec {
     /// successful run of the same owner is completed from that run.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cache: bool,
+    /// The venv, conda environment or container the command runs in
+    /// (task file `[environment]`; absent in specs stored before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<super::environment::Environment>,
 }
 
 /// The largest `seed` a task may name (stored as SQLite's signed integer).

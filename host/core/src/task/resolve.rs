@@ -137,6 +137,10 @@ fn resolve_one(
     }
 
     let validate = super::validate::resolve(&def.validate, base)?;
+    let environment = match &def.environment {
+        Some(e) => super::environment::resolve(e, base)?,
+        None => None,
+    };
     let grid = expand_grid(&def.sweep)?;
     let is_sweep = !def.sweep.is_empty();
     let mut members = Vec::with_capacity(grid.len());
@@ -186,6 +190,7 @@ fn resolve_one(
             checkpoint: member_checkpoint,
             seed: def.seed,
             cache: def.cache,
+            environment: environment.clone(),
         });
     }
     Ok(NewEntry {
@@ -201,7 +206,7 @@ fn resolve_one(
 }
 
 /// `p` made absolute against `base`, with `.` and `..` folded away.
-fn absolute(base: &Path, p: &Path) -> PathBuf {
+pub(crate) fn absolute(base: &Path, p: &Path) -> PathBuf {
     use std::path::Component;
     let joined = if p.is_absolute() {
         p.to_path_buf()
