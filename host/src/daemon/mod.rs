@@ -2,6 +2,7 @@
 //! second daemon, re-adopts runs, serves the API and schedules until SIGTERM.
 
 mod archive;
+mod backfill;
 mod chain;
 #[cfg(test)]
 mod chain_versions_tests;

@@ -8,6 +8,7 @@ mod checkpoint;
 mod control;
 mod deps;
 mod digest;
+mod estimate;
 mod finish;
 mod gc;
 mod gpu;
