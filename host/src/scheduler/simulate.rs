@@ -91,7 +91,7 @@ pub fn simulate(gpus: u32, tasks: &[SimTask], mode: Mode) -> SimResult {
             .collect();
         let mut easy = Easy::new(mode, now, runs);
         let mut started = Vec::new();
-        for t in &waiting {
+        for &t in &waiting {
             let res = Resources {
                 gpus: t.gpus,
                 ..Default::default()
@@ -139,11 +139,12 @@ pub fn mixed_workload(small: u32, big: u32, seed: u64) -> Vec<SimTask> {
     };
     let mut tasks = Vec::new();
     let total = small + big;
+    // The big ones spread evenly through the stream of small ones.
     let every = (total / big.max(1)).max(1);
+    let mut bigs = 0;
     for i in 0..total {
-        let is_big = big > 0
-            && i % every == every / 2
-            && tasks.iter().filter(|t: &&SimTask| t.gpus == 4).count() < big as usize;
+        let is_big = bigs < big && i % every == every / 2;
+        bigs += u32::from(is_big);
         let (gpus, runtime) = if is_big {
             (4, (60 + rand(60) as i64) * 60_000)
         } else {
