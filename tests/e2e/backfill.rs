@@ -120,7 +120,7 @@ fn a_big_job_reserves_its_start_and_only_short_work_backfills_before_it() {
     );
     let w = why(&nj, short);
     assert!(
-        w.contains(&format!("backfilled: expected to end by"))
+        w.contains("backfilled: expected to end by")
             && w.contains(&format!("before task {big}'s reserved start")),
         "{w}"
     );

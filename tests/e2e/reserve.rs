@@ -60,7 +60,7 @@ fn a_lent_reservation_lets_normal_work_use_it_while_no_urgent_task_waits() {
     nj.until_slow("both GPUs to be used", || nj.running() == 2);
     let queued = *ids.iter().find(|&&t| state(&nj, t) == "queued").unwrap();
     assert!(
-        !reason(&nj, queued).contains("reserve"),
+        !reason(&nj, queued).contains("reserve `"),
         "waits for a GPU, not the reservation"
     );
 }

@@ -103,9 +103,10 @@ impl Daemon {
                 self.clock(at, now)
             ),
             Some(at) => format!(
-                "waiting for {gpus}; expected to start at {} when {} end (backfill reservation)",
+                "waiting for {gpus}; expected to start at {} when {} end{} (backfill reservation)",
                 self.clock(at, now),
-                list(&r.after)
+                list(&r.after),
+                if r.after.len() == 1 { "s" } else { "" }
             ),
             None => format!(
                 "waiting for {gpus}; start not known: {} {} no runtime estimate (backfill reservation: nothing starts that would delay it)",

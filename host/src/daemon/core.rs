@@ -260,7 +260,7 @@ impl Daemon {
             let page = self.store().candidates(now, free, offset)?;
             let d = self.dispatch(page.iter().map(|c| (c, 0)), |_, _| None, &mut easy)?;
             started |= d.started;
-            // What did not fit stays queued and is stepped over.
+            // What did not fit (or waits for a reservation) stays queued and is stepped over.
             offset += d.waiting.len();
             if page.len() < free {
                 return Ok(started);

@@ -67,8 +67,10 @@ pub struct Dispatched {
 impl Daemon {
     /// Starts `order` (candidates with their score) in order while slots
     /// remain; `because` says why a task starts now (made only for a task
-    /// that may start, not for every one in a long queue). A task that does
-    /// not fit (GPUs, cores) is passed over, not waited behind; a preempted
+    /// that may start, not for every one in a long queue). The first task
+    /// that does not fit (GPUs, cores) reserves its start and later ones are
+    /// backfilled around it (`[scheduler] backfill`; off, it is passed
+    /// over); a preempted
     /// task yields to the task it was preempted for until that one has started.
     /// `easy` is the pass's backfill state: the first task that does not
     /// fit reserves its start, and later ones start only if they do not

@@ -26,12 +26,16 @@ impl Daemon {
         easy: &mut Easy,
     ) -> bool {
         let now = easy.now;
-        let estimate = if self.cfg.scheduler.backfill {
+        let res = &c.spec.resources;
+        // Only a task that can be placed now needs its estimate (a start's
+        // expected end, or whether it may be backfilled): a long queue that
+        // does not fit asks the store for no history.
+        let placeable = lock(&self.pool).could_place(res, c.needs_gpu_free);
+        let estimate = if self.cfg.scheduler.backfill && placeable {
             self.estimate(&c.spec).map(|e| e.ms)
         } else {
             None
         };
-        let res = &c.spec.resources;
         let decision = {
             let mut pool = lock(&self.pool);
             let d = easy.decide(&mut pool, c.id, res, c.needs_gpu_free, estimate);
