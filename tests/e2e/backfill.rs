@@ -113,7 +113,7 @@ fn a_big_job_reserves_its_start_and_only_short_work_backfills_before_it() {
     assert!(
         w.contains("waiting for 4 GPUs; expected to start at")
             && w.contains(&format!(
-                "when run {} end (backfill reservation)",
+                "when run {} ends (backfill reservation)",
                 run(&nj, a)["id"]
             )),
         "{w}"

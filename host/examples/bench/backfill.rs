@@ -1,5 +1,6 @@
 //! `backfill [SMALL]`: the mixed workload (SMALL 1-GPU tasks of 5-45 min and
-//! one 4-GPU task of 1-2 h per 20, arriving every 30 s) on 8 simulated
+//! one 4-GPU task of 1-2 h per 20), as a backlog (one arriving every 30 s)
+//! and as a stream (one every 5 min: about 90% of what 8 GPUs can do), on 8 simulated
 //! GPUs, driven by a simulated clock through the pure scheduler the daemon
 //! uses (`nightjar::scheduler::backfill`), in one run: EASY backfill against
 //! strict order (a task that does not fit holds everything behind it: the
@@ -14,8 +15,17 @@ use nightjar::scheduler::simulate::{SimResult, mixed_workload, simulate};
 const GPUS: u32 = 8;
 
 pub fn backfill(small: usize) -> Result<()> {
+    scenario(small, "backlog, one task every 30 s", 30_000)?;
+    scenario(
+        small,
+        "stream, one task every 5 min (~90% load)",
+        5 * 60_000,
+    )
+}
+
+fn scenario(small: usize, what: &str, every_ms: i64) -> Result<()> {
     let big = (small / 20).max(1) as u32;
-    let tasks = mixed_workload(small as u32, big, 42);
+    let tasks = mixed_workload(small as u32, big, every_ms, 42);
     let t0 = std::time::Instant::now();
     let easy = simulate(GPUS, &tasks, Mode::Easy);
     let strict = simulate(GPUS, &tasks, Mode::Strict);
@@ -41,7 +51,7 @@ pub fn backfill(small: usize) -> Result<()> {
         .map(|(t, at)| (*t, easy.starts[t] - at))
         .collect();
     println!(
-        "backfill: {} tasks ({small} x 1 GPU 5-45 min, {big} x 4 GPUs 1-2 h) on {GPUS} simulated GPUs, simulated clock ({:.0} ms for the three runs)",
+        "backfill, {what}: {} tasks ({small} x 1 GPU 5-45 min, {big} x 4 GPUs 1-2 h) on {GPUS} simulated GPUs, simulated clock ({:.0} ms for the three runs)",
         tasks.len(),
         took.as_secs_f64() * 1000.0
     );

@@ -61,8 +61,10 @@ impl Daemon {
                     }
                 };
                 return match started {
-                    Some(run) => {
+                    Some((run, at)) => {
                         easy.started(c.id, run);
+                        // The stagger counts from the start as recorded.
+                        lock(&self.pool).stagger.started(&placement.gpus, c.id, at);
                         true
                     }
                     None => {
@@ -72,7 +74,11 @@ impl Daemon {
                     }
                 };
             }
-            Decision::Reserved(r) => Some(self.reserved_text(&r, res.gpus, now)),
+            // Waiting only for a stagger, it says so (its reservation keeps
+            // later tasks off the GPU it will take meanwhile).
+            Decision::Reserved(r) => lock(&self.pool)
+                .staggered(res, c.needs_gpu_free)
+                .or_else(|| Some(self.reserved_text(&r, res.gpus, now))),
             Decision::Held(b) => Some(self.behind_text(&b, now)),
             Decision::NoFit => lock(&self.pool).staggered(res, c.needs_gpu_free),
         };
@@ -91,8 +97,9 @@ impl Daemon {
         lock(&self.pool).give_back(placement);
     }
 
-    /// Claims and launches one task: its run, or `Ok(None)` when it was no
-    /// longer queued. `estimate` (ms) is kept for backfill.
+    /// Claims and launches one task: its run and when it started, or
+    /// `Ok(None)` when it was no longer queued. `estimate` (ms) is kept for
+    /// backfill.
     fn start(
         self: &Arc<Self>,
         task: i64,
@@ -100,7 +107,7 @@ impl Daemon {
         placement: Placement,
         because: Option<String>,
         estimate: Option<i64>,
-    ) -> Result<Option<i64>> {
+    ) -> Result<Option<(i64, i64)>> {
         let list = |v: &[u32]| {
             (!v.is_empty()).then(|| v.iter().map(u32::to_string).collect::<Vec<_>>().join(","))
         };
@@ -211,7 +218,7 @@ impl Daemon {
                 }
             }
         }
-        Ok(Some(run_id))
+        Ok(Some((run_id, now)))
     }
 
     /// What the sandbox can enforce for a run, for `show`.

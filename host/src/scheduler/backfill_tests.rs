@@ -180,38 +180,51 @@ fn runs_started_earlier_in_the_pass_count_with_their_estimates() {
 
 #[test]
 fn over_a_mixed_workload_the_big_jobs_never_start_after_their_reservation() {
-    let tasks = mixed_workload(120, 6, 7);
-    let with = simulate(8, &tasks, Mode::Easy);
-    let strict = simulate(8, &tasks, Mode::Strict);
-    let pass_over = simulate(8, &tasks, Mode::PassOver);
-    assert_eq!(with.starts.len(), tasks.len(), "every task ran");
-    assert!(!with.reserved.is_empty(), "some big job had to wait");
-    for (task, promised) in &with.reserved {
-        assert!(
-            with.starts[task] <= *promised,
-            "task {task} started at {} after its reservation {promised}",
-            with.starts[task]
-        );
+    // A backlog (a night's queue, one task every 30 s) and a stream (one
+    // every 5 min, about 90% of what 8 GPUs do).
+    let backlog = mixed_workload(200, 10, 30_000, 7);
+    let stream = mixed_workload(200, 10, 5 * 60_000, 7);
+    for tasks in [&backlog, &stream] {
+        let r = simulate(8, tasks, Mode::Easy);
+        assert_eq!(r.starts.len(), tasks.len(), "every task ran");
+        assert!(!r.reserved.is_empty(), "some big job had to wait");
+        assert!(r.backfilled > 0, "small jobs filled the gaps");
+        for (task, promised) in &r.reserved {
+            assert!(
+                r.starts[task] <= *promised,
+                "task {task} started at {} after its reservation {promised}",
+                r.starts[task]
+            );
+        }
     }
-    assert!(with.backfilled > 0, "small jobs filled the gaps");
+    // Against strict order (the head holds everything behind it), backfill
+    // keeps the GPUs busier.
+    let (easy, strict) = (
+        simulate(8, &backlog, Mode::Easy),
+        simulate(8, &backlog, Mode::Strict),
+    );
     assert!(
-        with.utilisation(8) > strict.utilisation(8),
+        easy.utilisation(8) > strict.utilisation(8),
         "backfill {} vs strict order {}",
-        with.utilisation(8),
+        easy.utilisation(8),
         strict.utilisation(8)
     );
-    // Passed over, the big jobs wait behind the stream of small ones.
-    let big: Vec<&SimTask> = tasks.iter().filter(|t| t.gpus == 4).collect();
-    let latest = |r: &crate::scheduler::simulate::SimResult| {
+    // Passed over, the big jobs of the stream wait behind the small ones.
+    let big: Vec<&SimTask> = stream.iter().filter(|t| t.gpus == 4).collect();
+    let longest = |r: &crate::scheduler::simulate::SimResult| {
         big.iter()
             .map(|t| r.starts[&t.id] - t.submit_at)
             .max()
             .unwrap_or(0)
     };
+    let (easy, pass_over) = (
+        simulate(8, &stream, Mode::Easy),
+        simulate(8, &stream, Mode::PassOver),
+    );
     assert!(
-        latest(&with) < latest(&pass_over),
+        longest(&easy) < longest(&pass_over),
         "the longest wait of a 4-GPU job: {} with backfill, {} passed over",
-        latest(&with),
-        latest(&pass_over)
+        longest(&easy),
+        longest(&pass_over)
     );
 }
