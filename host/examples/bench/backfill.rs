@@ -68,11 +68,16 @@ fn scenario(small: usize, what: &str, every_ms: i64) -> Result<()> {
             r.backfilled
         );
     }
+    let big_reserved = big_ids
+        .iter()
+        .filter(|t| easy.reserved.contains_key(&t.id))
+        .count();
     println!(
-        "  utilisation EASY / strict: {:.3}x; 4-GPU starts after their reservation: {} of {} reserved",
+        "  utilisation EASY / strict: {:.3}x; starts after their reservation: {} of {} heads ({big_reserved} of the {} 4-GPU tasks had one)",
         easy.utilisation(GPUS) / strict.utilisation(GPUS).max(f64::MIN_POSITIVE),
         late.len(),
-        easy.reserved.len()
+        easy.reserved.len(),
+        big_ids.len()
     );
     if !late.is_empty() {
         bail!("4-GPU tasks started after their reservation: {late:?}");
