@@ -21,6 +21,7 @@ const FIRST_PARTY: &[(&str, &str, &str)] = &[
     ("offpeak-tariff", "offpeak-tariff", "offpeak_tariff"),
     ("thermal", "thermal", "thermal"),
     ("fair-share", "fair-share", "fair_share"),
+    ("reserve", "reserve", "reserve"),
 ];
 
 /// The first-party result validators: (name a task file's `plugin` gives,

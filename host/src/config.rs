@@ -25,6 +25,7 @@ mod plugins;
 mod quotas;
 mod retention;
 mod sandbox;
+mod scheduler;
 mod tariff;
 mod users;
 mod validators;
@@ -42,6 +43,7 @@ pub use plugins::{OnFailure, PluginEntry, PluginsConfig};
 pub use quotas::{QuotaLimits, QuotasConfig};
 pub use retention::RetentionConfig;
 pub use sandbox::{CgroupMode, SandboxConfig};
+pub use scheduler::SchedulerConfig;
 pub use tariff::{RaplMode, TariffConfig, WindowConfig};
 pub use users::UsersConfig;
 pub use validators::ValidatorsConfig;
@@ -72,6 +74,8 @@ pub struct Config {
     pub sandbox: SandboxConfig,
     /// GPU monitoring and placement.
     pub gpu: GpuConfig,
+    /// `[scheduler]`: backfill and runtime estimates.
+    pub scheduler: SchedulerConfig,
     /// The policy plugins and their limits.
     pub plugins: PluginsConfig,
     /// Per-plugin settings, by plugin name: `[plugin.priority]`.
@@ -135,6 +139,7 @@ impl Default for Config {
             cpus: Vec::new(),
             sandbox: SandboxConfig::default(),
             gpu: GpuConfig::default(),
+            scheduler: SchedulerConfig::default(),
             plugins: PluginsConfig::default(),
             plugin: Default::default(),
             origin: None,
@@ -247,10 +252,17 @@ impl Config {
         if self.gpu.sample_period < Duration::from_millis(100) {
             bail!("key `gpu.sample_period` must be at least 100ms");
         }
+        if self.gpu.stagger > Duration::from_secs(3600) {
+            bail!(
+                "key `gpu.stagger` ({:?}) is over an hour: it is the least time between two starts on one GPU, a few seconds",
+                self.gpu.stagger
+            );
+        }
         if self.sandbox.log_cap.as_u64() < 4096 {
             bail!("key `sandbox.log_cap` must be at least 4 KiB");
         }
         self.http.validate()?;
+        self.scheduler.validate()?;
         self.retention.validate()?;
         self.validators.validate()?;
         self.manifest.validate()?;

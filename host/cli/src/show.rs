@@ -80,6 +80,9 @@ fn print(d: &api::wire::TaskDetail) {
         res.push(format!("timeout {}", humantime::format_duration(to)));
     }
     println!("  resources  {}", res.join(", "));
+    if let Some(e) = &d.estimate {
+        println!("  estimated  {}", e.summary());
+    }
     println!(
         "  retry      {} attempt(s), backoff {}",
         d.spec.retry.max_attempts,

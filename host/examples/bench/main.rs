@@ -25,12 +25,16 @@
 //! - `report [RUNS]`: `nightjar report --since 30d` through the CLI over
 //!   RUNS (100,000) runs of the last 30 days with their GPU series, vs
 //!   `nightjar ls` and one SQL read of the same runs;
+//! - `backfill [SMALL]`: GPU utilisation of a mixed workload on 8 simulated
+//!   GPUs with EASY backfill vs strict order vs passing big tasks over, on
+//!   a simulated clock, and that no 4-GPU task starts after its reservation;
 //! - `clients`: `nightjar ls` under 100 waiting clients and a garbage sender;
 //! - `soak [MINUTES]`: database growth with 10,000 deferred tasks, and its
 //!   size after rounds of 10,000 tasks collected by `nightjar gc`.
 
 mod archive;
 mod attack;
+mod backfill;
 mod dashboard;
 mod hardening;
 mod manifest;
@@ -364,6 +368,7 @@ fn main() -> Result<()> {
         "archive" => archive::archive(n(1, 512)),
         "report" => report::report(n(1, 100_000)),
         "dashboard" => dashboard::dashboard(n(1, 10_000)),
+        "backfill" => backfill::backfill(n(1, 400)),
         "all" => {
             vs::startup_and_submit(200)?;
             submit_latency(10_000)?;
@@ -374,6 +379,7 @@ fn main() -> Result<()> {
             manifest::manifest(10_000)?;
             archive::archive(512)?;
             report::report(100_000)?;
+            backfill::backfill(400)?;
             notify::notify(1_000)?;
             attack::attack(10)?;
             hardening::clients(10)?;
@@ -382,7 +388,7 @@ fn main() -> Result<()> {
         }
         other => {
             bail!(
-                "unknown benchmark `{other}`: use startup, submit, throughput, gpu, plugins, postrun, manifest, archive, report, notify, attack, clients, soak, idle, sse or all"
+                "unknown benchmark `{other}`: use startup, submit, throughput, gpu, plugins, backfill, postrun, manifest, archive, report, notify, attack, clients, soak, idle, sse or all"
             )
         }
     }

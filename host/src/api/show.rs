@@ -13,6 +13,7 @@ pub const PRIVATE: &str = "<private>";
 pub(super) fn show(d: &Daemon, caller: &Caller, id: i64) -> anyhow::Result<TaskDetail> {
     let mut detail = d.store().show(id)?;
     d.live_reason(&mut detail.task);
+    detail.estimate = d.estimate(&detail.spec);
     if let Some(s) = &mut detail.schedule {
         s.timezone = d.cfg.timezone.clone();
         s.next_there = detail.task.next_fire_at.map(|at| {

@@ -36,6 +36,10 @@ pub struct GpuConfig {
     /// One point of each run's GPU series per this period.
     #[serde(with = "humantime_serde_compat")]
     pub series_every: Duration,
+    /// Two runs never start on the same GPU less than this apart (CUDA
+    /// contexts starting at the same second fight over memory); 0: no stagger.
+    #[serde(with = "humantime_serde_compat")]
+    pub stagger: Duration,
 }
 
 /// How `CUDA_VISIBLE_DEVICES` names GPUs.
@@ -61,6 +65,7 @@ impl Default for GpuConfig {
             host_mem_min_free: ByteSize::gib(16),
             stall_after: Duration::from_secs(30 * 60),
             series_every: Duration::from_secs(10),
+            stagger: Duration::ZERO,
         }
     }
 }

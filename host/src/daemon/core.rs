@@ -31,6 +31,10 @@ pub(super) struct Held {
     pub dir: PathBuf,
     /// Its task's owner (uid), for `[quotas]`.
     pub owner: u32,
+    /// When it started (Unix ms).
+    pub started_at: i64,
+    /// How long it is expected to run, ms (backfill).
+    pub estimate: Option<i64>,
 }
 
 /// Locks a mutex, recovering from a poisoned one (state stays usable).
@@ -70,6 +74,10 @@ pub struct Daemon {
     pub(super) wait_reasons: Mutex<HashMap<i64, String>>,
     /// Why eligible tasks wait for their owner's `[quotas]`.
     pub(super) quota_reasons: Mutex<HashMap<i64, String>>,
+    /// Why eligible tasks wait at placement: a stagger, a backfill reservation.
+    pub(super) place_reasons: Mutex<HashMap<i64, String>>,
+    /// Runtime estimates by name and project.
+    pub(super) estimates: Mutex<super::backfill::EstimateCache>,
     /// Where per-run cgroups go, if anywhere; else why not.
     pub cgroup: Result<CgroupBase, String>,
     /// How supervisors are started.
@@ -128,6 +136,10 @@ impl Daemon {
             cpus,
             share: cfg.gpu.share,
             policy_closed: Default::default(),
+            stagger: crate::scheduler::Stagger {
+                every_ms: cfg.gpu.stagger.as_millis() as i64,
+                ..Default::default()
+            },
         };
         let chain_status = super::policy_pass::ChainStatus::default();
         let monitor = monitor.map(|mut m| {
@@ -147,6 +159,8 @@ impl Daemon {
             policy_wake: Mutex::new(None),
             wait_reasons: Mutex::new(HashMap::new()),
             quota_reasons: Mutex::new(HashMap::new()),
+            place_reasons: Mutex::new(HashMap::new()),
+            estimates: Mutex::new(HashMap::new()),
             cgroup,
             supervisor: launch::SupervisorCmd::for_exe(&exe),
             kick: Default::default(),
@@ -199,6 +213,7 @@ impl Daemon {
             return Ok(());
         }
         let now = now_ms();
+        lock(&self.pool).stagger.now = now;
         let tz = self.cfg.tz();
         let fired = self.store().fire_due(now, |expr, at| {
             crate::task::schedule::parse(expr)
@@ -239,15 +254,16 @@ impl Daemon {
     fn builtin_pass(self: &Arc<Self>, now: i64) -> Result<bool> {
         let mut started = false;
         let mut offset = 0;
+        let mut easy = self.easy(now);
         loop {
             let free = lock(&self.pool).slots as usize;
             if free == 0 {
                 return Ok(started);
             }
             let page = self.store().candidates(now, free, offset)?;
-            let d = self.dispatch(page.iter().map(|c| (c, 0)), |_, _| None)?;
+            let d = self.dispatch(page.iter().map(|c| (c, 0)), |_, _| None, &mut easy)?;
             started |= d.started;
-            // What did not fit stays queued and is stepped over.
+            // What did not fit (or waits for a reservation) stays queued and is stepped over.
             offset += d.waiting.len();
             if page.len() < free {
                 return Ok(started);

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::core::{Daemon, lock};
+use crate::scheduler::backfill::Easy;
 use crate::store::{Candidate, TaskState};
 
 /// How often, at most, a pass asks the chain when kicks come faster (a
@@ -66,13 +67,19 @@ pub struct Dispatched {
 impl Daemon {
     /// Starts `order` (candidates with their score) in order while slots
     /// remain; `because` says why a task starts now (made only for a task
-    /// that may start, not for every one in a long queue). A task that does
-    /// not fit (GPUs, cores) is passed over, not waited behind; a preempted
+    /// that may start, not for every one in a long queue). The first task
+    /// that does not fit (GPUs, cores) reserves its start and later ones are
+    /// backfilled around it (`[scheduler] backfill`; off, it is passed
+    /// over); a preempted
     /// task yields to the task it was preempted for until that one has started.
+    /// `easy` is the pass's backfill state: the first task that does not
+    /// fit reserves its start, and later ones start only if they do not
+    /// delay it.
     pub(super) fn dispatch<'a>(
         self: &Arc<Self>,
         order: impl IntoIterator<Item = (&'a Candidate, i64)>,
         because: impl Fn(i64, i64) -> Option<String>,
+        easy: &mut Easy,
     ) -> anyhow::Result<Dispatched> {
         let yields = lock(&self.chain_status).yields_to.clone();
         let mut out = Dispatched::default();
@@ -80,8 +87,12 @@ impl Daemon {
             if lock(&self.pool).slots == 0
                 || self.yielding(c.id, &yields)?
                 || self.quota_block(c).is_some()
-                || !self.try_start(c, because(c.id, score))
             {
+                lock(&self.place_reasons).remove(&c.id);
+                out.waiting.push(c.id);
+                continue;
+            }
+            if !self.try_start(c, because(c.id, score), easy) {
                 out.waiting.push(c.id);
                 continue;
             }
@@ -109,6 +120,7 @@ impl Daemon {
         let mut started = false;
         let mut gone: HashSet<i64> = HashSet::new();
         let mut next = 0;
+        let mut easy = self.easy(now);
         loop {
             let free = lock(&self.pool).slots as usize;
             if free == 0 || next >= ranking.order.len() {
@@ -124,7 +136,11 @@ impl Daemon {
             let order = chunk
                 .iter()
                 .filter_map(|(id, score)| found.get(id).map(|c| (c, *score)));
-            let d = self.dispatch(order, |id, score| Some(ranking.because(id, score)))?;
+            let d = self.dispatch(
+                order,
+                |id, score| Some(ranking.because(id, score)),
+                &mut easy,
+            )?;
             started |= d.started;
             let waiting: HashSet<i64> = d.waiting.into_iter().collect();
             gone.extend(

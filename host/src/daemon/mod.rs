@@ -2,6 +2,7 @@
 //! second daemon, re-adopts runs, serves the API and schedules until SIGTERM.
 
 mod archive;
+mod backfill;
 mod cache;
 mod cache_key;
 mod chain;

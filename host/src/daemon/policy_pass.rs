@@ -221,6 +221,7 @@ impl Daemon {
         // cancelled, held) are dropped with them.
         let queued: std::collections::HashSet<i64> = queue.iter().map(|c| c.id).collect();
         lock(&self.wait_reasons).retain(|id, _| queued.contains(id));
+        lock(&self.place_reasons).retain(|id, _| queued.contains(id));
         if let Some(why) = answer.hold_all {
             tracing::warn!("starting nothing: {why}");
             *ranking = Some(Ranking {
@@ -250,10 +251,12 @@ impl Daemon {
             order: order.iter().map(|(score, c)| (c.id, *score)).collect(),
             parts: std::mem::take(&mut answer.parts),
         };
-        let dispatched = self
-            .dispatch(order.iter().map(|(score, c)| (*c, *score)), |id, score| {
-                Some(ranked.because(id, score))
-            })?;
+        let mut easy = self.easy(now);
+        let dispatched = self.dispatch(
+            order.iter().map(|(score, c)| (*c, *score)),
+            |id, score| Some(ranked.because(id, score)),
+            &mut easy,
+        )?;
         let by_id: HashMap<i64, &Candidate> = queue.iter().map(|c| (c.id, c)).collect();
         let waiting: Vec<&Candidate> = dispatched
             .waiting

@@ -101,6 +101,9 @@ impl Daemon {
         if let Some(h) = held {
             lock(&self.pool).give_back(&h.placement);
         }
+        if out.class == RunClass::Ok {
+            self.estimates_changed();
+        }
         if !records.is_empty()
             && let Err(e) = self.store().record_run_gpus(&records)
         {
@@ -138,6 +141,17 @@ impl Daemon {
 
     /// At start: re-adopt live runs, record finished ones, mark vanished ones lost.
     pub fn adopt(self: &Arc<Self>) -> Result<()> {
+        // The last starts on each GPU, so a restart does not start ten at once.
+        let stagger = self.cfg.gpu.stagger.as_millis() as i64;
+        if stagger > 0 {
+            let now = crate::time::now_ms();
+            let starts = self.store().gpu_starts_since(now.saturating_sub(stagger))?;
+            let mut pool = lock(&self.pool);
+            pool.stagger.now = now;
+            for (task, gpus, at) in starts {
+                pool.stagger.started(&gpus, task, at);
+            }
+        }
         let runs = self.store().running_runs()?;
         if let Ok(base) = &self.cgroup {
             let live: Vec<i64> = runs.iter().map(|r| r.id).collect();
@@ -160,6 +174,8 @@ impl Daemon {
                         session: run.supervisor_pid.unwrap_or(0) as u32,
                         dir: dir.clone(),
                         owner: self.access.owner_uid(spec.owner.as_ref().map(|o| o.uid)),
+                        started_at: run.started_at,
+                        estimate: self.estimate(&spec).map(|e| e.ms),
                     };
                     lock(&self.placed).insert(run.id, held);
                     tracing::info!("run {} of task {}: re-adopted", run.id, run.task_id);

@@ -100,6 +100,12 @@ pub fn run(
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
+        // A pass when a stagger ends: the task waiting for it starts then.
+        let stagger = lock(&d.pool).stagger.next_expiry();
+        let wake = match (wake, stagger) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         let now = crate::time::now_ms();
         let mut sleep = match wake {
             Some(at) => Duration::from_millis(at.saturating_sub(now).clamp(0, 3_600_000) as u64),

@@ -10,36 +10,87 @@ use super::core::{Daemon, Held, lock};
 use super::runenv;
 use crate::sandbox::launch;
 use crate::scheduler::Placement;
+use crate::scheduler::backfill::{Decision, Easy};
 use crate::store::{NewRun, RunClass, RunOutcome};
 use crate::time::now_ms;
 
 impl Daemon {
-    /// Places one candidate if it fits; true when it started. `because`
-    /// (its score by policy) is recorded with the claim.
+    /// Places one candidate if it fits and backfill lets it; true when it
+    /// started. `because` (its score by policy) is recorded with the claim,
+    /// with how it was backfilled when it was. A task that waits for a
+    /// stagger or a reservation says so in `ls`, `show` and `why`.
     pub(super) fn try_start(
         self: &Arc<Self>,
         c: &crate::store::Candidate,
         because: Option<String>,
+        easy: &mut Easy,
     ) -> bool {
         if self.complete_from_cache(c) {
             return true;
         }
-        let placement = lock(&self.pool).place_after(&c.spec.resources, c.needs_gpu_free);
-        let Some(placement) = placement else {
-            return false;
+        let now = easy.now;
+        let res = &c.spec.resources;
+        // Only a task that can be placed now needs its estimate (a start's
+        // expected end, or whether it may be backfilled): a long queue that
+        // does not fit asks the store for no history.
+        let placeable = lock(&self.pool).could_place(res, c.needs_gpu_free);
+        let estimate = if self.cfg.scheduler.backfill && placeable {
+            self.estimate(&c.spec).map(|e| e.ms)
+        } else {
+            None
         };
-        match self.start(c.id, &c.spec, placement.clone(), because) {
-            Ok(true) => true,
-            Ok(false) => {
-                self.release(None, &placement);
-                false
+        let decision = {
+            let mut pool = lock(&self.pool);
+            let d = easy.decide(&mut pool, c.id, res, c.needs_gpu_free, estimate);
+            if let Decision::Start(p, _) = &d {
+                pool.stagger.started(&p.gpus, c.id, now);
             }
-            Err(e) => {
-                tracing::error!("task {}: cannot start: {e:#}", c.id);
-                self.release(None, &placement);
-                false
+            d
+        };
+        let reason = match decision {
+            Decision::Start(placement, how) => {
+                lock(&self.place_reasons).remove(&c.id);
+                let how = how.map(|b| self.backfilled_text(&b, now));
+                let because = match (because, how) {
+                    (Some(b), Some(h)) => Some(format!("{b}; {h}")),
+                    (b, h) => b.or(h),
+                };
+                let started = match self.start(c.id, &c.spec, placement.clone(), because, estimate)
+                {
+                    Ok(run) => run,
+                    Err(e) => {
+                        tracing::error!("task {}: cannot start: {e:#}", c.id);
+                        None
+                    }
+                };
+                return match started {
+                    Some((run, at)) => {
+                        easy.started(c.id, run);
+                        // The stagger counts from the start as recorded.
+                        lock(&self.pool).stagger.started(&placement.gpus, c.id, at);
+                        true
+                    }
+                    None => {
+                        easy.not_started(c.id);
+                        self.release(None, &placement);
+                        false
+                    }
+                };
             }
-        }
+            // Waiting only for a stagger, it says so (its reservation keeps
+            // later tasks off the GPU it will take meanwhile).
+            Decision::Reserved(r) => lock(&self.pool)
+                .staggered(res, c.needs_gpu_free)
+                .or_else(|| Some(self.reserved_text(&r, res.gpus, now))),
+            Decision::Held(b) => Some(self.behind_text(&b, now)),
+            Decision::NoFit => lock(&self.pool).staggered(res, c.needs_gpu_free),
+        };
+        let mut reasons = lock(&self.place_reasons);
+        match reason {
+            Some(r) => reasons.insert(c.id, r),
+            None => reasons.remove(&c.id),
+        };
+        false
     }
 
     pub(super) fn release(&self, run: Option<i64>, placement: &Placement) {
@@ -49,14 +100,17 @@ impl Daemon {
         lock(&self.pool).give_back(placement);
     }
 
-    /// Claims and launches one task. `Ok(false)`: it was no longer queued.
+    /// Claims and launches one task: its run and when it started, or
+    /// `Ok(None)` when it was no longer queued. `estimate` (ms) is kept for
+    /// backfill.
     fn start(
         self: &Arc<Self>,
         task: i64,
         spec: &crate::task::model::TaskSpec,
         placement: Placement,
         because: Option<String>,
-    ) -> Result<bool> {
+        estimate: Option<i64>,
+    ) -> Result<Option<(i64, i64)>> {
         let list = |v: &[u32]| {
             (!v.is_empty()).then(|| v.iter().map(u32::to_string).collect::<Vec<_>>().join(","))
         };
@@ -73,7 +127,7 @@ impl Daemon {
             .store()
             .claim(task, &new_run, &self.cfg.runs_dir(), now)?
         else {
-            return Ok(false);
+            return Ok(None);
         };
         self.cache_forget(task);
         if spec.cache
@@ -82,7 +136,10 @@ impl Daemon {
         {
             tracing::warn!("run {}: cannot record its cache key: {e}", run.id);
         }
+        let run_id = run.id;
         let held = Held {
+            started_at: now,
+            estimate,
             task,
             placement: placement.clone(),
             session: 0,
@@ -171,7 +228,7 @@ impl Daemon {
                 }
             }
         }
-        Ok(true)
+        Ok(Some((run_id, now)))
     }
 
     /// What the sandbox can enforce for a run, for `show`.

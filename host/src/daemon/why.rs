@@ -20,6 +20,8 @@ impl Daemon {
             t.reason = Some(r.clone());
         } else if let Some(r) = lock(&self.quota_reasons).get(&t.id) {
             t.reason = Some(r.clone());
+        } else if let Some(r) = lock(&self.place_reasons).get(&t.id) {
+            t.reason = Some(r.clone());
         }
     }
 
@@ -48,10 +50,15 @@ impl Daemon {
         // After a gpu-oom the retry also waits for a GPU with room: shown
         // GPU by GPU even though the task carries its retry reason.
         let peak = self.store().needs_gpu_free(id)?;
+        let placing = lock(&self.place_reasons).contains_key(&id);
         let fit = (t.state == TaskState::Queued
             && waiting_for.is_empty()
-            && (t.reason.is_none() || peak.is_some()))
-        .then(|| lock(&self.pool).explain_after(&d.spec.resources, peak));
+            && (t.reason.is_none() || peak.is_some() || placing))
+            .then(|| {
+                let mut pool = lock(&self.pool);
+                pool.stagger.now = crate::time::now_ms();
+                pool.explain_after(&d.spec.resources, peak)
+            });
         let placed = d.events.iter().rev().find(|e| e.kind == "placed");
         let run = d.runs.last().map(|run| RunWhy {
             id: run.id,

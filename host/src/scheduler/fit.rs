@@ -57,11 +57,48 @@ impl Pool {
         if let Some(u) = g.unusable(mem, self.share) {
             return Some(u);
         }
+        if let Some(u) = self.stagger.blocks(g.index) {
+            return Some(u);
+        }
         // Unmonitored GPUs have no known free memory: nothing to compare.
         match (peak, g.free_mem()) {
             (Some(peak), Some(free)) if free <= peak => Some(Unusable::BelowPeak { free, peak }),
             _ => None,
         }
+    }
+
+    /// Whether [`Pool::place_after`] would place `res` now (nothing taken).
+    pub fn could_place(&self, res: &Resources, peak: Option<u64>) -> bool {
+        let mem = res.gpu_mem.map(|m| m.as_u64());
+        self.slots > 0
+            && self.cpus.len() >= res.cpus.unwrap_or(0) as usize
+            && self
+                .gpus
+                .iter()
+                .filter(|g| self.gpu_unusable_after(g, mem, peak).is_none())
+                .count()
+                >= res.gpus as usize
+    }
+
+    /// When `res` would be placed now but for `[gpu] stagger`: why, in the
+    /// words of the first staggered GPU ("staggered: GPU 1 started task 41
+    /// 2.0s ago").
+    pub fn staggered(&self, res: &Resources, peak: Option<u64>) -> Option<String> {
+        if self.stagger.every_ms <= 0 {
+            return None;
+        }
+        let mut unstaggered = self.clone();
+        unstaggered.stagger.every_ms = 0;
+        unstaggered.place_after(res, peak)?;
+        let mem = res.gpu_mem.map(|m| m.as_u64());
+        self.gpus
+            .iter()
+            .find_map(|g| match self.gpu_unusable_after(g, mem, peak) {
+                Some(u @ Unusable::Staggered { .. }) => {
+                    Some(nightjar_core::api::why::unusable_text(g.index, &u))
+                }
+                _ => None,
+            })
     }
 
     /// What placing `res` now would meet, GPU by GPU.

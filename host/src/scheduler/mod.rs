@@ -8,9 +8,13 @@
 //! without `gpu_mem` takes whole GPUs. Several tasks share a GPU only when
 //! sharing is allowed and their memory fits; otherwise a GPU is exclusive.
 
+pub mod backfill;
 mod fit;
+pub mod simulate;
+mod stagger;
 
 pub use fit::{Fit, GpuFit, Unusable};
+pub use stagger::Stagger;
 
 use crate::task::model::Resources;
 
@@ -69,6 +73,8 @@ pub struct Pool {
     pub share: bool,
     /// GPUs a policy closed for the current pass, with the reason.
     pub policy_closed: std::collections::BTreeMap<u32, String>,
+    /// `[gpu] stagger`: the last start on each GPU, and the clock.
+    pub stagger: Stagger,
 }
 
 /// Where a task was placed.
@@ -183,6 +189,7 @@ mod tests {
             cpus: vec![0, 1, 2, 3],
             share,
             policy_closed: Default::default(),
+            stagger: Stagger::default(),
         }
     }
 
@@ -302,6 +309,7 @@ mod tests {
             cpus: vec![],
             share: false,
             policy_closed: Default::default(),
+            stagger: Stagger::default(),
         };
         assert_eq!(p.place(&res(1, Some(8))).unwrap().gpus, vec![3]);
         assert!(p.place(&res(1, None)).is_none());

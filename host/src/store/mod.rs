@@ -9,6 +9,7 @@ mod checkpoint;
 mod control;
 mod deps;
 mod digest;
+mod estimate;
 mod finish;
 mod gc;
 mod gpu;

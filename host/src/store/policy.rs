@@ -38,7 +38,7 @@ pub struct UsageInfo {
     pub ended_at: Option<i64>,
 }
 
-fn gpu_list(s: Option<String>) -> Vec<u32> {
+pub(super) fn gpu_list(s: Option<String>) -> Vec<u32> {
     s.map(|s| s.split(',').filter_map(|x| x.parse().ok()).collect())
         .unwrap_or_default()
 }

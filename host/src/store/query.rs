@@ -235,6 +235,7 @@ impl Store {
             gpu_records,
             schedule,
             manifests,
+            estimate: None,
         })
     }
 

@@ -12,6 +12,7 @@
 pub mod audit;
 pub mod class;
 pub mod diff;
+pub mod estimate;
 pub mod findings;
 pub mod gc;
 pub mod logs;

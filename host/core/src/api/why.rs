@@ -32,6 +32,13 @@ pub enum Unusable {
         /// What the task asks for, bytes.
         want: u64,
     },
+    /// A run started on it less than `[gpu] stagger` ago.
+    Staggered {
+        /// The task whose run started there.
+        task: i64,
+        /// How long ago, ms.
+        ago_ms: i64,
+    },
     /// Its last run ran out of GPU memory: the retry waits for a GPU with
     /// more free memory than that run's peak.
     BelowPeak {
@@ -156,6 +163,19 @@ pub struct WhyReport {
     pub members: Option<(u32, String)>,
 }
 
+/// A GPU's obstacle in words (`index` is the GPU's).
+pub fn unusable_text(index: u32, u: &Unusable) -> String {
+    match u {
+        Unusable::Staggered { task, ago_ms } => {
+            format!(
+                "staggered: GPU {index} started task {task} {} ago",
+                fmt_span(*ago_ms)
+            )
+        }
+        other => unusable(other),
+    }
+}
+
 /// A GPU's obstacle in words.
 fn unusable(u: &Unusable) -> String {
     let size = |b: u64| bytesize::ByteSize::b(b).display().iec_short().to_string();
@@ -163,6 +183,9 @@ fn unusable(u: &Unusable) -> String {
         Unusable::ClosedByPolicy { reason } => reason.clone(),
         Unusable::Closed => "closed (unhealthy, or busy with work nightjar did not start: `nightjar gpus` says which)".into(),
         Unusable::Exclusive => "held whole by a run".into(),
+        Unusable::Staggered { task, ago_ms } => {
+            format!("staggered: task {task} started on it {} ago", fmt_span(*ago_ms))
+        }
         Unusable::InUse { runs, foreign } => {
             format!("the task wants it whole; in use by {runs} run(s) and {} of foreign memory", size(*foreign))
         }
@@ -220,7 +243,7 @@ impl WhyReport {
                 ));
                 for g in &fit.gpus {
                     if let Some(u) = &g.unusable {
-                        out.push(format!("  GPU {}: {}", g.index, unusable(u)));
+                        out.push(format!("  GPU {}: {}", g.index, unusable_text(g.index, u)));
                     }
                 }
             } else if fit.cpus_free < fit.cpus_wanted {

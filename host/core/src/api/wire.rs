@@ -321,6 +321,10 @@ pub struct TaskDetail {
     /// What was asked at submit and what each run ran (`show --manifest`).
     #[serde(default)]
     pub manifests: super::manifest::Manifests,
+    /// How long it is expected to run (its timeout, or its name's history),
+    /// as backfill uses it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimate: Option<super::estimate::Estimate>,
 }
 
 /// A recurring template's schedule as written, and the time zone its wall

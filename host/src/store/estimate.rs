@@ -1,0 +1,113 @@
+//! What backfill and staggered starts read from the store: the durations of
+//! recent successful runs of a task's name and project (its runtime
+//! estimate), and the runs started lately on each GPU (so a restarted
+//! daemon keeps the stagger).
+
+use super::{Result, Store};
+
+impl Store {
+    /// How long (ms) the last `n` successful runs of tasks named `name` in
+    /// `project` ran, newest first.
+    pub fn recent_durations(&self, name: &str, project: &str, n: u32) -> Result<Vec<i64>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT r.finished_at - r.started_at FROM runs r JOIN tasks t ON t.id = r.task_id
+             WHERE t.name = ?1 AND t.project = ?2 AND r.state = 'finished' AND r.class = 'ok'
+               AND r.finished_at IS NOT NULL
+             ORDER BY r.finished_at DESC, r.id DESC LIMIT ?3",
+        )?;
+        let rows = stmt
+            .query_map(rusqlite::params![name, project, n], |r| r.get(0))?
+            .collect::<rusqlite::Result<Vec<i64>>>()?;
+        Ok(rows)
+    }
+
+    /// Runs that started on GPUs at or after `since`: (task, GPU indices,
+    /// when), oldest first.
+    pub fn gpu_starts_since(&self, since: i64) -> Result<Vec<(i64, Vec<u32>, i64)>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT task_id, gpus, started_at FROM runs
+             WHERE started_at >= ?1 AND gpus IS NOT NULL ORDER BY started_at, id",
+        )?;
+        let rows = stmt
+            .query_map([since], |r| {
+                let gpus: Option<String> = r.get(1)?;
+                Ok((r.get(0)?, super::policy::gpu_list(gpus), r.get(2)?))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::store::tests::{store, submit};
+    use crate::store::{NewRun, RunClass, RunOutcome};
+
+    fn finish(s: &mut crate::store::Store, run: i64, class: RunClass, at: i64) {
+        let out = RunOutcome {
+            class,
+            exit_code: Some(0),
+            signal: None,
+            finished_at: at,
+            message: None,
+        };
+        s.finish_run(run, &out).unwrap();
+    }
+
+    #[test]
+    fn durations_are_of_successful_runs_of_the_same_name_and_project_newest_first() {
+        let (dir, mut s) = store();
+        let a = submit(
+            &mut s,
+            "name = \"prep\"\nproject = \"p\"\ncommand = \"true\"\n",
+        );
+        let b = submit(
+            &mut s,
+            "name = \"prep\"\nproject = \"p\"\ncommand = \"true\"\n",
+        );
+        let c = submit(
+            &mut s,
+            "name = \"prep\"\nproject = \"p\"\ncommand = \"true\"\n",
+        );
+        let other = submit(
+            &mut s,
+            "name = \"prep\"\nproject = \"q\"\ncommand = \"true\"\n",
+        );
+        let gpu0 = NewRun {
+            gpus: Some("0,2".into()),
+            ..NewRun::default()
+        };
+        let ra = s.claim(a[0], &gpu0, dir.path(), 1_000).unwrap().unwrap().id;
+        finish(&mut s, ra, RunClass::Ok, 61_000);
+        let rb = s
+            .claim(b[0], &NewRun::default(), dir.path(), 2_000)
+            .unwrap()
+            .unwrap()
+            .id;
+        finish(&mut s, rb, RunClass::AppError, 3_000);
+        let rc = s
+            .claim(c[0], &NewRun::default(), dir.path(), 100_000)
+            .unwrap()
+            .unwrap()
+            .id;
+        finish(&mut s, rc, RunClass::Ok, 220_000);
+        let ro = s
+            .claim(other[0], &NewRun::default(), dir.path(), 1_000)
+            .unwrap()
+            .unwrap()
+            .id;
+        finish(&mut s, ro, RunClass::Ok, 9_000_000);
+        assert_eq!(
+            s.recent_durations("prep", "p", 10).unwrap(),
+            vec![120_000, 60_000]
+        );
+        assert_eq!(s.recent_durations("prep", "p", 1).unwrap(), vec![120_000]);
+        assert!(s.recent_durations("other", "p", 10).unwrap().is_empty());
+        assert_eq!(
+            s.gpu_starts_since(500).unwrap(),
+            vec![(a[0], vec![0, 2], 1_000)],
+            "runs without GPUs are not staggered"
+        );
+        assert!(s.gpu_starts_since(1_001).unwrap().is_empty());
+    }
+}
