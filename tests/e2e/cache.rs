@@ -142,12 +142,12 @@ fn a_cached_task_is_completed_from_the_earlier_run_until_something_it_reads_chan
     );
 
     // A changed input is a new key.
-    settled(&repo.join("in.txt"), b"two\n");
+    settled(&repo.join("in.txt"), b"second\n");
     git(&repo, &["commit", "-qam", "two"]);
     let changed = submit(&nj, &repo, &[]);
     assert_eq!(real_runs(&repo), 4);
     let out = repo.join(format!("out/{changed}/copy.txt"));
-    assert_eq!(std::fs::read(out).unwrap(), b"two\n");
+    assert_eq!(std::fs::read(out).unwrap(), b"second\n");
 
     // A dirty tree never hits, and says why.
     std::fs::write(
