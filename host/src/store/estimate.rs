@@ -5,16 +5,19 @@
 
 use super::{Result, Store};
 
+/// A name's latest successful runs' durations: through `tasks_name_project`,
+/// never a scan of every task (estimates are asked on scheduling passes).
+pub(super) const RECENT_SQL: &str = "SELECT r.finished_at - r.started_at
+     FROM tasks t INDEXED BY tasks_name_project CROSS JOIN runs r ON r.task_id = t.id
+     WHERE t.name = ?1 AND t.project = ?2 AND r.state = 'finished' AND r.class = 'ok'
+       AND r.finished_at IS NOT NULL
+     ORDER BY r.finished_at DESC, r.id DESC LIMIT ?3";
+
 impl Store {
     /// How long (ms) the last `n` successful runs of tasks named `name` in
     /// `project` ran, newest first.
     pub fn recent_durations(&self, name: &str, project: &str, n: u32) -> Result<Vec<i64>> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT r.finished_at - r.started_at FROM runs r JOIN tasks t ON t.id = r.task_id
-             WHERE t.name = ?1 AND t.project = ?2 AND r.state = 'finished' AND r.class = 'ok'
-               AND r.finished_at IS NOT NULL
-             ORDER BY r.finished_at DESC, r.id DESC LIMIT ?3",
-        )?;
+        let mut stmt = self.conn.prepare_cached(RECENT_SQL)?;
         let rows = stmt
             .query_map(rusqlite::params![name, project, n], |r| r.get(0))?
             .collect::<rusqlite::Result<Vec<i64>>>()?;

@@ -308,12 +308,14 @@ CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit
 -- Seeds and the result cache (nightjar 0.6): the NIGHTJAR_SEED each run
 -- got; the cache key of a run of a task that opted in (a clean git tree
 -- and every input hashed, else NULL); the run a cached completion came
--- from; and a task's "run for real" flag (`--no-cache`).
+-- from; a task's "run for real" flag (`--no-cache`); and the runtime
+-- estimates' lookup of a name's earlier runs (backfill).
 ALTER TABLE runs ADD COLUMN seed INTEGER;
 ALTER TABLE runs ADD COLUMN cache_key TEXT;
 ALTER TABLE runs ADD COLUMN cached_from INTEGER;
 ALTER TABLE tasks ADD COLUMN cache_bypass INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX runs_cache ON runs (cache_key, finished_at)
     WHERE cache_key IS NOT NULL AND class = 'ok';
+CREATE INDEX tasks_name_project ON tasks (name, project);
 "#,
 ];

@@ -310,6 +310,39 @@ fn held_tasks_do_not_start_until_released() {
     assert_eq!(s.candidates(5, 10, 0).unwrap().len(), 1);
 }
 
+/// A runtime estimate and a cache lookup find their rows through an index,
+/// not a scan of every task or run.
+#[test]
+fn estimate_and_cache_lookups_use_indexes() {
+    let (_dir, mut s) = store();
+    for _ in 0..50 {
+        submit(&mut s, "command = \"true\"\n");
+    }
+    let plan = |sql: &str| -> Vec<String> {
+        let mut stmt = s
+            .conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+            .unwrap();
+        stmt.query_map([], |r| r.get::<_, String>(3))
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect()
+    };
+    let recent = super::estimate::RECENT_SQL
+        .replace("?1", "'a'")
+        .replace("?2", "'p'")
+        .replace("?3", "10");
+    let rows = plan(&recent);
+    assert!(
+        rows.iter().any(|r| r.contains("tasks_name_project")),
+        "{rows:?}"
+    );
+    assert!(rows.iter().all(|r| !r.starts_with("SCAN")), "{rows:?}");
+    let rows =
+        plan("SELECT id FROM runs INDEXED BY runs_cache WHERE cache_key = 'k' AND class = 'ok'");
+    assert!(rows.iter().all(|r| !r.starts_with("SCAN")), "{rows:?}");
+}
+
 /// The queries every pass runs must not scan the task table, or submit
 /// latency grows with the queue.
 #[test]
