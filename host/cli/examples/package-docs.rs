@@ -6,7 +6,8 @@
 //! ```
 //!
 //! - `OUT/man/nightjar.1` and one page per verb, as git has them
-//!   (`nightjar-submit.1`, `nightjar-plugins-new.1`, ...), and `nightjard.1`;
+//!   (`nightjar-submit.1`, `nightjar-plugins-new.1`, ...), and `nightjard.1`
+//!   with a page per verb of its own;
 //! - `OUT/completions/nightjar.bash`, `_nightjar` (zsh), `nightjar.fish`.
 //!
 //! `scripts/package` runs it before `cargo deb`.
@@ -29,9 +30,8 @@ fn main() -> std::io::Result<()> {
     let nightjar = nightjar_cli::Cli::command();
     // nightjar.1, then nightjar-VERB.1 for every verb and sub-verb.
     clap_mangen::generate_to(nightjar.clone(), &man)?;
-    let mut page = Vec::new();
-    clap_mangen::Man::new(nightjar_cli::daemon_command()).render(&mut page)?;
-    std::fs::write(man.join("nightjard.1"), page)?;
+    // nightjard.1, nightjard-daemon.1, nightjard-plugins-check.1, ...
+    clap_mangen::generate_to(nightjar_cli::daemon_command(), &man)?;
 
     for shell in [Shell::Bash, Shell::Zsh, Shell::Fish] {
         clap_complete::generate_to(shell, &mut nightjar.clone(), "nightjar", &completions)?;

@@ -9,14 +9,17 @@ use super::Cli;
 
 /// What the daemon's page says about files and units.
 const DAEMON_FILES: &str = "\
-Files:
-  /etc/nightjar/nightjar.toml     the package's config (every key, at its default), which the
-                                  system unit passes with --config
-  /var/lib/nightjar               the state of a daemon run as root (database, runs, plugins/)
-  /run/nightjar/nightjar.sock     its socket, where every user's `nightjar` finds it
-  ~/.local/state/nightjar         the state of a user's own daemon (or $XDG_STATE_HOME/nightjar)
-  $XDG_RUNTIME_DIR/nightjar.sock  its socket
-  /usr/share/doc/nightjar/examples  a lab's config, task files, the units
+Files: /etc/nightjar/nightjar.toml is the package's config (every key at its
+default), which the system unit passes with --config.
+
+/var/lib/nightjar holds the state of a daemon run as root (database, run
+folders, plugins/); /run/nightjar/nightjar.sock is its socket, where every
+user's `nightjar` finds it.
+
+~/.local/state/nightjar (or $XDG_STATE_HOME/nightjar) holds the state of a
+user's own daemon; $XDG_RUNTIME_DIR/nightjar.sock is its socket.
+
+/usr/share/doc/nightjar/examples has a lab's config, task files and the units.
 
 Units: `systemctl enable --now nightjar` (the lab-wide daemon, as root) or
 `systemctl --user enable --now nightjar` (one user's own). SIGTERM stops
@@ -38,7 +41,8 @@ pub fn daemon_command() -> Command {
              is the client's: see nightjar(1).",
         )
         .after_long_help(DAEMON_FILES)
-        .subcommand_required(true);
+        .subcommand_required(true)
+        .disable_help_subcommand(true);
     for a in full.get_arguments() {
         cmd = cmd.arg(a.clone());
     }

@@ -110,7 +110,12 @@ pub fn check_name(name: &str) -> Result<()> {
         bail!("the plugin's name is empty: give a crate name such as `night-hold`");
     }
     if name.len() > MAX_NAME {
-        bail!("plugin name `{shown:.40}...` is {} bytes long; use at most {MAX_NAME}", name.len());
+        let start: String = name.chars().take(40).collect();
+        bail!(
+            "plugin name `{}...` is {} bytes long; use at most {MAX_NAME}",
+            start.escape_debug(),
+            name.len()
+        );
     }
     if let Some(c) = name
         .chars()
