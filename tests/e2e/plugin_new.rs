@@ -56,13 +56,13 @@ fn made_and_checked(dir: &Path, name: &str, kind: &str, world: &str) -> PathBuf 
         nightjar(dir, &["plugins", "new", name, "--kind", kind]),
     );
     let krate = dir.join(name);
-    ok(&format!("cargo test of the new {kind}"), cargo(&krate, &["test"]));
+    ok(
+        &format!("cargo test of the new {kind}"),
+        cargo(&krate, &["test"]),
+    );
     ok(
         &format!("building the new {kind}"),
-        cargo(
-            &krate,
-            &["build", "--release", "--target", "wasm32-wasip2"],
-        ),
+        cargo(&krate, &["build", "--release", "--target", "wasm32-wasip2"]),
     );
     let wasm = Path::new(concat!(env!("CARGO_TARGET_TMPDIR"), "/plugin-new"))
         .join("wasm32-wasip2/release")
@@ -121,7 +121,10 @@ fn plugins_new_refuses_a_bad_name_an_existing_folder_and_a_wrong_sdk() {
     let out = nightjar(d, &["plugins", "new", "mine"]);
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("already exists") && err.contains("mine"), "{err}");
+    assert!(
+        err.contains("already exists") && err.contains("mine"),
+        "{err}"
+    );
     assert_eq!(read(&d.join("mine/keep")), "mine");
     assert_eq!(std::fs::read_dir(d.join("mine")).unwrap().count(), 1);
 
@@ -132,8 +135,15 @@ fn plugins_new_refuses_a_bad_name_an_existing_folder_and_a_wrong_sdk() {
         err.contains("/nonexistent/sdk") && err.contains("is not the nightjar SDK"),
         "{err}"
     );
-    assert!(!d.join("fresh").exists(), "nothing is written without an SDK");
+    assert!(
+        !d.join("fresh").exists(),
+        "nothing is written without an SDK"
+    );
 
     let out = nightjar(d, &["plugins", "new", "fresh", "--kind", "scheduler"]);
-    assert_eq!(out.status.code(), Some(2), "an unknown kind is a usage error");
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "an unknown kind is a usage error"
+    );
 }

@@ -5,7 +5,10 @@ fn walk(cmd: &Command, path: &str, out: &mut Vec<String>) {
     if cmd.is_hide_set() {
         return;
     }
-    if cmd.get_about().is_none_or(|a| a.to_string().trim().len() < 10) {
+    if cmd
+        .get_about()
+        .is_none_or(|a| a.to_string().trim().len() < 10)
+    {
         out.push(format!("{path}: no help text (about)"));
     }
     for a in cmd.get_arguments() {
@@ -48,7 +51,12 @@ fn the_daemon_page_has_the_daemon_verbs_and_the_shared_flags_only() {
     // What systemd runs parses as the same flags the client takes.
     let m = cmd
         .clone()
-        .try_get_matches_from(["nightjard", "--config", "/etc/nightjar/nightjar.toml", "daemon"])
+        .try_get_matches_from([
+            "nightjard",
+            "--config",
+            "/etc/nightjar/nightjar.toml",
+            "daemon",
+        ])
         .unwrap();
     assert_eq!(
         m.get_one::<std::path::PathBuf>("config").unwrap(),

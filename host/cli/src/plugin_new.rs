@@ -38,7 +38,14 @@ impl Kind {
 
     /// (src/lib.rs, the README's how-to-use part, extra dependencies, the
     /// SDK names the template imports).
-    fn template(self) -> (&'static str, &'static str, &'static str, &'static [&'static str]) {
+    fn template(
+        self,
+    ) -> (
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static [&'static str],
+    ) {
         match self {
             Kind::Policy => (
                 include_str!("../templates/plugin/policy.rs"),
@@ -50,7 +57,13 @@ impl Kind {
                 include_str!("../templates/plugin/notifier.rs"),
                 include_str!("../templates/plugin/install-notifier.md"),
                 "serde_json = \"1\"\n",
-                &["ConfigError", "DeliveryError", "Event", "Notifier", "HttpMock"],
+                &[
+                    "ConfigError",
+                    "DeliveryError",
+                    "Event",
+                    "Notifier",
+                    "HttpMock",
+                ],
             ),
             Kind::Validator => (
                 include_str!("../templates/plugin/validator.rs"),
@@ -87,20 +100,57 @@ const MAX_NAME: usize = 64;
 
 /// Names cargo refuses or that would shadow what the crate uses.
 const RESERVED: &[&str] = &[
-    "alloc", "core", "std", "test", "proc_macro", "proc-macro", "self", "super", "crate",
-    "build", "deps", "examples", "incremental", "nightjar-sdk", "nightjar_sdk", "serde",
-    "serde_json", "serde-json", "wit-bindgen", "wit_bindgen", "con", "prn", "aux", "nul",
-    "com1", "com2", "com3", "com4", "com5", "com6", "com7", "com8", "com9", "lpt1", "lpt2",
-    "lpt3", "lpt4", "lpt5", "lpt6", "lpt7", "lpt8", "lpt9",
+    "alloc",
+    "core",
+    "std",
+    "test",
+    "proc_macro",
+    "proc-macro",
+    "self",
+    "super",
+    "crate",
+    "build",
+    "deps",
+    "examples",
+    "incremental",
+    "nightjar-sdk",
+    "nightjar_sdk",
+    "serde",
+    "serde_json",
+    "serde-json",
+    "wit-bindgen",
+    "wit_bindgen",
+    "con",
+    "prn",
+    "aux",
+    "nul",
+    "com1",
+    "com2",
+    "com3",
+    "com4",
+    "com5",
+    "com6",
+    "com7",
+    "com8",
+    "com9",
+    "lpt1",
+    "lpt2",
+    "lpt3",
+    "lpt4",
+    "lpt5",
+    "lpt6",
+    "lpt7",
+    "lpt8",
+    "lpt9",
 ];
 
 /// Rust's keywords (a crate may not be named as one).
 const KEYWORDS: &[&str] = &[
-    "as", "async", "await", "break", "const", "continue", "dyn", "else", "enum", "extern",
-    "false", "fn", "for", "gen", "if", "impl", "in", "let", "loop", "match", "mod", "move",
-    "mut", "pub", "ref", "return", "static", "struct", "trait", "true", "type", "unsafe",
-    "use", "where", "while", "abstract", "become", "box", "do", "final", "macro",
-    "override", "priv", "try", "typeof", "unsized", "virtual", "yield",
+    "as", "async", "await", "break", "const", "continue", "dyn", "else", "enum", "extern", "false",
+    "fn", "for", "gen", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub",
+    "ref", "return", "static", "struct", "trait", "true", "type", "unsafe", "use", "where",
+    "while", "abstract", "become", "box", "do", "final", "macro", "override", "priv", "try",
+    "typeof", "unsized", "virtual", "yield",
 ];
 
 /// Why `name` cannot be a plugin crate's name, or `Ok`.
@@ -131,7 +181,9 @@ pub fn check_name(name: &str) -> Result<()> {
     }
     let lower = name.to_ascii_lowercase();
     if KEYWORDS.contains(&lower.as_str()) || RESERVED.contains(&lower.as_str()) {
-        bail!("plugin name `{shown}` is reserved (a Rust keyword, a crate the plugin uses, or a name cargo refuses); choose another");
+        bail!(
+            "plugin name `{shown}` is reserved (a Rust keyword, a crate the plugin uses, or a name cargo refuses); choose another"
+        );
     }
     Ok(())
 }
@@ -265,12 +317,15 @@ pub fn files(name: &str, kind: Kind, sdk: &Sdk) -> Result<Vec<(&'static str, Str
         .replace("{{sdk_from}}", &sdk.from)
         .replace("{{sdk_path}}", &toml_string(sdk_path))
         .replace("{{extra_deps}}", extra_deps);
-    let readme =
-        fill(include_str!("../templates/plugin/README.md.in")).replace("{{install}}", &fill(install));
+    let readme = fill(include_str!("../templates/plugin/README.md.in"))
+        .replace("{{install}}", &fill(install));
     Ok(vec![
         ("Cargo.toml", cargo),
         ("README.md", readme),
-        (".gitignore", include_str!("../templates/plugin/gitignore").to_string()),
+        (
+            ".gitignore",
+            include_str!("../templates/plugin/gitignore").to_string(),
+        ),
         ("src/lib.rs", fill(lib)),
     ])
 }

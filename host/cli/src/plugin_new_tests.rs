@@ -46,10 +46,19 @@ fn names_that_are_not_crate_names_are_refused_saying_why() {
         assert!(e.contains(why), "{bad:?}: {e}");
     }
     let long = "a".repeat(65);
-    assert!(check_name(&long).unwrap_err().to_string().contains("at most 64"));
+    assert!(
+        check_name(&long)
+            .unwrap_err()
+            .to_string()
+            .contains("at most 64")
+    );
     let huge = "a".repeat(1 << 20);
     let e = check_name(&huge).unwrap_err().to_string();
-    assert!(e.len() < 200, "the error does not echo a megabyte: {}", e.len());
+    assert!(
+        e.len() < 200,
+        "the error does not echo a megabyte: {}",
+        e.len()
+    );
 }
 
 #[test]
@@ -92,14 +101,20 @@ fn no_sdk_anywhere_says_where_it_looked_and_what_to_do() {
     let e = find_sdk(None, Some(&exe), &d.join("gone/sdk"))
         .unwrap_err()
         .to_string();
-    assert!(e.contains("share/nightjar/sdk") && e.contains("gone/sdk"), "{e}");
+    assert!(
+        e.contains("share/nightjar/sdk") && e.contains("gone/sdk"),
+        "{e}"
+    );
     assert!(e.contains("--sdk") && e.contains("NIGHTJAR_SDK"), "{e}");
     // A folder that is not the SDK (another crate) is refused by name.
     let other = d.join("other");
     std::fs::create_dir_all(&other).unwrap();
     std::fs::write(other.join("Cargo.toml"), "[package]\nname = \"serde\"\n").unwrap();
     let e = find_sdk(Some(&other), None, &d).unwrap_err().to_string();
-    assert!(e.contains("is not the nightjar SDK") && e.contains("other"), "{e}");
+    assert!(
+        e.contains("is not the nightjar SDK") && e.contains("other"),
+        "{e}"
+    );
     std::fs::remove_dir_all(&d).unwrap();
 }
 
@@ -142,7 +157,10 @@ fn an_existing_folder_file_or_symlink_is_never_written_into() {
     std::fs::write(existing.join("src/lib.rs"), "// mine").unwrap();
     let e = write(&existing, &files).unwrap_err().to_string();
     assert!(e.contains("already exists"), "{e}");
-    assert_eq!(std::fs::read_to_string(existing.join("src/lib.rs")).unwrap(), "// mine");
+    assert_eq!(
+        std::fs::read_to_string(existing.join("src/lib.rs")).unwrap(),
+        "// mine"
+    );
     let file = d.join("file");
     std::fs::write(&file, "x").unwrap();
     assert!(write(&file, &files).is_err());
@@ -153,6 +171,9 @@ fn an_existing_folder_file_or_symlink_is_never_written_into() {
     assert!(!d.join("nowhere").exists(), "the symlink was not followed");
     let fresh = d.join("fresh");
     write(&fresh, &files).unwrap();
-    assert_eq!(std::fs::read_to_string(fresh.join("src/lib.rs")).unwrap(), "// new");
+    assert_eq!(
+        std::fs::read_to_string(fresh.join("src/lib.rs")).unwrap(),
+        "// new"
+    );
     std::fs::remove_dir_all(&d).unwrap();
 }
