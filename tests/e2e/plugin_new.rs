@@ -56,6 +56,12 @@ fn made_and_checked(dir: &Path, name: &str, kind: &str, world: &str) -> PathBuf 
         nightjar(dir, &["plugins", "new", name, "--kind", kind]),
     );
     let krate = dir.join(name);
+    let fmt = Command::new("rustfmt")
+        .args(["--edition", "2024", "--check"])
+        .arg(krate.join("src/lib.rs"))
+        .output()
+        .expect("run rustfmt");
+    ok(&format!("rustfmt --check of the new {kind}"), fmt);
     ok(
         &format!("cargo test of the new {kind}"),
         cargo(&krate, &["test"]),
@@ -100,9 +106,25 @@ fn a_new_policy_builds_passes_check_and_its_reason_shows_in_why() {
 }
 
 #[test]
-fn a_new_notifier_and_a_new_validator_build_and_pass_check() {
+fn a_new_notifier_and_a_new_validator_build_and_pass_check_and_a_bad_config_fails_it() {
     let dir = tempfile::tempdir().unwrap();
-    made_and_checked(dir.path(), "night-hook", "notifier", "notifier");
+    let hook = made_and_checked(dir.path(), "night-hook", "notifier", "notifier");
+    // A config the notifier refuses fails the check, naming the key.
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "url = \"ftp://x\"\n").unwrap();
+    let out = nightjar(
+        dir.path(),
+        &[
+            "plugins",
+            "check",
+            hook.to_str().unwrap(),
+            "--plugin-config",
+            bad.to_str().unwrap(),
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("`url`") && err.contains("ftp://x"), "{err}");
     made_and_checked(dir.path(), "night-files", "validator", "result-validator");
 }
 

@@ -188,8 +188,8 @@ pub fn check_name(name: &str) -> Result<()> {
     Ok(())
 }
 
-/// `night-hold` -> `NightHold`; with `Kind` appended when that would be a
-/// name the template imports (`policy` -> `PolicyPolicy`).
+/// `night-hold` -> `NightHold`; with the kind appended when that would be
+/// a name the template uses (`policy` -> `PolicyPolicy`).
 fn type_name(name: &str, kind: Kind) -> String {
     let camel: String = name
         .split(['-', '_'])
@@ -202,7 +202,8 @@ fn type_name(name: &str, kind: Kind) -> String {
         })
         .collect();
     let (_, _, _, imported) = kind.template();
-    if imported.contains(&camel.as_str()) || camel == "Config" || camel == "Kind" {
+    // `Config` is the template's config type, `P` its tests' alias.
+    if imported.contains(&camel.as_str()) || camel == "Config" || camel == "P" {
         let mut word = kind.word().to_string();
         word[..1].make_ascii_uppercase();
         camel + &word

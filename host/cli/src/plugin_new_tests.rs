@@ -70,6 +70,7 @@ fn type_names_are_camel_case_and_never_an_imported_name() {
     assert_eq!(type_name("event", Kind::Notifier), "EventNotifier");
     assert_eq!(type_name("run", Kind::Validator), "RunValidator");
     assert_eq!(type_name("config", Kind::Validator), "ConfigValidator");
+    assert_eq!(type_name("p", Kind::Policy), "PPolicy");
 }
 
 #[test]

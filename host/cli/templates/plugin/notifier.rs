@@ -78,20 +78,24 @@ mod tests {
     use nightjar_sdk::configure_notifier;
     use nightjar_sdk::testing::{HttpMock, event};
 
+    /// The plugin under test.
+    type P = {{Type}};
+
     #[test]
     fn events_are_posted_and_a_server_error_is_tried_again() {
-        let config = configure_notifier::<{{Type}}>("url = \"https://chat.example.org/hook\"").unwrap();
+        let text = "url = \"https://chat.example.org/hook\"";
+        let config = configure_notifier::<P>(text).unwrap();
         let mock = HttpMock::install();
         mock.reply(503, "try later");
-        let failed = {{Type}}::deliver(&config, &[event(1, "task-failed")]).unwrap_err();
+        let failed = P::deliver(&config, &[event(1, "task-failed")]).unwrap_err();
         assert!(failed.is_transient());
-        assert!({{Type}}::deliver(&config, &[event(1, "task-failed")]).is_ok());
+        assert!(P::deliver(&config, &[event(1, "task-failed")]).is_ok());
         assert_eq!(mock.requests().len(), 2);
     }
 
     #[test]
     fn a_url_that_is_not_http_is_refused_naming_the_key() {
-        let e = configure_notifier::<{{Type}}>("url = \"ftp://x\"").err().unwrap();
+        let e = configure_notifier::<P>("url = \"ftp://x\"").unwrap_err();
         assert_eq!(e.key.as_deref(), Some("url"));
     }
 }

@@ -50,14 +50,17 @@ mod tests {
     use nightjar_sdk::testing::SnapshotBuilder;
     use nightjar_sdk::{Priority, Verdict, configure};
 
+    /// The plugin under test.
+    type P = {{Type}};
+
     #[test]
     fn tasks_of_a_held_project_wait_and_others_are_left_alone() {
-        let config = configure::<{{Type}}>("hold = [\"render\"]").unwrap();
+        let config = configure::<P>("hold = [\"render\"]").unwrap();
         let s = SnapshotBuilder::at(1_796_040_000_000)
             .queued(1, "render", Priority::Normal, 0)
             .queued(2, "vision", Priority::Normal, 0)
             .build();
-        let e = {{Type}}::evaluate(&config, &s);
+        let e = P::evaluate(&config, &s);
         assert_eq!(e.verdicts.len(), 1);
         assert_eq!(e.verdicts[0].task, 1);
         assert!(matches!(e.verdicts[0].verdict, Verdict::Defer(_)));
@@ -65,7 +68,7 @@ mod tests {
 
     #[test]
     fn a_misspelt_key_is_an_error_naming_it() {
-        let e = configure::<{{Type}}>("holds = [\"render\"]").err().unwrap();
+        let e = configure::<P>("holds = [\"render\"]").unwrap_err();
         assert_eq!(e.key.as_deref(), Some("holds"));
     }
 }

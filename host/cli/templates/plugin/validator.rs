@@ -51,17 +51,20 @@ mod tests {
     use nightjar_sdk::configure_validator;
     use nightjar_sdk::testing::RunBuilder;
 
+    /// The plugin under test.
+    type P = {{Type}};
+
     #[test]
     fn a_missing_or_empty_file_is_an_error() {
-        let config = configure_validator::<{{Type}}>("files = [\"a\", \"b\", \"c\"]").unwrap();
+        let config = configure_validator::<P>("files = [\"a\", \"b\", \"c\"]").unwrap();
         let run = RunBuilder::new().file("a", 10).file("b", 0).build();
-        let findings = {{Type}}::validate(&config, &run);
+        let findings = P::validate(&config, &run);
         assert_eq!(findings.len(), 2, "{findings:?}");
     }
 
     #[test]
     fn a_misspelt_key_is_an_error_naming_it() {
-        let e = configure_validator::<{{Type}}>("file = \"a\"").err().unwrap();
+        let e = configure_validator::<P>("file = \"a\"").unwrap_err();
         assert_eq!(e.key.as_deref(), Some("file"));
     }
 }
