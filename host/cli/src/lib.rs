@@ -13,7 +13,10 @@ mod gpus;
 mod logs;
 mod ls;
 mod manifest;
+mod manpage;
 mod notify;
+/// `plugins new`: a plugin crate from the SDK.
+pub mod plugin_new;
 pub mod plugins;
 mod report;
 /// The report's files: `--html` written atomically, `--pdf` printed by Chromium.
@@ -30,6 +33,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use clap::{CommandFactory, Parser, Subcommand};
 
+pub use manpage::daemon_command;
 use nightjar_core::api::{self, ErrorKind};
 use nightjar_core::client::{CallError, Client, NotRunning};
 
@@ -123,7 +127,8 @@ pub enum Verb {
     },
     /// Every GPU: utilisation, memory used/reserved/free, temperature, power, health, tasks.
     Gpus(gpus::Args),
-    /// Policy plugins: `ls` (the daemon's chain), `check FILE`, `test FILE --snapshot S.json`.
+    /// Plugins: `ls` (the daemon's chain), `reload`, `check FILE`, `test FILE
+    /// --snapshot S.json`, `new NAME --kind policy|notifier|validator`.
     #[command(subcommand)]
     Plugins(plugins::Cmd),
     /// Notifications: `ls` (pending, retrying, dead), `retry ID`, `test NAME`.
@@ -213,6 +218,7 @@ fn run(cli: Cli) -> Result<i32> {
         Verb::Daemon | Verb::Plugins(plugins::Cmd::Check { .. } | plugins::Cmd::Test { .. }) => {
             return exec::nightjard();
         }
+        Verb::Plugins(plugins::Cmd::New(a)) => return plugin_new::run(a),
         _ => {}
     }
     // A period that ends before it starts is a usage error, said before
@@ -291,11 +297,17 @@ fn run(cli: Cli) -> Result<i32> {
 }
 
 impl Cli {
-    /// Parses the command line. `NIGHTJAR_CONFIG=` or `NIGHTJAR_STATE_DIR=`
+    /// Parses the command line. `NIGHTJAR_CONFIG=`, `NIGHTJAR_STATE_DIR=`
+    /// (or the socket or SDK variable)
     /// set but empty (a cleared variable in a script) count as unset, as
     /// an empty `PATH` entry would, not as a flag missing its value.
     pub fn parse_args() -> Cli {
-        for var in ["NIGHTJAR_CONFIG", "NIGHTJAR_STATE_DIR", "NIGHTJAR_SOCKET"] {
+        for var in [
+            "NIGHTJAR_CONFIG",
+            "NIGHTJAR_STATE_DIR",
+            "NIGHTJAR_SOCKET",
+            "NIGHTJAR_SDK",
+        ] {
             if std::env::var_os(var).is_some_and(|v| v.is_empty()) {
                 // SAFETY: called first thing in main, before any other thread
                 // exists that could read the environment.

@@ -1,6 +1,7 @@
-//! `nightjar plugins ls | reload | check FILE | test FILE --snapshot SNAP.json`.
-//! `check` and `test` work offline, so authors can try a policy without a
-//! daemon; they need the plugin host, so `nightjard` runs them.
+//! `nightjar plugins ls | reload | check FILE | test FILE --snapshot SNAP.json
+//! | new NAME --kind KIND`. `check` and `test` work offline, so authors can
+//! try a plugin without a daemon; they need the plugin host, so `nightjard`
+//! runs them. `new` writes a plugin crate (`plugin_new`), in the client.
 
 use std::path::PathBuf;
 
@@ -17,7 +18,9 @@ pub enum Cmd {
     Ls,
     /// Reload the chain's plugin files now (also on SIGHUP and on a change in the folder).
     Reload,
-    /// Check a component offline: compiles, implements scheduling-policy, accepts its config.
+    /// Check a component offline: it compiles, implements a world this host
+    /// loads (scheduling-policy, result-validator or notifier) and accepts
+    /// its config.
     Check {
         /// The `.wasm` component.
         file: PathBuf,
@@ -38,6 +41,9 @@ pub enum Cmd {
         #[arg(long)]
         plugin_config: Option<PathBuf>,
     },
+    /// Write a new plugin crate from the SDK (`--kind policy`, `notifier`
+    /// or `validator`) that builds for wasm32-wasip2 and passes `check`.
+    New(super::plugin_new::Args),
 }
 
 /// Runs `plugins ls` against the daemon.

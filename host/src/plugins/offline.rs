@@ -59,15 +59,23 @@ fn load(file: &Path, config: Option<&Path>, limits: &PluginLimits) -> Result<Wor
 /// The interface a result validator exports, as its bytes spell it.
 const VALIDATE_EXPORT: &[u8] = b"nightjar:plugin/validate@";
 
-/// `plugins check`: a scheduling policy, or else a result validator.
+/// The interface a notifier exports, as its bytes spell it.
+const NOTIFY_EXPORT: &[u8] = b"nightjar:plugin/notify@";
+
+/// `plugins check`: a scheduling policy, or else a result validator, or a
+/// notifier (told apart by the interface its bytes name).
 pub fn check(file: &Path, config: Option<&Path>, limits: &PluginLimits) -> Result<i32> {
     // A validator's export name is in its bytes: try that world first, so
     // the component is compiled once (the other world stays the fallback).
     let wasm = source::read(file, limits.max_file_size)?;
-    let validator_first = wasm
-        .windows(VALIDATE_EXPORT.len())
-        .any(|w| w == VALIDATE_EXPORT);
+    let names = |export: &[u8]| wasm.windows(export.len()).any(|w| w == export);
+    let validator_first = names(VALIDATE_EXPORT);
+    let notifier = names(NOTIFY_EXPORT);
     drop(wasm);
+    if notifier && !validator_first {
+        println!("{}", check_notifier(file, config, limits)?);
+        return Ok(0);
+    }
     if validator_first && let Some(line) = check_validator(file, config, limits)? {
         println!("{line}");
         return Ok(0);
@@ -123,6 +131,29 @@ fn check_validator(
         file.display(),
         v.sha256
     )))
+}
+
+/// The ok line for `file`, a notifier that accepts `config`; an error
+/// naming the file when it is not one or refuses its config.
+fn check_notifier(file: &Path, config: Option<&Path>, limits: &PluginLimits) -> Result<String> {
+    use super::notifier::NotifierPlugin;
+    let wasm = source::read(file, limits.max_file_size)?;
+    let name = super::validator::name_of(file);
+    let engine = PluginEngine::new(None)?;
+    let n = NotifierPlugin::load(&engine, &name, &wasm, limits.clone())
+        .map(std::sync::Arc::new)
+        .map_err(|e| anyhow::anyhow!("{}: {e} ({})", file.display(), e.cause()))?;
+    let text = match config {
+        Some(c) => nightjar_core::paths::read_config(c).map_err(anyhow::Error::msg)?,
+        None => String::new(),
+    };
+    n.configure(&text)
+        .map_err(|e| anyhow::anyhow!("{}: {e} ({})", file.display(), e.cause()))?;
+    Ok(format!(
+        "{}: ok (notifier, nightjar:plugin@0.2.0, sha256 {})",
+        file.display(),
+        n.sha256
+    ))
 }
 
 /// `plugins test`.

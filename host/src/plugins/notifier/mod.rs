@@ -5,6 +5,7 @@
 //! a memory cap, bounded answers, no files, no clock, a watchdog thread.
 
 pub mod allow;
+mod check;
 pub mod http;
 pub mod mail;
 pub mod smtp;
