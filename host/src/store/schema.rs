@@ -316,4 +316,9 @@ ALTER TABLE tasks ADD COLUMN cache_bypass INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX runs_cache ON runs (cache_key, finished_at)
     WHERE cache_key IS NOT NULL AND class = 'ok';
 "#,
+    r#"
+-- Runtime estimates (backfill) read the runs of one task name and project:
+-- without this index a name with no history walked every finished run.
+CREATE INDEX tasks_name ON tasks (name, project);
+"#,
 ];
