@@ -190,3 +190,45 @@ fn copy_mode_gives_a_cached_task_files_of_its_own() {
         std::fs::metadata(&dst).unwrap().ino()
     );
 }
+
+/// A cached completion keeps to `output_roots` as a real run does: an
+/// output folder whose parent became a symlink out of the roots after the
+/// submit gets nothing written there.
+#[test]
+fn a_cached_copy_into_an_output_swapped_out_of_output_roots_is_refused() {
+    let mut nj = Nj::new("");
+    let root = nj.dir.path().join("proj");
+    let text = std::fs::read_to_string(&nj.config).unwrap();
+    std::fs::write(
+        &nj.config,
+        format!("output_roots = [\"{}\"]\n{text}", root.display()),
+    )
+    .unwrap();
+    nj.start();
+    let repo = project(&nj);
+    submit(&nj, &repo, &[]);
+    // `submit --hold -f FILE` does not hold: the file says so itself.
+    let file = repo.join("held.toml");
+    let text = std::fs::read_to_string(repo.join("prep.toml")).unwrap();
+    std::fs::write(&file, format!("hold = true\n{text}")).unwrap();
+    let held = nj.submit(&["-f", file.to_str().unwrap()]);
+    // The earlier outputs move out of the roots; `out` now leads there.
+    let away = nj.path("away");
+    std::fs::remove_dir(&away).unwrap();
+    std::fs::rename(repo.join("out"), &away).unwrap();
+    std::os::unix::fs::symlink(&away, repo.join("out")).unwrap();
+    nj.ok(&["release", &held.to_string()]);
+    assert_ne!(nj.wait(held), 0, "{}", nj.daemon_log());
+    assert!(
+        !away.join(held.to_string()).exists(),
+        "outputs written outside output_roots"
+    );
+    let run = last_run(&nj, held);
+    assert!(
+        run["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("outside output_roots"),
+        "{run}"
+    );
+}

@@ -39,7 +39,7 @@ pub(crate) fn connect(nj: &Nj) -> UnixStream {
 }
 
 /// Sends raw bytes (a newline is added) and returns the reply line.
-fn raw(nj: &Nj, line: &[u8]) -> String {
+pub(crate) fn raw(nj: &Nj, line: &[u8]) -> String {
     let mut s = connect(nj);
     // The daemon may refuse before reading everything: a failed write is fine.
     let _ = s.write_all(line).and_then(|_| s.write_all(b"\n"));
@@ -69,7 +69,7 @@ fn refused_cli(nj: &Nj, args: &[&str], expect: &str) {
 }
 
 /// The daemon refuses the raw request with an error containing `expect`.
-fn refused_raw(nj: &Nj, line: &[u8], expect: &str) {
+pub(crate) fn refused_raw(nj: &Nj, line: &[u8], expect: &str) {
     let before = queue(nj);
     let reply = raw(nj, line);
     let v: Value = serde_json::from_str(&reply).expect("a JSON reply");
@@ -84,7 +84,7 @@ fn refused_raw(nj: &Nj, line: &[u8], expect: &str) {
 }
 
 /// A valid one-task submission the raw cases break in one place each.
-fn entry(nj: &Nj, name: &str) -> Value {
+pub(crate) fn entry(nj: &Nj, name: &str) -> Value {
     json!({
         "name": name, "project": "default", "is_sweep": false, "schedule": null,
         "deps": [], "held": true,
@@ -97,7 +97,7 @@ fn entry(nj: &Nj, name: &str) -> Value {
     })
 }
 
-fn submit(entries: Vec<Value>) -> Vec<u8> {
+pub(crate) fn submit(entries: Vec<Value>) -> Vec<u8> {
     crate::harness::raw_request(json!({"verb": "submit", "entries": entries}))
 }
 

@@ -26,6 +26,7 @@ mod first_party;
 mod gpu_oom;
 mod gpus;
 mod hardening;
+mod hostile_env;
 mod hostile_inputs;
 mod hostile_output;
 mod http;

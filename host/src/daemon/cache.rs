@@ -192,17 +192,37 @@ impl Daemon {
         if same {
             return Ok(());
         }
-        copy_tree(&src, &dst, self.cfg.cache.outputs, rs.run_as.as_ref())
+        // As the supervisor does for a real run: the folder (made as the
+        // owner) must lead inside `output_roots`, checked before and after.
+        let within = || {
+            crate::sandbox::paths::check_within(&dst, &rs.output_roots).map_err(anyhow::Error::msg)
+        };
+        within()?;
+        copy_tree(
+            &src,
+            &dst,
+            self.cfg.cache.outputs,
+            rs.run_as.as_ref(),
+            within,
+        )
     }
 }
 
 /// Copies the folder `src` into `dst` (made if missing; files already there
 /// are kept) as `run_as` when given: never as root in a user's folders.
+/// `made` checks `dst` once it exists, before anything is copied.
 /// Hard links first for [`CacheOutputs::Link`], copies where they fail.
-fn copy_tree(src: &Path, dst: &Path, how: CacheOutputs, run_as: Option<&RunAs>) -> Result<()> {
+fn copy_tree(
+    src: &Path,
+    dst: &Path,
+    how: CacheOutputs,
+    run_as: Option<&RunAs>,
+    made: impl Fn() -> Result<()>,
+) -> Result<()> {
     let mut mkdir = Command::new("mkdir");
     mkdir.arg("-p").arg("--").arg(dst);
     run(mkdir, run_as).context("make the output folder")?;
+    made()?;
     let from = src.join(".");
     let cp = |link: bool| {
         let mut c = Command::new("cp");

@@ -151,9 +151,25 @@ pub fn check(cfg: &Config, e: &mut Environment, who: Option<As>) -> Result<(), S
 
 /// A mount may not reach the daemon's state dir (its database, other
 /// users' runs): neither the folder, nor one inside it, nor one above it.
+/// The host path must be its own real path (a raw client may send
+/// `/x/../state` or a symlink, which the runtime would follow).
 fn check_mount(cfg: &Config, host: &Path) -> Result<(), String> {
-    let state = std::fs::canonicalize(&cfg.state_dir).unwrap_or_else(|_| cfg.state_dir.clone());
-    let socket_dir = cfg.socket.parent().map(Path::to_path_buf);
+    let real = std::fs::canonicalize(host).map_err(|e| {
+        format!(
+            "environment.container.mounts: {}: {e}; create it or fix the mount",
+            host.display()
+        )
+    })?;
+    if real != host {
+        return Err(format!(
+            "environment.container.mounts: {} resolves to {}: submit the real folder",
+            host.display(),
+            real.display()
+        ));
+    }
+    let real_or = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let state = real_or(&cfg.state_dir);
+    let socket_dir = cfg.socket.parent().map(real_or);
     for guarded in std::iter::once(state).chain(socket_dir) {
         if host.starts_with(&guarded) || guarded.starts_with(host) {
             return Err(format!(

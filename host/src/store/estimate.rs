@@ -5,11 +5,15 @@
 
 use super::{Result, Store};
 
-/// A name's latest successful runs' durations: through `tasks_name_project`,
-/// never a scan of every task (estimates are asked on scheduling passes).
+/// The durations of a name's recent successful runs. Asked for every
+/// placeable task in a pass after any success: it must find the name's
+/// tasks by index (`tasks_name_project`), never walk every finished run.
+/// `CROSS JOIN` keeps tasks the outer loop and `+r.state` keeps SQLite off
+/// `runs_state` (without statistics it prefers that index, a walk of every
+/// finished run: ~15 ms per lookup at 50,000 runs against ~0.1 ms).
 pub(super) const RECENT_SQL: &str = "SELECT r.finished_at - r.started_at
      FROM tasks t INDEXED BY tasks_name_project CROSS JOIN runs r ON r.task_id = t.id
-     WHERE t.name = ?1 AND t.project = ?2 AND r.state = 'finished' AND r.class = 'ok'
+     WHERE t.name = ?1 AND t.project = ?2 AND +r.state = 'finished' AND r.class = 'ok'
        AND r.finished_at IS NOT NULL
      ORDER BY r.finished_at DESC, r.id DESC LIMIT ?3";
 
@@ -55,6 +59,25 @@ mod tests {
             message: None,
         };
         s.finish_run(run, &out).unwrap();
+    }
+
+    #[test]
+    fn a_names_history_is_found_by_index_not_by_walking_every_finished_run() {
+        let (_dir, s) = store();
+        let plan: Vec<String> = s
+            .conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {}", super::RECENT_SQL))
+            .unwrap()
+            .query_map(rusqlite::params!["n", "p", 10], |r| r.get::<_, String>(3))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        let plan = plan.join("\n");
+        assert!(
+            plan.contains("INDEX tasks_name_project (name=? AND project=?)"),
+            "{plan}"
+        );
+        assert!(!plan.contains("runs_state"), "{plan}");
     }
 
     #[test]
