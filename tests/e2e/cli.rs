@@ -231,6 +231,34 @@ fn cron_nicknames_are_accepted_and_reboot_fires_once_per_daemon_start() {
 }
 
 #[test]
+fn flags_beside_a_task_file_apply_or_are_refused_never_dropped() {
+    let mut nj = Nj::new("");
+    nj.start();
+    let file = nj.path("files").join("t.toml");
+    std::fs::write(&file, "command = \"true\"\n").unwrap();
+    let f = file.to_str().unwrap();
+    let id = nj.submit(&["--hold", "-f", f]);
+    assert_eq!(
+        nj.show(id)["task"]["state"],
+        "held",
+        "--hold applies to a file"
+    );
+    let out = nj.cli(&["submit", "--gpus", "2", "--project", "x", "-f", f]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--project, --gpus apply to `submit -- CMD`"),
+        "{err}"
+    );
+    let all = nj.json(&["ls", "--all"]);
+    assert_eq!(
+        all.as_array().unwrap().len(),
+        1,
+        "nothing else queued: {all}"
+    );
+}
+
+#[test]
 fn completions_are_printed_for_bash() {
     let nj = Nj::new("");
     let out = nj.ok(&["completions", "bash"]);

@@ -190,11 +190,22 @@ fn definitions(a: Args) -> Result<(Vec<TaskDef>, PathBuf, String, String)> {
                 "--venv, --conda and --container apply to `submit -- CMD`; for a task file, write them in its [environment] table"
             );
         }
+        let unused = flags_a_file_sets(&a);
+        if !unused.is_empty() {
+            bail!(
+                "{} appl{} to `submit -- CMD`; for a task file {}, write {} in the file (only --hold, --seed, --cache and --no-cache apply to a file's tasks)",
+                unused.join(", "),
+                if unused.len() == 1 { "ies" } else { "y" },
+                path.display(),
+                if unused.len() == 1 { "it" } else { "them" }
+            );
+        }
         let mut defs = file::read(&path)?;
-        // `--seed` and `--cache` apply to every task of the file.
+        // `--hold`, `--seed` and `--cache` apply to every task of the file.
         for d in &mut defs {
             d.seed = a.seed.or(d.seed);
             d.cache |= a.cache;
+            d.hold |= a.hold;
         }
         let abs = cwd.join(&path);
         let base = abs.parent().map(PathBuf::from).unwrap_or(cwd);
@@ -278,4 +289,34 @@ fn parse_class(s: &str) -> Result<nightjar_core::api::wire::RunClass, String> {
             RunClass::ALL.map(RunClass::as_str).join(", ")
         )
     })
+}
+
+/// The flags given that only `submit -- CMD` reads: a task file says
+/// these itself, and one given beside a file would be silently lost.
+fn flags_a_file_sets(a: &Args) -> Vec<&'static str> {
+    let defaults = RetryPolicy::default();
+    [
+        ("--name", a.name.is_some()),
+        ("--project", a.project.is_some()),
+        ("--priority", a.priority != Priority::Normal),
+        ("--gpus", a.gpus != 0),
+        ("--gpu-mem", a.gpu_mem.is_some()),
+        ("--cpus", a.cpus.is_some()),
+        ("--mem", a.mem.is_some()),
+        ("--timeout", a.timeout.is_some()),
+        ("--after", !a.after.is_empty()),
+        ("--after-any", !a.after_any.is_empty()),
+        ("--attempts", a.attempts != 1),
+        ("--backoff", a.backoff != defaults.backoff),
+        ("--retry-on", !a.retry_on.is_empty()),
+        ("--workdir", a.workdir.is_some()),
+        ("--env", !a.env.is_empty()),
+        ("--input", !a.inputs.is_empty()),
+        ("--output", a.output.is_some()),
+        ("--schedule", a.schedule.is_some()),
+        ("--preemptible", a.preemptible),
+    ]
+    .into_iter()
+    .filter_map(|(flag, set)| set.then_some(flag))
+    .collect()
 }
