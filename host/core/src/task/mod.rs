@@ -4,6 +4,7 @@
 pub mod check;
 pub mod checkpoint;
 pub mod environment;
+pub mod environment_def;
 pub mod environment_find;
 pub mod file;
 pub mod model;
