@@ -212,8 +212,14 @@ fn a_task_runs_inside_a_podman_container_with_workdir_output_and_env() {
     );
     let name =
         nightjar::sandbox::container::name(&nj.state, show["runs"][0]["id"].as_i64().unwrap());
-    let left = podman(
-        &global(&g),
+    let left = containers_named(&g, &name);
+    assert_eq!(left, "", "the container was not removed");
+}
+
+/// The containers podman still lists (running or not) under `name`.
+fn containers_named(g: &str, name: &str) -> String {
+    podman(
+        &global(g),
         &[
             "ps",
             "-a",
@@ -223,8 +229,7 @@ fn a_task_runs_inside_a_podman_container_with_workdir_output_and_env() {
             "{{.Names}}",
         ],
     )
-    .unwrap();
-    assert_eq!(left, "", "the container was not removed");
+    .unwrap()
 }
 
 #[test]
@@ -257,18 +262,7 @@ fn cancel_stops_a_sleeping_container_and_leaves_none_behind() {
         !alive(pid),
         "the container's process {pid} survived the cancel"
     );
-    let left = podman(
-        &global(&g),
-        &[
-            "ps",
-            "-a",
-            "--filter",
-            &format!("name=^{name}$"),
-            "--format",
-            "{{.Names}}",
-        ],
-    )
-    .unwrap();
+    let left = containers_named(&g, &name);
     assert_eq!(left, "", "container {name} left behind");
 }
 

@@ -14,6 +14,13 @@ pub struct CacheSource {
     pub output: Option<String>,
 }
 
+/// Earlier successful runs with key `?1`, newest first: through the
+/// partial index `runs_cache`, never a walk of every run.
+pub(super) const SOURCES_SQL: &str = "SELECT id, output FROM runs INDEXED BY runs_cache
+     WHERE cache_key = ?1 AND class = 'ok' AND state = 'finished'
+       AND outputs_removed_at IS NULL
+     ORDER BY finished_at DESC LIMIT ?2";
+
 /// Most earlier runs one lookup considers (the newest first).
 const SOURCES: usize = 8;
 
@@ -31,12 +38,7 @@ impl Store {
     /// Earlier runs that succeeded with this cache key and whose outputs
     /// retention has not removed, newest first.
     pub fn cache_sources(&self, key: &str) -> Result<Vec<CacheSource>> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT id, output FROM runs INDEXED BY runs_cache
-             WHERE cache_key = ?1 AND class = 'ok' AND state = 'finished'
-               AND outputs_removed_at IS NULL
-             ORDER BY finished_at DESC LIMIT ?2",
-        )?;
+        let mut stmt = self.conn.prepare_cached(SOURCES_SQL)?;
         let rows = stmt
             .query_map(params![key, SOURCES as i64], |r| {
                 Ok(CacheSource {
