@@ -18,6 +18,7 @@ pub mod nightjard;
 pub mod notify;
 pub mod plugins;
 pub mod postrun;
+pub mod privsep;
 pub mod report;
 pub mod sandbox;
 pub mod scheduler;

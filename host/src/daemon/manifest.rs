@@ -66,6 +66,36 @@ impl Daemon {
         }
     }
 
+    /// [`manifest::capture`] on a thread acting as the task's owner (git
+    /// and pip run as them, inputs are read as them), the digest cache
+    /// answered from the store on this thread.
+    fn capture_as_owner(
+        &self,
+        spec: &TaskSpec,
+        phase: Phase,
+        subject: &Subject<'_>,
+        earlier: Option<&Manifest>,
+        verify: bool,
+    ) -> Manifest {
+        let budget = self.budget();
+        let captured = crate::privsep::identity(spec.owner.as_ref()).and_then(|who| {
+            let mut cache = StoreCache(self);
+            crate::privsep::as_owner_serving(
+                who.as_ref(),
+                |call| manifest::serve(&mut cache, call),
+                |owned, ask| {
+                    let mut remote = manifest::Remote(ask);
+                    manifest::capture(phase, subject, earlier, &mut remote, verify, budget, owned)
+                },
+            )
+        });
+        captured.unwrap_or_else(|e| {
+            let mut m = Manifest::new(phase, now_ms(), subject.workdir.to_path_buf());
+            m.notes.push(format!("nothing captured: {e}"));
+            m
+        })
+    }
+
     /// The environment a task's run will see, as far as it is known before
     /// it is placed: the allow-listed daemon variables and the task's own.
     pub(super) fn planned_env(&self, spec: &TaskSpec) -> BTreeMap<String, String> {
@@ -102,14 +132,7 @@ impl Daemon {
                     inputs: &shared.1,
                     env: &shared.2,
                 };
-                let m = manifest::capture(
-                    Phase::Submit,
-                    &subject,
-                    None,
-                    &mut StoreCache(self),
-                    verify,
-                    self.budget(),
-                );
+                let m = self.capture_as_owner(spec, Phase::Submit, &subject, None, verify);
                 done.push((shared, m.clone()));
                 Some(m)
             })
@@ -127,14 +150,7 @@ impl Daemon {
             inputs: &spec.inputs,
             env: &env,
         };
-        manifest::capture(
-            Phase::Submit,
-            &subject,
-            Some(recorded),
-            &mut StoreCache(self),
-            false,
-            self.budget(),
-        )
+        self.capture_as_owner(spec, Phase::Submit, &subject, Some(recorded), false)
     }
 
     /// What the world holds for task `task` now, before it is claimed
@@ -151,14 +167,7 @@ impl Daemon {
             inputs: &spec.inputs,
             env: &env,
         };
-        let mut m = manifest::capture(
-            Phase::Start,
-            &subject,
-            submit.as_ref(),
-            &mut StoreCache(self),
-            false,
-            self.budget(),
-        );
+        let mut m = self.capture_as_owner(spec, Phase::Start, &subject, submit.as_ref(), false);
         if submit.is_none() {
             m.notes.push(
                 "no submit manifest (submitted by an older nightjar): inputs not compared".into(),

@@ -3,12 +3,15 @@
 //! differ from HEAD, and a sha256 of `git diff HEAD` streamed (a diff of any
 //! size is hashed as it comes, never held).
 //!
-//! git runs as the daemon's user with optional locks off (a capture never
+//! git runs as the task's owner (a system daemon's capture thread acts as
+//! them, and git drops to them before it executes), with optional locks off (a capture never
 //! takes the index lock from the task's own git), no pager, no prompt, no
 //! fsmonitor hook, no external diff or textconv driver.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use crate::privsep::Owned;
 use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
@@ -18,10 +21,10 @@ use nightjar_core::api::manifest::GitRecord;
 
 /// The git state of the repository `workdir` is in; what cannot be learnt
 /// within `timeout` (all calls together) is left out with a note.
-pub fn capture(workdir: &Path, timeout: Duration) -> GitRecord {
+pub fn capture(workdir: &Path, timeout: Duration, owned: Owned<'_>) -> GitRecord {
     let deadline = Instant::now() + timeout;
     let mut rec = GitRecord::default();
-    if let Err(note) = fill(&mut rec, workdir, deadline, timeout) {
+    if let Err(note) = fill(&mut rec, workdir, deadline, timeout, owned) {
         rec.note = Some(note);
     }
     rec
@@ -32,6 +35,7 @@ fn fill(
     workdir: &Path,
     deadline: Instant,
     timeout: Duration,
+    owned: Owned<'_>,
 ) -> Result<(), String> {
     // No `.git` in the workdir or above it: not a repository, and no git
     // process is started at all (most workdirs of a queue of `true` runs).
@@ -41,7 +45,7 @@ fn fill(
     rec.repo = Some(top.clone());
     let mut st = StatusLines::default();
     let status = bounded::run(
-        git(workdir).args([
+        git(workdir, owned)?.args([
             "status",
             "--porcelain=v2",
             "--branch",
@@ -74,7 +78,7 @@ fn fill(
     let mut hasher = Sha256::new();
     let mut bytes = 0u64;
     let diff = bounded::run(
-        git(workdir).args([
+        git(workdir, owned)?.args([
             "diff",
             "HEAD",
             "--binary",
@@ -150,8 +154,8 @@ fn find_repo(workdir: &Path) -> Option<PathBuf> {
 }
 
 /// `git -C workdir` with the capture's settings.
-fn git(workdir: &Path) -> Command {
-    let mut c = Command::new("git");
+fn git(workdir: &Path, owned: Owned<'_>) -> Result<Command, String> {
+    let mut c = owned.command("git")?;
     c.arg("-C")
         .arg(workdir)
         .args(["--no-optional-locks", "-c", "core.fsmonitor=false"])
@@ -169,7 +173,7 @@ fn git(workdir: &Path) -> Command {
     ] {
         c.env_remove(v);
     }
-    c
+    Ok(c)
 }
 
 fn timed_out(what: &str, timeout: Duration) -> String {

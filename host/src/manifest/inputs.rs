@@ -56,6 +56,21 @@ impl Key {
     }
 }
 
+/// An input record's copy of a key.
+trait SetKey {
+    fn set_key(&mut self, key: &Key);
+}
+
+impl SetKey for InputRecord {
+    fn set_key(&mut self, key: &Key) {
+        self.size = Some(key.size);
+        self.mtime_ns = Some(key.mtime_ns);
+        self.dev = Some(key.dev);
+        self.ino = Some(key.ino);
+        self.ctime_ns = Some(key.ctime_ns);
+    }
+}
+
 /// Where digests of earlier captures are kept (the store's `input_digests`).
 pub trait DigestCache {
     /// The digests known for `keys` (one lookup for all).
@@ -186,22 +201,33 @@ fn stat(path: &Path) -> (InputRecord, Option<Key>) {
         "other"
     }
     .into();
-    let key = Key::of(&m);
-    rec.size = Some(key.size);
-    rec.mtime_ns = Some(key.mtime_ns);
-    rec.dev = Some(key.dev);
-    rec.ino = Some(key.ino);
-    rec.ctime_ns = Some(key.ctime_ns);
-    if !ft.is_file() {
+    rec.set_key(&Key::of(&m));
+    if ft.is_file() {
+        // Readable by whoever captures (the owner, on the daemon's owner
+        // thread): a digest, cached or earlier, is shown only to someone
+        // who could read the file. The key is the open descriptor's.
+        match crate::privsep::open::regular(path, true) {
+            Ok((_, m)) => {
+                let key = Key::of(&m);
+                rec.set_key(&key);
+                return (rec, Some(key));
+            }
+            Err(e) => {
+                rec.kind = "unreadable".into();
+                rec.note = Some(format!("cannot open: {e}"));
+                return (rec, None);
+            }
+        }
+    }
+    {
         rec.note = Some(match rec.kind.as_str() {
             "folder" => {
                 "a folder: not hashed (list its files in `inputs` to record their digests)".into()
             }
             k => format!("a {k}, not a regular file: not read"),
         });
-        return (rec, None);
+        (rec, None)
     }
-    (rec, Some(key))
 }
 
 /// A short cause for an I/O error (`ELOOP` reads as a symlink loop).

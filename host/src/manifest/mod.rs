@@ -3,7 +3,10 @@
 //! (cached: a file hashed once is a stat afterwards), the Python
 //! environment, the machine. Everything here is bounded in time (git and
 //! pip under deadlines, inputs never opened unless they are regular files)
-//! and blocking: callers run it off the async runtime.
+//! and blocking: callers run it off the async runtime. A system daemon
+//! runs it on a thread acting as the task's owner ([`crate::privsep`]):
+//! what the owner could not read is not captured, and git and pip run as
+//! the owner.
 
 pub mod bounded;
 pub mod git;
@@ -11,11 +14,14 @@ pub mod inputs;
 pub mod python;
 pub mod system;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use nightjar_core::api::manifest::{InputChange, InputRecord, Manifest, Phase};
+
+use crate::privsep::Owned;
+use crate::privsep::thread::Ask;
 
 pub use inputs::{DigestCache, Earlier, Key};
 
@@ -48,10 +54,11 @@ pub fn capture(
     cache: &mut dyn DigestCache,
     verify: bool,
     budget: Budget,
+    owned: Owned<'_>,
 ) -> Manifest {
     let t0 = Instant::now();
     let mut m = Manifest::new(phase, crate::time::now_ms(), subject.workdir.to_path_buf());
-    m.git = git::capture(subject.workdir, budget.git);
+    m.git = git::capture(subject.workdir, budget.git, owned);
     let before = earlier.map(|e| Earlier {
         inputs: &e.inputs,
         at_ms: e.captured_at,
@@ -61,10 +68,52 @@ pub fn capture(
         m.inputs_changed = changes(&e.inputs, &m.inputs);
     }
     if let Some((kind, prefix)) = python::active(subject.env) {
-        m.python = Some(python::capture(kind, &prefix, subject.env, budget.python));
+        m.python = Some(python::capture(
+            kind,
+            &prefix,
+            subject.env,
+            budget.python,
+            owned,
+        ));
     }
     m.capture_ms = t0.elapsed().as_millis() as u64;
     m
+}
+
+/// A digest-cache call the owner's thread sends to the daemon's, which
+/// keeps the store (the owner's thread opens none of its files).
+pub enum CacheCall {
+    /// [`DigestCache::lookup`].
+    Lookup(Vec<Key>),
+    /// [`DigestCache::remember`].
+    Remember(Vec<(Key, String, String)>),
+}
+
+/// The digest cache as the owner's thread sees it: each call asked of the
+/// daemon's thread.
+pub struct Remote<'a>(pub &'a Ask<CacheCall, HashMap<Key, String>>);
+
+impl DigestCache for Remote<'_> {
+    fn lookup(&mut self, keys: &[Key]) -> HashMap<Key, String> {
+        self.0
+            .ask(CacheCall::Lookup(keys.to_vec()))
+            .unwrap_or_default()
+    }
+
+    fn remember(&mut self, fresh: &[(Key, String, String)]) {
+        self.0.ask(CacheCall::Remember(fresh.to_vec()));
+    }
+}
+
+/// Answers `call` from `cache` (on the daemon's thread).
+pub fn serve(cache: &mut dyn DigestCache, call: CacheCall) -> HashMap<Key, String> {
+    match call {
+        CacheCall::Lookup(keys) => cache.lookup(&keys),
+        CacheCall::Remember(fresh) => {
+            cache.remember(&fresh);
+            HashMap::new()
+        }
+    }
 }
 
 /// The inputs whose digest now differs from `before`'s (or that cannot be

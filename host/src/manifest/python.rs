@@ -3,16 +3,17 @@
 //! from its `conda-meta` folder, as `conda list --export` prints them,
 //! without starting conda). A list is kept in memory until the
 //! environment's package folders change, so a night of runs in one
-//! environment asks pip once.
+//! environment asks pip once. pip runs as the task's owner and the lists
+//! are kept per owner: one user's list is never another's answer.
 
 use std::collections::{BTreeMap, HashMap};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::bounded;
+use crate::privsep::Owned;
 use nightjar_core::api::manifest::PythonEnv;
 
 /// Most bytes of `pip freeze` output kept.
@@ -33,7 +34,10 @@ pub fn active(env: &BTreeMap<String, String>) -> Option<(&'static str, PathBuf)>
 /// package is installed or removed.
 type Stamp = Vec<(PathBuf, i64)>;
 
-static LISTS: Mutex<Option<HashMap<PathBuf, (Stamp, PythonEnv)>>> = Mutex::new(None);
+/// Lists by (the uid that read it, or none for the daemon's own; prefix).
+type Lists = HashMap<(Option<u32>, PathBuf), (Stamp, PythonEnv)>;
+
+static LISTS: Mutex<Option<Lists>> = Mutex::new(None);
 
 /// The packages of the environment at `prefix`; `env` is the run's
 /// environment (pip runs in it), `timeout` bounds pip.
@@ -42,11 +46,13 @@ pub fn capture(
     prefix: &Path,
     env: &BTreeMap<String, String>,
     timeout: Duration,
+    owned: Owned<'_>,
 ) -> PythonEnv {
     let stamp = stamp(kind, prefix);
+    let key = (owned.uid(), prefix.to_path_buf());
     if !stamp.is_empty() {
         let lists = LISTS.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((s, list)) = lists.as_ref().and_then(|m| m.get(prefix))
+        if let Some((s, list)) = lists.as_ref().and_then(|m| m.get(&key))
             && *s == stamp
         {
             return list.clone();
@@ -54,7 +60,7 @@ pub fn capture(
     }
     let list = match kind {
         "conda" => conda(prefix),
-        _ => pip(prefix, env, timeout),
+        _ => pip(prefix, env, timeout, owned),
     };
     if !stamp.is_empty() && (list.note.is_none() || !list.packages.is_empty()) {
         let mut lists = LISTS.lock().unwrap_or_else(|p| p.into_inner());
@@ -62,7 +68,7 @@ pub fn capture(
         if map.len() > 256 {
             map.clear();
         }
-        map.insert(prefix.to_path_buf(), (stamp, list.clone()));
+        map.insert(key, (stamp, list.clone()));
     }
     list
 }
@@ -88,7 +94,12 @@ fn stamp(kind: &str, prefix: &Path) -> Stamp {
         .collect()
 }
 
-fn pip(prefix: &Path, env: &BTreeMap<String, String>, timeout: Duration) -> PythonEnv {
+fn pip(
+    prefix: &Path,
+    env: &BTreeMap<String, String>,
+    timeout: Duration,
+    owned: Owned<'_>,
+) -> PythonEnv {
     let mut out = PythonEnv {
         kind: "venv".into(),
         prefix: prefix.to_path_buf(),
@@ -98,7 +109,13 @@ fn pip(prefix: &Path, env: &BTreeMap<String, String>, timeout: Duration) -> Pyth
     };
     let python = prefix.join("bin/python");
     let mut text = Vec::new();
-    let mut cmd = Command::new(&python);
+    let mut cmd = match owned.command(&python) {
+        Ok(c) => c,
+        Err(e) => {
+            out.note = Some(format!("skipped: {e}"));
+            return out;
+        }
+    };
     cmd.args(["-m", "pip", "freeze", "--disable-pip-version-check"])
         .env_clear()
         .envs(env)
@@ -215,6 +232,7 @@ mod tests {
             dir.path(),
             &BTreeMap::new(),
             Duration::from_secs(1),
+            Owned::own(),
         );
         assert_eq!(
             env.packages,
@@ -241,6 +259,7 @@ mod tests {
             dir.path(),
             &BTreeMap::new(),
             Duration::from_millis(300),
+            Owned::own(),
         );
         assert!(t0.elapsed() < Duration::from_secs(5));
         assert!(env.note.unwrap().contains("took longer than 300ms"));
@@ -249,6 +268,7 @@ mod tests {
             &dir.path().join("nope"),
             &BTreeMap::new(),
             Duration::from_secs(1),
+            Owned::own(),
         );
         assert!(missing.note.unwrap().starts_with("skipped: cannot run"));
     }

@@ -1,0 +1,203 @@
+//! Threads that act as a task's owner on the filesystem.
+//!
+//! Linux keeps credentials per thread; the C library's `setgroups` and
+//! `setfsuid` wrappers (and std's) change every thread of the process at
+//! once, the raw system calls change only the caller. A fresh thread makes
+//! the raw calls, does the owner's work and ends, so the identity can never
+//! leak into other work of the daemon. Its real and saved uids stay 0: the
+//! owner cannot signal or trace it (the kernel checks those, and marks the
+//! process non-dumpable when a thread's fsuid changes).
+
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+use std::sync::mpsc;
+
+use crate::sandbox::files::RunAs;
+
+/// Proof that the code holding it runs on a thread acting as `who` (or as
+/// the daemon's own user, when `who` is `None`).
+#[derive(Clone, Copy)]
+pub struct Owned<'a> {
+    who: Option<&'a RunAs>,
+}
+
+impl Owned<'static> {
+    /// The daemon's own identity, for work that is the daemon's alone
+    /// (tests, tools run by the admin on their own files).
+    pub fn own() -> Owned<'static> {
+        Owned { who: None }
+    }
+}
+
+impl Owned<'_> {
+    /// `program` to run as the owner: it drops to their uid, gid and groups
+    /// for good before it executes, with `HOME`, `USER` and `LOGNAME`
+    /// theirs. The daemon's own identity when no drop is needed.
+    pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Result<Command, String> {
+        let mut c = Command::new(program);
+        if let Some(w) = self.who {
+            c.env("HOME", &w.home)
+                .env("USER", &w.name)
+                .env("LOGNAME", &w.name);
+            // "." : the child stays where `current_dir` put it (entered
+            // as the owner: the fork has this thread's identity).
+            let become_ = crate::sandbox::identity::Become::new(w, std::path::Path::new("."))?;
+            // SAFETY: `apply` makes only async-signal-safe calls on memory
+            // prepared before the fork.
+            unsafe {
+                c.pre_exec(move || become_.apply().map_err(|(_, e)| e));
+            }
+        }
+        Ok(c)
+    }
+
+    /// The uid this thread acts as, when it is not the daemon's own.
+    pub fn uid(&self) -> Option<u32> {
+        self.who.map(|w| w.uid)
+    }
+}
+
+/// Runs `f` on a fresh thread acting as `who` on the filesystem (see the
+/// module's doc), and returns what it returns. `None`: the daemon's own
+/// user, on a fresh thread all the same.
+pub fn as_owner<T: Send>(
+    who: Option<&RunAs>,
+    f: impl FnOnce(Owned<'_>) -> T + Send,
+) -> Result<T, String> {
+    as_owner_serving(who, |()| (), move |o, _: &Ask<(), ()>| f(o))
+}
+
+/// A question the owner's thread asks the daemon's (a lookup in the store,
+/// which the owner's thread must not open files of).
+pub struct Ask<Q, A> {
+    tx: mpsc::Sender<(Q, mpsc::SyncSender<A>)>,
+}
+
+impl<Q, A> Ask<Q, A> {
+    /// The daemon thread's answer to `q` (`None` if it is gone).
+    pub fn ask(&self, q: Q) -> Option<A> {
+        let (reply, answer) = mpsc::sync_channel(1);
+        self.tx.send((q, reply)).ok()?;
+        answer.recv().ok()
+    }
+}
+
+/// As [`as_owner`], while the calling thread answers the questions `f`
+/// asks through its [`Ask`] with `serve` (as the daemon).
+pub fn as_owner_serving<T: Send, Q: Send, A: Send>(
+    who: Option<&RunAs>,
+    mut serve: impl FnMut(Q) -> A,
+    f: impl FnOnce(Owned<'_>, &Ask<Q, A>) -> T + Send,
+) -> Result<T, String> {
+    std::thread::scope(|s| {
+        let (tx, questions) = mpsc::channel();
+        let worker = std::thread::Builder::new()
+            .name("as-owner".into())
+            .spawn_scoped(s, move || {
+                if let Some(w) = who {
+                    become_owner(w)?;
+                }
+                let ask = Ask { tx };
+                Ok(f(Owned { who }, &ask))
+            })
+            .map_err(|e| format!("cannot start a thread to act as the task's owner: {e}"))?;
+        // Ends when the worker drops its sender (it returned or failed).
+        for (q, reply) in questions {
+            let _ = reply.send(serve(q));
+        }
+        worker
+            .join()
+            .map_err(|_| "the thread acting as the task's owner panicked".to_string())?
+    })
+}
+
+/// Capabilities the owner's thread keeps in its effective set: only those
+/// that let a child it forks drop to the owner for good (setgroups, setgid,
+/// setuid in [`Owned::command`]'s `pre_exec`).
+const KEPT_CAPS: u32 = (1 << CAP_SETGID) | (1 << CAP_SETUID);
+
+/// Capability numbers (linux/capability.h).
+const CAP_SETGID: u32 = 6;
+const CAP_SETUID: u32 = 7;
+
+/// Makes the calling thread act as `who` on the filesystem: supplementary
+/// groups, fsgid, fsuid, and an effective capability set of only
+/// [`KEPT_CAPS`]. Checked after: an error if any did not take. Call it only
+/// on a thread that ends when the owner's work does.
+pub fn become_owner(who: &RunAs) -> Result<(), String> {
+    let mut groups: Vec<libc::gid_t> = who.groups.clone();
+    if groups.is_empty() {
+        groups.push(who.gid);
+    }
+    let fail = |what: &str| {
+        format!(
+            "cannot act as user {} (uid {}): {what}: {}",
+            who.name,
+            who.uid,
+            std::io::Error::last_os_error()
+        )
+    };
+    // SAFETY: raw system calls on live buffers; they change only the
+    // calling thread's credentials.
+    unsafe {
+        if libc::syscall(libc::SYS_setgroups, groups.len(), groups.as_ptr()) != 0 {
+            return Err(fail("setgroups"));
+        }
+        libc::syscall(libc::SYS_setfsgid, who.gid);
+        libc::syscall(libc::SYS_setfsuid, who.uid);
+        // setfs*id never report failure; an invalid id (-1) changes nothing
+        // and returns the current one.
+        let fsgid = libc::syscall(libc::SYS_setfsgid, u32::MAX) as u32;
+        let fsuid = libc::syscall(libc::SYS_setfsuid, u32::MAX) as u32;
+        if fsgid != who.gid || fsuid != who.uid {
+            return Err(format!(
+                "cannot act as user {} (uid {}): the filesystem ids did not change (fsuid {fsuid}, fsgid {fsgid})",
+                who.name, who.uid
+            ));
+        }
+    }
+    drop_caps().map_err(|e| fail(&e))
+}
+
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: libc::c_int,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+/// `_LINUX_CAPABILITY_VERSION_3`: two 32-bit words per set.
+const CAP_V3: u32 = 0x2008_0522;
+
+/// Clears every effective capability of the calling thread but
+/// [`KEPT_CAPS`] (and every one past the first word).
+fn drop_caps() -> Result<(), String> {
+    let mut head = CapHeader {
+        version: CAP_V3,
+        pid: 0,
+    };
+    let mut data = [CapData::default(); 2];
+    // SAFETY: capget/capset on the calling thread with version-3 buffers.
+    unsafe {
+        if libc::syscall(libc::SYS_capget, &mut head, data.as_mut_ptr()) != 0 {
+            return Err("capget".into());
+        }
+        data[0].effective &= KEPT_CAPS;
+        data[1].effective = 0;
+        if libc::syscall(libc::SYS_capset, &mut head, data.as_ptr()) != 0 {
+            return Err("capset".into());
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[path = "thread_tests.rs"]
+mod tests;
