@@ -48,6 +48,7 @@ mod package;
 mod plugin_config;
 mod plugin_new;
 mod policies;
+mod privsep;
 mod quotas;
 mod report;
 mod report_html;

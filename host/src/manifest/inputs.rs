@@ -213,6 +213,9 @@ fn stat(path: &Path) -> (InputRecord, Option<Key>) {
                 return (rec, Some(key));
             }
             Err(e) => {
+                // Nothing of a file its owner cannot open is shown.
+                (rec.size, rec.mtime_ns, rec.dev, rec.ino, rec.ctime_ns) =
+                    (None, None, None, None, None);
                 rec.kind = "unreadable".into();
                 rec.note = Some(format!("cannot open: {e}"));
                 return (rec, None);

@@ -1,0 +1,176 @@
+//! The privilege boundary, attacked by local users of a root daemon: what
+//! the daemon does on a user's paths (manifest capture: pip, git, inputs;
+//! outputs: their walk, validators, archives, retention) happens as that
+//! user, so nothing only root may read reaches them, and nothing of theirs
+//! runs as root.
+
+use std::os::unix::fs::{PermissionsExt, chown, symlink};
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::users_harness::{Acct, folder_of, system, users, wait_end};
+
+/// `body` as an executable script of `who`'s at `path`.
+fn script_of(who: &Acct, path: &Path, body: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, body).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    for p in path.ancestors().take(3) {
+        let _ = chown(p, Some(who.uid), Some(who.gid));
+    }
+}
+
+/// Makes every file and folder under `dir` `who`'s.
+fn give(who: &Acct, dir: &Path) {
+    let out = std::process::Command::new("chown")
+        .args(["-R", &format!("{}:{}", who.uid, who.gid)])
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+}
+
+#[test]
+fn a_users_venv_python_runs_as_her_at_submit_and_at_start_never_as_root() {
+    let Some(u) = users("pip freeze runs as the task's owner") else {
+        return;
+    };
+    let s = system("");
+    let work = folder_of(&u.alice, "nj-venv");
+    let venv = work.join("venv");
+    // Her "python" answers `-m pip freeze` with the uid it runs as and
+    // whether it could read a root-only file.
+    script_of(
+        &u.alice,
+        &venv.join("bin/python"),
+        "#!/bin/sh\nif head -c1 /etc/shadow >/dev/null 2>&1; then r=root; else r=user; fi\necho \"uid$(id -u)-$r==1\"\n",
+    );
+    std::fs::create_dir_all(venv.join("lib/python3.11/site-packages")).unwrap();
+    give(&u.alice, &venv);
+    let id = s.submit(
+        &u,
+        &u.alice,
+        &[
+            "--workdir",
+            work.to_str().unwrap(),
+            "-e",
+            &format!("VIRTUAL_ENV={}", venv.display()),
+            "--",
+            "true",
+        ],
+    );
+    let d = wait_end(&s, id);
+    let want = Value::from(vec![format!("uid{}-user==1", u.alice.uid)]);
+    assert_eq!(d["manifests"]["submit"]["python"]["packages"], want, "{d}");
+    assert_eq!(d["manifests"]["runs"][0]["python"]["packages"], want, "{d}");
+}
+
+#[test]
+fn inputs_swapped_for_links_to_root_only_files_after_submit_are_not_hashed_for_their_owner() {
+    let Some(u) = users("inputs are read as the task's owner") else {
+        return;
+    };
+    let s = system("");
+    let work = folder_of(&u.alice, "nj-inputs");
+    let decoy = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(decoy.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let secret = decoy.path().join("secret");
+    std::fs::write(&secret, "root only").unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    for f in ["decoy", "shadow", "mine"] {
+        std::fs::write(work.join(f), "hers").unwrap();
+    }
+    give(&u.alice, &work);
+    // Root's own task hashes the decoy first: its digest is in the cache.
+    let roots =
+        s.nj.submit(&["--input", secret.to_str().unwrap(), "--", "true"]);
+    let r = wait_end(&s, roots);
+    assert!(
+        r["manifests"]["submit"]["inputs"][0]["sha256"].is_string(),
+        "{r}"
+    );
+    let input = |f: &str| work.join(f).to_str().unwrap().to_string();
+    let id = s.submit(
+        &u,
+        &u.alice,
+        &[
+            "--hold",
+            "--workdir",
+            work.to_str().unwrap(),
+            "--input",
+            &input("decoy"),
+            "--input",
+            &input("shadow"),
+            "--input",
+            &input("mine"),
+            "--",
+            "true",
+        ],
+    );
+    // Checked at submit; swapped for links before the start.
+    for (f, to) in [
+        ("decoy", secret.as_path()),
+        ("shadow", Path::new("/etc/shadow")),
+    ] {
+        std::fs::remove_file(work.join(f)).unwrap();
+        symlink(to, work.join(f)).unwrap();
+    }
+    s.ok(&u, &u.alice, &["release", &id.to_string()]);
+    let d = wait_end(&s, id);
+    let start = &d["manifests"]["runs"][0];
+    let inputs = start["inputs"].as_array().expect("inputs");
+    assert_eq!(inputs.len(), 3, "{start}");
+    for i in &inputs[..2] {
+        assert_eq!(i["kind"], "unreadable", "{i}");
+        assert!(i["sha256"].is_null(), "a root-only file was hashed: {i}");
+        assert!(
+            i["size"].is_null(),
+            "a root-only file's size was shown: {i}"
+        );
+    }
+    assert_eq!(inputs[2]["kind"], "file");
+    assert!(inputs[2]["sha256"].is_string(), "{}", inputs[2]);
+}
+
+#[test]
+fn git_runs_as_the_workdirs_owner_a_root_only_repository_is_not_read() {
+    let Some(u) = users("git runs as the task's owner") else {
+        return;
+    };
+    let s = system("");
+    let work = folder_of(&u.alice, "nj-git");
+    // A workdir of root's that she may enter, holding a repository only
+    // root may enter: root's git reads its commit, hers cannot.
+    chown(&work, Some(0), Some(0)).unwrap();
+    std::fs::set_permissions(&work, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&work)
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.org"])
+            .args(["-c", "safe.directory=*"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    };
+    git(&["init", "-q"]);
+    std::fs::write(work.join("f"), "x").unwrap();
+    git(&["add", "f"]);
+    git(&["commit", "-qm", "root's"]);
+    std::fs::set_permissions(work.join(".git"), std::fs::Permissions::from_mode(0o700)).unwrap();
+    let id = s.submit(
+        &u,
+        &u.alice,
+        &["--workdir", work.to_str().unwrap(), "--", "true"],
+    );
+    let d = wait_end(&s, id);
+    for g in [
+        &d["manifests"]["submit"]["git"],
+        &d["manifests"]["runs"][0]["git"],
+    ] {
+        assert!(g["commit"].is_null(), "root's repository was read: {g}");
+        assert!(g["note"].is_string(), "{g}");
+    }
+}
