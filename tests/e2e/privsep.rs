@@ -174,3 +174,71 @@ fn git_runs_as_the_workdirs_owner_a_root_only_repository_is_not_read() {
         assert!(g["note"].is_string(), "{g}");
     }
 }
+
+/// Exchanges the folder `x` with a link `xl` to `/` (renameat2 with
+/// RENAME_EXCHANGE: atomic) until `stop` appears, at most 2 million times.
+const RACER: &str = "import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+os.symlink('/', 'xl')
+i = 0
+while i < 2000000 and not os.path.exists('stop'):
+    libc.renameat2(-100, b'x', -100, b'xl', 2)
+    i += 1
+";
+
+#[test]
+fn an_output_folder_raced_with_a_link_to_root_is_never_walked_past_its_owner() {
+    let Some(u) = users("outputs are walked as the task's owner") else {
+        return;
+    };
+    let s = system("slots = 4\n");
+    let work = folder_of(&u.alice, "nj-race");
+    std::fs::create_dir_all(work.join("x/etc")).unwrap();
+    give(&u.alice, &work);
+    // Her racer: `x` is exchanged with a link to `/` and back, over and
+    // over, so `x/etc` is now and then `/etc` (shadow and all).
+    let mut racer = crate::users_harness::setpriv(&u.alice, Path::new("/usr/bin/python3"), None)
+        .current_dir(&work)
+        .args(["-c", RACER])
+        .spawn()
+        .unwrap();
+    let output = work.join("x/etc");
+    let ids: Vec<i64> = (0..20)
+        .map(|_| {
+            s.submit(
+                &u,
+                &u.alice,
+                &[
+                    "--workdir",
+                    work.to_str().unwrap(),
+                    "--output",
+                    output.to_str().unwrap(),
+                    "--",
+                    "sh",
+                    "-c",
+                    "echo mine > \"$NIGHTJAR_OUTPUT_PATH/f-$NIGHTJAR_TASK_ID\" || true",
+                ],
+            )
+        })
+        .collect();
+    let shown: Vec<Value> = ids.iter().map(|&id| wait_end(&s, id)).collect();
+    std::fs::write(work.join("stop"), "").unwrap();
+    let _ = racer.wait();
+    for d in &shown {
+        let text = d.to_string();
+        assert!(
+            !text.contains("shadow") && !text.contains("passwd"),
+            "a root-only folder was walked for her: {text}"
+        );
+        for run in d["runs"].as_array().unwrap() {
+            for f in run["outputs"]["manifest"]["files"]
+                .as_array()
+                .into_iter()
+                .flatten()
+            {
+                let p = f["path"].as_str().unwrap();
+                assert!(p.starts_with("f-"), "not hers: {p} in {run}");
+            }
+        }
+    }
+}

@@ -134,6 +134,9 @@ pub struct Request<'a> {
     pub output: Option<&'a Path>,
     /// The run's output manifest.
     pub outputs: Option<&'a OutputManifest>,
+    /// The task's owner: the output folder is opened as them, and a file in
+    /// it that they could not read (a hard link to another's) is refused.
+    pub owner: Option<&'a crate::sandbox::files::RunAs>,
 }
 
 /// A verified archive.
@@ -276,7 +279,7 @@ fn build(
     if let Some(output) = req.output
         && req.outputs.is_none_or(|m| m.note.is_none())
     {
-        let src = tree::open_output(output).map_err(|e| {
+        let src = tree::open_output(output, req.owner).map_err(|e| {
             Failure::new(
                 ArchiveFailure::Mismatch,
                 format!("the output folder is not the real folder the run wrote: {e}"),
@@ -287,6 +290,7 @@ fn build(
             &dst,
             OUTPUTS,
             req.outputs,
+            req.owner,
             root_id,
             &mut after_first,
             &mut w,

@@ -15,6 +15,7 @@ use cap_std::fs::{Dir, MetadataExt};
 
 use super::Failure;
 use super::copy::{Written, grew, open_source, stream};
+use crate::sandbox::files::RunAs;
 use nightjar_core::api::outputs::{ArchiveFailure, OutputManifest};
 
 /// Folder depth copied at most (as the output manifest's walk).
@@ -53,6 +54,7 @@ pub fn tree(
     dst: &Dir,
     prefix: &str,
     expect: Option<&OutputManifest>,
+    owner: Option<&RunAs>,
     skip: (u64, u64),
     after_first: &mut dyn FnMut(),
     w: &mut Written,
@@ -104,6 +106,20 @@ pub fn tree(
             }
             let mut file =
                 open_source(&dir, name.as_ref()).map_err(|e| read_err(&format!(" ({path})"), e))?;
+            if let Some(who) = owner {
+                let meta = file
+                    .metadata()
+                    .map_err(|e| read_err(&format!(" ({path})"), e))?;
+                if !crate::privsep::open::may_read(meta.mode(), meta.uid(), meta.gid(), who) {
+                    return Err(Failure::new(
+                        ArchiveFailure::Mismatch,
+                        format!(
+                            "{path} of the output folder is not readable by the task's owner {} (a hard link to another's file?): not archived",
+                            who.name
+                        ),
+                    ));
+                }
+            }
             let limit = match listed.m {
                 Some(m) if !range.is_empty() => m.files[range.clone()]
                     .iter()
@@ -185,15 +201,9 @@ fn gone(listed: &Listed<'_>, skipped: &[String]) -> Result<(), Failure> {
     ))
 }
 
-/// The output folder `path`, opened only when it is a real folder (not a
-/// link, not reached through one): the archive never follows a link out.
-pub fn open_output(path: &Path) -> Result<Dir, String> {
-    use std::os::unix::fs::OpenOptionsExt;
-    crate::plugins::wasi::real_dir(path)?;
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
-        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
-    Ok(Dir::from_std_file(f))
+/// The output folder `path`, opened once, as its owner `who`, and only
+/// when it is a real folder (no link on its way): the archive never
+/// follows a link out, nor reaches a folder its owner could not.
+pub fn open_output(path: &Path, who: Option<&RunAs>) -> Result<Dir, String> {
+    crate::privsep::as_owner(who, |_| crate::privsep::open::real_dir(path))?
 }

@@ -115,7 +115,15 @@ impl Daemon {
                 || "unknown-date".to_string(),
                 |t| t.format("%Y-%m-%d").to_string(),
             );
+        let who = match crate::privsep::identity(job.owner.as_ref()) {
+            Ok(w) => w,
+            Err(e) => {
+                tracing::warn!("run {}: not archived: {e}", job.run);
+                return None;
+            }
+        };
         let req = Request {
+            owner: who.as_ref(),
             root: &job.root,
             require_mount: self.cfg.archive.require_mount,
             project: &job.project,

@@ -63,7 +63,17 @@ pub fn apply(
         Ok(p) => format!("{}/{p}", globset::escape(&spec.workdir.to_string_lossy())),
         Err(e) => return not_resumed(format!("checkpoint.pattern: {e}")),
     };
-    let found = newest_complete(&pattern, cp, std::time::SystemTime::now());
+    // The owner's folders, searched as them (a link there reaches only
+    // what they could reach).
+    let found = crate::privsep::identity(spec.owner.as_ref()).and_then(|who| {
+        crate::privsep::as_owner(who.as_ref(), |_| {
+            newest_complete(&pattern, cp, std::time::SystemTime::now())
+        })
+    });
+    let found = match found {
+        Ok(f) => f,
+        Err(e) => return not_resumed(format!("checkpoints not searched: {e}")),
+    };
     let Some(path) = found.path else {
         return Some(Resumed {
             checkpoint: None,

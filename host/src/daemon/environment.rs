@@ -281,7 +281,10 @@ impl super::Daemon {
                 ..Default::default()
             },
             Environment::Conda { name, prefix } => {
-                let skipped = skipped_scripts(e);
+                // The owner's folder, listed as them.
+                let skipped = crate::privsep::identity(spec.owner.as_ref())
+                    .and_then(|who| crate::privsep::as_owner(who.as_ref(), |_| skipped_scripts(e)))
+                    .unwrap_or_default();
                 EnvironmentRecord {
                     kind: "conda".into(),
                     prefix: Some(prefix.clone()),

@@ -7,18 +7,21 @@ use std::path::Path;
 
 use super::core::Daemon;
 use crate::postrun::manifest;
+use crate::sandbox::files::RunAs;
 use crate::time::now_ms;
 use nightjar_core::api::outputs::{FILE, FORMAT, OutputManifest};
 
 impl Daemon {
     /// The output manifest of run `run` whose output folder is `output`
     /// (none: the run had no output folder); `walked` is the validators'
-    /// walk of it, when they made one.
+    /// walk of it, when they made one; `who` the run's owner, as whom it
+    /// is walked (or why nothing of theirs may be read).
     pub(super) fn output_manifest(
         &self,
         run: i64,
         output: Option<&Path>,
         walked: Option<manifest::Manifest>,
+        who: Result<&Option<RunAs>, &String>,
     ) -> Option<OutputManifest> {
         let output = output?;
         let mut m = OutputManifest {
@@ -33,9 +36,12 @@ impl Daemon {
         };
         let walked = match walked {
             Some(w) => Ok(w),
-            None => crate::plugins::wasi::real_dir(output)
-                .map_err(|e| e.to_string())
-                .and_then(|()| manifest::walk(output).map_err(|e| e.to_string())),
+            None => who.map_err(String::clone).and_then(|who| {
+                crate::privsep::as_owner(who.as_ref(), |_| {
+                    manifest::walk(output).map_err(|e| e.to_string())
+                })
+                .and_then(|r| r)
+            }),
         };
         match walked {
             Ok(w) => {

@@ -85,6 +85,8 @@ impl Daemon {
             refs.extend(project.iter().cloned());
         }
         let mut walked = None;
+        // Whom the run's outputs are read as (its owner; none: the daemon's user).
+        let who = crate::privsep::identity(spec.owner.as_ref());
         let findings: Vec<Finding> = if out.class == RunClass::Ok && !refs.is_empty() {
             let facts = RunFacts {
                 task: ctx.task,
@@ -98,8 +100,8 @@ impl Daemon {
                 ..RunFacts::default()
             };
             let fail_open = self.cfg.validators.on_failure == OnFailure::Open;
-            match self.validators() {
-                Ok(v) => {
+            match self.validators().and_then(|v| Ok((v, who.clone()?))) {
+                Ok((v, who)) => {
                     let j = validate::judge(
                         v,
                         &refs,
@@ -107,6 +109,7 @@ impl Daemon {
                         ctx.output.as_deref(),
                         &ctx.run_dir,
                         fail_open,
+                        who.as_ref(),
                     );
                     tracing::debug!(
                         "run {run}: manifest {} ms, validators {} ms, {} finding(s)",
@@ -148,7 +151,7 @@ impl Daemon {
             Vec::new()
         };
         let outputs = (out.class == RunClass::Ok)
-            .then(|| self.output_manifest(run, ctx.output.as_deref(), walked))
+            .then(|| self.output_manifest(run, ctx.output.as_deref(), walked, who.as_ref()))
             .flatten();
         let end = RunEnd {
             outputs: outputs.as_ref(),

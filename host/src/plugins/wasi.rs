@@ -199,17 +199,25 @@ fn builder(sink: &LogSink, rng: &SeededRng) -> WasiCtxBuilder {
 
 /// The WASI context of a result validator's store: as [`context`], plus the
 /// run's output folder read-only at `/output` when there is one. The folder
-/// must be a real directory (not a symbolic link, no link on its way): the
-/// caller checks that with [`real_dir`] first, so a task cannot point the
-/// view elsewhere by replacing its output folder with a link.
+/// is opened once, as a real directory (no symbolic link on its way:
+/// [`crate::privsep::open::real_dir`]), on the calling thread (which acts
+/// as the task's owner), and WASI is given that very descriptor (through
+/// `/proc/self/fd`, never the path again), so a task cannot point the view
+/// elsewhere by swapping a folder for a link. Its file operations run on
+/// the calling thread too (not a pool's), so every open inside the view is
+/// checked as the owner's.
 pub fn validator_context(
     sink: &LogSink,
     rng: &SeededRng,
     output: Option<&std::path::Path>,
 ) -> wasmtime::Result<WasiCtx> {
+    use std::os::fd::AsRawFd;
     let mut b = builder(sink, rng);
+    b.allow_blocking_current_thread(true);
     if let Some(dir) = output {
-        b.preopened_dir(dir, "/output", wasmtime_wasi::FsPerms::ReadOnly)?;
+        let held = crate::privsep::open::real_dir(dir).map_err(wasmtime::Error::msg)?;
+        let fd = format!("/proc/self/fd/{}", held.as_raw_fd());
+        b.preopened_dir(&fd, "/output", wasmtime_wasi::FsPerms::ReadOnly)?;
     }
     Ok(b.build())
 }

@@ -35,14 +35,21 @@ pub struct Manifest {
     pub skipped: Vec<String>,
 }
 
-/// Walks `root` (which must be a real folder) and hashes its files.
+/// Walks `root`, which must be a real folder (opened by
+/// [`crate::privsep::open::real_dir`]: no link on its way), and hashes its
+/// files. Call it on a thread acting as the folder's owner.
+pub fn walk(root: &Path) -> std::io::Result<Manifest> {
+    let dir = crate::privsep::open::real_dir(root).map_err(std::io::Error::other)?;
+    walk_dir(dir)
+}
+
+/// Walks the folder `dir` and hashes its files.
 ///
 /// Depth first, a folder opened only when its turn comes: the folders
 /// waiting hold their parent's handle (shared), so the open descriptors are
 /// bounded by the depth, not by how many folders a task made (100,000
 /// empty folders once ran the daemon out of descriptors).
-pub fn walk(root: &Path) -> std::io::Result<Manifest> {
-    let dir = Dir::open_ambient_dir(root, cap_std::ambient_authority())?;
+pub fn walk_dir(dir: Dir) -> std::io::Result<Manifest> {
     let mut m = Manifest::default();
     // (the folder holding it, its name there, its path + "/", its depth)
     let mut stack: Vec<(Rc<Dir>, OsString, String, usize)> = Vec::new();

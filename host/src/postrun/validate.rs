@@ -11,7 +11,7 @@ use nightjar_core::api::findings::{Finding, Severity};
 
 use super::manifest;
 use crate::plugins::validator::{RunFacts, STDERR_TAIL, ValidatorRef, Validators};
-use crate::sandbox::files;
+use crate::sandbox::files::{self, RunAs};
 
 /// The name the host's own findings carry.
 pub const HOST: &str = "nightjar";
@@ -41,6 +41,7 @@ pub fn judge(
     output: Option<&Path>,
     run_dir: &Path,
     fail_open: bool,
+    who: Option<&RunAs>,
 ) -> Judgement {
     let mut j = Judgement::default();
     if refs.is_empty() {
@@ -59,15 +60,12 @@ pub fn judge(
         ));
         return j;
     };
-    if let Err(e) = crate::plugins::wasi::real_dir(output) {
-        j.findings.push(host(
-            Severity::Error,
-            format!("output folder: {e}; validators were not run"),
-        ));
-        return j;
-    }
     let t0 = Instant::now();
-    let m = match manifest::walk(output) {
+    // As the owner: what they could not read is not hashed, nor shown.
+    let walked = crate::privsep::as_owner(who, |_| manifest::walk(output))
+        .map_err(std::io::Error::other)
+        .and_then(|r| r);
+    let m = match walked {
         Ok(m) => m,
         Err(e) => {
             j.findings.push(host(
@@ -128,8 +126,8 @@ pub fn judge(
     };
     for r in refs {
         let shown = display_name(&r.plugin);
-        let result = validators.get(&r.plugin).and_then(|v| {
-            v.validate(&r.config, &facts, Some(output))
+        let result = validators.get(&r.plugin, who).and_then(|v| {
+            v.validate(&r.config, &facts, Some(output), who)
                 .map_err(|e| format!("validator `{shown}` {e}"))
         });
         match result {
@@ -192,6 +190,7 @@ mod tests {
             Some(&out),
             dir.path(),
             false,
+            None,
         );
         assert_eq!(
             j.findings.len(),

@@ -70,6 +70,77 @@ pub fn regular(path: &Path, follow: bool) -> Result<(File, std::fs::Metadata), R
     Ok((f, m))
 }
 
+/// The folder at the absolute path `path`, opened once by a walk from `/`
+/// that follows no symbolic link in any component (each one opened
+/// `O_PATH | O_NOFOLLOW | O_DIRECTORY` relative to the one before): the
+/// descriptor is the real folder at that path at the moment of the walk,
+/// whatever is renamed or swapped later. Only search permission is needed
+/// on the folders above it (as for any path), read on the folder itself.
+pub fn real_dir(path: &Path) -> Result<cap_std::fs::Dir, String> {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::path::Component;
+    let shown = path.display();
+    let open_at = |at: libc::c_int, name: &std::ffi::CStr, flags: libc::c_int| {
+        // SAFETY: openat on a live descriptor (or AT_FDCWD) and a
+        // NUL-terminated name; the result is owned at once.
+        let fd = unsafe { libc::openat(at, name.as_ptr(), flags | libc::O_CLOEXEC) };
+        if fd < 0 {
+            Err(std::io::Error::last_os_error())
+        } else {
+            // SAFETY: a fresh descriptor nothing else owns.
+            Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+        }
+    };
+    let step = libc::O_PATH | libc::O_NOFOLLOW | libc::O_DIRECTORY;
+    let mut comps = path.components();
+    if comps.next() != Some(Component::RootDir) {
+        return Err(format!("{shown} is not an absolute path"));
+    }
+    let mut at = open_at(libc::AT_FDCWD, c"/", step).map_err(|e| format!("/: {e}"))?;
+    let mut walked = std::path::PathBuf::from("/");
+    for c in comps {
+        let Component::Normal(name) = c else {
+            return Err(format!(
+                "{shown} holds `.` or `..`: give the folder by its plain path"
+            ));
+        };
+        walked.push(name);
+        let cname = std::ffi::CString::new(name.as_encoded_bytes())
+            .map_err(|_| format!("{shown} holds a NUL byte"))?;
+        at = open_at(at.as_raw_fd(), &cname, step).map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) | Some(libc::ENOTDIR) => match std::fs::symlink_metadata(&walked) {
+                Ok(m) if m.file_type().is_symlink() => format!(
+                    "{shown} is reached through a symbolic link ({}); only a real folder is read",
+                    walked.display()
+                ),
+                _ => format!("{} is not a folder", walked.display()),
+            },
+            _ => format!("{}: {e}", walked.display()),
+        })?;
+    }
+    let dir = open_at(
+        at.as_raw_fd(),
+        c".",
+        libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOCTTY,
+    )
+    .map_err(|e| format!("cannot open {shown}: {e}"))?;
+    Ok(cap_std::fs::Dir::from_std_file(std::fs::File::from(dir)))
+}
+
+/// Whether `who` may read a file of `mode`, `uid` and `gid` by its mode bits (owner,
+/// group, other; POSIX ACLs are not consulted, so a grant made only by an
+/// ACL reads as no), for a file already opened by the daemon beneath a
+/// folder of theirs: a hard link to a file only root may read is refused.
+pub fn may_read(mode: u32, uid: u32, gid: u32, who: &crate::sandbox::files::RunAs) -> bool {
+    if uid == who.uid {
+        mode & 0o400 != 0
+    } else if gid == who.gid || who.groups.contains(&gid) {
+        mode & 0o040 != 0
+    } else {
+        mode & 0o004 != 0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,5 +173,36 @@ mod tests {
         assert!(regular(&link, true).is_ok());
         let e = regular(&link, false).expect_err("followed a link");
         assert_eq!(e.to_string(), "a symbolic link (not followed)");
+    }
+
+    #[test]
+    fn a_real_dir_is_opened_and_a_link_on_its_way_is_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(base.join("x/etc")).unwrap();
+        std::fs::write(base.join("x/etc/f"), "mine").unwrap();
+        let d = real_dir(&base.join("x/etc")).unwrap();
+        assert_eq!(d.read_to_string("f").unwrap(), "mine");
+        // x swapped for a link to /: the walk refuses, naming the link.
+        std::fs::rename(base.join("x"), base.join("y")).unwrap();
+        std::os::unix::fs::symlink("/", base.join("x")).unwrap();
+        let e = real_dir(&base.join("x/etc")).unwrap_err();
+        assert!(
+            e.contains("reached through a symbolic link") && e.contains("/x)"),
+            "{e}"
+        );
+        // The descriptor opened before the swap still holds the real folder.
+        assert_eq!(d.read_to_string("f").unwrap(), "mine");
+        assert!(
+            real_dir(&base.join("y/etc/f"))
+                .unwrap_err()
+                .contains("is not a folder")
+        );
+        assert!(
+            real_dir(Path::new("rel"))
+                .unwrap_err()
+                .contains("not an absolute")
+        );
+        assert!(real_dir(&base.join("y/../y")).unwrap_err().contains("`..`"));
     }
 }

@@ -38,6 +38,8 @@ pub struct ArchiveJob {
     pub root: PathBuf,
     /// Tries before this one.
     pub attempts: u32,
+    /// The task's owner (whose output folder is read as theirs).
+    pub owner: Option<nightjar_core::task::model::Owner>,
 }
 
 /// Queues run `run`'s archive under `root`, due now; in the run's end transaction.
@@ -136,6 +138,7 @@ impl Store {
             jobs.push(ArchiveJob {
                 run,
                 task,
+                owner: spec.owner,
                 project: spec.project,
                 name: spec.name,
                 finished_at: finished.unwrap_or(started),

@@ -36,6 +36,8 @@ pub struct ExpiredOutputs {
     pub workdir: Option<PathBuf>,
     /// Its class (`ok`, `cancelled`, a failure's).
     pub class: String,
+    /// Its task's owner (uid, name), as whom its own output folder goes.
+    pub owner: Option<nightjar_core::task::model::Owner>,
 }
 
 /// Whether run `r` (of task `t`, archive `a`) is past its cutoff (?1-?4).
@@ -68,7 +70,8 @@ impl Store {
     pub fn expired_outputs(&self, c: &OutputCutoffs, limit: usize) -> Result<Vec<ExpiredOutputs>> {
         let sql = format!(
             "SELECT r.id, r.run_dir, r.output, json_extract(t.spec, '$.workdir'),
-                    COALESCE(r.class, 'lost')
+                    COALESCE(r.class, 'lost'), json_extract(t.spec, '$.owner.uid'),
+                    json_extract(t.spec, '$.owner.name')
                FROM runs r INDEXED BY runs_outputs_kept
                JOIN tasks t ON t.id = r.task_id
                LEFT JOIN archives a ON a.run_id = r.id
@@ -85,6 +88,13 @@ impl Store {
                     output: r.get::<_, Option<String>>(2)?.map(PathBuf::from),
                     workdir: r.get::<_, Option<String>>(3)?.map(PathBuf::from),
                     class: r.get(4)?,
+                    owner: match (r.get::<_, Option<u32>>(5)?, r.get::<_, Option<String>>(6)?) {
+                        (Some(uid), name) => Some(nightjar_core::task::model::Owner {
+                            uid,
+                            name: name.unwrap_or_default(),
+                        }),
+                        _ => None,
+                    },
                 })
             },
         )?;

@@ -21,6 +21,7 @@ use super::policy::{PluginError, classify};
 use super::sink::{LogBudget, LogSink};
 use super::state::PluginState;
 use super::wasi::SeededRng;
+use crate::sandbox::files::RunAs;
 
 pub use registry::{ValidatorRef, Validators};
 
@@ -129,22 +130,30 @@ impl ValidatorPlugin {
 
     /// Judges one run on a fresh instance, under the watchdog: `configure`
     /// with `config`, then `validate`. `output` is the folder shown at
-    /// `/output` (checked by the caller to be a real folder).
+    /// `/output`, opened on the call's thread as `who` (the task's owner;
+    /// `None`: the daemon's own user): the validator reads what they could
+    /// read, through a real folder opened once.
     pub fn validate(
         self: &Arc<Self>,
         config: &str,
         facts: &RunFacts,
         output: Option<&Path>,
+        who: Option<&RunAs>,
     ) -> Result<Vec<Finding>, PluginError> {
         let me = Arc::clone(self);
-        let (config, facts, output) = (
+        let (config, facts, output, who) = (
             config.to_string(),
             facts.clone(),
             output.map(Path::to_path_buf),
+            who.cloned(),
         );
         let watchdog =
             PluginLimits::watchdog(self.limits.configure_timeout + self.limits.evaluate_timeout);
         super::worker::contained(&self.name, watchdog, move || {
+            if let Some(w) = &who {
+                // A thread of its own, that ends with the call.
+                crate::privsep::become_owner(w).map_err(PluginError::Trap)?;
+            }
             me.call(&config, Some(&facts), output.as_deref())
         })
     }

@@ -46,7 +46,12 @@ impl Validators {
 
     /// The validator `plugin` names (a built-in name or an absolute path),
     /// compiled; or what is wrong, for a person.
-    pub fn get(&self, plugin: &str) -> Result<Arc<ValidatorPlugin>, String> {
+    /// A validator file a task names is read as `who`, its owner.
+    pub fn get(
+        &self,
+        plugin: &str,
+        who: Option<&crate::sandbox::files::RunAs>,
+    ) -> Result<Arc<ValidatorPlugin>, String> {
         let (name, wasm) = if let Some((name, bytes)) = crate::plugins::first_party::VALIDATORS
             .iter()
             .find(|(n, _)| *n == plugin)
@@ -60,8 +65,10 @@ impl Validators {
                     Self::built_in().collect::<Vec<_>>().join(", ")
                 ));
             }
-            let wasm = crate::plugins::source::read(path, self.limits.max_file_size)
-                .map_err(|e| e.to_string())?;
+            let limit = self.limits.max_file_size;
+            let wasm =
+                crate::privsep::as_owner(who, |_| crate::plugins::source::read(path, limit))?
+                    .map_err(|e| e.to_string())?;
             (super::name_of(path), wasm)
         };
         let key = format!("{name}:{}", crate::plugins::sha256(&wasm));
@@ -107,7 +114,7 @@ mod tests {
         let got: Vec<Arc<ValidatorPlugin>> = (0..3)
             .map(|_| {
                 let v = Arc::clone(&v);
-                std::thread::spawn(move || v.get("outputs").unwrap())
+                std::thread::spawn(move || v.get("outputs", None).unwrap())
             })
             .collect::<Vec<_>>()
             .into_iter()
