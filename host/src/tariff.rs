@@ -156,7 +156,7 @@ impl Tariff {
 
     /// The price per kWh in force at `at_ms` (Unix ms).
     pub fn price_at(&self, at_ms: i64) -> f64 {
-        let Some(local) = self.tz.timestamp_millis_opt(at_ms).single() else {
+        let Some(local) = self.local(at_ms) else {
             return self.price;
         };
         let wd = local.weekday().num_days_from_monday() as usize;
@@ -202,15 +202,14 @@ impl Tariff {
             return Vec::new();
         }
         let mut cuts = vec![from_ms, to_ms];
-        let day = |ms: i64| {
-            self.tz
-                .timestamp_millis_opt(ms)
-                .single()
-                .map(|t| t.date_naive())
-        };
+        let day = |ms: i64| self.local(ms).map(|t| t.date_naive());
         if let (Some(first), Some(last)) = (day(from_ms), day(to_ms)) {
-            let mut d = first - chrono::Days::new(1);
-            while d <= last + chrono::Days::new(1) {
+            // A day either side (a window can start the day before); at the
+            // ends of the calendar there is no day either side.
+            let one = chrono::Days::new(1);
+            let mut d = first.checked_sub_days(one).unwrap_or(first);
+            let end = last.checked_add_days(one).unwrap_or(last);
+            while d <= end {
                 for w in &self.windows {
                     for sec in [w.from_s, w.to_s] {
                         if let Some(at) = self.instant(d, sec)
@@ -221,7 +220,10 @@ impl Tariff {
                         }
                     }
                 }
-                d = d + chrono::Days::new(1);
+                match d.checked_add_days(one) {
+                    Some(next) => d = next,
+                    None => break,
+                }
             }
         }
         cuts.sort_unstable();
@@ -247,17 +249,32 @@ impl Tariff {
             .sum()
     }
 
+    /// `ms` in the zone, when its wall time is a date chrono can hold
+    /// (a day inside its calendar's ends: an offset can push the first or
+    /// last day's wall time past them, and chrono panics reading it).
+    fn local(&self, ms: i64) -> Option<chrono::DateTime<chrono_tz::Tz>> {
+        const DAY: i64 = 86_400_000;
+        let lo = chrono::DateTime::<chrono::Utc>::MIN_UTC.timestamp_millis() + DAY;
+        let hi = chrono::DateTime::<chrono::Utc>::MAX_UTC.timestamp_millis() - DAY;
+        if !(lo..=hi).contains(&ms) {
+            return None;
+        }
+        self.tz.timestamp_millis_opt(ms).single()
+    }
+
     /// The instant local day `d` reaches `sec` seconds after its midnight
     /// (`86_400` is the next midnight); in a DST gap, the gap's end.
     fn instant(&self, d: chrono::NaiveDate, sec: u32) -> Option<i64> {
-        let base = d.and_hms_opt(0, 0, 0)? + chrono::TimeDelta::seconds(sec as i64);
-        let mut local = base;
+        // Checked: at the calendar's last day a window's end is past it.
+        let mut local = d
+            .and_hms_opt(0, 0, 0)?
+            .checked_add_signed(chrono::TimeDelta::seconds(sec as i64))?;
         for _ in 0..=4 {
             if let Some(t) = self.tz.from_local_datetime(&local).earliest() {
                 return Some(t.timestamp_millis());
             }
             // In a gap: the first wall time after it.
-            local += chrono::TimeDelta::minutes(30);
+            local = local.checked_add_signed(chrono::TimeDelta::minutes(30))?;
         }
         None
     }

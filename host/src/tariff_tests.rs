@@ -259,3 +259,55 @@ fn spans_at_the_ends_of_time_answer_without_panicking() {
     }
     assert!(t.spans(5, 5).is_empty());
 }
+
+#[test]
+fn spans_at_the_calendars_first_and_last_days_never_panic_and_cover_the_range() {
+    // chrono's first and last representable days (where a day before or
+    // after, or a window's end past midnight, does not exist).
+    let t = Tariff::new(
+        "EUR".into(),
+        1.0,
+        vec![
+            window("23:00", "06:00", 0.5, &["all"]),
+            window("12:00", "13:00", 2.0, &["weekend"]),
+        ],
+        chrono_tz::Europe::Berlin,
+    )
+    .unwrap();
+    let day = 86_400_000i64;
+    let lo = chrono::NaiveDate::MIN
+        .and_hms_opt(0, 0, 0)
+        .unwrap()
+        .and_utc()
+        .timestamp_millis();
+    let hi = chrono::NaiveDate::MAX
+        .and_hms_opt(23, 59, 59)
+        .unwrap()
+        .and_utc()
+        .timestamp_millis();
+    let mut starts = vec![
+        i64::MIN,
+        i64::MIN + 1,
+        -1,
+        0,
+        i64::MAX - 14 * day,
+        i64::MAX - 1,
+    ];
+    for edge in [lo, hi] {
+        for off in [-3 * day, -day, -1, 0, 1, day] {
+            starts.push(edge.saturating_add(off));
+        }
+    }
+    for from in starts {
+        for len in [1, day, 14 * day, i64::MAX] {
+            let to = from.saturating_add(len);
+            let spans = t.spans(from, to);
+            if to > from {
+                assert_eq!(spans.first().map(|s| s.0), Some(from), "{from}..{to}");
+                assert_eq!(spans.last().map(|s| s.1), Some(to), "{from}..{to}");
+                assert!(spans.windows(2).all(|w| w[0].1 == w[1].0), "{from}..{to}");
+            }
+            let _ = t.price_at(from);
+        }
+    }
+}

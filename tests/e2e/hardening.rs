@@ -68,6 +68,53 @@ fn state_files_and_run_folders_are_private_and_task_output_keeps_the_users_umask
 }
 
 #[test]
+fn a_task_runs_with_its_submitters_umask_and_a_mask_past_0777_is_refused() {
+    let mut nj = Nj::new("");
+    nj.start();
+    let out = nj.path("results").join("shared");
+    // The submitter's shell says 002; this test process (and so the daemon) 022.
+    let submit = Command::new("sh")
+        .arg("-c")
+        .arg("umask 002; exec \"$0\" --config \"$1\" --json submit --output \"$2\" -- sh -c 'touch \"$NIGHTJAR_OUTPUT_PATH/f\"; mkdir \"$NIGHTJAR_OUTPUT_PATH/d\"'")
+        .args([BIN, nj.config.to_str().unwrap(), out.to_str().unwrap()])
+        .current_dir(nj.path("work"))
+        .output()
+        .unwrap();
+    assert!(submit.status.success(), "{submit:?}");
+    let v: serde_json::Value = serde_json::from_slice(&submit.stdout).unwrap();
+    let id = v[0]["id"].as_i64().unwrap();
+    assert_eq!(nj.wait(id), 0);
+    assert_eq!(mode(&out.join("f")), 0o664, "a file under umask 002");
+    assert_eq!(mode(&out.join("d")), 0o775, "a folder under umask 002");
+    assert_eq!(mode(&out), 0o775, "the output folder the supervisor made");
+    // A raw client's mask past 0777: refused, naming it.
+    let member = serde_json::json!({
+        "name": "m", "project": "default", "command": {"argv": ["true"]},
+        "workdir": nj.path("work"), "env": {}, "inputs": [], "output": null,
+        "priority": "normal", "resources": {}, "retry": {}, "params": {},
+        "umask": 0o1777
+    });
+    let entry = serde_json::json!({
+        "name": "m", "project": "default", "is_sweep": false, "schedule": null,
+        "deps": [], "held": true, "members": [member]
+    });
+    let mut s = connect(&nj);
+    s.write_all(&crate::harness::raw_request(
+        serde_json::json!({"verb": "submit", "entries": [entry]}),
+    ))
+    .unwrap();
+    writeln!(s).unwrap();
+    let mut reply = String::new();
+    BufReader::new(s).read_line(&mut reply).unwrap();
+    assert!(reply.contains("umask 0o1777"), "{reply}");
+    assert_eq!(
+        nj.json(&["ls"]).as_array().map(Vec::len),
+        Some(1),
+        "nothing queued"
+    );
+}
+
+#[test]
 fn a_state_dir_others_can_write_is_refused_with_the_fix() {
     let nj = Nj::new("");
     std::fs::create_dir_all(&nj.state).unwrap();

@@ -97,10 +97,13 @@ pub fn read_resp(s: &mut TcpStream) -> Resp {
 
 /// A request from 127.0.0.1 with an optional bearer token.
 pub fn call(a: SocketAddr, method: &str, path: &str, token: Option<&str>, body: &str) -> Resp {
-    let headers: Vec<String> = token
+    let mut headers: Vec<String> = token
         .map(|t| format!("Authorization: Bearer {t}"))
         .into_iter()
         .collect();
+    if !body.is_empty() {
+        headers.push("Content-Type: application/json".into());
+    }
     call_with(a, method, path, &headers, body)
 }
 

@@ -31,6 +31,7 @@ mod hostile_inputs;
 mod hostile_output;
 mod http;
 mod http_client;
+mod http_csrf;
 mod http_hostile;
 mod input;
 mod manifest;

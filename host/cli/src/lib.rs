@@ -11,6 +11,7 @@ mod diff;
 mod exec;
 mod gpus;
 mod logs;
+mod logs_escape;
 mod ls;
 mod manifest;
 mod manpage;

@@ -125,8 +125,13 @@ pub fn run(mut ctx: Ctx, a: Args) -> Result<i32> {
     let (defs, base, default_name, origin) = definitions(a)?;
     let mut entries =
         resolve(&defs, &base, &default_name).map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
+    // Tasks run with the submitter's umask, as a command run by hand would.
+    let umask = own_umask();
     for e in &mut entries {
         e.no_cache = no_cache;
+        for m in &mut e.members {
+            m.umask = Some(umask);
+        }
     }
     // What the summary prints, kept before the entries go to the daemon.
     let shown: Vec<(String, usize, bool, Option<String>)> = entries
@@ -319,4 +324,15 @@ fn flags_a_file_sets(a: &Args) -> Vec<&'static str> {
     .into_iter()
     .filter_map(|(flag, set)| set.then_some(flag))
     .collect()
+}
+
+/// This process's umask (read by setting it and putting it back: the
+/// client is single-threaded here).
+pub(crate) fn own_umask() -> u32 {
+    // SAFETY: umask cannot fail; the old mask is put back at once.
+    unsafe {
+        let old = libc::umask(0o022);
+        libc::umask(old);
+        old as u32
+    }
 }

@@ -107,8 +107,17 @@ pub fn postrun(files: usize) -> Result<()> {
             "required = [\"metrics.json\", \"frames/*.png\"]\ncount = [{{ glob = \"frames/*.png\", min = {files} }}]\njson = [{{ file = \"metrics.json\", rules = [\"loss < 1.0\", \"accuracy >= 0.8\"] }}]\n"
         ),
     }];
-    let judge =
-        |facts: RunFacts| validate::judge(&validators, &refs, facts, Some(&out), tmp.path(), false);
+    let judge = |facts: RunFacts| {
+        validate::judge(
+            &validators,
+            &refs,
+            facts,
+            Some(&out),
+            tmp.path(),
+            false,
+            None,
+        )
+    };
     let first = Instant::now();
     let j = judge(RunFacts::default());
     let first_ms = first.elapsed().as_secs_f64() * 1e3;

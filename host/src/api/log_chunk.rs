@@ -38,12 +38,14 @@ pub(super) fn logs(d: &Daemon, caller: &Caller, r: &Logs) -> anyhow::Result<LogC
     let running = run.state == "running";
     let read = nightjar_core::runlog_read::read_from(&path, r.cursor, MAX_CHUNK)
         .map_err(|e| anyhow::anyhow!("read {}: {e}", path.display()))?;
-    Ok(LogChunk::new(
+    let mut chunk = LogChunk::new(
         run.id,
         run.attempt,
         running,
         &read.data,
         read.cursor,
         read.missed,
-    ))
+    );
+    chunk.owner_uid = detail.task.owner_uid;
+    Ok(chunk)
 }

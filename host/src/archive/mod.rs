@@ -286,11 +286,13 @@ fn build(
             )
         })?;
         tree::tree(
-            src,
+            tree::Source {
+                dir: src,
+                owner: req.owner,
+            },
             &dst,
             OUTPUTS,
             req.outputs,
-            req.owner,
             root_id,
             &mut after_first,
             &mut w,

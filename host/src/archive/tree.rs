@@ -41,6 +41,15 @@ impl Listed<'_> {
     }
 }
 
+/// The output folder copied: its descriptor and whom it belongs to (a file
+/// in it that they could not read is refused).
+pub struct Source<'a> {
+    /// The folder, opened by [`open_output`].
+    pub dir: Dir,
+    /// The task's owner (none: the daemon's own user).
+    pub owner: Option<&'a RunAs>,
+}
+
 /// One folder waiting its turn: (the folder holding it, its name there,
 /// its path for people + "/", its path as bytes, its depth).
 type Waiting = (Rc<Dir>, OsString, String, PathBuf, usize);
@@ -50,11 +59,10 @@ type Waiting = (Rc<Dir>, OsString, String, PathBuf, usize);
 /// made here). A folder that is `skip` (the archive root: device and inode)
 /// is not entered. `after_first` is called once, after the first file.
 pub fn tree(
-    src: Dir,
+    src: Source<'_>,
     dst: &Dir,
     prefix: &str,
     expect: Option<&OutputManifest>,
-    owner: Option<&RunAs>,
     skip: (u64, u64),
     after_first: &mut dyn FnMut(),
     w: &mut Written,
@@ -76,7 +84,8 @@ pub fn tree(
     let mut skipped: Vec<String> = Vec::new();
     let mut buf = vec![0u8; BUF];
     let mut stack: Vec<Waiting> = Vec::new();
-    let mut next = Some((Rc::new(src), String::new(), PathBuf::new(), 0usize));
+    let owner = src.owner;
+    let mut next = Some((Rc::new(src.dir), String::new(), PathBuf::new(), 0usize));
     let read_err = |what: &str, e| Failure::io(format!("cannot read the output folder{what}"), e);
     while let Some((dir, sub, raw_sub, depth)) = next.take() {
         for entry in dir.entries().map_err(|e| read_err("", e))? {

@@ -211,7 +211,8 @@ pub fn build(
         lock_file: cfg.run_lock_path(),
         output,
         output_roots: cfg.output_roots.clone(),
-        umask: Some(super::task_umask()),
+        // The submitter's (checked at submit), else the daemon's at its start.
+        umask: Some(spec.umask.map_or_else(super::task_umask, |m| m & 0o777)),
         classes: cfg.classes.clone(),
         preempt_signal: spec.checkpoint.as_ref().map(|c| c.signal_number()),
         preempt_grace_ms: spec

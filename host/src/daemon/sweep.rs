@@ -274,6 +274,25 @@ impl Daemon {
     }
 }
 
+/// Removes the folder `f` as whoever calls (the task's owner, on a thread
+/// acting as them): its parent opened once as a real folder (no link on
+/// its way), then everything under it removed relative to that descriptor
+/// (cap-std: links are removed, never followed). Gone already: nothing to do.
+fn remove_real(f: &Path) -> Result<(), String> {
+    let (Some(parent), Some(name)) = (f.parent(), f.file_name()) else {
+        return Err(format!("{} has no parent folder; kept", f.display()));
+    };
+    let dir = crate::privsep::open::real_dir(parent)?;
+    match dir.symlink_metadata(name) {
+        Ok(m) if m.is_dir() => dir
+            .remove_dir_all(name)
+            .map_err(|err| format!("cannot remove {}: {err}", f.display())),
+        Ok(_) => Err(format!("{} is not a folder; kept", f.display())),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(err) => Err(format!("cannot look at {}: {err}", f.display())),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::keep_whole;
@@ -305,24 +324,5 @@ mod tests {
         );
         assert!(keep("/srv/other", "/srv/other", &[p("/srv/r")]).is_some());
         assert!(keep_whole(Path::new("/gone"), None, &protected, &[]).is_some());
-    }
-}
-
-/// Removes the folder `f` as whoever calls (the task's owner, on a thread
-/// acting as them): its parent opened once as a real folder (no link on
-/// its way), then everything under it removed relative to that descriptor
-/// (cap-std: links are removed, never followed). Gone already: nothing to do.
-fn remove_real(f: &Path) -> Result<(), String> {
-    let (Some(parent), Some(name)) = (f.parent(), f.file_name()) else {
-        return Err(format!("{} has no parent folder; kept", f.display()));
-    };
-    let dir = crate::privsep::open::real_dir(parent)?;
-    match dir.symlink_metadata(name) {
-        Ok(m) if m.is_dir() => dir
-            .remove_dir_all(name)
-            .map_err(|err| format!("cannot remove {}: {err}", f.display())),
-        Ok(_) => Err(format!("{} is not a folder; kept", f.display())),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(err) => Err(format!("cannot look at {}: {err}", f.display())),
     }
 }

@@ -50,18 +50,54 @@ pub async fn verb(
     name: &'static str,
     State(d): State<Arc<Daemon>>,
     caller: Option<Extension<Caller>>,
+    headers: axum::http::HeaderMap,
     body: Bytes,
 ) -> Response {
     let Some(Extension(caller)) = caller else {
         // The middleware lets no API request through without a caller.
         return error_response(StatusCode::UNAUTHORIZED, ErrorKind::Forbidden, "no caller");
     };
+    if name == "token-create" {
+        // A token (or a session, which is one) minting tokens would let a
+        // stolen one outlive its own revocation: tokens come from the
+        // socket, where the kernel names the user.
+        return error_response(
+            StatusCode::FORBIDDEN,
+            ErrorKind::Forbidden,
+            "tokens are not made over HTTP (a token that mints tokens would outlive its own revocation): run `nightjar token create` on the machine",
+        );
+    }
+    if let Err(why) = json_body(&headers, &body) {
+        return error_response(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ErrorKind::BadRequest,
+            &why,
+        );
+    }
     let req = match request(name, &body) {
         Ok(r) => r,
         Err(e) => return error_response(status_of(e.kind), e.kind, &e.message),
     };
     let line = crate::api::server::dispatch(&d, &caller, req).await;
     json_response(status_from_line(&line), line)
+}
+
+/// A verb's body is JSON, said so: `Content-Type: application/json` (a
+/// body-less request may leave it out). What an HTML form or a `text/plain`
+/// fetch can send from another page is refused before it is read.
+fn json_body(headers: &axum::http::HeaderMap, body: &[u8]) -> Result<(), String> {
+    let kind = headers
+        .get(header::CONTENT_TYPE)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).to_ascii_lowercase());
+    match kind {
+        None if body.iter().all(u8::is_ascii_whitespace) => Ok(()),
+        None => Err("a request body needs `Content-Type: application/json`".into()),
+        Some(k) if k.split(';').next().map(str::trim) == Some("application/json") => Ok(()),
+        Some(k) => Err(format!(
+            "Content-Type `{}` is not accepted: send the fields as JSON with `Content-Type: application/json`",
+            k.escape_debug()
+        )),
+    }
 }
 
 /// The request `name` with the fields of `body` (empty: none).

@@ -1,14 +1,17 @@
 //! Who an HTTP request comes from, in this order: `Authorization: Bearer
 //! <token>`; the cookie `nj_session=<token>` (the dashboard's login sets
-//! it); the `http.trusted_proxy_header` when the TCP peer is one of
-//! `http.trusted_proxies`. The caller found goes into the request as
+//! it), on the dashboard's pages and on the API's `GET` streams only (a
+//! browser sends a cookie with any page's cross-site request, so no state
+//! changes on it: `POST /api/v2/*` takes a bearer token, which no other
+//! page can make the browser send); the `http.trusted_proxy_header` when
+//! the TCP peer is one of `http.trusted_proxies`. The caller found goes into the request as
 //! `Extension<Caller>`. An API request without one is answered 401; a
 //! dashboard page gets through without one (it redirects to its login).
 
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::http::{StatusCode, header};
+use axum::http::{Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::Response;
 
@@ -34,7 +37,18 @@ pub async fn middleware(State(d): State<Arc<Daemon>>, mut req: Request, next: Ne
     let path = req.uri().path().to_string();
     let found = {
         let d = Arc::clone(&d);
-        let creds = Credentials::of(&req, &d);
+        let mut creds = Credentials::of(&req, &d);
+        let safe = matches!(*req.method(), Method::GET | Method::HEAD);
+        if path.starts_with("/api/")
+            && !safe
+            && creds.bearer.is_none()
+            && creds.cookie.take().is_some()
+        {
+            return unauthorized(&format!(
+                "the dashboard's session cookie is not accepted for {} {path} (a cookie rides along with other pages' requests too): {HOW}",
+                req.method()
+            ));
+        }
         tokio::task::spawn_blocking(move || creds.resolve(&d))
             .await
             .unwrap_or_else(|e| Err(format!("the token check did not finish: {e}")))

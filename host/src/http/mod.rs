@@ -82,8 +82,11 @@ pub fn router(d: Arc<Daemon>) -> Router {
         api = api.route(
             &format!("{PREFIX}/{name}"),
             post(
-                move |state: State<Arc<Daemon>>, caller: Option<Extension<Caller>>, body: Bytes| {
-                    api::verb(name, state, caller, body)
+                move |state: State<Arc<Daemon>>,
+                      caller: Option<Extension<Caller>>,
+                      headers: axum::http::HeaderMap,
+                      body: Bytes| {
+                    api::verb(name, state, caller, headers, body)
                 },
             ),
         );

@@ -51,9 +51,12 @@ pub fn load(cfg: &Config, name: &str, plugin: &str) -> Result<Arc<NotifierPlugin
     };
     let engine = engine(cfg)?.clone();
     let n = name.to_string();
-    crate::plugins::worker::contained(name, limits.compile_timeout, move || {
-        NotifierPlugin::load(&engine, &n, &wasm, limits)
-    })
+    crate::plugins::worker::contained(
+        crate::plugins::worker::Budget::daemon(crate::plugins::worker::Kind::Notifier),
+        name,
+        limits.compile_timeout,
+        move || NotifierPlugin::load(&engine, &n, &wasm, limits),
+    )
     .map(Arc::new)
     .map_err(|e| format!("[notifier.{name}] plugin `{plugin}` {e}"))
 }

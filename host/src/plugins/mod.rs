@@ -35,6 +35,7 @@ macro_rules! host_imports {
     };
 }
 
+pub mod budget;
 mod dispatch;
 pub mod engine;
 

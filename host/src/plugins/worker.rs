@@ -6,7 +6,7 @@
 //! thread, which exits on its own if the call ever returns.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -16,17 +16,7 @@ use super::pass::Pass;
 use super::policy::{Evaluation, PluginError, PolicyPlugin, Snapshot};
 use super::version::Detected;
 
-/// Threads whose call was abandoned and that have not come back yet.
-static ABANDONED: AtomicUsize = AtomicUsize::new(0);
-
-/// Above this many abandoned threads no new worker starts: each holds a
-/// thread and a store.
-pub const MAX_ABANDONED: usize = 64;
-
-/// Abandoned plugin threads still alive.
-pub fn abandoned_threads() -> usize {
-    ABANDONED.load(Ordering::Relaxed)
-}
+pub use super::budget::{Budget, Kind, abandoned_threads};
 
 /// What one call cost and gave.
 #[derive(Debug)]
@@ -75,9 +65,14 @@ fn thread_cpu() -> Duration {
 }
 
 /// A plugin thread's life: running, abandoned by its caller, or ended. An
-/// abandoned thread counts in [`abandoned_threads`] until it ends.
-#[derive(Default)]
-struct Life(AtomicU8);
+/// abandoned thread counts in its [`Budget`] until it ends.
+struct Life(AtomicU8, Budget);
+
+impl Life {
+    fn new(budget: Budget) -> Life {
+        Life(AtomicU8::new(RUNNING), budget)
+    }
+}
 
 const RUNNING: u8 = 0;
 const ABANDONED_STATE: u8 = 1;
@@ -90,7 +85,7 @@ impl Life {
             .compare_exchange(RUNNING, ABANDONED_STATE, Ordering::SeqCst, Ordering::SeqCst)
             .is_ok()
         {
-            ABANDONED.fetch_add(1, Ordering::SeqCst);
+            self.1.add();
         }
     }
 }
@@ -101,7 +96,7 @@ struct EndMark(Arc<Life>);
 impl Drop for EndMark {
     fn drop(&mut self) {
         if self.0.0.swap(ENDED, Ordering::SeqCst) == ABANDONED_STATE {
-            ABANDONED.fetch_sub(1, Ordering::SeqCst);
+            self.0.1.sub();
         }
     }
 }
@@ -116,12 +111,13 @@ impl Worker {
         config: String,
         limits: PluginLimits,
     ) -> Result<Worker, PluginError> {
-        if abandoned_threads() >= MAX_ABANDONED {
+        let budget = Budget::daemon(Kind::Policy);
+        if !budget.room() {
             return Err(PluginError::Stuck(limits.compile_timeout));
         }
         let (load_tx, load_rx) = mpsc::sync_channel::<Result<(String, Detected), PluginError>>(1);
         let (jobs, job_rx) = mpsc::channel::<(Arc<Pass>, Reply)>();
-        let life = Arc::new(Life::default());
+        let life = Arc::new(Life::new(budget));
         let mark = EndMark(Arc::clone(&life));
         let (engine, name_owned, l) = (engine.clone(), name.to_string(), limits.clone());
         std::thread::Builder::new()
@@ -219,17 +215,18 @@ impl Pending {
 
 /// Runs `call` on a thread of its own and waits for it at most `watchdog`:
 /// a call that does not come back is abandoned (counted in
-/// [`abandoned_threads`], never joined), as a worker's is. For plugins
+/// its `budget`, never joined), as a worker's is. For plugins
 /// instantiated per call (result validators).
 pub fn contained<R: Send + 'static>(
+    budget: Budget,
     name: &str,
     watchdog: Duration,
     call: impl FnOnce() -> Result<R, PluginError> + Send + 'static,
 ) -> Result<R, PluginError> {
-    if abandoned_threads() >= MAX_ABANDONED {
+    if !budget.room() {
         return Err(PluginError::Stuck(watchdog));
     }
-    let life = Arc::new(Life::default());
+    let life = Arc::new(Life::new(budget));
     let mark = EndMark(Arc::clone(&life));
     let (tx, rx) = mpsc::sync_channel(1);
     std::thread::Builder::new()

@@ -42,6 +42,11 @@ pub struct LogChunk {
     pub cursor: LogCursor,
     /// Bytes before `data` were rotated away unread (the log keeps `sandbox.log_cap`).
     pub missed: bool,
+    /// The uid of the task's owner (the client escapes control characters
+    /// of logs not the reader's own even under `--raw` on a terminal).
+    /// Added in protocol 2; absent from older daemons.
+    #[serde(default)]
+    pub owner_uid: Option<u32>,
 }
 
 impl LogChunk {
@@ -61,6 +66,7 @@ impl LogChunk {
             data: base64::engine::general_purpose::STANDARD.encode(bytes),
             cursor,
             missed,
+            owner_uid: None,
         }
     }
 

@@ -118,6 +118,13 @@ fn check_entry(index: usize, e: &NewEntry, count: usize) -> Result<(), String> {
         }
     }
     for m in &e.members {
+        if let Some(mask) = m.umask
+            && mask > 0o777
+        {
+            return Err(format!(
+                "umask {mask:#o} is not a file-mode mask: it is 0 to 0o777 (the client sends its own; `umask` in the shell shows it)"
+            ));
+        }
         if e.is_sweep {
             let label_ok = m
                 .name

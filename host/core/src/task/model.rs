@@ -260,6 +260,11 @@ pub struct TaskSpec {
     /// absent from tasks stored before nightjar 0.5 (the daemon's user).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<Owner>,
+    /// The file-mode creation mask the task runs with: the submitter's
+    /// (the client sends its own; 0 to 0o777). Absent (older clients and
+    /// specs): the daemon's umask at its start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub umask: Option<u32>,
     /// The seed each run gets as `NIGHTJAR_SEED`; absent, each run gets a
     /// generated one (below 2^32, which numpy's legacy seeding accepts),
     /// recorded with the run.

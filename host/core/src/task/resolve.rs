@@ -187,6 +187,7 @@ fn resolve_one(
             preemptible: def.preemptible,
             validate: validate.clone(),
             owner: None,
+            umask: None,
             checkpoint: member_checkpoint,
             seed: def.seed,
             cache: def.cache,

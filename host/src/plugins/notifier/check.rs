@@ -21,7 +21,12 @@ impl NotifierPlugin {
     pub fn configure(self: &Arc<Self>, config: &str) -> Result<(), PluginError> {
         let (me, config) = (Arc::clone(self), config.to_string());
         let watchdog = PluginLimits::watchdog(self.limits.configure_timeout);
-        crate::plugins::worker::contained(&self.name, watchdog, move || me.configure_here(&config))
+        crate::plugins::worker::contained(
+            crate::plugins::worker::Budget::daemon(crate::plugins::worker::Kind::Notifier),
+            &self.name,
+            watchdog,
+            move || me.configure_here(&config),
+        )
     }
 
     fn configure_here(&self, config: &str) -> Result<(), PluginError> {

@@ -274,6 +274,12 @@ impl HttpBroker {
         if budget.is_zero() {
             return Err(HttpError::Timeout);
         }
+        if let Some((k, _)) = req.headers.iter().find(|(k, _)| !header_allowed(k)) {
+            return Err(HttpError::Denied(format!(
+                "header `{}` is not one a notifier may set ({HEADERS_ALLOWED}); the host sets Host, Content-Length and the connection's own",
+                k.escape_debug()
+            )));
+        }
         let client = self.client(&host, addr)?;
         let mut b = client
             .request(method, url)
@@ -319,6 +325,36 @@ impl HttpBroker {
             body,
         })
     }
+}
+
+/// The header names a notifier may send, as its refusal says.
+const HEADERS_ALLOWED: &str = "Accept, Accept-Language, Authorization, Content-Type, User-Agent, Idempotency-Key, and names starting X-, Webhook- or Ce- other than X-Forwarded-*, X-Real-IP, X-Original-*, X-Host and X-HTTP-Method-Override";
+
+/// Whether a notifier may send header `name` (case-insensitive): a fixed
+/// allow-list, never one that changes where or how the request goes
+/// (`Host`, framing, hop-by-hop, proxy headers).
+pub fn header_allowed(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    const EXACT: [&str; 6] = [
+        "accept",
+        "accept-language",
+        "authorization",
+        "content-type",
+        "user-agent",
+        "idempotency-key",
+    ];
+    const ROUTING: [&str; 5] = [
+        "x-forwarded-",
+        "x-real-ip",
+        "x-original-",
+        "x-host",
+        "x-http-method-override",
+    ];
+    if EXACT.contains(&n.as_str()) {
+        return true;
+    }
+    let custom = ["x-", "webhook-", "ce-"].iter().any(|p| n.starts_with(p));
+    custom && !ROUTING.iter().any(|p| n.starts_with(p))
 }
 
 #[cfg(test)]

@@ -184,3 +184,42 @@ fn a_redirect_to_another_port_of_the_same_host_is_refused() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn a_notifier_sets_only_allow_listed_headers_never_host() {
+    for ok in [
+        "Content-Type",
+        "authorization",
+        "X-Api-Key",
+        "Webhook-Signature",
+        "ce-type",
+    ] {
+        assert!(header_allowed(ok), "{ok}");
+    }
+    for no in [
+        "Host",
+        "host",
+        "Content-Length",
+        "Transfer-Encoding",
+        "Connection",
+        "X-Forwarded-Host",
+        "x-real-ip",
+        "X-Original-URL",
+        "X-HTTP-Method-Override",
+        "Proxy-Authorization",
+        "Cookie",
+    ] {
+        assert!(!header_allowed(no), "{no}");
+    }
+    let b = broker(&["127.0.0.1:9"]);
+    let r = b.send(&Request {
+        method: "POST".into(),
+        url: "http://127.0.0.1:9/hook".into(),
+        headers: vec![("Host".into(), "internal.example".into())],
+        body: vec![],
+    });
+    match r {
+        Err(HttpError::Denied(m)) => assert!(m.contains("header `Host`"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+}

@@ -196,9 +196,12 @@ impl NotifierPlugin {
         let me = Arc::clone(self);
         let config = config.to_string();
         let watchdog = PluginLimits::watchdog(deadline);
-        let r = super::worker::contained(&self.name, watchdog, move || {
-            Ok(me.call(&config, &events, out, deadline))
-        });
+        let r = super::worker::contained(
+            super::worker::Budget::daemon(super::worker::Kind::Notifier),
+            &self.name,
+            watchdog,
+            move || Ok(me.call(&config, &events, out, deadline)),
+        );
         match r {
             Ok(r) => r,
             Err(e) => Err(DeliveryFailure::Transient(format!("the notifier {e}"))),

@@ -149,13 +149,21 @@ impl ValidatorPlugin {
         );
         let watchdog =
             PluginLimits::watchdog(self.limits.configure_timeout + self.limits.evaluate_timeout);
-        super::worker::contained(&self.name, watchdog, move || {
-            if let Some(w) = &who {
-                // A thread of its own, that ends with the call.
-                crate::privsep::become_owner(w).map_err(PluginError::Trap)?;
-            }
-            me.call(&config, Some(&facts), output.as_deref())
-        })
+        super::worker::contained(
+            super::worker::Budget::owner(
+                super::worker::Kind::Validator,
+                who.as_ref().map(|w| w.uid),
+            ),
+            &self.name,
+            watchdog,
+            move || {
+                if let Some(w) = &who {
+                    // A thread of its own, that ends with the call.
+                    crate::privsep::become_owner(w).map_err(PluginError::Trap)?;
+                }
+                me.call(&config, Some(&facts), output.as_deref())
+            },
+        )
     }
 
     /// Instantiates it and runs only `configure(config)`, under the
@@ -163,9 +171,12 @@ impl ValidatorPlugin {
     pub fn configure(self: &Arc<Self>, config: &str) -> Result<(), PluginError> {
         let (me, config) = (Arc::clone(self), config.to_string());
         let watchdog = PluginLimits::watchdog(self.limits.configure_timeout);
-        super::worker::contained(&self.name, watchdog, move || {
-            me.call(&config, None, None).map(|_| ())
-        })
+        super::worker::contained(
+            super::worker::Budget::daemon(super::worker::Kind::Validator),
+            &self.name,
+            watchdog,
+            move || me.call(&config, None, None).map(|_| ()),
+        )
     }
 
     /// Configures a fresh instance and, given `facts`, validates them.

@@ -81,7 +81,11 @@ impl Validators {
         }
         let (engine, limits, n) = (self.engine.clone(), self.limits.clone(), name.clone());
         let watchdog = self.limits.compile_timeout;
-        let plugin = crate::plugins::worker::contained(&name, watchdog, move || {
+        let budget = crate::plugins::worker::Budget::owner(
+            crate::plugins::worker::Kind::Validator,
+            who.map(|w| w.uid),
+        );
+        let plugin = crate::plugins::worker::contained(budget, &name, watchdog, move || {
             ValidatorPlugin::load(&engine, &n, &wasm, limits)
         })
         .map_err(|e| format!("validator `{name}` {e}"))?;

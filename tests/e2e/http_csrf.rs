@@ -1,0 +1,85 @@
+//! Cross-site requests: a browser sends the dashboard's session cookie with
+//! any page's request to the API's port (the same *site* for `SameSite` as
+//! any other 127.0.0.1 port), so the API changes nothing on the cookie
+//! alone and takes only JSON bodies.
+
+use crate::harness::Nj;
+use crate::http_client::*;
+
+#[test]
+fn a_post_with_only_the_session_cookie_or_a_form_body_changes_nothing() {
+    let mut nj = Nj::new("[http]\nlisten = \"127.0.0.1:0\"\n");
+    nj.start();
+    let a = addr(&nj);
+    let id = nj.submit(&["--hold", "--", "true"]);
+    let made = nj.json(&["token", "create", "--name", "browser"]);
+    let token = made["token"].as_str().unwrap().to_string();
+    let cookie = format!("Cookie: nj_session={token}");
+    let body = format!("{{\"id\":{id}}}");
+    // What another page's fetch or form makes the browser send.
+    for (headers, body) in [
+        (
+            vec![cookie.clone(), "Content-Type: text/plain".into()],
+            body.clone(),
+        ),
+        (
+            vec![cookie.clone(), "Content-Type: application/json".into()],
+            body.clone(),
+        ),
+        (vec![cookie.clone()], String::new()),
+    ] {
+        let r = call_with(a, "POST", "/api/v2/cancel", &headers, &body);
+        assert_eq!(r.status, 401, "{headers:?}: {}", r.text());
+        assert!(r.text().contains("cookie"), "{}", r.text());
+    }
+    let r = call_with(
+        a,
+        "POST",
+        "/api/v2/token-create",
+        &[cookie.clone(), "Content-Type: application/json".into()],
+        r#"{"name":"minted"}"#,
+    );
+    assert_eq!(r.status, 401, "{}", r.text());
+    // A bearer token with a form's or text's type: 415, nothing read.
+    for kind in [
+        "application/x-www-form-urlencoded",
+        "text/plain",
+        "multipart/form-data; boundary=x",
+    ] {
+        let r = call_with(
+            a,
+            "POST",
+            "/api/v2/cancel",
+            &[
+                format!("Authorization: Bearer {token}"),
+                format!("Content-Type: {kind}"),
+            ],
+            &body,
+        );
+        assert_eq!(r.status, 415, "{kind}: {}", r.text());
+    }
+    // Not even a bearer token mints tokens over HTTP.
+    let r = call(
+        a,
+        "POST",
+        "/api/v2/token-create",
+        Some(&token),
+        r#"{"name":"minted"}"#,
+    );
+    assert_eq!(r.status, 403, "{}", r.text());
+    assert_eq!(
+        nj.show(id)["task"]["state"],
+        "held",
+        "nothing was cancelled"
+    );
+    let tokens = nj.json(&["token", "ls"]);
+    assert_eq!(
+        tokens.as_array().map(Vec::len),
+        Some(1),
+        "no token minted: {tokens}"
+    );
+    // The cookie still opens the dashboard's GET streams; a bearer POST works.
+    let ok = call(a, "POST", "/api/v2/cancel", Some(&token), &body);
+    assert_eq!(ok.status, 200, "{}", ok.text());
+    assert_eq!(nj.show(id)["task"]["state"], "cancelled");
+}
