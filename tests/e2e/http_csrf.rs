@@ -79,6 +79,18 @@ fn a_post_with_only_the_session_cookie_or_a_form_body_changes_nothing() {
         "no token minted: {tokens}"
     );
     // The cookie still opens the dashboard's GET streams; a bearer POST works.
+    let mut s = std::net::TcpStream::connect(a).unwrap();
+    send(&mut s, "GET", "/api/v2/events", &[cookie.clone()], b"");
+    let mut seen = String::new();
+    assert!(
+        read_until(
+            &mut s,
+            &mut seen,
+            "changed",
+            std::time::Duration::from_secs(10)
+        ),
+        "the dashboard's event stream opens on its cookie: {seen}"
+    );
     let ok = call(a, "POST", "/api/v2/cancel", Some(&token), &body);
     assert_eq!(ok.status, 200, "{}", ok.text());
     assert_eq!(nj.show(id)["task"]["state"], "cancelled");

@@ -113,19 +113,16 @@ fn deep_json_and_odd_bytes_are_refused_cleanly() {
         .as_str()
         .unwrap()
         .to_string();
-    let auth = format!("Authorization: Bearer {token}");
+    let auth = [
+        format!("Authorization: Bearer {token}"),
+        "Content-Type: application/json".to_string(),
+    ];
     for body in [
         "[".repeat(100_000),
         format!("{{\"id\":{}}}", "[".repeat(100_000)),
         "{\"a\":\"\u{0}\"}".into(),
     ] {
-        let r = call_with(
-            a,
-            "POST",
-            "/api/v2/show",
-            std::slice::from_ref(&auth),
-            &body,
-        );
+        let r = call_with(a, "POST", "/api/v2/show", &auth, &body);
         assert_eq!(r.status, 400, "{}", r.text());
         r.json();
     }
