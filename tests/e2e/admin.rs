@@ -86,7 +86,18 @@ fn logs_through_the_daemon_are_byte_exact_and_span_many_chunks() {
         "import sys; o=sys.stdout.buffer; o.write(bytes(range(256))); o.write(b''.join(b'%07d\\n' % i for i in range(393216)))",
     ]);
     assert_eq!(nj.wait(id), 0);
-    let out = nj.cli(&["logs", &id.to_string()]);
+    // Not raw: control characters (all but newline and tab) escaped.
+    let shown = nj.cli(&["logs", &id.to_string()]);
+    assert!(shown.status.success());
+    assert!(
+        shown
+            .stdout
+            .starts_with(b"\\x00\\x01\\x02\\x03\\x04\\x05\\x06\\x07\\x08\t\n\\x0b"),
+        "{:?}",
+        String::from_utf8_lossy(&shown.stdout[..64])
+    );
+    // Raw to a pipe: every byte as it is.
+    let out = nj.cli(&["logs", "--raw", &id.to_string()]);
     assert!(
         out.status.success(),
         "{}",

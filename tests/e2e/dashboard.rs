@@ -175,13 +175,20 @@ async fn browse(b: &B, nj: &Nj, admin: &str, other: Option<&str>, ids: (i64, i64
     assert_eq!(b.js("return window.__kept || null").await, json!("queue"));
     nj.ok(&["cancel", &late.to_string()]);
 
-    // The full `why` is one click away.
-    b.c.find(Locator::Css(&format!("{row} a.why-link")))
-        .await
-        .expect("why link")
-        .click()
-        .await
-        .unwrap();
+    // The full `why` is one click away. The cancel above refreshes the
+    // queue from the event stream, which may replace the row between the
+    // find and the click (a stale element): found again then.
+    let link = format!("{row} a.why-link");
+    let mut clicked = false;
+    for _ in 0..20 {
+        let el = b.c.find(Locator::Css(&link)).await.expect("why link");
+        if el.click().await.is_ok() {
+            clicked = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(clicked, "the why link could not be clicked");
     b.until_text("#why-text", "offpeak-tariff").await;
 
     // The running task's log streams in.

@@ -80,7 +80,13 @@ fn a_post_with_only_the_session_cookie_or_a_form_body_changes_nothing() {
     );
     // The cookie still opens the dashboard's GET streams; a bearer POST works.
     let mut s = std::net::TcpStream::connect(a).unwrap();
-    send(&mut s, "GET", "/api/v2/events", &[cookie.clone()], b"");
+    send(
+        &mut s,
+        "GET",
+        "/api/v2/events",
+        std::slice::from_ref(&cookie),
+        b"",
+    );
     let mut seen = String::new();
     assert!(
         read_until(

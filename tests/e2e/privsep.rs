@@ -242,3 +242,67 @@ fn an_output_folder_raced_with_a_link_to_root_is_never_walked_past_its_owner() {
         }
     }
 }
+
+/// `nightjar ARGS` as `who` on a terminal (a pty made by `script`): its
+/// exit code and everything it printed.
+fn on_a_terminal(
+    s: &crate::users_harness::System,
+    u: &crate::users_harness::Users,
+    who: &Acct,
+    args: &[&str],
+) -> (Option<i32>, String) {
+    let line = std::iter::once(u.bin.join("nightjar").display().to_string())
+        .chain(args.iter().map(|a| a.to_string()))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let out = crate::users_harness::setpriv(who, Path::new("/usr/bin/script"), Some(&s.socket))
+        .args(["-qec", &line, "/dev/null"])
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn another_users_log_reaches_an_admins_terminal_escaped_and_raw_is_refused_there() {
+    let Some(u) = users("logs escape control characters") else {
+        return;
+    };
+    let s = system("");
+    let work = folder_of(&u.alice, "nj-ansi");
+    // Her task sets the terminal's title and asks for its clipboard.
+    let id = s.submit(
+        &u,
+        &u.alice,
+        &[
+            "--workdir",
+            work.to_str().unwrap(),
+            "--",
+            "printf",
+            "\\033]0;pwned\\007\\033]52;c;?\\007plain\\n",
+        ],
+    );
+    wait_end(&s, id);
+    let ids = id.to_string();
+    // Carol (an admin) reads it on her terminal: escaped, nothing raw.
+    let (code, text) = on_a_terminal(&s, &u, &u.carol, &["logs", &ids]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains("\\x1b]0;pwned\\x07") && text.contains("plain"),
+        "{text:?}"
+    );
+    assert!(
+        !text.contains('\u{1b}'),
+        "an escape reached the terminal: {text:?}"
+    );
+    let (code, text) = on_a_terminal(&s, &u, &u.carol, &["logs", "--raw", &ids]);
+    assert_ne!(code, Some(0), "{text}");
+    assert!(text.contains("not yours"), "{text:?}");
+    assert!(!text.contains('\u{1b}'), "{text:?}");
+    // Her own log, raw, on her own terminal: as it is.
+    let (code, text) = on_a_terminal(&s, &u, &u.alice, &["logs", "--raw", &ids]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("\u{1b}]0;pwned"), "{text:?}");
+}

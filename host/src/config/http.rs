@@ -26,6 +26,9 @@ pub struct HttpConfig {
     pub max_connections: usize,
     /// Most event and log streams open at once; more are answered 503.
     pub max_streams: usize,
+    /// Most event and log streams one user has open at once; more are
+    /// answered 429 (one token holder cannot take every slot).
+    pub max_streams_per_user: usize,
     /// How long a connection may take to send its next request's headers.
     #[serde(with = "humantime_serde_compat")]
     pub idle_timeout: Duration,
@@ -40,6 +43,7 @@ impl Default for HttpConfig {
             trusted_proxies: Vec::new(),
             max_connections: 256,
             max_streams: 64,
+            max_streams_per_user: 16,
             idle_timeout: Duration::from_secs(60),
         }
     }
@@ -101,8 +105,10 @@ impl HttpConfig {
                 self.trusted_proxy_header.escape_debug()
             );
         }
-        if self.max_connections == 0 || self.max_streams == 0 {
-            bail!("keys `http.max_connections` and `http.max_streams` must be at least 1");
+        if self.max_connections == 0 || self.max_streams == 0 || self.max_streams_per_user == 0 {
+            bail!(
+                "keys `http.max_connections`, `http.max_streams` and `http.max_streams_per_user` must be at least 1"
+            );
         }
         if self.idle_timeout < Duration::from_secs(1) {
             bail!("key `http.idle_timeout` must be at least 1s");

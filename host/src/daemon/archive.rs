@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use chrono::TimeZone;
 
-use super::core::{Daemon, lock};
+use super::core::Daemon;
 use crate::archive::{self, Origin, Request, Step};
 use crate::store::ArchiveJob;
 use crate::time::now_ms;
@@ -39,13 +39,13 @@ pub struct Wake {
 impl Wake {
     /// Asks the worker to look at the store now.
     pub fn wake(&self) {
-        *lock(&self.pending) = true;
+        *super::locks::leaf(&self.pending) = true;
         self.cv.notify_one();
     }
 
     /// Waits until woken or `timeout` passed.
     fn wait(&self, timeout: Duration) {
-        let guard = lock(&self.pending);
+        let guard = super::locks::leaf(&self.pending);
         let (mut guard, _) = self
             .cv
             .wait_timeout_while(guard, timeout, |woken| !*woken)

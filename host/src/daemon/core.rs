@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use anyhow::Result;
 use tokio::sync::watch;
@@ -37,16 +37,16 @@ pub(super) struct Held {
     pub estimate: Option<i64>,
 }
 
-/// Locks a mutex, recovering from a poisoned one (state stays usable).
-pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
+use super::locks::Guard;
+pub(super) use super::locks::lock;
 
 /// State shared by the scheduler, the run waiters and the API handlers.
 ///
 /// Lock order: there is none to learn, because no two of these locks are
-/// ever held at once. Each is taken for one short step (`lock(&d.pool)`,
-/// `d.store()`) and released before the next is taken; a guard is never
+/// ever held at once, and `daemon/locks.rs` checks it on every acquisition
+/// (a debug build panics naming both places). Each is taken for one short
+/// step (`lock(&d.pool)`, `d.store()`) and released before the next is
+/// taken; a guard is never
 /// held across a plugin call, an await or a process spawn, with one
 /// exception: `supervisors` is held across launching a supervisor (no other
 /// lock is taken meanwhile), so a new child is known before it can be
@@ -185,9 +185,10 @@ impl Daemon {
         &self.store
     }
 
-    /// The store, locked.
-    pub fn store(&self) -> MutexGuard<'_, Store> {
-        self.store.lock().unwrap_or_else(|p| p.into_inner())
+    /// The store, locked (one of the daemon's locks: see `locks.rs`).
+    #[track_caller]
+    pub fn store(&self) -> Guard<'_, Store> {
+        lock(&self.store)
     }
 
     /// Tells waiters something changed and asks for a scheduling pass.

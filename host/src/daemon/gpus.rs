@@ -260,20 +260,26 @@ impl Daemon {
 
     /// Every GPU with its reading, reservations and tasks, for `nightjar gpus`.
     pub fn gpu_views(&self) -> Vec<GpuView> {
-        let placed = lock(&self.placed);
+        // One lock at a time (daemon/locks.rs): each read, then let go.
+        let placed: Vec<(i64, Vec<u32>)> = lock(&self.placed)
+            .iter()
+            .map(|(r, h)| (*r, h.placement.gpus.clone()))
+            .collect();
         let tasks_on = |index: u32| -> Vec<i64> {
             let mut runs: Vec<i64> = placed
                 .iter()
-                .filter(|(_, h)| h.placement.gpus.contains(&index))
+                .filter(|(_, gpus)| gpus.contains(&index))
                 .map(|(r, _)| *r)
                 .collect();
             runs.sort_unstable();
             runs
         };
-        let pool = lock(&self.pool);
+        let (gpus, policy_closed) = {
+            let pool = lock(&self.pool);
+            (pool.gpus.clone(), pool.policy_closed.clone())
+        };
         let monitor = lock(&self.gpu);
-        pool.gpus
-            .iter()
+        gpus.iter()
             .map(|p| {
                 let status = monitor
                     .as_ref()
@@ -287,10 +293,10 @@ impl Daemon {
                         .unwrap_or_else(|| "unmonitored".into()),
                     monitored: status.is_some(),
                     healthy: status.is_none_or(|s| s.healthy),
-                    open: p.open && !pool.policy_closed.contains_key(&p.index),
+                    open: p.open && !policy_closed.contains_key(&p.index),
                     reason: status
                         .and_then(|s| s.closed_reason.clone())
-                        .or_else(|| pool.policy_closed.get(&p.index).cloned()),
+                        .or_else(|| policy_closed.get(&p.index).cloned()),
                     util: reading.map(|r| r.util),
                     mem_used: reading.map(|r| r.mem_used),
                     mem_total: p.mem_total,

@@ -20,6 +20,7 @@ mod energy;
 pub mod environment;
 mod gpus;
 mod health;
+mod locks;
 mod manifest;
 mod notify;
 mod outputs;

@@ -71,17 +71,21 @@ impl Daemon {
         // Before the end is recorded, so whoever sees the end sees the
         // energy; a store that refuses it refuses the end too, and both are
         // offered again (the energy kept until then).
-        let energy = lock(&self.pending_energy)
-            .remove(&run)
-            .or_else(|| self.run_energy(run, gpu_energy, out.finished_at));
+        // Each lock for its own statement (daemon/locks.rs): the store's
+        // answer is taken before `pending_energy` is touched again.
+        let pending = lock(&self.pending_energy).remove(&run);
+        let energy = pending.or_else(|| self.run_energy(run, gpu_energy, out.finished_at));
         let stored = match energy {
-            Some(e) => match self.store().record_run_energy(run, &e) {
-                Ok(_) => Ok(()),
-                Err(err) => {
-                    lock(&self.pending_energy).insert(run, e);
-                    Err(anyhow::anyhow!("its energy: {err}"))
+            Some(e) => {
+                let written = self.store().record_run_energy(run, &e);
+                match written {
+                    Ok(_) => Ok(()),
+                    Err(err) => {
+                        lock(&self.pending_energy).insert(run, e);
+                        Err(anyhow::anyhow!("its energy: {err}"))
+                    }
                 }
-            },
+            }
             None => Ok(()),
         };
         let recorded = match stored.and_then(|()| {
@@ -131,11 +135,10 @@ impl Daemon {
     ) -> Option<crate::gpu::energy::RunEnergy> {
         match gpu {
             Some(e) => Some(e),
-            None => self
-                .store()
-                .run(run)
-                .ok()
-                .and_then(|row| self.cpu_energy(&row, end)),
+            None => {
+                let row = self.store().run(run).ok();
+                row.and_then(|row| self.cpu_energy(&row, end))
+            }
         }
     }
 

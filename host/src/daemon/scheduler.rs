@@ -29,13 +29,13 @@ pub struct Kick {
 impl Kick {
     /// Asks for a pass as soon as the thread is free.
     pub fn notify(&self) {
-        *lock(&self.flag) = true;
+        *super::locks::leaf(&self.flag) = true;
         self.cv.notify_one();
     }
 
     /// Sleeps until kicked or `timeout` has passed.
     fn wait(&self, timeout: Duration) {
-        let mut kicked = lock(&self.flag);
+        let mut kicked = super::locks::leaf(&self.flag);
         if !*kicked {
             kicked = self
                 .cv

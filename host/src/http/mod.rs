@@ -98,9 +98,7 @@ pub fn router(d: Arc<Daemon>) -> Router {
             auth::middleware,
         ))
         .layer(DefaultBodyLimit::max(MAX_REQUEST))
-        .layer(axum::Extension(sse::Streams(Arc::new(Semaphore::new(
-            d.cfg.http.max_streams,
-        )))))
+        .layer(axum::Extension(sse::Streams::new(d.cfg.http.max_streams)))
         .with_state(d)
 }
 

@@ -3,7 +3,9 @@
 //! `: keep-alive` comment every 15 s; no timer of its own at idle) and
 //! `GET /api/v2/logs/{id}` (a run's log, one `data:` event per line,
 //! through the `logs` verb's handler, until the run ends). At most
-//! `http.max_streams` streams are open at once; one more is answered 503.
+//! `http.max_streams` streams are open at once (one more is answered 503),
+//! and at most `http.max_streams_per_user` of one user (429): one token
+//! holder cannot take every slot.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::convert::Infallible;
@@ -33,21 +35,83 @@ const FOLLOW_EVERY: Duration = Duration::from_millis(500);
 /// A line longer than this is sent in pieces.
 const MAX_LINE: usize = 64 * 1024;
 
-/// The open streams' slots (a router layer).
+/// The open streams' slots (a router layer): all together, and by user.
 #[derive(Debug, Clone)]
-pub struct Streams(pub Arc<Semaphore>);
+pub struct Streams {
+    all: Arc<Semaphore>,
+    by_user: Arc<std::sync::Mutex<HashMap<u32, usize>>>,
+}
 
-/// A stream's slot, or the 503 saying there is none.
-fn slot(streams: &Streams, max: usize) -> Result<OwnedSemaphorePermit, Box<Response>> {
-    Arc::clone(&streams.0).try_acquire_owned().map_err(|_| {
-        Box::new(error_response(
-            StatusCode::SERVICE_UNAVAILABLE,
-            ErrorKind::Unavailable,
-            &format!(
-                "too many streams: at most {max} at once (`http.max_streams`); try again shortly"
-            ),
-        ))
-    })
+impl Streams {
+    /// Room for `max` streams at once.
+    pub fn new(max: usize) -> Streams {
+        Streams {
+            all: Arc::new(Semaphore::new(max)),
+            by_user: Arc::default(),
+        }
+    }
+}
+
+/// A stream's place: one of all the slots, and one of its user's.
+pub struct Slot {
+    _all: OwnedSemaphorePermit,
+    uid: u32,
+    by_user: Arc<std::sync::Mutex<HashMap<u32, usize>>>,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut m = self.by_user.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = m.get_mut(&self.uid) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                m.remove(&self.uid);
+            }
+        }
+    }
+}
+
+/// A stream's slot for `caller`, or the 429 (their share is taken) or 503
+/// (every slot is) saying there is none.
+fn slot(streams: &Streams, d: &Daemon, caller: &Caller) -> Result<Slot, Box<Response>> {
+    let (max, per_user) = (d.cfg.http.max_streams, d.cfg.http.max_streams_per_user);
+    {
+        let mut m = streams.by_user.lock().unwrap_or_else(|p| p.into_inner());
+        let n = m.entry(caller.uid).or_insert(0);
+        if *n >= per_user {
+            return Err(Box::new(error_response(
+                StatusCode::TOO_MANY_REQUESTS,
+                ErrorKind::Unavailable,
+                &format!(
+                    "too many streams of {}: at most {per_user} of one user at once (`http.max_streams_per_user`); close one first",
+                    caller.name
+                ),
+            )));
+        }
+        *n += 1;
+    }
+    let taken = Slot {
+        // Filled below; a failure drops the user's count again.
+        _all: match Arc::clone(&streams.all).try_acquire_owned() {
+            Ok(p) => p,
+            Err(_) => {
+                let mut m = streams.by_user.lock().unwrap_or_else(|p| p.into_inner());
+                if let Some(n) = m.get_mut(&caller.uid) {
+                    *n = n.saturating_sub(1);
+                }
+                return Err(Box::new(error_response(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    ErrorKind::Unavailable,
+                    &format!(
+                        "too many streams: at most {max} at once (`http.max_streams`); try again shortly"
+                    ),
+                )));
+            }
+        },
+        uid: caller.uid,
+        by_user: Arc::clone(&streams.by_user),
+    };
+    Ok(taken)
 }
 
 /// The `changed` event's data: the counter and the top-level tasks by state.
@@ -66,9 +130,13 @@ pub async fn events(
     State(d): State<Arc<Daemon>>,
     Extension(streams): Extension<Streams>,
     token: Option<Extension<TokenOf>>,
+    caller: Option<Extension<Caller>>,
 ) -> Response {
+    let Some(Extension(caller)) = caller else {
+        return error_response(StatusCode::UNAUTHORIZED, ErrorKind::Forbidden, "no caller");
+    };
     let token = token.map_or(TokenOf(None), |Extension(t)| t);
-    let permit = match slot(&streams, d.cfg.http.max_streams) {
+    let permit = match slot(&streams, &d, &caller) {
         Ok(p) => p,
         Err(r) => return *r,
     };
@@ -116,7 +184,7 @@ struct Follow {
     partial: Vec<u8>,
     pending: VecDeque<Event>,
     done: bool,
-    _permit: OwnedSemaphorePermit,
+    _permit: Slot,
 }
 
 /// One read through the `logs` verb's handler: the chunk, or the error's
@@ -246,7 +314,7 @@ pub async fn logs(
         stderr: flag(&q, "stderr"),
         cursor: None::<LogCursor>,
     };
-    let permit = match slot(&streams, d.cfg.http.max_streams) {
+    let permit = match slot(&streams, &d, &caller) {
         Ok(p) => p,
         Err(r) => return *r,
     };

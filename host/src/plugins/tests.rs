@@ -240,7 +240,13 @@ fn deep_recursion_and_panics_are_traps() {
 #[test]
 fn a_ten_million_entry_answer_never_reaches_the_host() {
     let engine = PluginEngine::new(None).unwrap();
-    let err = hostile(&engine, "huge")
+    // Time enough to reach the memory cap even in a debug build on a busy
+    // machine (100 ms was sometimes spent before the cap was).
+    let roomy = PluginLimits {
+        evaluate_timeout: Duration::from_secs(10),
+        ..limits()
+    };
+    let err = PolicyPlugin::load(&engine, "hostile", HOSTILE, "huge", roomy)
         .unwrap()
         .evaluate(&snapshot(vec![]).into())
         .unwrap_err();
