@@ -62,11 +62,18 @@ impl Store {
             [],
             |r| r.get(0),
         )?;
+        // Dead letters are failures: kept as long as failed tasks are.
+        let dead_letters: usize = tx.query_row(
+            "SELECT COUNT(*) FROM dead_letters WHERE at < ?1 AND state != 'requeued'",
+            [failed_before],
+            |r| r.get(0),
+        )?;
         let report = GcReport {
             tasks,
             runs,
             events,
             gpu_samples,
+            dead_letters,
             cache_files: 0,
             outputs: 0,
             outputs_bytes: 0,
@@ -101,6 +108,11 @@ impl Store {
             &tx,
             "DELETE FROM input_digests WHERE used_at < ?1",
             [ended_before],
+        )?;
+        exec(
+            &tx,
+            "DELETE FROM dead_letters WHERE at < ?1 AND state != 'requeued'",
+            [failed_before],
         )?;
         // Outbox events every notifier has passed (or, with none, all) once
         // they are as old as ended tasks kept; dead letters keep theirs.
@@ -193,5 +205,34 @@ mod tests {
         end(&mut s, dir.path(), after, RunClass::Ok, 20_000);
         assert_eq!(s.gc(50_000, 50_000, false).unwrap().tasks, 2);
         assert_eq!(count(&s, "deps"), 0);
+    }
+
+    #[test]
+    fn dead_letters_go_with_failed_tasks_retention_unless_requeued() {
+        let (_dir, mut s) = store();
+        s.register_notifiers(&["hook".to_string()]).unwrap();
+        s.bury("hook", &[1, 2], 10_000, "a 404").unwrap();
+        s.bury("hook", &[3], 90_000, "a 404").unwrap();
+        let requeued: i64 = s
+            .conn
+            .query_row("SELECT id FROM dead_letters WHERE event_id = 2", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        s.set_dead_letter(requeued, "requeued", None).unwrap();
+        let r = s.gc(50_000, 50_000, true).unwrap();
+        assert_eq!(r.dead_letters, 1, "a dry run counts");
+        assert_eq!(count(&s, "dead_letters"), 3, "and deletes nothing");
+        let r = s.gc(50_000, 50_000, false).unwrap();
+        assert_eq!(r.dead_letters, 1);
+        let left: Vec<i64> = s
+            .conn
+            .prepare("SELECT event_id FROM dead_letters ORDER BY event_id")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(left, [2, 3], "the requeued one and the young one stay");
     }
 }

@@ -22,6 +22,10 @@ pub struct GcReport {
     /// Bytes those held.
     #[serde(default)]
     pub outputs_bytes: u64,
+    /// Dead letters (notifications given up on) older than the failed-task
+    /// retention, deleted. Added in protocol 2; absent from older daemons.
+    #[serde(default)]
+    pub dead_letters: usize,
     /// Nothing was deleted: this is what would be.
     pub dry_run: bool,
 }
@@ -30,7 +34,7 @@ impl GcReport {
     /// One line for a person: what was (or would be) deleted.
     pub fn summary(&self) -> String {
         format!(
-            "{} {} tasks, {} runs and their folders, {} events, {} GPU samples, {} unused compiled plugins; local outputs and scratch of {} runs ({})",
+            "{} {} tasks, {} runs and their folders, {} events, {} GPU samples, {} dead letters, {} unused compiled plugins; local outputs and scratch of {} runs ({})",
             if self.dry_run {
                 "would delete"
             } else {
@@ -40,6 +44,7 @@ impl GcReport {
             self.runs.len(),
             self.events,
             self.gpu_samples,
+            self.dead_letters,
             self.cache_files,
             self.outputs,
             bytesize::ByteSize::b(self.outputs_bytes)
