@@ -368,3 +368,42 @@ fn retrying_a_dead_letter_of_a_notifier_no_longer_configured_says_so() {
     );
     assert_eq!(nj.json(&["notify", "ls"])["dead"][0]["state"], "dead");
 }
+
+#[test]
+fn a_notifier_whose_server_hangs_delays_no_other_notifiers_delivery() {
+    let dir = tempfile::tempdir().unwrap();
+    let slow = Receiver::start(dir.path().join("slow.jsonl"), None);
+    let good = Receiver::start(dir.path().join("good.jsonl"), None);
+    // The slow server logs each request and never answers within the
+    // deadline (30 s a call); its notifier sorts first.
+    slow.hold(true);
+    let (sp, gp) = (slow.port, good.port);
+    let mut nj = Nj::new(&format!(
+        "[notify]\nhttp_timeout = \"30s\"\ntimeout = \"30s\"\nretry = [\"300ms\"]\n\
+         [notifier.a-slow]\nplugin = \"webhook\"\nurl = \"http://127.0.0.1:{sp}/hook\"\n\
+         allow = [\"127.0.0.1:{sp}\"]\nevents = [\"task-succeeded\"]\nsecrets = {{ signing = \"env:NJ_TEST_HOOK_SECRET\" }}\n\
+         [notifier.b-good]\nplugin = \"webhook\"\nurl = \"http://127.0.0.1:{gp}/hook\"\n\
+         allow = [\"127.0.0.1:{gp}\"]\nevents = [\"task-succeeded\"]\nsecrets = {{ signing = \"env:NJ_TEST_HOOK_SECRET\" }}\n"
+    ));
+    nj.env.push(("NJ_TEST_HOOK_SECRET".into(), SECRET.into()));
+    nj.start();
+    // The first delivery may wait for the webhook plugin's first compile.
+    let first = nj.submit(&["--", "true"]);
+    nj.wait(first);
+    nj.until_slow("the good server has the first event", || {
+        delivered(&good).len() == 1
+    });
+    nj.until("the slow server is holding a request", || {
+        !slow.got().is_empty()
+    });
+    // While the slow one holds its lane for 30 s, the good one keeps up.
+    let more: Vec<i64> = (0..3).map(|_| nj.submit(&["--", "true"])).collect();
+    for &id in &more {
+        nj.wait(id);
+    }
+    nj.until(
+        "the good server has every event while the slow one hangs",
+        || delivered(&good).len() == 4,
+    );
+    slow.hold(false);
+}
