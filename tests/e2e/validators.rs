@@ -340,3 +340,21 @@ fn plugins_check_knows_a_validator_and_its_config() {
         "{err}"
     );
 }
+
+#[test]
+fn a_fifo_in_the_outputs_fails_validation_unopened_and_in_bounded_time() {
+    let mut nj = Nj::new("");
+    nj.start();
+    let body = format!(
+        "name = \"fifo\"\ncommand = '''mkfifo \"$NIGHTJAR_OUTPUT_PATH/pipe\"; echo x > \"$NIGHTJAR_OUTPUT_PATH/f\"; : ${{OUTPUT_PATH}}'''\n[[validate]]\nplugin = \"{HOSTILE}\"\nmode = \"escape\"\n"
+    );
+    let id = submit_file(&nj, "fifo", &body);
+    assert_eq!(nj.wait(id), 65);
+    let run = nj.show(id)["runs"][0].clone();
+    assert_eq!(run["class"], "validation-failed");
+    let f = findings(&run);
+    assert!(
+        f.len() == 1 && f[0].0 == "nightjar" && f[0].2.contains("is a fifo"),
+        "the host refuses before a validator can open it: {f:?}"
+    );
+}

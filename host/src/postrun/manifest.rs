@@ -33,6 +33,9 @@ pub struct Manifest {
     /// Entries that are not regular files or folders (symbolic links,
     /// sockets, devices), or folders deeper than the walk goes.
     pub skipped: Vec<String>,
+    /// Of those, the FIFOs, sockets and devices: (path, kind). Opening one
+    /// can block or act, so validators are not shown a folder holding one.
+    pub special: Vec<(String, &'static str)>,
 }
 
 /// Walks `root`, which must be a real folder (opened by
@@ -76,6 +79,19 @@ pub fn walk_dir(dir: Dir) -> std::io::Result<Manifest> {
                 continue;
             }
             if !kind.is_file() {
+                use cap_std::fs::FileTypeExt;
+                let special = if kind.is_fifo() {
+                    Some("fifo")
+                } else if kind.is_socket() {
+                    Some("socket")
+                } else if kind.is_char_device() || kind.is_block_device() {
+                    Some("device")
+                } else {
+                    None
+                };
+                if let Some(k) = special {
+                    m.special.push((path.clone(), k));
+                }
                 m.skipped.push(path);
                 continue;
             }
@@ -119,6 +135,7 @@ pub fn walk_dir(dir: Dir) -> std::io::Result<Manifest> {
     m.files.sort_by(|a, b| a.path.cmp(&b.path));
     m.skipped.sort();
     m.linked.sort();
+    m.special.sort();
     Ok(m)
 }
 

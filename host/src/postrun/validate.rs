@@ -104,6 +104,22 @@ pub fn judge(
         }
         return j;
     }
+    if !m.special.is_empty() {
+        // Opening one would block the validator (a FIFO) or act (a device).
+        for (path, kind) in m.special.iter().take(MAX_LINKED_NAMED) {
+            j.findings.push(Finding {
+                path: Some(path.clone()),
+                ..host(
+                    Severity::Error,
+                    format!(
+                        "is a {kind}: validators read only regular files and folders; remove it from the output folder (validators were not run)"
+                    ),
+                )
+            });
+        }
+        j.walked = Some(m);
+        return j;
+    }
     if m.omitted > 0 {
         j.findings.push(host(
             Severity::Info,
