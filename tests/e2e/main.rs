@@ -22,6 +22,7 @@ mod energy;
 mod environments;
 mod exactly_once;
 mod examples;
+mod faults_dispatch;
 mod faults_lock;
 mod first_party;
 mod gpu_oom;

@@ -44,6 +44,9 @@ impl Daemon {
             Ok(Some(status)) => status.outcome(),
             Ok(None) | Err(_) => {
                 match liveness::probe(&self.cfg.run_lock_path(), &self.run_ids(run, dir)) {
+                    Ok(Liveness::Vanished(_)) if !files::was_started(dir) => {
+                        return self.give_back(run);
+                    }
                     Ok(Liveness::Ended(s) | Liveness::Vanished(s)) => s.outcome(),
                     Ok(Liveness::Alive) => return false,
                     Err(e) => RunOutcome {
@@ -57,6 +60,31 @@ impl Daemon {
             }
         };
         self.finish(run, &out)
+    }
+
+    /// Records run `run`, whose supervisor never reached its task, as given
+    /// back (the attempt not counted; `store/give_back.rs`) and frees what
+    /// it held; true once recorded (or already).
+    pub(super) fn give_back(&self, run: i64) -> bool {
+        // Nothing ran: whatever the monitor kept for it is dropped.
+        let _ = lock(&self.gpu).as_mut().map(|m| m.take_run(run));
+        let given = self.store().give_back(run, now_ms());
+        let recorded = match given {
+            Ok(_) => true,
+            Err(e) => {
+                tracing::error!("run {run}: cannot give it back yet ({e:#})");
+                false
+            }
+        };
+        let held = lock(&self.placed).remove(&run);
+        if let Some(h) = held {
+            lock(&self.pool).give_back(&h.placement);
+        }
+        if let Ok(base) = &self.cgroup {
+            let _ = std::fs::remove_dir(base.dir.join(format!("run-{run}")));
+        }
+        self.changed();
+        recorded
     }
 
     /// Judges a run's end (validators, when it exited 0) and records it;
@@ -201,6 +229,14 @@ impl Daemon {
                     // Validated now if it exited 0: a daemon killed while
                     // judging a run judges it again (validators are pure).
                     self.finish(run.id, &status.outcome());
+                }
+                Liveness::Vanished(_) if !files::was_started(&dir) => {
+                    tracing::warn!(
+                        "run {} of task {}: never started (no supervisor reached it); given back to the queue",
+                        run.id,
+                        run.task_id
+                    );
+                    self.give_back(run.id);
                 }
                 Liveness::Vanished(status) => {
                     tracing::warn!(

@@ -197,6 +197,25 @@ impl RunStatus {
     }
 }
 
+/// The marker a supervisor leaves in its run folder right before it
+/// starts the task: a run without it never ran its command (see
+/// `store/give_back.rs`).
+pub const STARTED: &str = "started";
+
+/// Marks the run in `dir` started, durably (the file and the folder
+/// flushed): from here on the run counts as an attempt.
+pub fn mark_started(dir: &Path) -> std::io::Result<()> {
+    let mut f = std::fs::File::create(dir.join(STARTED))?;
+    f.write_all(crate::time::now_ms().to_string().as_bytes())?;
+    f.sync_all()?;
+    std::fs::File::open(dir)?.sync_all()
+}
+
+/// Whether the run in `dir` reached its task (its supervisor marked it).
+pub fn was_started(dir: &Path) -> bool {
+    std::fs::symlink_metadata(dir.join(STARTED)).is_ok()
+}
+
 /// Writes `value` as JSON to `dir/name` atomically: a temporary file renamed
 /// into place, so a reader (or a daemon restarted after `kill -9`) sees no
 /// file or the whole file, never a part.

@@ -244,6 +244,11 @@ fn supervise(dir: &Path, spec: &RunSpec, sigfd: &OwnedFd) -> RunStatus {
         CappedLog::new(&dir.join(files::STDOUT), spec.log_cap),
         CappedLog::new(&dir.join(files::STDERR), spec.log_cap),
     ];
+    // From here on the run counts as an attempt (a supervisor gone before
+    // this line gives it back: `store/give_back.rs`).
+    if let Err(e) = files::mark_started(dir) {
+        note(dir, &format!("cannot mark the run started: {e}"));
+    }
     let (child_pid, readers) = match super::spawn::spawn(spec, cgroup.as_deref(), logs) {
         Ok(x) => x,
         Err(e) => {

@@ -12,6 +12,7 @@ mod digest;
 mod estimate;
 mod finish;
 mod gc;
+mod give_back;
 mod gpu;
 mod manifest;
 pub mod outbox;
