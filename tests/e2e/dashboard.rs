@@ -233,6 +233,69 @@ async fn browse(b: &B, nj: &Nj, admin: &str, other: Option<&str>, ids: (i64, i64
         b.shot(name, 1280, 900).await;
     }
 
+    // A page on another 127.0.0.1 port (the same *site* as the dashboard,
+    // so the browser sends its session cookie along) tries to cancel the
+    // running task and mint a token through the API: a fetch with the
+    // cookie, then a plain-text form. Nothing happens.
+    let evil = nj.path("evil");
+    let api = &b.base;
+    std::fs::write(
+        evil.join("index.html"),
+        format!(
+            "<!doctype html><title>evil</title><form id=f method=POST action=\"{api}/api/v2/cancel\" enctype=\"text/plain\"><input name='{{\"id\":{logger},\"x\":\"' value='\"}}'></form>\
+             <script>fetch('{api}/api/v2/token-create',{{method:'POST',credentials:'include',headers:{{'Content-Type':'text/plain'}},body:'{{\"name\":\"evil\"}}'}}).catch(()=>0)\
+             .then(()=>fetch('{api}/api/v2/cancel',{{method:'POST',credentials:'include',mode:'no-cors',headers:{{'Content-Type':'text/plain'}},body:'{{\"id\":{logger}}}'}})).catch(()=>0)\
+             .then(()=>{{document.title='sent';document.getElementById('f').submit();}});</script>"
+        ),
+    )
+    .unwrap();
+    let port = free_port();
+    let mut server = Command::new("python3")
+        .args([
+            "-m",
+            "http.server",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+        ])
+        .current_dir(&evil)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let tokens_before = nj.json(&["token", "ls"]).as_array().map(Vec::len);
+    let url = format!("http://127.0.0.1:{port}/");
+    let t0 = Instant::now();
+    while b.c.goto(&url).await.is_err() && t0.elapsed() < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // The form's navigation lands on the API's answer (a 401 page).
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(10) {
+        let at =
+            b.c.current_url()
+                .await
+                .map(|u| u.to_string())
+                .unwrap_or_default();
+        if at.contains("/api/v2/cancel") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(
+        nj.show(logger)["task"]["state"],
+        "running",
+        "a cross-site cancel"
+    );
+    assert_eq!(
+        nj.json(&["token", "ls"]).as_array().map(Vec::len),
+        tokens_before,
+        "a cross-site token"
+    );
+    b.go("/").await;
+
     // A POST without the CSRF field is refused.
     let post = |token: &str, body: &str| post_cancel(&b.base, logger, token, body);
     assert_eq!(post(admin, ""), 403, "no CSRF field");
