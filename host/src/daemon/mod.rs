@@ -65,6 +65,14 @@ use crate::sys;
 /// the next daemon re-adopts them.
 pub fn run(cfg: Config) -> Result<()> {
     let _lock = prepare_state_dir(&cfg)?;
+    // The folder the daemon was started in is reachable as /proc/self/cwd
+    // from every thread, an owner's too, past the permissions of the
+    // folders above it: leave it for `/` once the paths are absolute.
+    if cfg.state_dir.is_absolute()
+        && let Err(e) = std::env::set_current_dir("/")
+    {
+        tracing::warn!("cannot leave the folder the daemon was started in for /: {e}");
+    }
     let store = Store::open(&cfg.db_path())
         .with_context(|| format!("open database {}", cfg.db_path().display()))?;
     let cgroup = match cfg.sandbox.cgroup {

@@ -1,14 +1,15 @@
 //! Running a helper program (`git`, `pip`) under a deadline: its output is
 //! streamed to a sink (never held whole), and at the deadline its whole
-//! process group is killed, so a helper that hangs, or leaves a child
-//! holding its pipe, costs no more than the time allowed.
+//! process group is killed and its pipes are let go, so a helper that
+//! hangs, or leaves a child holding its pipe (even one in a session of its
+//! own, which the group kill does not reach), costs no more than the time
+//! allowed. One thread: both pipes are polled, non-blocking.
 
 use std::io::Read;
+use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Most bytes of a helper's stderr kept (for the note that names its failure).
 const STDERR_KEPT: usize = 4096;
@@ -50,80 +51,92 @@ pub fn run(
         .process_group(0);
     let mut child = cmd.spawn()?;
     let pid = child.id() as i32;
-    // `done` is set once the helper has exited (before it is reaped), so the
-    // watchdog never signals a process group id that could be reused.
-    let done = Arc::new(Mutex::new(false));
-    let timed_out = Arc::new(Mutex::new(false));
-    let (stop, stopped) = mpsc::channel::<()>();
-    let watchdog = {
-        let (done, timed_out) = (Arc::clone(&done), Arc::clone(&timed_out));
-        std::thread::spawn(move || {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(left) {
-                let done = done.lock().unwrap_or_else(|p| p.into_inner());
-                if !*done {
-                    *timed_out.lock().unwrap_or_else(|p| p.into_inner()) = true;
-                    // SAFETY: a plain signal to the helper's own process
-                    // group, which exists: its leader is not reaped yet.
-                    unsafe { libc::kill(-pid, libc::SIGKILL) };
-                }
-            }
+    let mut out = child.stdout.take();
+    let mut err = child.stderr.take();
+    for fd in [
+        out.as_ref().map(|o| o.as_raw_fd()),
+        err.as_ref().map(|e| e.as_raw_fd()),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        // SAFETY: fcntl on a pipe we own.
+        unsafe {
+            let flags = libc::fcntl(fd, libc::F_GETFL);
+            libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
+        }
+    }
+    let mut kept = Vec::new();
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut timed_out = false;
+    while out.is_some() || err.is_some() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            timed_out = true;
+            break;
+        }
+        let mut fds: Vec<libc::pollfd> = [
+            out.as_ref().map(|o| o.as_raw_fd()),
+            err.as_ref().map(|e| e.as_raw_fd()),
+        ]
+        .into_iter()
+        .flatten()
+        .map(|fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
         })
-    };
-    let stderr = child.stderr.take().map(|mut e| {
-        std::thread::spawn(move || {
-            let mut kept = Vec::new();
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = e.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                let room = STDERR_KEPT.saturating_sub(kept.len());
-                kept.extend_from_slice(&buf[..n.min(room)]);
-            }
-            String::from_utf8_lossy(&kept).into_owned()
-        })
-    });
-    if let Some(mut out) = child.stdout.take() {
-        let mut buf = vec![0u8; 256 * 1024];
-        loop {
-            match out.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => sink(&buf[..n]),
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(_) => break,
+        .collect();
+        let ms = left.min(Duration::from_millis(200)).as_millis() as libc::c_int;
+        // SAFETY: poll on descriptors we own, with a live buffer.
+        unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms.max(1)) };
+        if let Some(o) = out.as_mut()
+            && drain(o, &mut buf, &mut sink)
+        {
+            out = None;
+        }
+        if let Some(e) = err.as_mut() {
+            let room = |kept: &mut Vec<u8>, b: &[u8]| {
+                let n = b.len().min(STDERR_KEPT.saturating_sub(kept.len()));
+                kept.extend_from_slice(&b[..n]);
+            };
+            if drain(e, &mut buf, &mut |b| room(&mut kept, b)) {
+                err = None;
             }
         }
     }
-    wait_exited(pid);
-    *done.lock().unwrap_or_else(|p| p.into_inner()) = true;
-    let _ = stop.send(());
-    let _ = watchdog.join();
-    let status = child.wait()?;
-    let stderr = stderr.and_then(|h| h.join().ok()).unwrap_or_default();
-    let timed_out = *timed_out.lock().unwrap_or_else(|p| p.into_inner());
+    // The pipes are closed (or let go at the deadline); the helper itself
+    // gets what is left of the time to exit.
+    let status = loop {
+        if let Some(s) = child.try_wait()? {
+            break Some(s);
+        }
+        if timed_out || Instant::now() >= deadline {
+            timed_out = true;
+            // SAFETY: a signal to the helper's own process group, which
+            // exists: its leader is our child and not reaped yet.
+            unsafe { libc::kill(-pid, libc::SIGKILL) };
+            break child.wait().ok();
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    drop((out, err));
     Ok(Ran {
-        code: status.code(),
-        stderr,
+        code: status.and_then(|s| s.code()),
+        stderr: String::from_utf8_lossy(&kept).into_owned(),
         timed_out,
     })
 }
 
-/// Waits until process `pid` (our child) has exited, leaving it unreaped.
-fn wait_exited(pid: i32) {
+/// Reads what `r` has now into `sink`; true at its end (or an error).
+fn drain(r: &mut impl Read, buf: &mut [u8], sink: &mut impl FnMut(&[u8])) -> bool {
     loop {
-        // SAFETY: waitid on our own child with WNOWAIT only observes it.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        let r = unsafe {
-            libc::waitid(
-                libc::P_PID,
-                pid as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOWAIT,
-            )
-        };
-        if r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            return;
+        match r.read(buf) {
+            Ok(0) => return true,
+            Ok(n) => sink(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return false,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return true,
         }
     }
 }
@@ -159,6 +172,21 @@ mod tests {
         .unwrap();
         assert!(r.timed_out && !r.ok());
         assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    }
+
+    #[test]
+    fn a_child_in_a_session_of_its_own_holding_the_pipe_costs_only_the_deadline() {
+        let t0 = Instant::now();
+        // `setsid` puts the sleeper out of the group the deadline kills.
+        let r = run(
+            Command::new("/bin/sh").args(["-c", "setsid sleep 30 & sleep 30"]),
+            Instant::now() + Duration::from_millis(300),
+            |_| {},
+        )
+        .unwrap();
+        assert!(r.timed_out && !r.ok());
+        assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+        let _ = Command::new("pkill").args(["-f", "^sleep 30$"]).status();
     }
 
     #[test]

@@ -136,8 +136,10 @@ fn remote_url(top: &Path) -> Option<String> {
 fn read_small(path: &Path) -> Option<String> {
     use std::io::Read;
     let mut text = String::new();
-    std::fs::File::open(path)
+    // A regular file only (a FIFO as `.git/config` would block), opened once.
+    crate::privsep::open::regular(path, true)
         .ok()?
+        .0
         .take(1 << 20)
         .read_to_string(&mut text)
         .ok()?;

@@ -35,6 +35,9 @@ impl Owned<'_> {
     /// theirs. The daemon's own identity when no drop is needed.
     pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Result<Command, String> {
         let mut c = Command::new(program);
+        // Not the daemon's folder (a caller may name another, entered as
+        // the owner in the child).
+        c.current_dir("/");
         if let Some(w) = self.who {
             c.env("HOME", &w.home)
                 .env("USER", &w.name)
@@ -113,10 +116,13 @@ pub fn as_owner_serving<T: Send, Q: Send, A: Send>(
 
 /// Capabilities the owner's thread keeps in its effective set: only those
 /// that let a child it forks drop to the owner for good (setgroups, setgid,
-/// setuid in [`Owned::command`]'s `pre_exec`).
-const KEPT_CAPS: u32 = (1 << CAP_SETGID) | (1 << CAP_SETUID);
+/// setuid in [`Owned::command`]'s `pre_exec`), and kill, so that a deadline
+/// can end that child once it runs as the owner (a watchdog thread started
+/// here has this thread's capabilities).
+const KEPT_CAPS: u32 = (1 << CAP_KILL) | (1 << CAP_SETGID) | (1 << CAP_SETUID);
 
 /// Capability numbers (linux/capability.h).
+const CAP_KILL: u32 = 5;
 const CAP_SETGID: u32 = 6;
 const CAP_SETUID: u32 = 7;
 

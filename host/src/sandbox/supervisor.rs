@@ -23,6 +23,11 @@ use crate::time::now_ms;
 /// Runs the supervisor for the run folder `dir` (its spec arrives on stdin);
 /// returns when the run is recorded. Errors also go to `supervisor.log`.
 pub fn main(dir: &Path) -> Result<()> {
+    // The task enters its workdir from here: not from the folder the daemon
+    // was started in, which /proc/self/cwd would reach past the
+    // permissions of the folders above it.
+    let dir = &std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let _ = std::env::set_current_dir("/");
     let result = run(dir);
     if let Err(e) = &result {
         note(dir, &format!("supervisor failed: {e:#}"));
