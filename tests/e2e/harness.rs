@@ -25,6 +25,8 @@ pub struct Nj {
     pub config: PathBuf,
     /// Extra environment for the daemon.
     pub env: Vec<(String, String)>,
+    /// The folder the daemon is started in (none: the test's own).
+    pub cwd: Option<PathBuf>,
     daemon: Option<Child>,
 }
 
@@ -50,6 +52,7 @@ impl Nj {
             state,
             config,
             env: Vec::new(),
+            cwd: None,
             daemon: None,
         }
     }
@@ -73,7 +76,11 @@ impl Nj {
             .append(true)
             .open(self.dir.path().join("daemon.log"))
             .expect("daemon log");
-        let child = Command::new(bin)
+        let mut cmd = Command::new(bin);
+        if let Some(d) = &self.cwd {
+            cmd.current_dir(d);
+        }
+        let child = cmd
             .args(["--config", self.config.to_str().unwrap(), "daemon"])
             .env("SECRET_TOKEN", "must-not-leak")
             // Compiled plugin code is shared by every test daemon (compiling in a debug build is slow).

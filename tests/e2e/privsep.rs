@@ -306,3 +306,58 @@ fn another_users_log_reaches_an_admins_terminal_escaped_and_raw_is_refused_there
     assert_eq!(code, Some(0), "{text}");
     assert!(text.contains("\u{1b}]0;pwned"), "{text:?}");
 }
+
+#[test]
+fn inputs_through_proc_self_reach_nothing_of_the_daemons_process() {
+    let Some(u) = users("no magic links from an owner's thread") else {
+        return;
+    };
+    // The daemon starts in an open folder inside one only root may enter,
+    // holding a file anyone could read by its own mode: /proc/self/cwd
+    // would reach it past the closed folder.
+    let decoy = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(decoy.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    let open = decoy.path().join("pub");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(open.join("secret"), "root by ancestor").unwrap();
+    std::fs::set_permissions(open.join("secret"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    let s = crate::users_harness::system_in("", Some(&open));
+    let work = folder_of(&u.alice, "nj-magic");
+    let names: Vec<String> = (0..20).map(|k| format!("in{k}")).collect();
+    for n in &names {
+        std::fs::write(work.join(n), "hers").unwrap();
+    }
+    give(&u.alice, &work);
+    let mut args = vec![
+        "--hold".to_string(),
+        "--workdir".into(),
+        work.display().to_string(),
+    ];
+    for n in &names {
+        args.push("--input".into());
+        args.push(work.join(n).display().to_string());
+    }
+    args.extend(["--".into(), "true".into()]);
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    let id = s.submit(&u, &u.alice, &a);
+    // Swapped for links through the daemon's own /proc/self: its folder,
+    // and its open descriptors 3..21.
+    for (k, n) in names.iter().enumerate() {
+        let to = if k == 0 {
+            "/proc/self/cwd/secret".to_string()
+        } else {
+            format!("/proc/self/fd/{}/secret", k + 2)
+        };
+        std::fs::remove_file(work.join(n)).unwrap();
+        symlink(&to, work.join(n)).unwrap();
+    }
+    s.ok(&u, &u.alice, &["release", &id.to_string()]);
+    let d = wait_end(&s, id);
+    let text = d.to_string();
+    assert!(!text.contains("root by ancestor"));
+    for i in d["manifests"]["runs"][0]["inputs"].as_array().unwrap() {
+        assert!(i["sha256"].is_null(), "read through /proc/self: {i}");
+        assert_ne!(i["kind"], "file", "{i}");
+    }
+}

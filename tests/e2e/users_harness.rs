@@ -156,6 +156,11 @@ pub struct System {
 
 /// Starts a root daemon with `extra` config (besides the socket and `[users]`).
 pub fn system(extra: &str) -> System {
+    system_in(extra, None)
+}
+
+/// As [`system`], the daemon started in the folder `cwd`.
+pub fn system_in(extra: &str, cwd: Option<&Path>) -> System {
     let sockdir = tempfile::Builder::new()
         .prefix("njtest-sock")
         .tempdir()
@@ -171,6 +176,7 @@ pub fn system(extra: &str) -> System {
         "socket = \"{}\"\n{extra}\n{users}",
         socket.display()
     ));
+    nj.cwd = cwd.map(Path::to_path_buf);
     nj.start();
     System {
         nj,

@@ -67,7 +67,7 @@ fn search(pattern: &str, spec: &CheckpointSpec, now: SystemTime, cap: usize) -> 
     walk.matches.dedup();
     let mut matched: Vec<(SystemTime, PathBuf)> = Vec::with_capacity(walk.matches.len());
     for p in std::mem::take(&mut walk.matches) {
-        match std::fs::metadata(&p).and_then(|m| m.modified()) {
+        match crate::privsep::open::metadata(&p, true).and_then(|m| m.modified()) {
             Ok(t) => matched.push((t, p)),
             Err(e) => walk.error(&p, &e),
         }
@@ -168,7 +168,9 @@ impl Walk {
         if self.truncated {
             return Vec::new();
         }
-        let rd = match std::fs::read_dir(dir) {
+        // No magic link on the way (`privsep::open`): the search runs on
+        // a thread acting as the task's owner, in the daemon's process.
+        let rd = match crate::privsep::open::read_dir(dir) {
             Ok(rd) => rd,
             Err(e) => {
                 self.error(dir, &e);
@@ -186,7 +188,7 @@ impl Walk {
                 Ok(e) => {
                     let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
                     let name = e.file_name().to_string_lossy().into_owned();
-                    out.push((name, e.path(), is_dir));
+                    out.push((name, dir.join(e.file_name()), is_dir));
                 }
                 Err(e) => self.error(dir, &e),
             }
@@ -208,7 +210,7 @@ impl Walk {
                     // No read for a literal name: a folder that is missing
                     // or not a folder shows when the next component reads it.
                     let next = path.join(name);
-                    if !last || std::fs::symlink_metadata(&next).is_ok() {
+                    if !last || crate::privsep::open::metadata(&next, false).is_ok() {
                         stack.push((next, i + 1, depth));
                     }
                 }

@@ -66,7 +66,7 @@ pub fn skipped_scripts(e: &Environment) -> Vec<String> {
     let Environment::Conda { prefix, .. } = e else {
         return Vec::new();
     };
-    let Ok(rd) = std::fs::read_dir(prefix.join("etc/conda/activate.d")) else {
+    let Ok(rd) = crate::privsep::open::read_dir(&prefix.join("etc/conda/activate.d")) else {
         return Vec::new();
     };
     let mut names: Vec<String> = rd

@@ -151,7 +151,7 @@ fn read_small(path: &Path) -> Option<String> {
 fn find_repo(workdir: &Path) -> Option<PathBuf> {
     workdir
         .ancestors()
-        .find(|p| p.join(".git").symlink_metadata().is_ok())
+        .find(|p| crate::privsep::open::metadata(&p.join(".git"), false).is_ok())
         .map(Path::to_path_buf)
 }
 

@@ -6,9 +6,8 @@
 //! loop) is recorded as what it is and never opened for reading.
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::io::Read;
-use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::Path;
 
 use sha2::{Digest, Sha256};
@@ -171,7 +170,7 @@ fn stat(path: &Path) -> (InputRecord, Option<Key>) {
         path: path.to_path_buf(),
         ..InputRecord::default()
     };
-    let m = match std::fs::metadata(path) {
+    let m = match crate::privsep::open::metadata(path, true) {
         Ok(m) => m,
         Err(e) => {
             rec.kind = if e.kind() == std::io::ErrorKind::NotFound {
@@ -248,15 +247,11 @@ const CHUNK: usize = 1 << 20;
 /// `key` describes. Opened non-blocking (a FIFO swapped in since the stat
 /// cannot block the capture) and checked by its descriptor before reading.
 pub fn hash_file(path: &Path, key: &Key) -> Result<(String, u64), String> {
-    let mut f = File::options()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-        .map_err(|e| format!("cannot open: {}", describe(&e)))?;
-    let m = f
-        .metadata()
-        .map_err(|e| format!("cannot stat: {}", describe(&e)))?;
-    if !m.is_file() || m.dev() != key.dev || m.ino() != key.ino {
+    let (mut f, m) = crate::privsep::open::regular(path, true).map_err(|e| match e {
+        crate::privsep::open::Refused::Io(e) => format!("cannot open: {}", describe(&e)),
+        other => format!("replaced while being recorded ({other})"),
+    })?;
+    if m.dev() != key.dev || m.ino() != key.ino {
         return Err("replaced while being recorded: not read".into());
     }
     // SAFETY: advice on our own descriptor; failure is harmless.

@@ -1,3 +1,4 @@
+use std::fs::File;
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 

@@ -79,16 +79,17 @@ fn stamp(kind: &str, prefix: &Path) -> Stamp {
         dirs.push(prefix.join("conda-meta"));
     } else {
         for lib in ["lib", "lib64"] {
-            if let Ok(rd) = std::fs::read_dir(prefix.join(lib)) {
+            let at = prefix.join(lib);
+            if let Ok(rd) = crate::privsep::open::read_dir(&at) {
                 for e in rd.flatten().take(16) {
-                    dirs.push(e.path().join("site-packages"));
+                    dirs.push(at.join(e.file_name()).join("site-packages"));
                 }
             }
         }
     }
     dirs.into_iter()
         .filter_map(|d| {
-            let m = std::fs::metadata(&d).ok()?;
+            let m = crate::privsep::open::metadata(&d, true).ok()?;
             Some((d, m.mtime() * 1_000_000_000 + m.mtime_nsec()))
         })
         .collect()
@@ -165,7 +166,7 @@ fn conda(prefix: &Path) -> PythonEnv {
         note: None,
     };
     let meta = prefix.join("conda-meta");
-    let rd = match std::fs::read_dir(&meta) {
+    let rd = match crate::privsep::open::read_dir(&meta) {
         Ok(rd) => rd,
         Err(e) => {
             out.note = Some(format!("skipped: cannot read {}: {e}", meta.display()));

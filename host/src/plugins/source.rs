@@ -2,9 +2,9 @@
 //! to a size cap, checked on the open file itself so nothing swapped in
 //! between the check and the read (a FIFO, a 2 GiB file) is ever read.
 
-use std::fs::{File, Metadata};
+use std::fs::Metadata;
 use std::io::Read;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 
 /// Why a plugin file was not read.
@@ -70,7 +70,8 @@ fn kind(meta: &Metadata) -> &'static str {
 /// the real kind otherwise.
 pub fn check(path: &Path) -> Result<bool, SourceError> {
     let shown = path.display().to_string();
-    let link = match std::fs::symlink_metadata(path) {
+    // No magic link on the way (`/proc/self/...`): see `privsep::open`.
+    let link = match crate::privsep::open::metadata(path, false) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
         Err(e) => {
@@ -81,7 +82,7 @@ pub fn check(path: &Path) -> Result<bool, SourceError> {
         }
     };
     let meta = if link.file_type().is_symlink() {
-        match std::fs::metadata(path) {
+        match crate::privsep::open::metadata(path, true) {
             Ok(m) => m,
             Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
                 return Err(SourceError::NotRegular {
@@ -121,11 +122,11 @@ pub fn read(path: &Path, limit: u64) -> Result<Vec<u8>, SourceError> {
         message: e.to_string(),
     };
     // Non-blocking: a FIFO swapped in after the check opens without a writer.
-    let file = File::options()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-        .map_err(io)?;
+    let file = crate::privsep::open::open_no_magic(
+        path,
+        libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY,
+    )
+    .map_err(io)?;
     let meta = file.metadata().map_err(io)?;
     if !meta.file_type().is_file() {
         return Err(SourceError::NotRegular {
@@ -190,7 +191,7 @@ mod tests {
     fn a_file_over_the_cap_is_refused_before_it_is_read() {
         let dir = tempfile::tempdir().unwrap();
         let big = dir.path().join("big.wasm");
-        let f = File::create(&big).unwrap();
+        let f = std::fs::File::create(&big).unwrap();
         // Sparse: the size says 2 GiB, nothing is written.
         f.set_len(2 << 30).unwrap();
         let e = read(&big, 32 << 20).unwrap_err();

@@ -2,6 +2,13 @@
 //! opened again, and never unless the open descriptor says it is a regular
 //! file. Opened non-blocking (a FIFO or a device cannot hold the daemon at
 //! the open), without following a final symbolic link, then `fstat`.
+//!
+//! Every path a user names is resolved with `openat2` and
+//! `RESOLVE_NO_MAGICLINKS`: an owner's thread lives in the daemon's
+//! process, so `/proc/self/fd/N` (the daemon's own open folders, another
+//! owner's among them), `/proc/self/cwd` and the like would lead past the
+//! permissions of every folder above them. Ordinary symbolic links are
+//! followed as the owner would follow them.
 
 use std::fs::File;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
@@ -50,19 +57,82 @@ impl std::fmt::Display for Refused {
     }
 }
 
+/// `path` opened with `flags` (`O_CLOEXEC` added), no magic link on its
+/// way (see the module's doc). A kernel before 5.6 (no `openat2`) opens it
+/// plainly.
+pub fn open_no_magic(path: &Path, flags: libc::c_int) -> std::io::Result<File> {
+    use std::os::fd::FromRawFd;
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
+        .map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
+    // libc's `open_how` is non-exhaustive: the kernel's layout, ours.
+    #[repr(C)]
+    struct OpenHow {
+        flags: u64,
+        mode: u64,
+        resolve: u64,
+    }
+    let how = OpenHow {
+        flags: (flags | libc::O_CLOEXEC) as u64,
+        mode: 0,
+        resolve: libc::RESOLVE_NO_MAGICLINKS,
+    };
+    // SAFETY: openat2 with a NUL-terminated path and a live `open_how` of
+    // the size passed.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            &how as *const OpenHow,
+            std::mem::size_of::<OpenHow>(),
+        )
+    } as libc::c_int;
+    if fd >= 0 {
+        // SAFETY: a fresh descriptor nothing else owns.
+        return Ok(unsafe { File::from_raw_fd(fd) });
+    }
+    let e = std::io::Error::last_os_error();
+    if e.raw_os_error() != Some(libc::ENOSYS) {
+        return Err(e);
+    }
+    File::options()
+        .read(flags & libc::O_ACCMODE == libc::O_RDONLY)
+        .custom_flags(flags & !libc::O_ACCMODE)
+        .open(path)
+}
+
+/// What `path` is (following ordinary links when `follow`, never a magic
+/// one), from a descriptor opened `O_PATH` (nothing is read; a FIFO or a
+/// device is not opened).
+pub fn metadata(path: &Path, follow: bool) -> std::io::Result<std::fs::Metadata> {
+    let mut flags = libc::O_PATH;
+    if !follow {
+        flags |= libc::O_NOFOLLOW;
+    }
+    open_no_magic(path, flags)?.metadata()
+}
+
+/// The folder at `path`, opened for listing (no magic link on its way).
+pub fn dir(path: &Path) -> std::io::Result<cap_std::fs::Dir> {
+    let f = open_no_magic(path, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOCTTY)?;
+    Ok(cap_std::fs::Dir::from_std_file(f))
+}
+
+/// The entries of the folder at `path` (opened with no magic link on its
+/// way; each entry's type from the listing, nothing followed).
+pub fn read_dir(path: &Path) -> std::io::Result<cap_std::fs::ReadDir> {
+    dir(path)?.entries()
+}
+
 /// `path` opened for reading if it is a regular file, checked on the
 /// descriptor. `follow`: whether a final symbolic link is followed (an
 /// input may be a link the user made on purpose; output files never are).
 pub fn regular(path: &Path, follow: bool) -> Result<(File, std::fs::Metadata), Refused> {
-    let mut flags = libc::O_NONBLOCK | libc::O_NOCTTY;
+    let mut flags = libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY;
     if !follow {
         flags |= libc::O_NOFOLLOW;
     }
-    let f = File::options()
-        .read(true)
-        .custom_flags(flags)
-        .open(path)
-        .map_err(Refused::Io)?;
+    let f = open_no_magic(path, flags).map_err(Refused::Io)?;
     let m = f.metadata().map_err(Refused::Io)?;
     if !m.is_file() {
         return Err(Refused::NotRegular(kind_of(&m.file_type())));
@@ -173,6 +243,34 @@ mod tests {
         assert!(regular(&link, true).is_ok());
         let e = regular(&link, false).expect_err("followed a link");
         assert_eq!(e.to_string(), "a symbolic link (not followed)");
+    }
+
+    #[test]
+    fn a_link_through_proc_self_is_refused_and_an_ordinary_one_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("real"), "x").unwrap();
+        let held = std::fs::File::open(dir.path()).unwrap();
+        use std::os::fd::AsRawFd;
+        let magic = std::path::PathBuf::from(format!("/proc/self/fd/{}/real", held.as_raw_fd()));
+        assert!(
+            std::fs::metadata(&magic).is_ok(),
+            "the kernel follows it by default"
+        );
+        let link = dir.path().join("via-proc");
+        std::os::unix::fs::symlink(&magic, &link).unwrap();
+        for p in [&magic, &link] {
+            let e = metadata(p, true).unwrap_err();
+            assert_eq!(e.raw_os_error(), Some(libc::ELOOP), "{}", p.display());
+            assert!(regular(p, true).is_err());
+        }
+        assert!(metadata(&dir.path().join("real"), true).unwrap().is_file());
+        let plain = dir.path().join("plain");
+        std::os::unix::fs::symlink(dir.path().join("real"), &plain).unwrap();
+        assert!(regular(&plain, true).is_ok());
+        assert!(matches!(
+            metadata(Path::new("/dev/zero"), true).map(|m| m.file_type()),
+            Ok(t) if kind_of(&t) == "char-device"
+        ));
     }
 
     #[test]
