@@ -62,8 +62,15 @@ pub(super) fn check_submission(
     // Said before the inputs are hashed; counted again when stored.
     let adding = entries.iter().map(|e| e.members.len()).sum();
     d.check_queued_quota(&d.store(), caller, adding)?;
-    check_reach(caller, entries)?;
-    check_environments(d, entries)?;
+    // As the caller, on a thread acting as them: what a check finds (or
+    // its error) is what they could find themselves, never a root-only
+    // folder's contents or a link's target there.
+    let who = crate::privsep::identity(Some(&caller.owner())).map_err(anyhow::Error::msg)?;
+    crate::privsep::as_owner(who.as_ref(), |_| {
+        check_reach(caller, entries)?;
+        check_environments(d, entries)
+    })
+    .map_err(anyhow::Error::msg)??;
     check_outputs(d, entries)?;
     check_fits(d, entries)
 }
