@@ -305,8 +305,9 @@ fn the_http_api_serves_the_protocol_to_token_holders_only() {
 
 #[test]
 fn idle_connections_do_not_keep_health_from_answering_and_are_closed() {
-    let mut nj =
-        Nj::new("[http]\nlisten = \"127.0.0.1:0\"\nmax_connections = 210\nidle_timeout = \"6s\"\n");
+    let mut nj = Nj::new(
+        "[http]\nlisten = \"127.0.0.1:0\"\nmax_connections = 210\nmax_connections_per_peer = 1000\nidle_timeout = \"6s\"\n",
+    );
     nj.start();
     let a = addr(&nj);
     let idle: Vec<TcpStream> = (0..200).map(|_| TcpStream::connect(a).unwrap()).collect();

@@ -101,3 +101,57 @@ fn a_post_with_only_the_session_cookie_or_a_form_body_changes_nothing() {
     assert_eq!(ok.status, 200, "{}", ok.text());
     assert_eq!(nj.show(id)["task"]["state"], "cancelled");
 }
+
+#[test]
+fn one_peer_cannot_hold_every_connection_and_one_user_every_stream() {
+    let mut nj = Nj::new(
+        "[http]\nlisten = \"127.0.0.1:0\"\nmax_connections_per_peer = 3\nmax_streams_per_user = 2\n",
+    );
+    nj.start();
+    let a = addr(&nj);
+    // Three half-open connections (nothing sent) from 127.0.0.1: the fourth is 429.
+    let held: Vec<std::net::TcpStream> = (0..3)
+        .map(|_| std::net::TcpStream::connect(a).unwrap())
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // The answer comes unasked, and the connection is closed.
+    let mut fourth = std::net::TcpStream::connect(a).unwrap();
+    let mut said = String::new();
+    read_until(
+        &mut fourth,
+        &mut said,
+        "}",
+        std::time::Duration::from_secs(10),
+    );
+    assert!(said.starts_with("HTTP/1.1 429"), "{said}");
+    assert!(said.contains("max_connections_per_peer"), "{said}");
+    drop(held);
+    nj.until("a slot is free again", || {
+        call(a, "GET", "/api/v2/health", None, "").status == 200
+    });
+    // Two event streams of one user: the third is 429.
+    let made = nj.json(&["token", "create", "--name", "streams"]);
+    let token = made["token"].as_str().unwrap().to_string();
+    let mut open: Vec<std::net::TcpStream> = Vec::new();
+    for _ in 0..2 {
+        let mut s = open_stream(a, "/api/v2/events", &token);
+        let mut head = String::new();
+        assert!(read_until(
+            &mut s,
+            &mut head,
+            "\r\n\r\n",
+            std::time::Duration::from_secs(10)
+        ));
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        open.push(s);
+    }
+    let mut s = open_stream(a, "/api/v2/events", &token);
+    let mut head = String::new();
+    read_until(
+        &mut s,
+        &mut head,
+        "max_streams_per_user",
+        std::time::Duration::from_secs(10),
+    );
+    assert!(head.starts_with("HTTP/1.1 429"), "{head}");
+}

@@ -24,6 +24,9 @@ pub struct HttpConfig {
     pub trusted_proxies: Vec<String>,
     /// Most HTTP connections open at once; more are answered 503 and closed.
     pub max_connections: usize,
+    /// Most of those from one peer address; more are answered 429 (local
+    /// clients all come from 127.0.0.1 and share this).
+    pub max_connections_per_peer: usize,
     /// Most event and log streams open at once; more are answered 503.
     pub max_streams: usize,
     /// Most event and log streams one user has open at once; more are
@@ -42,6 +45,7 @@ impl Default for HttpConfig {
             trusted_proxy_header: String::new(),
             trusted_proxies: Vec::new(),
             max_connections: 256,
+            max_connections_per_peer: 64,
             max_streams: 64,
             max_streams_per_user: 16,
             idle_timeout: Duration::from_secs(60),
@@ -105,9 +109,13 @@ impl HttpConfig {
                 self.trusted_proxy_header.escape_debug()
             );
         }
-        if self.max_connections == 0 || self.max_streams == 0 || self.max_streams_per_user == 0 {
+        if self.max_connections == 0
+            || self.max_connections_per_peer == 0
+            || self.max_streams == 0
+            || self.max_streams_per_user == 0
+        {
             bail!(
-                "keys `http.max_connections`, `http.max_streams` and `http.max_streams_per_user` must be at least 1"
+                "keys `http.max_connections`, `http.max_connections_per_peer`, `http.max_streams` and `http.max_streams_per_user` must be at least 1"
             );
         }
         if self.idle_timeout < Duration::from_secs(1) {

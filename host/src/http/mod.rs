@@ -141,6 +141,7 @@ pub async fn bind(d: &Daemon) -> Result<Option<TcpListener>> {
 pub async fn serve(d: Arc<Daemon>, listener: TcpListener) {
     let cfg = d.cfg.http.clone();
     let slots = Arc::new(Semaphore::new(cfg.max_connections));
+    let peers = PeerCount::default();
     let app = router(Arc::clone(&d));
     loop {
         let (stream, peer) = match listener.accept().await {
@@ -150,6 +151,10 @@ pub async fn serve(d: Arc<Daemon>, listener: TcpListener) {
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 continue;
             }
+        };
+        let Some(of_peer) = peers.take(peer.ip(), cfg.max_connections_per_peer) else {
+            tokio::spawn(refuse_peer(stream, cfg.max_connections_per_peer));
+            continue;
         };
         let Ok(permit) = Arc::clone(&slots).try_acquire_owned() else {
             tokio::spawn(refuse(stream, cfg.max_connections));
@@ -177,7 +182,7 @@ pub async fn serve(d: Arc<Daemon>, listener: TcpListener) {
             if let Err(e) = conn.await {
                 tracing::debug!("HTTP connection from {peer}: {e}");
             }
-            drop(permit);
+            drop((permit, of_peer));
         });
     }
 }
@@ -241,6 +246,52 @@ async fn refuse(mut stream: TcpStream, max: usize) {
     );
     let reply = format!(
         "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(reply.as_bytes())).await;
+}
+
+/// Open connections by peer address: one peer (a remote host, a proxy)
+/// cannot take every slot with half-open connections. Local clients all
+/// come from 127.0.0.1 and share one count.
+#[derive(Clone, Default)]
+struct PeerCount(Arc<std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>>);
+
+/// One connection counted for its peer until dropped.
+struct PeerSlot(PeerCount, std::net::IpAddr);
+
+impl PeerCount {
+    /// A slot for `ip`, unless it has `max` connections open.
+    fn take(&self, ip: std::net::IpAddr, max: usize) -> Option<PeerSlot> {
+        let mut m = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let n = m.entry(ip).or_insert(0);
+        if *n >= max {
+            return None;
+        }
+        *n += 1;
+        Some(PeerSlot(self.clone(), ip))
+    }
+}
+
+impl Drop for PeerSlot {
+    fn drop(&mut self) {
+        let mut m = self.0.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = m.get_mut(&self.1) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                m.remove(&self.1);
+            }
+        }
+    }
+}
+
+/// Answers 429 to a peer over its share and closes the connection.
+async fn refuse_peer(mut stream: TcpStream, max: usize) {
+    let body = format!(
+        "{{\"v\":2,\"error\":\"too many connections from this address: at most {max} at once (`http.max_connections_per_peer`); close some first\",\"kind\":\"unavailable\"}}"
+    );
+    let reply = format!(
+        "HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
         body.len()
     );
     let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(reply.as_bytes())).await;
