@@ -144,7 +144,13 @@ fn reasons_aliasing_one_string_are_refused_before_the_host_copies_them() {
     // 64 reasons pointing at one 16 MiB string: 1 GiB if the host copied
     // each before checking the answer.
     let engine = PluginEngine::new(None).unwrap();
-    let w = worker(&engine, "alias").unwrap();
+    // Time enough to build the answer in a debug build on a busy machine
+    // (100 ms was sometimes spent first): the refusal is what is pinned.
+    let roomy = PluginLimits {
+        evaluate_timeout: Duration::from_secs(10),
+        ..limits()
+    };
+    let w = Worker::start(&engine, "hostile", HOSTILE.to_vec(), "alias".into(), roomy).unwrap();
     let tasks: Vec<i64> = (1..=64).collect();
     let report = w.evaluate(snapshot(1, &tasks, &[]));
     let err = report.result.unwrap_err();
