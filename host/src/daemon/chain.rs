@@ -52,7 +52,7 @@ pub struct Member {
 
 /// What a member runs: its component, config, the component's sha256 and
 /// the version of the contract it implements.
-struct Loaded {
+pub(super) struct Loaded {
     wasm: Arc<Vec<u8>>,
     config: String,
     sha256: String,
@@ -71,6 +71,33 @@ pub struct Chain {
     min_interval_ms: i64,
     /// The daemon's tariff, handed to every pass (the policies' `tariff` import).
     tariff: Arc<crate::tariff::Tariff>,
+}
+
+/// Starts a worker for `name` (its config from `cfg`) from `wasm`.
+pub(super) fn start_member(
+    engine: Option<&PluginEngine>,
+    limits: &PluginLimits,
+    cfg: &Config,
+    name: &str,
+    wasm: Result<Vec<u8>, String>,
+) -> Result<(Worker, Loaded), StartError> {
+    let entry = cfg.plugin.get(name).cloned().unwrap_or_default();
+    let config = toml::to_string(&entry.config).unwrap_or_default();
+    let engine = engine.ok_or_else(|| StartError::Source("no plugin engine".into()))?;
+    let wasm = Arc::new(wasm.map_err(StartError::Source)?);
+    let sha = sha256(&wasm);
+    let worker = Worker::start(engine, name, wasm.to_vec(), config.clone(), limits.clone())
+        .map_err(StartError::Plugin)?;
+    let version = worker.version.clone();
+    Ok((
+        worker,
+        Loaded {
+            wasm,
+            config,
+            sha256: sha,
+            version,
+        },
+    ))
 }
 
 impl Chain {
@@ -103,7 +130,7 @@ impl Chain {
                 startup_problem: None,
             };
             let missing = wasm.is_err() && m.source == "built-in";
-            match chain.start(cfg, name, wasm) {
+            match start_member(chain.engine.as_ref(), &chain.limits, cfg, name, wasm) {
                 Ok((worker, loaded)) => {
                     tracing::info!("policy {name} loaded ({})", m.source);
                     m.worker = Some(worker);
@@ -122,57 +149,46 @@ impl Chain {
         chain
     }
 
-    /// Starts a worker for `name` with its configured config.
-    fn start(
-        &self,
-        cfg: &Config,
-        name: &str,
-        wasm: Result<Vec<u8>, String>,
-    ) -> Result<(Worker, Loaded), StartError> {
-        let entry = cfg.plugin.get(name).cloned().unwrap_or_default();
-        let config = toml::to_string(&entry.config).unwrap_or_default();
-        let engine = self
-            .engine
-            .as_ref()
-            .ok_or_else(|| StartError::Source("no plugin engine".into()))?;
-        let wasm = Arc::new(wasm.map_err(StartError::Source)?);
-        let sha = sha256(&wasm);
-        let worker = Worker::start(
-            engine,
-            name,
-            wasm.to_vec(),
-            config.clone(),
-            self.limits.clone(),
-        )
-        .map_err(StartError::Plugin)?;
-        let version = worker.version.clone();
-        Ok((
-            worker,
-            Loaded {
-                wasm,
-                config,
-                sha256: sha,
-                version,
-            },
-        ))
+    /// The engine and limits a member is started with (for a reload that
+    /// compiles off the scheduler thread).
+    pub(super) fn starter(&self) -> (Option<PluginEngine>, PluginLimits) {
+        (self.engine.clone(), self.limits.clone())
     }
 
-    /// Re-reads every member's file: a new or changed component is compiled
-    /// and checked (world, config) before it replaces the old one; a bad one
-    /// leaves the old one running and says why. Disabled members get a fresh
-    /// start. Returns what changed, one line each.
-    pub fn reload(&mut self, cfg: &Config) -> Vec<ReloadChange> {
-        let mut changes = Vec::new();
-        for i in 0..self.members.len() {
-            let name = self.members[i].name.clone();
-            let (source, wasm) = source_of(cfg, &name);
+    /// The members whose file changed (or that are disabled), with what a
+    /// reload would start them from.
+    pub(super) fn changed(&self, cfg: &Config) -> Vec<super::chain_reload::Changed> {
+        let mut out = Vec::new();
+        for (index, m) in self.members.iter().enumerate() {
+            let (source, wasm) = source_of(cfg, &m.name);
             let sha = wasm.as_ref().ok().map(|w| sha256(w));
-            let m = &self.members[i];
             let running = m.loaded.as_ref().map(|l| &l.sha256);
             if running == sha.as_ref() && m.source == source && !m.disabled {
                 continue;
             }
-            match self.start(cfg, &name, wasm) {
+            out.push(super::chain_reload::Changed {
+                index,
+                name: m.name.clone(),
+                source,
+                wasm,
+            });
+        }
+        out
+    }
+
+    /// Puts in place what a reload started: a member that started replaces
+    /// the old one; one that failed leaves the old one running and says why.
+    pub(super) fn apply(
+        &mut self,
+        started: Vec<super::chain_reload::Started>,
+    ) -> Vec<ReloadChange> {
+        let mut changes = Vec::new();
+        for s in started {
+            let (i, name, source) = (s.index, s.name, s.source);
+            if self.members.get(i).is_none_or(|m| m.name != name) {
+                continue;
+            }
+            match s.result {
                 Ok((worker, loaded)) => {
                     let m = &mut self.members[i];
                     m.worker = Some(worker);

@@ -6,6 +6,7 @@ mod backfill;
 mod cache;
 mod cache_key;
 mod chain;
+mod chain_reload;
 #[cfg(test)]
 mod chain_versions_tests;
 mod checkpoint;

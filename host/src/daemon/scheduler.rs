@@ -10,8 +10,10 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use super::chain::Chain;
+use super::chain_reload::{Pending, Started};
 use super::core::{Daemon, lock};
 use nightjar_core::api::ReloadChange;
+use tokio::sync::oneshot;
 
 /// How often the plugin folder is looked at for changed files.
 const FOLDER_SCAN: Duration = Duration::from_secs(2);
@@ -67,22 +69,59 @@ pub fn run(
     let mut last_gc = Instant::now();
     // The chain's last evaluation, filling slots until the next one.
     let mut ranking = None;
+    // A reload compiling off this thread, and whether files changed (or a
+    // reload was asked) since it began.
+    let mut pending: Option<Pending> = None;
+    let mut again: Vec<oneshot::Sender<Vec<ReloadChange>>> = Vec::new();
+    let mut asked = false;
     loop {
         if d.draining.load(std::sync::atomic::Ordering::SeqCst) {
             return;
         }
         while let Ok(Command::Reload(reply)) = commands.try_recv() {
-            let changes = reload(&d, chain.as_mut());
-            if let Some(reply) = reply {
-                let _ = reply.send(changes);
-            }
+            asked = true;
+            again.extend(reply);
         }
         if chain.is_some() && last_scan.elapsed() >= FOLDER_SCAN {
             last_scan = Instant::now();
             let now = Chain::fingerprint(&d.cfg);
             if now != seen {
                 seen = now;
-                reload(&d, chain.as_mut());
+                asked = true;
+            }
+        }
+        if let Some(p) = pending.take() {
+            match p.finished() {
+                Ok((started, replies)) => {
+                    let changes = apply(&d, chain.as_mut(), started);
+                    for r in replies {
+                        let _ = r.send(changes.clone());
+                    }
+                }
+                Err(p) => pending = Some(p),
+            }
+        }
+        if asked && pending.is_none() {
+            asked = false;
+            let replies = std::mem::take(&mut again);
+            match chain.as_ref() {
+                Some(c) => {
+                    let wake = Arc::clone(&d);
+                    match Pending::start(c, &d.cfg, replies, move || wake.kick.notify()) {
+                        Ok(p) => pending = Some(p),
+                        // Nothing changed: nothing to wait for.
+                        Err(replies) => {
+                            for r in replies {
+                                let _ = r.send(Vec::new());
+                            }
+                        }
+                    }
+                }
+                None => {
+                    for r in replies {
+                        let _ = r.send(Vec::new());
+                    }
+                }
             }
         }
         let every = d.cfg.retention.every;
@@ -125,12 +164,13 @@ pub fn run(
     }
 }
 
-/// Reloads the chain, publishes its members and says what changed.
-fn reload(d: &Daemon, chain: Option<&mut Chain>) -> Vec<ReloadChange> {
+/// Puts a finished reload in place, publishes the chain's members and
+/// says what changed.
+fn apply(d: &Daemon, chain: Option<&mut Chain>, started: Vec<Started>) -> Vec<ReloadChange> {
     let Some(chain) = chain else {
         return Vec::new();
     };
-    let changes = chain.reload(&d.cfg);
+    let changes = chain.apply(started);
     lock(&d.chain_status).views = chain.views();
     for c in &changes {
         tracing::info!("{c}");
