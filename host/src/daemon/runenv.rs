@@ -262,11 +262,5 @@ fn run_as(spec: &TaskSpec) -> Result<Option<RunAs>> {
             owner.uid
         );
     };
-    Ok(Some(RunAs {
-        uid: account.uid,
-        gid: account.gid,
-        groups: crate::users::groups_of(&account),
-        name: account.name,
-        home: account.home,
-    }))
+    Ok(Some(crate::privsep::run_as(account)))
 }

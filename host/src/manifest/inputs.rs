@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 use std::io::Read;
-use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use sha2::{Digest, Sha256};
@@ -184,22 +184,7 @@ fn stat(path: &Path) -> (InputRecord, Option<Key>) {
         }
     };
     let ft = m.file_type();
-    rec.kind = if ft.is_file() {
-        "file"
-    } else if ft.is_dir() {
-        "folder"
-    } else if ft.is_fifo() {
-        "fifo"
-    } else if ft.is_char_device() {
-        "char-device"
-    } else if ft.is_block_device() {
-        "block-device"
-    } else if ft.is_socket() {
-        "socket"
-    } else {
-        "other"
-    }
-    .into();
+    rec.kind = crate::privsep::open::kind_of(&ft).into();
     rec.set_key(&Key::of(&m));
     if ft.is_file() {
         // Readable by whoever captures (the owner, on the daemon's owner

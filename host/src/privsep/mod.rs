@@ -49,11 +49,16 @@ pub fn identity(owner: Option<&Owner>) -> Result<Option<RunAs>, String> {
             owner.name, owner.uid
         ));
     };
-    Ok(Some(RunAs {
+    Ok(Some(run_as(account)))
+}
+
+/// The identity of `account`: its ids and every group it is in.
+pub fn run_as(account: crate::users::Account) -> RunAs {
+    RunAs {
         uid: account.uid,
         gid: account.gid,
         groups: crate::users::groups_of(&account),
         name: account.name,
         home: account.home,
-    }))
+    }
 }
