@@ -323,3 +323,13 @@ pub fn ink(png_bytes: &[u8]) -> f64 {
         .count();
     inked as f64 / (pixels.len() / px) as f64
 }
+
+/// Fails the test that needs `what` and cannot have it here: a test that
+/// passes without doing its job would read as a pass. `.ci/run` installs
+/// every tool the suite needs and runs it as root.
+#[track_caller]
+pub fn needs(what: &str, why: impl std::fmt::Display) -> ! {
+    panic!(
+        "this test needs {what} ({why}); run the suite as root with the tools `.ci/run` installs"
+    )
+}

@@ -1,7 +1,7 @@
 //! Many users on one machine, for real: a daemon run as root, the CLI run as
 //! local users made with `useradd` (njtest-alice, njtest-bob, and
 //! njtest-carol of the group njtest-admins) through `setpriv`. Each test
-//! prints `SKIP: ...` and returns when not root or the tools are missing.
+//! fails, saying why, when not root or the tools are missing.
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
@@ -9,9 +9,7 @@ use crate::users_harness::{account, folder_of, sh, system, users, wait_end};
 
 #[test]
 fn a_task_runs_as_its_owner_with_their_groups_home_and_output_and_cannot_regain_root() {
-    let Some(u) = users("run as owner") else {
-        return;
-    };
+    let u = users("run as owner");
     let s = system("");
     let mode = std::fs::metadata(&s.socket).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o666, "a root daemon's socket without socket_group");
@@ -72,9 +70,7 @@ fn a_task_runs_as_its_owner_with_their_groups_home_and_output_and_cannot_regain_
 
 #[test]
 fn output_the_owner_may_not_write_and_a_workdir_they_cannot_enter_fail_as_theirs() {
-    let Some(u) = users("output and workdir as owner") else {
-        return;
-    };
+    let u = users("output and workdir as owner");
     let s = system("");
     // A folder of alice's with an output alice may not write (root's, 0755).
     let work = folder_of(&u.alice, "nj-ro");
@@ -144,9 +140,7 @@ fn output_the_owner_may_not_write_and_a_workdir_they_cannot_enter_fail_as_theirs
 
 #[test]
 fn a_user_deleted_after_the_submit_never_runs_and_never_as_root() {
-    let Some(u) = users("deleted owner") else {
-        return;
-    };
+    let u = users("deleted owner");
     let s = system("");
     let dave = account("njtest-dave", None);
     let work = tempfile::Builder::new()

@@ -33,9 +33,7 @@ fn give(who: &Acct, dir: &Path) {
 
 #[test]
 fn a_users_venv_python_runs_as_her_at_submit_and_at_start_never_as_root() {
-    let Some(u) = users("pip freeze runs as the task's owner") else {
-        return;
-    };
+    let u = users("pip freeze runs as the task's owner");
     let s = system("");
     let work = folder_of(&u.alice, "nj-venv");
     let venv = work.join("venv");
@@ -68,9 +66,7 @@ fn a_users_venv_python_runs_as_her_at_submit_and_at_start_never_as_root() {
 
 #[test]
 fn inputs_swapped_for_links_to_root_only_files_after_submit_are_not_hashed_for_their_owner() {
-    let Some(u) = users("inputs are read as the task's owner") else {
-        return;
-    };
+    let u = users("inputs are read as the task's owner");
     let s = system("");
     let work = folder_of(&u.alice, "nj-inputs");
     let decoy = tempfile::tempdir().unwrap();
@@ -135,9 +131,7 @@ fn inputs_swapped_for_links_to_root_only_files_after_submit_are_not_hashed_for_t
 
 #[test]
 fn git_runs_as_the_workdirs_owner_a_root_only_repository_is_not_read() {
-    let Some(u) = users("git runs as the task's owner") else {
-        return;
-    };
+    let u = users("git runs as the task's owner");
     let s = system("");
     let work = folder_of(&u.alice, "nj-git");
     // A workdir of root's that she may enter, holding a repository only
@@ -188,9 +182,7 @@ while i < 2000000 and not os.path.exists('stop'):
 
 #[test]
 fn an_output_folder_raced_with_a_link_to_root_is_never_walked_past_its_owner() {
-    let Some(u) = users("outputs are walked as the task's owner") else {
-        return;
-    };
+    let u = users("outputs are walked as the task's owner");
     let s = system("slots = 4\n");
     let work = folder_of(&u.alice, "nj-race");
     std::fs::create_dir_all(work.join("x/etc")).unwrap();
@@ -267,9 +259,7 @@ fn on_a_terminal(
 
 #[test]
 fn another_users_log_reaches_an_admins_terminal_escaped_and_raw_is_refused_there() {
-    let Some(u) = users("logs escape control characters") else {
-        return;
-    };
+    let u = users("logs escape control characters");
     let s = system("");
     let work = folder_of(&u.alice, "nj-ansi");
     // Her task sets the terminal's title and asks for its clipboard.
@@ -309,9 +299,7 @@ fn another_users_log_reaches_an_admins_terminal_escaped_and_raw_is_refused_there
 
 #[test]
 fn inputs_through_proc_self_reach_nothing_of_the_daemons_process() {
-    let Some(u) = users("no magic links from an owner's thread") else {
-        return;
-    };
+    let u = users("no magic links from an owner's thread");
     // The daemon starts in an open folder inside one only root may enter,
     // holding a file anyone could read by its own mode: /proc/self/cwd
     // would reach it past the closed folder.
@@ -380,9 +368,7 @@ fn raw_as(s: &crate::users_harness::System, who: &Acct, req: &serde_json::Value)
 
 #[test]
 fn a_validator_file_a_user_names_over_the_raw_socket_is_read_as_her() {
-    let Some(u) = users("validator files are read as the task's owner") else {
-        return;
-    };
+    let u = users("validator files are read as the task's owner");
     let s = system("");
     let work = folder_of(&u.alice, "nj-valfile");
     let shadow_head: String = std::fs::read_to_string("/etc/shadow")

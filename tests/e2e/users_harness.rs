@@ -113,20 +113,25 @@ pub fn group_gid(name: &str) -> u32 {
         .expect("getent group")
 }
 
-/// The accounts, or `None` after printing why the test is skipped.
-pub fn users(test: &str) -> Option<Users> {
+/// The accounts; fails the test `test` where they cannot be made (not
+/// root, or a tool missing).
+pub fn users(test: &str) -> Users {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        println!("SKIP: {test}: needs root (to run a system daemon and act as other users)");
-        return None;
+        crate::harness::needs(
+            "root",
+            format!("{test}: to run a system daemon and act as other users"),
+        );
     }
     for tool in ["useradd", "usermod", "groupadd", "setpriv"] {
         if !sh("sh", &["-c", &format!("command -v {tool}")])
             .status
             .success()
         {
-            println!("SKIP: {test}: `{tool}` is missing (Debian: passwd, util-linux)");
-            return None;
+            crate::harness::needs(
+                &format!("`{tool}`"),
+                format!("{test}: Debian's passwd and util-linux have it"),
+            );
         }
     }
     let mut done = SETUP.lock().unwrap_or_else(|e| e.into_inner());
@@ -144,7 +149,7 @@ pub fn users(test: &str) -> Option<Users> {
             bin,
         }
     });
-    Some(made.clone())
+    made.clone()
 }
 
 /// A root daemon whose socket is in a folder every user may enter.

@@ -240,12 +240,23 @@ async fn with_body(
 }
 
 /// Answers 503 to a connection over the limit and closes it.
-async fn refuse(mut stream: TcpStream, max: usize) {
-    let body = format!(
-        "{{\"v\":2,\"error\":\"too many connections: the daemon serves at most {max} HTTP connections at once (`http.max_connections`); try again shortly\",\"kind\":\"unavailable\"}}"
+async fn refuse(stream: TcpStream, max: usize) {
+    let msg = format!(
+        "too many connections: the daemon serves at most {max} HTTP connections at once (`http.max_connections`); try again shortly"
     );
+    refuse_with(stream, "503 Service Unavailable", &msg).await;
+}
+
+/// Answers `status` with an `unavailable` error line saying `msg`, unasked,
+/// and closes the connection.
+async fn refuse_with(mut stream: TcpStream, status: &str, msg: &str) {
+    let body = String::from_utf8_lossy(&crate::api::server::error_line(crate::api::ApiError::new(
+        crate::api::ErrorKind::Unavailable,
+        msg,
+    )))
+    .into_owned();
     let reply = format!(
-        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
         body.len()
     );
     let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(reply.as_bytes())).await;
@@ -286,13 +297,9 @@ impl Drop for PeerSlot {
 }
 
 /// Answers 429 to a peer over its share and closes the connection.
-async fn refuse_peer(mut stream: TcpStream, max: usize) {
-    let body = format!(
-        "{{\"v\":2,\"error\":\"too many connections from this address: at most {max} at once (`http.max_connections_per_peer`); close some first\",\"kind\":\"unavailable\"}}"
+async fn refuse_peer(stream: TcpStream, max: usize) {
+    let msg = format!(
+        "too many connections from this address: at most {max} at once (`http.max_connections_per_peer`); close some first"
     );
-    let reply = format!(
-        "HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(reply.as_bytes())).await;
+    refuse_with(stream, "429 Too Many Requests", &msg).await;
 }

@@ -79,44 +79,41 @@ pub fn judge(
         }
     };
     j.manifest_ms = t0.elapsed().as_millis() as u64;
-    if !m.linked.is_empty() {
-        // Its content may be a file outside the folder: not shown to plugins.
-        // A run may link thousands: the first few are named, the rest counted.
-        for (path, links) in m.linked.iter().take(MAX_LINKED_NAMED) {
+    // Files validators are not shown, whole folder refused: a hard link's
+    // content may live outside the folder; opening a FIFO would block the
+    // validator, a device act. A run may make thousands: the first few are
+    // named, the rest counted.
+    let refused: Vec<(&String, String)> = m
+        .linked
+        .iter()
+        .map(|(path, links)| {
+            (path, format!(
+                "has {links} hard links: a validator sees only files that belong to the output folder alone; copy the file instead of linking it (validators were not run)"
+            ))
+        })
+        .chain(m.special.iter().map(|(path, kind)| {
+            (path, format!(
+                "is a {kind}: validators read only regular files and folders; remove it from the output folder (validators were not run)"
+            ))
+        }))
+        .collect();
+    if !refused.is_empty() {
+        for (path, message) in refused.iter().take(MAX_LINKED_NAMED) {
             j.findings.push(Finding {
-                path: Some(path.clone()),
-                ..host(
-                    Severity::Error,
-                    format!(
-                        "has {links} hard links: a validator sees only files that belong to the output folder alone; copy the file instead of linking it (validators were not run)"
-                    ),
-                )
+                path: Some((*path).clone()),
+                ..host(Severity::Error, message.clone())
             });
         }
-        if m.linked.len() > MAX_LINKED_NAMED {
+        if refused.len() > MAX_LINKED_NAMED {
             j.findings.push(host(
                 Severity::Error,
                 format!(
-                    "{} more files with hard links not named",
-                    m.linked.len() - MAX_LINKED_NAMED
+                    "{} more files with hard links, or FIFOs, sockets or devices, not named",
+                    refused.len() - MAX_LINKED_NAMED
                 ),
             ));
         }
-        return j;
-    }
-    if !m.special.is_empty() {
-        // Opening one would block the validator (a FIFO) or act (a device).
-        for (path, kind) in m.special.iter().take(MAX_LINKED_NAMED) {
-            j.findings.push(Finding {
-                path: Some(path.clone()),
-                ..host(
-                    Severity::Error,
-                    format!(
-                        "is a {kind}: validators read only regular files and folders; remove it from the output folder (validators were not run)"
-                    ),
-                )
-            });
-        }
+        drop(refused);
         j.walked = Some(m);
         return j;
     }
