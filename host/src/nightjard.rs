@@ -4,7 +4,7 @@
 //! `plugins test`), so flags mean the same in both.
 
 use anyhow::Result;
-use nightjar_cli::{Cli, Verb, plugins::Cmd};
+use nightjar_cli::{Cli, DaemonCmd, Verb, plugins::Cmd};
 
 use crate::config::Config;
 use crate::plugins::offline;
@@ -25,7 +25,14 @@ pub fn main() -> i32 {
             }
         };
     }
-    let cli = Cli::parse_args();
+    // `nightjard check` and `nightjard recover` are `nightjard daemon check|recover`.
+    let mut argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(verb) = argv.get(1)
+        && (verb == "check" || verb == "recover")
+    {
+        argv.insert(1, "daemon".into());
+    }
+    let cli = Cli::parse_from_args(argv);
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
@@ -40,11 +47,17 @@ pub fn main() -> i32 {
 
 fn run(cli: Cli) -> Result<i32> {
     match &cli.verb {
-        Verb::Daemon => {
+        Verb::Daemon { action } => {
             let cfg = Config::load(cli.config.as_deref(), cli.state_dir.as_deref())?;
-            init_logging();
-            crate::daemon::run(cfg)?;
-            Ok(0)
+            match action {
+                None => {
+                    init_logging();
+                    crate::daemon::run(cfg)?;
+                    Ok(0)
+                }
+                Some(DaemonCmd::Check { full }) => crate::daemon::mend::check(&cfg, *full),
+                Some(DaemonCmd::Recover) => crate::daemon::mend::recover(&cfg),
+            }
         }
         Verb::Plugins(Cmd::Check {
             file,

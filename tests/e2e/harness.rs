@@ -106,6 +106,40 @@ impl Nj {
         }
     }
 
+    /// Starts the daemon expecting it to refuse: waits (30 s at most) for
+    /// it to exit and returns its exit code and what it logged meanwhile.
+    pub fn start_refused(&mut self) -> (i32, String) {
+        let before = self.daemon_log().len();
+        let log = std::fs::File::options()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join("daemon.log"))
+            .expect("daemon log");
+        let mut child = Command::new(BIN)
+            .args(["--config", self.config.to_str().unwrap(), "daemon"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("spawn daemon");
+        let t0 = Instant::now();
+        let code = loop {
+            if let Some(st) = child.try_wait().expect("poll daemon") {
+                break st.code().unwrap_or(-1);
+            }
+            if t0.elapsed() > Duration::from_secs(30) {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "the daemon started although it should refuse:\n{}",
+                    self.daemon_log()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        (code, self.daemon_log()[before..].to_string())
+    }
+
     /// The running daemon's pid.
     pub fn daemon_pid(&self) -> Option<u32> {
         self.daemon.as_ref().map(|c| c.id())

@@ -24,6 +24,7 @@ mod exactly_once;
 mod examples;
 mod faults_dispatch;
 mod faults_lock;
+mod faults_store;
 mod first_party;
 mod gpu_oom;
 mod gpus;

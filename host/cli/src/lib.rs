@@ -56,11 +56,35 @@ pub struct Cli {
     pub verb: Verb,
 }
 
+/// What `nightjar daemon` does besides running the daemon. Both run with
+/// the daemon stopped or running (`check`) or stopped (`recover`), offline.
+#[derive(Debug, Subcommand)]
+pub enum DaemonCmd {
+    /// Check the database file and whether it agrees with the state dir
+    /// (run folders, live supervisors, the ids copy); exit 0 when sound, 1
+    /// with what is wrong.
+    Check {
+        /// SQLite's full `integrity_check` (indexes too; slower) instead of `quick_check`.
+        #[arg(long)]
+        full: bool,
+    },
+    /// With the daemon stopped: move a damaged database aside, adopt what
+    /// the run folders prove (live supervisors, finished and started runs,
+    /// their tasks' specs), raise the issued ids past every id seen, and
+    /// say what could not be recovered.
+    Recover,
+}
+
 /// The verbs.
 #[derive(Debug, Subcommand)]
 pub enum Verb {
-    /// Run the daemon in the foreground (runs `nightjard`; systemd runs `nightjard` itself).
-    Daemon,
+    /// Run the daemon in the foreground (runs `nightjard`; systemd runs `nightjard` itself);
+    /// `daemon check` and `daemon recover` look at and mend its state dir.
+    Daemon {
+        /// What to do instead of running the daemon.
+        #[command(subcommand)]
+        action: Option<DaemonCmd>,
+    },
     /// Queue a task file, or a command: `nightjar submit [FLAGS] -- CMD ARGS`.
     Submit(Box<submit::Args>),
     /// List tasks (sweeps as one line with counts).
@@ -216,7 +240,8 @@ fn run(cli: Cli) -> Result<i32> {
             );
             return Ok(0);
         }
-        Verb::Daemon | Verb::Plugins(plugins::Cmd::Check { .. } | plugins::Cmd::Test { .. }) => {
+        Verb::Daemon { .. }
+        | Verb::Plugins(plugins::Cmd::Check { .. } | plugins::Cmd::Test { .. }) => {
             return exec::nightjard();
         }
         Verb::Plugins(plugins::Cmd::New(a)) => return plugin_new::run(a),
@@ -293,7 +318,7 @@ fn run(cli: Cli) -> Result<i32> {
                 _ => plugins::ls(&mut ctx.client, ctx.json),
             }
         }
-        Verb::Daemon | Verb::Completions { .. } => Ok(0),
+        Verb::Daemon { .. } | Verb::Completions { .. } => Ok(0),
     }
 }
 
@@ -303,6 +328,15 @@ impl Cli {
     /// set but empty (a cleared variable in a script) count as unset, as
     /// an empty `PATH` entry would, not as a flag missing its value.
     pub fn parse_args() -> Cli {
+        Cli::parse_from_args(std::env::args_os())
+    }
+
+    /// [`Cli::parse_args`] of these arguments (the program name first).
+    pub fn parse_from_args<I, T>(args: I) -> Cli
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
         for var in [
             "NIGHTJAR_CONFIG",
             "NIGHTJAR_STATE_DIR",
@@ -315,7 +349,7 @@ impl Cli {
                 unsafe { std::env::remove_var(var) };
             }
         }
-        Cli::parse()
+        Cli::parse_from(args)
     }
 }
 

@@ -98,7 +98,41 @@ async fn blocking<T: Send + 'static>(
 /// the plugins and reports is open to every caller; changing a task is
 /// for its owner or an administrator; what is lab-wide (plugins, gc,
 /// notifiers, priorities) is for administrators.
+///
+/// A halted daemon answers nothing but `ping`, saying why; a reply is sent
+/// only once what it reports is on disk (`daemon/durable.rs`).
 pub async fn dispatch(d: &Arc<Daemon>, caller: &Caller, req: Request) -> Vec<u8> {
+    let halted = |why: &str| {
+        error_line(ApiError::new(
+            ErrorKind::Unavailable,
+            format!(
+                "the daemon halted: {why}. Running tasks keep running; stop the daemon, then restore the database or run `nightjar daemon recover`"
+            ),
+        ))
+    };
+    let ping = matches!(req, Request::Ping(_));
+    if let Some(why) = d.halted()
+        && !ping
+    {
+        return halted(why);
+    }
+    let line = handle(d, caller, req).await;
+    if !d.flushed() {
+        let me = Arc::clone(d);
+        let ok = tokio::task::spawn_blocking(move || me.durable())
+            .await
+            .unwrap_or(false);
+        if !ok && !ping {
+            return halted(
+                d.halted()
+                    .unwrap_or("the database's log could not be flushed"),
+            );
+        }
+    }
+    line
+}
+
+async fn handle(d: &Arc<Daemon>, caller: &Caller, req: Request) -> Vec<u8> {
     let now = now_ms();
     let me = Arc::clone(d);
     let who = caller.clone();

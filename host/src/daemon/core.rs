@@ -114,6 +114,10 @@ pub struct Daemon {
     pub(super) cache_looked: Mutex<std::collections::HashSet<i64>>,
     /// Who may do what (`[users]`, and whether the daemon runs as root).
     pub access: crate::api::access::Access,
+    /// Flushes before anyone is told (`durable.rs`), and the database file's watch.
+    pub(super) durability: super::durable::Durable,
+    /// Set once when the daemon halts for good (`Daemon::halt`).
+    pub(super) halt_reason: std::sync::OnceLock<String>,
 }
 
 impl Daemon {
@@ -147,7 +151,14 @@ impl Daemon {
             m
         });
         let access = crate::api::access::Access::new(&cfg.users, crate::users::euid());
+        let marks_path = crate::store::marks::marks_path(&cfg.db_path());
+        let marks = crate::store::marks::MarksFile::open(&marks_path)
+            .map_err(|e| anyhow::anyhow!("open {}: {e}", marks_path.display()))?;
+        let durability = super::durable::Durable::new(cfg.db_path(), Some(marks))
+            .map_err(|e| anyhow::anyhow!("look at {}: {e}", cfg.db_path().display()))?;
         Ok(Arc::new(Daemon {
+            durability,
+            halt_reason: std::sync::OnceLock::new(),
             access,
             cfg,
             store: Mutex::new(store),

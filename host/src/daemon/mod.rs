@@ -12,17 +12,20 @@ mod chain_versions_tests;
 mod checkpoint;
 mod checkpoint_find;
 mod combine;
+pub mod consistency;
 mod core;
 mod digest;
 mod diskhold;
 mod disklow;
 mod dispatch;
+mod durable;
 mod energy;
 pub mod environment;
 mod gpus;
 mod health;
 mod locks;
 mod manifest;
+pub mod mend;
 mod notify;
 mod outputs;
 mod policy_pass;
@@ -76,6 +79,10 @@ pub fn run(cfg: Config) -> Result<()> {
     }
     let store = Store::open(&cfg.db_path())
         .with_context(|| format!("open database {}", cfg.db_path().display()))?;
+    let findings = consistency::examine(&cfg, &store, crate::store::integrity::Depth::Quick)?;
+    if !findings.sound() {
+        bail!("{}", consistency::refusal(&cfg, &findings));
+    }
     let cgroup = match cfg.sandbox.cgroup {
         CgroupMode::Off => Err("disabled by sandbox.cgroup = \"off\"".to_string()),
         CgroupMode::Auto => {
@@ -109,6 +116,9 @@ pub fn run(cfg: Config) -> Result<()> {
         let daemon = Daemon::new(cfg, store, cgroup, exe, gpu.pool, gpu.monitor, commands)?;
         let _ = daemon.gpu_facts.set(gpu.facts);
         audit_start(&daemon);
+        // The marks' copy is written from here on (and checked at the next start).
+        daemon.durable();
+        tokio::spawn(Arc::clone(&daemon).watch_database());
         daemon.adopt()?;
         daemon.start_notifications()?;
         daemon.start_archiver()?;
@@ -249,7 +259,7 @@ pub(crate) fn task_umask() -> u32 {
 /// could write, makes the daemon's files private (0600), checks the dir is
 /// writable, and takes the daemon lock. The returned file holds the lock for
 /// the daemon's life. Also sets umask 077 and raises the fd limit.
-fn prepare_state_dir(cfg: &Config) -> Result<File> {
+pub(crate) fn prepare_state_dir(cfg: &Config) -> Result<File> {
     TASK_UMASK.store(sys::set_umask(0o077), Ordering::Relaxed);
     match sys::raise_nofile_limit() {
         Ok(n) => tracing::debug!("open-file limit {n}"),
@@ -316,17 +326,60 @@ fn prepare_state_dir(cfg: &Config) -> Result<File> {
         .truncate(false)
         .open(&path)
         .with_context(|| format!("open {}", path.display()))?;
-    if !sys::flock_exclusive(lock.as_raw_fd(), false)? {
-        let pid = std::fs::read_to_string(&path).unwrap_or_default();
+    // A daemon killed a moment ago may still be exiting: give it 2 s.
+    let t0 = std::time::Instant::now();
+    while !sys::flock_exclusive(lock.as_raw_fd(), false)? {
+        if t0.elapsed() < std::time::Duration::from_secs(2) {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            continue;
+        }
         bail!(
-            "another nightjar daemon (pid {}) is already using state dir {}; stop it first, or use another --state-dir",
-            pid.trim(),
+            "{} is already using state dir {}; stop it first, or use another --state-dir",
+            lock_holder(&path),
             dir.display()
         );
     }
     lock.set_len(0)?;
     write!(lock, "{}", std::process::id())?;
     Ok(lock)
+}
+
+/// Who holds `daemon.lock`: the process `/proc/locks` names (the pid the
+/// file holds may be a dead daemon's, while a process it started holds on).
+fn lock_holder(path: &std::path::Path) -> String {
+    use std::os::unix::fs::MetadataExt;
+    let written = std::fs::read_to_string(path).unwrap_or_default();
+    let written = written.trim();
+    let holder = std::fs::metadata(path).ok().and_then(|m| {
+        let want = format!(
+            "{:02x}:{:02x}:{}",
+            libc::major(m.dev()),
+            libc::minor(m.dev()),
+            m.ino()
+        );
+        let locks = std::fs::read_to_string("/proc/locks").ok()?;
+        locks.lines().find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let at = f.iter().position(|w| *w == "FLOCK")?;
+            (f.get(at + 4) == Some(&want.as_str())).then(|| f.get(at + 3)?.parse::<i32>().ok())?
+        })
+    });
+    match holder {
+        Some(pid) => {
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            let what = if comm.trim().starts_with("nightjar") {
+                "another nightjar daemon".to_string()
+            } else {
+                format!("process {pid} ({}), not a nightjar daemon,", comm.trim())
+            };
+            if written == pid.to_string() || written.is_empty() {
+                format!("{what} (pid {pid})")
+            } else {
+                format!("{what} (pid {pid}; the file names pid {written}, which is not the holder)")
+            }
+        }
+        None => format!("another nightjar daemon (pid {written})"),
+    }
 }
 
 /// A cgroup name unique to this state dir.

@@ -136,6 +136,12 @@ impl Daemon {
         {
             tracing::warn!("run {}: cannot record its cache key: {e}", run.id);
         }
+        // The claim is on disk before a supervisor exists to prove it (a
+        // run folder the database does not know stops the next start).
+        if !self.durable() {
+            self.give_back(run.id);
+            return Ok(None);
+        }
         let run_id = run.id;
         let held = Held {
             started_at: now,
@@ -192,9 +198,12 @@ impl Daemon {
                     let reported = launch::converse(l.child, &rs, |s| {
                         let me = Arc::clone(&me);
                         async move {
-                            tokio::task::spawn_blocking(move || me.finish(id, &s.outcome()))
-                                .await
-                                .unwrap_or(false)
+                            // Acknowledged (and the status.json forgone) only once on disk.
+                            tokio::task::spawn_blocking(move || {
+                                me.finish(id, &s.outcome()) && me.durable()
+                            })
+                            .await
+                            .unwrap_or(false)
                         }
                     })
                     .await;

@@ -29,7 +29,13 @@ pub fn keep(dir: &Path, status: &RunStatus, stdin: &mut impl BufRead) {
     loop {
         if daemon {
             match report(status, stdin) {
-                Ack::Recorded => return,
+                Ack::Recorded => {
+                    // A copy for the record: a database that lost its last
+                    // writes (a truncated WAL) learns the end again from it
+                    // instead of calling the run lost. Best effort.
+                    let _ = files::write_atomic(dir, files::STATUS, status);
+                    return;
+                }
                 Ack::Refused => {}
                 Ack::Gone => daemon = false,
             }

@@ -1,6 +1,7 @@
 //! The durable store: one SQLite database in WAL mode. Every state transition
 //! is one transaction; a claim can hand a task to one runner only.
 
+pub mod adopt;
 mod archive;
 mod audit;
 mod cache;
@@ -14,7 +15,9 @@ mod finish;
 mod gc;
 mod give_back;
 mod gpu;
+pub mod integrity;
 mod manifest;
+pub mod marks;
 pub mod outbox;
 pub mod outputs;
 mod page;
@@ -59,6 +62,16 @@ pub enum StoreError {
         /// The newest this binary knows.
         known: i64,
     },
+    /// The file is not a database, or SQLite finds it damaged.
+    #[error(
+        "database {path} is damaged: {detail}. The daemon did not start and changed nothing. `nightjar daemon check --full` lists every fault; `nightjar daemon recover` moves the file aside and rebuilds the store from the run folders; or restore the file from a backup."
+    )]
+    Damaged {
+        /// The database file.
+        path: PathBuf,
+        /// What SQLite said.
+        detail: String,
+    },
     /// A request names a task or run that is not there.
     #[error("{0}")]
     NotFound(String),
@@ -87,7 +100,9 @@ impl Store {
     pub fn open(path: &Path) -> Result<Store> {
         let conn = Connection::open(path)?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
-        let found: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        let found: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(|e| damaged(path, e))?;
         let known = schema::MIGRATIONS.len() as i64;
         if found > known {
             return Err(StoreError::TooNew {
@@ -149,6 +164,19 @@ impl Store {
     /// The schema version of the open database.
     pub fn schema_version(&self) -> Result<i64> {
         Ok(row(&self.conn, "PRAGMA user_version", [], |r| r.get(0))?)
+    }
+}
+
+/// A failure reading the file's header as what it is: damage (a file that
+/// is not a database, a corrupt page), or the SQL error it was.
+fn damaged(path: &Path, e: rusqlite::Error) -> StoreError {
+    use rusqlite::ffi::ErrorCode;
+    match e.sqlite_error_code() {
+        Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => StoreError::Damaged {
+            path: path.to_path_buf(),
+            detail: e.to_string(),
+        },
+        _ => StoreError::Sql(e),
     }
 }
 

@@ -160,12 +160,12 @@ impl Store {
             [task],
             |r| r.get(0),
         )?;
+        let run_id = super::marks::issue(&tx, super::marks::Issue::Run)?;
         exec(&tx,
-            "INSERT INTO runs (task_id, attempt, state, run_dir, submitted_at, eligible_at, started_at, gpus, cpus)
-             VALUES (?1, ?2, 'running', '', ?3, ?4, ?5, ?6, ?7)",
-            params![task, attempt, submitted, eligible, now, run.gpus, run.cpus],
+            "INSERT INTO runs (id, task_id, attempt, state, run_dir, submitted_at, eligible_at, started_at, gpus, cpus)
+             VALUES (?8, ?1, ?2, 'running', '', ?3, ?4, ?5, ?6, ?7)",
+            params![task, attempt, submitted, eligible, now, run.gpus, run.cpus, run_id],
         )?;
-        let run_id = tx.last_insert_rowid();
         let dir = runs_dir.join(run_id.to_string());
         exec(
             &tx,
@@ -271,10 +271,11 @@ fn fire(
     let mut created = Vec::new();
     for (template, spec_json, schedule) in due {
         let spec: TaskSpec = serde_json::from_str(&spec_json)?;
+        let id = super::marks::issue(tx, super::marks::Issue::Task)?;
         exec(tx,
-                "INSERT INTO tasks (kind, parent_id, name, project, priority, state, spec, submitted_at,
+                "INSERT INTO tasks (id, kind, parent_id, name, project, priority, state, spec, submitted_at,
                                     owner_uid, owner)
-                 VALUES ('task', ?1, ?2, ?3, ?4, 'queued', ?5, ?6, ?7, ?8)",
+                 VALUES (?9, 'task', ?1, ?2, ?3, ?4, 'queued', ?5, ?6, ?7, ?8)",
                 params![
                     template,
                     spec.name,
@@ -284,9 +285,9 @@ fn fire(
                     now,
                     spec.owner.as_ref().map(|o| o.uid),
                     spec.owner.as_ref().map(|o| &o.name),
+                    id,
                 ],
             )?;
-        let id = tx.last_insert_rowid();
         created.push(id);
         let next = next_fire(&schedule, now);
         exec(

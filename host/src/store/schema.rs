@@ -318,4 +318,20 @@ CREATE INDEX runs_cache ON runs (cache_key, finished_at)
     WHERE cache_key IS NOT NULL AND class = 'ok';
 CREATE INDEX tasks_name_project ON tasks (name, project);
 "#,
+    r#"
+-- The store's own marks (nightjar 0.7): a random id naming this database
+-- (the state dir keeps a copy in `nightjar.db.ids`, so a replaced or
+-- recreated file is noticed at start), and the highest task and run ids
+-- ever issued: ids are never handed out twice, even after `gc` removed
+-- the newest rows.
+CREATE TABLE store_meta (
+    store_id     TEXT    NOT NULL,
+    tasks_issued INTEGER NOT NULL,
+    runs_issued  INTEGER NOT NULL
+);
+INSERT INTO store_meta (store_id, tasks_issued, runs_issued)
+    VALUES (lower(hex(randomblob(16))),
+            (SELECT COALESCE(MAX(id), 0) FROM tasks),
+            (SELECT COALESCE(MAX(id), 0) FROM runs));
+"#,
 ];

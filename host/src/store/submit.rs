@@ -116,10 +116,11 @@ fn insert_task(
     state: TaskState,
     now: i64,
 ) -> Result<i64> {
+    let id = super::marks::issue(tx, super::marks::Issue::Task)?;
     tx.prepare_cached(
-        "INSERT INTO tasks (kind, parent_id, name, project, priority, state, spec, submitted_at,
+        "INSERT INTO tasks (id, kind, parent_id, name, project, priority, state, spec, submitted_at,
                             owner_uid, owner)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+         VALUES (?11, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     )?
     .execute(params![
         kind,
@@ -132,8 +133,9 @@ fn insert_task(
         now,
         spec.owner.as_ref().map(|o| o.uid),
         spec.owner.as_ref().map(|o| &o.name),
+        id,
     ])?;
-    Ok(tx.last_insert_rowid())
+    Ok(id)
 }
 
 /// Inserts one entry; `note` is appended to a plain task's `submitted` event.

@@ -1,0 +1,221 @@
+//! `nightjar daemon check` and `nightjar daemon recover`: the state dir
+//! looked at offline, and mended from what its run folders prove.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+use super::consistency::{self, Findings, locked_bytes, run_folders};
+use crate::config::Config;
+use crate::sandbox::files;
+use crate::store::adopt::Evidence;
+use crate::store::integrity::Depth;
+use crate::store::marks::{MarksFile, marks_path};
+use crate::store::{Store, StoreError};
+use crate::time::now_ms;
+
+/// `nightjar daemon check [--full]`: prints what is wrong (exit 1) or that
+/// the state dir is sound (exit 0). Changes nothing but a schema upgrade.
+pub fn check(cfg: &Config, full: bool) -> Result<i32> {
+    let db = cfg.db_path();
+    if !db.exists() {
+        let folders = run_folders(&cfg.runs_dir());
+        if folders.is_empty() {
+            println!("no database at {} yet: nothing to check", db.display());
+            return Ok(0);
+        }
+        println!(
+            "no database at {}, but {} run folder(s) in {}: it was deleted; `nightjar daemon recover` rebuilds it from them",
+            db.display(),
+            folders.len(),
+            cfg.runs_dir().display()
+        );
+        return Ok(1);
+    }
+    let store = match Store::open(&db) {
+        Ok(s) => s,
+        Err(e @ StoreError::Damaged { .. }) => {
+            println!("{e}");
+            return Ok(1);
+        }
+        Err(e) => return Err(e).with_context(|| format!("open database {}", db.display())),
+    };
+    let depth = if full { Depth::Full } else { Depth::Quick };
+    let f = consistency::examine(cfg, &store, depth)?;
+    if f.sound() {
+        let m = store.marks()?;
+        println!(
+            "sound: database {} ({} check), schema {}, task ids up to {}, run ids up to {}; {} run folder(s), {} live supervisor(s)",
+            db.display(),
+            if full { "integrity" } else { "quick" },
+            store.schema_version()?,
+            m.tasks,
+            m.runs,
+            run_folders(&cfg.runs_dir()).len(),
+            locked_bytes(&cfg.run_lock_path()).len()
+        );
+        return Ok(0);
+    }
+    println!("{}", consistency::refusal(cfg, &f));
+    Ok(1)
+}
+
+/// `nightjar daemon recover`, with the daemon stopped.
+pub fn recover(cfg: &Config) -> Result<i32> {
+    // The daemon's own lock: a running daemon refuses this, as a second daemon is refused.
+    let _lock = super::prepare_state_dir(cfg)?;
+    let db = cfg.db_path();
+    let copy_path = marks_path(&db);
+    let copy = MarksFile::read(&copy_path).ok().flatten();
+    let mut store = match Store::open(&db) {
+        Ok(s) if s.check(Depth::Quick)?.is_empty() => s,
+        Ok(s) => {
+            let faults = s.check(Depth::Quick)?;
+            drop(s);
+            let aside = move_aside(&db)?;
+            println!(
+                "the database was damaged ({}); moved it to {}",
+                faults.join("; "),
+                aside.display()
+            );
+            Store::open(&db)?
+        }
+        Err(StoreError::Damaged { detail, .. }) => {
+            let aside = move_aside(&db)?;
+            println!(
+                "the database was damaged ({detail}); moved it to {}",
+                aside.display()
+            );
+            Store::open(&db)?
+        }
+        Err(e) => return Err(e).with_context(|| format!("open database {}", db.display())),
+    };
+    let before = store.marks()?;
+    let f: Findings = consistency::examine(cfg, &store, Depth::Quick)?;
+    let (mut adopted, mut recreated, mut set_aside) = (Vec::new(), Vec::new(), Vec::new());
+    for id in &f.unknown_folders {
+        let dir = consistency::run_folder(cfg, *id);
+        match evidence(*id, &dir) {
+            Ok(e) => {
+                if store.adopt_run(&e, now_ms())? {
+                    recreated.push(e.task);
+                }
+                adopted.push(*id);
+            }
+            Err(why) => {
+                let to = cfg.runs_dir().join(format!("unadopted-{id}"));
+                std::fs::rename(&dir, &to)
+                    .with_context(|| format!("move {} to {}", dir.display(), to.display()))?;
+                set_aside.push(format!(
+                    "run {id}: {why}; its folder is now {}",
+                    to.display()
+                ));
+            }
+        }
+    }
+    let folder_max = run_folders(&cfg.runs_dir()).last().copied().unwrap_or(0);
+    let lock_max = locked_bytes(&cfg.run_lock_path())
+        .last()
+        .copied()
+        .unwrap_or(0);
+    let (copy_tasks, copy_runs) = copy.as_ref().map(|c| (c.tasks, c.runs)).unwrap_or((0, 0));
+    store.raise_marks(copy_tasks, copy_runs.max(folder_max).max(lock_max))?;
+    let after = store.marks()?;
+    let lost: Vec<i64> = (before.tasks + 1..=copy_tasks)
+        .filter(|t| !recreated.contains(t) && store.show(*t).is_err())
+        .collect();
+    let mut file = MarksFile::open(&copy_path)?;
+    file.write(&after)?;
+    file.sync()?;
+    println!(
+        "recovered state dir {}: {} run(s) put back from their folders ({} task(s) recreated); ids go on after task {} and run {}",
+        cfg.state_dir.display(),
+        adopted.len(),
+        recreated.len(),
+        after.tasks,
+        after.runs
+    );
+    for line in &set_aside {
+        println!("  not adopted: {line}");
+    }
+    if !lost.is_empty() {
+        println!(
+            "  lost: task(s) {} were accepted, but the database lost them and no run folder holds their spec: submit them again",
+            lost.iter()
+                .map(i64::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    println!(
+        "start the daemon: runs put back are looked at as at every start (alive, ended, or gone)"
+    );
+    Ok(0)
+}
+
+/// What run `id`'s folder proves: its manifest's task, attempt and spec,
+/// a live supervisor, the start time.
+fn evidence(id: i64, dir: &Path) -> std::result::Result<Evidence, String> {
+    let name = nightjar_core::api::manifest::FILE;
+    /// The run folder's file: what was asked at submit, what ran at start.
+    #[derive(serde::Deserialize)]
+    struct Pair {
+        start: nightjar_core::api::manifest::Manifest,
+    }
+    let manifest = files::read_json::<Pair>(dir, name)
+        .map_err(|e| format!("cannot read its {name}: {e}"))?
+        .ok_or_else(|| format!("it has no {name}"))?
+        .start;
+    let task = manifest
+        .task
+        .ok_or_else(|| format!("its {name} names no task"))?;
+    let spec = manifest
+        .spec
+        .clone()
+        .ok_or_else(|| format!("its {name} holds no task spec"))?;
+    let supervisor = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .find(|pid| crate::sandbox::liveness::is_supervisor(*pid, dir))
+        .map(i64::from);
+    Ok(Evidence {
+        run: id,
+        task,
+        attempt: manifest.attempt.unwrap_or(1),
+        spec: spec.into(),
+        dir: dir.to_string_lossy().into_owned(),
+        supervisor,
+        started_at: manifest.captured_at,
+    })
+}
+
+/// Renames the database and its WAL and shared-memory files to
+/// `<db>.damaged-<unix seconds>[-wal|-shm]`; returns the new main path.
+fn move_aside(db: &Path) -> Result<PathBuf> {
+    let stamp = now_ms() / 1000;
+    let mut aside = db.as_os_str().to_owned();
+    aside.push(format!(".damaged-{stamp}"));
+    let aside = PathBuf::from(aside);
+    if aside.exists() {
+        bail!(
+            "{} exists already; move it away and try again",
+            aside.display()
+        );
+    }
+    for suffix in ["", "-wal", "-shm"] {
+        let mut from = db.as_os_str().to_owned();
+        from.push(suffix);
+        let mut to = aside.as_os_str().to_owned();
+        to.push(suffix);
+        match std::fs::rename(&from, &to) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(e)
+                    .with_context(|| format!("move {} aside", PathBuf::from(&from).display()));
+            }
+        }
+    }
+    Ok(aside)
+}
