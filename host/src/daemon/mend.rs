@@ -183,7 +183,7 @@ fn evidence(id: i64, dir: &Path) -> std::result::Result<Evidence, String> {
         run: id,
         task,
         attempt: manifest.attempt.unwrap_or(1),
-        spec: spec.into(),
+        spec,
         dir: dir.to_string_lossy().into_owned(),
         supervisor,
         started_at: manifest.captured_at,
