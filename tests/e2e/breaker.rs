@@ -68,7 +68,7 @@ fn without_cgroups_a_task_that_leaves_its_session_and_kills_its_supervisor_leave
             .is_some_and(|r| r.first().is_some_and(|r| r["state"] == "finished"))
     });
     let run = &nj.show(id)["runs"][0];
-    assert_eq!(run["class"], "killed", "{run}");
+    assert_eq!(run["class"], "lost", "{run}");
     let t0 = Instant::now();
     while alive(pid) && t0.elapsed() < Duration::from_secs(5) {
         std::thread::sleep(Duration::from_millis(20));

@@ -118,7 +118,7 @@ fn a_task_that_kills_its_supervisor_is_killed_whole_and_never_run_twice() {
     });
     let r = runs(&nj, id);
     assert_eq!(r.len(), 1, "never started again: {r:?}");
-    assert_eq!(r[0]["class"], "killed", "{r:?}");
+    assert_eq!(r[0]["class"], "lost", "{r:?}");
     assert!(
         r[0]["message"]
             .as_str()

@@ -25,6 +25,7 @@ mod examples;
 mod faults_dispatch;
 mod faults_lock;
 mod faults_store;
+mod faults_supervisor;
 mod first_party;
 mod gpu_oom;
 mod gpus;

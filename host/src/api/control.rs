@@ -68,7 +68,7 @@ pub(super) fn cancel(d: &Daemon, caller: &Caller, id: i64) -> anyhow::Result<Can
     let owner = allowed(d, caller, id)?;
     let effect = d.store().cancel(id, now_ms())?;
     for (run, pid) in &effect.to_signal {
-        d.signal_supervisor(*run, *pid);
+        d.cancel_run(*run, *pid);
     }
     d.changed();
     let done = Cancelled {

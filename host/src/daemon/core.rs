@@ -33,6 +33,8 @@ pub(super) struct Held {
     pub owner: u32,
     /// When it started (Unix ms).
     pub started_at: i64,
+    /// By when its supervisor must have ended it (`watchdog.rs`).
+    pub deadline: Option<super::watchdog::Deadline>,
     /// How long it is expected to run, ms (backfill).
     pub estimate: Option<i64>,
 }
@@ -118,6 +120,10 @@ pub struct Daemon {
     pub(super) durability: super::durable::Durable,
     /// Set once when the daemon halts for good (`Daemon::halt`).
     pub(super) halt_reason: std::sync::OnceLock<String>,
+    /// Starts that fail (a full disk, a locked store), logged per change.
+    pub(super) start_failures: super::condition::Condition,
+    /// Scheduling passes that fail, logged per change.
+    pub(super) pass_failures: super::condition::Condition,
 }
 
 impl Daemon {
@@ -159,6 +165,8 @@ impl Daemon {
         Ok(Arc::new(Daemon {
             durability,
             halt_reason: std::sync::OnceLock::new(),
+            start_failures: super::condition::Condition::new("cannot start tasks"),
+            pass_failures: super::condition::Condition::new("scheduling pass failed"),
             access,
             cfg,
             store: Mutex::new(store),

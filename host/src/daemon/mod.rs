@@ -11,7 +11,9 @@ mod chain_reload;
 mod chain_versions_tests;
 mod checkpoint;
 mod checkpoint_find;
+mod clock;
 mod combine;
+mod condition;
 pub mod consistency;
 mod core;
 mod digest;
@@ -44,6 +46,7 @@ mod start;
 mod startup;
 mod statedir;
 mod sweep;
+mod watchdog;
 mod why;
 
 pub use self::chain::limits_of;
@@ -119,6 +122,7 @@ pub fn run(cfg: Config) -> Result<()> {
         // The marks' copy is written from here on (and checked at the next start).
         daemon.durable();
         tokio::spawn(Arc::clone(&daemon).watch_database());
+        tokio::spawn(Arc::clone(&daemon).watchdog_loop());
         daemon.adopt()?;
         daemon.start_notifications()?;
         daemon.start_archiver()?;

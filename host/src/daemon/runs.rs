@@ -207,6 +207,14 @@ impl Daemon {
                         owner: self.access.owner_uid(spec.owner.as_ref().map(|o| o.uid)),
                         started_at: run.started_at,
                         estimate: self.estimate(&spec).map(|e| e.ms),
+                        // What is left of its timeout, by the wall clock it started on.
+                        deadline: spec.resources.timeout.map(|t| {
+                            let ran = now_ms().saturating_sub(run.started_at).max(0) as u64;
+                            let started = std::time::Instant::now()
+                                .checked_sub(std::time::Duration::from_millis(ran).min(t))
+                                .unwrap_or_else(std::time::Instant::now);
+                            super::watchdog::Deadline::timeout(started, t, self.cfg.sandbox.grace)
+                        }),
                     };
                     lock(&self.placed).insert(run.id, held);
                     tracing::info!("run {} of task {}: re-adopted", run.id, run.task_id);
@@ -255,7 +263,7 @@ impl Daemon {
     /// from the store, its cgroup, and without cgroups the supervisors this
     /// daemon started and has not reaped, so that its other children (it is
     /// a subreaper) are known as orphans of a dead one.
-    fn run_ids<'a>(&self, run: i64, dir: &'a Path) -> RunIds<'a> {
+    pub(super) fn run_ids<'a>(&self, run: i64, dir: &'a Path) -> RunIds<'a> {
         let reaper = self.cgroup.is_err().then(|| {
             let live = lock(&self.supervisors).iter().copied().collect();
             (std::process::id() as i32, live)
@@ -276,6 +284,16 @@ impl Daemon {
                 .ok()
                 .map(|b| b.dir.join(format!("run-{run}"))),
         }
+    }
+
+    /// Cancels a run: SIGTERM to its supervisor, and a deadline after which
+    /// the daemon ends the run itself (a supervisor stopped or hung).
+    pub fn cancel_run(&self, run: i64, pid: Option<i64>) {
+        self.signal_supervisor(run, pid);
+        self.set_deadline(
+            run,
+            super::watchdog::Deadline::cancel(self.cfg.sandbox.grace),
+        );
     }
 
     /// Sends a cancel (SIGTERM) to a run's supervisor, checking it is ours.

@@ -131,8 +131,13 @@ pub fn run(
                 tracing::error!("retention: collection failed: {e:#}");
             }
         }
-        if let Err(e) = d.pass(chain.as_mut(), &mut ranking) {
-            tracing::error!("scheduling pass failed: {e:#}");
+        match d.pass(chain.as_mut(), &mut ranking) {
+            Ok(()) => {
+                d.pass_failures.cleared();
+            }
+            Err(e) => {
+                d.pass_failures.failed("this turn", &format!("{e:#}"));
+            }
         }
         let store_wake = d.store().next_wakeup().ok().flatten();
         let wake = match (store_wake, d.policy_wakeup()) {

@@ -57,9 +57,13 @@ impl Daemon {
                 };
                 let started = match self.start(c.id, &c.spec, placement.clone(), because, estimate)
                 {
-                    Ok(run) => run,
+                    Ok(run) => {
+                        self.start_failures.cleared();
+                        run
+                    }
                     Err(e) => {
-                        tracing::error!("task {}: cannot start: {e:#}", c.id);
+                        self.start_failures
+                            .failed(&format!("task {} first", c.id), &format!("{e:#}"));
                         None
                     }
                 };
@@ -143,7 +147,12 @@ impl Daemon {
             return Ok(None);
         }
         let run_id = run.id;
+        let deadline = spec.resources.timeout.map(|t| {
+            super::watchdog::Deadline::timeout(std::time::Instant::now(), t, self.cfg.sandbox.grace)
+        });
+        let steady = std::time::Instant::now();
         let held = Held {
+            deadline,
             started_at: now,
             estimate,
             task,
@@ -195,15 +204,22 @@ impl Daemon {
                     let pid = l.pid as i32;
                     let id = run.id;
                     // Judging the end runs validators: off the runtime's thread.
+                    // How long it ran comes from the monotonic clock, taken
+                    // when its status first arrives: a wall clock stepped
+                    // meanwhile does not stretch or shrink the record.
+                    let mut ended_at = None;
                     let reported = launch::converse(l.child, &rs, |s| {
                         let me = Arc::clone(&me);
+                        let at = *ended_at.get_or_insert_with(|| {
+                            now.saturating_add(steady.elapsed().as_millis() as i64)
+                        });
+                        let mut out = s.outcome();
+                        out.finished_at = at;
                         async move {
                             // Acknowledged (and the status.json forgone) only once on disk.
-                            tokio::task::spawn_blocking(move || {
-                                me.finish(id, &s.outcome()) && me.durable()
-                            })
-                            .await
-                            .unwrap_or(false)
+                            tokio::task::spawn_blocking(move || me.finish(id, &out) && me.durable())
+                                .await
+                                .unwrap_or(false)
                         }
                     })
                     .await;

@@ -158,7 +158,8 @@ impl RunStatus {
             (EndedBy::Cancelled, _, _) => RunClass::Cancelled,
             (EndedBy::SpawnFailed, _, _) => RunClass::AppError,
             (EndedBy::Lost, _, _) => RunClass::Lost,
-            (EndedBy::SupervisorDied, _, _) => RunClass::Killed,
+            // Not the task's doing as far as anyone can tell: retried as a lost run is.
+            (EndedBy::SupervisorDied, _, _) => RunClass::Lost,
             (EndedBy::Exited, Some(0), _) => RunClass::Ok,
             (EndedBy::Exited, Some(_), _) => RunClass::AppError,
             (EndedBy::Exited, None, _) => RunClass::Killed,

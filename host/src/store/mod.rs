@@ -7,6 +7,7 @@ mod audit;
 mod cache;
 mod candidates;
 mod checkpoint;
+pub mod clock;
 mod control;
 mod deps;
 mod digest;

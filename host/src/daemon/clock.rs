@@ -1,0 +1,100 @@
+//! Steps of the wall clock (NTP after a bad boot, a VM resumed, a hand
+//! `date -s`): the daemon waits on the monotonic clock, so a step is found
+//! as the gap between wall and boot time changing by more than
+//! [`STEP`], and what the store keeps as wall times is moved or looked at
+//! again (`store/clock.rs`).
+
+use std::sync::Arc;
+
+use super::core::{Daemon, lock};
+use crate::time::now_ms;
+
+/// A change of wall minus boot time past this is a step, not drift.
+pub const STEP_MS: i64 = 2_000;
+
+/// Milliseconds since boot, suspend included (`CLOCK_BOOTTIME`).
+pub fn boot_ms() -> i64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid timespec for the call to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) };
+    ts.tv_sec * 1000 + ts.tv_nsec / 1_000_000
+}
+
+/// Wall minus boot time as last seen.
+#[derive(Debug)]
+pub struct ClockWatch {
+    offset: i64,
+}
+
+impl Default for ClockWatch {
+    fn default() -> Self {
+        ClockWatch {
+            offset: now_ms() - boot_ms(),
+        }
+    }
+}
+
+impl ClockWatch {
+    /// The step since the last look (ms, negative: back), if there was one;
+    /// slow drift is followed without a word.
+    pub fn step(&mut self) -> Option<i64> {
+        self.step_with(now_ms() - boot_ms())
+    }
+
+    fn step_with(&mut self, offset: i64) -> Option<i64> {
+        let delta = offset - self.offset;
+        self.offset = offset;
+        (delta.abs() > STEP_MS).then_some(delta)
+    }
+}
+
+impl Daemon {
+    /// The wall clock stepped by `delta` ms: backoffs move with it,
+    /// schedules are looked at again, the policies are asked again (a
+    /// deferral's `until` is a wall time).
+    pub(super) fn clock_stepped(self: &Arc<Self>, delta: i64) {
+        let now = now_ms();
+        let tz = self.cfg.tz();
+        let done = self.store().clock_stepped(delta, now, |expr, at| {
+            crate::task::schedule::parse(expr)
+                .ok()
+                .and_then(|s| s.next_after(crate::time::to_utc(at), tz))
+                .map(|t| t.timestamp_millis())
+        });
+        match done {
+            Ok(r) => tracing::warn!(
+                "the wall clock stepped {} by {}: {} backoff(s) moved with it, {} schedule(s) computed again",
+                if delta < 0 { "back" } else { "forward" },
+                humantime::format_duration(std::time::Duration::from_millis(delta.unsigned_abs())),
+                r.backoffs,
+                r.schedules
+            ),
+            Err(e) => tracing::error!("the wall clock stepped by {delta} ms: {e}"),
+        }
+        *lock(&self.policy_wake) = None;
+        self.changed();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn drift_is_followed_and_a_step_is_told_once() {
+        let mut w = ClockWatch { offset: 1_000_000 };
+        assert_eq!(w.step_with(1_000_500), None, "half a second of drift");
+        assert_eq!(
+            w.step_with(1_001_900),
+            None,
+            "more drift, from the new mark"
+        );
+        assert_eq!(w.step_with(1_001_900 - 4 * 3_600_000), Some(-4 * 3_600_000));
+        assert_eq!(w.step_with(1_001_900 - 4 * 3_600_000), None, "told once");
+        let b = boot_ms();
+        assert!(b > 0 && boot_ms() >= b, "boot time runs forward");
+    }
+}
