@@ -22,6 +22,7 @@ mod energy;
 mod environments;
 mod exactly_once;
 mod examples;
+mod faults_clock;
 mod faults_dispatch;
 mod faults_lock;
 mod faults_store;

@@ -1,0 +1,112 @@
+//! Wall-clock steps, made with libfaketime (Debian's `faketime`) on the
+//! daemon only: its monotonic clock is left alone, as a real step leaves
+//! it. A retry's backoff waits as long as it was meant to, a frequent
+//! schedule goes on firing, and run durations stay true.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::harness::Nj;
+
+const LIB: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
+
+/// A world whose daemon reads its wall clock's offset from a file.
+fn stepped_world(extra: &str) -> (Nj, PathBuf) {
+    if !Path::new(LIB).exists() {
+        crate::harness::needs("libfaketime", "install Debian's `faketime` (.ci/run does)");
+    }
+    let mut nj = Nj::new(extra);
+    let offset = nj.path("clock").join("offset");
+    std::fs::write(&offset, "+0\n").unwrap();
+    nj.env = vec![
+        ("LD_PRELOAD".into(), LIB.into()),
+        (
+            "FAKETIME_TIMESTAMP_FILE".into(),
+            offset.display().to_string(),
+        ),
+        ("FAKETIME_NO_CACHE".into(), "1".into()),
+        ("FAKETIME_DONT_FAKE_MONOTONIC".into(), "1".into()),
+    ];
+    nj.start();
+    (nj, offset)
+}
+
+#[test]
+fn after_a_step_back_a_backoff_waits_what_it_was_meant_to_and_the_step_is_logged() {
+    let (nj, offset) = stepped_world("");
+    let mark = nj.path("marks").join("first");
+    // Exit 103: a network failure, retried after the backoff.
+    let script = format!(
+        "if [ -e {m} ]; then exit 0; fi; touch {m}; exit 103",
+        m = mark.display()
+    );
+    let id = nj.submit(&[
+        "--attempts",
+        "2",
+        "--backoff",
+        "4s",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    nj.until("the first attempt failed", || {
+        mark.exists() && nj.show(id)["task"]["state"] == "queued"
+    });
+    std::fs::write(&offset, "-4h\n").unwrap();
+    let t0 = Instant::now();
+    assert_eq!(
+        nj.wait_within(id, Duration::from_secs(40)),
+        0,
+        "{}",
+        nj.show(id)
+    );
+    println!("retried {:?} after the step (backoff 4 s)", t0.elapsed());
+    nj.until("the step is logged", || {
+        nj.daemon_log()
+            .contains("the wall clock stepped back by 4h")
+    });
+}
+
+#[test]
+fn a_run_across_a_step_records_how_long_it_really_ran() {
+    let (nj, offset) = stepped_world("");
+    let id = nj.submit(&["--", "sleep", "3"]);
+    nj.until("it runs", || nj.running() == 1);
+    std::fs::write(&offset, "+2h\n").unwrap();
+    assert_eq!(nj.wait(id), 0);
+    let run = &nj.show(id)["runs"][0];
+    let ran = run["finished_at"].as_i64().unwrap() - run["started_at"].as_i64().unwrap();
+    assert!(
+        (2_500..20_000).contains(&ran),
+        "a 3 s run recorded as {ran} ms across a +2 h step: {run}"
+    );
+}
+
+#[test]
+fn a_frequent_schedule_goes_on_firing_after_a_step_back() {
+    let (nj, offset) = stepped_world("");
+    nj.ok(&[
+        "submit",
+        "--name",
+        "tick",
+        "--schedule",
+        "*/1 * * * *",
+        "--",
+        "true",
+    ]);
+    let instances = || {
+        nj.json(&["ls", "--all"])
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter(|t| t["name"] == "tick" && t["kind"] != "recurring")
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    nj.until_slow("a first firing", || instances() >= 1);
+    let before = instances();
+    std::fs::write(&offset, "-4h\n").unwrap();
+    nj.until_slow("a firing after the step", || instances() > before);
+}
