@@ -66,6 +66,7 @@ fn after_a_step_back_a_backoff_waits_what_it_was_meant_to_and_the_step_is_logged
         nj.daemon_log()
             .contains("the wall clock stepped back by 4h")
     });
+    crate::harness::chaos_row("wall clock -4 h during a backoff", 1, 0, 0, 0);
 }
 
 #[test]
@@ -81,6 +82,7 @@ fn a_run_across_a_step_records_how_long_it_really_ran() {
         (2_500..20_000).contains(&ran),
         "a 3 s run recorded as {ran} ms across a +2 h step: {run}"
     );
+    crate::harness::chaos_row("wall clock +2 h during a run", 1, 0, 0, 0);
 }
 
 #[test]
@@ -109,4 +111,5 @@ fn a_frequent_schedule_goes_on_firing_after_a_step_back() {
     let before = instances();
     std::fs::write(&offset, "-4h\n").unwrap();
     nj.until_slow("a firing after the step", || instances() > before);
+    crate::harness::chaos_row("wall clock -4 h, */1 schedule", 1, 0, 0, 0);
 }

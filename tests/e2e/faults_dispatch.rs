@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use crate::harness::Nj;
+use crate::harness::{Nj, chaos_row, chaos_scale};
 
 #[test]
 fn kill_9_right_at_dispatch_spends_no_attempt_loses_nothing_and_runs_nothing_twice() {
@@ -18,7 +18,8 @@ fn kill_9_right_at_dispatch_spends_no_attempt_loses_nothing_and_runs_nothing_twi
     // A fixed sequence of delays (a small LCG): the same kills every run.
     let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut ids = Vec::new();
-    for _ in 0..15 {
+    let kills = chaos_scale(15, 30);
+    for _ in 0..kills {
         for _ in 0..4 {
             ids.push(nj.submit(&["--", "sh", "-c", &line]));
         }
@@ -35,6 +36,18 @@ fn kill_9_right_at_dispatch_spends_no_attempt_loses_nothing_and_runs_nothing_twi
     for l in std::fs::read_to_string(&ran).unwrap().lines() {
         *count.entry(l.trim().parse().unwrap()).or_default() += 1;
     }
+    let doubled = ids
+        .iter()
+        .filter(|id| count.get(id).copied().unwrap_or(0) > 1)
+        .count();
+    let never = ids.iter().filter(|id| !count.contains_key(id)).count();
+    chaos_row(
+        &format!("kill -9 within 0-40 ms of a submit ({kills}x)"),
+        ids.len(),
+        never,
+        doubled,
+        0,
+    );
     for &id in &ids {
         assert_eq!(count.get(&id), Some(&1), "task {id} ran once");
     }

@@ -131,6 +131,7 @@ fn a_wal_truncated_after_kill_9_stops_the_start_and_recover_puts_back_what_the_f
         "the refusal says what and how: {log}"
     );
     after_recovery(&mut nj, &ended, long, &ran);
+    crate::harness::chaos_row("WAL truncated after kill -9, recovered", 5, 0, 0, 0);
 }
 
 #[test]
@@ -147,6 +148,7 @@ fn a_wal_truncated_after_sigterm_is_noticed_too() {
         "{log}"
     );
     after_recovery(&mut nj, &ended, long, &ran);
+    crate::harness::chaos_row("WAL truncated after SIGTERM, recovered", 5, 0, 0, 0);
 }
 
 #[test]
@@ -200,6 +202,7 @@ fn a_garbage_database_file_is_named_damaged_and_recover_rebuilds_from_the_run_fo
         1,
         "the damaged file is kept aside, not deleted"
     );
+    crate::harness::chaos_row("garbage database file, rebuilt", 4, 0, 0, 0);
 }
 
 #[test]
@@ -260,6 +263,7 @@ fn the_database_deleted_while_running_halts_the_daemon_and_the_next_start_refuse
         log.contains("not consistent"),
         "a new empty database is not taken: {log}"
     );
+    crate::harness::chaos_row("database deleted while running", 1, 0, 0, 0);
 }
 
 #[test]

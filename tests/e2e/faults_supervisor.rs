@@ -46,6 +46,7 @@ fn a_stopped_supervisor_does_not_stop_a_timeout() {
     nj.until("the task's tree is gone", || {
         left("sleep 60.321").is_empty()
     });
+    crate::harness::chaos_row("supervisor stopped past a timeout", 1, 0, 0, 0);
 }
 
 #[test]
@@ -64,6 +65,7 @@ fn a_stopped_supervisor_does_not_hold_a_cancel_past_its_grace() {
     nj.until("the task's tree is gone", || {
         left("sleep 61.234").is_empty()
     });
+    crate::harness::chaos_row("supervisor stopped past a cancel", 1, 0, 0, 0);
 }
 
 #[test]
@@ -89,4 +91,5 @@ fn a_killed_supervisor_makes_the_run_lost_and_the_task_is_retried() {
     assert_eq!(runs[0]["class"], "lost", "{runs}");
     assert_eq!(runs.as_array().unwrap().len(), 2, "{runs}");
     assert!(left("sleep 62.5").is_empty(), "the first tree was killed");
+    crate::harness::chaos_row("supervisor killed (-9), retried", 1, 0, 0, 0);
 }

@@ -367,3 +367,18 @@ pub fn needs(what: &str, why: impl std::fmt::Display) -> ! {
         "this test needs {what} ({why}); run the suite as root with the tools `.ci/run` installs"
     )
 }
+
+/// `short` in the suite, `full` under `scripts/chaos` (`NIGHTJAR_CHAOS=full`):
+/// the reliability tests' sizes (tasks, kills, trials, seconds).
+pub fn chaos_scale(short: usize, full: usize) -> usize {
+    if std::env::var("NIGHTJAR_CHAOS").is_ok_and(|v| v == "full") {
+        full
+    } else {
+        short
+    }
+}
+
+/// One row of `scripts/chaos`'s table (printed; the script collects them).
+pub fn chaos_row(fault: &str, runs: usize, lost: usize, doubled: usize, hung: usize) {
+    println!("CHAOS|{fault}|{runs}|{lost}|{doubled}|{hung}");
+}

@@ -23,6 +23,7 @@ mod environments;
 mod exactly_once;
 mod examples;
 mod faults_clock;
+mod faults_crashloop;
 mod faults_dispatch;
 mod faults_lock;
 mod faults_store;
