@@ -66,6 +66,7 @@ mod retention;
 mod retention_hostile;
 mod retry;
 mod sandbox;
+mod sweep_big;
 mod users_harness;
 mod validators;
 mod versions;

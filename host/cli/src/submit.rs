@@ -11,7 +11,7 @@ use super::table::clean;
 use nightjar_core::api;
 use nightjar_core::task::environment::{ContainerDef, EnvironmentDef};
 use nightjar_core::task::file::{self, CommandDef, DepRef, TaskDef};
-use nightjar_core::task::model::{CommandSpec, Priority, Resources, RetryPolicy};
+use nightjar_core::task::model::{CommandSpec, NewEntry, Priority, Resources, RetryPolicy};
 use nightjar_core::task::resolve::resolve;
 
 /// Flags of `submit`.
@@ -132,6 +132,9 @@ pub fn run(mut ctx: Ctx, a: Args) -> Result<i32> {
         for m in &mut e.members {
             m.umask = Some(umask);
         }
+        if let Some(g) = &mut e.grid {
+            g.template.umask = Some(umask);
+        }
     }
     // What the summary prints, kept before the entries go to the daemon.
     let shown: Vec<(String, usize, bool, Option<String>)> = entries
@@ -147,7 +150,11 @@ pub fn run(mut ctx: Ctx, a: Args) -> Result<i32> {
         .collect();
     let ids = ctx
         .client
-        .call(api::Submit { entries, verify })
+        .call(api::Submit {
+            // A sweep goes as its template and values (the daemon expands it).
+            entries: entries.into_iter().map(NewEntry::compact).collect(),
+            verify,
+        })
         .with_context(|| format!("{origin}: not submitted"))?;
     if ctx.json {
         let out: Vec<_> = ids

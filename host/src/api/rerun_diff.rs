@@ -55,6 +55,7 @@ pub(super) fn rerun(d: &Daemon, caller: &Caller, r: &Rerun) -> anyhow::Result<Re
         held: false,
         // A rerun is asked for to run again: never completed from the cache.
         no_cache: true,
+        grid: None,
     };
     let mut entries = [entry];
     super::submit::check_submission(d, caller, &mut entries)?;

@@ -10,10 +10,23 @@ use crate::time::now_ms;
 pub(super) fn submit(
     d: &Daemon,
     caller: &Caller,
-    mut entries: Vec<NewEntry>,
+    entries: Vec<NewEntry>,
     verify: bool,
     now: i64,
 ) -> anyhow::Result<Vec<i64>> {
+    // A sweep sent as its grid is expanded here, then checked as any is.
+    let mut entries = entries
+        .into_iter()
+        .map(|e| {
+            let name = e.name.clone();
+            e.expand().map_err(|why| {
+                crate::api::ApiError::new(
+                    crate::api::ErrorKind::BadRequest,
+                    format!("sweep `{name}`: {why}"),
+                )
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     check_submission(d, caller, &mut entries)?;
     let manifests = d.capture_submit(&entries, verify);
     // Queued once captured: the wait before a start does not count the capture.

@@ -7,6 +7,7 @@ pub mod environment;
 pub mod environment_def;
 pub mod environment_find;
 pub mod file;
+pub mod grid;
 pub mod model;
 pub mod resolve;
 pub mod schedule;

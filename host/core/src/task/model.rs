@@ -355,4 +355,29 @@ pub struct NewEntry {
     /// success still feeds the cache): `submit --no-cache`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub no_cache: bool,
+    /// A sweep's template and values (`task/grid.rs`): on the wire a
+    /// sweep travels as this with `members` empty, and the daemon expands
+    /// it (the same expansion the client ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grid: Option<super::grid::Grid>,
+}
+
+impl NewEntry {
+    /// The entry as it is sent: a sweep's members left out (its grid makes them).
+    pub fn compact(mut self) -> NewEntry {
+        if self.grid.is_some() {
+            self.members.clear();
+        }
+        self
+    }
+
+    /// The entry as it was received: a sweep's members made from its grid
+    /// (whatever members came with it).
+    pub fn expand(mut self) -> Result<NewEntry, String> {
+        if let Some(g) = &self.grid {
+            self.members = g.members()?;
+            self.is_sweep = true;
+        }
+        Ok(self)
+    }
 }

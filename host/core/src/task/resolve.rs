@@ -5,13 +5,12 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::checkpoint::CheckpointSpec;
 use super::file::{DepRef, TaskDef};
 use super::model::{DepKind, DepTarget, NewEntry, TaskSpec};
 use super::{schedule, vars};
 
 /// Most members one sweep may expand to.
-pub const MAX_SWEEP: usize = 10_000;
+pub use super::grid::MAX_SWEEP;
 
 /// Resolves `defs`; relative paths are taken from `base` (the task file's
 /// folder, or the current directory for `submit -- CMD`); `default_name`
@@ -141,59 +140,37 @@ fn resolve_one(
         Some(e) => super::environment::resolve(e, base)?,
         None => None,
     };
-    let grid = expand_grid(&def.sweep)?;
+    let values: BTreeMap<String, Vec<String>> = def
+        .sweep
+        .iter()
+        .map(|(k, v)| (k.clone(), v.iter().map(|s| s.0.clone()).collect()))
+        .collect();
     let is_sweep = !def.sweep.is_empty();
-    let mut members = Vec::with_capacity(grid.len());
-    for params in grid {
-        let sub = |t: &str| {
-            // A value is text, substituted once: `${` in it is escaped so
-            // the substitution at dispatch leaves it literal.
-            vars::expand(t, false, |n| match params.get(n) {
-                Some(v) => Some(vars::Subst::Value(v.replace("${", "$${"))),
-                None => Some(vars::Subst::Keep),
-            })
-            .map_err(|e| e.to_string())
-        };
-        let member_name = if is_sweep {
-            let label: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            format!("{name}[{}]", label.join(","))
-        } else {
-            name.to_string()
-        };
-        let member_checkpoint = match &checkpoint {
-            Some(c) => Some(CheckpointSpec {
-                pattern: sub(&c.pattern)?,
-                resume: c.resume.as_deref().map(sub).transpose()?,
-                ..c.clone()
-            }),
-            None => None,
-        };
-        members.push(TaskSpec {
-            name: member_name,
-            project: project.clone(),
-            command: def.command.0.map_strings(sub)?,
-            workdir: workdir.clone(),
-            env: def
-                .env
-                .iter()
-                .map(|(k, v)| Ok((k.clone(), sub(v)?)))
-                .collect::<Result<_, String>>()?,
-            inputs: inputs.clone(),
-            output: def.output.as_deref().map(sub).transpose()?,
-            priority: def.priority,
-            resources: def.resources.clone(),
-            retry: def.retry.clone(),
-            params,
-            preemptible: def.preemptible,
-            validate: validate.clone(),
-            owner: None,
-            umask: None,
-            checkpoint: member_checkpoint,
-            seed: def.seed,
-            cache: def.cache,
-            environment: environment.clone(),
-        });
-    }
+    let template = TaskSpec {
+        name: name.to_string(),
+        project: project.clone(),
+        command: def.command.0.clone(),
+        workdir: workdir.clone(),
+        env: def.env.clone(),
+        inputs: inputs.clone(),
+        output: def.output.clone(),
+        priority: def.priority,
+        resources: def.resources.clone(),
+        retry: def.retry.clone(),
+        params: BTreeMap::new(),
+        preemptible: def.preemptible,
+        validate: validate.clone(),
+        owner: None,
+        umask: None,
+        checkpoint: checkpoint.clone(),
+        seed: def.seed,
+        cache: def.cache,
+        environment: environment.clone(),
+    };
+    let members = super::grid::combinations(&values)?
+        .iter()
+        .map(|p| super::grid::member(&template, p, is_sweep))
+        .collect::<Result<Vec<_>, String>>()?;
     Ok(NewEntry {
         name: name.to_string(),
         project,
@@ -203,6 +180,7 @@ fn resolve_one(
         deps,
         held: def.hold,
         no_cache: false,
+        grid: is_sweep.then(|| super::grid::Grid { template, values }),
     })
 }
 
@@ -225,34 +203,6 @@ pub(crate) fn absolute(base: &Path, p: &Path) -> PathBuf {
         }
     }
     out
-}
-
-/// Every combination of the grid's values (one empty combination for no grid).
-fn expand_grid(
-    grid: &BTreeMap<String, Vec<super::file::Scalar>>,
-) -> Result<Vec<BTreeMap<String, String>>, String> {
-    let mut out = vec![BTreeMap::new()];
-    for (key, values) in grid {
-        if values.is_empty() {
-            return Err(format!("sweep parameter `{key}` has no values"));
-        }
-        let size = out.len().saturating_mul(values.len());
-        if size > MAX_SWEEP {
-            return Err(format!(
-                "sweep expands to more than {MAX_SWEEP} members; split it"
-            ));
-        }
-        let mut next = Vec::with_capacity(size);
-        for combo in &out {
-            for v in values {
-                let mut c = combo.clone();
-                c.insert(key.clone(), v.0.clone());
-                next.push(c);
-            }
-        }
-        out = next;
-    }
-    Ok(out)
 }
 
 #[cfg(test)]
