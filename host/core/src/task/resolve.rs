@@ -180,7 +180,7 @@ fn resolve_one(
         deps,
         held: def.hold,
         no_cache: false,
-        grid: is_sweep.then(|| super::grid::Grid { template, values }),
+        grid: is_sweep.then_some(super::grid::Grid { template, values }),
     })
 }
 
