@@ -99,8 +99,8 @@ async fn blocking<T: Send + 'static>(
 /// for its owner or an administrator; what is lab-wide (plugins, gc,
 /// notifiers, priorities) is for administrators.
 ///
-/// A halted daemon answers nothing but `ping`, saying why; a reply is sent
-/// only once what it reports is on disk (`daemon/durable.rs`).
+/// A halted daemon answers nothing but `ping`, saying why; the reply to a
+/// change is sent only once the change is on disk (`daemon/durable.rs`).
 pub async fn dispatch(d: &Arc<Daemon>, caller: &Caller, req: Request) -> Vec<u8> {
     let halted = |why: &str| {
         error_line(ApiError::new(
@@ -116,8 +116,27 @@ pub async fn dispatch(d: &Arc<Daemon>, caller: &Caller, req: Request) -> Vec<u8>
     {
         return halted(why);
     }
+    // What only reads is answered without waiting for the store's lock
+    // (a writer may be waiting on a busy database behind it).
+    let reads = matches!(
+        req,
+        Request::Ping(_)
+            | Request::Whoami(_)
+            | Request::List(_)
+            | Request::Show(_)
+            | Request::Logs(_)
+            | Request::Why(_)
+            | Request::Gpus(_)
+            | Request::Plugins(_)
+            | Request::Diff(_)
+            | Request::Report(_)
+            | Request::Audit(_)
+            | Request::NotifyList(_)
+            | Request::TokenList(_)
+            | Request::Wait(_)
+    );
     let line = handle(d, caller, req).await;
-    if !d.flushed() {
+    if !reads && !d.flushed() {
         let me = Arc::clone(d);
         let ok = tokio::task::spawn_blocking(move || me.durable())
             .await
@@ -162,7 +181,7 @@ async fn handle(d: &Arc<Daemon>, caller: &Caller, req: Request) -> Vec<u8> {
             blocking("report", move || super::report_handler::report(&me, &r)).await,
         ),
         Request::List(r) => reply::<super::List>((|| {
-            let mut rows = d.store().list(&r.filter)?;
+            let mut rows = d.reader().list(&r.filter)?;
             rows.iter_mut().for_each(|t| d.live_reason(t));
             Ok(rows)
         })()),

@@ -11,7 +11,7 @@ pub const PRIVATE: &str = "<private>";
 
 /// `show ID` as `caller` may see it.
 pub(super) fn show(d: &Daemon, caller: &Caller, id: i64) -> anyhow::Result<TaskDetail> {
-    let mut detail = d.store().show(id)?;
+    let mut detail = d.reader().show(id)?;
     d.live_reason(&mut detail.task);
     detail.estimate = d.estimate(&detail.spec);
     if let Some(s) = &mut detail.schedule {

@@ -59,6 +59,9 @@ pub struct Daemon {
     pub cfg: Config,
     /// The store (short critical sections only).
     store: Mutex<Store>,
+    /// A second, read-only connection for what only reads (`ls`, `show`):
+    /// a writer waiting on a busy database does not hold them up.
+    reader: Mutex<Store>,
     /// What is free.
     pub(super) pool: Mutex<Pool>,
     /// The runs in progress and what they hold.
@@ -162,7 +165,10 @@ impl Daemon {
             .map_err(|e| anyhow::anyhow!("open {}: {e}", marks_path.display()))?;
         let durability = super::durable::Durable::new(cfg.db_path(), Some(marks))
             .map_err(|e| anyhow::anyhow!("look at {}: {e}", cfg.db_path().display()))?;
+        let reader = Store::open_read_only(&cfg.db_path())
+            .map_err(|e| anyhow::anyhow!("open {} to read: {e}", cfg.db_path().display()))?;
         Ok(Arc::new(Daemon {
+            reader: Mutex::new(reader),
             durability,
             halt_reason: std::sync::OnceLock::new(),
             start_failures: super::condition::Condition::new("cannot start tasks"),
@@ -210,6 +216,12 @@ impl Daemon {
         lock(&self.store)
     }
 
+    /// The read-only connection, locked (one of the daemon's locks).
+    #[track_caller]
+    pub fn reader(&self) -> Guard<'_, Store> {
+        lock(&self.reader)
+    }
+
     /// Tells waiters something changed and asks for a scheduling pass.
     pub fn changed(&self) {
         self.changes.send_modify(|n| *n += 1);
@@ -254,7 +266,7 @@ impl Daemon {
                 Some(r) if !r.stale(now) => {
                     // Evaluated moments ago: fill slots from it, and rank
                     // what came since once the batching window ends.
-                    let again = r.at + super::dispatch::EVALUATE_EVERY.as_millis() as i64;
+                    let again = r.at + r.window();
                     let mut wake = lock(&self.policy_wake);
                     *wake = Some(wake.map_or(again, |w| w.min(again)));
                     drop(wake);

@@ -23,11 +23,25 @@ pub const EVALUATE_EVERY: Duration = Duration::from_millis(25);
 /// Most ids fetched per query when filling slots from a ranking.
 const MAX_CHUNK: usize = 256;
 
+/// The longest a ranking is reused, however costly a pass is.
+pub const EVALUATE_AT_MOST_EVERY: Duration = Duration::from_secs(2);
+
+/// How long a ranking is reused after a pass that took `cost`: at least
+/// [`EVALUATE_EVERY`], and four times the pass's cost, so asking the chain
+/// takes at most a fifth of a core however long the queue (a 10,000-task
+/// queue is not evaluated after every burst of runs ending); slots freed
+/// meanwhile are filled from the ranking at once.
+pub fn window_after(cost: Duration) -> Duration {
+    (cost * 4).clamp(EVALUATE_EVERY, EVALUATE_AT_MOST_EVERY)
+}
+
 /// The chain's last evaluation: the eligible tasks in start order.
 #[derive(Debug, Default)]
 pub struct Ranking {
     /// When the chain evaluated it (Unix ms).
     pub at: i64,
+    /// How long it is reused (ms; 0: [`EVALUATE_EVERY`]).
+    pub window_ms: i64,
     /// Eligible tasks in start order: (task, summed score).
     pub order: Vec<(i64, i64)>,
     /// Per task, each policy's score (for the `placed` event).
@@ -40,7 +54,12 @@ impl Ranking {
     /// set back an hour would keep this ranking, and keep every task
     /// submitted since from starting, for that hour).
     pub fn stale(&self, now: i64) -> bool {
-        !(0..EVALUATE_EVERY.as_millis() as i64).contains(&now.saturating_sub(self.at))
+        !(0..self.window()).contains(&now.saturating_sub(self.at))
+    }
+
+    /// How long it is reused (ms).
+    pub fn window(&self) -> i64 {
+        self.window_ms.max(EVALUATE_EVERY.as_millis() as i64)
     }
 
     /// Why a task starts now, for its `placed` event.
@@ -172,6 +191,23 @@ mod tests {
         // catches up: tasks submitted since would not start meanwhile.
         assert!(r.stale(999), "earlier than the evaluation: asked again");
         assert!(r.stale(1_000 - 3_600_000));
+    }
+
+    #[test]
+    fn a_costly_pass_widens_the_window_to_four_times_its_cost_within_bounds() {
+        assert_eq!(window_after(Duration::from_millis(1)), EVALUATE_EVERY);
+        assert_eq!(
+            window_after(Duration::from_millis(30)),
+            Duration::from_millis(120)
+        );
+        assert_eq!(window_after(Duration::from_secs(5)), EVALUATE_AT_MOST_EVERY);
+        let r = Ranking {
+            at: 1_000,
+            window_ms: 120,
+            ..Ranking::default()
+        };
+        assert!(!r.stale(1_100));
+        assert!(r.stale(1_120));
     }
 
     #[test]

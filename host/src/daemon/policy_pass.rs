@@ -111,6 +111,8 @@ impl Daemon {
         ranking: &mut Option<Ranking>,
         now: i64,
     ) -> anyhow::Result<bool> {
+        // What asking the chain costs sets how long its ranking is reused.
+        let t0 = std::time::Instant::now();
         let running = self.store().running_tasks()?;
         // With every slot taken, a pass can still preempt; without a
         // preemptible run there is nothing to decide.
@@ -248,6 +250,7 @@ impl Daemon {
             .retain(|_, b| eligible.contains(b));
         let ranked = Ranking {
             at: now,
+            window_ms: super::dispatch::window_after(t0.elapsed()).as_millis() as i64,
             order: order.iter().map(|(score, c)| (c.id, *score)).collect(),
             parts: std::mem::take(&mut answer.parts),
         };
