@@ -41,6 +41,7 @@ mod manifest;
 mod notify;
 mod plugins;
 mod postrun;
+mod queue;
 mod report;
 mod sse;
 mod vs;
@@ -354,6 +355,7 @@ fn main() -> Result<()> {
     match what {
         "submit" => submit_latency(n(1, 10_000)),
         "throughput" => vs::throughput(n(1, 1_000)),
+        "queue" => queue::queue(n(1, 10_000)),
         "startup" => vs::startup_and_submit(n(1, 200)),
         "idle" => idle(n(1, 60) as u64),
         "sse" => sse::sse(n(1, 30) as u64),
@@ -388,7 +390,7 @@ fn main() -> Result<()> {
         }
         other => {
             bail!(
-                "unknown benchmark `{other}`: use startup, submit, throughput, gpu, plugins, backfill, postrun, manifest, archive, report, notify, attack, clients, soak, idle, sse or all"
+                "unknown benchmark `{other}`: use startup, submit, throughput, queue, gpu, plugins, backfill, postrun, manifest, archive, report, notify, attack, clients, soak, idle, sse or all"
             )
         }
     }
