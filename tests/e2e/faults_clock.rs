@@ -54,6 +54,31 @@ fn after_a_step_back_a_backoff_waits_what_it_was_meant_to_and_the_step_is_logged
         mark.exists() && nj.show(id)["task"]["state"] == "queued"
     });
     std::fs::write(&offset, "-4h\n").unwrap();
+    nj.until("the step is seen", || {
+        nj.daemon_log().contains("the wall clock stepped")
+    });
+    // The reason says the true time left, not what it said when stored.
+    let reason = nj.show(id)["task"]["reason"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    let ls = nj.json(&["ls"]);
+    let listed = ls
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == id)
+        .cloned()
+        .unwrap_or_default();
+    let listed = listed["reason"].as_str().unwrap_or("");
+    assert!(reason.contains("attempt 2 of 2"), "{reason}");
+    // Seconds left (or already due), never the four hours the step added.
+    if let Some((_, left)) = listed.split_once("next attempt in ") {
+        assert!(
+            left.ends_with('s') && !left.contains('h') && !left.contains('m'),
+            "ls: {listed}"
+        );
+    }
     let t0 = Instant::now();
     assert_eq!(
         nj.wait_within(id, Duration::from_secs(40)),

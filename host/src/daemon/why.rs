@@ -22,6 +22,15 @@ impl Daemon {
             t.reason = Some(r.clone());
         } else if let Some(r) = lock(&self.place_reasons).get(&t.id) {
             t.reason = Some(r.clone());
+        } else if let Some(at) = t.not_before {
+            let left = at.saturating_sub(crate::time::now_ms());
+            if left > 0 {
+                let r = t.reason.take().unwrap_or_else(|| "waiting".into());
+                t.reason = Some(format!(
+                    "{r}; next attempt in {}",
+                    crate::time::fmt_span(left)
+                ));
+            }
         }
     }
 

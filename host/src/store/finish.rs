@@ -334,10 +334,9 @@ impl Store {
                         )
                     })
                     .unwrap_or_default();
-                let reason = format!(
-                    "retrying after {what} (attempt {attempt} of {of} in {}{on_gpu})",
-                    crate::time::fmt_span(delay_ms)
-                );
+                // The time left is added when the reason is shown (`why.rs`):
+                // a stored "in 5.0s" would say so for ever.
+                let reason = format!("retrying after {what} (attempt {attempt} of {of}{on_gpu})");
                 exec(
                     &tx,
                     "UPDATE tasks SET state = 'queued', reason = ?2, not_before = ?3,

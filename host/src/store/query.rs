@@ -16,9 +16,24 @@ pub(super) const TASK_COLUMNS: &str =
     (SELECT SUM(r.energy_j) FROM runs r WHERE r.task_id = t.id),
     (SELECT SUM(r.cost) FROM runs r WHERE r.task_id = t.id),
     (SELECT MAX(r.currency) FROM runs r WHERE r.task_id = t.id),
-    t.owner, t.owner_uid";
+    t.owner, t.owner_uid, t.not_before";
 
 pub(super) fn task_row(r: &rusqlite::Row) -> rusqlite::Result<TaskRow> {
+    let id: i64 = r.get(0)?;
+    read_task_row(r).map_err(|e| damaged_row("tasks", id, e))
+}
+
+/// A row that cannot be read, named: which table, which row, what to run.
+pub(super) fn damaged_row(table: &str, id: i64, e: rusqlite::Error) -> rusqlite::Error {
+    rusqlite::Error::ToSqlConversionFailure(
+        format!(
+            "table {table}, row id {id} cannot be read ({e}); stop the daemon and run `nightjar daemon check`"
+        )
+        .into(),
+    )
+}
+
+fn read_task_row(r: &rusqlite::Row) -> rusqlite::Result<TaskRow> {
     let state: String = r.get(6)?;
     let spec: String = r.get(13)?;
     let command = serde_json::from_str::<TaskSpec>(&spec)
@@ -46,6 +61,7 @@ pub(super) fn task_row(r: &rusqlite::Row) -> rusqlite::Result<TaskRow> {
         currency: r.get(17)?,
         owner: r.get(18)?,
         owner_uid: r.get(19)?,
+        not_before: r.get(20)?,
     })
 }
 

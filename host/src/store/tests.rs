@@ -368,3 +368,28 @@ fn per_pass_queries_use_indexes_not_scans() {
         );
     }
 }
+
+#[test]
+fn a_row_that_cannot_be_read_is_named_by_table_and_row_not_a_bare_conversion_error() {
+    let (_dir, mut s) = store();
+    let ids = submit(&mut s, "command = \"true\"\n");
+    s.conn
+        .execute(
+            "UPDATE tasks SET name = CAST(x'ff00fe' AS TEXT) WHERE id = ?1",
+            [ids[0]],
+        )
+        .unwrap();
+    let e = s.list(&ListFilter::default()).unwrap_err().to_string();
+    assert!(
+        e.contains(&format!("table tasks, row id {}", ids[0])) && e.contains("daemon check"),
+        "{e}"
+    );
+    let problems = s.check(integrity::Depth::Quick).unwrap();
+    assert_eq!(
+        problems,
+        vec![format!(
+            "table tasks, row id {}: column name is not UTF-8 text",
+            ids[0]
+        )]
+    );
+}

@@ -154,6 +154,9 @@ pub struct TaskRow {
     pub counts: Option<Counts>,
     /// Since when its running run is stalled, if it is.
     pub stalled_at: Option<i64>,
+    /// When a retry may start (Unix ms), while the task waits out a backoff.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_before: Option<i64>,
     /// Energy of all its runs so far, joules (absent from older daemons).
     #[serde(default)]
     pub energy_j: Option<f64>,
