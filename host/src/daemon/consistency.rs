@@ -59,6 +59,10 @@ pub fn examine(cfg: &Config, store: &Store, depth: Depth) -> Result<Findings> {
     let folders = run_folders(&cfg.runs_dir());
     match MarksFile::read(&copy_path) {
         Err(e) => f.disagreements.push(e.to_string()),
+        Ok(None) if store.copy_kept()? => f.disagreements.push(format!(
+            "{} is missing: it was deleted, so whether the database lost writes cannot be told (restore it, or `nightjar daemon recover` writes it again from the database)",
+            copy_path.display()
+        )),
         Ok(None) => {}
         Ok(Some(copy)) if copy.store_id != marks.store_id => f.disagreements.push(format!(
             "{} is not the database this state dir was using: its id is {}, {} names {} (it was deleted and recreated, or replaced)",
@@ -176,9 +180,13 @@ fn parse_locks(text: &str, dev: u64, ino: u64) -> Vec<i64> {
         let (Some(start), Some(end)) = (f.get(at + 5), f.get(at + 6)) else {
             continue;
         };
-        if let (Ok(s), Ok(e)) = (start.parse::<i64>(), end.parse::<i64>()) {
-            out.extend((s..=e.min(s + 10_000)).filter(|b| *b > 0));
-        }
+        // A lock to the end of the file reads "EOF"; a range is looked at
+        // up to 10,000 bytes from its start.
+        let Ok(s) = start.parse::<i64>() else {
+            continue;
+        };
+        let e = end.parse::<i64>().unwrap_or(i64::MAX);
+        out.extend((s..=e.min(s.saturating_add(10_000))).filter(|b| *b > 0));
     }
     out.sort_unstable();
     out.dedup();
@@ -203,8 +211,13 @@ mod tests {
         let text = "1: OFDLCK ADVISORY  WRITE -1 fd:01:4242 7 7\n\
                     2: OFDLCK ADVISORY  WRITE -1 fd:01:9999 8 8\n\
                     3: POSIX  ADVISORY  WRITE 12 fd:01:4242 9 9\n\
-                    4: OFDLCK ADVISORY  WRITE -1 fd:01:4242 31 31\n";
-        assert_eq!(parse_locks(text, dev, 4242), vec![7, 31]);
+                    4: OFDLCK ADVISORY  WRITE -1 fd:01:4242 31 31\n\
+                    5: OFDLCK ADVISORY  WRITE -1 fd:01:4242 9223372036854775806 EOF\n";
+        assert_eq!(
+            parse_locks(text, dev, 4242),
+            vec![7, 31, 9_223_372_036_854_775_806, i64::MAX],
+            "a range near the end of the id space neither overflows nor is dropped"
+        );
     }
 
     #[test]

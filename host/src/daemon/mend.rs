@@ -10,7 +10,7 @@ use crate::config::Config;
 use crate::sandbox::files;
 use crate::store::adopt::Evidence;
 use crate::store::integrity::Depth;
-use crate::store::marks::{MarksFile, marks_path};
+use crate::store::marks::{MAX_ID, MarksFile, marks_path};
 use crate::store::{Store, StoreError};
 use crate::time::now_ms;
 
@@ -90,15 +90,60 @@ pub fn recover(cfg: &Config) -> Result<i32> {
         }
         Err(e) => return Err(e).with_context(|| format!("open database {}", db.display())),
     };
+    // A database that is not the one this state dir used (replaced by
+    // another nightjar's) is moved aside as a damaged one is: its ids mean
+    // other tasks. (A database made just now, after moving a damaged one
+    // aside, is new: it is this state dir's from here on.)
+    let fresh = store.is_new()?;
+    if let Some(c) = &copy
+        && !fresh
+    {
+        let found = store.marks()?.store_id;
+        if c.store_id != found {
+            drop(store);
+            let aside = move_aside(&db)?;
+            println!(
+                "the database is not the one this state dir used (its id is {found}, {} names {}); moved it to {}",
+                copy_path.display(),
+                c.store_id,
+                aside.display()
+            );
+            store = Store::open(&db)?;
+        }
+    }
+    // A copy naming ids past any nightjar hands out is damaged: not believed.
+    let copy = match copy {
+        Some(c) if !(0..=MAX_ID).contains(&c.tasks) || !(0..=MAX_ID).contains(&c.runs) => {
+            println!(
+                "{} names ids no nightjar hands out ({} tasks, {} runs): it is damaged and not believed",
+                copy_path.display(),
+                c.tasks,
+                c.runs
+            );
+            None
+        }
+        c => c,
+    };
     let before = store.marks()?;
     let f: Findings = consistency::examine(cfg, &store, Depth::Quick)?;
     let (mut adopted, mut recreated, mut set_aside) = (Vec::new(), Vec::new(), Vec::new());
     for id in &f.unknown_folders {
         let dir = consistency::run_folder(cfg, *id);
-        match evidence(*id, &dir) {
-            Ok(e) => {
-                if store.adopt_run(&e, now_ms())? {
-                    recreated.push(e.task);
+        let adopted_as = match evidence(*id, &dir) {
+            Ok(_) if *id > MAX_ID => Err(format!(
+                "its id is past any id nightjar hands out ({MAX_ID})"
+            )),
+            Ok(e) if !(1..=MAX_ID).contains(&e.task) => Err(format!(
+                "its manifest names task {}, no id nightjar hands out",
+                e.task
+            )),
+            Ok(e) => store.adopt_run(&e, now_ms())?.map(|new| (e.task, new)),
+            Err(why) => Err(why),
+        };
+        match adopted_as {
+            Ok((task, new)) => {
+                if new {
+                    recreated.push(task);
                 }
                 adopted.push(*id);
             }
@@ -114,19 +159,27 @@ pub fn recover(cfg: &Config) -> Result<i32> {
         }
     }
     let folder_max = run_folders(&cfg.runs_dir()).last().copied().unwrap_or(0);
-    let lock_max = locked_bytes(&cfg.run_lock_path())
-        .last()
+    let locks = locked_bytes(&cfg.run_lock_path());
+    let lock_max = locks
+        .iter()
         .copied()
+        .filter(|b| *b <= MAX_ID)
+        .max()
         .unwrap_or(0);
+    for b in locks.iter().filter(|b| **b > MAX_ID) {
+        println!(
+            "  not believed: a lock on byte {b} of {}, past any run id",
+            cfg.run_lock_path().display()
+        );
+    }
     let (copy_tasks, copy_runs) = copy.as_ref().map(|c| (c.tasks, c.runs)).unwrap_or((0, 0));
     store.raise_marks(copy_tasks, copy_runs.max(folder_max).max(lock_max))?;
     let after = store.marks()?;
-    let lost: Vec<i64> = (before.tasks + 1..=copy_tasks)
-        .filter(|t| !recreated.contains(t) && store.show(*t).is_err())
-        .collect();
+    let (lost, lost_count) = store.missing_tasks(before.tasks + 1, copy_tasks, 50)?;
     let mut file = MarksFile::open(&copy_path)?;
     file.write(&after)?;
     file.sync()?;
+    store.set_copy_kept()?;
     println!(
         "recovered state dir {}: {} run(s) put back from their folders ({} task(s) recreated); ids go on after task {} and run {}",
         cfg.state_dir.display(),
@@ -138,13 +191,30 @@ pub fn recover(cfg: &Config) -> Result<i32> {
     for line in &set_aside {
         println!("  not adopted: {line}");
     }
-    if !lost.is_empty() {
+    // Counted after the adoption: a task recreated from a folder is not lost.
+    let unrecovered = lost_count;
+    if unrecovered > 0 {
+        let named = if lost.is_empty() {
+            format!(
+                "{unrecovered} task(s) with ids from {} to {copy_tasks}",
+                before.tasks + 1
+            )
+        } else {
+            format!(
+                "task(s) {}{}",
+                lost.iter()
+                    .map(i64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if (lost.len() as i64) < unrecovered {
+                    " and more"
+                } else {
+                    ""
+                }
+            )
+        };
         println!(
-            "  lost: task(s) {} were accepted, but the database lost them and no run folder holds their spec: submit them again",
-            lost.iter()
-                .map(i64::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
+            "  lost: {named} were accepted, but the database lost them and no run folder holds their spec: submit them again"
         );
     }
     println!(
@@ -194,15 +264,20 @@ fn evidence(id: i64, dir: &Path) -> std::result::Result<Evidence, String> {
 /// `<db>.damaged-<unix seconds>[-wal|-shm]`; returns the new main path.
 fn move_aside(db: &Path) -> Result<PathBuf> {
     let stamp = now_ms() / 1000;
-    let mut aside = db.as_os_str().to_owned();
-    aside.push(format!(".damaged-{stamp}"));
-    let aside = PathBuf::from(aside);
-    if aside.exists() {
+    let name = |n: u32| {
+        let mut aside = db.as_os_str().to_owned();
+        aside.push(match n {
+            0 => format!(".damaged-{stamp}"),
+            n => format!(".damaged-{stamp}-{n}"),
+        });
+        PathBuf::from(aside)
+    };
+    let Some(aside) = (0..100).map(name).find(|p| !p.exists()) else {
         bail!(
-            "{} exists already; move it away and try again",
-            aside.display()
+            "{} and 99 more exist already; move them away and try again",
+            name(0).display()
         );
-    }
+    };
     for suffix in ["", "-wal", "-shm"] {
         let mut from = db.as_os_str().to_owned();
         from.push(suffix);

@@ -120,7 +120,11 @@ pub fn run(cfg: Config) -> Result<()> {
         let _ = daemon.gpu_facts.set(gpu.facts);
         audit_start(&daemon);
         // The marks' copy is written from here on (and checked at the next start).
-        daemon.durable();
+        if daemon.durable()
+            && let Err(e) = daemon.store().set_copy_kept()
+        {
+            tracing::warn!("cannot note that the ids copy is kept: {e}");
+        }
         tokio::spawn(Arc::clone(&daemon).watch_database());
         tokio::spawn(Arc::clone(&daemon).watchdog_loop());
         daemon.adopt()?;

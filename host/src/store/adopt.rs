@@ -30,16 +30,47 @@ pub struct Evidence {
 
 impl Store {
     /// Puts back a run (and, when the database lost it too, its task) from
-    /// its folder. True when the task was recreated as well.
-    pub fn adopt_run(&mut self, e: &Evidence, now: i64) -> Result<bool> {
+    /// its folder: `Ok(Ok(true))` when the task was recreated as well,
+    /// `Ok(Err(why))` when the folder does not belong to what the database
+    /// holds (a task that ended since, a sweep or template, another owner):
+    /// nothing is changed then.
+    pub fn adopt_run(
+        &mut self,
+        e: &Evidence,
+        now: i64,
+    ) -> Result<std::result::Result<bool, String>> {
         let tx = self.conn.transaction()?;
-        let known: Option<i64> = row(
+        let known: Option<(String, String, Option<u32>)> = row(
             &tx,
-            "SELECT attempts FROM tasks WHERE id = ?1",
+            "SELECT kind, state, owner_uid FROM tasks WHERE id = ?1",
             [e.task],
-            |r| r.get(0),
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )
         .optional()?;
+        if let Some((kind, state, owner)) = &known {
+            let claimed = e.spec.owner.as_ref().map(|o| o.uid);
+            let refusal = if kind != "task" {
+                Some(format!(
+                    "its manifest names task {}, which is a {kind}, not a task",
+                    e.task
+                ))
+            } else if !matches!(state.as_str(), "queued" | "running") {
+                Some(format!(
+                    "task {} is {state} already; a run of it the database does not know is not put back",
+                    e.task
+                ))
+            } else if *owner != claimed {
+                Some(format!(
+                    "its manifest gives task {} another owner than the database does",
+                    e.task
+                ))
+            } else {
+                None
+            };
+            if let Some(why) = refusal {
+                return Ok(Err(why));
+            }
+        }
         let recreated = known.is_none();
         if recreated {
             exec(
@@ -116,6 +147,6 @@ impl Store {
             params![e.task, e.run],
         )?;
         tx.commit()?;
-        Ok(recreated)
+        Ok(Ok(recreated))
     }
 }

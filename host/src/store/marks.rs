@@ -34,19 +34,31 @@ pub(super) enum Issue {
     Run,
 }
 
+/// The largest id nightjar hands out (2^53: no lab gets near it, and every
+/// JSON reader keeps it exact); a folder, lock or copy naming a larger one
+/// is not believed.
+pub const MAX_ID: i64 = 1 << 53;
+
 /// The next id of `what`, recorded as issued in the same transaction.
 pub(super) fn issue(tx: &Transaction, what: Issue) -> Result<i64> {
-    let (read, write) = match what {
+    let (read, write, noun) = match what {
         Issue::Task => (
-            "SELECT MAX(tasks_issued, (SELECT COALESCE(MAX(id), 0) FROM tasks)) + 1 FROM store_meta",
+            "SELECT MAX(tasks_issued, (SELECT COALESCE(MAX(id), 0) FROM tasks)) FROM store_meta",
             "UPDATE store_meta SET tasks_issued = ?1",
+            "task",
         ),
         Issue::Run => (
-            "SELECT MAX(runs_issued, (SELECT COALESCE(MAX(id), 0) FROM runs)) + 1 FROM store_meta",
+            "SELECT MAX(runs_issued, (SELECT COALESCE(MAX(id), 0) FROM runs)) FROM store_meta",
             "UPDATE store_meta SET runs_issued = ?1",
+            "run",
         ),
     };
-    let id: i64 = row(tx, read, [], |r| r.get(0))?;
+    let last: i64 = row(tx, read, [], |r| r.get(0))?;
+    let id = last.checked_add(1).filter(|id| *id <= MAX_ID).ok_or_else(|| {
+        super::StoreError::Invalid(format!(
+            "no {noun} id is left: ids up to {last} were handed out (the largest is {MAX_ID}); the store's marks are damaged: run `nightjar daemon check`"
+        ))
+    })?;
     exec(tx, write, [id])?;
     Ok(id)
 }
@@ -83,6 +95,57 @@ impl Store {
     /// a flush that began after it was read covers those changes.
     pub fn ticket(&self) -> u64 {
         self.conn.total_changes()
+    }
+
+    /// Whether the state dir's copy of the marks was written (so a missing
+    /// copy is a finding, not a first start).
+    pub fn copy_kept(&self) -> Result<bool> {
+        Ok(
+            row(&self.conn, "SELECT copy_kept FROM store_meta", [], |r| {
+                r.get::<_, i64>(0)
+            })? != 0,
+        )
+    }
+
+    /// Notes that the copy was written.
+    pub fn set_copy_kept(&mut self) -> Result<()> {
+        exec(
+            &self.conn,
+            "UPDATE store_meta SET copy_kept = 1 WHERE copy_kept = 0",
+            [],
+        )?;
+        Ok(())
+    }
+
+    /// Which of the task ids in `from..=to` the database has no row for:
+    /// at most `limit` of them, and how many in all.
+    pub fn missing_tasks(&self, from: i64, to: i64, limit: usize) -> Result<(Vec<i64>, i64)> {
+        if to < from {
+            return Ok((Vec::new(), 0));
+        }
+        let present: i64 = row(
+            &self.conn,
+            "SELECT count(*) FROM tasks WHERE id BETWEEN ?1 AND ?2",
+            [from, to],
+            |r| r.get(0),
+        )?;
+        let total = (to - from + 1).saturating_sub(present);
+        let mut ids = Vec::new();
+        if total == 0 || to - from > 100_000 {
+            // A long range is told as a range.
+            return Ok((ids, total));
+        }
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT 1 FROM tasks WHERE id = ?1")?;
+        let mut id = from;
+        while id <= to && ids.len() < limit {
+            if !stmt.exists([id])? {
+                ids.push(id);
+            }
+            id += 1;
+        }
+        Ok((ids, total))
     }
 
     /// Every run id the database has a row for.

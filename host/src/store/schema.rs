@@ -327,7 +327,8 @@ CREATE INDEX tasks_name_project ON tasks (name, project);
 CREATE TABLE store_meta (
     store_id     TEXT    NOT NULL,
     tasks_issued INTEGER NOT NULL,
-    runs_issued  INTEGER NOT NULL
+    runs_issued  INTEGER NOT NULL,
+    copy_kept    INTEGER NOT NULL DEFAULT 0  -- 1 once the copy was written: a missing copy is then noticed
 );
 INSERT INTO store_meta (store_id, tasks_issued, runs_issued)
     VALUES (lower(hex(randomblob(16))),

@@ -31,10 +31,17 @@ impl Grid {
     /// Every member, in order: one per combination of the values.
     pub fn members(&self) -> Result<Vec<TaskSpec>, String> {
         let combos = combinations(&self.values)?;
-        // A template near the request cap times 10,000 would be gigabytes.
-        let one = serde_json::to_vec(&self.template).map_or(usize::MAX, |v| v.len());
-        let values: usize = self.values.values().flatten().map(String::len).sum();
-        let total = one.saturating_add(values).saturating_mul(combos.len());
+        // A template near the request cap times 10,000 would be gigabytes;
+        // so would a long value that the template names many times. The
+        // bound is what the largest member could take: the template, plus
+        // each `${name}` in it replaced by that parameter's longest value.
+        let text = serde_json::to_string(&self.template).unwrap_or_default();
+        let one = self.values.iter().fold(text.len(), |size, (name, vals)| {
+            let uses = text.matches(&format!("${{{name}}}")).count();
+            let longest = vals.iter().map(String::len).max().unwrap_or(0);
+            size.saturating_add(uses.saturating_mul(longest))
+        });
+        let total = one.saturating_mul(combos.len());
         if total > MAX_EXPANDED {
             return Err(format!(
                 "its {} members would take about {} MiB; at most {} MiB: a smaller template or fewer members",
@@ -170,10 +177,26 @@ mod tests {
         g.values.insert("c".into(), vec!["x".into(), "y".into()]);
         assert!(g.members().unwrap_err().contains("more than 10000"));
         g.values.remove("c");
-        g.template.env.insert("BIG".into(), "x".repeat(512 * 1024));
+        let mut huge = g.clone();
+        huge.template
+            .env
+            .insert("BIG".into(), "x".repeat(512 * 1024));
         assert!(
-            g.members().unwrap_err().contains("MiB"),
+            huge.members().unwrap_err().contains("MiB"),
             "a huge template is refused"
+        );
+        // A small request whose value the template names 2,000 times.
+        let mut names = g.clone();
+        names.template.command = crate::task::model::CommandSpec::Argv(
+            std::iter::once("echo".to_string())
+                .chain(std::iter::repeat_n("${a}".to_string(), 2_000))
+                .collect(),
+        );
+        names.values.insert("a".into(), vec!["x".repeat(10_000)]);
+        names.values.insert("b".into(), vec![String::new(); 10_000]);
+        assert!(
+            names.members().unwrap_err().contains("MiB"),
+            "a value named many times is counted each time"
         );
     }
 }
