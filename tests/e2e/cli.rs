@@ -396,3 +396,21 @@ fn an_empty_config_variable_counts_as_unset() {
     // The default state dir, where no daemon runs: not a usage error.
     assert_eq!(out.status.code(), Some(3), "{out:?}");
 }
+
+#[test]
+fn a_mistyped_flag_before_the_command_is_refused_not_queued_as_the_command() {
+    let mut nj = Nj::new("");
+    nj.start();
+    let out = nj.cli(&["submit", "--held", "--", "true"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("unknown flag `--held`"), "{err}");
+    assert_eq!(
+        nj.json(&["ls", "--all"]).as_array().map(Vec::len),
+        Some(0),
+        "nothing queued"
+    );
+    // After `--` a command may start with `-`: it is the user's to name.
+    let id = nj.submit(&["--", "-x"]);
+    assert!(id > 0);
+}

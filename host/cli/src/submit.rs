@@ -120,6 +120,21 @@ pub struct Args {
 
 /// Submits and prints the new ids.
 pub fn run(mut ctx: Ctx, a: Args) -> Result<i32> {
+    // `submit --held -- true` would queue `--held` as the command: a first
+    // word that looks like a flag is one, unless it came after `--`.
+    let before_dashes = |word: &str| {
+        std::env::args_os()
+            .take_while(|w| w != "--")
+            .any(|w| w == word)
+    };
+    if let Some(first) = a.command.first()
+        && first.starts_with('-')
+        && before_dashes(first)
+    {
+        bail!(
+            "unknown flag `{first}` for `nightjar submit` (`nightjar submit --help` lists them); a command that starts with `-` goes after `--`"
+        );
+    }
     let verify = a.verify;
     let no_cache = a.no_cache;
     let (defs, base, default_name, origin) = definitions(a)?;
