@@ -68,7 +68,11 @@ impl Daemon {
             Ok(r) => tracing::warn!(
                 "the wall clock stepped {} by {}: {} backoff(s) moved with it, {} schedule(s) computed again",
                 if delta < 0 { "back" } else { "forward" },
-                humantime::format_duration(std::time::Duration::from_millis(delta.unsigned_abs())),
+                // Whole seconds: two clock readings a moment apart make a
+                // 4 h step read 3h 59m 59s 999ms.
+                humantime::format_duration(std::time::Duration::from_secs(
+                    (delta.unsigned_abs() + 500) / 1000
+                )),
                 r.backoffs,
                 r.schedules
             ),
