@@ -5,6 +5,10 @@ use std::collections::HashMap;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
+/// The stack of the threads that walk or remove what tasks made (cap-std's
+/// removal recurses once per level): reserved, committed only as used.
+pub const BIG_STACK: usize = 64 << 20;
+
 fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
     if ret < 0 {
         Err(io::Error::last_os_error())

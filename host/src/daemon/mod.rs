@@ -108,6 +108,10 @@ pub fn run(cfg: Config) -> Result<()> {
     let gpu = gpus::open(&cfg)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
+        // Blocking work removes and walks trees a task made (cap-std's
+        // removal recurses per level): 64 MiB of stack, reserved, not
+        // committed, takes some 100,000 levels where 2 MiB took 6,000.
+        .thread_stack_size(crate::sys::BIG_STACK)
         .build()
         .context("start the async runtime")?;
     let chain = load_chain(&cfg)?;
