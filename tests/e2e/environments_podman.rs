@@ -146,16 +146,10 @@ fn find_setup() -> Result<(String, String), String> {
     Err(format!("podman cannot run a container here: {last}"))
 }
 
-macro_rules! podman_or_skip {
-    () => {
-        match setup() {
-            Ok(s) => s,
-            Err(why) => {
-                println!("SKIP: {why}");
-                return;
-            }
-        }
-    };
+/// The image and config, or the test fails saying podman cannot run here
+/// (`.ci/run` installs podman, runc and busybox-static).
+fn ready() -> (String, String) {
+    setup().unwrap_or_else(|why| crate::harness::needs("podman running a container", why))
 }
 
 fn global(s: &str) -> Vec<String> {
@@ -164,7 +158,7 @@ fn global(s: &str) -> Vec<String> {
 
 #[test]
 fn a_task_runs_inside_a_podman_container_with_workdir_output_and_env() {
-    let (g, config) = podman_or_skip!();
+    let (g, config) = ready();
     let mut nj = Nj::new(&config);
     nj.start();
     let out = nj.path("out");
@@ -234,7 +228,7 @@ fn containers_named(g: &str, name: &str) -> String {
 
 #[test]
 fn cancel_stops_a_sleeping_container_and_leaves_none_behind() {
-    let (g, config) = podman_or_skip!();
+    let (g, config) = ready();
     let mut nj = Nj::new(&config);
     nj.start();
     let id = nj.submit(&["--container", IMAGE, "--", "sleep", "300"]);
@@ -268,7 +262,7 @@ fn cancel_stops_a_sleeping_container_and_leaves_none_behind() {
 
 #[test]
 fn hostile_images_and_mounts_are_refused_at_submit() {
-    let (_, config) = podman_or_skip!();
+    let (_, config) = ready();
     let mut nj = Nj::new(&config);
     nj.start();
     refused(

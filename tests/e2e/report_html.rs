@@ -4,7 +4,7 @@
 //! pages, headless Chromium for a screenshot and the DOM it built. The
 //! images land in `$CARGO_TARGET_DIR/report-screenshots/` for people to look
 //! at. Without Chromium or poppler-utils the test fails (`.ci/run` installs
-//! them) unless `NIGHTJAR_SKIP_BROWSER=1`.
+//! them).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -105,21 +105,17 @@ fn day() -> Accounting {
     }
 }
 
-/// Chromium and pdftoppm, or why the test does not run.
-fn tools() -> Option<PathBuf> {
+/// Chromium (with pdftoppm and pdfinfo); the test fails without them.
+fn tools() -> PathBuf {
     let missing = match (report_files::browser(), which("pdftoppm"), which("pdfinfo")) {
-        (Ok(b), true, true) => return Some(b),
+        (Ok(b), true, true) => return b,
         (Err(e), _, _) => e.to_string(),
         _ => "pdftoppm/pdfinfo (poppler-utils) not on PATH".into(),
     };
-    if std::env::var("NIGHTJAR_SKIP_BROWSER").as_deref() == Ok("1") {
-        eprintln!("SKIPPED report_html: {missing} (NIGHTJAR_SKIP_BROWSER=1)");
-        return None;
-    }
-    panic!(
-        "{missing}\nrun .ci/run's install step (apt-get install chromium poppler-utils \
-         fonts-dejavu-core), or set NIGHTJAR_SKIP_BROWSER=1 to skip"
-    );
+    crate::harness::needs(
+        "Chromium and poppler-utils",
+        format!("{missing}; apt-get install chromium poppler-utils fonts-dejavu-core"),
+    )
 }
 
 fn which(name: &str) -> bool {
@@ -164,7 +160,7 @@ fn chromium(browser: &Path, profile: &Path) -> Command {
 
 #[test]
 fn the_report_prints_to_pdf_and_renders_in_chromium_with_its_charts_and_escaped_text() {
-    let Some(browser) = tools() else { return };
+    let browser = tools();
     let out = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .parent()
         .unwrap()
