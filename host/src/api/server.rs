@@ -118,23 +118,7 @@ pub async fn dispatch(d: &Arc<Daemon>, caller: &Caller, req: Request) -> Vec<u8>
     }
     // What only reads is answered without waiting for the store's lock
     // (a writer may be waiting on a busy database behind it).
-    let reads = matches!(
-        req,
-        Request::Ping(_)
-            | Request::Whoami(_)
-            | Request::List(_)
-            | Request::Show(_)
-            | Request::Logs(_)
-            | Request::Why(_)
-            | Request::Gpus(_)
-            | Request::Plugins(_)
-            | Request::Diff(_)
-            | Request::Report(_)
-            | Request::Audit(_)
-            | Request::NotifyList(_)
-            | Request::TokenList(_)
-            | Request::Wait(_)
-    );
+    let reads = req.reads_only();
     let line = handle(d, caller, req).await;
     if !reads && !d.flushed() {
         let me = Arc::clone(d);

@@ -12,17 +12,6 @@ use crate::time::now_ms;
 /// A change of wall minus boot time past this is a step, not drift.
 pub const STEP_MS: i64 = 2_000;
 
-/// Milliseconds since boot, suspend included (`CLOCK_BOOTTIME`).
-pub fn boot_ms() -> i64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid timespec for the call to fill.
-    unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) };
-    ts.tv_sec * 1000 + ts.tv_nsec / 1_000_000
-}
-
 /// Wall minus boot time as last seen.
 #[derive(Debug)]
 pub struct ClockWatch {
@@ -32,7 +21,7 @@ pub struct ClockWatch {
 impl Default for ClockWatch {
     fn default() -> Self {
         ClockWatch {
-            offset: now_ms() - boot_ms(),
+            offset: now_ms() - crate::sys::boot_ms(),
         }
     }
 }
@@ -41,7 +30,7 @@ impl ClockWatch {
     /// The step since the last look (ms, negative: back), if there was one;
     /// slow drift is followed without a word.
     pub fn step(&mut self) -> Option<i64> {
-        self.step_with(now_ms() - boot_ms())
+        self.step_with(now_ms() - crate::sys::boot_ms())
     }
 
     fn step_with(&mut self, offset: i64) -> Option<i64> {
@@ -98,7 +87,10 @@ mod tests {
         );
         assert_eq!(w.step_with(1_001_900 - 4 * 3_600_000), Some(-4 * 3_600_000));
         assert_eq!(w.step_with(1_001_900 - 4 * 3_600_000), None, "told once");
-        let b = boot_ms();
-        assert!(b > 0 && boot_ms() >= b, "boot time runs forward");
+        let b = crate::sys::boot_ms();
+        assert!(
+            b > 0 && crate::sys::boot_ms() >= b,
+            "boot time runs forward"
+        );
     }
 }

@@ -5,8 +5,6 @@
 //! that lost writes (a truncated WAL), was deleted and recreated, or was
 //! replaced, stops the start with what is wrong and how to recover.
 
-use std::collections::HashSet;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
@@ -90,13 +88,13 @@ pub fn examine(cfg: &Config, store: &Store, depth: Depth) -> Result<Findings> {
             }
         }
     }
-    let known: HashSet<i64> = store.run_ids()?.into_iter().collect();
-    // A folder at or below the issued mark that no row names was removed
-    // from the database by `gc` (its folder removal failed): not damage.
+    // Every run the database knows is at or below its mark. A folder at or
+    // below it that no row names was removed from the database by `gc`
+    // (its folder removal failed): not damage.
     f.unknown_folders = folders
         .iter()
         .copied()
-        .filter(|id| !known.contains(id) && *id > marks.runs)
+        .filter(|id| *id > marks.runs)
         .collect();
     if !f.unknown_folders.is_empty() {
         f.disagreements.push(format!(
@@ -106,10 +104,12 @@ pub fn examine(cfg: &Config, store: &Store, depth: Depth) -> Result<Findings> {
             marks.runs
         ));
     }
-    let held: Vec<i64> = locked_bytes(&cfg.run_lock_path())
-        .into_iter()
-        .filter(|id| !known.contains(id))
-        .collect();
+    let mut held = Vec::new();
+    for id in locked_bytes(&cfg.run_lock_path()) {
+        if id > marks.runs || !store.has_run(id)? {
+            held.push(id);
+        }
+    }
     if !held.is_empty() {
         f.disagreements.push(format!(
             "live supervisor(s) hold run(s) {} (their locks in {}), which the database does not know",
@@ -156,38 +156,15 @@ pub fn run_folder(cfg: &Config, id: i64) -> PathBuf {
 }
 
 /// The bytes of `lock_file` some process holds an open-file-description
-/// lock on (`/proc/locks`): the runs whose supervisors live.
+/// lock on (`/proc/locks`): the runs whose supervisors live. A range is
+/// looked at up to 10,000 bytes from its start.
 pub fn locked_bytes(lock_file: &Path) -> Vec<i64> {
-    let Ok(meta) = std::fs::metadata(lock_file) else {
-        return Vec::new();
-    };
-    let text = std::fs::read_to_string("/proc/locks").unwrap_or_default();
-    parse_locks(&text, meta.dev(), meta.ino())
-}
-
-fn parse_locks(text: &str, dev: u64, ino: u64) -> Vec<i64> {
-    let want = format!("{:02x}:{:02x}:{ino}", libc::major(dev), libc::minor(dev));
-    let mut out = Vec::new();
-    for line in text.lines() {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        // "N: OFDLCK ADVISORY WRITE PID MAJ:MIN:INODE START END"
-        let Some(at) = f.iter().position(|w| *w == "OFDLCK") else {
-            continue;
-        };
-        if f.get(at + 4) != Some(&want.as_str()) {
-            continue;
-        }
-        let (Some(start), Some(end)) = (f.get(at + 5), f.get(at + 6)) else {
-            continue;
-        };
-        // A lock to the end of the file reads "EOF"; a range is looked at
-        // up to 10,000 bytes from its start.
-        let Ok(s) = start.parse::<i64>() else {
-            continue;
-        };
-        let e = end.parse::<i64>().unwrap_or(i64::MAX);
-        out.extend((s..=e.min(s.saturating_add(10_000))).filter(|b| *b > 0));
-    }
+    let mut out: Vec<i64> = crate::sys::locks_on(lock_file)
+        .into_iter()
+        .filter(|l| l.kind == "OFDLCK")
+        .flat_map(|l| l.start..=l.end.min(l.start.saturating_add(10_000)))
+        .filter(|b| *b > 0)
+        .collect();
     out.sort_unstable();
     out.dedup();
     out
@@ -204,21 +181,6 @@ fn list(ids: &[i64]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ofd_locks_on_the_run_lock_file_are_read_from_proc_locks() {
-        let dev = libc::makedev(0xfd, 1);
-        let text = "1: OFDLCK ADVISORY  WRITE -1 fd:01:4242 7 7\n\
-                    2: OFDLCK ADVISORY  WRITE -1 fd:01:9999 8 8\n\
-                    3: POSIX  ADVISORY  WRITE 12 fd:01:4242 9 9\n\
-                    4: OFDLCK ADVISORY  WRITE -1 fd:01:4242 31 31\n\
-                    5: OFDLCK ADVISORY  WRITE -1 fd:01:4242 9223372036854775806 EOF\n";
-        assert_eq!(
-            parse_locks(text, dev, 4242),
-            vec![7, 31, 9_223_372_036_854_775_806, i64::MAX],
-            "a range near the end of the id space neither overflows nor is dropped"
-        );
-    }
 
     #[test]
     fn a_real_lock_is_seen() {

@@ -163,7 +163,7 @@ impl Daemon {
         let marks_path = crate::store::marks::marks_path(&cfg.db_path());
         let marks = crate::store::marks::MarksFile::open(&marks_path)
             .map_err(|e| anyhow::anyhow!("open {}: {e}", marks_path.display()))?;
-        let durability = super::durable::Durable::new(cfg.db_path(), Some(marks))
+        let durability = super::durable::Durable::new(cfg.db_path(), marks)
             .map_err(|e| anyhow::anyhow!("look at {}: {e}", cfg.db_path().display()))?;
         let reader = Store::open_read_only(&cfg.db_path())
             .map_err(|e| anyhow::anyhow!("open {} to read: {e}", cfg.db_path().display()))?;

@@ -39,12 +39,12 @@ pub struct Durable {
 struct Flush {
     /// The WAL, opened at the first flush (and again if it was recreated).
     wal: Option<(File, u64)>,
-    marks: Option<MarksFile>,
+    marks: MarksFile,
 }
 
 impl Durable {
     /// Watches the database at `db` (open now) and keeps its marks' copy in `marks`.
-    pub fn new(db: PathBuf, marks: Option<MarksFile>) -> std::io::Result<Durable> {
+    pub fn new(db: PathBuf, marks: MarksFile) -> std::io::Result<Durable> {
         let meta = std::fs::metadata(&db)?;
         Ok(Durable {
             db,
@@ -65,10 +65,10 @@ impl Durable {
         }
         // Every ticket registered by now was committed before it was.
         let target = self.latest.load(Ordering::SeqCst);
-        if let (Some(m), Some(file)) = (marks, f.marks.as_mut())
-            && let Err(e) = file.write(&m)
+        if let Some(m) = marks
+            && let Err(e) = f.marks.write(&m)
         {
-            tracing::warn!("cannot write {}: {e}", file.path().display());
+            tracing::warn!("cannot write {}: {e}", f.marks.path().display());
         }
         self.wal_file(&mut f)?.sync_data()?;
         self.synced.fetch_max(target, Ordering::SeqCst);

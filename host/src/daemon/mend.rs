@@ -67,20 +67,22 @@ pub fn recover(cfg: &Config) -> Result<i32> {
     let db = cfg.db_path();
     let copy_path = marks_path(&db);
     let copy = MarksFile::read(&copy_path).ok().flatten();
-    let mut store = match Store::open(&db) {
-        Ok(s) if s.check(Depth::Quick)?.is_empty() => s,
+    // Damaged: SQLite cannot read it as a database, or its checks fail.
+    let opened = match Store::open(&db) {
         Ok(s) => {
             let faults = s.check(Depth::Quick)?;
-            drop(s);
-            let aside = move_aside(&db)?;
-            println!(
-                "the database was damaged ({}); moved it to {}",
-                faults.join("; "),
-                aside.display()
-            );
-            Store::open(&db)?
+            if faults.is_empty() {
+                Ok(s)
+            } else {
+                Err(faults.join("; "))
+            }
         }
-        Err(StoreError::Damaged { detail, .. }) => {
+        Err(StoreError::Damaged { detail, .. }) => Err(detail),
+        Err(e) => return Err(e).with_context(|| format!("open database {}", db.display())),
+    };
+    let mut store = match opened {
+        Ok(s) => s,
+        Err(detail) => {
             let aside = move_aside(&db)?;
             println!(
                 "the database was damaged ({detail}); moved it to {}",
@@ -88,7 +90,6 @@ pub fn recover(cfg: &Config) -> Result<i32> {
             );
             Store::open(&db)?
         }
-        Err(e) => return Err(e).with_context(|| format!("open database {}", db.display())),
     };
     // A database that is not the one this state dir used (replaced by
     // another nightjar's) is moved aside as a damaged one is: its ids mean
@@ -127,9 +128,10 @@ pub fn recover(cfg: &Config) -> Result<i32> {
     let before = store.marks()?;
     let f: Findings = consistency::examine(cfg, &store, Depth::Quick)?;
     let (mut adopted, mut recreated, mut set_aside) = (Vec::new(), Vec::new(), Vec::new());
+    let supervisors = supervisor_commands();
     for id in &f.unknown_folders {
         let dir = consistency::run_folder(cfg, *id);
-        let adopted_as = match evidence(*id, &dir) {
+        let adopted_as = match evidence(*id, &dir, &supervisors) {
             Ok(_) if *id > MAX_ID => Err(format!(
                 "its id is past any id nightjar hands out ({MAX_ID})"
             )),
@@ -225,7 +227,11 @@ pub fn recover(cfg: &Config) -> Result<i32> {
 
 /// What run `id`'s folder proves: its manifest's task, attempt and spec,
 /// a live supervisor, the start time.
-fn evidence(id: i64, dir: &Path) -> std::result::Result<Evidence, String> {
+fn evidence(
+    id: i64,
+    dir: &Path,
+    supervisors: &[(i32, Vec<String>)],
+) -> std::result::Result<Evidence, String> {
     let name = nightjar_core::api::manifest::FILE;
     /// The run folder's file: what was asked at submit, what ran at start.
     #[derive(serde::Deserialize)]
@@ -243,12 +249,12 @@ fn evidence(id: i64, dir: &Path) -> std::result::Result<Evidence, String> {
         .spec
         .clone()
         .ok_or_else(|| format!("its {name} holds no task spec"))?;
-    let supervisor = std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .find(|pid| crate::sandbox::liveness::is_supervisor(*pid, dir))
-        .map(i64::from);
+    let dir_text = dir.to_string_lossy();
+    let supervisor = supervisors
+        .iter()
+        // Its run folder is one of the arguments (runs/1 is not runs/12).
+        .find(|(_, args)| args.iter().any(|a| *a == *dir_text))
+        .map(|(pid, _)| i64::from(*pid));
     Ok(Evidence {
         run: id,
         task,
@@ -258,6 +264,25 @@ fn evidence(id: i64, dir: &Path) -> std::result::Result<Evidence, String> {
         supervisor,
         started_at: manifest.captured_at,
     })
+}
+
+/// Every live supervisor's pid and arguments, read from /proc once.
+fn supervisor_commands() -> Vec<(i32, Vec<String>)> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|pid| {
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            let args: Vec<String> = cmd
+                .split(|b| *b == 0)
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect();
+            args.iter()
+                .any(|a| a.contains("supervise"))
+                .then_some((pid, args))
+        })
+        .collect()
 }
 
 /// Renames the database and its WAL and shared-memory files to

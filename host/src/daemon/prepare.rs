@@ -115,23 +115,12 @@ pub(crate) fn prepare_state_dir(cfg: &Config) -> Result<File> {
 /// Who holds `daemon.lock`: the process `/proc/locks` names (the pid the
 /// file holds may be a dead daemon's, while a process it started holds on).
 fn lock_holder(path: &std::path::Path) -> String {
-    use std::os::unix::fs::MetadataExt;
     let written = std::fs::read_to_string(path).unwrap_or_default();
     let written = written.trim();
-    let holder = std::fs::metadata(path).ok().and_then(|m| {
-        let want = format!(
-            "{:02x}:{:02x}:{}",
-            libc::major(m.dev()),
-            libc::minor(m.dev()),
-            m.ino()
-        );
-        let locks = std::fs::read_to_string("/proc/locks").ok()?;
-        locks.lines().find_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            let at = f.iter().position(|w| *w == "FLOCK")?;
-            (f.get(at + 4) == Some(&want.as_str())).then(|| f.get(at + 3)?.parse::<i32>().ok())?
-        })
-    });
+    let holder = sys::locks_on(path)
+        .into_iter()
+        .find(|l| l.kind == "FLOCK")
+        .map(|l| l.pid);
     match holder {
         Some(pid) => {
             let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();

@@ -58,23 +58,19 @@ impl Store {
             if depth == Depth::Quick && *table == "events" {
                 continue;
             }
-            for col in *cols {
-                let sql =
-                    format!("SELECT id, CAST({col} AS BLOB) FROM {table} WHERE {col} IS NOT NULL");
-                // A column a newer schema added may be missing from an older file.
-                let Ok(mut stmt) = self.conn.prepare(&sql) else {
-                    continue;
-                };
-                let mut rows = stmt.query([])?;
-                while let Some(r) = rows.next()? {
-                    let bytes: Vec<u8> = r.get(1)?;
-                    if std::str::from_utf8(&bytes).is_err() {
+            // One pass over the table, every text column read as bytes.
+            let blobs: Vec<String> = cols.iter().map(|c| format!("CAST({c} AS BLOB)")).collect();
+            let sql = format!("SELECT id, {} FROM {table}", blobs.join(", "));
+            let mut stmt = self.conn.prepare(&sql)?;
+            let mut rows = stmt.query([])?;
+            while let Some(r) = rows.next()? {
+                for (i, col) in cols.iter().enumerate() {
+                    let bytes: Option<Vec<u8>> = r.get(i + 1)?;
+                    if bytes.is_some_and(|b| std::str::from_utf8(&b).is_err()) {
                         let id: i64 = r.get(0)?;
-                        let line =
-                            format!("table {table}, row id {id}: column {col} is not UTF-8 text");
-                        if !out.contains(&line) {
-                            out.push(line);
-                        }
+                        out.push(format!(
+                            "table {table}, row id {id}: column {col} is not UTF-8 text"
+                        ));
                         if out.len() >= 20 {
                             return Ok(out);
                         }

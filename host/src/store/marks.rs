@@ -148,13 +148,12 @@ impl Store {
         Ok((ids, total))
     }
 
-    /// Every run id the database has a row for.
-    pub fn run_ids(&self) -> Result<Vec<i64>> {
-        let mut stmt = self.conn.prepare("SELECT id FROM runs")?;
-        let ids = stmt
-            .query_map([], |r| r.get(0))?
-            .collect::<rusqlite::Result<Vec<i64>>>()?;
-        Ok(ids)
+    /// Whether the database has a row for run `id`.
+    pub fn has_run(&self, id: i64) -> Result<bool> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT 1 FROM runs WHERE id = ?1")?
+            .exists([id])?)
     }
 
     /// Whether the database holds nothing yet: no task, no run, no id issued.

@@ -36,6 +36,31 @@ pub struct VerbInfo {
     pub reply: &'static str,
 }
 
+impl Request {
+    /// Whether the request only reads: its reply reports nothing the
+    /// daemon changed for it, so the daemon answers it without flushing
+    /// its store first (`daemon/durable.rs`).
+    pub fn reads_only(&self) -> bool {
+        matches!(
+            self,
+            Request::Ping(_)
+                | Request::Whoami(_)
+                | Request::List(_)
+                | Request::Show(_)
+                | Request::Logs(_)
+                | Request::Why(_)
+                | Request::Gpus(_)
+                | Request::Plugins(_)
+                | Request::Diff(_)
+                | Request::Report(_)
+                | Request::Audit(_)
+                | Request::NotifyList(_)
+                | Request::TokenList(_)
+                | Request::Wait(_)
+        )
+    }
+}
+
 macro_rules! requests {
     ($($(#[$doc:meta])* $verb:ident = $name:literal => $reply:ty;)*) => {
         /// A request to the daemon, tagged by `verb`.
