@@ -134,6 +134,29 @@ fn the_daemon_answers_while_gc_removes_a_deep_output_tree() {
 }
 
 #[test]
+fn gc_removes_an_output_tree_deeper_than_any_thread_stack_and_the_daemon_lives() {
+    let mut nj = Nj::new("[retention]\noutputs_failed = \"0s\"\nevery = \"0s\"\n");
+    nj.start();
+    // 120,000 levels: past what a recursive removal takes on the daemon's
+    // 64 MiB blocking threads (it overflowed a 2 MiB one at 6,000).
+    let deep = "mkdir -p \"${OUTPUT_PATH}\" && cd \"${OUTPUT_PATH}\" || exit 2; \
+                perl -e 'for (1..120000) { mkdir \"d\" or die; chdir \"d\" or die }' || exit 2; exit 1";
+    let id = nj.submit(&["--", "sh", "-c", deep]);
+    assert_eq!(nj.wait(id), 1);
+    let output = nj.show(id)["runs"][0]["run_dir"]
+        .as_str()
+        .map(|d| std::path::Path::new(d).join("output"))
+        .expect("the run's folder");
+    assert!(output.join("d/d/d").is_dir());
+    nj.ok(&["gc"]);
+    assert!(!output.exists(), "the deep output tree is removed");
+    // The daemon is alive and answers.
+    nj.ok(&["ls"]);
+    let next = nj.submit(&["--", "true"]);
+    assert_eq!(nj.wait(next), 0);
+}
+
+#[test]
 fn a_retention_of_a_billion_years_keeps_everything() {
     let mut nj = Nj::new(
         "[retention]\nevery = \"0s\"\nended = \"1000000000y\"\nfailed = \"1000000000y\"\n\

@@ -18,6 +18,7 @@ use record::{Record, ours};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+use crate::privsep::remove::remove_tree;
 use cap_std::fs::Dir;
 use serde::{Deserialize, Serialize};
 
@@ -197,7 +198,9 @@ pub fn archive(req: &Request<'_>, pause: &mut dyn FnMut(Step)) -> Result<Done, F
             Err(e) => return Err(Failure::io(format!("cannot look at {}", rel.display()), e)),
             Ok(_) => {
                 if let Some((files, bytes)) = ours(&root, &rel, req) {
-                    let _ = root.remove_dir_all(Path::new(PARTIAL).join(partial(req)));
+                    if let Ok(partials) = root.open_dir(PARTIAL) {
+                        let _ = remove_tree(&partials, Path::new(&partial(req)));
+                    }
                     return Ok(Done {
                         path: rel,
                         files,
@@ -222,7 +225,7 @@ pub fn archive(req: &Request<'_>, pause: &mut dyn FnMut(Step)) -> Result<Done, F
         .open_dir(PARTIAL)
         .map_err(|e| Failure::io(format!("cannot open {PARTIAL}"), e))?;
     let pname = partial(req);
-    match partials.remove_dir_all(&pname) {
+    match remove_tree(&partials, Path::new(&pname)) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
             return Err(Failure::io(
                 format!("cannot remove the earlier try {PARTIAL}/{pname}"),
@@ -241,7 +244,7 @@ pub fn archive(req: &Request<'_>, pause: &mut dyn FnMut(Step)) -> Result<Done, F
     let result = build(req, &root, root_id, &partials, &pname, first_free, pause);
     if result.is_err() {
         // A full archive gets its room back; the local outputs are untouched.
-        let _ = partials.remove_dir_all(&pname);
+        let _ = remove_tree(&partials, Path::new(&pname));
     }
     result
 }

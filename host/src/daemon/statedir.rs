@@ -47,12 +47,25 @@ impl StateDir {
         folder.rename(&tmp, &folder, name)
     }
 
-    /// Deletes `rel` and everything in it; nothing there is fine.
+    /// Deletes `rel` and everything in it; nothing there is fine. The
+    /// removal is iterative and never follows a link
+    /// ([`crate::privsep::remove::remove_tree`]): a task's tree of any depth
+    /// in its run folder cannot overflow the daemon's stack.
     pub fn remove_all(&self, rel: &Path) -> std::io::Result<()> {
-        match self.dir.remove_dir_all(rel) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            other => other,
-        }
+        let Some(name) = rel.file_name() else {
+            return Err(std::io::Error::other(format!(
+                "{} names no folder to remove",
+                rel.display()
+            )));
+        };
+        let parent = match rel.parent() {
+            Some(p) if !p.as_os_str().is_empty() => match self.dir.open_dir(p) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+                other => other?,
+            },
+            _ => self.dir.try_clone()?,
+        };
+        crate::privsep::remove::remove_tree(&parent, Path::new(name))
     }
 }
 

@@ -277,15 +277,14 @@ impl Daemon {
 /// Removes the folder `f` as whoever calls (the task's owner, on a thread
 /// acting as them): its parent opened once as a real folder (no link on
 /// its way), then everything under it removed relative to that descriptor
-/// (cap-std: links are removed, never followed). Gone already: nothing to do.
+/// (iteratively, at any depth: links are removed, never followed). Gone already: nothing to do.
 fn remove_real(f: &Path) -> Result<(), String> {
     let (Some(parent), Some(name)) = (f.parent(), f.file_name()) else {
         return Err(format!("{} has no parent folder; kept", f.display()));
     };
     let dir = crate::privsep::open::real_dir(parent)?;
     match dir.symlink_metadata(name) {
-        Ok(m) if m.is_dir() => dir
-            .remove_dir_all(name)
+        Ok(m) if m.is_dir() => crate::privsep::remove::remove_tree(&dir, Path::new(name))
             .map_err(|err| format!("cannot remove {}: {err}", f.display())),
         Ok(_) => Err(format!("{} is not a folder; kept", f.display())),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(()),

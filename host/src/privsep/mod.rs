@@ -23,6 +23,7 @@
 //! of thread without changing anything: it is the same uid.
 
 pub mod open;
+pub mod remove;
 pub mod thread;
 
 pub use thread::{Owned, as_owner, as_owner_serving, become_owner};
