@@ -167,9 +167,7 @@ impl Daemon {
             return;
         };
         // The same check as a cancel's: the pid is still this run's supervisor.
-        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        let cmdline = String::from_utf8_lossy(&cmdline);
-        if cmdline.contains("supervise") && cmdline.contains(&row.run_dir) {
+        if crate::sandbox::liveness::is_supervisor(pid as i32, std::path::Path::new(&row.run_dir)) {
             crate::sys::kill(pid as i32, libc::SIGUSR1);
         }
     }

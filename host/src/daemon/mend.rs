@@ -230,7 +230,7 @@ pub fn recover(cfg: &Config) -> Result<i32> {
 fn evidence(
     id: i64,
     dir: &Path,
-    supervisors: &[(i32, Vec<String>)],
+    supervisors: &[(i32, Vec<Vec<u8>>)],
 ) -> std::result::Result<Evidence, String> {
     let name = nightjar_core::api::manifest::FILE;
     /// The run folder's file: what was asked at submit, what ran at start.
@@ -249,11 +249,10 @@ fn evidence(
         .spec
         .clone()
         .ok_or_else(|| format!("its {name} holds no task spec"))?;
-    let dir_text = dir.to_string_lossy();
     let supervisor = supervisors
         .iter()
-        // Its run folder is one of the arguments (runs/1 is not runs/12).
-        .find(|(_, args)| args.iter().any(|a| *a == *dir_text))
+        // Its run folder exactly (runs/1 is not runs/12).
+        .find(|(_, args)| crate::sandbox::liveness::supervises(args, dir))
         .map(|(pid, _)| i64::from(*pid));
     Ok(Evidence {
         run: id,
@@ -267,21 +266,12 @@ fn evidence(
 }
 
 /// Every live supervisor's pid and arguments, read from /proc once.
-fn supervisor_commands() -> Vec<(i32, Vec<String>)> {
+fn supervisor_commands() -> Vec<(i32, Vec<Vec<u8>>)> {
     std::fs::read_dir("/proc")
         .into_iter()
         .flatten()
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter_map(|pid| {
-            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
-            let args: Vec<String> = cmd
-                .split(|b| *b == 0)
-                .map(|a| String::from_utf8_lossy(a).into_owned())
-                .collect();
-            args.iter()
-                .any(|a| a.contains("supervise"))
-                .then_some((pid, args))
-        })
+        .filter_map(|pid| Some((pid, crate::sandbox::liveness::arguments(pid)?)))
         .collect()
 }
 

@@ -302,9 +302,7 @@ impl Daemon {
         let Ok(row) = self.store().run(run) else {
             return;
         };
-        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        let cmdline = String::from_utf8_lossy(&cmdline);
-        if cmdline.contains("supervise") && cmdline.contains(&row.run_dir) {
+        if crate::sandbox::liveness::is_supervisor(pid as i32, std::path::Path::new(&row.run_dir)) {
             crate::sys::kill(pid as i32, libc::SIGTERM);
         }
     }

@@ -34,9 +34,30 @@ pub struct RunIds<'a> {
 
 /// True when `pid` is a live supervisor of the run in `dir`.
 pub fn is_supervisor(pid: i32, dir: &Path) -> bool {
-    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-    let cmdline = String::from_utf8_lossy(&cmdline);
-    cmdline.contains("supervise") && cmdline.contains(&*dir.to_string_lossy())
+    arguments(pid).is_some_and(|args| supervises(&args, dir))
+}
+
+/// The arguments of process `pid` (from `/proc/PID/cmdline`), or `None`
+/// when it is gone.
+pub fn arguments(pid: i32) -> Option<Vec<Vec<u8>>> {
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let raw = raw.strip_suffix(&[0]).unwrap_or(&raw);
+    Some(raw.split(|b| *b == 0).map(<[u8]>::to_vec).collect())
+}
+
+/// True when `args` are a supervisor's command for the run folder `dir`
+/// exactly: `nightjar-supervise DIR` or `nightjard supervise DIR`, as
+/// [`crate::sandbox::launch::SupervisorCmd`] starts them (the folder is
+/// the last argument and is the whole of it: `runs/1` is not `runs/12`).
+pub fn supervises(args: &[Vec<u8>], dir: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let program = |a: &[u8]| a.rsplit(|b| *b == b'/').next().unwrap_or(a).to_vec();
+    let shape = match args {
+        [p, d] if program(p) == b"nightjar-supervise" => Some(d),
+        [_, verb, d] if verb == b"supervise" => Some(d),
+        _ => None,
+    };
+    shape.is_some_and(|d| d.as_slice() == dir.as_os_str().as_bytes())
 }
 
 /// Every live (not zombie) process: (pid, parent, session).
@@ -273,5 +294,52 @@ mod tests {
         }
         let _ = child.wait();
         assert!(in_session(sid).is_empty(), "the tree is gone");
+    }
+
+    #[test]
+    fn a_supervisor_is_recognised_by_its_exact_run_folder_and_nothing_else() {
+        let a = |v: &[&str]| v.iter().map(|s| s.as_bytes().to_vec()).collect::<Vec<_>>();
+        let dir = Path::new("/var/lib/nightjar/runs/1");
+        assert!(supervises(
+            &a(&["/usr/bin/nightjar-supervise", "/var/lib/nightjar/runs/1"]),
+            dir
+        ));
+        assert!(supervises(
+            &a(&[
+                "/usr/bin/nightjard",
+                "supervise",
+                "/var/lib/nightjar/runs/1"
+            ]),
+            dir
+        ));
+        // Run 12's supervisor is not run 1's, nor a prefix or a lookalike.
+        assert!(!supervises(
+            &a(&["/usr/bin/nightjar-supervise", "/var/lib/nightjar/runs/12"]),
+            dir
+        ));
+        assert!(!supervises(
+            &a(&["/usr/bin/nightjar-supervise", "/var/lib/nightjar/runs"]),
+            dir
+        ));
+        assert!(!supervises(
+            &a(&["/home/u/bin/supervise-me", "/var/lib/nightjar/runs/1"]),
+            dir
+        ));
+        assert!(!supervises(
+            &a(&["sh", "-c", "nightjar-supervise /var/lib/nightjar/runs/1"]),
+            dir
+        ));
+        assert!(!supervises(
+            &a(&[
+                "/usr/bin/nightjar-supervise",
+                "/var/lib/nightjar/runs/1",
+                "x"
+            ]),
+            dir
+        ));
+        assert!(!supervises(&a(&[]), dir));
+        // A live process: this test binary is no supervisor.
+        assert!(!is_supervisor(std::process::id() as i32, dir));
+        assert!(arguments(std::process::id() as i32).is_some_and(|v| !v.is_empty()));
     }
 }
