@@ -246,6 +246,12 @@ impl Config {
                 p.failure_window
             );
         }
+        if p.compile_memory.as_u64() < (64 << 20) {
+            bail!(
+                "key `plugins.compile_memory` ({}) must be at least 64 MiB: a compile needs that much for even a small component",
+                p.compile_memory.display().iec_short()
+            );
+        }
         if p.min_pass_interval < Duration::from_millis(10) {
             bail!("key `plugins.min_pass_interval` must be at least 10ms");
         }

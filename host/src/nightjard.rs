@@ -25,6 +25,14 @@ pub fn main() -> i32 {
             }
         };
     }
+    // `nightjard compile`: a plugin compile in a process of its own
+    // (started by the daemon, never typed).
+    let mut args = std::env::args_os().skip(1);
+    if let (Some(verb), None) = (args.next(), args.next())
+        && verb == crate::plugins::compile::VERB
+    {
+        return crate::plugins::compile::child_main();
+    }
     // `nightjard check` and `nightjard recover` are `nightjard daemon check|recover`.
     let mut argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if let Some(verb) = argv.get(1)

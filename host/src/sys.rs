@@ -5,8 +5,9 @@ use std::collections::HashMap;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
-/// The stack of the threads that walk or remove what tasks made (cap-std's
-/// removal recurses once per level): reserved, committed only as used.
+/// The stack of the threads that walk or remove what tasks made: a margin
+/// (removal is iterative, walks are bounded in depth), reserved and
+/// committed only as used.
 pub const BIG_STACK: usize = 64 << 20;
 
 fn check(ret: libc::c_int) -> io::Result<libc::c_int> {

@@ -54,6 +54,7 @@ mod ordering;
 mod package;
 mod plugin_config;
 mod plugin_new;
+mod plugins_compile;
 mod policies;
 mod privsep;
 mod quotas;

@@ -44,6 +44,9 @@ pub struct PluginsConfig {
     pub log_budget: ByteSize,
     /// Largest plugin file read at all; larger ones are refused before reading.
     pub max_file_size: ByteSize,
+    /// Memory (heap and stacks) one compile may take; the daemon compiles
+    /// in a child process of its own under this bound.
+    pub compile_memory: ByteSize,
     /// Most queued tasks a snapshot carries (the first in the host's order).
     pub max_queue: usize,
     /// Policies whose deferrals urgent tasks bypass (e.g. `["offpeak-tariff"]`).
@@ -69,6 +72,7 @@ impl Default for PluginsConfig {
             preempt_min_runtime: Duration::from_secs(600),
             log_budget: ByteSize::b(limits::DEFAULT_LOG_BYTES_PER_MINUTE),
             max_file_size: ByteSize::b(limits::DEFAULT_MAX_FILE_SIZE),
+            compile_memory: ByteSize::gib(2),
             max_queue: 10_000,
             urgent_bypass: Vec::new(),
             usage_window: Duration::from_secs(7 * 86_400),

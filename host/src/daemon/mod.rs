@@ -105,12 +105,18 @@ pub fn run(cfg: Config) -> Result<()> {
         }
     }
     let exe = std::env::current_exe().context("find the nightjar binary for supervisors")?;
+    // Plugin compiles run in a child of this binary, under their own memory bound.
+    crate::plugins::compile::use_child(crate::plugins::compile::ChildCompiler {
+        program: exe.clone(),
+        memory: cfg.plugins.compile_memory.as_u64(),
+        timeout: crate::plugins::limits::DEFAULT_COMPILE_TIMEOUT,
+    });
     let gpu = gpus::open(&cfg)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        // Blocking work removes and walks trees a task made (cap-std's
-        // removal recurses per level): 64 MiB of stack, reserved, not
-        // committed, takes some 100,000 levels where 2 MiB took 6,000.
+        // Blocking work removes and walks trees a task made: removal is
+        // iterative and walks are bounded in depth; the big stack (reserved,
+        // not committed) is a margin.
         .thread_stack_size(crate::sys::BIG_STACK)
         .build()
         .context("start the async runtime")?;

@@ -13,8 +13,20 @@ use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 use wasmtime::{Config, Engine};
 
+use super::policy::PluginError;
+
 /// How often the epoch advances while a plugin call is in flight.
 pub const TICK: Duration = Duration::from_millis(5);
+
+/// The engine's settings: the daemon's and its compile children's (their
+/// code is loaded only by an engine with the very same settings).
+pub fn config() -> Config {
+    let mut config = Config::new();
+    config.wasm_component_model(true);
+    config.epoch_interruption(true);
+    config.max_wasm_stack(512 * 1024);
+    config
+}
 
 /// The shared engine, its deadline ticker and its code cache.
 #[derive(Clone)]
@@ -29,12 +41,8 @@ pub struct PluginEngine {
 impl PluginEngine {
     /// An engine whose compiled code is cached in `cache_dir` (if given).
     pub fn new(cache_dir: Option<PathBuf>) -> Result<PluginEngine> {
-        let mut config = Config::new();
-        config.wasm_component_model(true);
-        config.epoch_interruption(true);
-        config.max_wasm_stack(512 * 1024);
         let engine =
-            Engine::new(&config).map_err(|e| anyhow::anyhow!("create the wasm engine: {e}"))?;
+            Engine::new(&config()).map_err(|e| anyhow::anyhow!("create the wasm engine: {e}"))?;
         let busy = Arc::new(AtomicUsize::new(0));
         let (e, b) = (engine.clone(), Arc::clone(&busy));
         // The ticker sleeps (parked) unless a call is in flight, so an idle
@@ -75,7 +83,7 @@ impl PluginEngine {
     }
 
     /// Compiles `wasm` (or loads it from the cache) into a component.
-    pub fn component(&self, wasm: &[u8]) -> Result<Component> {
+    pub fn component(&self, wasm: &[u8]) -> Result<Component, PluginError> {
         let key = self.cache_key(wasm);
         if let Some(path) = key.as_deref().filter(|p| p.exists()) {
             // SAFETY: the file was written by `Component::serialize` of this
@@ -90,10 +98,26 @@ impl PluginEngine {
                 return Ok(c);
             }
         }
-        let component = Component::new(&self.engine, wasm).map_err(|e| anyhow::anyhow!("{e:?}"))?;
-        if let Some(path) = key
-            && let Ok(bytes) = component.serialize()
-        {
+        let (component, bytes) = match super::compile::child() {
+            Some(child) => {
+                let bytes = child.compile(wasm)?;
+                // SAFETY: the bytes are `Component::serialize` of this very
+                // binary's engine settings ([`config`]), written by the
+                // compile child it started; a mismatch is refused by
+                // wasmtime's own header check.
+                let c = unsafe { Component::deserialize(&self.engine, &bytes) }.map_err(|e| {
+                    PluginError::CompileLimit(format!("cannot load the compiled code: {e:?}"))
+                })?;
+                (c, Some(bytes))
+            }
+            None => {
+                let c = Component::new(&self.engine, wasm)
+                    .map_err(|e| PluginError::Compile(format!("{e:?}")))?;
+                let bytes = key.as_ref().and_then(|_| c.serialize().ok());
+                (c, bytes)
+            }
+        };
+        if let (Some(path), Some(bytes)) = (key, bytes) {
             // A name of its own per writer: daemons sharing a cache never
             // interleave writes; the rename publishes a whole file.
             let tmp = path.with_extension(format!(

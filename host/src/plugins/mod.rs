@@ -36,6 +36,7 @@ macro_rules! host_imports {
 }
 
 pub mod budget;
+pub mod compile;
 mod dispatch;
 pub mod engine;
 

@@ -33,6 +33,10 @@ pub enum PluginError {
     /// Not a valid component.
     #[error("not a valid component: {0}")]
     Compile(String),
+    /// A compile that ran out of what it may take (`[plugins]
+    /// compile_memory`, the compile deadline) or could not run at all.
+    #[error("cannot be compiled: {0}")]
+    CompileLimit(String),
     /// A component, but not a scheduling policy this host can link.
     #[error("does not implement the scheduling-policy world: {0}")]
     World(String),
@@ -86,7 +90,7 @@ impl PluginError {
     /// A short cause for events and `plugins ls`.
     pub fn cause(&self) -> &'static str {
         match self {
-            PluginError::Compile(_) => "compile",
+            PluginError::Compile(_) | PluginError::CompileLimit(_) => "compile",
             PluginError::World(_) => "world",
             PluginError::Version { .. } => "version",
             PluginError::Snapshot(_) => "snapshot",
@@ -131,9 +135,7 @@ impl PolicyPlugin {
         config: &str,
         limits: PluginLimits,
     ) -> Result<PolicyPlugin, PluginError> {
-        let component = engine
-            .component(wasm)
-            .map_err(|e| PluginError::Compile(format!("{e:#}")))?;
+        let component = engine.component(wasm)?;
         let version = super::version::detect(&engine.engine, &component, wasm)?;
         if let Some(note) = version.note() {
             tracing::warn!(plugin = %name, "{note}");

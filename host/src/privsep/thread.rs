@@ -96,7 +96,7 @@ pub fn as_owner_serving<T: Send, Q: Send, A: Send>(
         let (tx, questions) = mpsc::channel();
         let worker = std::thread::Builder::new()
             .name("as-owner".into())
-            // It walks and removes trees the task made, level by level.
+            // It walks and removes trees the task made (a margin: see BIG_STACK).
             .stack_size(crate::sys::BIG_STACK)
             .spawn_scoped(s, move || {
                 if let Some(w) = who {

@@ -158,9 +158,7 @@ impl NotifierPlugin {
         wasm: &[u8],
         limits: PluginLimits,
     ) -> Result<NotifierPlugin, PluginError> {
-        let component = engine
-            .component(wasm)
-            .map_err(|e| PluginError::Compile(format!("{e:#}")))?;
+        let component = engine.component(wasm)?;
         let not_one = |e: wasmtime::Error| {
             PluginError::NotValidator(format!(
                 "not a notifier: {e:#} (a notifier exports nightjar:plugin/notify@0.2.0; build it with nightjar_sdk::export_notifier!)"

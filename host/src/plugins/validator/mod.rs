@@ -100,9 +100,7 @@ impl ValidatorPlugin {
         wasm: &[u8],
         limits: PluginLimits,
     ) -> Result<ValidatorPlugin, PluginError> {
-        let component = engine
-            .component(wasm)
-            .map_err(|e| PluginError::Compile(format!("{e:#}")))?;
+        let component = engine.component(wasm)?;
         let not_one = |e: wasmtime::Error| {
             PluginError::NotValidator(format!(
                 "{e:#} (a validator exports nightjar:plugin/validate@0.2.0; build it with nightjar_sdk::export_validator!)"
