@@ -57,6 +57,7 @@ mod plugin_new;
 mod plugins_compile;
 mod policies;
 mod privsep;
+mod privsep_races;
 mod quotas;
 mod report;
 mod report_html;

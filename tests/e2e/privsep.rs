@@ -22,7 +22,7 @@ fn script_of(who: &Acct, path: &Path, body: &str) {
 }
 
 /// Makes every file and folder under `dir` `who`'s.
-fn give(who: &Acct, dir: &Path) {
+pub(crate) fn give(who: &Acct, dir: &Path) {
     let out = std::process::Command::new("chown")
         .args(["-R", &format!("{}:{}", who.uid, who.gid)])
         .arg(dir)
@@ -171,7 +171,7 @@ fn git_runs_as_the_workdirs_owner_a_root_only_repository_is_not_read() {
 
 /// Exchanges the folder `x` with a link `xl` to `/` (renameat2 with
 /// RENAME_EXCHANGE: atomic) until `stop` appears, at most 2 million times.
-const RACER: &str = "import ctypes, os
+pub(crate) const RACER: &str = "import ctypes, os
 libc = ctypes.CDLL(None, use_errno=True)
 os.symlink('/', 'xl')
 i = 0

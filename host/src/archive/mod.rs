@@ -288,18 +288,22 @@ fn build(
                 format!("the output folder is not the real folder the run wrote: {e}"),
             )
         })?;
-        tree::tree(
-            tree::Source {
-                dir: src,
-                owner: req.owner,
-            },
-            &dst,
-            OUTPUTS,
-            req.outputs,
-            root_id,
-            &mut after_first,
-            &mut w,
-        )?;
+        crate::privsep::access::with_read_check(req.owner, |check| {
+            tree::tree(
+                tree::Source {
+                    dir: src,
+                    owner: req.owner,
+                    check,
+                },
+                &dst,
+                OUTPUTS,
+                req.outputs,
+                root_id,
+                &mut after_first,
+                &mut w,
+            )
+        })
+        .map_err(|e| Failure::new(ArchiveFailure::Error, e))??;
     }
     let run_dir =
         Dir::open_ambient_dir(req.run_dir, cap_std::ambient_authority()).map_err(|e| {

@@ -42,12 +42,15 @@ impl Listed<'_> {
 }
 
 /// The output folder copied: its descriptor and whom it belongs to (a file
-/// in it that they could not read is refused).
+/// in it that they could not read is refused, the kernel asked as them:
+/// mode bits, ACLs and all).
 pub struct Source<'a> {
     /// The folder, opened by [`open_output`].
     pub dir: Dir,
     /// The task's owner (none: the daemon's own user).
     pub owner: Option<&'a RunAs>,
+    /// Asks the kernel, as the owner, about each open file.
+    pub check: &'a crate::privsep::access::ReadCheck<'a>,
 }
 
 /// One folder waiting its turn: (the folder holding it, its name there,
@@ -85,6 +88,7 @@ pub fn tree(
     let mut buf = vec![0u8; BUF];
     let mut stack: Vec<Waiting> = Vec::new();
     let owner = src.owner;
+    let src_check = src.check;
     let mut next = Some((Rc::new(src.dir), String::new(), PathBuf::new(), 0usize));
     let read_err = |what: &str, e| Failure::io(format!("cannot read the output folder{what}"), e);
     while let Some((dir, sub, raw_sub, depth)) = next.take() {
@@ -116,10 +120,10 @@ pub fn tree(
             let mut file =
                 open_source(&dir, name.as_ref()).map_err(|e| read_err(&format!(" ({path})"), e))?;
             if let Some(who) = owner {
-                let meta = file
-                    .metadata()
-                    .map_err(|e| read_err(&format!(" ({path})"), e))?;
-                if !crate::privsep::open::may_read(meta.mode(), meta.uid(), meta.gid(), who) {
+                let readable = src_check
+                    .may_read(&file)
+                    .map_err(|e| Failure::new(ArchiveFailure::Error, format!("{path}: {e}")))?;
+                if !readable {
                     return Err(Failure::new(
                         ArchiveFailure::Mismatch,
                         format!(

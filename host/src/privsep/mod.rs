@@ -22,6 +22,7 @@
 //! the daemon's own user), [`as_owner`] runs the same code on the same kind
 //! of thread without changing anything: it is the same uid.
 
+pub mod access;
 pub mod open;
 pub mod remove;
 pub mod thread;

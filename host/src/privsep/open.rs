@@ -197,10 +197,10 @@ pub fn real_dir(path: &Path) -> Result<cap_std::fs::Dir, String> {
     Ok(cap_std::fs::Dir::from_std_file(std::fs::File::from(dir)))
 }
 
-/// Whether `who` may read a file of `mode`, `uid` and `gid` by its mode bits (owner,
-/// group, other; POSIX ACLs are not consulted, so a grant made only by an
-/// ACL reads as no), for a file already opened by the daemon beneath a
-/// folder of theirs: a hard link to a file only root may read is refused.
+/// Whether `who` may read a file of `mode`, `uid` and `gid` by its mode bits
+/// alone (owner, group, other; no ACL). Only the fallback of
+/// [`super::access::ReadCheck`] on kernels without `faccessat2` (before
+/// 5.8); elsewhere the kernel is asked as the owner.
 pub fn may_read(mode: u32, uid: u32, gid: u32, who: &crate::sandbox::files::RunAs) -> bool {
     if uid == who.uid {
         mode & 0o400 != 0
