@@ -199,3 +199,43 @@ fn headers_dribbled_a_byte_a_second_are_cut_at_the_idle_timeout() {
         String::from_utf8_lossy(&got)
     );
 }
+
+#[test]
+fn one_local_users_connections_do_not_take_another_local_users_share() {
+    let u = crate::users_harness::users("local HTTP clients are counted per local user");
+    let (_nj, a) = daemon("max_connections_per_peer = 3\nidle_timeout = \"20s\"\n");
+    // Alice holds three idle connections and tries a fourth.
+    let script = format!(
+        "import socket, sys, time\n\
+         held = [socket.create_connection(('{ip}', {port})) for _ in range(3)]\n\
+         time.sleep(0.3)\n\
+         extra = socket.create_connection(('{ip}', {port}))\n\
+         extra.settimeout(5)\n\
+         print(extra.recv(200).decode(errors='replace').splitlines()[0], flush=True)\n\
+         sys.stdin.read()\n",
+        ip = a.ip(),
+        port = a.port()
+    );
+    let mut alice =
+        crate::users_harness::setpriv(&u.alice, std::path::Path::new("/usr/bin/python3"), None)
+            .args(["-c", &script])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+    let mut first = String::new();
+    {
+        use std::io::BufRead;
+        let out = alice.stdout.as_mut().unwrap();
+        std::io::BufReader::new(out).read_line(&mut first).unwrap();
+    }
+    assert!(
+        first.starts_with("HTTP/1.1 429"),
+        "her fourth is refused: {first}"
+    );
+    // Another local user (root, this test) still gets in while she holds hers.
+    let h = call(a, "GET", "/api/v2/health", None, "");
+    assert_eq!(h.status, 200, "{}", h.text());
+    drop(alice.stdin.take());
+    let _ = alice.wait();
+}

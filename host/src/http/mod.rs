@@ -15,6 +15,7 @@ mod api;
 pub mod auth;
 #[cfg(test)]
 mod openapi_tests;
+mod peer;
 mod sse;
 pub mod tokens;
 
@@ -141,7 +142,7 @@ pub async fn bind(d: &Daemon) -> Result<Option<TcpListener>> {
 pub async fn serve(d: Arc<Daemon>, listener: TcpListener) {
     let cfg = d.cfg.http.clone();
     let slots = Arc::new(Semaphore::new(cfg.max_connections));
-    let peers = PeerCount::default();
+    let peers = peer::PeerCount::default();
     let app = router(Arc::clone(&d));
     loop {
         let (stream, peer) = match listener.accept().await {
@@ -152,8 +153,12 @@ pub async fn serve(d: Arc<Daemon>, listener: TcpListener) {
                 continue;
             }
         };
-        let Some(of_peer) = peers.take(peer.ip(), cfg.max_connections_per_peer) else {
-            tokio::spawn(refuse_peer(stream, cfg.max_connections_per_peer));
+        let client = match stream.local_addr() {
+            Ok(local) => peer::Client::of(peer, local),
+            Err(_) => peer::Client::Addr(peer.ip()),
+        };
+        let Some(of_peer) = peers.take(client, cfg.max_connections_per_peer) else {
+            tokio::spawn(refuse_peer(stream, client, cfg.max_connections_per_peer));
             continue;
         };
         let Ok(permit) = Arc::clone(&slots).try_acquire_owned() else {
@@ -262,44 +267,11 @@ async fn refuse_with(mut stream: TcpStream, status: &str, msg: &str) {
     let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(reply.as_bytes())).await;
 }
 
-/// Open connections by peer address: one peer (a remote host, a proxy)
-/// cannot take every slot with half-open connections. Local clients all
-/// come from 127.0.0.1 and share one count.
-#[derive(Clone, Default)]
-struct PeerCount(Arc<std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>>);
-
-/// One connection counted for its peer until dropped.
-struct PeerSlot(PeerCount, std::net::IpAddr);
-
-impl PeerCount {
-    /// A slot for `ip`, unless it has `max` connections open.
-    fn take(&self, ip: std::net::IpAddr, max: usize) -> Option<PeerSlot> {
-        let mut m = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let n = m.entry(ip).or_insert(0);
-        if *n >= max {
-            return None;
-        }
-        *n += 1;
-        Some(PeerSlot(self.clone(), ip))
-    }
-}
-
-impl Drop for PeerSlot {
-    fn drop(&mut self) {
-        let mut m = self.0.0.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(n) = m.get_mut(&self.1) {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                m.remove(&self.1);
-            }
-        }
-    }
-}
-
 /// Answers 429 to a peer over its share and closes the connection.
-async fn refuse_peer(stream: TcpStream, max: usize) {
+async fn refuse_peer(stream: TcpStream, client: peer::Client, max: usize) {
     let msg = format!(
-        "too many connections from this address: at most {max} at once (`http.max_connections_per_peer`); close some first"
+        "too many connections from {}: at most {max} at once (`http.max_connections_per_peer`); close some first",
+        client.describe()
     );
     refuse_with(stream, "429 Too Many Requests", &msg).await;
 }
