@@ -39,6 +39,7 @@ pub(super) fn submit(
             .map(|t| t.timestamp_millis())
     })?;
     d.changed();
+    d.warm_validators(&entries);
     Ok(ids)
 }
 

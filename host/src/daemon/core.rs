@@ -102,7 +102,7 @@ pub struct Daemon {
     pub(super) supervisors: Mutex<std::collections::HashSet<i32>>,
     /// Result validators, made on first use (`Err`: why they cannot run).
     pub(super) validators:
-        std::sync::OnceLock<Result<crate::plugins::validator::Validators, String>>,
+        std::sync::OnceLock<Result<Arc<crate::plugins::validator::Validators>, String>>,
     /// The notification thread, once it runs.
     pub(super) notify: Mutex<Option<crate::notify::worker::Handle>>,
     /// The GPUs as runs' manifests name them (set once at start).

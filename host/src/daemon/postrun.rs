@@ -18,7 +18,7 @@ use nightjar_core::api::wire::RunGpuRecord;
 impl Daemon {
     /// The result validators, made on first use (an engine of their own, so
     /// a daemon with no validator never starts one).
-    pub(super) fn validators(&self) -> Result<&Validators, String> {
+    pub(crate) fn validators(&self) -> Result<&std::sync::Arc<Validators>, String> {
         self.validators
             .get_or_init(|| {
                 let engine = PluginEngine::new(Some(self.cfg.plugin_cache_dir()))
@@ -28,10 +28,32 @@ impl Daemon {
                     memory: self.cfg.validators.memory_limit.as_u64() as usize,
                     ..super::sources::limits_of(&self.cfg)
                 };
-                Ok(Validators::new(engine, limits))
+                Ok(std::sync::Arc::new(Validators::new(engine, limits)))
             })
             .as_ref()
             .map_err(Clone::clone)
+    }
+
+    /// Compiles, ahead of their runs' ends, the validators the tasks in
+    /// `entries` will be judged by (theirs and their projects'), each as
+    /// its task's owner reads it.
+    pub(crate) fn warm_validators(&self, entries: &[crate::task::model::NewEntry]) {
+        let mut seen = std::collections::HashSet::new();
+        for spec in entries.iter().flat_map(|e| &e.members) {
+            let project = self.cfg.project_validators.get(&spec.project);
+            for r in spec.validate.iter().chain(project.into_iter().flatten()) {
+                if !seen.insert((r.plugin.clone(), spec.owner.as_ref().map(|o| o.uid))) {
+                    continue;
+                }
+                let (Ok(v), Ok(who)) = (
+                    self.validators(),
+                    crate::privsep::identity(spec.owner.as_ref()),
+                ) else {
+                    continue;
+                };
+                v.warm(&r.plugin, who);
+            }
+        }
     }
 
     /// For a gpu-oom: each GPU the run had, its peak and what is free on it
