@@ -93,3 +93,57 @@ fn a_killed_supervisor_makes_the_run_lost_and_the_task_is_retried() {
     assert!(left("sleep 62.5").is_empty(), "the first tree was killed");
     crate::harness::chaos_row("supervisor killed (-9), retried", 1, 0, 0, 0);
 }
+
+#[test]
+fn a_stopped_supervisor_does_not_hold_a_preemption_past_its_grace() {
+    let mut nj = crate::policies::world(
+        "[plugins]\nchain = [\"fair-share\"]\npreempt_min_runtime = \"100ms\"\n[plugin.fair-share.config]\npreempt_below = 0.5\n",
+    );
+    nj.start();
+    let work = nj.path("work");
+    // Saves a checkpoint every 0.2 s; on SIGUSR1 it would save and exit.
+    std::fs::write(
+        work.join("train.sh"),
+        "mkdir -p ckpt; i=0; trap 'exit 0' USR1; \
+         while :; do i=$((i+1)); echo $i > ckpt/c-$i; touch ckpt/c-$i.done; sleep 0.2; done\n",
+    )
+    .unwrap();
+    std::fs::write(
+        work.join("hog.toml"),
+        "name = \"hog\"\nproject = \"hog\"\ncommand = [\"sh\", \"train.sh\"]\npreemptible = true\n\
+         checkpoint = { pattern = \"ckpt/c-*\", marker = \"{}.done\", signal = \"USR1\", grace = \"1s\" }\n",
+    )
+    .unwrap();
+    let hog = nj.json(&["submit", "hog.toml"])[0]["id"].as_i64().unwrap();
+    let sup = supervisor_of(&nj, hog);
+    nj.until("it saved", || work.join("ckpt/c-2.done").exists());
+    // Its supervisor stops: the SIGUSR1 of the preemption is never acted on.
+    unsafe_kill(sup, libc::SIGSTOP);
+    let t0 = Instant::now();
+    let starved = nj.submit(&["--project", "starved", "--", "true"]);
+    assert_eq!(nj.wait_within(starved, Duration::from_secs(40)), 0);
+    println!(
+        "the starved task ran {:?} after the stop (grace 1 s)",
+        t0.elapsed()
+    );
+    let first = nj.show(hog)["runs"][0].clone();
+    assert_eq!(first["class"], "preempted", "{first}");
+    assert!(
+        first["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("the daemon killed"),
+        "{first}"
+    );
+    nj.until("the hog runs again", || {
+        nj.show(hog)["runs"]
+            .as_array()
+            .is_some_and(|r| r.len() == 2)
+    });
+    nj.ok(&["cancel", &hog.to_string()]);
+    nj.wait_within(hog, Duration::from_secs(30));
+    nj.until("the stopped supervisor was killed", || {
+        !crate::harness::alive(sup)
+    });
+    crate::harness::chaos_row("supervisor stopped past a preemption", 1, 0, 0, 0);
+}

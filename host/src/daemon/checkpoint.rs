@@ -153,13 +153,18 @@ impl Daemon {
 
     /// Asks run `run`'s supervisor to stop it for a preemption: a task that
     /// saves checkpoints gets its own signal and grace (the supervisor's
-    /// SIGUSR1 says so), any other the same stop as a cancel.
+    /// SIGUSR1 says so), any other the same stop as a cancel. Either way
+    /// the daemon keeps its own deadline (that grace plus the slack): a
+    /// supervisor stopped or hung does not keep the run, and what it holds,
+    /// past it.
     pub(super) fn preempt_supervisor(&self, task: i64, run: i64, pid: Option<i64>) {
-        let checkpointed = self
-            .store()
-            .task_spec(task)
-            .is_ok_and(|s| s.checkpoint.is_some());
-        if !checkpointed {
+        let checkpoint = self.store().task_spec(task).ok().and_then(|s| s.checkpoint);
+        let grace = checkpoint
+            .as_ref()
+            .and_then(|c| c.grace)
+            .unwrap_or(self.cfg.sandbox.grace);
+        self.set_deadline(run, super::watchdog::Deadline::preempt(grace));
+        if checkpoint.is_none() {
             return self.signal_supervisor(run, pid);
         }
         let Some(pid) = pid else { return };

@@ -3,8 +3,8 @@
 //! supervisor enforces a run's timeout and a cancel's grace; one that is
 //! stopped (SIGSTOP, a debugger) or hung would stop time for its run. So
 //! the daemon keeps, per run, the monotonic instant by which the supervisor
-//! must have ended it (timeout + grace + [`SLACK`], or a cancel's grace +
-//! [`SLACK`]); past it, the daemon writes the run's status itself, kills
+//! must have ended it (timeout + grace + [`SLACK`], or a cancel's or a
+//! preemption's grace + [`SLACK`]); past it, the daemon writes the run's status itself, kills
 //! the supervisor and the run's whole tree (its cgroup, or its session and
 //! what the daemon inherited), and the run is recorded with that reason.
 
@@ -52,6 +52,19 @@ impl Deadline {
             at: Instant::now() + grace + SLACK,
             why: EndedBy::Cancelled,
             note: "cancelled: its supervisor did not stop it within the grace (stopped or hung?), so the daemon killed the run's tree".into(),
+        }
+    }
+
+    /// A preemption asked now: the grace the run was given to stop (its
+    /// checkpoint's, or the cancel grace) plus the slack.
+    pub fn preempt(grace: Duration) -> Deadline {
+        Deadline {
+            at: Instant::now() + grace + SLACK,
+            why: EndedBy::Cancelled,
+            note: format!(
+                "preempted: its supervisor did not stop it within its {} grace (stopped or hung?), so the daemon killed the run's tree",
+                humantime::format_duration(grace)
+            ),
         }
     }
 }

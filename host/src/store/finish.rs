@@ -264,10 +264,17 @@ impl Store {
         let (state, reason) = match next {
             Next::Requeued => {
                 // Stopped for a policy: queued again, and the attempt does not count.
-                exec(
-                    &tx,
-                    "UPDATE runs SET class = 'preempted', message = 'stopped by a policy and queued again' WHERE id = ?1",
-                    [run],
+                // What ended it stays said when it was not the supervisor
+                // (a stopped one: the daemon killed the tree).
+                let said = out
+                    .message
+                    .as_deref()
+                    .filter(|m| m.contains("the daemon killed"))
+                    .map(|m| format!("stopped by a policy and queued again; {m}"))
+                    .unwrap_or_else(|| "stopped by a policy and queued again".into());
+                tx.execute(
+                    "UPDATE runs SET class = 'preempted', message = ?2 WHERE id = ?1",
+                    rusqlite::params![run, said],
                 )?;
                 exec(
                     &tx,
