@@ -2,8 +2,15 @@
 //! sweep submitted held, then released), drained on 4 slots with the
 //! default policy chain against `plugins.chain = []`, same machine, same
 //! run: wall time, runs a second, and the daemon's CPU while draining.
+//!
+//! `scripts/bench lsload [N]`: `nightjar ls` every 50 ms while N (10,000)
+//! CLI submits (`--hold`, two at a time) grow the queue, p50/p99, against
+//! `ls` of an empty queue in the same run; then `ls` of the N-row queue
+//! alone.
 
-use std::time::Instant;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 
@@ -76,5 +83,65 @@ pub fn queue(n: usize) -> Result<()> {
         oc * 100.0
     );
     println!("  ratio {:.2} (goal <= 2)", w / o);
+    Ok(())
+}
+
+/// p50 and p99 (ms) of `nightjar ls` asked every 50 ms until `stop`, or
+/// `count` times.
+fn ls_times(d: &Daemon, stop: &AtomicBool, count: usize) -> Result<(f64, f64, usize)> {
+    let mut times = Vec::new();
+    while !stop.load(Ordering::Relaxed) && times.len() < count {
+        let t = Instant::now();
+        nightjar_text(d, &["ls"])?;
+        times.push(t.elapsed().as_secs_f64() * 1e3);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    times.sort_by(f64::total_cmp);
+    let at = |q: f64| times[((times.len() - 1) as f64 * q).round() as usize];
+    Ok((at(0.5), at(0.99), times.len()))
+}
+
+/// `scripts/bench lsload [N]`.
+pub fn lsload(n: usize) -> Result<()> {
+    let d = Daemon::start("slots = 2\n")?;
+    let never = AtomicBool::new(false);
+    let (e50, e99, _) = ls_times(&d, &never, 40)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicUsize::new(0));
+    let t = Instant::now();
+    let (under, submitted) = std::thread::scope(|s| {
+        let submitters: Vec<_> = (0..2)
+            .map(|_| {
+                let (done, d) = (Arc::clone(&done), &d);
+                s.spawn(move || -> Result<()> {
+                    while done.fetch_add(1, Ordering::Relaxed) < n {
+                        nightjar(d, &["submit", "--hold", "--", "true"])?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        let watcher = {
+            let stop = Arc::clone(&stop);
+            let d = &d;
+            s.spawn(move || ls_times(d, &stop, usize::MAX))
+        };
+        let mut ok = Ok(());
+        for h in submitters {
+            if let Ok(Err(e)) = h.join() {
+                ok = Err(e);
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        let under = watcher.join().map_err(|_| anyhow::anyhow!("the ls thread panicked"))?;
+        ok.map(|()| (under, n))
+    })?;
+    let (u50, u99, asked) = under?;
+    let wall = t.elapsed().as_secs_f64();
+    let (f50, f99, _) = ls_times(&d, &never, 40)?;
+    println!("lsload: `nightjar ls` every 50 ms while {submitted} CLI submits run (2 at a time, {wall:.1} s)");
+    println!("  empty queue:            p50 {e50:.1} ms  p99 {e99:.1} ms");
+    println!("  during the submits:     p50 {u50:.1} ms  p99 {u99:.1} ms ({asked} asked; goal p99 < 50 ms)");
+    println!("  {n} rows, nothing else: p50 {f50:.1} ms  p99 {f99:.1} ms");
     Ok(())
 }
