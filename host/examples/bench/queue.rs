@@ -133,15 +133,21 @@ pub fn lsload(n: usize) -> Result<()> {
             }
         }
         stop.store(true, Ordering::Relaxed);
-        let under = watcher.join().map_err(|_| anyhow::anyhow!("the ls thread panicked"))?;
+        let under = watcher
+            .join()
+            .map_err(|_| anyhow::anyhow!("the ls thread panicked"))?;
         ok.map(|()| (under, n))
     })?;
     let (u50, u99, asked) = under?;
     let wall = t.elapsed().as_secs_f64();
     let (f50, f99, _) = ls_times(&d, &never, 40)?;
-    println!("lsload: `nightjar ls` every 50 ms while {submitted} CLI submits run (2 at a time, {wall:.1} s)");
+    println!(
+        "lsload: `nightjar ls` every 50 ms while {submitted} CLI submits run (2 at a time, {wall:.1} s)"
+    );
     println!("  empty queue:            p50 {e50:.1} ms  p99 {e99:.1} ms");
-    println!("  during the submits:     p50 {u50:.1} ms  p99 {u99:.1} ms ({asked} asked; goal p99 < 50 ms)");
+    println!(
+        "  during the submits:     p50 {u50:.1} ms  p99 {u99:.1} ms ({asked} asked; goal p99 < 50 ms)"
+    );
     println!("  {n} rows, nothing else: p50 {f50:.1} ms  p99 {f99:.1} ms");
     Ok(())
 }

@@ -164,11 +164,16 @@ async fn handle(d: &Arc<Daemon>, caller: &Caller, req: Request) -> Vec<u8> {
         Request::Report(r) => reply::<super::Report>(
             blocking("report", move || super::report_handler::report(&me, &r)).await,
         ),
-        Request::List(r) => reply::<super::List>((|| {
-            let mut rows = d.reader().list(&r.filter)?;
-            rows.iter_mut().for_each(|t| d.live_reason(t));
-            Ok(rows)
-        })()),
+        // Off the runtime's thread: a long listing does not hold up the
+        // requests behind it.
+        Request::List(r) => reply::<super::List>(
+            blocking("listing", move || {
+                let mut rows = me.reader().list(&r.filter)?;
+                rows.iter_mut().for_each(|t| me.live_reason(t));
+                Ok(rows)
+            })
+            .await,
+        ),
         Request::Show(r) => reply::<super::Show>(super::show::show(d, caller, r.id)),
         Request::Logs(r) => reply::<super::Logs>(
             blocking("log read", move || super::log_chunk::logs(&me, &who, &r)).await,

@@ -10,8 +10,9 @@
 //! theirs; going back up past them, the parent is opened again as `..` of
 //! the child's descriptor and must be the same folder (device and inode)
 //! that was left: a folder moved meanwhile stops the removal with an
-//! error, and nothing outside the tree is touched. Nor is a file system
-//! mounted inside it: the removal stops there.
+//! error, and nothing outside the tree is touched. Nor is anything mounted
+//! inside it (another file system, or a bind mount of the same one: the
+//! mount id differs): the removal stops there.
 
 use std::ffi::{OsStr, OsString};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -32,6 +33,9 @@ struct Level {
     entries: Option<ReadDir>,
     /// Its identity, checked when it is opened again from below.
     id: (u64, u64),
+    /// Its mount (`statx`'s mount id; `None` before Linux 5.8: the device
+    /// alone is compared).
+    mount: Option<u64>,
     /// Its name in its parent.
     name: OsString,
 }
@@ -78,7 +82,7 @@ pub fn remove_tree(parent: &Dir, name: &Path) -> std::io::Result<()> {
         match open_child(here, &next) {
             Ok(Some(child)) => {
                 let child = level(child, next)?;
-                if child.id.0 != stack[0].id.0 {
+                if child.id.0 != stack[0].id.0 || child.mount != stack[0].mount {
                     let e = std::io::Error::other(
                         "another file system is mounted there; it is not removed, nor is what holds it",
                     );
@@ -128,12 +132,32 @@ fn next_entry(stack: &mut [Level]) -> std::io::Result<Option<OsString>> {
 /// A level for the folder `dir`, named `name` in its parent.
 fn level(dir: Dir, name: OsString) -> std::io::Result<Level> {
     let meta = dir.dir_metadata()?;
+    let mount = mount_id(&dir);
     Ok(Level {
         dir: Some(dir),
         entries: None,
         id: (meta.dev(), meta.ino()),
+        mount,
         name,
     })
+}
+
+/// The mount id of the folder `dir` (a bind mount of the same file system
+/// has the same device but a mount of its own).
+fn mount_id(dir: &Dir) -> Option<u64> {
+    // SAFETY: statx on a live descriptor with an empty NUL-terminated
+    // path into a zeroed buffer of the right type.
+    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
+    let r = unsafe {
+        libc::statx(
+            dir.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH,
+            libc::STATX_MNT_ID,
+            &mut stx,
+        )
+    };
+    (r == 0 && stx.stx_mask & libc::STATX_MNT_ID != 0).then_some(stx.stx_mnt_id)
 }
 
 /// `name` in `dir` opened as a folder, or `None` when it is something else

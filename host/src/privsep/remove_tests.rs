@@ -5,8 +5,14 @@ fn open(path: &Path) -> Dir {
     Dir::open_ambient_dir(path, cap_std::ambient_authority()).unwrap()
 }
 
-fn open_fds() -> usize {
-    std::fs::read_dir("/proc/self/fd").unwrap().count()
+/// Descriptors of this process open on something under `dir` (other
+/// tests run beside this one: only this test's own are counted).
+fn open_fds(dir: &Path) -> usize {
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter(|target| target.starts_with(dir))
+        .count()
 }
 
 #[test]
@@ -23,11 +29,10 @@ fn a_tree_of_files_links_and_fifos_is_removed_and_no_link_is_followed() {
     symlink(outside.join("keep/secret"), out.join("file-link")).unwrap();
     let fifo = std::ffi::CString::new(out.join("a/pipe").as_os_str().as_bytes()).unwrap();
     assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
-    let before = open_fds();
     remove_tree(&open(root.path()), Path::new("out")).unwrap();
     assert!(!out.exists());
     assert_eq!(std::fs::read(outside.join("keep/secret")).unwrap(), b"s");
-    assert_eq!(open_fds(), before, "no descriptor is left open");
+    assert_eq!(open_fds(root.path()), 0, "no descriptor is left open");
 }
 
 #[test]
@@ -58,22 +63,23 @@ fn a_tree_deeper_than_any_stack_is_removed_on_a_small_stack_with_few_descriptors
         }
         here = here.open_dir("d").unwrap();
     }
-    drop(here);
-    let before = open_fds();
+    drop((here, top));
     let path = root.path().to_owned();
     // A recursive removal needs a frame per level: far more than 256 KiB.
-    let peak = std::thread::Builder::new()
+    let left = std::thread::Builder::new()
         .stack_size(256 << 10)
-        .spawn(move || remove_tree(&open(&path), Path::new("deep")).map(|()| open_fds()))
+        .spawn(move || {
+            let top = open(&path);
+            remove_tree(&top, Path::new("deep"))?;
+            drop(top);
+            Ok::<usize, std::io::Error>(open_fds(&path))
+        })
         .unwrap()
         .join()
         .unwrap()
         .unwrap();
     assert!(!root.path().join("deep").exists());
-    assert!(
-        peak <= before + 1,
-        "descriptors left: {peak} against {before}"
-    );
+    assert_eq!(left, 0, "descriptors left open under the tree");
 }
 
 #[test]
@@ -88,6 +94,7 @@ fn a_parent_that_is_not_the_folder_left_on_the_way_down_stops_the_removal() {
         dir: None,
         entries: None,
         id: (other.dev(), other.ino()),
+        mount: None,
         name: "a".into(),
     };
     let err = reopen_parent(&b, &mut up).unwrap_err();
@@ -109,12 +116,14 @@ fn an_error_names_the_path_that_could_not_be_removed() {
             dir: None,
             entries: None,
             id: (0, 0),
+            mount: None,
             name: "out".into(),
         },
         Level {
             dir: None,
             entries: None,
             id: (0, 0),
+            mount: None,
             name: "sub".into(),
         },
     ];
@@ -128,4 +137,39 @@ fn an_error_names_the_path_that_could_not_be_removed() {
         "{e}"
     );
     assert_eq!(e.kind(), std::io::ErrorKind::PermissionDenied);
+}
+
+#[test]
+fn a_bind_mount_inside_the_tree_stops_the_removal_and_what_it_shows_is_kept() {
+    assert_eq!(
+        crate::users::euid(),
+        0,
+        "this test mounts: run it as root (CI does)"
+    );
+    let root = tempfile::tempdir().unwrap();
+    let precious = root.path().join("precious");
+    std::fs::create_dir_all(precious.join("data")).unwrap();
+    std::fs::write(precious.join("data/file1"), b"keep").unwrap();
+    let out = root.path().join("out");
+    std::fs::create_dir_all(out.join("mnt")).unwrap();
+    std::fs::write(out.join("f"), b"x").unwrap();
+    let c = |p: &Path| std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap();
+    let (src, dst) = (c(&precious), c(&out.join("mnt")));
+    // SAFETY: mount(2) with NUL-terminated paths; a bind of one folder.
+    let r = unsafe {
+        libc::mount(
+            src.as_ptr(),
+            dst.as_ptr(),
+            std::ptr::null(),
+            libc::MS_BIND,
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(r, 0, "bind mount: {}", std::io::Error::last_os_error());
+    let result = remove_tree(&open(root.path()), Path::new("out"));
+    // SAFETY: umount2 of the mount made above.
+    unsafe { libc::umount2(dst.as_ptr(), libc::MNT_DETACH) };
+    let err = result.expect_err("the removal stops at the mount");
+    assert!(err.to_string().contains("mounted"), "{err}");
+    assert_eq!(std::fs::read(precious.join("data/file1")).unwrap(), b"keep");
 }

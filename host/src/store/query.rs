@@ -33,10 +33,17 @@ pub(super) fn damaged_row(table: &str, id: i64, e: rusqlite::Error) -> rusqlite:
     )
 }
 
+/// The one field of a stored spec a task's row shows: decoding only it
+/// skips the rest of the spec (a listing decodes one spec per row).
+#[derive(serde::Deserialize)]
+struct CommandOnly {
+    command: crate::task::model::CommandSpec,
+}
+
 fn read_task_row(r: &rusqlite::Row) -> rusqlite::Result<TaskRow> {
     let state: String = r.get(6)?;
     let spec: String = r.get(13)?;
-    let command = serde_json::from_str::<TaskSpec>(&spec)
+    let command = serde_json::from_str::<CommandOnly>(&spec)
         .map(|s| s.command.display())
         .unwrap_or_default();
     Ok(TaskRow {
