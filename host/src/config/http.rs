@@ -25,8 +25,9 @@ pub struct HttpConfig {
     /// Most HTTP connections open at once; more are answered 503 and closed.
     pub max_connections: usize,
     /// Most of those from one client; more are answered 429. A client is
-    /// its address, or for a local one (127.0.0.1, `::1`) the local user
-    /// owning its socket, so local users do not share one count.
+    /// its address, or for a local one (a loopback address or one of this
+    /// host's) the local user owning its socket, so local users do not
+    /// share one count.
     pub max_connections_per_peer: usize,
     /// Most event and log streams open at once; more are answered 503.
     pub max_streams: usize,
