@@ -69,7 +69,8 @@ impl ChildCompiler {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        // SAFETY: only async-signal-safe calls (setrlimit) between fork and exec.
+        // SAFETY: only async-signal-safe calls (setrlimit, close_range) between
+        // fork and exec.
         unsafe {
             cmd.pre_exec(move || {
                 let data = libc::rlimit {
@@ -85,6 +86,15 @@ impl ChildCompiler {
                 {
                     return Err(std::io::Error::last_os_error());
                 }
+                // Descriptors the daemon inherited without close-on-exec
+                // do not reach the child (marked, not closed: std's own
+                // exec-error pipe is among them).
+                libc::syscall(
+                    libc::SYS_close_range,
+                    3u32,
+                    u32::MAX,
+                    libc::CLOSE_RANGE_CLOEXEC,
+                );
                 Ok(())
             });
         }
@@ -112,6 +122,9 @@ impl ChildCompiler {
         let err = std::thread::spawn(move || {
             let mut text = Vec::new();
             let _ = (&mut stderr).take(64 << 10).read_to_end(&mut text);
+            // The rest is read and dropped: a child writing more must not
+            // die on a closed pipe (a refusal would read as a crash).
+            let _ = std::io::copy(&mut stderr, &mut std::io::sink());
             String::from_utf8_lossy(&text).trim().to_string()
         });
         let deadline = Instant::now() + self.timeout;

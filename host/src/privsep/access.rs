@@ -6,7 +6,8 @@
 //! AT_EACCESS)`, checked with that thread's filesystem identity and no
 //! override capability. Nothing is resolved by name: the file is the one
 //! already open. A kernel without `faccessat2` (before 5.8) gets the mode
-//! bits ([`super::open::may_read`]).
+//! bits ([`super::open::may_read`]), and so does one where a seccomp filter
+//! refuses the call.
 
 use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::os::unix::fs::MetadataExt;
@@ -126,8 +127,10 @@ fn readable(fd: RawFd) -> Result<bool, String> {
     }
     let e = std::io::Error::last_os_error();
     match e.raw_os_error() {
-        Some(libc::EACCES) | Some(libc::EPERM) => Ok(false),
-        Some(libc::ENOSYS) | Some(libc::EINVAL) => Err(NO_FACCESSAT2.into()),
+        Some(libc::EACCES) => Ok(false),
+        // ENOSYS: before Linux 5.8; EPERM: a seccomp filter refusing the
+        // call itself (a permission answer is EACCES). The mode bits decide.
+        Some(libc::ENOSYS) | Some(libc::EINVAL) | Some(libc::EPERM) => Err(NO_FACCESSAT2.into()),
         _ => Err(format!("cannot ask whether the file may be read: {e}")),
     }
 }

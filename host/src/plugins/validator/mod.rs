@@ -6,6 +6,7 @@
 //! memory cap over all memories and tables, bounded answers, no network, no
 //! clock, no blocking import, and a watchdog thread.
 
+mod gate;
 mod registry;
 
 use std::path::{Path, PathBuf};

@@ -12,21 +12,33 @@ use super::ValidatorPlugin;
 use crate::plugins::engine::PluginEngine;
 use crate::plugins::limits::PluginLimits;
 
-/// Compiled validators at most kept; past it the cache starts again.
+/// Compiled validators at most kept; past it the oldest goes.
 const MAX_CACHED: usize = 64;
+
+/// Compiled validators at most kept for one owner; past it their oldest
+/// goes (one owner cycling through files cannot empty everyone's cache).
+const MAX_CACHED_PER_OWNER: usize = 16;
 
 /// Warm-ups one owner may have waiting or compiling at once.
 const WARM_PER_OWNER: usize = 2;
+
+/// A compiled validator kept, with whom it was compiled for and when.
+struct Kept {
+    plugin: Arc<ValidatorPlugin>,
+    owner: Option<u32>,
+    seq: u64,
+}
 
 /// The validators this daemon has loaded.
 pub struct Validators {
     engine: PluginEngine,
     limits: PluginLimits,
-    loaded: Mutex<HashMap<String, Arc<ValidatorPlugin>>>,
-    /// Held while compiling: many runs ending at once with one validator
-    /// compile it once, not once each (each compile racing the others for
-    /// the CPU until all of them passed their watchdog).
-    compiling: Mutex<()>,
+    loaded: Mutex<HashMap<String, Kept>>,
+    /// Who may compile now: each owner one at a time (many runs ending at
+    /// once with one validator compile it once, not once each), two in all.
+    gate: super::gate::Gate,
+    /// Insertions so far: the age of what is kept.
+    inserted: std::sync::atomic::AtomicU64,
     /// The validators being compiled ahead of their runs' ends ([`Validators::warm`]).
     warming: Mutex<std::collections::HashSet<(String, Option<u32>)>>,
 }
@@ -38,7 +50,8 @@ impl Validators {
             engine,
             limits,
             loaded: Mutex::new(HashMap::new()),
-            compiling: Mutex::new(()),
+            gate: super::gate::Gate::default(),
+            inserted: std::sync::atomic::AtomicU64::new(0),
             warming: Mutex::new(std::collections::HashSet::new()),
         }
     }
@@ -52,8 +65,8 @@ impl Validators {
         let key = (plugin.to_string(), who.as_ref().map(|w| w.uid));
         {
             let mut warming = self.warming.lock().unwrap_or_else(|p| p.into_inner());
-            // Compiles are one at a time: an owner queues a few warm-ups at
-            // most; the rest compile when their runs end.
+            // An owner's compiles are one at a time: she queues a few
+            // warm-ups at most; the rest compile when their runs end.
             let theirs = warming.iter().filter(|(_, uid)| *uid == key.1).count();
             if theirs >= WARM_PER_OWNER || !warming.insert(key.clone()) {
                 return;
@@ -129,7 +142,9 @@ impl Validators {
         if let Some(v) = self.cached(&key) {
             return Ok(v);
         }
-        let _one_at_a_time = self.compiling.lock().unwrap_or_else(|p| p.into_inner());
+        let owner = who.map(|w| w.uid);
+        let turn = self.gate.turn_of(owner);
+        let _pass = self.gate.enter(&turn);
         if let Some(v) = self.cached(&key) {
             return Ok(v);
         }
@@ -144,12 +159,36 @@ impl Validators {
         })
         .map_err(|e| format!("validator `{name}` {e}"))?;
         let plugin = Arc::new(plugin);
-        let mut loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
-        if loaded.len() >= MAX_CACHED {
-            loaded.clear();
-        }
-        loaded.insert(key, Arc::clone(&plugin));
+        self.keep(key, owner, Arc::clone(&plugin));
         Ok(plugin)
+    }
+
+    /// Keeps `plugin` under `key`, making room: the owner's oldest past
+    /// [`MAX_CACHED_PER_OWNER`], else the oldest of all past [`MAX_CACHED`].
+    fn keep(&self, key: String, owner: Option<u32>, plugin: Arc<ValidatorPlugin>) {
+        let seq = self
+            .inserted
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
+        let oldest = |loaded: &HashMap<String, Kept>, of: Option<Option<u32>>| {
+            loaded
+                .iter()
+                .filter(|(_, k)| of.is_none_or(|o| k.owner == o))
+                .min_by_key(|(_, k)| k.seq)
+                .map(|(key, _)| key.clone())
+        };
+        let theirs = loaded.values().filter(|k| k.owner == owner).count();
+        let evict = if theirs >= MAX_CACHED_PER_OWNER {
+            oldest(&loaded, Some(owner))
+        } else if loaded.len() >= MAX_CACHED {
+            oldest(&loaded, None)
+        } else {
+            None
+        };
+        if let Some(k) = evict {
+            loaded.remove(&k);
+        }
+        loaded.insert(key, Kept { plugin, owner, seq });
     }
 
     fn cached(&self, key: &str) -> Option<Arc<ValidatorPlugin>> {
@@ -157,7 +196,7 @@ impl Validators {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .get(key)
-            .cloned()
+            .map(|k| Arc::clone(&k.plugin))
     }
 }
 
@@ -204,5 +243,21 @@ mod tests {
         assert!(Arc::ptr_eq(&a, &b), "the warmed one is what judging gets");
         // A name that is nothing is only logged.
         v.warm("/nonexistent/x.wasm", None);
+    }
+
+    #[test]
+    fn one_owner_cycling_through_files_keeps_at_most_her_share_and_evicts_only_hers() {
+        let engine = PluginEngine::new(None).unwrap();
+        let v = Validators::new(engine, PluginLimits::default());
+        let plugin = v.get("outputs", None).unwrap();
+        v.keep("bob:1".into(), Some(1002), Arc::clone(&plugin));
+        for i in 0..40 {
+            v.keep(format!("alice:{i}"), Some(1001), Arc::clone(&plugin));
+        }
+        assert!(v.cached("bob:1").is_some(), "bob's stays");
+        assert!(v.cached("alice:39").is_some() && v.cached("alice:0").is_none());
+        let loaded = v.loaded.lock().unwrap();
+        let hers = loaded.values().filter(|k| k.owner == Some(1001)).count();
+        assert_eq!(hers, MAX_CACHED_PER_OWNER);
     }
 }
