@@ -90,7 +90,7 @@ impl Daemon {
     pub fn sweep_outputs(&self, dry_run: bool) -> (usize, u64) {
         let _one = super::locks::gate(&SWEEPING);
         let cutoffs = self.cutoffs(now_ms());
-        let (mut runs, mut bytes) = (0, 0);
+        let (mut runs, mut bytes, mut failed) = (0, 0, 0);
         let mut after = 0usize;
         loop {
             let batch = match self.store().expired_outputs(&cutoffs, BATCH + after) {
@@ -108,14 +108,21 @@ impl Daemon {
             for e in &fresh {
                 let mut budget = 1_000_000;
                 let folders = self.local_folders(e);
-                bytes += folders.iter().map(|p| size_of(p, &mut budget)).sum::<u64>();
-                runs += 1;
+                let size = folders.iter().map(|p| size_of(p, &mut budget)).sum::<u64>();
                 if dry_run {
+                    (runs, bytes) = (runs + 1, bytes + size);
                     continue;
                 }
+                // Only what was removed is counted; a failure is tried again.
                 match self.remove_local(e, &folders, &cutoffs) {
-                    Ok(()) => done.push(e.run),
-                    Err(why) => tracing::warn!("retention: run {}: {why}", e.run),
+                    Ok(()) => {
+                        done.push(e.run);
+                        (runs, bytes) = (runs + 1, bytes + size);
+                    }
+                    Err(why) => {
+                        failed += 1;
+                        tracing::warn!("retention: run {}: {why}", e.run);
+                    }
                 }
             }
             if dry_run {
@@ -133,6 +140,11 @@ impl Daemon {
         if runs > 0 && !dry_run {
             tracing::info!(
                 "retention: removed the local outputs and scratch of {runs} runs ({bytes} bytes)"
+            );
+        }
+        if failed > 0 {
+            tracing::warn!(
+                "retention: the outputs of {failed} runs could not be removed (said above); they are tried again at the next sweep"
             );
         }
         (runs, bytes)
