@@ -1,7 +1,9 @@
 //! `scripts/bench queue [N]`: N (10,000) `true` tasks queued at once (a
 //! sweep submitted held, then released), drained on 4 slots with the
 //! default policy chain against `plugins.chain = []`, same machine, same
-//! run: wall time, runs a second, and the daemon's CPU while draining.
+//! run: wall time, runs a second, and the daemon's CPU while draining;
+//! then N tasks of 25 ms with the default chain (paced run ends, about 100
+//! a second on 4 slots): the daemon's CPU per run end.
 //!
 //! `scripts/bench lsload [N]`: `nightjar ls` every 50 ms while N (10,000)
 //! CLI submits (`--hold`, two at a time) grow the queue, p50/p99, against
@@ -18,6 +20,11 @@ use super::vs::{nightjar, nightjar_text};
 use super::{Daemon, cpu_secs};
 
 fn drain(n: usize, chain: &str) -> Result<(f64, f64)> {
+    drain_cmd(n, chain, "true")
+}
+
+/// Drains N tasks of `command` (which gets `${a} ${b}` appended) on 4 slots.
+fn drain_cmd(n: usize, chain: &str, command: &str) -> Result<(f64, f64)> {
     let d = Daemon::start(&format!(
         "slots = 4\n{chain}[sandbox]\nlog_cap = \"64KiB\"\n"
     ))?;
@@ -27,7 +34,7 @@ fn drain(n: usize, chain: &str) -> Result<(f64, f64)> {
     std::fs::write(
         &file,
         format!(
-            "name = \"q\"\ncommand = \"true ${{a}} ${{b}}\"\n[sweep]\na = [{}]\nb = [{}]\n",
+            "name = \"q\"\ncommand = \"{command} ${{a}} ${{b}}\"\n[sweep]\na = [{}]\nb = [{}]\n",
             vals(per),
             vals(n.div_ceil(per))
         ),
@@ -83,6 +90,13 @@ pub fn queue(n: usize) -> Result<()> {
         oc * 100.0
     );
     println!("  ratio {:.2} (goal <= 2)", w / o);
+    // Paced: each task sleeps 25 ms, so 4 slots end about 100 runs a second.
+    let (p, pc) = drain_cmd(n, "", "sleep 0.025; :")?;
+    println!(
+        "  default chain, 25 ms tasks: {p:.1} s, {:.0} runs/s, daemon CPU {:.0}% of a core (goal < 50% at 100 ends/s)",
+        n as f64 / p,
+        pc * 100.0
+    );
     Ok(())
 }
 
