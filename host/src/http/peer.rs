@@ -88,35 +88,33 @@ impl Drop for PeerSlot {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_local_connection_counts_against_the_user_owning_its_socket() {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    /// A fresh connection to a listener on `bind`: (its peer, our end).
+    fn connection(bind: &str) -> (SocketAddr, SocketAddr, [std::net::TcpStream; 2]) {
+        let listener = std::net::TcpListener::bind(bind).unwrap();
         let local = listener.local_addr().unwrap();
         let client = std::net::TcpStream::connect(local).unwrap();
-        let (_served, peer) = listener.accept().unwrap();
+        let (served, peer) = listener.accept().unwrap();
         assert_eq!(peer, client.local_addr().unwrap());
-        assert_eq!(
-            Client::of(peer, local),
-            Client::LocalUser(crate::users::euid())
-        );
-        // A remote address is itself.
-        let far: SocketAddr = "192.0.2.7:5000".parse().unwrap();
-        assert_eq!(Client::of(far, local), Client::Addr(far.ip()));
+        (peer, local, [client, served])
     }
 
     #[test]
-    fn an_ipv6_loopback_connection_counts_against_its_owner_too() {
-        let listener = std::net::TcpListener::bind("[::1]:0").unwrap();
-        let local = listener.local_addr().unwrap();
-        let _client = std::net::TcpStream::connect(local).unwrap();
-        let (_served, peer) = listener.accept().unwrap();
-        assert_eq!(
-            Client::of(peer, local),
-            Client::LocalUser(crate::users::euid())
-        );
-        // A four-tuple no socket has: not a local user.
-        let gone: SocketAddr = "[::1]:1".parse().unwrap();
-        assert_eq!(Client::of(gone, local), Client::Addr(gone.ip()));
+    fn a_local_connection_counts_against_the_user_owning_its_socket() {
+        for bind in ["127.0.0.1:0", "[::1]:0"] {
+            let (peer, local, _open) = connection(bind);
+            assert_eq!(
+                Client::of(peer, local),
+                Client::LocalUser(crate::users::euid()),
+                "{bind}"
+            );
+            // A four-tuple no socket has (closed already): not a local user.
+            let gone = SocketAddr::new(peer.ip(), 1);
+            assert_eq!(Client::of(gone, local), Client::Addr(gone.ip()), "{bind}");
+        }
+        // A remote address is itself.
+        let (_, local, _open) = connection("127.0.0.1:0");
+        let far: SocketAddr = "192.0.2.7:5000".parse().unwrap();
+        assert_eq!(Client::of(far, local), Client::Addr(far.ip()));
     }
 
     #[test]

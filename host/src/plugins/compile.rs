@@ -69,8 +69,8 @@ impl ChildCompiler {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        // SAFETY: only async-signal-safe calls (setrlimit, close_range) between
-        // fork and exec.
+        // SAFETY: only async-signal-safe calls (setrlimit, `sys::cloexec_fds_from`)
+        // between fork and exec.
         unsafe {
             cmd.pre_exec(move || {
                 let data = libc::rlimit {
@@ -89,12 +89,7 @@ impl ChildCompiler {
                 // Descriptors the daemon inherited without close-on-exec
                 // do not reach the child (marked, not closed: std's own
                 // exec-error pipe is among them).
-                libc::syscall(
-                    libc::SYS_close_range,
-                    3u32,
-                    u32::MAX,
-                    libc::CLOSE_RANGE_CLOEXEC,
-                );
+                crate::sys::cloexec_fds_from(3);
                 Ok(())
             });
         }

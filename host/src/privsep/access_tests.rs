@@ -1,15 +1,7 @@
 use super::*;
 use std::os::unix::fs::PermissionsExt;
 
-fn nobody() -> RunAs {
-    RunAs {
-        uid: 65534,
-        gid: 65534,
-        groups: vec![65534],
-        name: "nobody".into(),
-        home: "/nonexistent".into(),
-    }
-}
+use crate::privsep::nobody;
 
 /// A root-owned file of `mode` with a POSIX ACL entry giving uid 65534
 /// `perm` (0 or 4), written as the kernel's xattr form.

@@ -64,3 +64,16 @@ pub fn run_as(account: crate::users::Account) -> RunAs {
         home: account.home,
     }
 }
+
+/// The unprivileged account every Debian system has, for tests that act
+/// as another user.
+#[cfg(test)]
+pub(crate) fn nobody() -> RunAs {
+    RunAs {
+        uid: 65534,
+        gid: 65534,
+        groups: vec![65534],
+        name: "nobody".into(),
+        home: "/nonexistent".into(),
+    }
+}

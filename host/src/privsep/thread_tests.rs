@@ -1,16 +1,7 @@
 use super::*;
 use std::os::unix::fs::PermissionsExt;
 
-/// The unprivileged account every Debian system has.
-fn nobody() -> RunAs {
-    RunAs {
-        uid: 65534,
-        gid: 65534,
-        groups: vec![65534],
-        name: "nobody".into(),
-        home: "/nonexistent".into(),
-    }
-}
+use crate::privsep::nobody;
 
 fn need_root() {
     assert_eq!(
