@@ -52,6 +52,7 @@ mod notify_mail;
 mod notify_wecom;
 mod ordering;
 mod package;
+mod passes;
 mod plugin_config;
 mod plugin_new;
 mod plugins_compile;

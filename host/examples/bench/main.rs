@@ -357,6 +357,7 @@ fn main() -> Result<()> {
         "throughput" => vs::throughput(n(1, 1_000)),
         "queue" => queue::queue(n(1, 10_000)),
         "lsload" => queue::lsload(n(1, 10_000)),
+        "paced" => queue::paced(n(1, 10_000)),
         "startup" => vs::startup_and_submit(n(1, 200)),
         "idle" => idle(n(1, 60) as u64),
         "sse" => sse::sse(n(1, 30) as u64),

@@ -90,12 +90,18 @@ pub fn queue(n: usize) -> Result<()> {
         oc * 100.0
     );
     println!("  ratio {:.2} (goal <= 2)", w / o);
-    // Paced: each task sleeps 25 ms, so 4 slots end about 100 runs a second.
+    paced(n)
+}
+
+/// `scripts/bench paced [N]`: N tasks of 25 ms on 4 slots with the default
+/// chain, so runs end about 100 a second: the daemon's CPU per run end.
+pub fn paced(n: usize) -> Result<()> {
     let (p, pc) = drain_cmd(n, "", "sleep 0.025; :")?;
     println!(
-        "  default chain, 25 ms tasks: {p:.1} s, {:.0} runs/s, daemon CPU {:.0}% of a core (goal < 50% at 100 ends/s)",
+        "  default chain, 25 ms tasks: {p:.1} s, {:.0} runs/s, daemon CPU {:.0}% of a core (goal < 50% at 100 ends/s), {:.2} ms of CPU per run end",
         n as f64 / p,
-        pc * 100.0
+        pc * 100.0,
+        pc * p * 1e3 / n as f64
     );
     Ok(())
 }

@@ -244,6 +244,9 @@ impl Daemon {
         if self.draining.load(Ordering::SeqCst) {
             return Ok(());
         }
+        // One line per pass at `NIGHTJAR_LOG=nightjar::pass=trace`: how a
+        // test counts that a daemon with nothing to do does not spin.
+        tracing::trace!(target: "nightjar::pass", "scheduling pass");
         let now = now_ms();
         lock(&self.pool).stagger.now = now;
         let tz = self.cfg.tz();

@@ -117,13 +117,13 @@ impl Daemon {
         // With every slot taken, a pass can still preempt; without a
         // preemptible run there is nothing to decide.
         if lock(&self.pool).slots == 0 && !running.iter().any(|r| r.preemptible) {
-            return Ok(false);
+            return Ok(self.nothing_to_decide());
         }
         let queue = self
             .store()
             .candidates(now, self.cfg.plugins.max_queue, 0)?;
         if queue.is_empty() {
-            return Ok(false);
+            return Ok(self.nothing_to_decide());
         }
         let window = self.cfg.plugins.usage_window.as_millis() as i64;
         let usage = self.store().usage_since(now.saturating_sub(window))?;
@@ -273,6 +273,16 @@ impl Daemon {
         }
         *ranking = Some(ranked);
         Ok(dispatched.started)
+    }
+
+    /// A pass with no slot to fill and nothing to preempt, or no queue:
+    /// the chain is not asked, and not asked again until something changes
+    /// (a run's end, a submit). A wake-up left from an earlier ranking would
+    /// otherwise be in the past at every turn, and the scheduler thread
+    /// would spin (it did: 1,200 passes a second with every slot taken).
+    fn nothing_to_decide(&self) -> bool {
+        *lock(&self.policy_wake) = None;
+        false
     }
 
     /// Stores each verdict whose kind or cause changed (a countdown in a

@@ -139,7 +139,7 @@ pub fn run(
                 d.pass_failures.failed("this turn", &format!("{e:#}"));
             }
         }
-        let store_wake = d.store().next_wakeup().ok().flatten();
+        let store_wake = d.store().next_wakeup(crate::time::now_ms()).ok().flatten();
         let wake = match (store_wake, d.policy_wakeup()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

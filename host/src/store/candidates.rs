@@ -5,6 +5,9 @@ use std::collections::HashMap;
 
 use rusqlite::params;
 
+use std::sync::Arc;
+
+use super::spec_cache::Stamp;
 use super::{Candidate, Result, Store, StoreError};
 use crate::task::model::TaskSpec;
 
@@ -14,12 +17,13 @@ const UNSATISFIED: &str = "EXISTS (SELECT 1 FROM deps d JOIN tasks p ON p.id = d
         (d.kind = 'after-ok' AND p.state = 'succeeded') OR
         (d.kind = 'after-any' AND p.state IN ('succeeded', 'failed', 'cancelled'))))";
 
-/// The columns a candidate is read from (`candidate_row`).
-const CANDIDATE_COLUMNS: &str = "t.id, t.spec, t.submitted_at, t.attempts,
+/// The columns a candidate is read from (`Row::read`); the spec itself is
+/// read only when the cache does not hold it (`spec_cache.rs`).
+const CANDIDATE_COLUMNS: &str = "t.id, t.submitted_at, t.attempts,
     MAX(t.submitted_at, COALESCE(t.not_before, 0),
         COALESCE((SELECT MAX(p.finished_at) FROM deps d JOIN tasks p ON p.id = d.dep_id
                   WHERE d.task_id = t.id), 0)),
-    t.needs_gpu_free";
+    t.needs_gpu_free, t.priority, octet_length(t.spec)";
 
 /// SQL true when task `t` may start at `?1`: queued, past its backoff,
 /// dependencies met.
@@ -30,21 +34,42 @@ fn eligible() -> String {
     )
 }
 
-/// One candidate from a row of `CANDIDATE_COLUMNS` (the spec parsed).
-fn candidate_row(r: &rusqlite::Row) -> rusqlite::Result<Result<Candidate>> {
-    let spec: String = r.get(1)?;
-    Ok(serde_json::from_str::<TaskSpec>(&spec)
-        .map_err(StoreError::from)
-        .and_then(|spec| {
-            Ok(Candidate {
-                id: r.get(0)?,
-                spec,
-                submitted_at: r.get(2)?,
-                attempts: r.get(3)?,
-                eligible_at: r.get(4)?,
-                needs_gpu_free: r.get::<_, Option<i64>>(5)?.map(|b| b.max(0) as u64),
-            })
-        }))
+/// A candidate's row without its spec.
+struct Row {
+    id: i64,
+    submitted_at: i64,
+    attempts: i64,
+    eligible_at: i64,
+    needs_gpu_free: Option<u64>,
+    stamp: Stamp,
+}
+
+impl Row {
+    /// One row of `CANDIDATE_COLUMNS`.
+    fn read(r: &rusqlite::Row) -> rusqlite::Result<Row> {
+        Ok(Row {
+            id: r.get(0)?,
+            submitted_at: r.get(1)?,
+            attempts: r.get(2)?,
+            eligible_at: r.get(3)?,
+            needs_gpu_free: r.get::<_, Option<i64>>(4)?.map(|b| b.max(0) as u64),
+            stamp: Stamp {
+                priority: r.get(5)?,
+                bytes: r.get(6)?,
+            },
+        })
+    }
+
+    fn with(self, spec: Arc<TaskSpec>) -> Candidate {
+        Candidate {
+            id: self.id,
+            spec,
+            submitted_at: self.submitted_at,
+            eligible_at: self.eligible_at,
+            attempts: self.attempts,
+            needs_gpu_free: self.needs_gpu_free,
+        }
+    }
 }
 
 /// Whether `task` may start at `now`, read inside the caller's transaction.
@@ -68,9 +93,18 @@ impl Store {
              ORDER BY t.priority DESC, t.submitted_at, t.id LIMIT ?2 OFFSET ?3",
             eligible()
         );
-        let mut stmt = self.conn.prepare_cached(&sql)?;
-        let rows = stmt.query_map(params![now, limit as i64, offset as i64], candidate_row)?;
-        rows.map(|r| r?).collect()
+        let rows: Vec<Row> = {
+            let mut stmt = self.conn.prepare_cached(&sql)?;
+            stmt.query_map(params![now, limit as i64, offset as i64], Row::read)?
+                .collect::<rusqlite::Result<_>>()?
+        };
+        let whole = offset == 0 && rows.len() < limit;
+        let out = self.with_specs(rows)?;
+        if whole {
+            let live = out.iter().map(|c| c.id).collect();
+            self.specs.borrow_mut().keep_only(&live);
+        }
+        Ok(out)
     }
 
     /// The tasks among `ids` that may start now, keyed by id: those still
@@ -81,9 +115,54 @@ impl Store {
              WHERE {} AND t.id IN (SELECT value FROM json_each(?2))",
             eligible()
         );
-        let mut stmt = self.conn.prepare_cached(&sql)?;
-        let ids = serde_json::to_string(ids)?;
-        let rows = stmt.query_map(params![now, ids], candidate_row)?;
-        rows.map(|r| r?.map(|c| (c.id, c))).collect()
+        let rows: Vec<Row> = {
+            let mut stmt = self.conn.prepare_cached(&sql)?;
+            let ids = serde_json::to_string(ids)?;
+            stmt.query_map(params![now, ids], Row::read)?
+                .collect::<rusqlite::Result<_>>()?
+        };
+        Ok(self
+            .with_specs(rows)?
+            .into_iter()
+            .map(|c| (c.id, c))
+            .collect())
+    }
+
+    /// `rows` with their specs: from the cache, or read and decoded (and
+    /// kept) where it has none or one decoded from an older spec.
+    fn with_specs(&self, rows: Vec<Row>) -> Result<Vec<Candidate>> {
+        let mut cache = self.specs.borrow_mut();
+        let missing: Vec<i64> = rows
+            .iter()
+            .filter(|r| cache.get(r.id, r.stamp).is_none())
+            .map(|r| r.id)
+            .collect();
+        if !missing.is_empty() {
+            let mut stmt = self.conn.prepare_cached(
+                "SELECT id, priority, spec FROM tasks WHERE id IN (SELECT value FROM json_each(?1))",
+            )?;
+            let ids = serde_json::to_string(&missing)?;
+            let mut read = stmt.query([ids])?;
+            while let Some(r) = read.next()? {
+                let id: i64 = r.get(0)?;
+                let text: String = r.get(2)?;
+                let spec: TaskSpec = serde_json::from_str(&text).map_err(|e| {
+                    StoreError::Invalid(format!(
+                        "task {id}: its stored spec cannot be read ({e}); `nightjard check` names damaged rows"
+                    ))
+                })?;
+                let stamp = Stamp {
+                    priority: r.get(1)?,
+                    bytes: text.len() as i64,
+                };
+                cache.put(id, stamp, Arc::new(spec));
+            }
+        }
+        // A row rewritten or deleted between the two reads (only another
+        // process could) goes with what the second read found.
+        Ok(rows
+            .into_iter()
+            .filter_map(|r| cache.latest(r.id).map(|spec| r.with(spec)))
+            .collect())
     }
 }

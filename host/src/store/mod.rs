@@ -27,6 +27,7 @@ mod query;
 mod queue;
 mod report;
 mod schema;
+mod spec_cache;
 mod submit;
 pub mod tokens;
 pub mod types;
@@ -93,6 +94,8 @@ pub type Result<T> = std::result::Result<T, StoreError>;
 /// An open store.
 pub struct Store {
     conn: Connection,
+    /// Queued tasks' specs, decoded once (`spec_cache.rs`).
+    specs: std::cell::RefCell<spec_cache::SpecCache>,
 }
 
 impl Store {
@@ -121,7 +124,10 @@ impl Store {
         // 32 MiB of page cache: the hot b-tree pages of a 10,000-task queue stay in memory.
         conn.pragma_update(None, "cache_size", -32_768)?;
         conn.set_prepared_statement_cache_capacity(64);
-        let mut store = Store { conn };
+        let mut store = Store {
+            conn,
+            specs: Default::default(),
+        };
         store.migrate(found)?;
         Ok(store)
     }

@@ -96,14 +96,21 @@ pub(super) fn run_row(r: &rusqlite::Row) -> rusqlite::Result<RunRow> {
 pub(super) const DUE_SQL: &str = "SELECT id, spec, schedule FROM tasks INDEXED BY tasks_fire
     WHERE state = 'scheduled' AND next_fire_at <= ?1";
 
+/// Whether any template is due (`DUE_SQL` finds it).
+pub(super) const DUE_ANY_SQL: &str = "SELECT EXISTS (SELECT 1 FROM tasks INDEXED BY tasks_fire
+    WHERE state = 'scheduled' AND next_fire_at <= ?1)";
+
 /// `@reboot` templates: read once, at daemon start.
 pub(super) const REBOOT_SQL: &str = "SELECT id, spec, schedule FROM tasks
     WHERE state = 'scheduled' AND kind = 'recurring' AND lower(trim(schedule)) = '@reboot'";
 
-/// The scheduler's next timer. Runs after every pass: must use indexes.
+/// The scheduler's next timer after `?1`. Runs after every pass: must use
+/// indexes. A backoff that has already ended is not a timer: the task waits
+/// for a slot, and a run's end asks for the pass that starts it (a past
+/// time here made the scheduler spin while every slot was taken).
 pub(super) const WAKEUP_SQL: &str = "SELECT MIN(x) FROM (
     SELECT MIN(not_before) AS x FROM tasks INDEXED BY tasks_backoff
-        WHERE state = 'queued' AND not_before IS NOT NULL
+        WHERE state = 'queued' AND not_before IS NOT NULL AND not_before > ?1
     UNION ALL
     SELECT MIN(next_fire_at) FROM tasks INDEXED BY tasks_fire WHERE state = 'scheduled')";
 
@@ -236,6 +243,15 @@ impl Store {
         now: i64,
         next_fire: impl Fn(&str, i64) -> Option<i64>,
     ) -> Result<Vec<i64>> {
+        // Asked at every pass: most find nothing due, and a look through the
+        // index outside a transaction costs no locking of the database.
+        let any: bool = self
+            .conn
+            .prepare_cached(DUE_ANY_SQL)?
+            .query_row([now], |r| r.get(0))?;
+        if !any {
+            return Ok(Vec::new());
+        }
         let tx = self.conn.transaction()?;
         let due: Vec<(i64, String, String)> = {
             let mut stmt = tx.prepare_cached(DUE_SQL)?;
@@ -309,8 +325,8 @@ fn fire(
 
 impl Store {
     /// The earliest time something waits for: a backoff ending or a template firing.
-    pub fn next_wakeup(&self) -> Result<Option<i64>> {
-        let t: Option<i64> = row(&self.conn, WAKEUP_SQL, [], |r| r.get(0))?;
+    pub fn next_wakeup(&self, now: i64) -> Result<Option<i64>> {
+        let t: Option<i64> = row(&self.conn, WAKEUP_SQL, [now], |r| r.get(0))?;
         Ok(t)
     }
 

@@ -135,7 +135,10 @@ impl Store {
         // fresh connection starts with an empty cache). The daemon never
         // shrinks the file (no VACUUM), the one hazard of a mapping.
         conn.pragma_update(None, "mmap_size", 1i64 << 30)?;
-        Ok(Store { conn })
+        Ok(Store {
+            conn,
+            specs: Default::default(),
+        })
     }
 
     /// The rows of a report of `[from, to)` whose series has buckets of

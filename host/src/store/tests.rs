@@ -163,7 +163,12 @@ fn failure_retries_with_backoff_then_fails_and_blocks_dependants() {
         s.candidates(3_000, 10, 0).unwrap().is_empty(),
         "backoff holds the retry"
     );
-    assert_eq!(s.next_wakeup().unwrap(), Some(13_000));
+    assert_eq!(s.next_wakeup(3_000).unwrap(), Some(13_000));
+    assert_eq!(
+        s.next_wakeup(13_000).unwrap(),
+        None,
+        "an ended backoff is no timer: the task waits for a slot"
+    );
     let run2 = s
         .claim(a, &NewRun::default(), dir.path(), 13_000)
         .unwrap()
@@ -340,23 +345,18 @@ fn per_pass_queries_use_indexes_not_scans() {
     for _ in 0..50 {
         submit(&mut s, "command = \"true\"\n");
     }
-    for (sql, param) in [
-        (super::queue::DUE_SQL, true),
-        (super::queue::WAKEUP_SQL, false),
+    for sql in [
+        super::queue::DUE_SQL,
+        super::queue::DUE_ANY_SQL,
+        super::queue::WAKEUP_SQL,
     ] {
         let explain = format!("EXPLAIN QUERY PLAN {sql}");
         let mut stmt = s.conn.prepare(&explain).unwrap();
-        let rows: Vec<String> = if param {
-            stmt.query_map([0i64], |r| r.get::<_, String>(3))
-                .unwrap()
-                .map(|r| r.unwrap())
-                .collect()
-        } else {
-            stmt.query_map([], |r| r.get::<_, String>(3))
-                .unwrap()
-                .map(|r| r.unwrap())
-                .collect()
-        };
+        let rows: Vec<String> = stmt
+            .query_map([0i64], |r| r.get::<_, String>(3))
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect();
         assert!(
             rows.iter().all(|r| !r.starts_with("SCAN tasks")),
             "{sql}: {rows:?}"

@@ -30,8 +30,8 @@ pub struct RunOutcome {
 pub struct Candidate {
     /// Task id.
     pub id: i64,
-    /// Its spec.
-    pub spec: TaskSpec,
+    /// Its spec (shared with the store's cache of decoded specs).
+    pub spec: std::sync::Arc<TaskSpec>,
     /// Submitted (Unix ms).
     pub submitted_at: i64,
     /// Eligible since: submit, end of backoff, or its last dependency's end (Unix ms).

@@ -1,0 +1,125 @@
+//! The scheduler reads every queued task's spec at every pass; decoding
+//! 10,000 specs from JSON each time was most of a pass. Specs do not change
+//! once submitted (a priority change rewrites the spec and the `priority`
+//! column together), so decoded specs are kept across passes, keyed by task
+//! and checked against the row's `priority` and the spec's length in bytes
+//! (`octet_length`, read from the record header without loading the text):
+//! a row whose spec was rewritten is decoded again.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::task::model::TaskSpec;
+
+/// Entries kept beyond the tasks of the last full read of the queue.
+const SLACK: usize = 4096;
+
+/// What a cached spec was decoded from: the row's priority column and the
+/// spec's length in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Stamp {
+    /// `tasks.priority`.
+    pub priority: i64,
+    /// `octet_length(tasks.spec)`.
+    pub bytes: i64,
+}
+
+/// Decoded specs by task id.
+#[derive(Debug, Default)]
+pub(super) struct SpecCache {
+    specs: HashMap<i64, (Stamp, Arc<TaskSpec>)>,
+}
+
+impl SpecCache {
+    /// The cached spec of `task`, if it was decoded from a row with `stamp`.
+    pub fn get(&self, task: i64, stamp: Stamp) -> Option<Arc<TaskSpec>> {
+        self.specs
+            .get(&task)
+            .filter(|(s, _)| *s == stamp)
+            .map(|(_, spec)| Arc::clone(spec))
+    }
+
+    /// The spec of `task` kept last, whatever row it came from.
+    pub fn latest(&self, task: i64) -> Option<Arc<TaskSpec>> {
+        self.specs.get(&task).map(|(_, spec)| Arc::clone(spec))
+    }
+
+    /// Keeps `spec`, decoded from a row with `stamp`.
+    pub fn put(&mut self, task: i64, stamp: Stamp, spec: Arc<TaskSpec>) {
+        self.specs.insert(task, (stamp, spec));
+    }
+
+    /// After a read of the whole eligible queue (`live`): drops the specs of
+    /// tasks no longer in it once the cache holds more than it plus some
+    /// slack, so it stays the size of the queue.
+    pub fn keep_only(&mut self, live: &std::collections::HashSet<i64>) {
+        if self.specs.len() > live.len() + SLACK {
+            self.specs.retain(|id, _| live.contains(id));
+        }
+    }
+
+    /// How many specs are kept (for tests).
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.specs.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{store, submit};
+    use super::*;
+    use crate::task::model::Priority;
+
+    #[test]
+    fn a_queued_spec_is_decoded_once_and_shared_by_later_reads() {
+        let (_dir, mut s) = store();
+        submit(&mut s, "command = \"true\"\n");
+        let first = s.candidates(2_000, 10, 0).unwrap();
+        let again = s.candidates(2_000, 10, 0).unwrap();
+        let by_id = s.candidates_by_ids(2_000, &[first[0].id]).unwrap();
+        assert!(Arc::ptr_eq(&first[0].spec, &again[0].spec));
+        assert!(Arc::ptr_eq(&first[0].spec, &by_id[&first[0].id].spec));
+    }
+
+    #[test]
+    fn a_priority_change_rewrites_the_spec_and_the_next_read_sees_it() {
+        let (_dir, mut s) = store();
+        let ids = submit(&mut s, "command = \"true\"\n");
+        let before = s.candidates(2_000, 10, 0).unwrap();
+        assert_eq!(before[0].spec.priority, Priority::Normal);
+        s.set_priority(ids[0], Priority::High, 2_000).unwrap();
+        let after = s.candidates(2_000, 10, 0).unwrap();
+        assert_eq!(after[0].spec.priority, Priority::High);
+        let by_id = s.candidates_by_ids(2_000, &ids).unwrap();
+        assert_eq!(by_id[&ids[0]].spec.priority, Priority::High);
+    }
+
+    #[test]
+    fn the_cache_shrinks_to_the_queue_once_it_holds_more_than_the_slack() {
+        let (_dir, mut s) = store();
+        submit(&mut s, "command = \"true\"\n");
+        let spec = Arc::clone(&s.candidates(2_000, 10, 0).unwrap()[0].spec);
+        let mut c = SpecCache::default();
+        let stamp = Stamp {
+            priority: 0,
+            bytes: 1,
+        };
+        for id in 0..100 {
+            c.put(id, stamp, Arc::clone(&spec));
+        }
+        let live: std::collections::HashSet<i64> = (0..10).collect();
+        c.keep_only(&live);
+        assert_eq!(c.len(), 100, "within the slack: kept for the next read");
+        for id in 100..(SLACK as i64 + 200) {
+            c.put(id, stamp, Arc::clone(&spec));
+        }
+        c.keep_only(&live);
+        assert_eq!(c.len(), 10, "past the slack: only the queue's tasks");
+        assert!(c.get(3, stamp).is_some());
+        assert!(
+            c.get(3, Stamp { bytes: 2, ..stamp }).is_none(),
+            "a spec of another length is not this one"
+        );
+    }
+}
