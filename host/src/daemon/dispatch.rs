@@ -32,7 +32,7 @@ pub const EVALUATE_AT_MOST_EVERY: Duration = Duration::from_secs(2);
 /// queue is not evaluated after every burst of runs ending); slots freed
 /// meanwhile are filled from the ranking at once.
 pub fn window_after(cost: Duration) -> Duration {
-    (cost * 4).clamp(EVALUATE_EVERY, EVALUATE_AT_MOST_EVERY)
+    (cost * 8).clamp(EVALUATE_EVERY, EVALUATE_AT_MOST_EVERY)
 }
 
 /// The chain's last evaluation: the eligible tasks in start order.

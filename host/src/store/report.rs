@@ -135,6 +135,7 @@ impl Store {
         // fresh connection starts with an empty cache). The daemon never
         // shrinks the file (no VACUUM), the one hazard of a mapping.
         conn.pragma_update(None, "mmap_size", 1i64 << 30)?;
+        super::tune(&conn)?;
         Ok(Store {
             conn,
             specs: Default::default(),
