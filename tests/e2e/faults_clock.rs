@@ -1,7 +1,8 @@
 //! Wall-clock steps, made with libfaketime (Debian's `faketime`) on the
-//! daemon only: its monotonic clock is left alone, as a real step leaves
-//! it. A retry's backoff waits as long as it was meant to, a frequent
-//! schedule goes on firing, and run durations stay true.
+//! daemon and the supervisors it starts (not on their tasks): the
+//! monotonic clock is left alone, as a real step leaves it. A retry's
+//! backoff waits as long as it was meant to, a frequent schedule goes on
+//! firing, run durations stay true, and a timeout ends its task on time.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -137,4 +138,48 @@ fn a_frequent_schedule_goes_on_firing_after_a_step_back() {
     std::fs::write(&offset, "-4h\n").unwrap();
     nj.until_slow("a firing after the step", || instances() > before);
     crate::harness::chaos_row("wall clock -4 h, */1 schedule", 1, 0, 0, 0);
+}
+
+#[test]
+fn a_stepped_supervisor_ends_its_task_at_its_timeout_and_the_task_keeps_the_real_clock() {
+    let (nj, offset) = stepped_world("");
+    let t0 = Instant::now();
+    let id = nj.submit(&["--timeout", "3s", "--", "sh", "-c", "env; date +%s; sleep 60"]);
+    nj.until("it runs", || nj.running() == 1);
+    let pid = nj.show(id)["runs"][0]["supervisor_pid"].as_i64().unwrap();
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+    let environ = String::from_utf8_lossy(&environ);
+    assert!(
+        environ.contains("FAKETIME_TIMESTAMP_FILE=") && environ.contains("libfaketime"),
+        "the supervisor runs on the daemon's fake clock: {environ}"
+    );
+    assert!(!environ.contains("SECRET_TOKEN"), "{environ}");
+    std::fs::write(&offset, "-4h\n").unwrap();
+    nj.wait(id);
+    let took = t0.elapsed();
+    let run = &nj.show(id)["runs"][0];
+    assert_eq!(run["class"], "timeout", "{run}");
+    assert!(
+        took < Duration::from_secs(20),
+        "a 3 s timeout across a -4 h step took {took:?}"
+    );
+    let log = nj.ok(&["logs", &id.to_string()]);
+    assert!(
+        !log.contains("FAKETIME") && !log.contains("LD_PRELOAD"),
+        "the task does not inherit the fake clock: {log}"
+    );
+    let real = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let printed: i64 = log
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .next()
+        .unwrap_or(0);
+    assert!(
+        (real - printed).abs() < 120,
+        "the task's `date` read the real clock: {printed} vs {real}"
+    );
+    crate::harness::chaos_row("wall clock -4 h with the supervisor stepped too", 1, 0, 0, 0);
 }

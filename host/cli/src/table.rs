@@ -2,6 +2,7 @@
 //! came from users or plugins (names, reasons) before it reaches a terminal.
 
 use std::borrow::Cow;
+use std::io::Write;
 
 /// `s` with control characters (ANSI escapes, newlines, carriage returns)
 /// and bidirectional overrides written as `\u{1b}`-style escapes, so a task
@@ -35,11 +36,23 @@ fn escape(s: &str, keep_lines: bool) -> Cow<'_, str> {
 }
 
 /// Prints rows under headers, columns padded to their widest cell; the last
-/// column is not padded.
+/// column is not padded. One write for the whole table (10,000 rows were
+/// 10,000 writes); a reader that went away (`| head`) ends it quietly.
 pub fn print(headers: &[&str], rows: &[Vec<String>]) {
-    let rows: Vec<Vec<String>> = rows
+    let text = render(headers, rows);
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush())
+        && e.kind() != std::io::ErrorKind::BrokenPipe
+    {
+        eprintln!("nightjar: cannot write to stdout: {e}");
+    }
+}
+
+/// The table `print` prints.
+fn render(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let rows: Vec<Vec<std::borrow::Cow<'_, str>>> = rows
         .iter()
-        .map(|r| r.iter().map(|c| clean(c).into_owned()).collect())
+        .map(|r| r.iter().map(|c| clean(c)).collect())
         .collect();
     let mut widths: Vec<usize> = headers.iter().map(|h| h.len()).collect();
     for row in &rows {
@@ -49,27 +62,48 @@ pub fn print(headers: &[&str], rows: &[Vec<String>]) {
             }
         }
     }
-    let line = |cells: Vec<&str>| {
-        let last = cells.len().saturating_sub(1);
-        let mut s = String::new();
-        for (i, c) in cells.iter().enumerate() {
-            if i == last {
-                s.push_str(c);
-            } else {
-                s.push_str(&format!("{c:<w$}  ", w = widths[i]));
+    let mut text = String::with_capacity((rows.len() + 1) * (widths.iter().sum::<usize>() + 16));
+    let mut line = |cells: &mut dyn Iterator<Item = &str>| {
+        let start = text.len();
+        let mut cells = cells.enumerate().peekable();
+        while let Some((i, c)) = cells.next() {
+            text.push_str(c);
+            if cells.peek().is_some() {
+                let pad = widths.get(i).map_or(0, |w| w.saturating_sub(c.chars().count()));
+                text.extend(std::iter::repeat_n(' ', pad + 2));
             }
         }
-        println!("{}", s.trim_end());
+        let end = text[start..].trim_end().len() + start;
+        text.truncate(end);
+        text.push('\n');
     };
-    line(headers.to_vec());
+    line(&mut headers.iter().copied());
     for row in &rows {
-        line(row.iter().map(String::as_str).collect());
+        line(&mut row.iter().map(|c| c.as_ref()));
     }
+    text
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn columns_are_padded_to_their_widest_cell_and_the_last_is_not() {
+        let rows = vec![
+            vec!["1".to_string(), "añb".to_string(), "x".to_string()],
+            vec!["22".to_string(), "b".to_string(), String::new()],
+        ];
+        assert_eq!(
+            render(&["ID", "NAME", "INFO"], &rows),
+            "ID  NAME  INFO\n1   añb   x\n22  b\n"
+        );
+        assert_eq!(
+            render(&["ID"], &[vec!["a\u{1b}[31m".to_string()]]),
+            "ID\na\\u{1b}[31m\n",
+            "cells are cleaned"
+        );
+    }
 
     #[test]
     fn ansi_escapes_and_newlines_are_escaped_and_plain_text_is_kept() {

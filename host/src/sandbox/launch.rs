@@ -76,6 +76,7 @@ pub fn launch(sup: &SupervisorCmd, dir: &Path) -> Result<Launched> {
     // A cleared environment: the task must not find the daemon's secrets in
     // /proc/<supervisor>/environ. The spec carries everything it needs.
     cmd.env_clear()
+        .envs(clock_env(std::env::vars_os()))
         .args(&sup.prefix)
         .arg(dir)
         .stdin(Stdio::piped())
@@ -87,6 +88,31 @@ pub fn launch(sup: &SupervisorCmd, dir: &Path) -> Result<Launched> {
         .with_context(|| format!("start supervisor {}", sup.program.display()))?;
     let pid = child.id().unwrap_or(0);
     Ok(Launched { child, pid })
+}
+
+/// What of the daemon's environment its supervisors keep: only a fake
+/// clock. A daemon started under libfaketime (`LD_PRELOAD` naming
+/// `libfaketime`, with its `FAKETIME*` settings) hands the same clock to
+/// its supervisors, so a test that steps the wall clock steps both sides of
+/// a run; nothing else passes, and the supervisor gives its task only the
+/// task's own environment. Another `LD_PRELOAD` (a memory allocator, say)
+/// stays the daemon's.
+fn clock_env(
+    vars: impl Iterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
+) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+    let vars: Vec<_> = vars
+        .filter(|(k, v)| {
+            let k = k.to_string_lossy();
+            k.starts_with("FAKETIME")
+                || (k == "LD_PRELOAD"
+                    && v.to_string_lossy()
+                        .split([':', ' '])
+                        .filter(|lib| !lib.is_empty())
+                        .all(|lib| lib.contains("libfaketime")))
+        })
+        .collect();
+    let faked = vars.iter().any(|(k, _)| k == "LD_PRELOAD");
+    if faked { vars } else { Vec::new() }
 }
 
 /// Talks to a launched supervisor: sends the spec, waits for its status line,
@@ -181,5 +207,36 @@ mod tests {
         let slim = SupervisorCmd::for_exe(&exe);
         assert_eq!(slim.program, dir.path().join("nightjar-supervise"));
         assert!(slim.prefix.is_empty());
+    }
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+        pairs.iter().map(|(k, v)| (k.into(), v.into())).collect()
+    }
+
+    #[test]
+    fn supervisors_keep_only_a_fake_clock_of_the_daemons_environment() {
+        let lib = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
+        let daemon = env(&[
+            ("LD_PRELOAD", lib),
+            ("FAKETIME_TIMESTAMP_FILE", "/tmp/offset"),
+            ("FAKETIME_DONT_FAKE_MONOTONIC", "1"),
+            ("SECRET_TOKEN", "must-not-leak"),
+            ("PATH", "/usr/bin"),
+        ]);
+        let kept = clock_env(daemon.into_iter());
+        let names: Vec<_> = kept.iter().map(|(k, _)| k.to_string_lossy().into_owned()).collect();
+        assert_eq!(
+            names,
+            ["LD_PRELOAD", "FAKETIME_TIMESTAMP_FILE", "FAKETIME_DONT_FAKE_MONOTONIC"]
+        );
+        let other = env(&[
+            ("LD_PRELOAD", &format!("/usr/lib/libjemalloc.so.2:{lib}")),
+            ("FAKETIME", "-4h"),
+        ]);
+        assert!(
+            clock_env(other.into_iter()).is_empty(),
+            "another preloaded library is not handed on, nor a clock without libfaketime"
+        );
+        assert!(clock_env(env(&[("FAKETIME", "+1h")]).into_iter()).is_empty());
     }
 }
