@@ -144,7 +144,14 @@ fn a_frequent_schedule_goes_on_firing_after_a_step_back() {
 fn a_stepped_supervisor_ends_its_task_at_its_timeout_and_the_task_keeps_the_real_clock() {
     let (nj, offset) = stepped_world("");
     let t0 = Instant::now();
-    let id = nj.submit(&["--timeout", "3s", "--", "sh", "-c", "env; date +%s; sleep 60"]);
+    let id = nj.submit(&[
+        "--timeout",
+        "3s",
+        "--",
+        "sh",
+        "-c",
+        "env; date +%s; sleep 60",
+    ]);
     nj.until("it runs", || nj.running() == 1);
     let pid = nj.show(id)["runs"][0]["supervisor_pid"].as_i64().unwrap();
     let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
@@ -181,5 +188,11 @@ fn a_stepped_supervisor_ends_its_task_at_its_timeout_and_the_task_keeps_the_real
         (real - printed).abs() < 120,
         "the task's `date` read the real clock: {printed} vs {real}"
     );
-    crate::harness::chaos_row("wall clock -4 h with the supervisor stepped too", 1, 0, 0, 0);
+    crate::harness::chaos_row(
+        "wall clock -4 h with the supervisor stepped too",
+        1,
+        0,
+        0,
+        0,
+    );
 }

@@ -77,3 +77,32 @@ fn a_retry_whose_backoff_ended_waits_for_a_slot_without_passes() {
         "the retry ran once the slot was free"
     );
 }
+
+#[test]
+fn retries_whose_backoffs_end_during_a_pass_still_start() {
+    // Free slots for every retry; the second attempts run long, so no run's
+    // end asks for a pass. A backoff that ends while a pass is starting
+    // other retries must still wake the scheduler.
+    let n = 16;
+    let nj = counting(&format!("slots = {n}\n[plugins]\nchain = []\n"));
+    let ids: Vec<i64> = (0..n)
+        .map(|i| {
+            let marker = nj.dir.path().join(format!("tried-{i}"));
+            let file = nj.dir.path().join(format!("retry-{i}.toml"));
+            std::fs::write(
+                &file,
+                format!(
+                    "command = \"if [ -e {m} ]; then sleep 30; else touch {m}; exit 3; fi\"\n\
+                     [retry]\nmax_attempts = 2\nbackoff = \"1s\"\non = [\"app-error\"]\n",
+                    m = marker.display()
+                ),
+            )
+            .unwrap();
+            nj.submit(&["-f", file.to_str().unwrap()])
+        })
+        .collect();
+    nj.until("every retry runs", || nj.running() == n);
+    for id in ids {
+        nj.ok(&["cancel", &id.to_string()]);
+    }
+}

@@ -69,7 +69,9 @@ fn render(headers: &[&str], rows: &[Vec<String>]) -> String {
         while let Some((i, c)) = cells.next() {
             text.push_str(c);
             if cells.peek().is_some() {
-                let pad = widths.get(i).map_or(0, |w| w.saturating_sub(c.chars().count()));
+                let pad = widths
+                    .get(i)
+                    .map_or(0, |w| w.saturating_sub(c.chars().count()));
                 text.extend(std::iter::repeat_n(' ', pad + 2));
             }
         }

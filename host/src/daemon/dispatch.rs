@@ -27,10 +27,11 @@ const MAX_CHUNK: usize = 256;
 pub const EVALUATE_AT_MOST_EVERY: Duration = Duration::from_secs(2);
 
 /// How long a ranking is reused after a pass that took `cost`: at least
-/// [`EVALUATE_EVERY`], and four times the pass's cost, so asking the chain
-/// takes at most a fifth of a core however long the queue (a 10,000-task
+/// [`EVALUATE_EVERY`], and eight times the pass's cost, so asking the chain
+/// takes at most a ninth of a core however long the queue (a 10,000-task
 /// queue is not evaluated after every burst of runs ending); slots freed
-/// meanwhile are filled from the ranking at once.
+/// meanwhile are filled from the ranking at once. A task submitted meanwhile
+/// waits for the next evaluation: at most 2 s ([`EVALUATE_AT_MOST_EVERY`]).
 pub fn window_after(cost: Duration) -> Duration {
     (cost * 8).clamp(EVALUATE_EVERY, EVALUATE_AT_MOST_EVERY)
 }
@@ -194,11 +195,11 @@ mod tests {
     }
 
     #[test]
-    fn a_costly_pass_widens_the_window_to_four_times_its_cost_within_bounds() {
+    fn a_costly_pass_widens_the_window_to_eight_times_its_cost_within_bounds() {
         assert_eq!(window_after(Duration::from_millis(1)), EVALUATE_EVERY);
         assert_eq!(
             window_after(Duration::from_millis(30)),
-            Duration::from_millis(120)
+            Duration::from_millis(240)
         );
         assert_eq!(window_after(Duration::from_secs(5)), EVALUATE_AT_MOST_EVERY);
         let r = Ranking {

@@ -224,10 +224,17 @@ mod tests {
             ("PATH", "/usr/bin"),
         ]);
         let kept = clock_env(daemon.into_iter());
-        let names: Vec<_> = kept.iter().map(|(k, _)| k.to_string_lossy().into_owned()).collect();
+        let names: Vec<_> = kept
+            .iter()
+            .map(|(k, _)| k.to_string_lossy().into_owned())
+            .collect();
         assert_eq!(
             names,
-            ["LD_PRELOAD", "FAKETIME_TIMESTAMP_FILE", "FAKETIME_DONT_FAKE_MONOTONIC"]
+            [
+                "LD_PRELOAD",
+                "FAKETIME_TIMESTAMP_FILE",
+                "FAKETIME_DONT_FAKE_MONOTONIC"
+            ]
         );
         let other = env(&[
             ("LD_PRELOAD", &format!("/usr/lib/libjemalloc.so.2:{lib}")),
