@@ -101,6 +101,13 @@ fn retries_whose_backoffs_end_during_a_pass_still_start() {
             nj.submit(&["-f", file.to_str().unwrap()])
         })
         .collect();
+    nj.until("every first attempt failed", || {
+        ids.iter().all(|id| {
+            nj.show(*id)["runs"]
+                .as_array()
+                .is_some_and(|r| r.len() == 1 && !r[0]["finished_at"].is_null())
+        })
+    });
     nj.until("every retry runs", || nj.running() == n);
     for id in ids {
         nj.ok(&["cancel", &id.to_string()]);

@@ -131,6 +131,10 @@ pub fn run(
                 tracing::error!("retention: collection failed: {e:#}");
             }
         }
+        // The wake-up below counts backoffs ending after the pass began:
+        // one that ends while the pass runs (starting other tasks takes a
+        // while) was not eligible to it, and nothing else would wake it.
+        let began = crate::time::now_ms();
         match d.pass(chain.as_mut(), &mut ranking) {
             Ok(()) => {
                 d.pass_failures.cleared();
@@ -139,7 +143,7 @@ pub fn run(
                 d.pass_failures.failed("this turn", &format!("{e:#}"));
             }
         }
-        let store_wake = d.store().next_wakeup(crate::time::now_ms()).ok().flatten();
+        let store_wake = d.store().next_wakeup(began).ok().flatten();
         let wake = match (store_wake, d.policy_wakeup()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
