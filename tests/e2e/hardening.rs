@@ -302,6 +302,31 @@ fn every_verb_ends_quietly_when_its_reader_goes_away() {
 }
 
 #[test]
+fn a_table_that_cannot_be_written_is_a_failure_not_a_success() {
+    let mut nj = Nj::new("");
+    nj.start();
+    let id = nj.submit(&["--", "true"]);
+    nj.wait(id);
+    // A full disk under `nightjar ls > file`: the table is lost, and the
+    // exit status must say so.
+    let out = Command::new(BIN)
+        .arg("--config")
+        .arg(&nj.config)
+        .args(["ls", "--all"])
+        .stdout(
+            std::fs::File::options()
+                .write(true)
+                .open("/dev/full")
+                .unwrap(),
+        )
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{:?} {err}", out.status);
+    assert!(err.contains("cannot write to stdout"), "{err}");
+}
+
+#[test]
 fn idle_connections_are_closed_but_a_long_wait_gets_its_reply() {
     let mut nj = Nj::new("[api]\nidle_timeout = \"1s\"\n");
     nj.start();

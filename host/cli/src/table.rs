@@ -37,7 +37,8 @@ fn escape(s: &str, keep_lines: bool) -> Cow<'_, str> {
 
 /// Prints rows under headers, columns padded to their widest cell; the last
 /// column is not padded. One write for the whole table (10,000 rows were
-/// 10,000 writes); a reader that went away (`| head`) ends it quietly.
+/// 10,000 writes); a reader that went away (`| head`) ends it quietly, and a
+/// failed write ends the command with status 1.
 pub fn print(headers: &[&str], rows: &[Vec<String>]) {
     let text = render(headers, rows);
     let mut out = std::io::stdout().lock();
@@ -45,6 +46,9 @@ pub fn print(headers: &[&str], rows: &[Vec<String>]) {
         && e.kind() != std::io::ErrorKind::BrokenPipe
     {
         eprintln!("nightjar: cannot write to stdout: {e}");
+        // The table is lost (a full disk under `> file`): a failure (status 1;
+        // before, `println!` panicked).
+        std::process::exit(1);
     }
 }
 
