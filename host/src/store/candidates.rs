@@ -158,6 +158,16 @@ impl Store {
                 cache.put(id, stamp, Arc::new(spec));
             }
         }
+        if cache.grown() {
+            let queued = {
+                let mut stmt = self
+                    .conn
+                    .prepare_cached("SELECT id FROM tasks WHERE state = 'queued'")?;
+                stmt.query_map([], |r| r.get(0))?
+                    .collect::<rusqlite::Result<std::collections::HashSet<i64>>>()?
+            };
+            cache.retain(&queued);
+        }
         // A row rewritten or deleted between the two reads (only another
         // process could) goes with what the second read found.
         Ok(rows

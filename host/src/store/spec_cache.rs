@@ -28,6 +28,8 @@ pub(super) struct Stamp {
 #[derive(Debug, Default)]
 pub(super) struct SpecCache {
     specs: HashMap<i64, (Stamp, Arc<TaskSpec>)>,
+    /// Specs kept since the cache was last cut to the queue.
+    fresh: usize,
 }
 
 impl SpecCache {
@@ -47,6 +49,21 @@ impl SpecCache {
     /// Keeps `spec`, decoded from a row with `stamp`.
     pub fn put(&mut self, task: i64, stamp: Stamp, spec: Arc<TaskSpec>) {
         self.specs.insert(task, (stamp, spec));
+        self.fresh += 1;
+    }
+
+    /// Whether more than the slack was kept since the cache was last cut to
+    /// the queue: a queue always longer than what a pass reads (a backlog)
+    /// never has a whole read, and the specs of the tasks that left it
+    /// would be kept for ever.
+    pub fn grown(&self) -> bool {
+        self.fresh > SLACK
+    }
+
+    /// Keeps only the specs of `queued` (every queued task).
+    pub fn retain(&mut self, queued: &std::collections::HashSet<i64>) {
+        self.specs.retain(|id, _| queued.contains(id));
+        self.fresh = 0;
     }
 
     /// After a read of the whole eligible queue (`live`): drops the specs of
@@ -56,6 +73,7 @@ impl SpecCache {
         if self.specs.len() > live.len() + SLACK {
             self.specs.retain(|id, _| live.contains(id));
         }
+        self.fresh = 0;
     }
 
     /// How many specs are kept (for tests).
@@ -93,6 +111,30 @@ mod tests {
         assert_eq!(after[0].spec.priority, Priority::High);
         let by_id = s.candidates_by_ids(2_000, &ids).unwrap();
         assert_eq!(by_id[&ids[0]].spec.priority, Priority::High);
+    }
+
+    #[test]
+    fn a_backlog_never_read_whole_does_not_keep_the_specs_of_tasks_that_left_it() {
+        let (dir, mut s) = store();
+        let n = SLACK + 300;
+        let values: Vec<String> = (0..n).map(|i| i.to_string()).collect();
+        submit(
+            &mut s,
+            &format!(
+                "command = \"echo ${{x}}\"\n[sweep]\nx = [{}]\n",
+                values.join(", ")
+            ),
+        );
+        // A pass with one free slot reads one task (never the whole queue)
+        // and starts it.
+        for _ in 0..n {
+            let c = s.candidates(2_000, 1, 0).unwrap();
+            s.claim(c[0].id, &super::super::NewRun::default(), dir.path(), 2_000)
+                .unwrap()
+                .unwrap();
+        }
+        let kept = s.specs.borrow().len();
+        assert!(kept <= SLACK + 1, "{kept} specs kept with nothing queued");
     }
 
     #[test]
