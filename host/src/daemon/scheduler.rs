@@ -162,6 +162,11 @@ pub fn run(
         if chain.is_some() {
             sleep = sleep.min(FOLDER_SCAN);
         }
+        if lock(&d.gpu).is_some() {
+            // GPU memory freed by others kicks nothing: a task waiting for
+            // free memory (after a gpu-oom) is looked at with each reading.
+            sleep = sleep.min(d.cfg.gpu.sample_period.max(Duration::from_millis(100)));
+        }
         if lock(&d.start_gate).is_some() {
             // Below `[retention] min_free`: look at the disk again soon.
             sleep = sleep.min(GATE_RECHECK);
