@@ -8,11 +8,22 @@ use std::time::Duration;
 
 use crate::harness::Nj;
 
-/// Passes the daemon logged in a 2 s window (one `scheduling pass` line each).
-fn passes_in_two_seconds(nj: &Nj) -> usize {
+/// Asserts the daemon logged at most a handful of passes (one `scheduling
+/// pass` line each) in a 2 s window while `what`; a spinning one logs
+/// thousands.
+fn assert_quiet(nj: &Nj, what: &str) {
     let before = nj.daemon_log().matches("scheduling pass").count();
     std::thread::sleep(Duration::from_secs(2));
-    nj.daemon_log().matches("scheduling pass").count() - before
+    let n = nj.daemon_log().matches("scheduling pass").count() - before;
+    assert!(n <= 10, "{n} passes in 2 s {what}");
+}
+
+/// Whether task `id`'s first run has ended (its retry may have begun).
+fn first_attempt_ended(nj: &Nj, id: i64) -> bool {
+    nj.show(id)["runs"]
+        .as_array()
+        .and_then(|r| r.first())
+        .is_some_and(|r| !r["finished_at"].is_null())
 }
 
 /// A daemon whose passes are logged.
@@ -35,11 +46,7 @@ fn with_every_slot_taken_and_a_queue_behind_the_chain_runs_no_passes() {
     nj.until("both slots taken", || nj.running() == 2);
     // The chain's last ranking runs out 25 ms to 2 s after it was made.
     std::thread::sleep(Duration::from_millis(2500));
-    let n = passes_in_two_seconds(&nj);
-    assert!(
-        n <= 10,
-        "{n} passes in 2 s with every slot taken and nothing ending"
-    );
+    assert_quiet(&nj, "with every slot taken and nothing ending");
     for id in long {
         nj.ok(&["cancel", &id.to_string()]);
     }
@@ -56,19 +63,13 @@ fn a_retry_whose_backoff_ended_waits_for_a_slot_without_passes() {
     .unwrap();
     let retried = nj.submit(&["-f", file.to_str().unwrap()]);
     nj.until("the first attempt failed and backs off", || {
-        nj.show(retried)["runs"]
-            .as_array()
-            .is_some_and(|r| r.len() == 1 && !r[0]["finished_at"].is_null())
+        first_attempt_ended(&nj, retried)
     });
     let long = nj.submit(&["--", "sleep", "8"]);
     nj.until("the long task holds the slot", || nj.running() == 1);
     // The backoff ends while the slot is taken.
     std::thread::sleep(Duration::from_millis(500));
-    let n = passes_in_two_seconds(&nj);
-    assert!(
-        n <= 10,
-        "{n} passes in 2 s while the retry waits for the slot"
-    );
+    assert_quiet(&nj, "while the retry waits for the slot");
     nj.ok(&["cancel", &long.to_string()]);
     nj.wait(retried);
     assert_eq!(
@@ -102,11 +103,7 @@ fn retries_whose_backoffs_end_during_a_pass_still_start() {
         })
         .collect();
     nj.until("every first attempt failed", || {
-        ids.iter().all(|id| {
-            nj.show(*id)["runs"]
-                .as_array()
-                .is_some_and(|r| r.len() == 1 && !r[0]["finished_at"].is_null())
-        })
+        ids.iter().all(|id| first_attempt_ended(&nj, *id))
     });
     nj.until("every retry runs", || nj.running() == n);
     for id in ids {

@@ -98,13 +98,7 @@ impl Store {
             stmt.query_map(params![now, limit as i64, offset as i64], Row::read)?
                 .collect::<rusqlite::Result<_>>()?
         };
-        let whole = offset == 0 && rows.len() < limit;
-        let out = self.with_specs(rows)?;
-        if whole {
-            let live = out.iter().map(|c| c.id).collect();
-            self.specs.borrow_mut().keep_only(&live);
-        }
-        Ok(out)
+        self.with_specs(rows)
     }
 
     /// The tasks among `ids` that may start now, keyed by id: those still
@@ -148,7 +142,7 @@ impl Store {
                 let text: String = r.get(2)?;
                 let spec: TaskSpec = serde_json::from_str(&text).map_err(|e| {
                     StoreError::Invalid(format!(
-                        "task {id}: its stored spec cannot be read ({e}); `nightjard check` names damaged rows"
+                        "table tasks, row id {id}: its spec cannot be read ({e}); stop the daemon and run `nightjar daemon check`"
                     ))
                 })?;
                 let stamp = Stamp {

@@ -11,7 +11,8 @@ use std::sync::Arc;
 
 use crate::task::model::TaskSpec;
 
-/// Entries kept beyond the tasks of the last full read of the queue.
+/// Specs decoded between two cuts of the cache to the queued tasks: the
+/// cache holds at most the queue as of the last cut plus this many.
 const SLACK: usize = 4096;
 
 /// What a cached spec was decoded from: the row's priority column and the
@@ -53,9 +54,9 @@ impl SpecCache {
     }
 
     /// Whether more than the slack was kept since the cache was last cut to
-    /// the queue: a queue always longer than what a pass reads (a backlog)
-    /// never has a whole read, and the specs of the tasks that left it
-    /// would be kept for ever.
+    /// the queue: then the specs of tasks that left it (started, cancelled)
+    /// are dropped. Counting decodes, not reads, bounds it however the queue
+    /// is read (a backlog longer than any pass reads included).
     pub fn grown(&self) -> bool {
         self.fresh > SLACK
     }
@@ -63,16 +64,6 @@ impl SpecCache {
     /// Keeps only the specs of `queued` (every queued task).
     pub fn retain(&mut self, queued: &std::collections::HashSet<i64>) {
         self.specs.retain(|id, _| queued.contains(id));
-        self.fresh = 0;
-    }
-
-    /// After a read of the whole eligible queue (`live`): drops the specs of
-    /// tasks no longer in it once the cache holds more than it plus some
-    /// slack, so it stays the size of the queue.
-    pub fn keep_only(&mut self, live: &std::collections::HashSet<i64>) {
-        if self.specs.len() > live.len() + SLACK {
-            self.specs.retain(|id, _| live.contains(id));
-        }
         self.fresh = 0;
     }
 
@@ -138,7 +129,7 @@ mod tests {
     }
 
     #[test]
-    fn the_cache_shrinks_to_the_queue_once_it_holds_more_than_the_slack() {
+    fn the_cache_is_cut_to_the_queue_once_more_than_the_slack_was_decoded() {
         let (_dir, mut s) = store();
         submit(&mut s, "command = \"true\"\n");
         let spec = Arc::clone(&s.candidates(2_000, 10, 0).unwrap()[0].spec);
@@ -147,17 +138,16 @@ mod tests {
             priority: 0,
             bytes: 1,
         };
-        for id in 0..100 {
+        for id in 0..SLACK as i64 {
             c.put(id, stamp, Arc::clone(&spec));
         }
-        let live: std::collections::HashSet<i64> = (0..10).collect();
-        c.keep_only(&live);
-        assert_eq!(c.len(), 100, "within the slack: kept for the next read");
-        for id in 100..(SLACK as i64 + 200) {
-            c.put(id, stamp, Arc::clone(&spec));
-        }
-        c.keep_only(&live);
-        assert_eq!(c.len(), 10, "past the slack: only the queue's tasks");
+        assert!(!c.grown(), "within the slack: no cut yet");
+        c.put(SLACK as i64, stamp, Arc::clone(&spec));
+        assert!(c.grown(), "past the slack: cut at the next read");
+        let queued: std::collections::HashSet<i64> = (0..10).collect();
+        c.retain(&queued);
+        assert_eq!(c.len(), 10, "only the queued tasks' specs are kept");
+        assert!(!c.grown(), "the count starts over after a cut");
         assert!(c.get(3, stamp).is_some());
         assert!(
             c.get(3, Stamp { bytes: 2, ..stamp }).is_none(),
