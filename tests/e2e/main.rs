@@ -40,6 +40,7 @@ mod http_client;
 mod http_csrf;
 mod http_hostile;
 mod input;
+mod listing;
 mod manifest;
 mod manifest_hostile;
 mod multiuser;

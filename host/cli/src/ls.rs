@@ -28,7 +28,15 @@ pub struct Args {
     /// Also the owner, energy and cost of each task's runs.
     #[arg(long)]
     pub wide: bool,
+    /// At most N rows (0: every row): the running tasks first, then the
+    /// oldest waiting, then the newest ended, listed by id. The table's
+    /// default is 100; `--json` lists every row unless this is given.
+    #[arg(long, value_name = "N")]
+    pub limit: Option<u32>,
 }
+
+/// How many rows the table shows when `--limit` is not given.
+pub const TABLE_LIMIT: u32 = 100;
 
 fn parse_state(s: &str) -> Result<TaskState, String> {
     TaskState::parse(s).ok_or_else(|| format!("`{s}` is not a state"))
@@ -47,7 +55,16 @@ pub fn run(mut ctx: Ctx, a: Args) -> Result<i32> {
             (None, false) => None,
         },
     };
-    let rows = ctx.client.call(api::List { filter })?;
+    let limit = match a.limit {
+        Some(0) => None,
+        Some(n) => Some(n),
+        None if ctx.json => None,
+        None => Some(TABLE_LIMIT),
+    };
+    let rows = ctx.client.call(api::List {
+        filter: filter.clone(),
+        limit,
+    })?;
     if ctx.json {
         super::print_json(&rows)?;
         return Ok(0);
@@ -84,7 +101,46 @@ pub fn run(mut ctx: Ctx, a: Args) -> Result<i32> {
         &["ID", "NAME", "PROJECT", "PRIO", "STATE", "AGE", "INFO"]
     };
     table::print(headers, &cells);
+    if limit.is_some_and(|n| rows.len() >= n as usize) {
+        let count = ctx.client.call(api::ListCount { filter });
+        if let Some(note) = cut_note(&rows, count.ok().as_deref()) {
+            eprintln!("{note}");
+        }
+    }
     Ok(0)
+}
+
+/// The line under a table that its limit may have cut: how many rows it
+/// left out, in which states, and how to see them; none when it left none
+/// out. Without a count (a daemon that cannot count), a note that it may have.
+fn cut_note(shown: &[TaskRow], count: Option<&[api::StateCount]>) -> Option<String> {
+    let how = "`--limit 0` lists them all; `--state`, `--project` or `--mine` narrow the list";
+    let Some(count) = count else {
+        return Some(format!("at most {} rows are shown: {how}", shown.len()));
+    };
+    let mut left: Vec<(TaskState, u32)> = count
+        .iter()
+        .map(|c| {
+            let listed = shown.iter().filter(|r| r.state == c.state).count() as u32;
+            (c.state, c.count.saturating_sub(listed))
+        })
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    left.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+    let total: u32 = count.iter().map(|c| c.count).sum();
+    let hidden: u32 = left.iter().map(|(_, n)| n).sum();
+    if hidden == 0 {
+        return None;
+    }
+    let states: Vec<String> = left
+        .iter()
+        .map(|(s, n)| format!("{n} {}", s.as_str()))
+        .collect();
+    Some(format!(
+        "{} of {total} rows shown; not shown: {}. {how}",
+        shown.len(),
+        states.join(", ")
+    ))
 }
 
 fn state_cell(r: &TaskRow) -> String {

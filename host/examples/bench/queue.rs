@@ -107,13 +107,20 @@ pub fn paced(n: usize) -> Result<()> {
     Ok(())
 }
 
-/// p50 and p99 (ms) of `nightjar ls` asked every 50 ms until `stop`, or
-/// `count` times.
-fn ls_times(d: &Daemon, stop: &AtomicBool, count: usize) -> Result<(f64, f64, usize)> {
+/// p50 and p99 (ms) of `nightjar ls ARGS` asked every 50 ms until `stop`,
+/// or `count` times.
+fn ls_times(
+    d: &Daemon,
+    args: &[&str],
+    stop: &AtomicBool,
+    count: usize,
+) -> Result<(f64, f64, usize)> {
     let mut times = Vec::new();
+    let mut ls = vec!["ls"];
+    ls.extend_from_slice(args);
     while !stop.load(Ordering::Relaxed) && times.len() < count {
         let t = Instant::now();
-        nightjar_text(d, &["ls"])?;
+        nightjar_text(d, &ls)?;
         times.push(t.elapsed().as_secs_f64() * 1e3);
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -126,7 +133,7 @@ fn ls_times(d: &Daemon, stop: &AtomicBool, count: usize) -> Result<(f64, f64, us
 pub fn lsload(n: usize) -> Result<()> {
     let d = Daemon::start("slots = 2\n")?;
     let never = AtomicBool::new(false);
-    let (e50, e99, _) = ls_times(&d, &never, 40)?;
+    let (e50, e99, _) = ls_times(&d, &[], &never, 40)?;
     let stop = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicUsize::new(0));
     let t = Instant::now();
@@ -145,7 +152,7 @@ pub fn lsload(n: usize) -> Result<()> {
         let watcher = {
             let stop = Arc::clone(&stop);
             let d = &d;
-            s.spawn(move || ls_times(d, &stop, usize::MAX))
+            s.spawn(move || ls_times(d, &[], &stop, usize::MAX))
         };
         let mut ok = Ok(());
         for h in submitters {
@@ -161,7 +168,8 @@ pub fn lsload(n: usize) -> Result<()> {
     })?;
     let (u50, u99, asked) = under?;
     let wall = t.elapsed().as_secs_f64();
-    let (f50, f99, _) = ls_times(&d, &never, 40)?;
+    let (f50, f99, _) = ls_times(&d, &[], &never, 40)?;
+    let (a50, a99, _) = ls_times(&d, &["--limit", "0"], &never, 40)?;
     println!(
         "lsload: `nightjar ls` every 50 ms while {submitted} CLI submits run (2 at a time, {wall:.1} s)"
     );
@@ -169,6 +177,7 @@ pub fn lsload(n: usize) -> Result<()> {
     println!(
         "  during the submits:     p50 {u50:.1} ms  p99 {u99:.1} ms ({asked} asked; goal p99 < 50 ms)"
     );
-    println!("  {n} rows, nothing else: p50 {f50:.1} ms  p99 {f99:.1} ms");
+    println!("  {n} rows, nothing else: p50 {f50:.1} ms  p99 {f99:.1} ms (the table's 100 rows)");
+    println!("  every row (--limit 0):  p50 {a50:.1} ms  p99 {a99:.1} ms");
     Ok(())
 }

@@ -168,9 +168,15 @@ async fn handle(d: &Arc<Daemon>, caller: &Caller, req: Request) -> Vec<u8> {
         // requests behind it.
         Request::List(r) => reply::<super::List>(
             blocking("listing", move || {
-                let mut rows = me.reader().list(&r.filter)?;
+                let mut rows = me.reader().list(&r.filter, r.limit)?;
                 rows.iter_mut().for_each(|t| me.live_reason(t));
                 Ok(rows)
+            })
+            .await,
+        ),
+        Request::ListCount(r) => reply::<super::ListCount>(
+            blocking("listing count", move || {
+                Ok(me.reader().list_count(&r.filter)?)
             })
             .await,
         ),

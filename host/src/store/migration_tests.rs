@@ -114,10 +114,13 @@ fn the_upgraded_sweep_reads_as_a_sweep_with_its_members() {
     let (_dir, db) = fixture();
     let store = Store::open(&db).unwrap();
     let rows = store
-        .list(&ListFilter {
-            all: true,
-            ..ListFilter::default()
-        })
+        .list(
+            &ListFilter {
+                all: true,
+                ..ListFilter::default()
+            },
+            None,
+        )
         .unwrap();
     let sweep = rows.iter().find(|r| r.name == "lr").expect("the sweep");
     assert_eq!(

@@ -17,6 +17,7 @@ mod gc;
 mod give_back;
 mod gpu;
 pub mod integrity;
+mod listing;
 mod manifest;
 pub mod marks;
 pub mod outbox;
@@ -254,6 +255,8 @@ fn state_of(tx: &Transaction, id: i64) -> Result<(TaskState, String)> {
     Ok((state, kind))
 }
 
+#[cfg(test)]
+mod listing_tests;
 #[cfg(test)]
 mod migration_tests;
 #[cfg(test)]

@@ -4,8 +4,8 @@ use rusqlite::{OptionalExtension, params};
 
 use super::queue::{RUN_COLUMNS, run_row};
 use super::{
-    Counts, DepRow, EventRow, ListFilter, Result, ScheduleInfo, Store, StoreError, TaskDetail,
-    TaskRow, TaskState, row,
+    Counts, DepRow, EventRow, Result, ScheduleInfo, Store, StoreError, TaskDetail, TaskRow,
+    TaskState, row,
 };
 use crate::task::model::{DepKind, Priority, TaskSpec};
 
@@ -81,47 +81,12 @@ fn read_task_row(r: &rusqlite::Row) -> rusqlite::Result<TaskRow> {
 }
 
 /// The name tasks stored without an owner go under: the daemon's user's.
-pub(super) fn daemon_user() -> &'static str {
+pub(super) fn daemon_user() -> &'static String {
     static NAME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     NAME.get_or_init(|| crate::users::name_of(crate::users::euid()))
 }
 
 impl Store {
-    /// Top-level tasks (sweep members are folded into their sweep's counts;
-    /// with a state filter, members in that state are listed themselves, so
-    /// `ls --state held` finds a held member).
-    pub fn list(&self, f: &ListFilter) -> Result<Vec<TaskRow>> {
-        let sql = format!(
-            "SELECT {TASK_COLUMNS} FROM tasks t
-             WHERE (t.parent_id IS NULL
-                    OR t.parent_id IN (SELECT id FROM tasks WHERE kind = 'recurring')
-                    OR (?1 IS NOT NULL AND t.kind = 'task'))
-               AND (?1 IS NULL OR t.state = ?1)
-               AND (?2 IS NULL OR t.project = ?2)
-               AND (?3 OR t.finished_at IS NULL OR t.finished_at >= ?4)
-               AND (?5 IS NULL OR COALESCE(t.owner, ?6) = ?5)
-             ORDER BY t.id"
-        );
-        let mut stmt = self.conn.prepare_cached(&sql)?;
-        let mut rows = stmt
-            .query_map(
-                params![
-                    f.state.map(|s| s.as_str()),
-                    f.project,
-                    f.all,
-                    f.since,
-                    f.user,
-                    daemon_user()
-                ],
-                task_row,
-            )?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        for row in rows.iter_mut().filter(|r| r.kind == "sweep") {
-            row.counts = Some(self.counts(row.id)?);
-        }
-        Ok(rows)
-    }
-
     /// How many tasks of user `uid` wait (queued, held, blocked or
     /// scheduled; a sweep counts by its members). Tasks without an owner
     /// are the daemon's user's (`daemon_uid`).

@@ -228,10 +228,13 @@ fn unknown_existing_dependency_changes_nothing() {
     let err = s.submit(&entries, 1, |_| None).unwrap_err().to_string();
     assert!(err.contains("4242"), "{err}");
     assert!(
-        s.list(&ListFilter {
-            all: true,
-            ..Default::default()
-        })
+        s.list(
+            &ListFilter {
+                all: true,
+                ..Default::default()
+            },
+            None
+        )
         .unwrap()
         .is_empty()
     );
@@ -242,10 +245,13 @@ fn a_sweep_is_one_line_with_member_counts_and_cancel_reaches_members() {
     let (dir, mut s) = store();
     let ids = submit(&mut s, "command = \"echo ${x}\"\n[sweep]\nx = [1, 2, 3]\n");
     let rows = s
-        .list(&ListFilter {
-            all: true,
-            ..Default::default()
-        })
+        .list(
+            &ListFilter {
+                all: true,
+                ..Default::default()
+            },
+            None,
+        )
         .unwrap();
     assert_eq!(rows.len(), 1, "members fold into the sweep line");
     assert_eq!(rows[0].counts.as_ref().unwrap().total, 3);
@@ -269,11 +275,14 @@ fn a_state_filter_finds_sweep_members_in_that_state() {
     let members = s.show(ids[0]).unwrap().members;
     s.hold(members[1].id, 2_000).unwrap();
     let held = s
-        .list(&ListFilter {
-            state: Some(TaskState::Held),
-            all: true,
-            ..Default::default()
-        })
+        .list(
+            &ListFilter {
+                state: Some(TaskState::Held),
+                all: true,
+                ..Default::default()
+            },
+            None,
+        )
         .unwrap();
     assert_eq!(
         held.iter().map(|r| r.id).collect::<Vec<_>>(),
@@ -379,7 +388,10 @@ fn a_row_that_cannot_be_read_is_named_by_table_and_row_not_a_bare_conversion_err
             [ids[0]],
         )
         .unwrap();
-    let e = s.list(&ListFilter::default()).unwrap_err().to_string();
+    let e = s
+        .list(&ListFilter::default(), None)
+        .unwrap_err()
+        .to_string();
     assert!(
         e.contains(&format!("table tasks, row id {}", ids[0])) && e.contains("daemon check"),
         "{e}"

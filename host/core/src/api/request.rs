@@ -46,6 +46,7 @@ impl Request {
             Request::Ping(_)
                 | Request::Whoami(_)
                 | Request::List(_)
+                | Request::ListCount(_)
                 | Request::Show(_)
                 | Request::Logs(_)
                 | Request::Why(_)
@@ -105,6 +106,8 @@ requests! {
     Submit = "submit" => Vec<i64>;
     /// Tasks for `ls`.
     List = "list" => Vec<TaskRow>;
+    /// How many tasks `ls` would list, by state (the footer of a listing cut by its `limit`).
+    ListCount = "list-count" => Vec<StateCount>;
     /// One task in full.
     Show = "show" => TaskDetail;
     /// Cancel a task, sweep or recurring template.
@@ -187,6 +190,26 @@ pub struct Submit {
 pub struct List {
     /// Which tasks.
     pub filter: ListFilter,
+    /// At most this many rows: the running tasks first, then the oldest
+    /// waiting, then the newest ended, listed by id. Absent: every row.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+}
+
+/// `ls`'s count of the rows its filter matches.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListCount {
+    /// Which tasks.
+    pub filter: ListFilter,
+}
+
+/// How many of the rows a listing matches are in one state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StateCount {
+    /// The state.
+    pub state: TaskState,
+    /// How many rows (a sweep is one row).
+    pub count: u32,
 }
 
 macro_rules! by_id {

@@ -30,6 +30,11 @@ fn every_request() -> Vec<Request> {
                 since: 5,
                 user: Some("alice".into()),
             },
+            limit: Some(100),
+        }
+        .into(),
+        ListCount {
+            filter: ListFilter::default(),
         }
         .into(),
         Show { id: 1 }.into(),
