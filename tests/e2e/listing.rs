@@ -10,7 +10,7 @@ fn many(nj: &Nj, n: usize) -> String {
             "[[task]]\nname = \"t{i}\"\ncommand = \"true\"\nhold = true\n"
         ));
     }
-    let path = nj.path("many.toml");
+    let path = nj.path("work").join("many.toml");
     std::fs::write(&path, file).unwrap();
     path.to_string_lossy().into_owned()
 }
