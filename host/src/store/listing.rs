@@ -21,10 +21,17 @@ const LISTED: &str = "(t.parent_id IS NULL
 
 /// Which rows a limit keeps: the running ones, then the waiting ones
 /// oldest first (roughly the order they will start in), then the ended
-/// ones newest first. Only the id and state are read to choose.
-const KEEP_ORDER: &str = "CASE WHEN t.state = 'running' THEN 0
-        WHEN t.finished_at IS NULL THEN 1 ELSE 2 END,
-    CASE WHEN t.finished_at IS NULL THEN t.id ELSE -t.id END";
+/// ones newest first. A sweep's own row stays `sweep` with no end time, so
+/// its members say where it goes: running while one of them runs, ended
+/// once all have ended. Only ids and states are read to choose.
+const KEEP_GROUP: &str = "CASE
+        WHEN t.state = 'running' THEN 0
+        WHEN t.kind != 'sweep' THEN CASE WHEN t.finished_at IS NULL THEN 1 ELSE 2 END
+        WHEN EXISTS (SELECT 1 FROM tasks m WHERE m.parent_id = t.id AND m.state = 'running')
+            THEN 0
+        WHEN EXISTS (SELECT 1 FROM tasks m WHERE m.parent_id = t.id AND m.finished_at IS NULL)
+            THEN 1
+        ELSE 2 END";
 
 /// [`LISTED`]'s six parameters.
 fn bound<'a>(f: &'a ListFilter, state: &'a Option<&'static str>) -> [&'a dyn ToSql; 6] {
@@ -49,7 +56,9 @@ impl Store {
             Some(n) => {
                 let sql = format!(
                     "SELECT {TASK_COLUMNS} FROM tasks t WHERE t.id IN
-                       (SELECT t.id FROM tasks t WHERE {LISTED} ORDER BY {KEEP_ORDER} LIMIT ?7)
+                       (SELECT id FROM (SELECT t.id AS id, {KEEP_GROUP} AS keep
+                                        FROM tasks t WHERE {LISTED})
+                        ORDER BY keep, CASE WHEN keep = 2 THEN -id ELSE id END LIMIT ?7)
                      ORDER BY t.id"
                 );
                 let mut stmt = self.conn.prepare_cached(&sql)?;

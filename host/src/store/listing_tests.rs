@@ -43,7 +43,7 @@ fn a_limit_keeps_running_then_oldest_waiting_then_newest_ended_listed_by_id() {
     assert_eq!(ids_of(&three), vec![ids[2], ids[3], ids[4]]);
     let five = s.list(&every(), Some(5)).unwrap();
     assert_eq!(ids_of(&five), vec![ids[1], ids[2], ids[3], ids[4], ids[5]]);
-    assert_eq!(s.list(&every(), Some(6)).unwrap(), all);
+    assert_eq!(ids_of(&s.list(&every(), Some(6)).unwrap()), ids);
     assert!(s.list(&every(), Some(0)).unwrap().is_empty());
 }
 
@@ -69,4 +69,44 @@ fn the_count_is_by_state_over_the_same_filter_as_the_listing() {
         }]
     );
     assert_eq!(s.list(&queued, Some(2)).unwrap().len(), 2);
+}
+
+/// Claims and starts task `id` at t = 2 s; with `ends`, it succeeds at 3 s.
+fn run(dir: &std::path::Path, s: &mut Store, id: i64, ends: bool) {
+    let run = s
+        .claim(id, &NewRun::default(), dir, 2_000)
+        .unwrap()
+        .unwrap();
+    s.set_run_started(run.id, 4000, None).unwrap();
+    if ends {
+        s.finish_run(run.id, &outcome(RunClass::Ok, 0, 3_000))
+            .unwrap();
+    }
+}
+
+#[test]
+fn a_sweep_is_kept_as_its_members_are_running_while_one_runs_ended_once_all_have() {
+    let (dir, mut s) = store();
+    let sweep = "command = \"echo ${x}\"\n[sweep]\nx = [1, 2]\n";
+    let ended = submit(&mut s, sweep)[0];
+    let waiting: Vec<i64> = (0..3)
+        .flat_map(|_| submit(&mut s, "command = \"true\"\n"))
+        .collect();
+    let runs = submit(&mut s, sweep)[0];
+    for m in s.show(ended).unwrap().members {
+        run(dir.path(), &mut s, m.id, true);
+    }
+    let member = s.show(runs).unwrap().members[0].id;
+    run(dir.path(), &mut s, member, false);
+    // The sweep rows themselves stay `sweep` with no end time.
+    let two = s.list(&every(), Some(2)).unwrap();
+    assert_eq!(
+        ids_of(&two),
+        vec![waiting[0], runs],
+        "the running sweep, then the oldest waiting; not the ended sweep"
+    );
+    let four = s.list(&every(), Some(4)).unwrap();
+    assert_eq!(ids_of(&four), [&waiting[..], &[runs]].concat());
+    let five = s.list(&every(), Some(5)).unwrap();
+    assert_eq!(ids_of(&five), ids_of(&s.list(&every(), None).unwrap()));
 }
