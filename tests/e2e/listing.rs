@@ -80,3 +80,27 @@ fn a_limit_keeps_the_running_task_ahead_of_older_ended_and_newer_waiting_ones() 
     );
     nj.ok(&["cancel", &runs.to_string()]);
 }
+
+#[test]
+fn a_note_that_stderr_cannot_take_does_not_fail_the_listing() {
+    let mut nj = Nj::new("slots = 1");
+    nj.start();
+    let file = many(&nj, 3);
+    nj.ok(&["submit", &file]);
+    // `2>/dev/full`: the table was written; the note under it is lost,
+    // which is no reason to fail (eprintln! panicked: status 101).
+    let out = std::process::Command::new(crate::harness::BIN)
+        .arg("--config")
+        .arg(&nj.config)
+        .args(["ls", "--limit", "2"])
+        .stderr(
+            std::fs::File::options()
+                .write(true)
+                .open("/dev/full")
+                .unwrap(),
+        )
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{:?}", out.status);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 1 + 2);
+}

@@ -1,5 +1,7 @@
 //! `nightjar ls`: one line per task; a sweep is one line with member counts.
 
+use std::io::Write;
+
 use anyhow::Result;
 
 use super::{Ctx, table};
@@ -101,13 +103,22 @@ pub fn run(mut ctx: Ctx, a: Args) -> Result<i32> {
         &["ID", "NAME", "PROJECT", "PRIO", "STATE", "AGE", "INFO"]
     };
     table::print(headers, &cells);
-    if limit.is_some_and(|n| rows.len() >= n as usize) {
+    if may_be_cut(limit, rows.len()) {
         let count = ctx.client.call(api::ListCount { filter });
         if let Some(note) = cut_note(&rows, count.ok().as_deref()) {
-            eprintln!("{note}");
+            // Only a note: a stderr that cannot take it (`2>/dev/full`)
+            // does not fail a listing that was written (eprintln! panicked).
+            let _ = writeln!(std::io::stderr(), "{note}");
         }
     }
     Ok(0)
+}
+
+/// Whether the daemon's `limit` may have left rows out: it sent as many as
+/// it allows. A daemon from before `limit` ignores it and sends every row,
+/// more than that, so nothing was left out and nothing is said.
+fn may_be_cut(limit: Option<u32>, shown: usize) -> bool {
+    limit.is_some_and(|n| shown == n as usize)
 }
 
 /// The line under a table that its limit may have cut: how many rows it
@@ -170,3 +181,7 @@ pub fn info(r: &TaskRow, now: i64) -> String {
         _ => String::new(),
     })
 }
+
+#[cfg(test)]
+#[path = "ls_tests.rs"]
+mod tests;
