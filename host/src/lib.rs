@@ -22,9 +22,13 @@ pub mod privsep;
 pub mod report;
 pub mod sandbox;
 pub mod scheduler;
+pub mod secrets;
 pub mod store;
 pub mod sys;
 pub mod tariff;
 pub mod users;
 pub mod web;
 pub use nightjar_core::{task, time};
+
+#[cfg(test)]
+mod layering_tests;

@@ -56,6 +56,20 @@ pub struct PluginsConfig {
     pub usage_window: Duration,
 }
 
+impl PluginsConfig {
+    /// The limits every plugin runs under, as these settings give them (the
+    /// daemon's chain, its validators and notifiers, and `plugins check`).
+    pub fn limits(&self) -> limits::PluginLimits {
+        limits::PluginLimits {
+            evaluate_timeout: self.evaluate_timeout,
+            memory: self.memory_limit.as_u64() as usize,
+            log_bytes_per_minute: self.log_budget.as_u64() as usize,
+            max_file_size: self.max_file_size.as_u64(),
+            ..limits::PluginLimits::default()
+        }
+    }
+}
+
 impl Default for PluginsConfig {
     fn default() -> Self {
         PluginsConfig {

@@ -23,7 +23,6 @@ use crate::plugins::worker::Worker;
 
 use super::combine::{self, ChainAnswer};
 use super::health::Health;
-pub use super::sources::limits_of;
 use super::sources::{sha256, source_of};
 use super::startup::{StartError, named, startup_problem};
 
@@ -108,7 +107,7 @@ impl Chain {
             members: Vec::new(),
             urgent_bypass: cfg.plugins.urgent_bypass.clone(),
             engine: engine.cloned(),
-            limits: limits_of(cfg),
+            limits: cfg.plugins.limits(),
             max_failures: cfg.plugins.max_failures,
             window: cfg.plugins.failure_window,
             cpu_budget: cfg.plugins.cpu_budget,

@@ -224,7 +224,7 @@ fn runtime_call(program: &Path, argv: &[String], who: Option<As>) -> Result<Stri
         crate::sandbox::container::as_user(&mut cmd, &r)?;
     }
     let mut out = Vec::new();
-    let ran = crate::manifest::bounded::run(&mut cmd, Instant::now() + RUNTIME_TIMEOUT, |b| {
+    let ran = crate::sys::bounded::run(&mut cmd, Instant::now() + RUNTIME_TIMEOUT, |b| {
         if out.len() < 4096 {
             out.extend_from_slice(b)
         }

@@ -50,7 +50,6 @@ mod sweep;
 mod watchdog;
 mod why;
 
-pub use self::chain::limits_of;
 pub use self::core::Daemon;
 pub(crate) use self::prepare::{prepare_state_dir, task_umask};
 pub use self::runenv::uses_var;

@@ -7,8 +7,21 @@ use anyhow::{Result, anyhow};
 use nightjar_core::api::notify::{DeadLetterView, NotifierView, NotifyReport, NotifyTestReply};
 
 use super::core::{Daemon, lock};
+use crate::config::Config;
+use crate::notify::worker::NotifyHost;
+use crate::store::Store;
 use crate::store::outbox::Severity;
 use crate::time::now_ms;
+
+impl NotifyHost for Daemon {
+    fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    fn outbox_store(&self) -> &std::sync::Mutex<Store> {
+        self.store_mutex()
+    }
+}
 
 impl Daemon {
     /// Registers the configured notifiers, writes `daemon-started`, and

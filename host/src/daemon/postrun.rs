@@ -26,7 +26,7 @@ impl Daemon {
                 let limits = crate::plugins::limits::PluginLimits {
                     evaluate_timeout: self.cfg.validators.timeout,
                     memory: self.cfg.validators.memory_limit.as_u64() as usize,
-                    ..super::sources::limits_of(&self.cfg)
+                    ..self.cfg.plugins.limits()
                 };
                 Ok(std::sync::Arc::new(Validators::new(engine, limits)))
             })

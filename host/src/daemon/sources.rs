@@ -1,21 +1,8 @@
-//! Where each chain member's component comes from (a file in the plugin
-//! folder, checked and size-capped, else a built-in) and the limits every
-//! plugin runs under, as the daemon's config sets them.
+//! Where each chain member's component comes from: a file in the plugin
+//! folder, checked and size-capped, else a built-in.
 
 use crate::config::Config;
-use crate::plugins::policy::PluginLimits;
 use crate::plugins::source;
-
-/// The limits the daemon's config sets for every plugin (`plugins check` uses the same).
-pub fn limits_of(cfg: &Config) -> PluginLimits {
-    PluginLimits {
-        evaluate_timeout: cfg.plugins.evaluate_timeout,
-        memory: cfg.plugins.memory_limit.as_u64() as usize,
-        log_bytes_per_minute: cfg.plugins.log_budget.as_u64() as usize,
-        max_file_size: cfg.plugins.max_file_size.as_u64(),
-        ..PluginLimits::default()
-    }
-}
 
 /// Where plugin `name` comes from: `<plugins.dir>/NAME.wasm` when something
 /// is there (and it must be a regular file under the size cap), else a built-in.

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
-use super::bounded;
+use crate::sys::bounded;
 use nightjar_core::api::manifest::GitRecord;
 
 /// The git state of the repository `workdir` is in; what cannot be learnt

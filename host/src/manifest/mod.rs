@@ -8,7 +8,6 @@
 //! what the owner could not read is not captured, and git and pip run as
 //! the owner.
 
-pub mod bounded;
 pub mod git;
 pub mod inputs;
 pub mod python;

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::bounded;
 use crate::privsep::Owned;
+use crate::sys::bounded;
 use nightjar_core::api::manifest::PythonEnv;
 
 /// Most bytes of `pip freeze` output kept.

@@ -56,7 +56,7 @@ impl Configured {
     /// Loads `name`'s plugin and resolves its secrets; a failure is kept
     /// and shown (`notify ls`), and every delivery waits on the schedule.
     pub fn load(cfg: &Config, name: &str, entry: &NotifierEntry) -> Configured {
-        let secrets = super::secrets::resolve_all(name, &entry.secrets);
+        let secrets = crate::secrets::resolve_all(name, &entry.secrets);
         let (config, values) = match &secrets {
             Ok(values) => {
                 let mut t = entry.config.clone();
@@ -74,7 +74,7 @@ impl Configured {
         };
         let plugin = secrets
             .and_then(|_| super::plugins::load(cfg, name, &entry.plugin))
-            .map_err(|e| super::secrets::redact(&e, &Vec::new()));
+            .map_err(|e| crate::secrets::redact(&e, &Vec::new()));
         Configured {
             name: name.to_string(),
             entry: entry.clone(),
@@ -198,7 +198,7 @@ pub fn step(cfg: &Config, store: &Mutex<Store>, n: &mut Configured) -> Option<i6
         let (state, reason) = match result {
             Ok(()) => ("delivered", None),
             Err(DeliveryFailure::Transient(m) | DeliveryFailure::Permanent(m)) => {
-                ("dead", Some(super::secrets::redact(&m, &n.secrets)))
+                ("dead", Some(crate::secrets::redact(&m, &n.secrets)))
             }
         };
         let _ = lock().set_dead_letter(dead, state, reason.as_deref());
@@ -228,10 +228,10 @@ pub fn step(cfg: &Config, store: &Mutex<Store>, n: &mut Configured) -> Option<i6
     let _ = match result {
         Ok(()) => s.advance(&n.name, upto, batch.len()),
         Err(DeliveryFailure::Permanent(m)) => {
-            s.bury(&n.name, &ids, now, &super::secrets::redact(&m, &n.secrets))
+            s.bury(&n.name, &ids, now, &crate::secrets::redact(&m, &n.secrets))
         }
         Err(DeliveryFailure::Transient(m)) => {
-            let m = super::secrets::redact(&m, &n.secrets);
+            let m = crate::secrets::redact(&m, &n.secrets);
             let attempt = state.attempts + 1;
             match backoff(&cfg.notify.retry, attempt, (upto as u64) ^ now as u64) {
                 Some(wait) => s.delivery_failed(&n.name, now + wait.as_millis() as i64, &m),
@@ -272,7 +272,7 @@ pub fn test(cfg: &Config, store: &Mutex<Store>, n: &Configured) -> NotifyTestRep
     NotifyTestReply {
         delivered: error.is_none(),
         answer,
-        error: error.map(|e| super::secrets::redact(&e, &n.secrets)),
+        error: error.map(|e| crate::secrets::redact(&e, &n.secrets)),
     }
 }
 

@@ -9,16 +9,6 @@ use crate::config::Config;
 use crate::plugins::notifier::{Event, Field, Severity};
 use crate::store::{OutboxEvent, Store};
 
-/// The host's name, for daemon events (read once).
-pub fn host_name() -> &'static str {
-    static NAME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    NAME.get_or_init(|| {
-        std::fs::read_to_string("/proc/sys/kernel/hostname")
-            .map(|h| h.trim().to_string())
-            .unwrap_or_else(|_| "this host".into())
-    })
-}
-
 /// `e` for notifier `name`, whose secrets are `secrets`.
 pub fn wire(
     cfg: &Config,
@@ -27,7 +17,7 @@ pub fn wire(
     name: &str,
     secrets: &[String],
 ) -> Event {
-    let redact = |t: &str| super::secrets::redact(t, secrets);
+    let redact = |t: &str| crate::secrets::redact(t, secrets);
     // The end of the run's stderr, for a run that failed.
     let stderr = e
         .run
@@ -44,9 +34,19 @@ pub fn wire(
             Some(redact(&super::render::last_lines(&tail)))
         });
     let (title, text) = if e.kind == "digest" {
-        super::digest::render(&e.facts, cfg.notify.language, host_name(), cfg.tz())
+        super::digest::render(
+            &e.facts,
+            cfg.notify.language,
+            crate::sys::host_name(),
+            cfg.tz(),
+        )
     } else {
-        super::render::render(e, cfg.notify.language, host_name(), stderr.as_deref())
+        super::render::render(
+            e,
+            cfg.notify.language,
+            crate::sys::host_name(),
+            stderr.as_deref(),
+        )
     };
     let fields = e
         .facts

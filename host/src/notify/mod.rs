@@ -7,5 +7,4 @@ pub mod digest;
 pub mod event;
 pub mod plugins;
 pub mod render;
-pub mod secrets;
 pub mod worker;

@@ -28,7 +28,7 @@ fn engine(cfg: &Config) -> Result<&'static PluginEngine, String> {
 
 /// Notifier `name`'s plugin `plugin`, compiled; or what is wrong.
 pub fn load(cfg: &Config, name: &str, plugin: &str) -> Result<Arc<NotifierPlugin>, String> {
-    let limits = crate::daemon::limits_of(cfg);
+    let limits = cfg.plugins.limits();
     let wasm = match crate::plugins::first_party::NOTIFIERS
         .iter()
         .find(|(n, _)| *n == plugin)

@@ -11,8 +11,20 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::deliver::Configured;
-use crate::daemon::Daemon;
+use crate::config::Config;
+use crate::store::Store;
 use crate::time::now_ms;
+
+/// What the delivery threads need of their host (the daemon): its config
+/// and its store. Notifications name no daemon type, so the layering rule
+/// "notify does not use daemon" holds.
+pub trait NotifyHost: Send + Sync + 'static {
+    /// The config the notifiers come from.
+    fn config(&self) -> &Config;
+    /// The store whose outbox they deliver (taken for each step, never
+    /// held while a notifier runs).
+    fn outbox_store(&self) -> &Mutex<Store>;
+}
 
 /// Longest sleep with nothing due: a safety net for a lost wake-up.
 const IDLE: Duration = Duration::from_secs(30);
@@ -79,9 +91,9 @@ impl Handle {
 }
 
 /// Starts a delivery thread for each of `d`'s notifiers.
-pub fn spawn(d: Arc<Daemon>) -> std::io::Result<Handle> {
+pub fn spawn<H: NotifyHost>(d: Arc<H>) -> std::io::Result<Handle> {
     let mut lanes = Vec::new();
-    for n in super::deliver::load_all(&d.cfg) {
+    for n in super::deliver::load_all(d.config()) {
         match n.broken() {
             Some(e) => tracing::error!("notifier {}: cannot deliver: {e}", n.name),
             None => tracing::info!("notifier {} ({}) ready", n.name, n.entry.plugin),
@@ -100,8 +112,13 @@ pub fn spawn(d: Arc<Daemon>) -> std::io::Result<Handle> {
 }
 
 /// One lane: runs until its wake-up's sender is dropped (the daemon ends).
-fn run(d: Arc<Daemon>, mut n: Configured, wake: Receiver<()>, asked: Arc<Mutex<Option<Flush>>>) {
-    let (cfg, store) = (&d.cfg, d.store_mutex());
+fn run<H: NotifyHost>(
+    d: Arc<H>,
+    mut n: Configured,
+    wake: Receiver<()>,
+    asked: Arc<Mutex<Option<Flush>>>,
+) {
+    let (cfg, store) = (d.config(), d.outbox_store());
     // Telling is background work: the tasks' own runs come first.
     crate::sys::nice_this_thread(NICE);
     let mut flushing: Option<Flush> = None;

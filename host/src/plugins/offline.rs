@@ -14,7 +14,7 @@ use super::{source, validate};
 /// (`--config`), else the defaults.
 pub fn daemon_limits(config: Option<&Path>) -> Result<PluginLimits> {
     let cfg = crate::config::Config::load(config, None)?;
-    Ok(crate::daemon::limits_of(&cfg))
+    Ok(cfg.plugins.limits())
 }
 
 /// Largest snapshot file `plugins test` reads: a 100,000-task queue writes

@@ -32,7 +32,7 @@ impl LogSink {
         let out = self.drain();
         for line in String::from_utf8_lossy(&out).lines().take(50) {
             if budget.admit(line.len()) {
-                let line = crate::notify::secrets::redact(line, secrets);
+                let line = crate::secrets::redact(line, secrets);
                 tracing::info!(plugin = %name, "{}", line.escape_debug());
             }
         }

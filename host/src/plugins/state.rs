@@ -63,7 +63,7 @@ impl PluginState {
         self.log_lines -= 1;
         let mut message = printable(message, MAX_LOG_MESSAGE);
         if let Some(http) = &self.http {
-            message = crate::notify::secrets::redact(&message, http.secrets());
+            message = crate::secrets::redact(&message, http.secrets());
         }
         if !self.log_budget.admit(message.len()) {
             return;

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::store::RunClass;
+use nightjar_core::api::class::RunClass;
 
 /// Bytes of the end of each log read for patterns.
 pub const TAIL: u64 = 64 << 10;

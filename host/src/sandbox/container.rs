@@ -213,7 +213,7 @@ impl Control {
         if let Some(r) = run_as {
             as_user(&mut cmd, r)?;
         }
-        let ran = crate::manifest::bounded::run(&mut cmd, Instant::now() + CALL_TIMEOUT, |_| {})
+        let ran = crate::sys::bounded::run(&mut cmd, Instant::now() + CALL_TIMEOUT, |_| {})
             .map_err(|e| format!("`{}`: {e}", argv.join(" ")))?;
         if ran.ok() {
             Ok(())

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::store::{RunClass, RunOutcome};
+use nightjar_core::api::class::{RunClass, RunOutcome};
 
 /// Status file name; written only when no daemon took the status on stdout.
 pub const STATUS: &str = "status.json";

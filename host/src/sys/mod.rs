@@ -4,9 +4,21 @@
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
+pub mod bounded;
 mod procfs;
 
 pub use procfs::{FileLock, descendants, locks_on};
+
+/// The host's name (read once; `this host` when the kernel will not say),
+/// for daemon events and mail headers.
+pub fn host_name() -> &'static str {
+    static NAME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    NAME.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|h| h.trim().to_string())
+            .unwrap_or_else(|_| "this host".into())
+    })
+}
 
 /// The stack of the threads that walk or remove what tasks made: a margin
 /// (removal is iterative, walks are bounded in depth), reserved and

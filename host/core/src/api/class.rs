@@ -33,6 +33,22 @@ pub enum RunClass {
     ValidationFailed,
 }
 
+/// The end of one run, as the supervisor (or adoption) reports it: what
+/// `status.json` in the run folder holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunOutcome {
+    /// The class the run falls in.
+    pub class: RunClass,
+    /// Exit code, when the process exited.
+    pub exit_code: Option<i32>,
+    /// Signal number, when the process was killed by one.
+    pub signal: Option<i32>,
+    /// When it ended (Unix ms).
+    pub finished_at: i64,
+    /// A human explanation (spawn error, timeout, ...).
+    pub message: Option<String>,
+}
+
 impl RunClass {
     /// Every class, in the order `ls` and the docs list them.
     pub const ALL: [RunClass; 12] = [

@@ -164,7 +164,7 @@ impl HttpBroker {
     }
 
     fn redact(&self, text: &str) -> String {
-        crate::notify::secrets::redact(text, &self.secrets)
+        crate::secrets::redact(text, &self.secrets)
     }
 
     /// Checks `url` against the rules; the address to pin it to.

@@ -153,7 +153,7 @@ impl MailBroker {
         if let Some(Ok(s)) = self.settings.as_deref() {
             secrets.extend(s.secrets.iter().cloned());
         }
-        crate::notify::secrets::redact(text, &secrets)
+        crate::secrets::redact(text, &secrets)
     }
 
     fn admits(&self, to: &Address) -> bool {
@@ -327,7 +327,7 @@ fn message_id(m: &MailMessage) -> String {
     } else {
         format!("k{}", &crate::plugins::sha256(m.key.as_bytes())[..32])
     };
-    let host: String = crate::notify::event::host_name()
+    let host: String = crate::sys::host_name()
         .split('.')
         .map(|l| {
             l.chars()

@@ -46,7 +46,7 @@ impl MailSettings {
             .parse::<Mailbox>()
             .map_err(|e| format!("[mail] from: {e}"))?;
         let password = match &cfg.password {
-            Some(r) => Some(crate::notify::secrets::resolve_at("[mail] password", r)?),
+            Some(r) => Some(crate::secrets::resolve_at("[mail] password", r)?),
             None => None,
         };
         let credentials = cfg

@@ -1,7 +1,9 @@
-//! Secrets of notifiers: written in the config as references (`env:NAME`,
-//! `file:/path` of a file only its owner may read), resolved when the
-//! notifier is configured, and cut out of every text the host keeps or
-//! shows (logs, `notify ls`, dead letters, errors).
+//! Secrets of notifiers and of `[mail]`: written in the config as
+//! references (`env:NAME`, `file:/path` of a file only its owner may read),
+//! resolved when the notifier is configured, and cut out of every text the
+//! host keeps or shows (logs, `notify ls`, dead letters, errors). A leaf:
+//! it names no other module of the host, so the plugin host, the config and
+//! the notifiers can all use it.
 
 use std::collections::BTreeMap;
 use std::io::Read;
