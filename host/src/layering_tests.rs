@@ -16,6 +16,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("users", &[]),
     ("tariff", &[]),
     ("secrets", &[]),
+    ("sync", &[]),
     ("gpu", &["tariff"]),
     // The supervisor's side: what `nightjar-supervise` links. No store,
     // plugin host, HTTP, notifier or daemon code.
@@ -97,8 +98,9 @@ const PENDING: &[(&str, &str)] = &[
     ("web", "http"),
 ];
 
-/// Modules of the crate root that are not layers (the core's re-exports).
-const FREE: &[&str] = &["task", "time"];
+/// Modules free to all: the core's re-exports, and `sync` (the one
+/// poisoned-mutex recovery), a leaf.
+const FREE: &[&str] = &["task", "time", "sync"];
 
 fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")

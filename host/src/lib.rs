@@ -24,6 +24,7 @@ pub mod sandbox;
 pub mod scheduler;
 pub mod secrets;
 pub mod store;
+pub mod sync;
 pub mod sys;
 pub mod tariff;
 pub mod users;

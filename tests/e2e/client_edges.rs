@@ -51,6 +51,7 @@ fn bounded(cmd: &mut Command) -> (i32, String, i64) {
     });
     let pid = child.id() as i32;
     let t0 = Instant::now();
+    // SAFETY: rusage is plain data; all zeroes is a valid value.
     let (mut status, mut usage) = (0, unsafe { std::mem::zeroed::<libc::rusage>() });
     // SAFETY: pid is our child; status and usage are valid out-pointers.
     while unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) } == 0 {

@@ -250,6 +250,7 @@ fn plugin_folder_entries_show_their_real_kind() {
     let file = nj.state.join("plugins/hostile.wasm");
     std::fs::remove_file(&file).unwrap();
     let c = std::ffi::CString::new(file.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo reads a NUL-terminated path that lives for the call.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
     nj.start();
     let v = nj.json(&["plugins", "ls"]);

@@ -21,6 +21,7 @@ fn the_dashboard_in_chromium_logs_in_shows_the_queue_streams_a_log_and_guards_it
         Ok(t) => t,
         Err(why) => crate::harness::needs("Chromium and chromedriver", why),
     };
+    // SAFETY: geteuid takes nothing and cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
     let http = free_port();
     // Peak price now: the cheap window is twelve hours away (UTC).

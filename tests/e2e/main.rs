@@ -1,6 +1,10 @@
 //! End-to-end tests: the real `nightjar` binary, a real daemon on a temp
 //! state dir, real supervisors and processes, a real SQLite file.
 
+// A test's helpers unwrap as its `#[test]` functions do (clippy.toml
+// allows it only inside those): a panic is the test failing.
+#![allow(clippy::unwrap_used)]
+
 mod harness;
 
 mod admin;

@@ -152,6 +152,7 @@ fn chromium(browser: &Path, profile: &Path) -> Command {
     c.args(["--headless", "--disable-gpu", "--no-first-run"])
         .arg(format!("--user-data-dir={}", profile.display()));
     // As root Chromium starts only without its sandbox (see report_files).
+    // SAFETY: geteuid takes nothing and cannot fail.
     if unsafe { libc::geteuid() } == 0 {
         c.arg("--no-sandbox");
     }

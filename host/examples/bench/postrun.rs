@@ -33,6 +33,7 @@ fn median_ms(runs: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
 fn max_rss_kib() -> i64 {
     // SAFETY: getrusage writes one rusage into the valid pointer given.
     let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above: `u` lives here and is of the type getrusage fills.
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
     u.ru_maxrss
 }

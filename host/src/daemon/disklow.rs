@@ -29,6 +29,7 @@ use bytesize::ByteSize;
 use super::core::Daemon;
 use super::diskhold::CHECK_EVERY;
 use crate::store::outbox::Severity;
+use crate::sync::LockUnpoisoned;
 
 /// Re-arming asks at least this much above the threshold.
 pub const REARM_MIN: u64 = 1 << 30;
@@ -67,7 +68,7 @@ pub struct Hung(Arc<Mutex<HashSet<PathBuf>>>);
 
 impl Hung {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<PathBuf>> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
+        self.0.lock_unpoisoned()
     }
 
     /// `ask(path)` on a thread, waited for at most `wait`; `None` when it

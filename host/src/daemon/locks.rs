@@ -9,6 +9,7 @@
 //! in its environment a daemon appends each one to FILE and goes on (to
 //! list every nesting in one run of the suite).
 
+use crate::sync::LockUnpoisoned;
 use std::cell::Cell;
 use std::panic::Location;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -55,7 +56,7 @@ pub fn lock<T>(m: &Mutex<T>) -> Guard<'_, T> {
     if let Some(at) = outer {
         violated(here, at);
     }
-    let inner = m.lock().unwrap_or_else(|p| p.into_inner());
+    let inner = m.lock_unpoisoned();
     HELD.with(|h| h.set(Some(here)));
     Guard { inner, outer }
 }
@@ -65,7 +66,7 @@ pub fn lock<T>(m: &Mutex<T>) -> Guard<'_, T> {
 /// held, and it may be taken under a daemon lock (`changed()` wakes the
 /// scheduler from anywhere).
 pub fn leaf<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
+    m.lock_unpoisoned()
 }
 
 /// A gate: a lock that lets one thread at a time through a whole job
@@ -77,7 +78,7 @@ pub fn gate<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     if let Some(at) = HELD.with(Cell::get) {
         violated(Location::caller(), at);
     }
-    m.lock().unwrap_or_else(|p| p.into_inner())
+    m.lock_unpoisoned()
 }
 
 /// Whether this thread holds a daemon lock now.

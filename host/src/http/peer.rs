@@ -8,6 +8,7 @@
 //! asks), not a read of the whole TCP table: its cost does not grow with
 //! the sockets other users hold.
 
+use crate::sync::LockUnpoisoned;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
@@ -62,7 +63,7 @@ pub struct PeerSlot(PeerCount, Client);
 impl PeerCount {
     /// A slot for `client`, unless it has `max` connections open.
     pub fn take(&self, client: Client, max: usize) -> Option<PeerSlot> {
-        let mut m = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut m = self.0.lock_unpoisoned();
         let n = m.entry(client).or_insert(0);
         if *n >= max {
             return None;
@@ -74,7 +75,7 @@ impl PeerCount {
 
 impl Drop for PeerSlot {
     fn drop(&mut self) {
-        let mut m = self.0.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut m = self.0.0.lock_unpoisoned();
         if let Some(n) = m.get_mut(&self.1) {
             *n = n.saturating_sub(1);
             if *n == 0 {

@@ -25,6 +25,7 @@ use super::auth::TokenOf;
 use crate::api::access::Caller;
 use crate::api::{ErrorKind, LogChunk, LogCursor, Logs, ReplyLine, Request};
 use crate::daemon::Daemon;
+use crate::sync::LockUnpoisoned;
 
 /// At most one `changed` event per this period.
 pub const COALESCE: Duration = Duration::from_millis(250);
@@ -61,7 +62,7 @@ pub struct Slot {
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        let mut m = self.by_user.lock().unwrap_or_else(|p| p.into_inner());
+        let mut m = self.by_user.lock_unpoisoned();
         if let Some(n) = m.get_mut(&self.uid) {
             *n = n.saturating_sub(1);
             if *n == 0 {
@@ -76,7 +77,7 @@ impl Drop for Slot {
 fn slot(streams: &Streams, d: &Daemon, caller: &Caller) -> Result<Slot, Box<Response>> {
     let (max, per_user) = (d.cfg.http.max_streams, d.cfg.http.max_streams_per_user);
     {
-        let mut m = streams.by_user.lock().unwrap_or_else(|p| p.into_inner());
+        let mut m = streams.by_user.lock_unpoisoned();
         let n = m.entry(caller.uid).or_insert(0);
         if *n >= per_user {
             return Err(Box::new(error_response(
@@ -95,7 +96,7 @@ fn slot(streams: &Streams, d: &Daemon, caller: &Caller) -> Result<Slot, Box<Resp
         _all: match Arc::clone(&streams.all).try_acquire_owned() {
             Ok(p) => p,
             Err(_) => {
-                let mut m = streams.by_user.lock().unwrap_or_else(|p| p.into_inner());
+                let mut m = streams.by_user.lock_unpoisoned();
                 if let Some(n) = m.get_mut(&caller.uid) {
                     *n = n.saturating_sub(1);
                 }

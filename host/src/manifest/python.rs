@@ -13,6 +13,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::privsep::Owned;
+use crate::sync::LockUnpoisoned;
 use crate::sys::bounded;
 use nightjar_core::api::manifest::PythonEnv;
 
@@ -51,7 +52,7 @@ pub fn capture(
     let stamp = stamp(kind, prefix);
     let key = (owned.uid(), prefix.to_path_buf());
     if !stamp.is_empty() {
-        let lists = LISTS.lock().unwrap_or_else(|p| p.into_inner());
+        let lists = LISTS.lock_unpoisoned();
         if let Some((s, list)) = lists.as_ref().and_then(|m| m.get(&key))
             && *s == stamp
         {
@@ -63,7 +64,7 @@ pub fn capture(
         _ => pip(prefix, env, timeout, owned),
     };
     if !stamp.is_empty() && (list.note.is_none() || !list.packages.is_empty()) {
-        let mut lists = LISTS.lock().unwrap_or_else(|p| p.into_inner());
+        let mut lists = LISTS.lock_unpoisoned();
         let map = lists.get_or_insert_with(HashMap::new);
         if map.len() > 256 {
             map.clear();

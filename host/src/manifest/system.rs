@@ -16,6 +16,7 @@ pub fn info() -> SystemInfo {
 fn read() -> SystemInfo {
     // SAFETY: uname fills the zeroed struct with NUL-terminated fields.
     let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: uname writes only into the struct it is given, which lives here.
     let ok = unsafe { libc::uname(&mut u) } == 0;
     let field = |f: &[libc::c_char]| {
         // SAFETY: each field is NUL-terminated within its array after a successful uname.

@@ -19,6 +19,7 @@ use crate::plugins::notifier::http::HttpBroker;
 use crate::plugins::notifier::mail::{MailBroker, MailSettings};
 use crate::plugins::notifier::{DeliveryFailure, NotifierPlugin, Outlets};
 use crate::store::{OutboxEvent, Store};
+use crate::sync::LockUnpoisoned;
 use crate::time::now_ms;
 
 /// Events read from the outbox at a time for a rate-limited notifier (what
@@ -177,7 +178,7 @@ fn backoff(schedule: &[Duration], attempt: u32, seed: u64) -> Option<Duration> {
 /// One step of one notifier: delivers what is due. Returns when it wants to
 /// be asked again (`None`: when something new happens).
 pub fn step(cfg: &Config, store: &Mutex<Store>, n: &mut Configured) -> Option<i64> {
-    let lock = || store.lock().unwrap_or_else(|p| p.into_inner());
+    let lock = || store.lock_unpoisoned();
     let now = now_ms();
     let state = lock().notifier(&n.name).ok()?;
     if let Some(at) = state.next_at.filter(|at| *at > now) {
@@ -264,7 +265,7 @@ pub fn test(cfg: &Config, store: &Mutex<Store>, n: &Configured) -> NotifyTestRep
             .unwrap_or_default(),
     };
     let r = n.deliver(cfg, store, &[e], Some(Arc::clone(&journal)));
-    let answer = journal.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let answer = journal.lock_unpoisoned().clone();
     let error = r.err().map(|e| match e {
         DeliveryFailure::Transient(m) => format!("transient: {m}"),
         DeliveryFailure::Permanent(m) => format!("permanent: {m}"),

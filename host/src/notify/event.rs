@@ -8,6 +8,7 @@ use serde_json::Value;
 use crate::config::Config;
 use crate::plugins::notifier::{Event, Field, Severity};
 use crate::store::{OutboxEvent, Store};
+use crate::sync::LockUnpoisoned;
 
 /// `e` for notifier `name`, whose secrets are `secrets`.
 pub fn wire(
@@ -23,12 +24,7 @@ pub fn wire(
         .run
         .filter(|_| e.severity >= crate::store::outbox::Severity::Warning)
         .and_then(|run| {
-            let dir = store
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .run(run)
-                .ok()?
-                .run_dir;
+            let dir = store.lock_unpoisoned().run(run).ok()?.run_dir;
             let path = std::path::Path::new(&dir).join(crate::sandbox::files::STDERR);
             let tail = crate::sandbox::classify::tail_bytes(&path, 4096);
             Some(redact(&super::render::last_lines(&tail)))

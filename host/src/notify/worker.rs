@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use super::deliver::Configured;
 use crate::config::Config;
 use crate::store::Store;
+use crate::sync::LockUnpoisoned;
 use crate::time::now_ms;
 
 /// What the delivery threads need of their host (the daemon): its config
@@ -55,7 +56,7 @@ struct Flush {
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
+    m.lock_unpoisoned()
 }
 
 impl Handle {

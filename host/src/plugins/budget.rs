@@ -5,6 +5,7 @@
 //! never refuse another user's, and stuck validators never refuse a
 //! notifier or a policy load.
 
+use crate::sync::LockUnpoisoned;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
@@ -37,7 +38,7 @@ pub const PER_KIND: usize = 256;
 static COUNTS: Mutex<Option<HashMap<Budget, usize>>> = Mutex::new(None);
 
 fn counts() -> std::sync::MutexGuard<'static, Option<HashMap<Budget, usize>>> {
-    COUNTS.lock().unwrap_or_else(|p| p.into_inner())
+    COUNTS.lock_unpoisoned()
 }
 
 impl Budget {

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use crate::sync::LockUnpoisoned;
 use tokio::io::AsyncWrite;
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 
@@ -22,7 +23,7 @@ pub struct LogSink {
 impl LogSink {
     /// Takes what was written since the last drain.
     pub fn drain(&self) -> Vec<u8> {
-        std::mem::take(&mut *self.buf.lock().unwrap_or_else(|p| p.into_inner()))
+        std::mem::take(&mut *self.buf.lock_unpoisoned())
     }
 
     /// Writes what the guest printed since the last drain to the daemon's
@@ -58,7 +59,7 @@ impl AsyncWrite for LogSink {
         _: &mut Context<'_>,
         data: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        let mut buf = self.buf.lock().unwrap_or_else(|p| p.into_inner());
+        let mut buf = self.buf.lock_unpoisoned();
         let room = CAP.saturating_sub(buf.len());
         buf.extend_from_slice(&data[..room.min(data.len())]);
         // Everything is accepted: a chatty plugin loses output, not its call.
@@ -106,7 +107,7 @@ impl LogBudget {
     /// Whether a message of `bytes` may be written now. A refused one is
     /// counted for the summary.
     pub fn admit(&self, bytes: usize) -> bool {
-        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut s = self.state.lock_unpoisoned();
         self.roll(&mut s);
         if s.used.saturating_add(bytes) > s.limit {
             s.dropped_messages += 1;
@@ -119,7 +120,7 @@ impl LogBudget {
 
     /// Ends the current minute if it is over, writing the summary line.
     pub fn tick(&self) {
-        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut s = self.state.lock_unpoisoned();
         self.roll(&mut s);
     }
 
@@ -144,10 +145,7 @@ impl LogBudget {
 
     /// Messages dropped in the current minute.
     pub fn dropped(&self) -> u64 {
-        self.state
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .dropped_messages
+        self.state.lock_unpoisoned().dropped_messages
     }
 }
 

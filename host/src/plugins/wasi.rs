@@ -13,6 +13,7 @@ use wasmtime::component::Linker;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiView};
 
 use super::sink::LogSink;
+use crate::sync::LockUnpoisoned;
 
 /// The version of the WASI 0.2 interfaces wasmtime-wasi defines; guests that
 /// import any 0.2.x version are served by these definitions.
@@ -83,7 +84,7 @@ pub struct SeededRng {
 impl SeededRng {
     /// Restarts the stream from `seed`.
     pub fn seed(&self, seed: u64) {
-        *self.pending.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        *self.pending.lock_unpoisoned() = None;
         self.armed.store(false, Ordering::Release);
         self.seed.store(seed, Ordering::Relaxed);
         self.state.store(seed, Ordering::Relaxed);
@@ -92,7 +93,7 @@ impl SeededRng {
     /// Restarts the stream from the seed `source` makes, when it is first
     /// needed.
     pub fn seed_lazily(&self, source: SeedSource) {
-        *self.pending.lock().unwrap_or_else(|p| p.into_inner()) = Some(source);
+        *self.pending.lock_unpoisoned() = Some(source);
         self.armed.store(true, Ordering::Release);
     }
 
@@ -101,11 +102,7 @@ impl SeededRng {
         if !self.armed.load(Ordering::Acquire) {
             return;
         }
-        let source = self
-            .pending
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
+        let source = self.pending.lock_unpoisoned().take();
         if let Some(source) = source {
             let seed = source();
             self.seed.store(seed, Ordering::Relaxed);

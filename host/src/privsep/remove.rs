@@ -148,6 +148,8 @@ fn mount_id(dir: &Dir) -> Option<u64> {
     // SAFETY: statx on a live descriptor with an empty NUL-terminated
     // path into a zeroed buffer of the right type.
     let mut stx: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: as above: the descriptor is live for the call, the path a
+    // static empty C string, the buffer a statx of our own.
     let r = unsafe {
         libc::statx(
             dir.as_raw_fd(),

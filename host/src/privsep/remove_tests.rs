@@ -28,6 +28,7 @@ fn a_tree_of_files_links_and_fifos_is_removed_and_no_link_is_followed() {
     symlink(&outside, out.join("a/b/to-outside")).unwrap();
     symlink(outside.join("keep/secret"), out.join("file-link")).unwrap();
     let fifo = std::ffi::CString::new(out.join("a/pipe").as_os_str().as_bytes()).unwrap();
+    // SAFETY: mkfifo reads a NUL-terminated path that lives for the call.
     assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
     remove_tree(&open(root.path()), Path::new("out")).unwrap();
     assert!(!out.exists());

@@ -82,6 +82,7 @@ pub fn ofd_lock_byte(fd: RawFd, at: i64, block: bool) -> io::Result<bool> {
 pub fn set_cloexec(fd: RawFd) -> io::Result<()> {
     // SAFETY: fcntl on a descriptor; no memory is passed.
     let flags = check(unsafe { libc::fcntl(fd, libc::F_GETFD) })?;
+    // SAFETY: as above; F_SETFD takes an int, no memory.
     check(unsafe { libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC) })?;
     Ok(())
 }
@@ -235,6 +236,7 @@ pub fn read_signals(fd: &OwnedFd) -> Vec<i32> {
     loop {
         // SAFETY: signalfd_siginfo is plain data of the size read() fills.
         let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
+        // SAFETY: read into `info`, a live buffer of exactly the length given.
         let n = unsafe {
             libc::read(
                 fd.as_raw_fd(),
@@ -296,6 +298,8 @@ pub fn reap_any() -> Option<(i32, Exit)> {
 pub fn has_children() -> bool {
     // SAFETY: WNOHANG|WNOWAIT peeks without reaping; a null status is allowed.
     let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: waitid writes only into `info`, which lives here; WNOWAIT
+    // leaves any child unreaped.
     let r = unsafe {
         libc::waitid(
             libc::P_ALL,

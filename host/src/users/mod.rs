@@ -61,6 +61,7 @@ fn account_of(pw: &libc::passwd) -> Account {
         if p.is_null() {
             String::new()
         } else {
+            // SAFETY: see above: non-null here, NUL-terminated, its buffer alive.
             unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
         }
     };

@@ -11,6 +11,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::allow;
+use crate::sync::LockUnpoisoned;
 
 /// Bytes of a response body kept.
 pub const MAX_BODY: usize = 64 << 10;
@@ -198,7 +199,7 @@ impl HttpBroker {
         type Key = (String, SocketAddr, Vec<allow::Allowed>, Duration);
         static CLIENTS: Mutex<Vec<(Key, reqwest::blocking::Client)>> = Mutex::new(Vec::new());
         let key: Key = (host.to_string(), addr, self.allow.clone(), self.timeout);
-        let mut clients = CLIENTS.lock().unwrap_or_else(|p| p.into_inner());
+        let mut clients = CLIENTS.lock_unpoisoned();
         if let Some((_, c)) = clients.iter().find(|(k, _)| *k == key) {
             return Ok(c.clone());
         }

@@ -36,6 +36,7 @@ mod bindings {
     });
 }
 
+use crate::sync::LockUnpoisoned;
 pub use bindings::exports::nightjar::plugin::notify::{Event, Field, Severity};
 use bindings::nightjar::plugin::http as wire_http;
 use bindings::nightjar::plugin::mail as wire_mail;
@@ -51,7 +52,7 @@ const MAX_JOURNAL_LINE: usize = 1000;
 /// Adds `line` to `journal`, within [`MAX_JOURNAL`] lines of
 /// [`MAX_JOURNAL_LINE`] characters; then one line says the rest was left out.
 pub(crate) fn note(journal: &std::sync::Mutex<Vec<String>>, line: &str) {
-    let mut j = journal.lock().unwrap_or_else(|p| p.into_inner());
+    let mut j = journal.lock_unpoisoned();
     match j.len() {
         n if n < MAX_JOURNAL => j.push(super::limits::capped(line, MAX_JOURNAL_LINE)),
         MAX_JOURNAL => j.push(format!(

@@ -5,6 +5,7 @@
 //! everyone else, instead of holding every other user's judging behind a
 //! single lock.
 
+use crate::sync::LockUnpoisoned;
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
@@ -28,8 +29,8 @@ pub struct Pass<'a> {
 impl Gate {
     /// Waits for the owner's `turn` ([`Gate::turn_of`]), then for a slot.
     pub fn enter<'a>(&'a self, turn: &'a Mutex<()>) -> Pass<'a> {
-        let guard = turn.lock().unwrap_or_else(|p| p.into_inner());
-        let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        let guard = turn.lock_unpoisoned();
+        let mut running = self.running.lock_unpoisoned();
         while *running >= AT_ONCE {
             running = self.freed.wait(running).unwrap_or_else(|p| p.into_inner());
         }
@@ -42,7 +43,7 @@ impl Gate {
 
     /// `owner`'s turn (made on first use).
     pub fn turn_of(&self, owner: Option<u32>) -> Arc<Mutex<()>> {
-        let mut owners = self.owners.lock().unwrap_or_else(|p| p.into_inner());
+        let mut owners = self.owners.lock_unpoisoned();
         if owners.len() > 4096 {
             // Unused turns go; a held one stays referenced by its holder.
             owners.retain(|_, t| Arc::strong_count(t) > 1);
@@ -53,7 +54,7 @@ impl Gate {
 
 impl Drop for Pass<'_> {
     fn drop(&mut self) {
-        let mut running = self.gate.running.lock().unwrap_or_else(|p| p.into_inner());
+        let mut running = self.gate.running.lock_unpoisoned();
         *running = running.saturating_sub(1);
         self.gate.freed.notify_one();
     }

@@ -11,6 +11,7 @@ pub use crate::task::model::ValidatorRef;
 use super::ValidatorPlugin;
 use crate::plugins::engine::PluginEngine;
 use crate::plugins::limits::PluginLimits;
+use crate::sync::LockUnpoisoned;
 
 /// Compiled validators at most kept; past it the oldest goes.
 const MAX_CACHED: usize = 64;
@@ -64,7 +65,7 @@ impl Validators {
     pub fn warm(self: &Arc<Self>, plugin: &str, who: Option<crate::sandbox::files::RunAs>) {
         let key = (plugin.to_string(), who.as_ref().map(|w| w.uid));
         {
-            let mut warming = self.warming.lock().unwrap_or_else(|p| p.into_inner());
+            let mut warming = self.warming.lock_unpoisoned();
             // An owner's compiles are one at a time: she queues a few
             // warm-ups at most; the rest compile when their runs end.
             let theirs = warming.iter().filter(|(_, uid)| *uid == key.1).count();
@@ -79,10 +80,7 @@ impl Validators {
                 if let Err(e) = me.get(&key.0, who.as_ref()) {
                     tracing::debug!("validator {} not compiled ahead: {e}", key.0);
                 }
-                me.warming
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .remove(&key);
+                me.warming.lock_unpoisoned().remove(&key);
             });
         if let Err(e) = spawned {
             tracing::debug!("cannot start a thread to compile validator {plugin} ahead: {e}");
@@ -93,7 +91,7 @@ impl Validators {
     /// is compiled and kept.
     #[cfg(test)]
     fn is_loaded(&self, plugin: &str) -> bool {
-        let loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
+        let loaded = self.loaded.lock_unpoisoned();
         let name = if Path::new(plugin).is_absolute() {
             super::name_of(Path::new(plugin))
         } else {
@@ -169,7 +167,7 @@ impl Validators {
         let seq = self
             .inserted
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let mut loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
+        let mut loaded = self.loaded.lock_unpoisoned();
         let oldest = |loaded: &HashMap<String, Kept>, of: Option<Option<u32>>| {
             loaded
                 .iter()
@@ -193,8 +191,7 @@ impl Validators {
 
     fn cached(&self, key: &str) -> Option<Arc<ValidatorPlugin>> {
         self.loaded
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+            .lock_unpoisoned()
             .get(key)
             .map(|k| Arc::clone(&k.plugin))
     }
