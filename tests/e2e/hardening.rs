@@ -313,12 +313,7 @@ fn a_table_that_cannot_be_written_is_a_failure_not_a_success() {
         .arg("--config")
         .arg(&nj.config)
         .args(["ls", "--all"])
-        .stdout(
-            std::fs::File::options()
-                .write(true)
-                .open("/dev/full")
-                .unwrap(),
-        )
+        .stdout(crate::harness::dev_full())
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);

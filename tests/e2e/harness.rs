@@ -382,3 +382,12 @@ pub fn chaos_scale(short: usize, full: usize) -> usize {
 pub fn chaos_row(fault: &str, runs: usize, lost: usize, doubled: usize, hung: usize) {
     println!("CHAOS|{fault}|{runs}|{lost}|{doubled}|{hung}");
 }
+
+/// `/dev/full` opened for writing: a stream that takes nothing (ENOSPC),
+/// for a command's stdout or stderr.
+pub fn dev_full() -> std::fs::File {
+    std::fs::File::options()
+        .write(true)
+        .open("/dev/full")
+        .expect("open /dev/full")
+}

@@ -93,12 +93,7 @@ fn a_note_that_stderr_cannot_take_does_not_fail_the_listing() {
         .arg("--config")
         .arg(&nj.config)
         .args(["ls", "--limit", "2"])
-        .stderr(
-            std::fs::File::options()
-                .write(true)
-                .open("/dev/full")
-                .unwrap(),
-        )
+        .stderr(crate::harness::dev_full())
         .output()
         .unwrap();
     assert!(out.status.success(), "{:?}", out.status);

@@ -44,30 +44,25 @@ impl Store {
     /// the whole rows are read only for those kept).
     pub fn list(&self, f: &ListFilter, limit: Option<u32>) -> Result<Vec<TaskRow>> {
         let state = f.state.map(|s| s.as_str());
-        let filter = bound(f, &state);
-        let mut rows = match limit {
-            None => {
-                let sql =
-                    format!("SELECT {TASK_COLUMNS} FROM tasks t WHERE {LISTED} ORDER BY t.id");
-                let mut stmt = self.conn.prepare_cached(&sql)?;
-                stmt.query_map(&filter[..], task_row)?
-                    .collect::<rusqlite::Result<Vec<_>>>()?
-            }
+        let mut bound = bound(f, &state).to_vec();
+        let sql = match &limit {
+            None => format!("SELECT {TASK_COLUMNS} FROM tasks t WHERE {LISTED} ORDER BY t.id"),
             Some(n) => {
-                let sql = format!(
+                bound.push(n);
+                format!(
                     "SELECT {TASK_COLUMNS} FROM tasks t WHERE t.id IN
                        (SELECT id FROM (SELECT t.id AS id, {KEEP_GROUP} AS keep
                                         FROM tasks t WHERE {LISTED})
                         ORDER BY keep, CASE WHEN keep = 2 THEN -id ELSE id END LIMIT ?7)
                      ORDER BY t.id"
-                );
-                let mut stmt = self.conn.prepare_cached(&sql)?;
-                let mut bound = filter.to_vec();
-                bound.push(&n);
-                stmt.query_map(bound.as_slice(), task_row)?
-                    .collect::<rusqlite::Result<Vec<_>>>()?
+                )
             }
         };
+        let mut rows = self
+            .conn
+            .prepare_cached(&sql)?
+            .query_map(bound.as_slice(), task_row)?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
         for row in rows.iter_mut().filter(|r| r.kind == "sweep") {
             row.counts = Some(self.counts(row.id)?);
         }
