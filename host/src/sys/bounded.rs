@@ -177,16 +177,25 @@ mod tests {
     #[test]
     fn a_child_in_a_session_of_its_own_holding_the_pipe_costs_only_the_deadline() {
         let t0 = Instant::now();
-        // `setsid` puts the sleeper out of the group the deadline kills.
+        // `setsid` puts the sleeper out of the group the deadline kills; the
+        // shell prints its pid so that this test kills that one process
+        // alone (a kill by name would reach the other tests' sleepers,
+        // which run alongside).
+        let mut out = Vec::new();
         let r = run(
-            Command::new("/bin/sh").args(["-c", "setsid sleep 30 & sleep 30"]),
+            Command::new("/bin/sh").args(["-c", "setsid sleep 31 & echo $!; sleep 30"]),
             Instant::now() + Duration::from_millis(300),
-            |_| {},
+            |b| out.extend_from_slice(b),
         )
         .unwrap();
+        let sleeper: Option<i32> = String::from_utf8_lossy(&out).trim().parse().ok();
+        if let Some(pid) = sleeper.filter(|p| *p > 1) {
+            // SAFETY: a signal to one pid this test started.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
         assert!(r.timed_out && !r.ok());
         assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
-        let _ = Command::new("pkill").args(["-f", "^sleep 30$"]).status();
+        assert!(sleeper.is_some(), "the shell printed no pid: {out:?}");
     }
 
     #[test]
