@@ -113,7 +113,7 @@ fn plugins(out: &Path) {
     }
     let built = build_wasm(out, "../plugins/Cargo.toml");
     // Test fixtures, compiled from source, never committed: misbehaving
-    // plugins, and a plugin of the frozen 0.1 contract.
+    // plugins, and plugins of the frozen 0.1 and 0.2.0 contracts.
     for p in [
         "../tests/plugins/Cargo.toml",
         "../tests/plugins/Cargo.lock",
@@ -123,6 +123,8 @@ fn plugins(out: &Path) {
         "../tests/plugins/hostile-validator/Cargo.toml",
         "../tests/plugins/legacy-v0_1/src",
         "../tests/plugins/legacy-v0_1/Cargo.toml",
+        "../tests/plugins/first-v0_2_0/src",
+        "../tests/plugins/first-v0_2_0/Cargo.toml",
     ] {
         println!("cargo:rerun-if-changed={p}");
     }
@@ -130,6 +132,7 @@ fn plugins(out: &Path) {
     for (stem, var) in [
         ("hostile", "NIGHTJAR_TEST_PLUGIN_HOSTILE"),
         ("legacy_v0_1", "NIGHTJAR_TEST_PLUGIN_V0_1"),
+        ("first_v0_2_0", "NIGHTJAR_TEST_PLUGIN_V0_2_0"),
         (
             "hostile_validator",
             "NIGHTJAR_TEST_PLUGIN_HOSTILE_VALIDATOR",

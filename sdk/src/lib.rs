@@ -42,8 +42,8 @@
 //! tariff with [`tariff::prices`] (natively, a [`tariff::TariffMock`]
 //! answers).
 //!
-//! The SDK builds components against `nightjar:plugin@0.2.0`
-//! (`wit/nightjar-plugin@0.2.0`), whose snapshot is compact: text comes once
+//! The SDK builds components against `nightjar:plugin@0.2.1`
+//! (`wit/nightjar-plugin@0.2.1`), whose snapshot is compact: text comes once
 //! in a string table and tasks are named by position. The SDK turns that
 //! into the types here (a task's `project` is a `&str`, verdicts name tasks
 //! by id), and [`export_policy!`] writes the version into the component's
@@ -81,7 +81,7 @@
 #[doc(hidden)]
 pub mod bindings {
     wit_bindgen::generate!({
-        path: "../wit/nightjar-plugin@0.2.0",
+        path: "../wit/nightjar-plugin@0.2.1",
         world: "scheduling-policy",
         pub_export_macro: true,
         export_macro_name: "__export_scheduling_policy",
@@ -96,14 +96,14 @@ pub mod bindings {
 #[doc(hidden)]
 pub mod validator_bindings {
     wit_bindgen::generate!({
-        path: "../wit/nightjar-plugin@0.2.0",
+        path: "../wit/nightjar-plugin@0.2.1",
         world: "result-validator",
         pub_export_macro: true,
         export_macro_name: "__export_result_validator",
         default_bindings_module: "nightjar_sdk::validator_bindings",
         with: {
-            "nightjar:plugin/types@0.2.0": crate::bindings::nightjar::plugin::types,
-            "nightjar:plugin/host@0.2.0": crate::bindings::nightjar::plugin::host,
+            "nightjar:plugin/types@0.2.1": crate::bindings::nightjar::plugin::types,
+            "nightjar:plugin/host@0.2.1": crate::bindings::nightjar::plugin::host,
         },
         generate_all,
     });
@@ -115,14 +115,14 @@ pub mod validator_bindings {
 #[doc(hidden)]
 pub mod notifier_bindings {
     wit_bindgen::generate!({
-        path: "../wit/nightjar-plugin@0.2.0",
+        path: "../wit/nightjar-plugin@0.2.1",
         world: "notifier",
         pub_export_macro: true,
         export_macro_name: "__export_notifier",
         default_bindings_module: "nightjar_sdk::notifier_bindings",
         with: {
-            "nightjar:plugin/types@0.2.0": crate::bindings::nightjar::plugin::types,
-            "nightjar:plugin/host@0.2.0": crate::bindings::nightjar::plugin::host,
+            "nightjar:plugin/types@0.2.1": crate::bindings::nightjar::plugin::types,
+            "nightjar:plugin/host@0.2.1": crate::bindings::nightjar::plugin::host,
         },
         generate_all,
     });
@@ -173,10 +173,10 @@ pub use policy::private as __private;
 pub use validator::private as __private_validator;
 
 /// The version of the contract this SDK builds plugins against.
-pub const API_VERSION: &str = "0.2.0";
+pub const API_VERSION: &str = "0.2.1";
 
 /// The WIT package plugins are written against.
-pub const WIT_PACKAGE: &str = "nightjar:plugin@0.2.0";
+pub const WIT_PACKAGE: &str = "nightjar:plugin@0.2.1";
 
 /// The custom section a built plugin carries its [`API_VERSION`] in.
 pub const API_VERSION_SECTION: &str = "nightjar-api-version";

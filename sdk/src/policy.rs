@@ -129,7 +129,7 @@ pub mod private {
     }
 }
 
-/// Exports a [`Policy`] as the component's `nightjar:plugin/policy@0.2.0`
+/// Exports a [`Policy`] as the component's `nightjar:plugin/policy@0.2.1`
 /// interface and writes the API version into its `nightjar-api-version`
 /// custom section (on wasm only: natively the same crate builds for unit
 /// tests, and the macro only checks that the type is a [`Policy`]).

@@ -56,7 +56,7 @@ fn a_0_1_plugin_runs_beside_a_0_2_plugin_and_its_verdicts_take_effect() {
             )
         })
         .collect();
-    assert_eq!(versions, [("priority", "0.2.0"), ("legacy", "0.1.0")]);
+    assert_eq!(versions, [("priority", "0.2.1"), ("legacy", "0.1.0")]);
     let table = nj.ok(&["plugins", "ls"]);
     assert!(table.contains("API") && table.contains("0.1.0"), "{table}");
 }
@@ -75,7 +75,7 @@ fn plugins_check_reports_the_version_of_each_plugin() {
     let nj = Nj::new("");
     for (file, version) in [
         (V0_1, "0.1.0"),
-        (env!("NIGHTJAR_EXAMPLE_POLICY_WEEKENDS"), "0.2.0"),
+        (env!("NIGHTJAR_EXAMPLE_POLICY_WEEKENDS"), "0.2.1"),
     ] {
         let out = check(file);
         let text = String::from_utf8_lossy(&out.stdout);
@@ -106,7 +106,7 @@ fn plugins_check_reports_the_version_of_each_plugin() {
     assert!(
         err.contains(&future.display().to_string())
             && err.contains("nightjar:plugin/policy@0.3.0")
-            && err.contains("0.1.0, 0.2.0"),
+            && err.contains("0.1.0, 0.2.0, 0.2.1"),
         "{err}"
     );
 }

@@ -40,7 +40,7 @@ fn a_0_1_plugin_and_a_0_2_plugin_judge_one_pass_together() {
     assert_eq!(
         versions,
         [
-            ("priority".into(), Some("0.2.0".into())),
+            ("priority".into(), Some("0.2.1".into())),
             ("legacy".into(), Some("0.1.0".into()))
         ]
     );

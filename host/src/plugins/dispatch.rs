@@ -9,7 +9,7 @@ use wasmtime::{Engine, Store};
 use super::pass::Pass;
 use super::policy::{ConfigError, Evaluation, PluginError};
 use super::state::PluginState;
-use super::version::ApiVersion;
+use super::version::{Adapter, ApiVersion};
 use super::{v0_1, v0_2, validate};
 
 /// A component linked against the host imports of its version.
@@ -40,15 +40,15 @@ impl Pre {
     ) -> Result<Pre, PluginError> {
         let mut linker: Linker<PluginState> = Linker::new(engine);
         super::wasi::add_to_linker(&mut linker).map_err(world)?;
-        match api {
-            ApiVersion::V0_1 => v0_1::link(&mut linker),
-            ApiVersion::V0_2 => v0_2::link(&mut linker),
+        match api.adapter() {
+            Adapter::V0_1 => v0_1::link(&mut linker),
+            Adapter::V0_2 => v0_2::link(&mut linker),
         }
         .map_err(world)?;
         let pre = linker.instantiate_pre(component).map_err(world)?;
-        Ok(match api {
-            ApiVersion::V0_1 => Pre::V0_1(v0_1::SchedulingPolicyPre::new(pre).map_err(world)?),
-            ApiVersion::V0_2 => Pre::V0_2(v0_2::SchedulingPolicyPre::new(pre).map_err(world)?),
+        Ok(match api.adapter() {
+            Adapter::V0_1 => Pre::V0_1(v0_1::SchedulingPolicyPre::new(pre).map_err(world)?),
+            Adapter::V0_2 => Pre::V0_2(v0_2::SchedulingPolicyPre::new(pre).map_err(world)?),
         })
     }
 
@@ -69,7 +69,10 @@ impl Live {
         config: &str,
     ) -> wasmtime::Result<Result<(), ConfigError>> {
         match self {
-            Live::V0_1(b) => b.nightjar_plugin_policy().call_configure(store, config),
+            Live::V0_1(b) => Ok(b
+                .nightjar_plugin_policy()
+                .call_configure(store, config)?
+                .map_err(v0_1::config_error)),
             Live::V0_2(b) => Ok(b
                 .nightjar_plugin_policy()
                 .call_configure(store, config)?
@@ -91,7 +94,8 @@ impl Live {
             Live::V0_1(b) => {
                 let e = b
                     .nightjar_plugin_policy()
-                    .call_evaluate(store, pass.snapshot())?;
+                    .call_evaluate(store, pass.v0_1())?;
+                let e = v0_1::evaluation(e);
                 Ok(validate::check_with(pass.ids(), pass.snapshot(), &e).map(|()| e))
             }
             Live::V0_2(b) => {

@@ -1,6 +1,6 @@
 //! Plugins: the wasmtime engine, limits and loading, and the scheduling-policy
-//! host for every version of the contract it loads (`wit/nightjar-plugin@0.1.0`
-//! and `@0.2.0`). Every plugin answer is validated here before the scheduler
+//! host for every version of the contract it loads (`wit/nightjar-plugin@0.1.0`,
+//! `@0.2.0` and `@0.2.1`). Every plugin answer is validated here before the scheduler
 //! uses it.
 
 /// The host imports every contract version declares alike (`log`,
@@ -47,6 +47,7 @@ pub fn sha256(bytes: &[u8]) -> String {
     format!("{:x}", sha2::Sha256::digest(bytes))
 }
 pub mod limits;
+pub mod model;
 pub mod notifier;
 pub mod offline;
 pub mod pass;
@@ -68,6 +69,8 @@ mod containment_tests;
 pub(crate) mod tests;
 #[cfg(test)]
 mod versions_tests;
+#[cfg(test)]
+mod wit_frozen_tests;
 
 /// The first-party plugins embedded in the binary: (name, component bytes).
 pub mod first_party {

@@ -127,8 +127,9 @@ fn check_validator(
     v.configure(&text)
         .map_err(|e| anyhow::anyhow!("{}: {e} ({})", file.display(), e.cause()))?;
     Ok(Some(format!(
-        "{}: ok (result-validator, nightjar:plugin@0.2.0, sha256 {})",
+        "{}: ok (result-validator, nightjar:plugin@{}, sha256 {})",
         file.display(),
+        v.contract,
         v.sha256
     )))
 }
@@ -150,8 +151,9 @@ fn check_notifier(file: &Path, config: Option<&Path>, limits: &PluginLimits) -> 
     n.configure(&text)
         .map_err(|e| anyhow::anyhow!("{}: {e} ({})", file.display(), e.cause()))?;
     Ok(format!(
-        "{}: ok (notifier, nightjar:plugin@0.2.0, sha256 {})",
+        "{}: ok (notifier, nightjar:plugin@{}, sha256 {})",
         file.display(),
+        n.contract,
         n.sha256
     ))
 }

@@ -1,20 +1,21 @@
 //! One scheduling pass as the plugins see it: the host's snapshot, and what
 //! is derived from it once per pass however many plugins are called (the
-//! random seed, the ids answers are checked against, the 0.2 form), each
-//! made the first time a plugin needs it.
+//! random seed, the ids answers are checked against, the 0.1 and 0.2
+//! forms), each made the first time a plugin needs it.
 
 use std::sync::{Arc, OnceLock};
 
 use super::policy::{Snapshot, seed_of};
-use super::v0_2;
 use super::validate::Ids;
 use super::wasi::SeedSource;
+use super::{v0_1, v0_2};
 
 /// A snapshot shared by every plugin of a pass.
 pub struct Pass {
     snapshot: Arc<Snapshot>,
     seed: Arc<OnceLock<u64>>,
     ids: OnceLock<Ids>,
+    v0_1: OnceLock<v0_1::exports::nightjar::plugin::policy::Snapshot>,
     v0_2: OnceLock<Result<v0_2::types::Snapshot, String>>,
     tariff: Option<Arc<crate::tariff::Tariff>>,
 }
@@ -26,6 +27,7 @@ impl Pass {
             snapshot,
             seed: Arc::new(OnceLock::new()),
             ids: OnceLock::new(),
+            v0_1: OnceLock::new(),
             v0_2: OnceLock::new(),
             tariff: None,
         }
@@ -43,7 +45,7 @@ impl Pass {
         self.tariff.clone()
     }
 
-    /// The host's snapshot (what a 0.1 plugin gets as it is).
+    /// The host's snapshot.
     pub fn snapshot(&self) -> &Snapshot {
         &self.snapshot
     }
@@ -63,6 +65,11 @@ impl Pass {
     /// The ids and GPUs answers are checked against.
     pub fn ids(&self) -> &Ids {
         self.ids.get_or_init(|| Ids::of(&self.snapshot))
+    }
+
+    /// The snapshot as 0.1's records.
+    pub fn v0_1(&self) -> &v0_1::exports::nightjar::plugin::policy::Snapshot {
+        self.v0_1.get_or_init(|| v0_1::snapshot(&self.snapshot))
     }
 
     /// The snapshot in 0.2's compact form, or why it cannot be written.

@@ -15,14 +15,13 @@ use super::limits::{
 };
 use super::pass::Pass;
 use super::sink::{LogBudget, LogSink};
-use super::version::{ApiVersion, Detected};
+use super::version::{Adapter, Detected};
 use super::wasi::{Blocked, SeededRng};
 
-pub use super::v0_1::exports::nightjar::plugin::policy::{
-    ClosedGpu, Deferral, Evaluation, Gpu, Preemption, QueuedTask, RunningTask, Snapshot,
-    TaskVerdict, Usage, Verdict,
+pub use super::model::{
+    ClosedGpu, ConfigError, Deferral, Evaluation, Gpu, Preemption, Priority, QueuedTask, Resources,
+    RunningTask, Snapshot, TaskVerdict, Usage, Verdict,
 };
-pub use super::v0_1::nightjar::plugin::types::{ConfigError, Level, Priority, Resources};
 
 pub use super::limits::PluginLimits;
 pub use super::state::PluginState;
@@ -216,9 +215,15 @@ impl PolicyPlugin {
         if self.live.is_none() {
             self.instantiate()?;
         }
-        if self.version.api == ApiVersion::V0_2 {
-            // Made once per pass, before this plugin's deadline starts.
-            let _ = pass.v0_2();
+        // The pass's form for this version is made once per pass, before
+        // this plugin's deadline starts.
+        match self.version.api.adapter() {
+            Adapter::V0_1 => {
+                let _ = pass.v0_1();
+            }
+            Adapter::V0_2 => {
+                let _ = pass.v0_2();
+            }
         }
         let timeout = self.limits.evaluate_timeout;
         let memory = self.limits.memory;

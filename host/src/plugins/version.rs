@@ -1,6 +1,6 @@
 //! Which version of the contract a component implements. The interface it
-//! exports decides (`nightjar:plugin/policy@0.1.0` or `@0.2.0`): that is
-//! what the host calls. The `nightjar-api-version` custom section the SDK
+//! exports decides (`nightjar:plugin/policy@0.1.0`, `@0.2.0` or `@0.2.1`):
+//! that is what the host calls. The `nightjar-api-version` custom section the SDK
 //! writes is read too and shown; where it disagrees with the exports, the
 //! exports win and a note says so.
 
@@ -15,24 +15,53 @@ pub const SECTION: &str = "nightjar-api-version";
 /// Longest version text read from the section; the rest is cut.
 const MAX_DECLARED: usize = 32;
 
-/// A version of the contract this host loads.
+/// A version of the contract this host loads: one per released folder
+/// under `wit/`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ApiVersion {
     /// `nightjar:plugin@0.1.0` (`wit/nightjar-plugin@0.1.0`).
+    V0_1_0,
+    /// `nightjar:plugin@0.2.0` (`wit/nightjar-plugin@0.2.0`): the compact
+    /// snapshot, policies only.
+    V0_2_0,
+    /// `nightjar:plugin@0.2.1` (`wit/nightjar-plugin@0.2.1`): 0.2.0 plus the
+    /// `tariff` import and the validator and notifier worlds.
+    V0_2_1,
+}
+
+/// The code that calls a version: each adapter converts the host's model
+/// to and from the versions it serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Adapter {
+    /// `plugins::v0_1`: the 0.1 bindings.
     V0_1,
-    /// `nightjar:plugin@0.2.0` (`wit/nightjar-plugin@0.2.0`): compact snapshot.
+    /// `plugins::v0_2`: the 0.2.1 bindings, which also call 0.2.0
+    /// components (wasmtime matches `@0.2.0` names to `@0.2.1` ones by
+    /// semver, and 0.2.1 only adds to 0.2.0).
     V0_2,
 }
 
 impl ApiVersion {
     /// Every version this host loads, oldest first.
-    pub const ALL: [ApiVersion; 2] = [ApiVersion::V0_1, ApiVersion::V0_2];
+    pub const ALL: [ApiVersion; 3] = [ApiVersion::V0_1_0, ApiVersion::V0_2_0, ApiVersion::V0_2_1];
+
+    /// The newest: the one the SDK builds and `wit/` adds to next.
+    pub const LATEST: ApiVersion = ApiVersion::V0_2_1;
 
     /// The version as WIT spells it (`0.2.0`).
     pub fn as_str(self) -> &'static str {
         match self {
-            ApiVersion::V0_1 => "0.1.0",
-            ApiVersion::V0_2 => "0.2.0",
+            ApiVersion::V0_1_0 => "0.1.0",
+            ApiVersion::V0_2_0 => "0.2.0",
+            ApiVersion::V0_2_1 => "0.2.1",
+        }
+    }
+
+    /// The adapter that calls components of this version.
+    pub fn adapter(self) -> Adapter {
+        match self {
+            ApiVersion::V0_1_0 => Adapter::V0_1,
+            ApiVersion::V0_2_0 | ApiVersion::V0_2_1 => Adapter::V0_2,
         }
     }
 
@@ -41,9 +70,22 @@ impl ApiVersion {
         ApiVersion::ALL.into_iter().find(|v| v.as_str() == text)
     }
 
-    /// Every version this host loads, for messages (`0.1.0, 0.2.0`).
+    /// Every version this host loads, for messages (`0.1.0, 0.2.0, 0.2.1`).
     pub fn supported() -> String {
         ApiVersion::ALL.map(ApiVersion::as_str).join(", ")
+    }
+
+    /// The version of the interface `interface` (`nightjar:plugin/validate`)
+    /// among a component's export names, if it exports one this host loads.
+    pub fn exported<'a>(
+        interface: &str,
+        names: impl IntoIterator<Item = &'a str>,
+    ) -> Option<ApiVersion> {
+        let prefix = format!("{interface}@");
+        names
+            .into_iter()
+            .filter_map(|n| n.strip_prefix(&prefix))
+            .find_map(ApiVersion::parse)
     }
 }
 
@@ -142,6 +184,19 @@ pub fn declared(wasm: &[u8]) -> Option<String> {
     None
 }
 
+/// The version `component` exports `interface` (`nightjar:plugin/validate`)
+/// at, as the component spells it (`0.2.0`), if it exports it at all.
+pub fn exported_at(
+    engine: &wasmtime::Engine,
+    component: &wasmtime::component::Component,
+    interface: &str,
+) -> Option<String> {
+    let prefix = format!("{interface}@");
+    let ty = component.component_type();
+    ty.exports(engine)
+        .find_map(|(name, _)| name.strip_prefix(&prefix).map(str::to_string))
+}
+
 /// The version of `component` (from its exports) and what its section says.
 pub fn detect(
     engine: &wasmtime::Engine,
@@ -163,11 +218,17 @@ mod tests {
     #[test]
     fn the_exported_interface_names_the_version() {
         let v = from_exports(["wasi:cli/run@0.2.0", "nightjar:plugin/policy@0.2.0"]);
-        assert_eq!(v, Ok(ApiVersion::V0_2));
+        assert_eq!(v, Ok(ApiVersion::V0_2_0));
+        assert_eq!(
+            from_exports(["nightjar:plugin/policy@0.2.1"]),
+            Ok(ApiVersion::V0_2_1)
+        );
         assert_eq!(
             from_exports(["nightjar:plugin/policy@0.1.0"]),
-            Ok(ApiVersion::V0_1)
+            Ok(ApiVersion::V0_1_0)
         );
+        assert_eq!(ApiVersion::V0_2_0.adapter(), ApiVersion::V0_2_1.adapter());
+        assert_ne!(ApiVersion::V0_1_0.adapter(), ApiVersion::V0_2_1.adapter());
     }
 
     #[test]
@@ -176,7 +237,7 @@ mod tests {
         assert_eq!(e.cause(), "version");
         let text = e.to_string();
         assert!(
-            text.contains("nightjar:plugin/policy@0.3.0") && text.contains("0.1.0, 0.2.0"),
+            text.contains("nightjar:plugin/policy@0.3.0") && text.contains("0.1.0, 0.2.0, 0.2.1"),
             "{text}"
         );
     }
@@ -190,6 +251,16 @@ mod tests {
         .unwrap_err();
         assert_eq!(both.cause(), "world");
         assert!(both.to_string().contains("0.1.0, 0.2.0"), "{both}");
+        let patch_levels = from_exports([
+            "nightjar:plugin/policy@0.2.0",
+            "nightjar:plugin/policy@0.2.1",
+        ])
+        .unwrap_err();
+        assert_eq!(
+            patch_levels.cause(),
+            "world",
+            "two 0.2 exports: {patch_levels}"
+        );
         let neither = from_exports(["nightjar:plugin/notify@0.1.0"]).unwrap_err();
         assert!(
             neither
@@ -204,14 +275,14 @@ mod tests {
     #[test]
     fn a_section_that_disagrees_is_noted_and_the_exports_win() {
         let d = Detected {
-            api: ApiVersion::V0_1,
+            api: ApiVersion::V0_1_0,
             declared: Some("0.2.0".into()),
         };
         let note = d.note().unwrap();
         assert!(note.contains("the exported interface wins"), "{note}");
         let agrees = Detected {
-            api: ApiVersion::V0_2,
-            declared: Some("0.2.0".into()),
+            api: ApiVersion::V0_2_1,
+            declared: Some("0.2.1".into()),
         };
         assert_eq!(agrees.note(), None);
     }

@@ -14,6 +14,7 @@ use super::version::{ApiVersion, declared};
 
 const HOSTILE: &[u8] = include_bytes!(env!("NIGHTJAR_TEST_PLUGIN_HOSTILE"));
 const V0_1: &[u8] = include_bytes!(env!("NIGHTJAR_TEST_PLUGIN_V0_1"));
+const V0_2_0: &[u8] = include_bytes!(env!("NIGHTJAR_TEST_PLUGIN_V0_2_0"));
 
 fn limits() -> PluginLimits {
     PluginLimits {
@@ -52,11 +53,11 @@ fn with_section(wasm: &[u8], name: &str, data: &[u8]) -> Vec<u8> {
 }
 
 #[test]
-fn every_first_party_plugin_is_0_2_and_says_so_in_its_section() {
+fn every_first_party_plugin_is_the_latest_version_and_says_so_in_its_section() {
     for (name, wasm) in super::first_party::FIRST_PARTY {
         let p = load(wasm, "").unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert_eq!(p.version.api, ApiVersion::V0_2, "{name}");
-        assert_eq!(p.version.declared.as_deref(), Some("0.2.0"), "{name}");
+        assert_eq!(p.version.api, ApiVersion::LATEST, "{name}");
+        assert_eq!(p.version.declared.as_deref(), Some("0.2.1"), "{name}");
         assert_eq!(p.version.note(), None);
     }
 }
@@ -78,7 +79,7 @@ fn a_0_2_policy_without_the_tariff_import_loads_as_one_with_it_does() {
             .map(|(n, _)| n.to_string())
             .collect()
     };
-    let tariff = "nightjar:plugin/tariff@0.2.0".to_string();
+    let tariff = "nightjar:plugin/tariff@0.2.1".to_string();
     assert!(!imports("priority").contains(&tariff));
     assert!(imports("offpeak-tariff").contains(&tariff));
     for name in ["priority", "offpeak-tariff"] {
@@ -93,7 +94,7 @@ fn a_0_2_policy_without_the_tariff_import_loads_as_one_with_it_does() {
 #[test]
 fn a_0_1_component_loads_and_its_answer_is_read_by_id() {
     let mut p = load(V0_1, "").unwrap();
-    assert_eq!(p.version.api, ApiVersion::V0_1);
+    assert_eq!(p.version.api, ApiVersion::V0_1_0);
     assert_eq!(p.version.declared, None, "0.1 files carry no section");
     let s = snapshot(vec![
         task(4, "legacy-held", Priority::Normal, 0),
@@ -107,6 +108,37 @@ fn a_0_1_component_loads_and_its_answer_is_read_by_id() {
     assert!(matches!(e.verdicts[1].verdict, Verdict::Allow(1000)));
     let err = load(V0_1, "colour = 1").err().unwrap();
     assert_eq!(err.cause(), "config", "{err}");
+}
+
+#[test]
+fn a_component_of_the_frozen_0_2_0_contract_loads_on_the_0_2_1_bindings() {
+    // Built from wit/nightjar-plugin@0.2.0 as first released: it exports
+    // policy@0.2.0 and imports host@0.2.0 and no tariff; the host links it
+    // with its 0.2.1 bindings (semver-compatible names).
+    let mut p = load(V0_2_0, "").unwrap();
+    assert_eq!(p.version.api, ApiVersion::V0_2_0);
+    assert_eq!(p.version.declared, None, "no SDK wrote a section");
+    let s = snapshot(vec![
+        task(4, "v020-held", Priority::Normal, 0),
+        task(9, "v020-first", Priority::Low, 0),
+        task(11, "other", Priority::Low, 0),
+    ]);
+    let e = p.evaluate(&s.into()).unwrap();
+    assert_eq!(
+        e.verdicts.iter().map(|v| v.task).collect::<Vec<_>>(),
+        [4, 9, 11],
+        "positions read back as ids"
+    );
+    assert!(
+        matches!(&e.verdicts[0].verdict, Verdict::Defer(d) if d.reason == "held by the 0.2.0 plugin p"),
+        "{:?}",
+        e.verdicts[0]
+    );
+    assert!(matches!(e.verdicts[1].verdict, Verdict::Allow(500)));
+    assert!(matches!(e.verdicts[2].verdict, Verdict::Allow(0)));
+    let err = load(V0_2_0, "mode = 1").err().unwrap();
+    assert_eq!(err.cause(), "config", "{err}");
+    assert!(err.to_string().contains("at `mode`"), "{err}");
 }
 
 #[test]
@@ -149,7 +181,7 @@ fn a_version_section_that_lies_loses_to_the_exports_and_says_so() {
     let lying = with_section(V0_1, "nightjar-api-version", b"0.2.0");
     assert_eq!(declared(&lying).as_deref(), Some("0.2.0"));
     let mut p = load(&lying, "").unwrap();
-    assert_eq!(p.version.api, ApiVersion::V0_1, "the exports win");
+    assert_eq!(p.version.api, ApiVersion::V0_1_0, "the exports win");
     let note = p.version.note().unwrap();
     assert!(
         note.contains("says \"0.2.0\"")

@@ -27,7 +27,7 @@ use super::wasi::SeededRng;
 
 mod bindings {
     wasmtime::component::bindgen!({
-        path: "../wit/nightjar-plugin@0.2.0",
+        path: "../wit/nightjar-plugin@0.2.1",
         world: "notifier",
         with: {
             "nightjar:plugin/types": crate::plugins::v0_2::nightjar::plugin::types,
@@ -145,6 +145,9 @@ pub struct NotifierPlugin {
     pub name: String,
     /// sha256 of the component.
     pub sha256: String,
+    /// The contract version it exports its interface at (`0.2.1`, or
+    /// `0.2.0` for components built before 0.2.1).
+    pub contract: String,
     engine: PluginEngine,
     pre: bindings::NotifierPre<PluginState>,
     limits: PluginLimits,
@@ -162,7 +165,7 @@ impl NotifierPlugin {
         let component = engine.component(wasm)?;
         let not_one = |e: wasmtime::Error| {
             PluginError::NotValidator(format!(
-                "not a notifier: {e:#} (a notifier exports nightjar:plugin/notify@0.2.0; build it with nightjar_sdk::export_notifier!)"
+                "not a notifier: {e:#} (a notifier exports nightjar:plugin/notify@0.2.x; build it with nightjar_sdk::export_notifier!)"
             ))
         };
         let mut linker: Linker<PluginState> = Linker::new(&engine.engine);
@@ -172,9 +175,13 @@ impl NotifierPlugin {
         let pre = linker.instantiate_pre(&component).map_err(not_one)?;
         let pre = bindings::NotifierPre::new(pre).map_err(not_one)?;
         let sha256 = super::sha256(wasm);
+        let contract =
+            super::version::exported_at(&engine.engine, &component, "nightjar:plugin/notify")
+                .unwrap_or_else(|| super::version::ApiVersion::LATEST.to_string());
         Ok(NotifierPlugin {
             name: name.to_string(),
             sha256,
+            contract,
             engine: engine.clone(),
             pre,
             log_budget: LogBudget::new(name, limits.log_bytes_per_minute),

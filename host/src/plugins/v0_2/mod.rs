@@ -1,5 +1,7 @@
-//! Version 0.2 of the contract (`wit/nightjar-plugin@0.2.0`): its bindings,
-//! its host imports, and the translation between the host's model of a pass
+//! Version 0.2 of the contract (0.2.0 and 0.2.1): the bindings of
+//! `wit/nightjar-plugin@0.2.1`, which call 0.2.0 components too (wasmtime
+//! matches `@0.2.0` imports and exports to `@0.2.1` ones by semver, and
+//! 0.2.1 only adds to 0.2.0), its host imports, and the translation between the host's model of a pass
 //! and the compact snapshot and answer of 0.2 (text in one string table,
 //! tasks and reasons by position).
 
@@ -14,7 +16,7 @@ pub use answer::read;
 pub use snapshot::{MAX_TEXT, wire};
 
 wasmtime::component::bindgen!({
-    path: "../wit/nightjar-plugin@0.2.0",
+    path: "../wit/nightjar-plugin@0.2.1",
     world: "scheduling-policy",
 });
 

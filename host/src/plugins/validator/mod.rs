@@ -28,7 +28,7 @@ pub use registry::{ValidatorRef, Validators};
 
 mod bindings {
     wasmtime::component::bindgen!({
-        path: "../wit/nightjar-plugin@0.2.0",
+        path: "../wit/nightjar-plugin@0.2.1",
         world: "result-validator",
         with: {
             "nightjar:plugin/types": crate::plugins::v0_2::nightjar::plugin::types,
@@ -85,6 +85,9 @@ pub struct ValidatorPlugin {
     pub name: String,
     /// sha256 of the component.
     pub sha256: String,
+    /// The contract version it exports its interface at (`0.2.1`, or
+    /// `0.2.0` for components built before 0.2.1).
+    pub contract: String,
     engine: PluginEngine,
     pre: bindings::ResultValidatorPre<PluginState>,
     limits: PluginLimits,
@@ -104,7 +107,7 @@ impl ValidatorPlugin {
         let component = engine.component(wasm)?;
         let not_one = |e: wasmtime::Error| {
             PluginError::NotValidator(format!(
-                "{e:#} (a validator exports nightjar:plugin/validate@0.2.0; build it with nightjar_sdk::export_validator!)"
+                "{e:#} (a validator exports nightjar:plugin/validate@0.2.x; build it with nightjar_sdk::export_validator!)"
             ))
         };
         let mut linker: Linker<PluginState> = Linker::new(&engine.engine);
@@ -117,9 +120,13 @@ impl ValidatorPlugin {
         let pre = linker.instantiate_pre(&component).map_err(not_one)?;
         let pre = bindings::ResultValidatorPre::new(pre).map_err(not_one)?;
         let sha256 = super::sha256(wasm);
+        let contract =
+            super::version::exported_at(&engine.engine, &component, "nightjar:plugin/validate")
+                .unwrap_or_else(|| super::version::ApiVersion::LATEST.to_string());
         Ok(ValidatorPlugin {
             name: name.to_string(),
             sha256,
+            contract,
             engine: engine.clone(),
             pre,
             log_budget: LogBudget::new(name, limits.log_bytes_per_minute),
