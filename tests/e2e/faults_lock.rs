@@ -110,3 +110,62 @@ fn a_write_lock_held_elsewhere_while_runs_end_freezes_nothing_and_loses_no_end()
     let late = nj.submit(&["--", "true"]);
     assert_eq!(nj.wait(late), 0);
 }
+
+/// A change the database cannot take (another process holds its write lock
+/// past the busy timeout) is the daemon's failure, not the caller's: exit 7
+/// on the CLI and 500 over HTTP (a bad request is 1 and 400), a message
+/// saying so, and nothing changed; the same change goes through once the
+/// lock is gone.
+#[test]
+fn a_change_the_locked_database_refuses_is_the_daemons_failure_and_changes_nothing() {
+    use crate::http_client::{addr, call};
+    let mut nj = Nj::new("[http]\nlisten = \"127.0.0.1:0\"\n");
+    nj.start();
+    let made = nj.json(&["token", "create", "--name", "tests"]);
+    let token = made["token"].as_str().unwrap().to_string();
+    let id = nj.submit(&["--hold", "--", "true"]);
+    // The same request as the caller's own mistake, for contrast.
+    let bad = call(
+        addr(&nj),
+        "POST",
+        "/api/v2/release",
+        Some(&token),
+        "{\"id\": \"x\"}",
+    );
+    assert_eq!(bad.status, 400, "{}", bad.text());
+
+    // Each change waits out the store's 5 s busy timeout: two fit in 20 s.
+    let mut holder = hold_write_lock(&nj.state.join("nightjar.db"), 20.0);
+    let out = cli_within(&nj, &["release", &id.to_string()], Duration::from_secs(30))
+        .unwrap_or_else(|| panic!("`release` hung\n{}", nj.daemon_log()));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(7), "{err}");
+    assert!(
+        err.contains("locked") && err.contains("not in the request"),
+        "{err}"
+    );
+    let r = call(
+        addr(&nj),
+        "POST",
+        "/api/v2/cancel",
+        Some(&token),
+        &format!("{{\"id\": {id}}}"),
+    );
+    assert_eq!(r.status, 500, "{}", r.text());
+    assert_eq!(r.json()["kind"], "internal", "{}", r.text());
+    assert!(
+        holder.try_wait().unwrap().is_none(),
+        "both answers came while the lock was held"
+    );
+    assert!(holder.wait().unwrap().success());
+
+    // Nothing changed: still held, not cancelled; the change goes through now.
+    assert_eq!(nj.show(id)["task"]["state"], "held", "{}", nj.show(id));
+    nj.ok(&["release", &id.to_string()]);
+    assert_eq!(nj.wait(id), 0);
+    assert!(
+        nj.daemon_log()
+            .contains("a request failed inside the daemon"),
+        "the daemon's log has the failure"
+    );
+}

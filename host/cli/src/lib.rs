@@ -200,8 +200,9 @@ pub enum Verb {
 
 /// Runs the CLI and returns the process exit status (the README's table:
 /// 0 done, 1 failed, 2 usage, 3 no daemon, 4 no such task, 5 protocol
-/// mismatch, 6 not allowed (another user's task); `wait` mirrors the tasks'
-/// own outcome).
+/// mismatch, 6 not allowed (another user's task), 7 the daemon failed
+/// inside (its store or file system); `wait` mirrors the tasks' own
+/// outcome).
 pub fn main() -> i32 {
     let cli = Cli::parse_args();
     // `nightjar show 4 | head -1`: the reader left, so end quietly as every

@@ -3,6 +3,7 @@
 
 pub mod access;
 mod control;
+mod error_kind;
 pub mod listen;
 mod log_chunk;
 // `report` alone would hide the protocol's `api::report` module re-exported below.

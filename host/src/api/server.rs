@@ -10,7 +10,6 @@ use super::control::{self, Change};
 pub use super::listen::serve;
 use super::{ApiError, Call, ErrorKind, Identity, PROTOCOL, Pong, ReplyLine, Request, RequestLine};
 use crate::daemon::Daemon;
-use crate::store::StoreError;
 use crate::time::now_ms;
 
 /// The reply line (without its newline) to one request line from `caller`.
@@ -61,25 +60,8 @@ fn reply<C: Call>(r: anyhow::Result<C::Reply>) -> Vec<u8> {
                 format!("cannot encode the reply: {e}"),
             ))
         }),
-        Err(e) => error_line(classify(e)),
+        Err(e) => error_line(super::error_kind::classify(e)),
     }
-}
-
-/// The kind of a handler's error: the store says not-found or invalid;
-/// an error the handler typed itself keeps its kind.
-fn classify(e: anyhow::Error) -> ApiError {
-    let kind = if let Some(api) = e.downcast_ref::<ApiError>() {
-        api.kind
-    } else {
-        match e.downcast_ref::<StoreError>() {
-            Some(StoreError::NotFound(_)) => ErrorKind::NotFound,
-            Some(StoreError::Sql(_) | StoreError::Json(_) | StoreError::TooNew { .. }) => {
-                ErrorKind::Internal
-            }
-            _ => ErrorKind::Invalid,
-        }
-    };
-    ApiError::new(kind, format!("{e:#}"))
 }
 
 /// Runs `f` off the runtime's thread (it reads files, hashes inputs or

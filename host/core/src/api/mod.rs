@@ -73,7 +73,8 @@ pub enum ErrorKind {
     Protocol,
     /// The daemon is stopping.
     Unavailable,
-    /// Something failed inside the daemon (its log says more).
+    /// Something failed inside the daemon, not in the request: the store,
+    /// SQLite or the file system (its log says more).
     Internal,
     /// A kind this build does not know (a newer daemon's).
     #[serde(other)]
@@ -88,7 +89,8 @@ impl ErrorKind {
             ErrorKind::Protocol => 5,
             ErrorKind::Unavailable => 3,
             ErrorKind::Forbidden => 6,
-            _ => 1,
+            ErrorKind::Internal => 7,
+            ErrorKind::Invalid | ErrorKind::BadRequest | ErrorKind::Other => 1,
         }
     }
 }

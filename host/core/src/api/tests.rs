@@ -243,6 +243,13 @@ fn exit_statuses_follow_the_error_kind() {
     assert_eq!(ErrorKind::Unavailable.exit_status(), 3);
     assert_eq!(ErrorKind::Invalid.exit_status(), 1);
     assert_eq!(ErrorKind::BadRequest.exit_status(), 1);
+    assert_eq!(ErrorKind::Forbidden.exit_status(), 6);
+    assert_eq!(
+        ErrorKind::Internal.exit_status(),
+        7,
+        "the daemon's failure, not the caller's"
+    );
+    assert_eq!(ErrorKind::Other.exit_status(), 1, "a newer daemon's kind");
 }
 
 #[test]
