@@ -72,6 +72,7 @@ mod reserve;
 mod restart;
 mod retention;
 mod retention_hostile;
+mod retention_timer;
 mod retry;
 mod sandbox;
 mod sweep_big;

@@ -136,6 +136,7 @@ pub fn run(cfg: Config) -> Result<()> {
         daemon.adopt()?;
         daemon.start_notifications()?;
         daemon.start_archiver()?;
+        daemon.start_collector()?;
         if let Some(c) = &chain {
             core::lock(&daemon.chain_status).views = c.views();
         }

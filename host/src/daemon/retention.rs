@@ -2,14 +2,61 @@
 //! old ended tasks from the store, then their run folders and scratch space
 //! (paths made from numeric run ids under the state dir, never from stored
 //! strings), and compiled plugins the code cache has not used for a while.
+//! The hourly collection runs on a thread of its own: deleting big folders
+//! takes minutes, and neither a pass nor a request waits for it.
 
-use std::time::{Duration, SystemTime};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant, SystemTime};
 
 use super::core::Daemon;
 use crate::store::GcReport;
 use crate::time::now_ms;
 
+/// How often the collection thread looks whether the daemon is stopping.
+const DRAIN_CHECK: Duration = Duration::from_secs(1);
+
 impl Daemon {
+    /// Starts the collection thread: one collection every `[retention]
+    /// every` (none when it is 0s), the first one `every` after the start.
+    pub fn start_collector(self: &Arc<Self>) -> anyhow::Result<()> {
+        let every = self.cfg.retention.every;
+        if every.is_zero() {
+            return Ok(());
+        }
+        let me = Arc::clone(self);
+        std::thread::Builder::new()
+            .name("nightjar-retention".into())
+            .spawn(move || {
+                let mut next = Instant::now() + every;
+                loop {
+                    let now = Instant::now();
+                    if me.draining.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    if now < next {
+                        std::thread::sleep((next - now).min(DRAIN_CHECK));
+                        continue;
+                    }
+                    next = now + every;
+                    if let Some(why) = me.halted() {
+                        tracing::warn!(
+                            "retention: no collection while the daemon is halted ({why})"
+                        );
+                        continue;
+                    }
+                    tracing::info!(
+                        "retention: collecting (every {})",
+                        humantime::format_duration(every)
+                    );
+                    if let Err(e) = me.gc(false) {
+                        tracing::error!("retention: collection failed: {e:#}");
+                    }
+                }
+            })?;
+        Ok(())
+    }
+
     /// Collects what `[retention]` says is old enough; `dry_run` only counts.
     pub fn gc(&self, dry_run: bool) -> anyhow::Result<GcReport> {
         let now = now_ms();

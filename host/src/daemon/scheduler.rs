@@ -66,7 +66,6 @@ pub fn run(
     let _runtime = handle.enter();
     let mut seen = Chain::fingerprint(&d.cfg);
     let mut last_scan = Instant::now();
-    let mut last_gc = Instant::now();
     // The chain's last evaluation, filling slots until the next one.
     let mut ranking = None;
     // A reload compiling off this thread, and whether files changed (or a
@@ -124,13 +123,6 @@ pub fn run(
                 }
             }
         }
-        let every = d.cfg.retention.every;
-        if !every.is_zero() && last_gc.elapsed() >= every {
-            last_gc = Instant::now();
-            if let Err(e) = d.gc(false) {
-                tracing::error!("retention: collection failed: {e:#}");
-            }
-        }
         // The wake-up below counts backoffs ending after the pass began:
         // one that ends while the pass runs (starting other tasks takes a
         // while) was not eligible to it, and nothing else would wake it.
@@ -170,9 +162,6 @@ pub fn run(
         if lock(&d.start_gate).is_some() {
             // Below `[retention] min_free`: look at the disk again soon.
             sleep = sleep.min(GATE_RECHECK);
-        }
-        if !every.is_zero() {
-            sleep = sleep.min(every.saturating_sub(last_gc.elapsed()));
         }
         d.kick.wait(sleep);
     }

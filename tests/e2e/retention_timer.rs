@@ -1,0 +1,65 @@
+//! The hourly collection (`[retention] every`) runs on a thread of its own:
+//! while it deletes a big output tree, tasks still start and end. It ran
+//! between the scheduler's passes before, so nothing started until it was
+//! done (minutes, for a big tree).
+
+use std::time::{Duration, Instant};
+
+use crate::harness::Nj;
+
+/// Files in the failed task's output: enough that deleting them takes the
+/// collection seconds, far longer than starting and ending `true`.
+const DIRS: u32 = 60;
+const FILES_PER_DIR: u32 = 4000;
+
+#[test]
+fn a_task_starts_and_ends_while_the_timers_collection_deletes_a_big_tree() {
+    // `every` is at least 1m: the collection begins a minute after the start.
+    let mut nj = Nj::new("slots = 2\n[retention]\noutputs_failed = \"0s\"\nevery = \"1m\"\n");
+    nj.start();
+    let started = Instant::now();
+    let make = format!(
+        "mkdir -p \"${{OUTPUT_PATH}}\" && cd \"${{OUTPUT_PATH}}\" || exit 2; \
+         perl -e 'for my $d (1..{DIRS}) {{ mkdir \"d$d\" or die; \
+         for my $f (1..{FILES_PER_DIR}) {{ open(my $h, \">\", \"d$d/$f\") or die; close $h }} }}' || exit 2; exit 1"
+    );
+    let big = nj.submit(&["--", "sh", "-c", &make]);
+    assert_eq!(nj.wait(big), 1);
+    let output = nj.show(big)["runs"][0]["run_dir"]
+        .as_str()
+        .map(|d| std::path::Path::new(d).join("output"))
+        .expect("the run's folder");
+    assert!(output.join(format!("d{DIRS}/{FILES_PER_DIR}")).is_file());
+    assert!(
+        started.elapsed() < Duration::from_secs(55),
+        "the tree took {:?} to make: the collection may have begun before it was there",
+        started.elapsed()
+    );
+
+    // The collection begins (its log line) about a minute after the start.
+    let t0 = Instant::now();
+    while !nj.daemon_log().contains("retention: collecting") {
+        assert!(
+            t0.elapsed() < Duration::from_secs(120),
+            "no collection 2 minutes after `every` = 1m\n{}",
+            nj.daemon_log()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // While it deletes: a task starts and ends.
+    let quick = nj.submit(&["--", "true"]);
+    assert_eq!(nj.wait_within(quick, Duration::from_secs(60)), 0);
+    let log = nj.daemon_log();
+    assert!(
+        !log.contains("gc: "),
+        "the collection ended before the task did: the task waited for it (as when it ran \
+         between the scheduler's passes), or the tree is too small to outlast a start\n{log}"
+    );
+    assert!(output.exists(), "the tree is still being deleted");
+
+    // And the collection finishes its work.
+    nj.until_slow("the collection removes the tree", || !output.exists());
+    nj.until("the collection's summary is logged", || {
+        nj.daemon_log().contains("gc: ")
+    });
+}
