@@ -1,21 +1,18 @@
-//! The daemon's side of the socket. The protocol itself (requests, replies,
-//! wire types, version) is `nightjar_core::api`, re-exported here.
+//! The daemon's side of the protocol: [`Api`], the one way into its verbs,
+//! and a handler per verb (`handlers/`); the socket's listener and line
+//! codec (`listen.rs`, `server.rs`); who may do what (`access.rs`); and
+//! the kind of a failure (`error_kind.rs`). The protocol itself (requests,
+//! replies, wire types, version) is `nightjar_core::api`, re-exported here.
 
 pub mod access;
-mod control;
 mod error_kind;
+mod handle;
+pub mod handlers;
 pub mod listen;
-mod log_chunk;
-// `report` alone would hide the protocol's `api::report` module re-exported below.
-#[path = "report.rs"]
-mod report_handler;
-mod rerun_diff;
 pub mod server;
-mod show;
-mod submit;
-mod wait;
 
+pub use handle::Api;
 pub use nightjar_core::api::*;
 
-/// Appends to the audit log (the HTTP API's token verbs use it too).
-pub(crate) use control::audit;
+/// Appends to the audit log.
+pub(crate) use handlers::control::audit;

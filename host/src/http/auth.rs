@@ -140,8 +140,8 @@ impl Credentials {
     /// why the credentials are refused.
     fn resolve(self, d: &Daemon) -> Result<Option<(Caller, Option<String>)>, String> {
         if let Some(t) = self.bearer.or(self.cookie) {
-            let uid = super::tokens::lookup(d, &t)?;
-            let hash = super::tokens::hash(&t);
+            let uid = crate::api::handlers::tokens::lookup(d, &t)?;
+            let hash = crate::api::handlers::tokens::hash(&t);
             return d
                 .access
                 .caller(uid)

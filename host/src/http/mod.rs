@@ -17,7 +17,6 @@ pub mod auth;
 mod openapi_tests;
 mod peer;
 mod sse;
-pub mod tokens;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

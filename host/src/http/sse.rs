@@ -23,7 +23,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use super::api::{error_response, status_of};
 use super::auth::TokenOf;
 use crate::api::access::Caller;
-use crate::api::{ErrorKind, LogChunk, LogCursor, Logs, ReplyLine, Request};
+use crate::api::{ErrorKind, LogChunk, LogCursor, Logs};
 use crate::daemon::Daemon;
 use crate::sync::LockUnpoisoned;
 
@@ -195,18 +195,10 @@ async fn read(
     caller: &Caller,
     req: &Logs,
 ) -> Result<LogChunk, (ErrorKind, String)> {
-    let line = crate::api::server::dispatch(d, caller, Request::Logs(req.clone())).await;
-    match serde_json::from_slice::<ReplyLine<LogChunk>>(&line) {
-        Ok(ReplyLine { ok: Some(c), .. }) => Ok(c),
-        Ok(r) => Err((
-            r.kind.unwrap_or(ErrorKind::Internal),
-            r.error.unwrap_or_default(),
-        )),
-        Err(e) => Err((
-            ErrorKind::Internal,
-            format!("cannot read the log's reply: {e}"),
-        )),
-    }
+    crate::api::Api::new(Arc::clone(d))
+        .call(caller, req.clone())
+        .await
+        .map_err(|e| (e.kind, e.message))
 }
 
 impl Follow {

@@ -227,7 +227,7 @@ pub async fn logout(headers: HeaderMap) -> Response {
 
 /// The caller a token stands for (the HTTP server's token lookup).
 pub fn verify(d: &Arc<Daemon>, token: &str) -> Option<Caller> {
-    let uid = crate::http::tokens::lookup(d, token).ok()?;
+    let uid = crate::api::handlers::tokens::lookup(d, token).ok()?;
     d.access.caller(uid).ok()
 }
 

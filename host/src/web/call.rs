@@ -1,5 +1,6 @@
-//! Pages ask the daemon through the same `dispatch` the socket and the
-//! HTTP API use, so the access rules are enforced in one place.
+//! Pages ask the daemon through the same [`Api::call`] the socket and the
+//! HTTP API use, so the access rules are enforced in one place; the reply
+//! comes back typed, with no JSON in between.
 
 use std::sync::Arc;
 
@@ -8,12 +9,13 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 
 use crate::api::access::Caller;
-use crate::api::{ApiError, Call, ErrorKind, ReplyLine};
+use crate::api::handlers::Handler;
+use crate::api::{Api, ApiError, ErrorKind};
 use crate::daemon::Daemon;
 
 /// A page that shows one verb's reply: the session (else the login), the
 /// call, and `render` of its reply in the layout (`fragment`: the table only).
-pub async fn reply_page<C: Call>(
+pub async fn reply_page<C: Handler>(
     d: &Arc<Daemon>,
     caller: Option<Extension<Caller>>,
     headers: &HeaderMap,
@@ -34,17 +36,12 @@ pub async fn reply_page<C: Call>(
 }
 
 /// The typed reply to `req` from `caller`, or the daemon's error.
-pub async fn call<C: Call>(d: &Arc<Daemon>, caller: &Caller, req: C) -> Result<C::Reply, ApiError> {
-    let line = crate::api::server::dispatch(d, caller, req.into()).await;
-    let reply: ReplyLine<C::Reply> = serde_json::from_slice(&line)
-        .map_err(|e| ApiError::new(ErrorKind::Internal, format!("cannot read the reply: {e}")))?;
-    match reply.ok {
-        Some(v) => Ok(v),
-        None => Err(ApiError::new(
-            reply.kind.unwrap_or(ErrorKind::Internal),
-            reply.error.unwrap_or_else(|| "no reply".into()),
-        )),
-    }
+pub async fn call<C: Handler>(
+    d: &Arc<Daemon>,
+    caller: &Caller,
+    req: C,
+) -> Result<C::Reply, ApiError> {
+    Api::new(Arc::clone(d)).call(caller, req).await
 }
 
 /// The HTTP status for an error of `kind`.

@@ -22,6 +22,12 @@ use crate::task::model::NewEntry;
 pub trait Call: Into<Request> {
     /// What the daemon answers.
     type Reply: Serialize + DeserializeOwned;
+    /// The verb's wire name (its `verb` tag).
+    const VERB: &'static str;
+    /// Whether the request only reads: its reply reports nothing the daemon
+    /// changed for it, so the daemon answers it without flushing its store
+    /// first (`daemon/durable.rs`).
+    const READS_ONLY: bool;
 }
 
 /// One verb of the protocol: its wire name (the `verb` tag, and the HTTP
@@ -36,34 +42,10 @@ pub struct VerbInfo {
     pub reply: &'static str,
 }
 
-impl Request {
-    /// Whether the request only reads: its reply reports nothing the
-    /// daemon changed for it, so the daemon answers it without flushing
-    /// its store first (`daemon/durable.rs`).
-    pub fn reads_only(&self) -> bool {
-        matches!(
-            self,
-            Request::Ping(_)
-                | Request::Whoami(_)
-                | Request::List(_)
-                | Request::ListCount(_)
-                | Request::Show(_)
-                | Request::Logs(_)
-                | Request::Why(_)
-                | Request::Gpus(_)
-                | Request::Plugins(_)
-                | Request::Diff(_)
-                | Request::Report(_)
-                | Request::Audit(_)
-                | Request::NotifyList(_)
-                | Request::TokenList(_)
-                | Request::Wait(_)
-        )
-    }
-}
-
 macro_rules! requests {
-    ($($(#[$doc:meta])* $verb:ident = $name:literal => $reply:ty;)*) => {
+    (@reads reads) => { true };
+    (@reads) => { false };
+    ($($(#[$doc:meta])* $verb:ident = $name:literal => $reply:ty $(, $reads:ident)?;)*) => {
         /// A request to the daemon, tagged by `verb`.
         #[derive(Debug, Clone, Serialize, Deserialize)]
         #[serde(tag = "verb")]
@@ -85,6 +67,13 @@ macro_rules! requests {
                     $(Request::$verb(_) => $name,)*
                 }
             }
+
+            /// Whether the request only reads ([`Call::READS_ONLY`]).
+            pub fn reads_only(&self) -> bool {
+                match self {
+                    $(Request::$verb(_) => <$verb as Call>::READS_ONLY,)*
+                }
+            }
         }
         $(
             impl From<$verb> for Request {
@@ -94,6 +83,8 @@ macro_rules! requests {
             }
             impl Call for $verb {
                 type Reply = $reply;
+                const VERB: &'static str = $name;
+                const READS_ONLY: bool = requests!(@reads $($reads)?);
             }
         )*
     };
@@ -101,15 +92,15 @@ macro_rules! requests {
 
 requests! {
     /// Is the daemon there?
-    Ping = "ping" => Pong;
+    Ping = "ping" => Pong, reads;
     /// Queue a checked submission.
     Submit = "submit" => Vec<i64>;
     /// Tasks for `ls`.
-    List = "list" => Vec<TaskRow>;
+    List = "list" => Vec<TaskRow>, reads;
     /// How many tasks `ls` would list, by state (the footer of a listing cut by its `limit`).
-    ListCount = "list-count" => Vec<StateCount>;
+    ListCount = "list-count" => Vec<StateCount>, reads;
     /// One task in full.
-    Show = "show" => TaskDetail;
+    Show = "show" => TaskDetail, reads;
     /// Cancel a task, sweep or recurring template.
     Cancel = "cancel" => Cancelled;
     /// Keep waiting tasks from starting.
@@ -119,19 +110,19 @@ requests! {
     /// Queue failed, cancelled or blocked tasks again.
     Retry = "retry" => Changed;
     /// Why a task waits, or where and why it started.
-    Why = "why" => WhyReport;
+    Why = "why" => WhyReport, reads;
     /// Every GPU: readings, reservations, health and tasks.
-    Gpus = "gpus" => Vec<GpuView>;
+    Gpus = "gpus" => Vec<GpuView>, reads;
     /// The policy chain's members and their states.
-    Plugins = "plugins" => Vec<MemberView>;
+    Plugins = "plugins" => Vec<MemberView>, reads;
     /// Reload the chain's plugin files.
     PluginsReload = "plugins-reload" => Vec<ReloadChange>;
     /// Delete ended tasks older than `[retention]` says.
     Gc = "gc" => GcReport;
     /// Reply once every task named has ended (or is blocked).
-    Wait = "wait" => Vec<WaitResult>;
+    Wait = "wait" => Vec<WaitResult>, reads;
     /// The notifiers and their dead letters.
-    NotifyList = "notify-list" => NotifyReport;
+    NotifyList = "notify-list" => NotifyReport, reads;
     /// Queue a dead letter again.
     NotifyRetry = "notify-retry" => Changed;
     /// Send a test message through one notifier.
@@ -141,21 +132,21 @@ requests! {
     /// Queue a new task from a run's record, its inputs checked.
     Rerun = "rerun" => Rerunning;
     /// Two runs' start and output manifests, for `diff`.
-    Diff = "diff" => RunPair;
+    Diff = "diff" => RunPair, reads;
     /// A period's accounting (`nightjar report`).
-    Report = "report" => Accounting;
+    Report = "report" => Accounting, reads;
     /// The next bytes of a run's log (`nightjar logs`).
-    Logs = "logs" => LogChunk;
+    Logs = "logs" => LogChunk, reads;
     /// Who the daemon takes the caller for.
-    Whoami = "whoami" => Identity;
+    Whoami = "whoami" => Identity, reads;
     /// Change a task's priority (administrators; audited).
     Priority = "priority" => Changed;
     /// The audit log of administrative actions.
-    Audit = "audit" => Vec<AuditRow>;
+    Audit = "audit" => Vec<AuditRow>, reads;
     /// Make an API token for the caller (shown once).
     TokenCreate = "token-create" => NewToken;
     /// The caller's API tokens (administrators: everyone's), without secrets.
-    TokenList = "token-list" => Vec<TokenRow>;
+    TokenList = "token-list" => Vec<TokenRow>, reads;
     /// Revoke an API token (one's own; administrators: any).
     TokenRevoke = "token-revoke" => Changed;
 }

@@ -1,13 +1,24 @@
 //! `submit`: the checks every submission passes (a rerun's too), then the
 //! queue. The owner of every task is the caller, whatever the entries say.
 
-use super::access::Caller;
+use crate::api::access::Caller;
 use crate::daemon::Daemon;
 use crate::task::model::NewEntry;
 use crate::time::now_ms;
 
+impl super::Handler for crate::api::Submit {
+    async fn handle(self, d: &std::sync::Arc<Daemon>, caller: &Caller) -> anyhow::Result<Vec<i64>> {
+        let now = now_ms();
+        let (d, who) = (std::sync::Arc::clone(d), caller.clone());
+        super::blocking("submission", move || {
+            submit(&d, &who, self.entries, self.verify, now)
+        })
+        .await
+    }
+}
+
 /// Checks and queues a submission by `caller`; one id per entry.
-pub(super) fn submit(
+fn submit(
     d: &Daemon,
     caller: &Caller,
     entries: Vec<NewEntry>,

@@ -2,8 +2,8 @@
 //! `priority`): who may, and the audit entry when someone acts on a task
 //! that is not theirs or changes a priority.
 
-use super::access::Caller;
-use super::{Cancelled, Changed};
+use crate::api::access::Caller;
+use crate::api::{Cancelled, Changed};
 use crate::daemon::Daemon;
 use crate::store::AuditEntry;
 use crate::task::model::Priority;

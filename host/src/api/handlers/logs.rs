@@ -1,14 +1,21 @@
 //! `logs`: a run's output through the daemon, for its owner, an
 //! administrator, or anyone when `users.share_details` is on.
 
-use super::access::Caller;
-use super::{LogChunk, Logs};
+use crate::api::access::Caller;
+use crate::api::{LogChunk, Logs};
 use crate::daemon::Daemon;
 use nightjar_core::api::logs::MAX_CHUNK;
 use nightjar_core::runlog::{STDERR, STDOUT};
 
+impl super::Handler for Logs {
+    async fn handle(self, d: &std::sync::Arc<Daemon>, caller: &Caller) -> anyhow::Result<LogChunk> {
+        let (d, who) = (std::sync::Arc::clone(d), caller.clone());
+        super::blocking("log read", move || logs(&d, &who, &self)).await
+    }
+}
+
 /// The next bytes of the log asked for.
-pub(super) fn logs(d: &Daemon, caller: &Caller, r: &Logs) -> anyhow::Result<LogChunk> {
+fn logs(d: &Daemon, caller: &Caller, r: &Logs) -> anyhow::Result<LogChunk> {
     let detail = d.store().show(r.id)?;
     if !d.access.may_read_private(caller, detail.task.owner_uid) {
         return Err(d

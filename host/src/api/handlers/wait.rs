@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::WaitResult;
+use crate::api::WaitResult;
 use crate::daemon::Daemon;
 use crate::store::TaskState;
 
@@ -22,7 +22,18 @@ fn wait_targets(d: &Daemon, id: i64) -> anyhow::Result<Vec<i64>> {
 /// between chunks, so `ls` and run recording never queue behind it.
 const WAIT_CHUNK: usize = 256;
 
-pub(super) async fn wait(d: &Arc<Daemon>, ids: &[i64]) -> anyhow::Result<Vec<WaitResult>> {
+impl super::Handler for crate::api::Wait {
+    async fn handle(
+        self,
+        d: &Arc<Daemon>,
+        _: &crate::api::access::Caller,
+    ) -> anyhow::Result<Vec<WaitResult>> {
+        wait(d, &self.ids).await
+    }
+}
+
+/// The tasks `ids` stand for, once each has ended or is blocked.
+async fn wait(d: &Arc<Daemon>, ids: &[i64]) -> anyhow::Result<Vec<WaitResult>> {
     // Each task once, however often it is named (directly or through its sweep).
     let mut asked = std::collections::HashSet::new();
     let mut seen = std::collections::HashSet::new();

@@ -9,9 +9,20 @@ use crate::daemon::Daemon;
 use crate::store::Store;
 use crate::time::now_ms;
 
+impl super::Handler for Report {
+    async fn handle(
+        self,
+        d: &std::sync::Arc<Daemon>,
+        _: &crate::api::access::Caller,
+    ) -> anyhow::Result<Accounting> {
+        let d = std::sync::Arc::clone(d);
+        super::blocking("report", move || report(&d, &self)).await
+    }
+}
+
 /// The accounting of `r`'s period, with its HTML page when asked.
 /// Blocking: reads the whole period (call it off the runtime's thread).
-pub(super) fn report(d: &Daemon, r: &Report) -> anyhow::Result<Accounting> {
+fn report(d: &Daemon, r: &Report) -> anyhow::Result<Accounting> {
     if r.from > r.to {
         return Err(ApiError::new(
             ErrorKind::Invalid,

@@ -2,15 +2,25 @@
 //! environment (in the spec and in every manifest) are its owner's, an
 //! administrator's, or everyone's when `users.share_details` is on.
 
-use super::access::Caller;
-use super::wire::TaskDetail;
+use crate::api::access::Caller;
+use crate::api::wire::TaskDetail;
 use crate::daemon::Daemon;
 
 /// What stands for a value another user may not read.
 pub const PRIVATE: &str = "<private>";
 
+impl super::Handler for crate::api::Show {
+    async fn handle(
+        self,
+        d: &std::sync::Arc<Daemon>,
+        caller: &Caller,
+    ) -> anyhow::Result<TaskDetail> {
+        show(d, caller, self.id)
+    }
+}
+
 /// `show ID` as `caller` may see it.
-pub(super) fn show(d: &Daemon, caller: &Caller, id: i64) -> anyhow::Result<TaskDetail> {
+fn show(d: &Daemon, caller: &Caller, id: i64) -> anyhow::Result<TaskDetail> {
     let mut detail = d.reader().show(id)?;
     d.live_reason(&mut detail.task);
     detail.estimate = d.estimate(&detail.spec);

@@ -1,0 +1,68 @@
+//! [`Api`]: the one way into the daemon's verbs. The socket, the HTTP API,
+//! the event streams and every dashboard page call [`Api::call`] with a
+//! typed request and get its typed reply (the socket and HTTP encode it;
+//! in-process callers use it as it is, with no JSON in between). The rules
+//! every verb shares are applied here, once:
+//!
+//! - a halted daemon answers nothing but `ping`, saying why and what to do;
+//! - a change is answered only once it is on disk (`daemon/durable.rs`); a
+//!   request that only reads ([`Call::READS_ONLY`]) is answered without
+//!   waiting for the store's flush (a writer may be waiting on a busy
+//!   database behind it);
+//! - an error carries its kind: the caller's mistake or the daemon's
+//!   failure (`error_kind.rs`).
+
+use std::sync::Arc;
+
+use super::access::Caller;
+use super::handlers::Handler;
+use super::{ApiError, Call, ErrorKind};
+use crate::daemon::Daemon;
+
+/// The daemon's verbs, as every front end calls them.
+#[derive(Clone)]
+pub struct Api {
+    d: Arc<Daemon>,
+}
+
+impl Api {
+    /// The verbs of daemon `d`.
+    pub fn new(d: Arc<Daemon>) -> Api {
+        Api { d }
+    }
+
+    /// The reply to `req` from `caller`, or the error with its kind.
+    pub async fn call<C: Handler>(&self, caller: &Caller, req: C) -> Result<C::Reply, ApiError> {
+        let ping = C::VERB == <super::Ping as Call>::VERB;
+        if let Some(why) = self.d.halted()
+            && !ping
+        {
+            return Err(halted(why));
+        }
+        let reply = req.handle(&self.d, caller).await;
+        if !C::READS_ONLY && !self.d.flushed() {
+            let me = Arc::clone(&self.d);
+            let ok = tokio::task::spawn_blocking(move || me.durable())
+                .await
+                .unwrap_or(false);
+            if !ok {
+                return Err(halted(
+                    self.d
+                        .halted()
+                        .unwrap_or("the database's log could not be flushed"),
+                ));
+            }
+        }
+        reply.map_err(super::error_kind::classify)
+    }
+}
+
+/// What a halted daemon answers.
+fn halted(why: &str) -> ApiError {
+    ApiError::new(
+        ErrorKind::Unavailable,
+        format!(
+            "the daemon halted: {why}. Running tasks keep running; stop the daemon, then restore the database or run `nightjar daemon recover`"
+        ),
+    )
+}

@@ -1,0 +1,19 @@
+//! `list-count`: how many tasks `ls` would list, by state (the footer of a
+//! listing cut by its `limit`).
+
+use std::sync::Arc;
+
+use super::{Handler, blocking};
+use crate::api::access::Caller;
+use crate::api::{ListCount, StateCount};
+use crate::daemon::Daemon;
+
+impl Handler for ListCount {
+    async fn handle(self, d: &Arc<Daemon>, _: &Caller) -> anyhow::Result<Vec<StateCount>> {
+        let d = Arc::clone(d);
+        blocking("listing count", move || {
+            Ok(d.reader().list_count(&self.filter)?)
+        })
+        .await
+    }
+}

@@ -1,0 +1,19 @@
+//! `plugins-reload`: reload the chain's plugin files (administrators;
+//! audited with what changed). The scheduler thread does it; this waits.
+
+use std::sync::Arc;
+
+use super::{Handler, admin};
+use crate::api::access::Caller;
+use crate::api::{PluginsReload, ReloadChange};
+use crate::daemon::Daemon;
+
+impl Handler for PluginsReload {
+    async fn handle(self, d: &Arc<Daemon>, caller: &Caller) -> anyhow::Result<Vec<ReloadChange>> {
+        admin(d, caller, "reloading plugins")?;
+        let changes = d.reload_plugins().await?;
+        let detail = changes.iter().map(|c| c.to_string()).collect::<Vec<_>>();
+        super::control::audit(d, caller, "plugins-reload", None, detail.join("; "));
+        Ok(changes)
+    }
+}
