@@ -74,7 +74,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     ("http", &["api", "users"]),
-    ("web", &["api", "report", "store"]),
+    ("web", &["api", "report"]),
     // The daemon binary's wiring may use anything.
     (
         "nightjard",

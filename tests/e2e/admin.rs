@@ -121,19 +121,6 @@ fn logs_through_the_daemon_are_byte_exact_and_span_many_chunks() {
     assert!(err.contains("has not started yet (held)"), "{err}");
 }
 
-/// One request line straight on the socket; the parsed reply line.
-fn request(nj: &Nj, req: serde_json::Value) -> serde_json::Value {
-    use std::io::{BufRead, BufReader, Write};
-    let mut s = std::os::unix::net::UnixStream::connect(nj.state.join("nightjar.sock")).unwrap();
-    s.set_read_timeout(Some(std::time::Duration::from_secs(30)))
-        .unwrap();
-    s.write_all(&crate::harness::raw_request(req)).unwrap();
-    writeln!(s).unwrap();
-    let mut reply = String::new();
-    BufReader::new(s).read_line(&mut reply).unwrap();
-    serde_json::from_str(&reply).unwrap()
-}
-
 #[test]
 fn an_owner_written_into_a_submission_is_replaced_by_the_callers() {
     let mut nj = Nj::new("");
@@ -141,13 +128,10 @@ fn an_owner_written_into_a_submission_is_replaced_by_the_callers() {
     let model = nj.submit(&["--hold", "--", "true"]);
     let mut spec = nj.show(model)["spec"].clone();
     spec["owner"] = serde_json::json!({ "uid": 4242, "name": "mallory" });
-    let reply = request(
-        &nj,
-        serde_json::json!({ "verb": "submit", "entries": [{
-            "name": spec["name"], "project": spec["project"], "members": [spec],
-            "is_sweep": false, "schedule": null, "deps": [], "held": true,
-        }]}),
-    );
+    let reply = nj.request(serde_json::json!({ "verb": "submit", "entries": [{
+        "name": spec["name"], "project": spec["project"], "members": [spec],
+        "is_sweep": false, "schedule": null, "deps": [], "held": true,
+    }]}));
     let id = reply["ok"][0].as_i64().unwrap_or_else(|| panic!("{reply}"));
     let me = nj.json(&["whoami"]);
     let row = nj.show(id);
@@ -162,7 +146,7 @@ fn a_hostile_log_cursor_reads_nothing_or_starts_afresh_and_never_breaks_the_daem
     nj.start();
     let id = nj.submit(&["--", "sh", "-c", "echo hello"]);
     assert_eq!(nj.wait(id), 0);
-    let first = request(&nj, serde_json::json!({ "verb": "logs", "id": id }));
+    let first = nj.request(serde_json::json!({ "verb": "logs", "id": id }));
     let cursor = first["ok"]["cursor"].clone();
     assert_eq!(first["ok"]["data"], "aGVsbG8K", "{first}");
     let max = u64::MAX;
@@ -172,24 +156,16 @@ fn a_hostile_log_cursor_reads_nothing_or_starts_afresh_and_never_breaks_the_daem
         serde_json::json!({ "inode": cursor["inode"], "rotated": 0, "offset": max }),
         serde_json::json!({ "inode": 1, "rotated": 5, "offset": 2 }),
     ] {
-        let r = request(
-            &nj,
-            serde_json::json!({ "verb": "logs", "id": id, "cursor": bad }),
-        );
+        let r = nj.request(serde_json::json!({ "verb": "logs", "id": id, "cursor": bad }));
         let data = r["ok"]["data"]
             .as_str()
             .unwrap_or_else(|| panic!("{bad}: {r}"));
         assert!(data.is_empty() || data == "aGVsbG8K", "{bad}: {r}");
     }
-    let bad = request(
-        &nj,
-        serde_json::json!({ "verb": "logs", "id": id, "cursor": { "inode": -1 } }),
-    );
+    let bad =
+        nj.request(serde_json::json!({ "verb": "logs", "id": id, "cursor": { "inode": -1 } }));
     assert_eq!(bad["kind"], "bad-request", "{bad}");
-    let missing = request(
-        &nj,
-        serde_json::json!({ "verb": "logs", "id": id, "attempt": 99 }),
-    );
+    let missing = nj.request(serde_json::json!({ "verb": "logs", "id": id, "attempt": 99 }));
     assert!(
         missing["error"]
             .as_str()

@@ -265,6 +265,19 @@ impl Nj {
         }
     }
 
+    /// One request line straight on the socket (no CLI); the parsed reply line.
+    pub fn request(&self, req: Value) -> Value {
+        use std::io::{BufRead, BufReader, Write};
+        let mut s = std::os::unix::net::UnixStream::connect(self.state.join("nightjar.sock"))
+            .expect("connect to the daemon's socket");
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        s.write_all(&raw_request(req)).unwrap();
+        writeln!(s).unwrap();
+        let mut reply = String::new();
+        BufReader::new(s).read_line(&mut reply).unwrap();
+        serde_json::from_str(&reply).unwrap()
+    }
+
     /// How many tasks are running.
     pub fn running(&self) -> usize {
         let rows = self.json(&["ls", "--state", "running"]);

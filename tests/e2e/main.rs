@@ -11,6 +11,7 @@ mod admin;
 mod archive;
 mod archive_hostile;
 mod backfill;
+mod board;
 mod breaker;
 mod breaker_postrun;
 mod cache;

@@ -82,6 +82,8 @@ pub async fn dispatch(d: &Arc<Daemon>, caller: &Caller, req: Request) -> Vec<u8>
         List,
         ListCount,
         Show,
+        Queue,
+        Runs,
         Cancel,
         Hold,
         Release,

@@ -1,5 +1,5 @@
 //! The HTTP API (`[http]`, off by default): the socket's protocol over
-//! HTTP, one route per verb answered by the same `server::dispatch`, with
+//! HTTP, one route per verb answered through the same `api::Api::call`, with
 //! the caller from a token (or a trusted proxy's header) instead of
 //! `SO_PEERCRED`; an event stream; log streams; the OpenAPI file; and the
 //! dashboard's pages (`crate::web`).

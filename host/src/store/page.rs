@@ -5,54 +5,9 @@
 use rusqlite::params;
 
 use super::query::{TASK_COLUMNS, task_row};
-use super::{Result, Store, TaskRow};
+use super::{Result, Store};
 
-/// One page of the waiting and running tasks.
-#[derive(Debug, Clone, Default)]
-pub struct QueuePage {
-    /// The tasks on this page: running first, then queued, then held; by id.
-    pub rows: Vec<TaskRow>,
-    /// Running tasks in all.
-    pub running: u64,
-    /// Queued or held tasks in all.
-    pub waiting: u64,
-}
-
-impl QueuePage {
-    /// Tasks on every page together.
-    pub fn total(&self) -> u64 {
-        self.running + self.waiting
-    }
-}
-
-/// A run that ended, as the dashboard's `/runs` lists it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FinishedRun {
-    /// Its task.
-    pub task: i64,
-    /// Attempt number.
-    pub attempt: i64,
-    /// The task's name.
-    pub name: String,
-    /// The task's project.
-    pub project: String,
-    /// The task's owner (none: the daemon's user).
-    pub owner: Option<String>,
-    /// Started (Unix ms).
-    pub started_at: i64,
-    /// Ended (Unix ms).
-    pub finished_at: i64,
-    /// How it ended (`ok`, `app-error`, ...).
-    pub class: Option<String>,
-    /// Exit code.
-    pub exit_code: Option<i32>,
-    /// Energy, joules.
-    pub energy_j: Option<f64>,
-    /// Cost, in `currency`.
-    pub cost: Option<f64>,
-    /// The cost's currency.
-    pub currency: Option<String>,
-}
+pub use nightjar_core::api::board::{FinishedRun, QueuePage};
 
 /// Task kinds that can wait or run (sweeps and templates are folders of them).
 const RUNNABLE: &str = "t.kind = 'task' AND t.state IN ('queued', 'held', 'running')";

@@ -1,6 +1,6 @@
 //! `POST /task/{id}/{cancel|hold|release|retry}`: the dashboard's buttons.
 //! The request must come from this origin and carry the session's CSRF
-//! token; what the caller may change is decided by `dispatch`, as on the
+//! token; what the caller may change is decided by the verb's handler (`api::Api::call`), as on the
 //! socket (the form is never trusted).
 
 use std::sync::Arc;

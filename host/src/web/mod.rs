@@ -2,7 +2,7 @@
 //! rendered pages, readable on a phone, updated live through the HTTP
 //! API's event stream. One file per page; the layout and the embedded
 //! assets (CSS, a small script) are shared. Every page asks the daemon
-//! through `dispatch` or the store's read-only views; every user string is
+//! through `api::Api::call` or the store's read-only views; every user string is
 //! escaped; the buttons post forms checked for origin and CSRF token.
 
 use std::sync::Arc;

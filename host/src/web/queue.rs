@@ -1,5 +1,6 @@
-//! `/`: the waiting and running tasks, a page at a time, each with its
-//! waiting reason, a link to the full `why`, and the actions its caller may take.
+//! `/`: the waiting and running tasks, a page at a time (the `queue` verb),
+//! each with its waiting reason, a link to the full `why`, and the actions
+//! its caller may take.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -12,12 +13,13 @@ use serde::Deserialize;
 
 use super::auth::{Session, to_login};
 use super::layout::{Page, escape, html};
+use crate::api::QueuePage;
 use crate::api::access::{Access, Caller};
 use crate::api::wire::{TaskRow, TaskState};
 use crate::daemon::Daemon;
 
 /// Rows on one page.
-pub const PER_PAGE: u32 = 100;
+pub const PER_PAGE: u32 = crate::api::handlers::queue::PER_PAGE;
 
 /// `?page=N&fragment=1`.
 #[derive(Debug, Default, Deserialize)]
@@ -41,17 +43,14 @@ pub async fn page(
 
     let page = q.page.unwrap_or(1).max(1);
     let offset = (page - 1).saturating_mul(PER_PAGE as u64);
-    let listed = d.store().queue_page(PER_PAGE, offset);
-    let mut p = match listed {
-        Ok(p) => p,
-        Err(e) => {
-            return super::layout::error(
-                axum::http::StatusCode::INTERNAL_SERVER_ERROR,
-                &format!("cannot read the queue: {e}"),
-            );
-        }
+    let req = crate::api::Queue {
+        limit: PER_PAGE,
+        offset,
     };
-    p.rows.iter_mut().for_each(|t| d.live_reason(t));
+    let p = match super::call::call(&d, &s.caller, req).await {
+        Ok(p) => p,
+        Err(e) => return super::call::error_page(&e),
+    };
     let body = render(&d.access, &s, &p, page);
     if q.fragment == Some(1) {
         return html(axum::http::StatusCode::OK, body);
@@ -60,7 +59,7 @@ pub async fn page(
 }
 
 /// The fragment: counts, pager, table.
-pub fn render(d: &Access, s: &Session, p: &crate::store::QueuePage, page: u64) -> String {
+pub fn render(d: &Access, s: &Session, p: &QueuePage, page: u64) -> String {
     let mut o = String::with_capacity(400 * p.rows.len() + 1024);
     let pages = p.total().div_ceil(PER_PAGE as u64).max(1);
     let _ = write!(

@@ -1,5 +1,5 @@
 use super::*;
-use crate::store::QueuePage;
+use crate::api::QueuePage;
 
 fn task(id: i64, owner: u32, state: TaskState, name: &str) -> TaskRow {
     serde_json::from_value(serde_json::json!({

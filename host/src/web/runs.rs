@@ -1,4 +1,4 @@
-//! `/runs`: the runs that ended since a moment (by default 18:00 yesterday
+//! `/runs`: the runs that ended since a moment (the `runs` verb; by default 18:00 yesterday
 //! in the daemon's time zone: last night), with outcome, class, duration,
 //! energy and cost.
 
@@ -15,9 +15,9 @@ use serde::Deserialize;
 
 use super::auth::{Session, to_login};
 use super::layout::{Page, escape, num, when};
+use crate::api::FinishedRun;
 use crate::api::access::Caller;
 use crate::daemon::Daemon;
-use crate::store::FinishedRun;
 use crate::time::now_ms;
 
 /// Most runs listed.
@@ -57,14 +57,13 @@ pub async fn page(
             }
         },
     };
-    let runs = match d.store().finished_runs(since, LIMIT) {
+    let req = crate::api::Runs {
+        since,
+        limit: LIMIT,
+    };
+    let runs = match super::call::call(&d, &s.caller, req).await {
         Ok(r) => r,
-        Err(e) => {
-            return super::layout::error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                &format!("cannot read the runs: {e}"),
-            );
-        }
+        Err(e) => return super::call::error_page(&e),
     };
     let body = render(&runs, since, tz);
     Page::new("Runs", "/runs", body).render(Some(&s.caller), q.fragment == Some(1))

@@ -10,6 +10,7 @@
 //! prints it.
 
 pub mod audit;
+pub mod board;
 pub mod class;
 pub mod diff;
 pub mod estimate;

@@ -4,6 +4,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 pub use super::audit::{Audit, AuditRow, Priority};
+pub use super::board::{FinishedRun, Queue, QueuePage, Runs};
 pub use super::diff::{Diff, RunPair};
 pub use super::logs::{LogChunk, LogCursor, Logs};
 pub use super::notify::{
@@ -101,6 +102,10 @@ requests! {
     ListCount = "list-count" => Vec<StateCount>, reads;
     /// One task in full.
     Show = "show" => TaskDetail, reads;
+    /// A page of the waiting and running tasks, with the counts of all (the dashboard's queue).
+    Queue = "queue" => QueuePage, reads;
+    /// The runs that ended since a moment, newest first (the dashboard's `/runs`).
+    Runs = "runs" => Vec<FinishedRun>, reads;
     /// Cancel a task, sweep or recurring template.
     Cancel = "cancel" => Cancelled;
     /// Keep waiting tasks from starting.

@@ -1,0 +1,82 @@
+//! The dashboard's views as verbs every client can call: `queue` (a page of
+//! the waiting and running tasks, with the counts of all) and `runs` (the
+//! runs that ended since a moment), on the socket and over HTTP alike, and
+//! the dashboard's own pages built from them.
+
+use serde_json::json;
+
+use crate::harness::Nj;
+use crate::http_client::{addr, call};
+
+#[test]
+fn queue_and_runs_answer_on_the_socket_and_over_http_as_the_dashboard_shows_them() {
+    let mut nj = Nj::new("[http]\nlisten = \"127.0.0.1:0\"\n");
+    nj.start();
+    let held: Vec<i64> = (0..3)
+        .map(|i| nj.submit(&["--hold", "--name", &format!("held{i}"), "--", "true"]))
+        .collect();
+    let done = nj.submit(&["--name", "done", "--", "true"]);
+    assert_eq!(nj.wait(done), 0);
+
+    // A page of two, then the rest; the counts are of all.
+    let first = nj.request(json!({ "verb": "queue", "limit": 2 }));
+    let rows = first["ok"]["rows"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{first}"));
+    let ids: Vec<i64> = rows.iter().map(|r| r["id"].as_i64().unwrap()).collect();
+    assert_eq!(ids, held[..2], "{first}");
+    assert_eq!(
+        (&first["ok"]["running"], &first["ok"]["waiting"]),
+        (&json!(0), &json!(3))
+    );
+    let rest = nj.request(json!({ "verb": "queue", "limit": 2, "offset": 2 }));
+    assert_eq!(rest["ok"]["rows"][0]["id"], held[2], "{rest}");
+    assert_eq!(
+        rest["ok"]["rows"].as_array().map(Vec::len),
+        Some(1),
+        "{rest}"
+    );
+    // No limit: a page of 100.
+    let all = nj.request(json!({ "verb": "queue" }));
+    assert_eq!(all["ok"]["rows"].as_array().map(Vec::len), Some(3), "{all}");
+
+    // The runs that ended since the epoch: the finished one, not the held.
+    let token = nj.json(&["token", "create", "--name", "board"])["token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = call(
+        addr(&nj),
+        "POST",
+        "/api/v2/runs",
+        Some(&token),
+        "{\"since\": 0}",
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let runs = r.json()["ok"].as_array().cloned().unwrap_or_default();
+    assert_eq!(runs.len(), 1, "{}", r.text());
+    assert_eq!(
+        (&runs[0]["task"], &runs[0]["name"], &runs[0]["class"]),
+        (&json!(done), &json!("done"), &json!("ok"))
+    );
+    // Since after it ended: none.
+    let later = json!({ "verb": "runs", "since": runs[0]["finished_at"].as_i64().unwrap() + 1 });
+    assert_eq!(nj.request(later)["ok"], json!([]));
+    // `since` is required: a bad request, the caller's (400), not the daemon's.
+    let bad = call(addr(&nj), "POST", "/api/v2/runs", Some(&token), "{}");
+    assert_eq!(
+        (bad.status, bad.json()["kind"].as_str()),
+        (400, Some("bad-request")),
+        "{}",
+        bad.text()
+    );
+    // The HTTP queue is the socket's.
+    let q = call(
+        addr(&nj),
+        "POST",
+        "/api/v2/queue",
+        Some(&token),
+        "{\"limit\": 2}",
+    );
+    assert_eq!(q.json()["ok"], first["ok"], "{}", q.text());
+}
