@@ -86,13 +86,13 @@ const ALLOWED: &[(&str, &[&str])] = &[
 ];
 
 /// Edges the handler layer (issue 26, item 1) is still to remove: the
-/// daemon starts the HTTP server and calls back into `api`; the HTTP server
-/// and the dashboard reach into the daemon (for its state and config, not
-/// for verbs: those go through `api::Api::call`). Gone: `api` -> `http`
-/// (tokens are `api/handlers/tokens.rs`) and `web` -> `http`.
+/// daemon names `api` (the access rules it keeps, `Caller` in quotas); the
+/// HTTP server and the dashboard reach into the daemon (for its state and
+/// config, not for verbs: those go through `api::Api::call`). Gone: `api`
+/// -> `http` (tokens are `api/handlers/tokens.rs`), `web` -> `http`, and
+/// `daemon` -> `http` (`nightjard` wires the front ends).
 const PENDING: &[(&str, &str)] = &[
     ("daemon", "api"),
-    ("daemon", "http"),
     ("http", "daemon"),
     ("http", "web"),
     ("web", "daemon"),

@@ -60,7 +60,7 @@ fn run(cli: Cli) -> Result<i32> {
             match action {
                 None => {
                     init_logging();
-                    crate::daemon::run(cfg)?;
+                    crate::daemon::run(cfg, front_ends)?;
                     Ok(0)
                 }
                 Some(DaemonCmd::Check { full }) => crate::daemon::mend::check(&cfg, *full),
@@ -101,4 +101,21 @@ fn init_logging() {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .init();
+}
+
+/// The daemon's front ends, wired here so the daemon names neither: the
+/// API socket (`api`) and, with `[http] listen`, the HTTP API and the
+/// dashboard (`http`, `web`), each answering through `api::Api::call`.
+async fn front_ends(
+    d: std::sync::Arc<crate::daemon::Daemon>,
+) -> Result<Vec<crate::daemon::Server>> {
+    let listener = crate::api::socket::bind(&d.cfg.socket, &d.cfg.users)?;
+    let mut servers: Vec<crate::daemon::Server> = vec![Box::pin(crate::api::server::serve(
+        std::sync::Arc::clone(&d),
+        listener,
+    ))];
+    if let Some(l) = crate::http::bind(&d).await? {
+        servers.push(Box::pin(crate::http::serve(d, l)));
+    }
+    Ok(servers)
 }

@@ -1,6 +1,7 @@
 //! The daemon's side of the protocol: [`Api`], the one way into its verbs,
 //! and a handler per verb (`handlers/`); the socket's listener and line
-//! codec (`listen.rs`, `server.rs`); who may do what (`access.rs`); and
+//! codec (`listen.rs`, `server.rs`) and its file's permissions
+//! (`socket.rs`); who may do what (`access.rs`); and
 //! the kind of a failure (`error_kind.rs`). The protocol itself (requests,
 //! replies, wire types, version) is `nightjar_core::api`, re-exported here.
 
@@ -10,6 +11,7 @@ mod handle;
 pub mod handlers;
 pub mod listen;
 pub mod server;
+pub mod socket;
 
 pub use handle::Api;
 pub use nightjar_core::api::*;

@@ -1,5 +1,6 @@
 //! `nightjar daemon`: prepares the state dir, refuses to share it with a
-//! second daemon, re-adopts runs, serves the API and schedules until SIGTERM.
+//! second daemon, re-adopts runs, starts the front ends it is given (the
+//! socket and HTTP, wired by `nightjard`) and schedules until SIGTERM.
 
 mod archive;
 mod backfill;
@@ -41,7 +42,6 @@ mod runenv;
 mod runs;
 mod scheduler;
 mod snapshot;
-mod socket;
 mod sources;
 mod start;
 mod startup;
@@ -55,6 +55,8 @@ pub(crate) use self::prepare::{prepare_state_dir, task_umask};
 pub use self::runenv::uses_var;
 pub use nightjar_core::api::views::{GpuView, MemberView};
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -64,9 +66,20 @@ use tokio::signal::unix::{SignalKind, signal};
 use crate::config::{CgroupMode, Config};
 use crate::store::Store;
 
+/// A front end, bound and ready to serve the daemon's verbs (the socket's
+/// listener, the HTTP server): started on the daemon's runtime once the
+/// daemon is ready.
+pub type Server = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
+
 /// Runs the daemon until SIGTERM or SIGINT. Running tasks are left running;
-/// the next daemon re-adopts them.
-pub fn run(cfg: Config) -> Result<()> {
+/// the next daemon re-adopts them. `bind` binds the front ends once runs
+/// are adopted (an error stops the start: a socket that cannot be bound);
+/// they serve from when the daemon is ready. The daemon names none of them.
+pub fn run<B, F>(cfg: Config, bind: B) -> Result<()>
+where
+    B: FnOnce(Arc<Daemon>) -> F,
+    F: Future<Output = Result<Vec<Server>>>,
+{
     let _lock = prepare_state_dir(&cfg)?;
     // The folder the daemon was started in is reachable as /proc/self/cwd
     // from every thread, an owner's too, past the permissions of the
@@ -147,8 +160,7 @@ pub fn run(cfg: Config) -> Result<()> {
             daemon.apply_readings(readings);
             tokio::spawn(Arc::clone(&daemon).sample_loop(backend));
         }
-        let listener = socket::bind(&daemon.cfg.socket, &daemon.cfg.users)?;
-        let http = crate::http::bind(&daemon).await?;
+        let servers = bind(Arc::clone(&daemon)).await?;
         tracing::info!(
             "nightjar daemon {} ready: socket {}, state {}",
             std::process::id(),
@@ -162,9 +174,8 @@ pub fn run(cfg: Config) -> Result<()> {
             Ok(_) => {}
             Err(e) => tracing::error!("@reboot templates: {e}"),
         }
-        tokio::spawn(crate::api::server::serve(Arc::clone(&daemon), listener));
-        if let Some(l) = http {
-            tokio::spawn(crate::http::serve(Arc::clone(&daemon), l));
+        for s in servers {
+            tokio::spawn(s);
         }
         tokio::spawn(Arc::clone(&daemon).disk_hold_loop());
         if let Some(expr) = &daemon.cfg.notify.digest {
