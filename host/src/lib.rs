@@ -7,6 +7,7 @@
 //! nor SQLite. Binaries: `nightjar` (the CLI), `nightjard` (the daemon and
 //! the offline plugin checks), `nightjar-supervise` (one per run).
 
+pub mod access;
 pub mod api;
 pub mod archive;
 pub mod config;

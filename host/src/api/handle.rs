@@ -14,9 +14,9 @@
 
 use std::sync::Arc;
 
-use super::access::Caller;
 use super::handlers::Handler;
 use super::{ApiError, Call, ErrorKind};
+use crate::access::Caller;
 use crate::daemon::Daemon;
 
 /// The daemon's verbs, as every front end calls them.

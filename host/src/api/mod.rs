@@ -1,11 +1,10 @@
 //! The daemon's side of the protocol: [`Api`], the one way into its verbs,
 //! and a handler per verb (`handlers/`); the socket's listener and line
 //! codec (`listen.rs`, `server.rs`) and its file's permissions
-//! (`socket.rs`); who may do what (`access.rs`); and
-//! the kind of a failure (`error_kind.rs`). The protocol itself (requests,
+//! (`socket.rs`); and the kind of a failure (`error_kind.rs`). Who may
+//! do what is `crate::access`. The protocol itself (requests,
 //! replies, wire types, version) is `nightjar_core::api`, re-exported here.
 
-pub mod access;
 mod error_kind;
 mod handle;
 pub mod handlers;

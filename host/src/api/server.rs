@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::access::Caller;
 pub use super::listen::serve;
 use super::{Api, ApiError, ErrorKind, PROTOCOL, ReplyLine, Request, RequestLine};
+use crate::access::Caller;
 use crate::daemon::Daemon;
 
 /// The reply line (without its newline) to one request line from `caller`.

@@ -118,7 +118,7 @@ pub struct Daemon {
     /// Tasks looked up in the result cache since they last ran (`cache.rs`).
     pub(super) cache_looked: Mutex<std::collections::HashSet<i64>>,
     /// Who may do what (`[users]`, and whether the daemon runs as root).
-    pub access: crate::api::access::Access,
+    pub access: crate::access::Access,
     /// Flushes before anyone is told (`durable.rs`), and the database file's watch.
     pub(super) durability: super::durable::Durable,
     /// Set once when the daemon halts for good (`Daemon::halt`).
@@ -159,7 +159,7 @@ impl Daemon {
             m.tariff = Some(cfg.tariff());
             m
         });
-        let access = crate::api::access::Access::new(&cfg.users, crate::users::euid());
+        let access = crate::access::Access::new(&cfg.users, crate::users::euid());
         let marks_path = crate::store::marks::marks_path(&cfg.db_path());
         let marks = crate::store::marks::MarksFile::open(&marks_path)
             .map_err(|e| anyhow::anyhow!("open {}: {e}", marks_path.display()))?;

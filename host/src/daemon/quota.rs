@@ -4,7 +4,7 @@
 //! reason shows in `ls`, `show` and `why` until it starts.
 
 use super::core::{Daemon, lock};
-use crate::api::access::Caller;
+use crate::access::Caller;
 use crate::store::{Candidate, Store};
 
 /// More remembered reasons than this and the map is started afresh (tasks

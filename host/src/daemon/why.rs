@@ -2,8 +2,8 @@
 //! the store, the policies' live verdicts and the placement code's own
 //! account of what stands in the way.
 
-use crate::api::why::{PolicyVerdict, RunWhy, WaitingDep, WhyReport};
 use crate::store::{TaskDetail, TaskState};
+use nightjar_core::api::why::{PolicyVerdict, RunWhy, WaitingDep, WhyReport};
 
 use super::core::{Daemon, lock};
 

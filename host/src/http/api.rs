@@ -14,7 +14,7 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use crate::api::access::Caller;
+use crate::access::Caller;
 use crate::api::{ApiError, ErrorKind, PROTOCOL, ReplyLine, Request};
 use crate::daemon::Daemon;
 

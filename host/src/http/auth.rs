@@ -17,8 +17,8 @@ use axum::response::Response;
 
 use super::Peer;
 use super::api::error_response;
+use crate::access::Caller;
 use crate::api::ErrorKind;
-use crate::api::access::Caller;
 use crate::daemon::Daemon;
 
 /// The dashboard's session cookie: it holds a token.

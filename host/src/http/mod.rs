@@ -35,7 +35,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 
-use crate::api::access::Caller;
+use crate::access::Caller;
 use crate::api::{MAX_REQUEST, VERBS};
 use crate::daemon::Daemon;
 

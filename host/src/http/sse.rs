@@ -22,7 +22,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::api::{error_response, status_of};
 use super::auth::TokenOf;
-use crate::api::access::Caller;
+use crate::access::Caller;
 use crate::api::{ErrorKind, LogChunk, LogCursor, Logs};
 use crate::daemon::Daemon;
 use crate::sync::LockUnpoisoned;

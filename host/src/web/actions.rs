@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 
 use super::auth::{Session, field, forbidden, form, same_origin, same_secret};
 use super::call::{call, error_page};
-use crate::api::access::Caller;
+use crate::access::Caller;
 use crate::api::{Cancel, Hold, Release, Retry};
 use crate::daemon::Daemon;
 

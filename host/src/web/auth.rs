@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use sha2::{Digest, Sha256};
 
 use super::layout::{Page, escape};
-use crate::api::access::Caller;
+use crate::access::Caller;
 use crate::daemon::Daemon;
 
 /// The session cookie's name (the HTTP server's auth middleware reads it).

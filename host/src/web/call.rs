@@ -8,7 +8,7 @@ use axum::Extension;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 
-use crate::api::access::Caller;
+use crate::access::Caller;
 use crate::api::handlers::Handler;
 use crate::api::{Api, ApiError, ErrorKind};
 use crate::daemon::Daemon;

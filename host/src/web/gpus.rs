@@ -11,8 +11,8 @@ use axum::response::Response;
 
 use super::layout::{escape, gib};
 use super::queue::Params;
+use crate::access::Caller;
 use crate::api::Gpus;
-use crate::api::access::Caller;
 use crate::api::views::GpuView;
 use crate::daemon::Daemon;
 

@@ -7,7 +7,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use chrono_tz::Tz;
 
-use crate::api::access::Caller;
+use crate::access::Caller;
 pub use crate::report::render::escape;
 
 /// The stylesheet, embedded.

@@ -10,8 +10,8 @@ use axum::response::Response;
 
 use super::layout::escape;
 use super::queue::Params;
+use crate::access::Caller;
 use crate::api::Plugins;
-use crate::api::access::Caller;
 use crate::api::views::MemberView;
 use crate::daemon::Daemon;
 

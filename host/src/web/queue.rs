@@ -13,8 +13,8 @@ use serde::Deserialize;
 
 use super::auth::{Session, to_login};
 use super::layout::{Page, escape, html};
+use crate::access::{Access, Caller};
 use crate::api::QueuePage;
-use crate::api::access::{Access, Caller};
 use crate::api::wire::{TaskRow, TaskState};
 use crate::daemon::Daemon;
 

@@ -15,8 +15,8 @@ use serde::Deserialize;
 
 use super::auth::{Session, to_login};
 use super::layout::{Page, escape, num, when};
+use crate::access::Caller;
 use crate::api::FinishedRun;
-use crate::api::access::Caller;
 use crate::daemon::Daemon;
 use crate::time::now_ms;
 

@@ -13,7 +13,7 @@ use super::auth::{Session, to_login};
 use super::call::{call, error_page};
 use super::layout::{Page, escape, html, num, when};
 use super::queue::{Params, actions};
-use crate::api::access::Caller;
+use crate::access::Caller;
 use crate::api::wire::TaskDetail;
 use crate::api::{Show, Why};
 use crate::daemon::Daemon;

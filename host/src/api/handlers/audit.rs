@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::Handler;
-use crate::api::access::Caller;
+use crate::access::Caller;
 use crate::api::{Audit, AuditRow};
 use crate::daemon::Daemon;
 

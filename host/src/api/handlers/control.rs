@@ -2,7 +2,7 @@
 //! `priority`): who may, and the audit entry when someone acts on a task
 //! that is not theirs or changes a priority.
 
-use crate::api::access::Caller;
+use crate::access::Caller;
 use crate::api::{Cancelled, Changed};
 use crate::daemon::Daemon;
 use crate::store::AuditEntry;

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use super::{Handler, admin, blocking};
+use crate::access::Caller;
 use crate::api::Gc;
-use crate::api::access::Caller;
 use crate::api::wire::GcReport;
 use crate::daemon::Daemon;
 

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use super::Handler;
+use crate::access::Caller;
 use crate::api::Gpus;
-use crate::api::access::Caller;
 use crate::api::views::GpuView;
 use crate::daemon::Daemon;
 

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use super::{Handler, blocking};
+use crate::access::Caller;
 use crate::api::List;
-use crate::api::access::Caller;
 use crate::api::wire::TaskRow;
 use crate::daemon::Daemon;
 

@@ -1,7 +1,7 @@
 //! `logs`: a run's output through the daemon, for its owner, an
 //! administrator, or anyone when `users.share_details` is on.
 
-use crate::api::access::Caller;
+use crate::access::Caller;
 use crate::api::{LogChunk, Logs};
 use crate::daemon::Daemon;
 use nightjar_core::api::logs::MAX_CHUNK;

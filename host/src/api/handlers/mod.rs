@@ -13,8 +13,8 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use crate::access::Caller;
 use crate::api::Call;
-use crate::api::access::Caller;
 use crate::daemon::Daemon;
 
 mod audit;

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use super::{Handler, admin};
-use crate::api::access::Caller;
+use crate::access::Caller;
 use crate::api::{DigestWritten, NotifyDigest};
 use crate::daemon::Daemon;
 

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::{Handler, admin, blocking};
-use crate::api::access::Caller;
+use crate::access::Caller;
 use crate::api::{NotifyTest, NotifyTestReply};
 use crate::daemon::Daemon;
 

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use super::Handler;
+use crate::access::Caller;
 use crate::api::Plugins;
-use crate::api::access::Caller;
 use crate::api::views::MemberView;
 use crate::daemon::Daemon;
 

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::{Handler, admin};
-use crate::api::access::Caller;
+use crate::access::Caller;
 use crate::api::{PluginsReload, ReloadChange};
 use crate::daemon::Daemon;
 

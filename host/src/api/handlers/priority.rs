@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use super::Handler;
-use crate::api::access::Caller;
+use crate::access::Caller;
 use crate::api::{Changed, Priority};
 use crate::daemon::Daemon;
 

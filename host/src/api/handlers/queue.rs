@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use super::{Handler, blocking};
+use crate::access::Caller;
 use crate::api::Queue;
-use crate::api::access::Caller;
 use crate::api::board::{QueuePage, rows};
 use crate::daemon::Daemon;
 

@@ -13,7 +13,7 @@ impl super::Handler for Report {
     async fn handle(
         self,
         d: &std::sync::Arc<Daemon>,
-        _: &crate::api::access::Caller,
+        _: &crate::access::Caller,
     ) -> anyhow::Result<Accounting> {
         let d = std::sync::Arc::clone(d);
         super::blocking("report", move || report(&d, &self)).await

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::{Handler, blocking};
-use crate::api::access::Caller;
+use crate::access::Caller;
 use crate::api::{Rerun, Rerunning};
 use crate::daemon::Daemon;
 

@@ -8,7 +8,7 @@ use nightjar_core::api::diff::{RunPair, RunRecord};
 use nightjar_core::api::manifest::{GitRecord, InputChange, Manifest, RerunOf};
 use nightjar_core::api::{ApiError, ErrorKind, Rerun, Rerunning};
 
-use crate::api::access::Caller;
+use crate::access::Caller;
 use crate::daemon::Daemon;
 use crate::task::model::NewEntry;
 use crate::time::now_ms;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::Handler;
 use super::control::{Change, change};
-use crate::api::access::Caller;
+use crate::access::Caller;
 use crate::api::{Changed, Retry};
 use crate::daemon::Daemon;
 

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use super::{Handler, blocking};
+use crate::access::Caller;
 use crate::api::Runs;
-use crate::api::access::Caller;
 use crate::api::board::{FinishedRun, rows};
 use crate::daemon::Daemon;
 

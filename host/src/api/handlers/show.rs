@@ -2,7 +2,7 @@
 //! environment (in the spec and in every manifest) are its owner's, an
 //! administrator's, or everyone's when `users.share_details` is on.
 
-use crate::api::access::Caller;
+use crate::access::Caller;
 use crate::api::wire::TaskDetail;
 use crate::daemon::Daemon;
 

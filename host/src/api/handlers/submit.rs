@@ -1,7 +1,7 @@
 //! `submit`: the checks every submission passes (a rerun's too), then the
 //! queue. The owner of every task is the caller, whatever the entries say.
 
-use crate::api::access::Caller;
+use crate::access::Caller;
 use crate::daemon::Daemon;
 use crate::task::model::NewEntry;
 use crate::time::now_ms;

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use super::{Handler, blocking};
-use crate::api::access::Caller;
+use crate::access::Caller;
 use crate::api::{NewToken, TokenCreate};
 use crate::daemon::Daemon;
 

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::Handler;
-use crate::api::access::Caller;
+use crate::access::Caller;
 use crate::api::{TokenList, TokenRow};
 use crate::daemon::Daemon;
 

@@ -3,7 +3,7 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::api::access::Caller;
+use crate::access::Caller;
 use crate::api::tokens::{MAX_NAME, NewToken, TokenCreate, TokenRevoke, TokenRow};
 use crate::api::{ApiError, Changed, ErrorKind};
 use crate::daemon::Daemon;

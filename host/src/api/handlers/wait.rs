@@ -26,7 +26,7 @@ impl super::Handler for crate::api::Wait {
     async fn handle(
         self,
         d: &Arc<Daemon>,
-        _: &crate::api::access::Caller,
+        _: &crate::access::Caller,
     ) -> anyhow::Result<Vec<WaitResult>> {
         wait(d, &self.ids).await
     }

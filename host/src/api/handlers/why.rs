@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use super::Handler;
+use crate::access::Caller;
 use crate::api::Why;
-use crate::api::access::Caller;
 use crate::api::why::WhyReport;
 use crate::daemon::Daemon;
 

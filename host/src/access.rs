@@ -3,9 +3,9 @@
 //! never from the request; the rules are pure functions of the caller and
 //! the task's owner, so the socket and the HTTP API enforce the same ones.
 
-use super::{ApiError, ErrorKind};
 use crate::config::UsersConfig;
 use crate::task::model::Owner;
+use nightjar_core::api::{ApiError, ErrorKind};
 
 /// The user a request comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
