@@ -110,12 +110,11 @@ async fn front_ends(
     d: std::sync::Arc<crate::daemon::Daemon>,
 ) -> Result<Vec<crate::daemon::Server>> {
     let listener = crate::api::socket::bind(&d.cfg.socket, &d.cfg.users)?;
-    let mut servers: Vec<crate::daemon::Server> = vec![Box::pin(crate::api::server::serve(
-        std::sync::Arc::clone(&d),
-        listener,
-    ))];
-    if let Some(l) = crate::http::bind(&d).await? {
-        servers.push(Box::pin(crate::http::serve(d, l)));
+    let api = crate::api::Api::new(d);
+    let mut servers: Vec<crate::daemon::Server> =
+        vec![Box::pin(crate::api::server::serve(api.clone(), listener))];
+    if let Some(l) = crate::http::bind(&api).await? {
+        servers.push(Box::pin(crate::http::serve(api, l)));
     }
     Ok(servers)
 }

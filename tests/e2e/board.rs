@@ -36,9 +36,14 @@ fn queue_and_runs_answer_on_the_socket_and_over_http_as_the_dashboard_shows_them
         Some(1),
         "{rest}"
     );
-    // No limit: a page of 100.
-    let all = nj.request(json!({ "verb": "queue" }));
-    assert_eq!(all["ok"]["rows"].as_array().map(Vec::len), Some(3), "{all}");
+    // No limit, or a null one: a page of 100.
+    for req in [
+        json!({ "verb": "queue" }),
+        json!({ "verb": "queue", "limit": null }),
+    ] {
+        let all = nj.request(req);
+        assert_eq!(all["ok"]["rows"].as_array().map(Vec::len), Some(3), "{all}");
+    }
 
     // The runs that ended since the epoch: the finished one, not the held.
     let token = nj.json(&["token", "create", "--name", "board"])["token"]

@@ -322,6 +322,30 @@ fn exit_statuses_name_the_failure_kind() {
     assert_eq!(nj.cli(&["show", "x"]).status.code(), Some(2));
 }
 
+/// A run's log the daemon cannot read (its own run folder) is the daemon's
+/// failure, exit 7 and HTTP 500, not the caller's (it was exit 1, 400).
+#[test]
+fn a_log_the_daemon_cannot_read_is_its_failure_not_the_callers() {
+    let mut nj = Nj::new("");
+    nj.start();
+    let id = nj.submit(&["--", "sh", "-c", "echo hi"]);
+    assert_eq!(nj.wait(id), 0);
+    let run_dir = nj.show(id)["runs"][0]["run_dir"]
+        .as_str()
+        .map(std::path::PathBuf::from)
+        .expect("the run's folder");
+    let log = run_dir.join("stdout.log");
+    std::fs::remove_file(&log).unwrap();
+    std::fs::create_dir(&log).unwrap();
+    let out = nj.cli(&["logs", &id.to_string()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(7), "{err}");
+    assert!(
+        err.contains("stdout.log") && err.contains("not in the request"),
+        "{err}"
+    );
+}
+
 #[test]
 fn the_daemon_binary_sends_client_verbs_to_the_client() {
     let out = std::process::Command::new(crate::harness::DAEMON_BIN)

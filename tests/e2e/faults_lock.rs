@@ -124,6 +124,11 @@ fn a_change_the_locked_database_refuses_is_the_daemons_failure_and_changes_nothi
     let made = nj.json(&["token", "create", "--name", "tests"]);
     let token = made["token"].as_str().unwrap().to_string();
     let id = nj.submit(&["--hold", "--", "true"]);
+    // A token never used yet: its first use writes when it was used.
+    let fresh = nj.json(&["token", "create", "--name", "fresh"])["token"]
+        .as_str()
+        .unwrap()
+        .to_string();
     // The same request as the caller's own mistake, for contrast.
     let bad = call(
         addr(&nj),
@@ -134,8 +139,9 @@ fn a_change_the_locked_database_refuses_is_the_daemons_failure_and_changes_nothi
     );
     assert_eq!(bad.status, 400, "{}", bad.text());
 
-    // Each change waits out the store's 5 s busy timeout: two fit in 20 s.
-    let mut holder = hold_write_lock(&nj.state.join("nightjar.db"), 20.0);
+    // Each change (and the fresh token's first use) waits out the store's
+    // 5 s busy timeout: three fit in 25 s.
+    let mut holder = hold_write_lock(&nj.state.join("nightjar.db"), 25.0);
     let out = cli_within(&nj, &["release", &id.to_string()], Duration::from_secs(30))
         .unwrap_or_else(|| panic!("`release` hung\n{}", nj.daemon_log()));
     let err = String::from_utf8_lossy(&out.stderr);
@@ -153,9 +159,14 @@ fn a_change_the_locked_database_refuses_is_the_daemons_failure_and_changes_nothi
     );
     assert_eq!(r.status, 500, "{}", r.text());
     assert_eq!(r.json()["kind"], "internal", "{}", r.text());
+    // A valid token is taken though its last use cannot be written now
+    // (it was refused as `forbidden`, 401), and what only reads answers.
+    let q = call(addr(&nj), "POST", "/api/v2/queue", Some(&fresh), "{}");
+    assert_eq!(q.status, 200, "{}", q.text());
+    assert_eq!(q.json()["ok"]["rows"][0]["id"], id, "{}", q.text());
     assert!(
         holder.try_wait().unwrap().is_none(),
-        "both answers came while the lock was held"
+        "every answer came while the lock was held"
     );
     assert!(holder.wait().unwrap().success());
 

@@ -248,8 +248,12 @@ fn a_row_that_is_not_text_stops_the_start_naming_its_table_and_row() {
 
 #[test]
 fn the_database_deleted_while_running_halts_the_daemon_and_the_next_start_refuses() {
-    let mut nj = Nj::new("");
+    let mut nj = Nj::new("[http]\nlisten = \"127.0.0.1:0\"\n");
     nj.start();
+    let token = nj.json(&["token", "create", "--name", "t"])["token"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let id = nj.submit(&["--", "true"]);
     assert_eq!(nj.wait(id), 0);
     std::fs::remove_file(nj.state.join("nightjar.db")).unwrap();
@@ -272,6 +276,11 @@ fn the_database_deleted_while_running_halts_the_daemon_and_the_next_start_refuse
     );
     let out = nj.cli(&["submit", "--", "true"]);
     assert!(!out.status.success(), "a halted daemon takes no submit");
+    // Its streams too: the event stream is refused, as every verb is.
+    let a = crate::http_client::addr(&nj);
+    let events = crate::http_client::call(a, "GET", "/api/v2/events", Some(&token), "");
+    assert_eq!(events.status, 503, "{}", events.text());
+    assert!(events.text().contains("halted"), "{}", events.text());
     nj.kill9();
     let (code, log) = nj.start_refused();
     assert_ne!(code, 0);

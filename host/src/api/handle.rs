@@ -16,7 +16,8 @@ use std::sync::Arc;
 
 use super::handlers::Handler;
 use super::{ApiError, Call, ErrorKind};
-use crate::access::Caller;
+use crate::access::{Access, Caller};
+use crate::config::Config;
 use crate::daemon::Daemon;
 
 /// The daemon's verbs, as every front end calls them.
@@ -54,6 +55,45 @@ impl Api {
             }
         }
         reply.map_err(super::error_kind::classify)
+    }
+
+    /// The daemon's configuration (as it started: the config is read at
+    /// start only).
+    pub fn config(&self) -> &Config {
+        &self.d.cfg
+    }
+
+    /// Why the daemon halted, if it did (it then answers nothing but `ping`).
+    pub fn halted(&self) -> Option<&str> {
+        self.d.halted()
+    }
+
+    /// Who may do what.
+    pub fn access(&self) -> &Access {
+        &self.d.access
+    }
+
+    /// A receiver that sees each change of the queue (a counter).
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.d.changes.subscribe()
+    }
+
+    /// Top-level tasks by state, for the event stream's `changed` events
+    /// (none when the store cannot say).
+    pub fn state_counts(&self) -> Vec<(String, i64)> {
+        self.d.store().state_counts().unwrap_or_default()
+    }
+
+    /// The uid a live API token belongs to (marking it used), or why it is
+    /// refused.
+    pub fn token_owner(&self, token: &str) -> Result<u32, super::handlers::tokens::Refused> {
+        super::handlers::tokens::lookup(&self.d, token)
+    }
+
+    /// Whether the token with SHA-256 `hash` is still live (a store that
+    /// cannot say keeps it: a busy database does not end every stream).
+    pub fn token_live(&self, hash: &str) -> bool {
+        self.d.store().token_live(hash).unwrap_or(true)
     }
 }
 

@@ -9,8 +9,8 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufRea
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::Semaphore;
 
+use super::Api;
 use super::{ApiError, ErrorKind, MAX_REQUEST};
-use crate::daemon::Daemon;
 
 /// Sleep after an accept failed for lack of descriptors or memory.
 const BACKOFF: Duration = Duration::from_millis(100);
@@ -18,8 +18,8 @@ const BACKOFF: Duration = Duration::from_millis(100);
 const LOG_EVERY: Duration = Duration::from_secs(10);
 
 /// Accepts connections until the daemon stops.
-pub async fn serve(daemon: Arc<Daemon>, listener: UnixListener) {
-    let max = daemon.cfg.api.max_connections;
+pub async fn serve(api: Api, listener: UnixListener) {
+    let max = api.config().api.max_connections;
     let slots = Arc::new(Semaphore::new(max));
     let mut quiet_until: Option<Instant> = None;
     let mut failures = 0u64;
@@ -27,7 +27,7 @@ pub async fn serve(daemon: Arc<Daemon>, listener: UnixListener) {
         match listener.accept().await {
             Ok((stream, _)) => match Arc::clone(&slots).try_acquire_owned() {
                 Ok(permit) => {
-                    let d = Arc::clone(&daemon);
+                    let d = api.clone();
                     tokio::spawn(async move {
                         connection(d, stream).await;
                         drop(permit);
@@ -115,11 +115,11 @@ async fn read_line(
     }
 }
 
-async fn connection(daemon: Arc<Daemon>, stream: UnixStream) {
-    let idle = daemon.cfg.api.idle_timeout;
+async fn connection(api: Api, stream: UnixStream) {
+    let idle = api.config().api.idle_timeout;
     // Who is calling, from the kernel: never from what the request says.
     let caller = match stream.peer_cred() {
-        Ok(cred) => daemon.access.caller(cred.uid()),
+        Ok(cred) => api.access().caller(cred.uid()),
         Err(e) => Err(ApiError::new(
             ErrorKind::Internal,
             format!("cannot read the caller's credentials (SO_PEERCRED): {e}"),
@@ -152,7 +152,7 @@ async fn connection(daemon: Arc<Daemon>, stream: UnixStream) {
                 }
                 Ok(Ok(Line::Eof) | Err(_)) | Err(_) => return,
             };
-        let reply = super::server::answer(&daemon, &caller, line).await;
+        let reply = super::server::answer(&api, &caller, line).await;
         match tokio::time::timeout(idle, write_reply(&mut write, reply)).await {
             Ok(Ok(())) => {}
             _ => return,

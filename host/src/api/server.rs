@@ -3,19 +3,16 @@
 //! socket's, and the HTTP API's bodies). Every submission is checked by its
 //! handler again, exactly as the CLI checks it.
 
-use std::sync::Arc;
-
 use serde::{Deserialize, Serialize};
 
 pub use super::listen::serve;
 use super::{Api, ApiError, ErrorKind, PROTOCOL, ReplyLine, Request, RequestLine};
 use crate::access::Caller;
-use crate::daemon::Daemon;
 
 /// The reply line (without its newline) to one request line from `caller`.
-pub async fn answer(daemon: &Arc<Daemon>, caller: &Caller, line: &[u8]) -> Vec<u8> {
+pub async fn answer(api: &Api, caller: &Caller, line: &[u8]) -> Vec<u8> {
     match parse(line) {
-        Ok(req) => dispatch(daemon, caller, req).await,
+        Ok(req) => dispatch(api, caller, req).await,
         Err(e) => error_line(e),
     }
 }
@@ -65,8 +62,7 @@ fn line<T: Serialize>(r: Result<T, ApiError>) -> Vec<u8> {
 }
 
 /// The reply line to `req` from `caller`, through [`Api::call`].
-pub async fn dispatch(d: &Arc<Daemon>, caller: &Caller, req: Request) -> Vec<u8> {
-    let api = Api::new(Arc::clone(d));
+pub async fn dispatch(api: &Api, caller: &Caller, req: Request) -> Vec<u8> {
     // One arm per verb: the match is exhaustive, so a new verb without a
     // handler does not compile.
     macro_rules! each {

@@ -6,8 +6,6 @@
 //! in the wrong state, so no 409: clients read `kind`), 503 unavailable,
 //! 500 internal.
 
-use std::sync::Arc;
-
 use axum::Extension;
 use axum::body::Bytes;
 use axum::extract::State;
@@ -15,8 +13,8 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use crate::access::Caller;
+use crate::api::Api;
 use crate::api::{ApiError, ErrorKind, PROTOCOL, ReplyLine, Request};
-use crate::daemon::Daemon;
 
 /// The OpenAPI description of these routes (served as is).
 pub const OPENAPI: &str = include_str!("../../openapi.yaml");
@@ -48,7 +46,7 @@ pub fn error_response(status: StatusCode, kind: ErrorKind, msg: &str) -> Respons
 /// `POST /api/v2/{verb}`: one verb, the caller from the auth middleware.
 pub async fn verb(
     name: &'static str,
-    State(d): State<Arc<Daemon>>,
+    State(d): State<Api>,
     caller: Option<Extension<Caller>>,
     headers: axum::http::HeaderMap,
     body: Bytes,

@@ -8,8 +8,6 @@
 //! `Extension<Caller>`. An API request without one is answered 401; a
 //! dashboard page gets through without one (it redirects to its login).
 
-use std::sync::Arc;
-
 use axum::extract::{Request, State};
 use axum::http::{Method, StatusCode, header};
 use axum::middleware::Next;
@@ -18,8 +16,9 @@ use axum::response::Response;
 use super::Peer;
 use super::api::error_response;
 use crate::access::Caller;
+use crate::api::Api;
 use crate::api::ErrorKind;
-use crate::daemon::Daemon;
+use crate::api::handlers::tokens::Refused;
 
 /// The dashboard's session cookie: it holds a token.
 pub const COOKIE: &str = "nj_session";
@@ -33,10 +32,10 @@ fn open_path(path: &str) -> bool {
 }
 
 /// The auth middleware (`axum::middleware::from_fn_with_state`).
-pub async fn middleware(State(d): State<Arc<Daemon>>, mut req: Request, next: Next) -> Response {
+pub async fn middleware(State(d): State<Api>, mut req: Request, next: Next) -> Response {
     let path = req.uri().path().to_string();
     let found = {
-        let d = Arc::clone(&d);
+        let d = d.clone();
         let mut creds = Credentials::of(&req, &d);
         let safe = matches!(*req.method(), Method::GET | Method::HEAD);
         if path.starts_with("/api/")
@@ -51,7 +50,11 @@ pub async fn middleware(State(d): State<Arc<Daemon>>, mut req: Request, next: Ne
         }
         tokio::task::spawn_blocking(move || creds.resolve(&d))
             .await
-            .unwrap_or_else(|e| Err(format!("the token check did not finish: {e}")))
+            .unwrap_or_else(|e| {
+                Err(Refused::Unchecked(format!(
+                    "the token check did not finish: {e}"
+                )))
+            })
     };
     match found {
         Ok(Some((caller, token))) => {
@@ -61,9 +64,16 @@ pub async fn middleware(State(d): State<Arc<Daemon>>, mut req: Request, next: Ne
         }
         Ok(None) if open_path(&path) => next.run(req).await,
         Ok(None) => unauthorized(&format!("no credentials: {HOW}")),
+        // The store could not check them: the daemon's failure, not the caller's.
+        Err(Refused::Unchecked(why)) if path.starts_with("/api/") => {
+            error_response(StatusCode::INTERNAL_SERVER_ERROR, ErrorKind::Internal, &why)
+        }
+        Err(Refused::Unchecked(why)) => {
+            crate::web::layout::error(StatusCode::INTERNAL_SERVER_ERROR, &why)
+        }
         // Bad credentials on a page: the page shows its login instead.
-        Err(_) if !path.starts_with("/api/") => next.run(req).await,
-        Err(why) => unauthorized(&format!("{why}: {HOW}")),
+        Err(Refused::Invalid(_)) if !path.starts_with("/api/") => next.run(req).await,
+        Err(Refused::Invalid(why)) => unauthorized(&format!("{why}: {HOW}")),
     }
 }
 
@@ -85,10 +95,10 @@ pub struct TokenOf(pub Option<String>);
 impl TokenOf {
     /// Whether the caller's credentials still hold (a store error counts
     /// as yes: a busy database must not cut every stream).
-    pub fn still_valid(&self, d: &Daemon) -> bool {
+    pub fn still_valid(&self, d: &Api) -> bool {
         match &self.0 {
             None => true,
-            Some(hash) => d.store().token_live(hash).unwrap_or(true),
+            Some(hash) => d.token_live(hash),
         }
     }
 }
@@ -102,7 +112,7 @@ struct Credentials {
 }
 
 impl Credentials {
-    fn of(req: &Request, d: &Daemon) -> Credentials {
+    fn of(req: &Request, d: &Api) -> Credentials {
         let h = req.headers();
         let bearer = h
             .get(header::AUTHORIZATION)
@@ -120,7 +130,7 @@ impl Credentials {
             .filter_map(|kv| kv.trim().split_once('='))
             .find(|(k, _)| *k == COOKIE)
             .map(|(_, v)| v.trim().to_string());
-        let cfg = &d.cfg.http;
+        let cfg = &d.config().http;
         let trusted = req
             .extensions()
             .get::<Peer>()
@@ -138,28 +148,29 @@ impl Credentials {
 
     /// The caller and the hash of their token, none (no credentials), or
     /// why the credentials are refused.
-    fn resolve(self, d: &Daemon) -> Result<Option<(Caller, Option<String>)>, String> {
+    fn resolve(self, d: &Api) -> Result<Option<(Caller, Option<String>)>, Refused> {
+        let invalid = |e: crate::api::ApiError| Refused::Invalid(e.message);
         if let Some(t) = self.bearer.or(self.cookie) {
-            let uid = crate::api::handlers::tokens::lookup(d, &t)?;
+            let uid = d.token_owner(&t)?;
             let hash = crate::api::handlers::tokens::hash(&t);
             return d
-                .access
+                .access()
                 .caller(uid)
                 .map(|c| Some((c, Some(hash))))
-                .map_err(|e| e.message);
+                .map_err(invalid);
         }
         if let Some(name) = self.proxy_user {
             let account = crate::users::by_name(&name).ok_or_else(|| {
-                format!(
+                Refused::Invalid(format!(
                     "the proxy names the user `{}`, whom this machine does not know",
                     name.escape_debug()
-                )
+                ))
             })?;
             return d
-                .access
+                .access()
                 .caller(account.uid)
                 .map(|c| Some((c, None)))
-                .map_err(|e| e.message);
+                .map_err(invalid);
         }
         Ok(None)
     }

@@ -36,8 +36,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 
 use crate::access::Caller;
+use crate::api::Api;
 use crate::api::{MAX_REQUEST, VERBS};
-use crate::daemon::Daemon;
 
 /// The prefix of every API route.
 pub const PREFIX: &str = "/api/v2";
@@ -71,7 +71,7 @@ pub const NO_ROUTE_HEADER: &str = "x-nightjar-no-route";
 
 /// The whole router: the API, the dashboard's pages, and the auth
 /// middleware in front of both.
-pub fn router(d: Arc<Daemon>) -> Router {
+pub fn router(d: Api) -> Router {
     let mut api = Router::new()
         .route("/api/v2/health", get(api::health))
         .route("/api/v2/openapi.yaml", get(api::openapi))
@@ -82,7 +82,7 @@ pub fn router(d: Arc<Daemon>) -> Router {
         api = api.route(
             &format!("{PREFIX}/{name}"),
             post(
-                move |state: State<Arc<Daemon>>,
+                move |state: State<Api>,
                       caller: Option<Extension<Caller>>,
                       headers: axum::http::HeaderMap,
                       body: Bytes| {
@@ -94,11 +94,13 @@ pub fn router(d: Arc<Daemon>) -> Router {
     api.merge(crate::web::routes())
         .fallback(no_route)
         .layer(axum::middleware::from_fn_with_state(
-            Arc::clone(&d),
+            d.clone(),
             auth::middleware,
         ))
         .layer(DefaultBodyLimit::max(MAX_REQUEST))
-        .layer(axum::Extension(sse::Streams::new(d.cfg.http.max_streams)))
+        .layer(axum::Extension(sse::Streams::new(
+            d.config().http.max_streams,
+        )))
         .with_state(d)
 }
 
@@ -119,15 +121,15 @@ pub struct Peer(pub SocketAddr);
 
 /// Binds `[http] listen` when set, and writes the address bound to
 /// `<state_dir>/http.addr` (port 0 picks a free one).
-pub async fn bind(d: &Daemon) -> Result<Option<TcpListener>> {
-    let Some(addr) = d.cfg.http.addr()? else {
+pub async fn bind(d: &Api) -> Result<Option<TcpListener>> {
+    let Some(addr) = d.config().http.addr()? else {
         return Ok(None);
     };
     let listener = TcpListener::bind(addr)
         .await
         .with_context(|| format!("bind the HTTP API to {addr} (`http.listen`)"))?;
     let local = listener.local_addr()?;
-    let file = d.cfg.state_dir.join("http.addr");
+    let file = d.config().state_dir.join("http.addr");
     std::fs::write(&file, format!("{local}\n"))
         .with_context(|| format!("write {}", file.display()))?;
     tracing::info!(
@@ -138,11 +140,11 @@ pub async fn bind(d: &Daemon) -> Result<Option<TcpListener>> {
 }
 
 /// Accepts HTTP connections until the daemon stops.
-pub async fn serve(d: Arc<Daemon>, listener: TcpListener) {
-    let cfg = d.cfg.http.clone();
+pub async fn serve(d: Api, listener: TcpListener) {
+    let cfg = d.config().http.clone();
     let slots = Arc::new(Semaphore::new(cfg.max_connections));
     let peers = peer::PeerCount::default();
-    let app = router(Arc::clone(&d));
+    let app = router(d.clone());
     loop {
         let (stream, peer) = match listener.accept().await {
             Ok(x) => x,

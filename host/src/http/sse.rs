@@ -23,8 +23,8 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use super::api::{error_response, status_of};
 use super::auth::TokenOf;
 use crate::access::Caller;
+use crate::api::Api;
 use crate::api::{ErrorKind, LogChunk, LogCursor, Logs};
-use crate::daemon::Daemon;
 use crate::sync::LockUnpoisoned;
 
 /// At most one `changed` event per this period.
@@ -74,8 +74,11 @@ impl Drop for Slot {
 
 /// A stream's slot for `caller`, or the 429 (their share is taken) or 503
 /// (every slot is) saying there is none.
-fn slot(streams: &Streams, d: &Daemon, caller: &Caller) -> Result<Slot, Box<Response>> {
-    let (max, per_user) = (d.cfg.http.max_streams, d.cfg.http.max_streams_per_user);
+fn slot(streams: &Streams, d: &Api, caller: &Caller) -> Result<Slot, Box<Response>> {
+    let (max, per_user) = (
+        d.config().http.max_streams,
+        d.config().http.max_streams_per_user,
+    );
     {
         let mut m = streams.by_user.lock_unpoisoned();
         let n = m.entry(caller.uid).or_insert(0);
@@ -116,19 +119,14 @@ fn slot(streams: &Streams, d: &Daemon, caller: &Caller) -> Result<Slot, Box<Resp
 }
 
 /// The `changed` event's data: the counter and the top-level tasks by state.
-fn summary(d: &Daemon, changes: u64) -> String {
-    let counts: BTreeMap<String, i64> = d
-        .store()
-        .state_counts()
-        .unwrap_or_default()
-        .into_iter()
-        .collect();
+fn summary(d: &Api, changes: u64) -> String {
+    let counts: BTreeMap<String, i64> = d.state_counts().into_iter().collect();
     serde_json::json!({ "changes": changes, "counts": counts }).to_string()
 }
 
 /// `GET /api/v2/events`.
 pub async fn events(
-    State(d): State<Arc<Daemon>>,
+    State(d): State<Api>,
     Extension(streams): Extension<Streams>,
     token: Option<Extension<TokenOf>>,
     caller: Option<Extension<Caller>>,
@@ -136,12 +134,21 @@ pub async fn events(
     let Some(Extension(caller)) = caller else {
         return error_response(StatusCode::UNAUTHORIZED, ErrorKind::Forbidden, "no caller");
     };
+    // A halted daemon answers nothing but `ping` (as `Api::call` says for
+    // every verb), streams included.
+    if let Some(why) = d.halted() {
+        return error_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorKind::Unavailable,
+            &format!("the daemon halted: {why}"),
+        );
+    }
     let token = token.map_or(TokenOf(None), |Extension(t)| t);
     let permit = match slot(&streams, &d, &caller) {
         Ok(p) => p,
         Err(r) => return *r,
     };
-    let rx = d.changes.subscribe();
+    let rx = d.changes();
     let s = stream::unfold(
         (d, rx, permit, true, token),
         |(d, mut rx, permit, first, token)| async move {
@@ -161,7 +168,7 @@ pub async fn events(
                     }
                 }
             }
-            if !token.still_valid(&d) {
+            if !token.still_valid(&d) || d.halted().is_some() {
                 return None;
             }
             let n = *rx.borrow_and_update();
@@ -176,7 +183,7 @@ pub async fn events(
 
 /// Where a log stream is.
 struct Follow {
-    d: Arc<Daemon>,
+    d: Api,
     caller: Caller,
     /// Checked before each read: a revoked token ends the stream.
     token: TokenOf,
@@ -190,13 +197,8 @@ struct Follow {
 
 /// One read through the `logs` verb's handler: the chunk, or the error's
 /// kind and message.
-async fn read(
-    d: &Arc<Daemon>,
-    caller: &Caller,
-    req: &Logs,
-) -> Result<LogChunk, (ErrorKind, String)> {
-    crate::api::Api::new(Arc::clone(d))
-        .call(caller, req.clone())
+async fn read(d: &Api, caller: &Caller, req: &Logs) -> Result<LogChunk, (ErrorKind, String)> {
+    d.call(caller, req.clone())
         .await
         .map_err(|e| (e.kind, e.message))
 }
@@ -280,7 +282,7 @@ fn flag(q: &HashMap<String, String>, key: &str) -> bool {
 
 /// `GET /api/v2/logs/{id}?stderr=1&attempt=N&follow=1`.
 pub async fn logs(
-    State(d): State<Arc<Daemon>>,
+    State(d): State<Api>,
     Extension(streams): Extension<Streams>,
     caller: Option<Extension<Caller>>,
     token: Option<Extension<TokenOf>>,

@@ -95,10 +95,16 @@ impl Store {
         let Some((id, uid, used_at)) = found else {
             return Ok(None);
         };
-        if used_at.is_none_or(|t| now - t >= USED_EVERY_MS) {
-            self.conn
-                .prepare_cached("UPDATE tokens SET used_at = ?2 WHERE id = ?1")?
-                .execute(params![id, now])?;
+        // `used_at` is bookkeeping: a database that cannot take the write
+        // now (locked by another process, a full disk) does not refuse a
+        // valid token; the next use writes it.
+        if used_at.is_none_or(|t| now - t >= USED_EVERY_MS)
+            && let Err(e) = self
+                .conn
+                .prepare_cached("UPDATE tokens SET used_at = ?2 WHERE id = ?1")
+                .and_then(|mut s| s.execute(params![id, now]))
+        {
+            tracing::warn!("token {id}: its last use is not recorded now: {e}");
         }
         Ok(Some(TokenOwner { id, uid }))
     }

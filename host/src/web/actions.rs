@@ -3,8 +3,6 @@
 //! token; what the caller may change is decided by the verb's handler (`api::Api::call`), as on the
 //! socket (the form is never trusted).
 
-use std::sync::Arc;
-
 use axum::Extension;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -13,12 +11,12 @@ use axum::response::{IntoResponse, Redirect, Response};
 use super::auth::{Session, field, forbidden, form, same_origin, same_secret};
 use super::call::{call, error_page};
 use crate::access::Caller;
+use crate::api::Api;
 use crate::api::{Cancel, Hold, Release, Retry};
-use crate::daemon::Daemon;
 
 /// `POST /task/{id}/{action}`.
 pub async fn act(
-    State(d): State<Arc<Daemon>>,
+    State(d): State<Api>,
     caller: Option<Extension<Caller>>,
     headers: HeaderMap,
     Path((id, action)): Path<(String, String)>,

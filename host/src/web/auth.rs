@@ -2,8 +2,6 @@
 //! into the `nj_session` cookie; every form carries a CSRF token derived
 //! from the session, and a POST must come from this origin.
 
-use std::sync::Arc;
-
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -11,7 +9,8 @@ use sha2::{Digest, Sha256};
 
 use super::layout::{Page, escape};
 use crate::access::Caller;
-use crate::daemon::Daemon;
+use crate::api::Api;
+use crate::api::handlers::tokens::Refused;
 
 /// The session cookie's name (the HTTP server's auth middleware reads it).
 pub const COOKIE: &str = "nj_session";
@@ -172,24 +171,35 @@ fn login_page(status: StatusCode, error: Option<&str>) -> Response {
 
 /// `POST /login`: a valid token becomes the session cookie; a wrong one
 /// shows the form again with the error.
-pub async fn login(State(d): State<Arc<Daemon>>, headers: HeaderMap, body: String) -> Response {
+pub async fn login(State(d): State<Api>, headers: HeaderMap, body: String) -> Response {
     if !same_origin(&headers) {
         return super::layout::error(StatusCode::FORBIDDEN, "cross-site login refused");
     }
     let fields = form(&body);
     let token = field(&fields, "token").unwrap_or("").trim().to_string();
     // `lookup` accepts only `nj_` and hex digits: nothing that could break the cookie.
-    let valid = {
-        let (d, token) = (Arc::clone(&d), token.clone());
-        tokio::task::spawn_blocking(move || verify(&d, &token).is_some())
+    let checked = {
+        let (d, token) = (d.clone(), token.clone());
+        tokio::task::spawn_blocking(move || verify(&d, &token))
             .await
-            .unwrap_or(false)
+            .unwrap_or_else(|e| {
+                Err(Refused::Unchecked(format!(
+                    "the token check did not finish: {e}"
+                )))
+            })
     };
-    if !valid {
-        return login_page(
-            StatusCode::UNAUTHORIZED,
-            Some("that token is not valid (revoked, mistyped, or from another daemon)"),
-        );
+    match checked {
+        Ok(_) => {}
+        // The store could not say: the daemon's failure, not a wrong token.
+        Err(Refused::Unchecked(why)) => {
+            return super::layout::error(StatusCode::INTERNAL_SERVER_ERROR, &why);
+        }
+        Err(Refused::Invalid(_)) => {
+            return login_page(
+                StatusCode::UNAUTHORIZED,
+                Some("that token is not valid (revoked, mistyped, or from another daemon)"),
+            );
+        }
     }
     (
         [(
@@ -225,10 +235,13 @@ pub async fn logout(headers: HeaderMap) -> Response {
         .into_response()
 }
 
-/// The caller a token stands for (the HTTP server's token lookup).
-pub fn verify(d: &Arc<Daemon>, token: &str) -> Option<Caller> {
-    let uid = crate::api::handlers::tokens::lookup(d, token).ok()?;
-    d.access.caller(uid).ok()
+/// The caller a token stands for (the HTTP server's token lookup), or why
+/// it is refused.
+pub fn verify(d: &Api, token: &str) -> Result<Caller, Refused> {
+    let uid = d.token_owner(token)?;
+    d.access()
+        .caller(uid)
+        .map_err(|e| Refused::Invalid(e.message))
 }
 
 /// Where a page without a session sends the browser.

@@ -2,21 +2,19 @@
 //! HTTP API use, so the access rules are enforced in one place; the reply
 //! comes back typed, with no JSON in between.
 
-use std::sync::Arc;
-
 use axum::Extension;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 
 use crate::access::Caller;
+use crate::api::Api;
 use crate::api::handlers::Handler;
-use crate::api::{Api, ApiError, ErrorKind};
-use crate::daemon::Daemon;
+use crate::api::{ApiError, ErrorKind};
 
 /// A page that shows one verb's reply: the session (else the login), the
 /// call, and `render` of its reply in the layout (`fragment`: the table only).
 pub async fn reply_page<C: Handler>(
-    d: &Arc<Daemon>,
+    d: &Api,
     caller: Option<Extension<Caller>>,
     headers: &HeaderMap,
     fragment: bool,
@@ -36,12 +34,8 @@ pub async fn reply_page<C: Handler>(
 }
 
 /// The typed reply to `req` from `caller`, or the daemon's error.
-pub async fn call<C: Handler>(
-    d: &Arc<Daemon>,
-    caller: &Caller,
-    req: C,
-) -> Result<C::Reply, ApiError> {
-    Api::new(Arc::clone(d)).call(caller, req).await
+pub async fn call<C: Handler>(d: &Api, caller: &Caller, req: C) -> Result<C::Reply, ApiError> {
+    d.call(caller, req).await
 }
 
 /// The HTTP status for an error of `kind`.

@@ -2,7 +2,6 @@
 //! free), temperature, health, and the policy that closed it.
 
 use std::fmt::Write as _;
-use std::sync::Arc;
 
 use axum::Extension;
 use axum::extract::{Query, State};
@@ -12,13 +11,13 @@ use axum::response::Response;
 use super::layout::{escape, gib};
 use super::queue::Params;
 use crate::access::Caller;
+use crate::api::Api;
 use crate::api::Gpus;
 use crate::api::views::GpuView;
-use crate::daemon::Daemon;
 
 /// `GET /gpus`.
 pub async fn page(
-    State(d): State<Arc<Daemon>>,
+    State(d): State<Api>,
     caller: Option<Extension<Caller>>,
     headers: HeaderMap,
     Query(q): Query<Params>,

@@ -5,12 +5,10 @@
 //! through `api::Api::call` or the store's read-only views; every user string is
 //! escaped; the buttons post forms checked for origin and CSRF token.
 
-use std::sync::Arc;
-
 use axum::Router;
 use axum::routing::{get, post};
 
-use crate::daemon::Daemon;
+use crate::api::Api;
 
 mod actions;
 pub mod auth;
@@ -24,7 +22,7 @@ pub mod runs;
 mod task;
 
 /// The dashboard's routes, merged into the HTTP server's router.
-pub fn routes() -> Router<Arc<Daemon>> {
+pub fn routes() -> Router<Api> {
     Router::new()
         .route("/", get(queue::page))
         .route("/login", get(auth::login_form).post(auth::login))

@@ -1,7 +1,6 @@
 //! `/plugins`: the policy chain's members and their states.
 
 use std::fmt::Write as _;
-use std::sync::Arc;
 
 use axum::Extension;
 use axum::extract::{Query, State};
@@ -11,13 +10,13 @@ use axum::response::Response;
 use super::layout::escape;
 use super::queue::Params;
 use crate::access::Caller;
+use crate::api::Api;
 use crate::api::Plugins;
 use crate::api::views::MemberView;
-use crate::daemon::Daemon;
 
 /// `GET /plugins`.
 pub async fn page(
-    State(d): State<Arc<Daemon>>,
+    State(d): State<Api>,
     caller: Option<Extension<Caller>>,
     headers: HeaderMap,
     Query(q): Query<Params>,

@@ -3,7 +3,6 @@
 //! its caller may take.
 
 use std::fmt::Write as _;
-use std::sync::Arc;
 
 use axum::Extension;
 use axum::extract::{Query, State};
@@ -14,9 +13,9 @@ use serde::Deserialize;
 use super::auth::{Session, to_login};
 use super::layout::{Page, escape, html};
 use crate::access::{Access, Caller};
+use crate::api::Api;
 use crate::api::QueuePage;
 use crate::api::wire::{TaskRow, TaskState};
-use crate::daemon::Daemon;
 
 /// Rows on one page.
 pub const PER_PAGE: u32 = crate::api::handlers::queue::PER_PAGE;
@@ -32,7 +31,7 @@ pub struct Params {
 
 /// `GET /`.
 pub async fn page(
-    State(d): State<Arc<Daemon>>,
+    State(d): State<Api>,
     caller: Option<Extension<Caller>>,
     headers: HeaderMap,
     Query(q): Query<Params>,
@@ -44,14 +43,14 @@ pub async fn page(
     let page = q.page.unwrap_or(1).max(1);
     let offset = (page - 1).saturating_mul(PER_PAGE as u64);
     let req = crate::api::Queue {
-        limit: PER_PAGE,
+        limit: Some(PER_PAGE),
         offset,
     };
     let p = match super::call::call(&d, &s.caller, req).await {
         Ok(p) => p,
         Err(e) => return super::call::error_page(&e),
     };
-    let body = render(&d.access, &s, &p, page);
+    let body = render(d.access(), &s, &p, page);
     if q.fragment == Some(1) {
         return html(axum::http::StatusCode::OK, body);
     }

@@ -1,8 +1,6 @@
 //! `/report`: the last 7 days' accounting and charts, drawn by the same
 //! functions as `nightjar report --html`.
 
-use std::sync::Arc;
-
 use axum::Extension;
 use axum::extract::{Query, State};
 use axum::http::HeaderMap;
@@ -14,9 +12,9 @@ use super::call::{call, error_page};
 use super::layout::{Page, escape};
 use super::queue::Params;
 use crate::access::Caller;
+use crate::api::Api;
 use crate::api::Report;
 use crate::api::report::Accounting;
-use crate::daemon::Daemon;
 use crate::report::render::{chart_groups, summary};
 use crate::time::now_ms;
 
@@ -25,7 +23,7 @@ const WEEK_MS: i64 = 7 * 86_400_000;
 
 /// `GET /report`.
 pub async fn page(
-    State(d): State<Arc<Daemon>>,
+    State(d): State<Api>,
     caller: Option<Extension<Caller>>,
     headers: HeaderMap,
     Query(q): Query<Params>,

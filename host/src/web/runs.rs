@@ -3,7 +3,6 @@
 //! energy and cost.
 
 use std::fmt::Write as _;
-use std::sync::Arc;
 
 use axum::Extension;
 use axum::extract::{Query, State};
@@ -16,8 +15,8 @@ use serde::Deserialize;
 use super::auth::{Session, to_login};
 use super::layout::{Page, escape, num, when};
 use crate::access::Caller;
+use crate::api::Api;
 use crate::api::FinishedRun;
-use crate::daemon::Daemon;
 use crate::time::now_ms;
 
 /// Most runs listed.
@@ -34,7 +33,7 @@ pub struct Params {
 
 /// `GET /runs`.
 pub async fn page(
-    State(d): State<Arc<Daemon>>,
+    State(d): State<Api>,
     caller: Option<Extension<Caller>>,
     headers: HeaderMap,
     Query(q): Query<Params>,
@@ -43,7 +42,7 @@ pub async fn page(
         return to_login();
     };
 
-    let tz = d.cfg.tz();
+    let tz = d.config().tz();
     let now = now_ms();
     let since = match q.since.as_deref().filter(|s| !s.is_empty()) {
         None => last_evening(now, tz),
@@ -59,7 +58,7 @@ pub async fn page(
     };
     let req = crate::api::Runs {
         since,
-        limit: LIMIT,
+        limit: Some(LIMIT),
     };
     let runs = match super::call::call(&d, &s.caller, req).await {
         Ok(r) => r,

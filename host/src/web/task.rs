@@ -2,7 +2,6 @@
 //! followed live; the details and log only for who may read them.
 
 use std::fmt::Write as _;
-use std::sync::Arc;
 
 use axum::Extension;
 use axum::extract::{Path, Query, State};
@@ -14,14 +13,14 @@ use super::call::{call, error_page};
 use super::layout::{Page, escape, html, num, when};
 use super::queue::{Params, actions};
 use crate::access::Caller;
+use crate::api::Api;
 use crate::api::wire::TaskDetail;
 use crate::api::{Show, Why};
-use crate::daemon::Daemon;
 use crate::time::now_ms;
 
 /// `GET /task/{id}`.
 pub async fn page(
-    State(d): State<Arc<Daemon>>,
+    State(d): State<Api>,
     caller: Option<Extension<Caller>>,
     headers: HeaderMap,
     Path(id): Path<String>,
@@ -39,7 +38,9 @@ pub async fn page(
         Err(e) => return error_page(&e),
     };
     let title = format!("Task {id}: {}", detail.task.name);
-    let readable = d.access.may_read_private(&s.caller, detail.task.owner_uid);
+    let readable = d
+        .access()
+        .may_read_private(&s.caller, detail.task.owner_uid);
     let mut body = String::new();
     summary(&mut body, &d, &s, &detail);
     let mut tail = String::new();
@@ -85,8 +86,8 @@ pub async fn page(
     page.render(Some(&s.caller), false)
 }
 
-fn summary(o: &mut String, d: &Daemon, s: &Session, t: &TaskDetail) {
-    let tz = d.cfg.tz();
+fn summary(o: &mut String, d: &Api, s: &Session, t: &TaskDetail) {
+    let tz = d.config().tz();
     let row = &t.task;
     let state = row.state.as_str();
     let _ = write!(
@@ -109,17 +110,17 @@ fn summary(o: &mut String, d: &Daemon, s: &Session, t: &TaskDetail) {
         );
     }
     o.push_str("</dl><p>");
-    actions(o, &d.access, s, row);
+    actions(o, d.access(), s, row);
     o.push_str("</p>");
 }
 
-fn runs(o: &mut String, d: &Daemon, t: &TaskDetail) {
+fn runs(o: &mut String, d: &Api, t: &TaskDetail) {
     o.push_str("<h2>Runs</h2>");
     if t.runs.is_empty() {
         o.push_str("<p class=\"none\">no runs yet</p>");
         return;
     }
-    let tz = d.cfg.tz();
+    let tz = d.config().tz();
     o.push_str(
         "<div class=\"scroll\"><table id=\"runs\"><thead><tr><th class=\"num\">#</th><th>Started</th>\
          <th>Ended</th><th>Class</th><th class=\"num\">Exit</th><th class=\"num\">Took</th>\

@@ -11,9 +11,9 @@ pub const MAX_ROWS: u32 = 1000;
 /// `queue`: a page of the waiting and running tasks.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Queue {
-    /// Rows on the page (at most [`MAX_ROWS`]; 0 or absent: 100).
-    #[serde(default)]
-    pub limit: u32,
+    /// Rows on the page (at most [`MAX_ROWS`]; 0, null or absent: 100).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
     /// Rows skipped before the page (`(page - 1) * limit`).
     #[serde(default)]
     pub offset: u64,
@@ -42,9 +42,9 @@ impl QueuePage {
 pub struct Runs {
     /// Ended at or after this (Unix ms).
     pub since: i64,
-    /// At most this many (at most [`MAX_ROWS`]; 0 or absent: 200).
-    #[serde(default)]
-    pub limit: u32,
+    /// At most this many (at most [`MAX_ROWS`]; 0, null or absent: 200).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
 }
 
 /// A run that ended, as the dashboard's `/runs` lists it.
@@ -76,11 +76,10 @@ pub struct FinishedRun {
     pub currency: Option<String>,
 }
 
-/// `limit` as asked, with `default` for 0, and at most [`MAX_ROWS`].
-pub fn rows(limit: u32, default: u32) -> u32 {
-    if limit == 0 {
-        default
-    } else {
-        limit.min(MAX_ROWS)
+/// `limit` as asked, with `default` for none or 0, and at most [`MAX_ROWS`].
+pub fn rows(limit: Option<u32>, default: u32) -> u32 {
+    match limit {
+        None | Some(0) => default,
+        Some(n) => n.min(MAX_ROWS),
     }
 }

@@ -3,6 +3,8 @@
 
 use crate::access::Caller;
 use crate::api::{LogChunk, Logs};
+use anyhow::Context;
+
 use crate::daemon::Daemon;
 use nightjar_core::api::logs::MAX_CHUNK;
 use nightjar_core::runlog::{STDERR, STDOUT};
@@ -43,8 +45,10 @@ fn logs(d: &Daemon, caller: &Caller, r: &Logs) -> anyhow::Result<LogChunk> {
     // Whether it runs is read before the bytes: a reader that sees
     // `running: false` has every byte once it reads until an empty chunk.
     let running = run.state == "running";
+    // A read that fails is the daemon's (its own run folder), kept typed so
+    // the error says so (`error_kind.rs`).
     let read = nightjar_core::runlog_read::read_from(&path, r.cursor, MAX_CHUNK)
-        .map_err(|e| anyhow::anyhow!("read {}: {e}", path.display()))?;
+        .with_context(|| format!("read {}", path.display()))?;
     let mut chunk = LogChunk::new(
         run.id,
         run.attempt,

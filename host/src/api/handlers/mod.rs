@@ -71,7 +71,13 @@ async fn blocking<T: Send + 'static>(
 ) -> anyhow::Result<T> {
     tokio::task::spawn_blocking(f)
         .await
-        .map_err(|e| anyhow::anyhow!("the {what} did not finish: {e}"))
+        .map_err(|e| {
+            // A panic in a handler is the daemon's failure, not the caller's.
+            anyhow::Error::from(crate::api::ApiError::new(
+                crate::api::ErrorKind::Internal,
+                format!("the {what} did not finish: {e}"),
+            ))
+        })
         .and_then(|r| r)
 }
 

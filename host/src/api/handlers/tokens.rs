@@ -28,20 +28,42 @@ fn mint() -> anyhow::Result<String> {
     Ok(format!("{PREFIX}{}", hex(&bytes)))
 }
 
+/// Why a token is not taken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refused {
+    /// Not a token, unknown or revoked: the caller's (401).
+    Invalid(String),
+    /// The store could not say: the daemon's failure (500), not the token's.
+    Unchecked(String),
+}
+
+impl Refused {
+    /// What to tell the caller.
+    pub fn message(&self) -> &str {
+        match self {
+            Refused::Invalid(m) | Refused::Unchecked(m) => m,
+        }
+    }
+}
+
 /// The uid a live token belongs to (marking it used), or why it is refused.
-pub fn lookup(d: &Daemon, token: &str) -> Result<u32, String> {
+pub fn lookup(d: &Daemon, token: &str) -> Result<u32, Refused> {
     let well_formed = token
         .strip_prefix(PREFIX)
         .is_some_and(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()));
     if !well_formed {
-        return Err("that is not a nightjar token (they look like `nj_` and 64 hex digits)".into());
+        return Err(Refused::Invalid(
+            "that is not a nightjar token (they look like `nj_` and 64 hex digits)".into(),
+        ));
     }
     match d.store().token_use(&hash(token), now_ms()) {
         Ok(Some(t)) => Ok(t.uid),
-        Ok(None) => Err("unknown or revoked token".into()),
+        Ok(None) => Err(Refused::Invalid("unknown or revoked token".into())),
         Err(e) => {
             tracing::error!("token lookup: {e}");
-            Err("cannot check the token now (the daemon's log says why)".into())
+            Err(Refused::Unchecked(format!(
+                "cannot check the token now: {e} (a failure inside the daemon, not in the request: try again, and if it lasts, the daemon's log says more)"
+            )))
         }
     }
 }
