@@ -1,7 +1,7 @@
 //! The dashboard's views as verbs every client can call: `queue` (a page of
 //! the waiting and running tasks, with the counts of all) and `runs` (the
-//! runs that ended since a moment), on the socket and over HTTP alike, and
-//! the dashboard's own pages built from them.
+//! runs that ended since a moment), on the socket and over HTTP alike. (The
+//! dashboard's pages that call them are driven in Chromium by `dashboard.rs`.)
 
 use serde_json::json;
 
@@ -9,7 +9,7 @@ use crate::harness::Nj;
 use crate::http_client::{addr, call};
 
 #[test]
-fn queue_and_runs_answer_on_the_socket_and_over_http_as_the_dashboard_shows_them() {
+fn queue_and_runs_answer_alike_on_the_socket_and_over_http() {
     let mut nj = Nj::new("[http]\nlisten = \"127.0.0.1:0\"\n");
     nj.start();
     let held: Vec<i64> = (0..3)
