@@ -1,5 +1,5 @@
 //! The digest: `nightjar notify digest` (and `[notify] digest`, whose
-//! schedule is unit-tested in daemon/digest.rs) sums the runs of the period
+//! schedule is unit-tested in daemon/work/digest.rs) sums the runs of the period
 //! into one event that reaches the notifiers subscribed to it.
 
 use crate::harness::Nj;

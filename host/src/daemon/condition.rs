@@ -6,7 +6,7 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::locks::leaf;
+use crate::daemon::locks::leaf;
 
 /// How often repeats of an unchanged failure are counted in the log.
 pub const RECOUNT: Duration = Duration::from_secs(30);

@@ -17,8 +17,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use super::core::Daemon;
-use super::locks::gate;
+use crate::daemon::locks::gate;
+use crate::daemon::state::Daemon;
 use crate::store::marks::{Marks, MarksFile};
 
 /// How often the database file's identity is looked at.

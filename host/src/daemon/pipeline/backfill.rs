@@ -1,0 +1,159 @@
+//! The daemon's side of EASY backfill and staggered starts: runtime
+//! estimates (a task's timeout, else the median of its name's recent
+//! successful runs, cached until a run succeeds), the runs in progress
+//! with their expected ends, and the words `ls`, `show` and `why` say for a
+//! task that waits for a reservation or a stagger. The rule itself is pure
+//! (`scheduler::backfill`).
+
+use std::collections::HashMap;
+
+use chrono::TimeZone;
+use nightjar_core::api::estimate::{Estimate, EstimateSource};
+
+use crate::daemon::state::{Daemon, lock};
+use crate::scheduler::backfill::{Backfilled, Behind, Easy, Mode, Reservation, RunningRun};
+use crate::task::model::TaskSpec;
+
+/// Estimates by (name, project): `None` cached too (no history yet).
+pub(in crate::daemon) type EstimateCache = HashMap<(String, String), Option<Estimate>>;
+
+impl Daemon {
+    /// How long `spec` is expected to run: its timeout, else the median of
+    /// the last `scheduler.estimate_runs` successful runs of its name and
+    /// project, else `None`.
+    pub fn estimate(&self, spec: &TaskSpec) -> Option<Estimate> {
+        if let Some(t) = spec.resources.timeout {
+            return Some(Estimate {
+                ms: i64::try_from(t.as_millis()).unwrap_or(i64::MAX),
+                source: EstimateSource::Timeout,
+                runs: 0,
+            });
+        }
+        let key = (spec.name.clone(), spec.project.clone());
+        if let Some(e) = lock(&self.estimates).get(&key) {
+            return e.clone();
+        }
+        let n = self.cfg.scheduler.estimate_runs;
+        let found = match self.store().recent_durations(&key.0, &key.1, n) {
+            Ok(d) => Estimate::median(&d),
+            Err(e) => {
+                tracing::warn!("cannot read the history of {} ({}): {e}", key.0, key.1);
+                return None;
+            }
+        };
+        let mut cache = lock(&self.estimates);
+        // Bounded: a queue of a million distinct names is not kept whole.
+        if cache.len() >= 100_000 {
+            cache.clear();
+        }
+        cache.insert(key, found.clone());
+        found
+    }
+
+    /// Forgets cached estimates (a run succeeded: its name's median moved).
+    pub(in crate::daemon) fn estimates_changed(&self) {
+        lock(&self.estimates).clear();
+    }
+
+    /// This pass's backfill state: every run in progress with its expected end.
+    pub(in crate::daemon) fn easy(&self, now: i64) -> Easy {
+        let mode = if self.cfg.scheduler.backfill {
+            Mode::Easy
+        } else {
+            Mode::PassOver
+        };
+        let running = lock(&self.placed)
+            .iter()
+            .map(|(&run, h)| RunningRun {
+                run,
+                placement: h.placement.clone(),
+                end: h.estimate.map(|e| h.started_at.saturating_add(e)),
+            })
+            .collect();
+        Easy::new(mode, now, running)
+    }
+
+    /// `at` as wall time in the daemon's zone: `03:12`, with the date when
+    /// it is not today.
+    fn clock(&self, at: i64, now: i64) -> String {
+        let tz = self.cfg.tz();
+        let local = |ms: i64| tz.from_utc_datetime(&crate::time::to_utc(ms).naive_utc());
+        let (then, today) = (local(at), local(now));
+        if then.date_naive() == today.date_naive() {
+            then.format("%H:%M").to_string()
+        } else {
+            then.format("%Y-%m-%d %H:%M").to_string()
+        }
+    }
+
+    /// Why the head waits: when it is expected to start, after which runs.
+    pub(in crate::daemon) fn reserved_text(
+        &self,
+        r: &Reservation,
+        wanted: u32,
+        now: i64,
+    ) -> String {
+        let list = |v: &[i64]| {
+            let ids: Vec<String> = v.iter().map(i64::to_string).collect();
+            format!(
+                "run{} {}",
+                if v.len() == 1 { "" } else { "s" },
+                ids.join(", ")
+            )
+        };
+        let gpus = format!("{wanted} GPU{}", if wanted == 1 { "" } else { "s" });
+        match r.start {
+            Some(at) if r.after.is_empty() => format!(
+                "waiting for {gpus}; expected to start at {} (backfill reservation)",
+                self.clock(at, now)
+            ),
+            Some(at) => format!(
+                "waiting for {gpus}; expected to start at {} when {} end{} (backfill reservation)",
+                self.clock(at, now),
+                list(&r.after),
+                if r.after.len() == 1 { "s" } else { "" }
+            ),
+            None => format!(
+                "waiting for {gpus}; start not known: {} {} no runtime estimate (backfill reservation: nothing starts that would delay it)",
+                list(&r.unknown),
+                if r.unknown.len() == 1 { "has" } else { "have" }
+            ),
+        }
+    }
+
+    /// Why a task that would fit waits behind the head.
+    pub(in crate::daemon) fn behind_text(&self, b: &Behind, now: i64) -> String {
+        let Behind::WouldDelay {
+            head,
+            start,
+            estimate,
+        } = b;
+        let when = match start {
+            Some(at) => format!("reserved to start at {}", self.clock(*at, now)),
+            None => "reserved (its start is not known yet)".to_string(),
+        };
+        match estimate {
+            Some(e) => format!(
+                "backfill: task {head} is {when}; this one (estimated {}) would still run then on what it needs",
+                nightjar_core::time::fmt_span(*e)
+            ),
+            None => format!(
+                "backfill: task {head} is {when}; this one has no runtime estimate (no timeout, no successful run of its name yet) and would take what it needs"
+            ),
+        }
+    }
+
+    /// What a backfilled task's record says.
+    pub(in crate::daemon) fn backfilled_text(&self, b: &Backfilled, now: i64) -> String {
+        match b {
+            Backfilled::EndsBefore { end, head, start } => format!(
+                "backfilled: expected to end by {}, before task {head}'s reserved start at {}",
+                self.clock(*end, now),
+                self.clock(*start, now)
+            ),
+            Backfilled::Beside { head } => {
+                format!("backfilled: uses nothing task {head} needs at its reserved start")
+            }
+        }
+    }
+}

@@ -1,0 +1,331 @@
+//! A run after it started: recording its end exactly once (retrying while
+//! the store refuses), finding out whether anything of it is alive, and
+//! re-adopting runs at daemon start.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Result;
+
+use crate::daemon::run::runenv;
+use crate::daemon::state::{Daemon, Held, lock};
+use crate::sandbox::files::{self, RunStatus};
+use crate::sandbox::launch::{self, Liveness};
+use crate::sandbox::liveness::{self, RunIds};
+use crate::scheduler::Placement;
+use crate::store::{RunClass, RunOutcome, RunRow};
+use crate::time::now_ms;
+
+impl Daemon {
+    /// Records a run whose supervisor ended without a recorded report, again
+    /// and again (backing off to every 30 s) until the store has it: the
+    /// status stays in the run folder (or with its live supervisor) meanwhile.
+    pub async fn record_until_done(self: Arc<Self>, run: i64, dir: PathBuf) {
+        let mut delay = std::time::Duration::from_millis(200);
+        loop {
+            // Judging the end runs validators: off the runtime's thread.
+            let (me, d) = (Arc::clone(&self), dir.clone());
+            let done = tokio::task::spawn_blocking(move || me.run_ended(run, &d))
+                .await
+                .unwrap_or(false);
+            if done {
+                return;
+            }
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(std::time::Duration::from_secs(30));
+        }
+    }
+
+    /// Called when a run's supervisor is gone without a recorded report: read
+    /// the status it left (or mark the run lost) and record it. False when it
+    /// is not recorded yet (the store refused, or the run is still alive).
+    pub fn run_ended(&self, run: i64, dir: &Path) -> bool {
+        let out = match files::read_json::<RunStatus>(dir, files::STATUS) {
+            Ok(Some(status)) => status.outcome(),
+            Ok(None) | Err(_) => {
+                match liveness::probe(&self.cfg.run_lock_path(), &self.run_ids(run, dir)) {
+                    Ok(Liveness::Vanished(_)) if !files::was_started(dir) => {
+                        return self.give_back(run);
+                    }
+                    Ok(Liveness::Ended(s) | Liveness::Vanished(s)) => s.outcome(),
+                    Ok(Liveness::Alive) => return false,
+                    Err(e) => RunOutcome {
+                        class: RunClass::Lost,
+                        exit_code: None,
+                        signal: None,
+                        finished_at: now_ms(),
+                        message: Some(format!("cannot read run folder: {e:#}")),
+                    },
+                }
+            }
+        };
+        self.finish(run, &out)
+    }
+
+    /// Records run `run`, whose supervisor never reached its task, as given
+    /// back (the attempt not counted; `store/give_back.rs`) and frees what
+    /// it held; true once recorded (or already).
+    pub(in crate::daemon) fn give_back(&self, run: i64) -> bool {
+        // Nothing ran: whatever the monitor kept for it is dropped.
+        let _ = lock(&self.gpu).as_mut().map(|m| m.take_run(run));
+        let given = self.store().give_back(run, now_ms());
+        let recorded = match given {
+            Ok(_) => true,
+            Err(e) => {
+                tracing::error!("run {run}: cannot give it back yet ({e:#})");
+                false
+            }
+        };
+        let held = lock(&self.placed).remove(&run);
+        if let Some(h) = held {
+            lock(&self.pool).give_back(&h.placement);
+        }
+        if let Ok(base) = &self.cgroup {
+            let _ = std::fs::remove_dir(base.dir.join(format!("run-{run}")));
+        }
+        self.changed();
+        recorded
+    }
+
+    /// Judges a run's end (validators, when it exited 0) and records it;
+    /// true once it is committed (or was already). What the run held is
+    /// given back either way: its processes are gone. Blocking: call it off
+    /// the runtime's thread.
+    pub(in crate::daemon) fn finish(&self, run: i64, out: &RunOutcome) -> bool {
+        let (records, gpu_energy) = lock(&self.gpu)
+            .as_mut()
+            .map(|m| m.take_run(run))
+            .unwrap_or_default();
+        // Before the end is recorded, so whoever sees the end sees the
+        // energy; a store that refuses it refuses the end too, and both are
+        // offered again (the energy kept until then).
+        // Each lock for its own statement (daemon/locks.rs): the store's
+        // answer is taken before `pending_energy` is touched again.
+        let pending = lock(&self.pending_energy).remove(&run);
+        let energy = pending.or_else(|| self.run_energy(run, gpu_energy, out.finished_at));
+        let stored = match energy {
+            Some(e) => {
+                let written = self.store().record_run_energy(run, &e);
+                match written {
+                    Ok(_) => Ok(()),
+                    Err(err) => {
+                        lock(&self.pending_energy).insert(run, e);
+                        Err(anyhow::anyhow!("its energy: {err}"))
+                    }
+                }
+            }
+            None => Ok(()),
+        };
+        let recorded = match stored.and_then(|()| {
+            self.conclude(run, out, &records)
+                .map(|_| ())
+                .map_err(anyhow::Error::from)
+        }) {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::error!(
+                    "run {run}: cannot record its end yet ({e:#}); its status is kept and recorded when the store accepts it"
+                );
+                false
+            }
+        };
+        let held = lock(&self.placed).remove(&run);
+        if let Some(h) = held {
+            lock(&self.pool).give_back(&h.placement);
+        }
+        if out.class == RunClass::Ok {
+            self.estimates_changed();
+        }
+        if !records.is_empty()
+            && let Err(e) = self.store().record_run_gpus(&records)
+        {
+            tracing::error!("run {run}: cannot store its GPU record: {e}");
+        }
+        if out.class == RunClass::Ok
+            && let Err(e) = self.state.remove_all(&runenv::scratch_rel(run))
+        {
+            tracing::warn!("run {run}: cannot remove its scratch folder: {e}");
+        }
+        if let Ok(base) = &self.cgroup {
+            let _ = std::fs::remove_dir(base.dir.join(format!("run-{run}")));
+        }
+        self.changed();
+        recorded
+    }
+
+    /// An ended run's energy and cost: its GPUs' share from the monitor,
+    /// else (CPU-only) RAPL or the estimate.
+    fn run_energy(
+        &self,
+        run: i64,
+        gpu: Option<crate::gpu::energy::RunEnergy>,
+        end: i64,
+    ) -> Option<crate::gpu::energy::RunEnergy> {
+        match gpu {
+            Some(e) => Some(e),
+            None => {
+                let row = self.store().run(run).ok();
+                row.and_then(|row| self.cpu_energy(&row, end))
+            }
+        }
+    }
+
+    /// At start: re-adopt live runs, record finished ones, mark vanished ones lost.
+    pub fn adopt(self: &Arc<Self>) -> Result<()> {
+        // The last starts on each GPU, so a restart does not start ten at once.
+        let stagger = self.cfg.gpu.stagger.as_millis() as i64;
+        if stagger > 0 {
+            let now = crate::time::now_ms();
+            let starts = self.store().gpu_starts_since(now.saturating_sub(stagger))?;
+            let mut pool = lock(&self.pool);
+            pool.stagger.now = now;
+            for (task, gpus, at) in starts {
+                pool.stagger.started(&gpus, task, at);
+            }
+        }
+        let runs = self.store().running_runs()?;
+        if let Ok(base) = &self.cgroup {
+            let live: Vec<i64> = runs.iter().map(|r| r.id).collect();
+            crate::sandbox::cgroup::sweep(&base.dir, &live);
+        }
+        for run in runs {
+            let dir = PathBuf::from(&run.run_dir);
+            let ids = RunIds {
+                supervisor: run.supervisor_pid.map(|p| p as i32),
+                ..self.run_ids(run.id, &dir)
+            };
+            match liveness::probe(&self.cfg.run_lock_path(), &ids)? {
+                Liveness::Alive => {
+                    let spec = self.store().show(run.task_id)?.spec;
+                    let placement = placement_of(&run, &spec.resources, self.cfg.gpu.share);
+                    lock(&self.pool).take_adopted(&placement);
+                    let held = Held {
+                        task: run.task_id,
+                        placement,
+                        session: run.supervisor_pid.unwrap_or(0) as u32,
+                        dir: dir.clone(),
+                        owner: self.access.owner_uid(spec.owner.as_ref().map(|o| o.uid)),
+                        started_at: run.started_at,
+                        estimate: self.estimate(&spec).map(|e| e.ms),
+                        // What is left of its timeout, by the wall clock it started on.
+                        deadline: spec.resources.timeout.map(|t| {
+                            let ran = now_ms().saturating_sub(run.started_at).max(0) as u64;
+                            let started = std::time::Instant::now()
+                                .checked_sub(std::time::Duration::from_millis(ran).min(t))
+                                .unwrap_or_else(std::time::Instant::now);
+                            crate::daemon::run::watchdog::Deadline::timeout(
+                                started,
+                                t,
+                                self.cfg.sandbox.grace,
+                            )
+                        }),
+                    };
+                    lock(&self.placed).insert(run.id, held);
+                    tracing::info!("run {} of task {}: re-adopted", run.id, run.task_id);
+                    let me = Arc::clone(self);
+                    let lock = self.cfg.run_lock_path();
+                    tokio::spawn(async move {
+                        let id = run.id;
+                        let _ =
+                            tokio::task::spawn_blocking(move || launch::wait_unlocked(&lock, id))
+                                .await;
+                        me.record_until_done(run.id, dir).await;
+                    });
+                }
+                Liveness::Ended(status) => {
+                    tracing::info!(
+                        "run {} of task {}: ended while the daemon was away",
+                        run.id,
+                        run.task_id
+                    );
+                    // Validated now if it exited 0: a daemon killed while
+                    // judging a run judges it again (validators are pure).
+                    self.finish(run.id, &status.outcome());
+                }
+                Liveness::Vanished(_) if !files::was_started(&dir) => {
+                    tracing::warn!(
+                        "run {} of task {}: never started (no supervisor reached it); given back to the queue",
+                        run.id,
+                        run.task_id
+                    );
+                    self.give_back(run.id);
+                }
+                Liveness::Vanished(status) => {
+                    tracing::warn!(
+                        "run {} of task {}: lost (no supervisor, no status)",
+                        run.id,
+                        run.task_id
+                    );
+                    self.finish(run.id, &status.outcome());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// What liveness needs to know of run `run` in `dir`: its supervisor's pid
+    /// from the store, its cgroup, and without cgroups the supervisors this
+    /// daemon started and has not reaped, so that its other children (it is
+    /// a subreaper) are known as orphans of a dead one.
+    pub(in crate::daemon) fn run_ids<'a>(&self, run: i64, dir: &'a Path) -> RunIds<'a> {
+        let reaper = self.cgroup.is_err().then(|| {
+            let live = lock(&self.supervisors).iter().copied().collect();
+            (std::process::id() as i32, live)
+        });
+        RunIds {
+            reaper,
+            run,
+            dir,
+            supervisor: self
+                .store()
+                .run(run)
+                .ok()
+                .and_then(|r| r.supervisor_pid)
+                .map(|p| p as i32),
+            cgroup: self
+                .cgroup
+                .as_ref()
+                .ok()
+                .map(|b| b.dir.join(format!("run-{run}"))),
+        }
+    }
+
+    /// Cancels a run: SIGTERM to its supervisor, and a deadline after which
+    /// the daemon ends the run itself (a supervisor stopped or hung).
+    pub fn cancel_run(&self, run: i64, pid: Option<i64>) {
+        self.signal_supervisor(run, pid);
+        self.set_deadline(
+            run,
+            crate::daemon::run::watchdog::Deadline::cancel(self.cfg.sandbox.grace),
+        );
+    }
+
+    /// Sends a cancel (SIGTERM) to a run's supervisor, checking it is ours.
+    pub fn signal_supervisor(&self, run: i64, pid: Option<i64>) {
+        let Some(pid) = pid else { return };
+        let Ok(row) = self.store().run(run) else {
+            return;
+        };
+        if crate::sandbox::liveness::is_supervisor(pid as i32, std::path::Path::new(&row.run_dir)) {
+            crate::sys::kill(pid as i32, libc::SIGTERM);
+        }
+    }
+}
+
+/// What an adopted run holds, rebuilt from its row and its task's resources.
+fn placement_of(run: &RunRow, res: &crate::task::model::Resources, share: bool) -> Placement {
+    let parse = |s: &Option<String>| -> Vec<u32> {
+        s.as_deref()
+            .map(|s| s.split(',').filter_map(|x| x.parse().ok()).collect())
+            .unwrap_or_default()
+    };
+    let gpus = parse(&run.gpus);
+    let gpu_mem = res.gpu_mem.map(|m| m.as_u64()).filter(|_| !gpus.is_empty());
+    Placement {
+        exclusive: !gpus.is_empty() && (gpu_mem.is_none() || !share),
+        uuids: Vec::new(),
+        gpu_mem,
+        gpus,
+        cpus: parse(&run.cpus),
+    }
+}

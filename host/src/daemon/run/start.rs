@@ -1,0 +1,286 @@
+//! Starting one run: place it, claim it in the store, prepare its
+//! environment, launch its supervisor and watch it to its end.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Result;
+
+use crate::daemon::run::runenv;
+use crate::daemon::state::{Daemon, Held, lock};
+use crate::sandbox::launch;
+use crate::scheduler::Placement;
+use crate::scheduler::backfill::{Decision, Easy};
+use crate::store::{NewRun, RunClass, RunOutcome};
+use crate::time::now_ms;
+
+impl Daemon {
+    /// Places one candidate if it fits and backfill lets it; true when it
+    /// started. `because` (its score by policy) is recorded with the claim,
+    /// with how it was backfilled when it was. A task that waits for a
+    /// stagger or a reservation says so in `ls`, `show` and `why`.
+    pub(in crate::daemon) fn try_start(
+        self: &Arc<Self>,
+        c: &crate::store::Candidate,
+        because: Option<String>,
+        easy: &mut Easy,
+    ) -> bool {
+        if self.complete_from_cache(c) {
+            return true;
+        }
+        let now = easy.now;
+        let res = &c.spec.resources;
+        // Only a task that can be placed now needs its estimate (a start's
+        // expected end, or whether it may be backfilled): a long queue that
+        // does not fit asks the store for no history.
+        let placeable = lock(&self.pool).could_place(res, c.needs_gpu_free);
+        let estimate = if self.cfg.scheduler.backfill && placeable {
+            self.estimate(&c.spec).map(|e| e.ms)
+        } else {
+            None
+        };
+        let decision = {
+            let mut pool = lock(&self.pool);
+            let d = easy.decide(&mut pool, c.id, res, c.needs_gpu_free, estimate);
+            if let Decision::Start(p, _) = &d {
+                pool.stagger.started(&p.gpus, c.id, now);
+            }
+            d
+        };
+        let reason = match decision {
+            Decision::Start(placement, how) => {
+                lock(&self.place_reasons).remove(&c.id);
+                let how = how.map(|b| self.backfilled_text(&b, now));
+                let because = match (because, how) {
+                    (Some(b), Some(h)) => Some(format!("{b}; {h}")),
+                    (b, h) => b.or(h),
+                };
+                let started = match self.start(c.id, &c.spec, placement.clone(), because, estimate)
+                {
+                    Ok(run) => {
+                        self.start_failures.cleared();
+                        run
+                    }
+                    Err(e) => {
+                        self.start_failures
+                            .failed(&format!("task {} first", c.id), &format!("{e:#}"));
+                        None
+                    }
+                };
+                return match started {
+                    Some((run, at)) => {
+                        easy.started(c.id, run);
+                        // The stagger counts from the start as recorded.
+                        lock(&self.pool).stagger.started(&placement.gpus, c.id, at);
+                        true
+                    }
+                    None => {
+                        easy.not_started(c.id);
+                        self.release(None, &placement);
+                        false
+                    }
+                };
+            }
+            // Waiting only for a stagger, it says so (its reservation keeps
+            // later tasks off the GPU it will take meanwhile).
+            Decision::Reserved(r) => lock(&self.pool)
+                .staggered(res, c.needs_gpu_free)
+                .or_else(|| Some(self.reserved_text(&r, res.gpus, now))),
+            Decision::Held(b) => Some(self.behind_text(&b, now)),
+            Decision::NoFit => lock(&self.pool).staggered(res, c.needs_gpu_free),
+        };
+        let mut reasons = lock(&self.place_reasons);
+        match reason {
+            Some(r) => reasons.insert(c.id, r),
+            None => reasons.remove(&c.id),
+        };
+        false
+    }
+
+    pub(in crate::daemon) fn release(&self, run: Option<i64>, placement: &Placement) {
+        if let Some(run) = run {
+            lock(&self.placed).remove(&run);
+        }
+        lock(&self.pool).give_back(placement);
+    }
+
+    /// Claims and launches one task: its run and when it started, or
+    /// `Ok(None)` when it was no longer queued. `estimate` (ms) is kept for
+    /// backfill.
+    fn start(
+        self: &Arc<Self>,
+        task: i64,
+        spec: &crate::task::model::TaskSpec,
+        placement: Placement,
+        because: Option<String>,
+        estimate: Option<i64>,
+    ) -> Result<Option<(i64, i64)>> {
+        let list = |v: &[u32]| {
+            (!v.is_empty()).then(|| v.iter().map(u32::to_string).collect::<Vec<_>>().join(","))
+        };
+        let new_run = NewRun {
+            gpus: list(&placement.gpus),
+            cpus: list(&placement.cpus),
+            because,
+        };
+        // Captured before the claim: a daemon stopped meanwhile leaves the
+        // task queued, and a refusal (inputs changed) needs no supervisor.
+        let captured = self.capture_start(task, spec);
+        let now = now_ms();
+        let Some(run) = self
+            .store()
+            .claim(task, &new_run, &self.cfg.runs_dir(), now)?
+        else {
+            return Ok(None);
+        };
+        self.cache_forget(task);
+        if spec.cache
+            && let Some(key) = self.cache_key_of(task, spec, captured.start())
+            && let Err(e) = self.store().set_run_cache_key(run.id, &key)
+        {
+            tracing::warn!("run {}: cannot record its cache key: {e}", run.id);
+        }
+        // The claim is on disk before a supervisor exists to prove it (a
+        // run folder the database does not know stops the next start).
+        if !self.durable() {
+            self.give_back(run.id);
+            return Ok(None);
+        }
+        let run_id = run.id;
+        let deadline = spec.resources.timeout.map(|t| {
+            crate::daemon::run::watchdog::Deadline::timeout(
+                std::time::Instant::now(),
+                t,
+                self.cfg.sandbox.grace,
+            )
+        });
+        let steady = std::time::Instant::now();
+        let held = Held {
+            deadline,
+            started_at: now,
+            estimate,
+            task,
+            placement: placement.clone(),
+            session: 0,
+            dir: PathBuf::from(&run.run_dir),
+            owner: self.access.owner_uid(spec.owner.as_ref().map(|o| o.uid)),
+        };
+        lock(&self.placed).insert(run.id, held);
+        self.note_rapl_start(run.id, !placement.gpus.is_empty());
+        let cgroup = self
+            .cgroup
+            .as_ref()
+            .ok()
+            .map(|b| b.dir.join(format!("run-{}", run.id)));
+        let prepared = runenv::build(&self.cfg, &self.state, spec, &run, &placement, cgroup)
+            .and_then(|mut rs| {
+                if let Some(why) = self.record_start(captured, spec, &run, &mut rs, &placement) {
+                    anyhow::bail!(why);
+                }
+                // Known from its first instant: without cgroups, a child of
+                // ours that is not a supervisor counts as an orphan.
+                let mut supervisors = lock(&self.supervisors);
+                let l = launch::launch(&self.supervisor, Path::new(&run.run_dir))?;
+                supervisors.insert(l.pid as i32);
+                Ok((l, rs))
+            });
+        match prepared {
+            Ok((l, rs)) => {
+                if let Some(h) = lock(&self.placed).get_mut(&run.id) {
+                    h.session = l.pid;
+                }
+                // The supervisor is launched and waits for its spec: a store
+                // that refuses these notes now (locked past its busy timeout)
+                // must not strand the run. It goes on; its end is recorded
+                // as every end is, and the pid is known in memory meanwhile.
+                let note = self.sandbox_note(spec);
+                if let Err(e) = self.store().set_run_started(run.id, l.pid, note.as_deref()) {
+                    tracing::warn!("run {}: cannot record its supervisor's pid: {e}", run.id);
+                }
+                if let Some(output) = &rs.output
+                    && let Err(e) = self.store().set_run_output(run.id, output)
+                {
+                    tracing::warn!("run {}: cannot record its output folder: {e}", run.id);
+                }
+                self.record_checkpoint(run.id, &rs);
+                let me = Arc::clone(self);
+                tokio::spawn(async move {
+                    let pid = l.pid as i32;
+                    let id = run.id;
+                    // Judging the end runs validators: off the runtime's thread.
+                    // How long it ran comes from the monotonic clock, taken
+                    // when its status first arrives: a wall clock stepped
+                    // meanwhile does not stretch or shrink the record.
+                    let mut ended_at = None;
+                    let reported = launch::converse(l.child, &rs, |s| {
+                        let me = Arc::clone(&me);
+                        let at = *ended_at.get_or_insert_with(|| {
+                            now.saturating_add(steady.elapsed().as_millis() as i64)
+                        });
+                        let mut out = s.outcome();
+                        out.finished_at = at;
+                        async move {
+                            // Acknowledged (and the status.json forgone) only once on disk.
+                            tokio::task::spawn_blocking(move || me.finish(id, &out) && me.durable())
+                                .await
+                                .unwrap_or(false)
+                        }
+                    })
+                    .await;
+                    // Reaped by converse: the pid is no longer our child.
+                    lock(&me.supervisors).remove(&pid);
+                    if reported.is_none() {
+                        me.record_until_done(run.id, PathBuf::from(&run.run_dir))
+                            .await;
+                    }
+                });
+            }
+            Err(e) => {
+                // The run could not even be prepared: record it as an app error.
+                let out = RunOutcome {
+                    class: RunClass::AppError,
+                    exit_code: None,
+                    signal: None,
+                    finished_at: now_ms(),
+                    message: Some(format!("{e:#}")),
+                };
+                if !self.finish(run.id, &out) {
+                    // Nothing else holds this outcome: keep offering it to the store.
+                    let me = Arc::clone(self);
+                    tokio::spawn(async move {
+                        let mut delay = std::time::Duration::from_millis(200);
+                        while !me.finish(run.id, &out) {
+                            tokio::time::sleep(delay).await;
+                            delay = (delay * 2).min(std::time::Duration::from_secs(30));
+                        }
+                    });
+                }
+            }
+        }
+        Ok(Some((run_id, now)))
+    }
+
+    /// What the sandbox can enforce for a run, for `show`.
+    fn sandbox_note(&self, spec: &crate::task::model::TaskSpec) -> Option<String> {
+        let mut notes = Vec::new();
+        match &self.cgroup {
+            Ok(base) => {
+                if spec.resources.mem.is_some() && !base.memory {
+                    notes.push("memory limit not enforced: the cgroup v2 memory controller is not delegated here".to_string());
+                }
+            }
+            Err(why) => {
+                notes.push(format!(
+                    "no cgroup (process group and subreaper only): {why}"
+                ));
+                if spec.resources.mem.is_some() {
+                    notes.push("memory limit not enforced".to_string());
+                }
+            }
+        }
+        if spec.resources.gpu_mem.is_some() && lock(&self.gpu).is_none() {
+            notes.push("gpu_mem not checked: the GPUs are not monitored".to_string());
+        }
+        (!notes.is_empty()).then(|| notes.join("; "))
+    }
+}

@@ -1,0 +1,145 @@
+//! Retention in the daemon: `nightjar gc` and the hourly collection delete
+//! old ended tasks from the store, then their run folders and scratch space
+//! (paths made from numeric run ids under the state dir, never from stored
+//! strings), and compiled plugins the code cache has not used for a while.
+//! The hourly collection runs on a thread of its own: deleting big folders
+//! takes minutes, and neither a pass nor a request waits for it.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::daemon::state::Daemon;
+use crate::store::GcReport;
+use crate::time::now_ms;
+
+/// How often the collection thread looks whether the daemon is stopping.
+const DRAIN_CHECK: Duration = Duration::from_secs(1);
+
+impl Daemon {
+    /// Starts the collection thread: one collection every `[retention]
+    /// every` (none when it is 0s), the first one `every` after the start.
+    pub fn start_collector(self: &Arc<Self>) -> anyhow::Result<()> {
+        let every = self.cfg.retention.every;
+        if every.is_zero() {
+            return Ok(());
+        }
+        let me = Arc::clone(self);
+        std::thread::Builder::new()
+            .name("nightjar-retention".into())
+            .spawn(move || {
+                let mut next = Instant::now() + every;
+                loop {
+                    let now = Instant::now();
+                    if me.draining.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    if now < next {
+                        std::thread::sleep((next - now).min(DRAIN_CHECK));
+                        continue;
+                    }
+                    next = now + every;
+                    if let Some(why) = me.halted() {
+                        tracing::warn!(
+                            "retention: no collection while the daemon is halted ({why})"
+                        );
+                        continue;
+                    }
+                    tracing::info!(
+                        "retention: collecting (every {})",
+                        humantime::format_duration(every)
+                    );
+                    if let Err(e) = me.gc(false) {
+                        tracing::error!("retention: collection failed: {e:#}");
+                    }
+                }
+            })?;
+        Ok(())
+    }
+
+    /// Collects what `[retention]` says is old enough; `dry_run` only counts.
+    pub fn gc(&self, dry_run: bool) -> anyhow::Result<GcReport> {
+        let now = now_ms();
+        let r = &self.cfg.retention;
+        let before = |d: Duration| now.saturating_sub(crate::time::span_ms(d));
+        let mut report = self
+            .store()
+            .gc(before(r.ended), before(r.failed), dry_run)?;
+        if !dry_run {
+            for run in &report.runs {
+                for rel in [
+                    std::path::PathBuf::from("runs").join(run.to_string()),
+                    crate::daemon::run::runenv::scratch_rel(*run),
+                ] {
+                    if let Err(e) = self.state.remove_all(&rel) {
+                        tracing::warn!("gc: cannot remove {}: {e}", rel.display());
+                    }
+                }
+            }
+        }
+        (report.outputs, report.outputs_bytes) = self.sweep_outputs(dry_run);
+        report.cache_files = prune_cache(&self.cfg.plugin_cache_dir(), r.plugin_cache, dry_run);
+        if report.tasks > 0 || report.cache_files > 0 || report.outputs > 0 {
+            tracing::info!("gc: {}", report.summary());
+        }
+        Ok(report)
+    }
+}
+
+/// Deletes compiled plugins (`*.cwasm`) in `dir` not used for `unused`
+/// (a use refreshes the file's modification time); returns how many.
+fn prune_cache(dir: &std::path::Path, unused: Duration, dry_run: bool) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let cutoff = SystemTime::now()
+        .checked_sub(unused)
+        .unwrap_or(SystemTime::UNIX_EPOCH);
+    let mut n = 0;
+    for e in entries.flatten() {
+        let path = e.path();
+        let old = e
+            .metadata()
+            .ok()
+            .filter(|m| m.is_file())
+            .and_then(|m| m.modified().ok())
+            .is_some_and(|t| t < cutoff);
+        if old
+            && path.extension().is_some_and(|x| x == "cwasm")
+            && (dry_run || std::fs::remove_file(&path).is_ok())
+        {
+            n += 1;
+        }
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_cached_plugins_unused_past_the_cutoff_are_pruned() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = dir.path().join("a.cwasm");
+        let fresh = dir.path().join("b.cwasm");
+        let other = dir.path().join("notes.txt");
+        for p in [&old, &fresh, &other] {
+            std::fs::write(p, b"x").unwrap();
+        }
+        let long_ago = SystemTime::now() - Duration::from_secs(40 * 86_400);
+        for p in [&old, &other] {
+            std::fs::File::options()
+                .write(true)
+                .open(p)
+                .unwrap()
+                .set_modified(long_ago)
+                .unwrap();
+        }
+        let month = Duration::from_secs(30 * 86_400);
+        assert_eq!(prune_cache(dir.path(), month, true), 1);
+        assert!(old.exists(), "a dry run deletes nothing");
+        assert_eq!(prune_cache(dir.path(), month, false), 1);
+        assert!(!old.exists() && fresh.exists() && other.exists());
+    }
+}
