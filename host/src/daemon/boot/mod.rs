@@ -95,7 +95,7 @@ where
     let result = rt.block_on(async move {
         let (commands, command_rx) = std::sync::mpsc::channel();
         let daemon = Daemon::new(cfg, store, cgroup, exe, gpu.pool, gpu.monitor, commands)?;
-        let _ = daemon.gpu_facts.set(gpu.facts);
+        let _ = daemon.watch.gpu_facts.set(gpu.facts);
         audit_start(&daemon);
         // The marks' copy is written from here on (and checked at the next start).
         if daemon.durable()
@@ -110,7 +110,7 @@ where
         daemon.start_archiver()?;
         daemon.start_collector()?;
         if let Some(c) = &chain {
-            lock(&daemon.chain_status).views = c.views();
+            lock(&daemon.pipeline.chain_status).views = c.views();
         }
         if let Some(mut backend) = gpu.backend {
             // The first sweep before anything is placed, so GPUs start open or closed truthfully.

@@ -30,7 +30,7 @@ impl Daemon {
             });
         }
         let key = (spec.name.clone(), spec.project.clone());
-        if let Some(e) = lock(&self.estimates).get(&key) {
+        if let Some(e) = lock(&self.pipeline.estimates).get(&key) {
             return e.clone();
         }
         let n = self.cfg.scheduler.estimate_runs;
@@ -41,7 +41,7 @@ impl Daemon {
                 return None;
             }
         };
-        let mut cache = lock(&self.estimates);
+        let mut cache = lock(&self.pipeline.estimates);
         // Bounded: a queue of a million distinct names is not kept whole.
         if cache.len() >= 100_000 {
             cache.clear();
@@ -52,7 +52,7 @@ impl Daemon {
 
     /// Forgets cached estimates (a run succeeded: its name's median moved).
     pub(in crate::daemon) fn estimates_changed(&self) {
-        lock(&self.estimates).clear();
+        lock(&self.pipeline.estimates).clear();
     }
 
     /// This pass's backfill state: every run in progress with its expected end.
@@ -62,7 +62,7 @@ impl Daemon {
         } else {
             Mode::PassOver
         };
-        let running = lock(&self.placed)
+        let running = lock(&self.runs.placed)
             .iter()
             .map(|(&run, h)| RunningRun {
                 run,

@@ -29,7 +29,7 @@ impl Daemon {
     /// an earlier run matches; true when it did (the task is no longer
     /// waiting). Looked up once per task until it is claimed.
     pub(in crate::daemon) fn complete_from_cache(self: &Arc<Self>, c: &Candidate) -> bool {
-        if !c.spec.cache || !lock(&self.cache_looked).insert(c.id) {
+        if !c.spec.cache || !lock(&self.pipeline.cache_looked).insert(c.id) {
             return false;
         }
         match self.cache_lookup(c) {
@@ -43,7 +43,7 @@ impl Daemon {
 
     /// Forgets that task `task` was looked up (it was claimed for a run).
     pub(in crate::daemon) fn cache_forget(&self, task: i64) {
-        lock(&self.cache_looked).remove(&task);
+        lock(&self.pipeline.cache_looked).remove(&task);
     }
 
     /// The cache key of a run of `spec` from what `captured` found, or why

@@ -101,14 +101,14 @@ impl Daemon {
         because: impl Fn(i64, i64) -> Option<String>,
         easy: &mut Easy,
     ) -> anyhow::Result<Dispatched> {
-        let yields = lock(&self.chain_status).yields_to.clone();
+        let yields = lock(&self.pipeline.chain_status).yields_to.clone();
         let mut out = Dispatched::default();
         for (c, score) in order {
             if lock(&self.pool).slots == 0
                 || self.yielding(c.id, &yields)?
                 || self.quota_block(c).is_some()
             {
-                lock(&self.place_reasons).remove(&c.id);
+                lock(&self.pipeline.place_reasons).remove(&c.id);
                 out.waiting.push(c.id);
                 continue;
             }

@@ -39,7 +39,7 @@ impl Daemon {
         let mut started = !fired.is_empty();
         let gate = self.start_gate();
         let gated = gate.is_some();
-        *lock(&self.start_gate) = gate;
+        *lock(&self.pipeline.start_gate) = gate;
         if gated {
             // Nothing starts; the scheduler looks again within seconds.
         } else if self.cfg.plugins.chain.is_empty() {
@@ -50,7 +50,7 @@ impl Daemon {
                     // Evaluated moments ago: fill slots from it, and rank
                     // what came since once the batching window ends.
                     let again = r.at + r.window();
-                    let mut wake = lock(&self.policy_wake);
+                    let mut wake = lock(&self.pipeline.policy_wake);
                     *wake = Some(wake.map_or(again, |w| w.min(again)));
                     drop(wake);
                     self.dispatch_ranked(r, now)?

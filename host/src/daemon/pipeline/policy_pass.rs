@@ -127,7 +127,7 @@ impl Daemon {
         }
         let window = self.cfg.plugins.usage_window.as_millis() as i64;
         let usage = self.store().usage_since(now.saturating_sub(window))?;
-        let closed_by = lock(&self.chain_status).closed_by.clone();
+        let closed_by = lock(&self.pipeline.chain_status).closed_by.clone();
         let gpus = self
             .gpu_views()
             .into_iter()
@@ -151,7 +151,7 @@ impl Daemon {
         let mut answer = chain.evaluate(snap, now);
         self.record_verdicts(&answer.verdicts, now)?;
         {
-            let mut status = lock(&self.chain_status);
+            let mut status = lock(&self.pipeline.chain_status);
             status.views = chain.views();
             status.closed_by = std::mem::take(&mut answer.closed_by);
             // Handed over, not copied: up to a verdict per task and policy.
@@ -176,7 +176,7 @@ impl Daemon {
                 self.changed();
             }
         }
-        let dropped = lock(&self.chain_status).wait_events.roll(now);
+        let dropped = lock(&self.pipeline.chain_status).wait_events.roll(now);
         if let Some(summary) = dropped {
             tracing::warn!("{summary}");
             self.store()
@@ -193,27 +193,29 @@ impl Daemon {
                 .unwrap_or(Judgement::Eligible(0))
             {
                 Judgement::Eligible(score) => {
-                    if lock(&self.wait_reasons).remove(&c.id).is_some() {
+                    if lock(&self.pipeline.wait_reasons).remove(&c.id).is_some() {
                         self.store().set_wait_reason(c.id, None, true, now)?;
                     }
                     order.push((score, c));
                 }
                 Judgement::Deferred(reason) => {
-                    let before = lock(&self.wait_reasons).get(&c.id).cloned();
+                    let before = lock(&self.pipeline.wait_reasons).get(&c.id).cloned();
                     if before.as_ref() != Some(&reason) {
                         // The store learns a reason when its cause changes (with an
                         // event, within the budget); a countdown in its text changes
                         // only the live reason that `ls`, `show` and `why` read.
                         if before.is_none_or(|b| cause(&b) != cause(&reason)) {
-                            let event = lock(&self.chain_status).wait_events.admit(reason.len());
+                            let event = lock(&self.pipeline.chain_status)
+                                .wait_events
+                                .admit(reason.len());
                             self.store()
                                 .set_wait_reason(c.id, Some(&reason), event, now)?;
                         }
-                        lock(&self.wait_reasons).insert(c.id, reason);
+                        lock(&self.pipeline.wait_reasons).insert(c.id, reason);
                     }
                 }
                 Judgement::Rejected(reason) => {
-                    lock(&self.wait_reasons).remove(&c.id);
+                    lock(&self.pipeline.wait_reasons).remove(&c.id);
                     self.store().reject_task(c.id, &cap(&reason), now)?;
                     self.changed();
                 }
@@ -222,8 +224,8 @@ impl Daemon {
         // Live reasons of tasks that left the queue (started elsewhere,
         // cancelled, held) are dropped with them.
         let queued: std::collections::HashSet<i64> = queue.iter().map(|c| c.id).collect();
-        lock(&self.wait_reasons).retain(|id, _| queued.contains(id));
-        lock(&self.place_reasons).retain(|id, _| queued.contains(id));
+        lock(&self.pipeline.wait_reasons).retain(|id, _| queued.contains(id));
+        lock(&self.pipeline.place_reasons).retain(|id, _| queued.contains(id));
         if let Some(why) = answer.hold_all {
             tracing::warn!("starting nothing: {why}");
             *ranking = Some(Ranking {
@@ -245,7 +247,7 @@ impl Daemon {
         // may start: one deferred since (a tariff window, a hot GPU) would
         // otherwise keep the freed slot empty for hours.
         let eligible: std::collections::HashSet<i64> = order.iter().map(|(_, c)| c.id).collect();
-        lock(&self.chain_status)
+        lock(&self.pipeline.chain_status)
             .yields_to
             .retain(|_, b| eligible.contains(b));
         let ranked = Ranking {
@@ -269,7 +271,7 @@ impl Daemon {
             .collect();
         if let Some(again) = self.preempt(&answer.preempt, &running, &waiting, now)? {
             // A request refused for now is looked at again when it may be honoured.
-            let mut wake = lock(&self.policy_wake);
+            let mut wake = lock(&self.pipeline.policy_wake);
             *wake = Some(wake.map_or(again, |w| w.min(again)));
         }
         *ranking = Some(ranked);
@@ -282,7 +284,7 @@ impl Daemon {
     /// otherwise be in the past at every turn, and the scheduler thread
     /// would spin (it did: 1,200 passes a second with every slot taken).
     fn nothing_to_decide(&self) -> bool {
-        *lock(&self.policy_wake) = None;
+        *lock(&self.pipeline.policy_wake) = None;
         false
     }
 
@@ -293,7 +295,7 @@ impl Daemon {
         verdicts: &HashMap<(i64, String), (String, String)>,
         now: i64,
     ) -> anyhow::Result<()> {
-        let before = Arc::clone(&lock(&self.chain_status).verdicts);
+        let before = Arc::clone(&lock(&self.pipeline.chain_status).verdicts);
         let changed: Vec<(i64, String, String, String)> = verdicts
             .iter()
             .filter(|(k, (kind, reason))| {
@@ -325,7 +327,7 @@ impl Daemon {
             let again = now + self.cfg.gpu.sample_period.as_millis() as i64;
             wake = Some(wake.map_or(again, |w| w.min(again)));
         }
-        *lock(&self.policy_wake) = wake.map(|w| w.max(min));
+        *lock(&self.pipeline.policy_wake) = wake.map(|w| w.max(min));
     }
 }
 

@@ -24,7 +24,7 @@ impl Daemon {
         {
             // Forget what no longer matters: refusals of tasks that stopped
             // running, preemptions older than the window.
-            let mut s = lock(&self.chain_status);
+            let mut s = lock(&self.pipeline.chain_status);
             s.refused_preemptions
                 .retain(|t, _| running.iter().any(|r| r.id == *t));
             s.preempted_at.retain(|_, at| now - *at < min_ms);
@@ -37,7 +37,7 @@ impl Daemon {
                 continue;
             }
             let refuse = |why: String| {
-                let mut s = lock(&self.chain_status);
+                let mut s = lock(&self.pipeline.chain_status);
                 s.refused_preemptions
                     .insert(*task, (format!("{reason}: not honoured: {why}"), now));
             };
@@ -58,7 +58,10 @@ impl Daemon {
                 ));
                 continue;
             }
-            let last = lock(&self.chain_status).preempted_at.get(task).copied();
+            let last = lock(&self.pipeline.chain_status)
+                .preempted_at
+                .get(task)
+                .copied();
             if let Some(at) = last.filter(|at| now - at < min_ms) {
                 retry_at(at.saturating_add(min_ms));
                 refuse(format!(
@@ -67,7 +70,7 @@ impl Daemon {
                 ));
                 continue;
             }
-            let freed = lock(&self.placed)
+            let freed = lock(&self.runs.placed)
                 .values()
                 .find(|h| h.task == *task)
                 .map(|h| h.placement.clone());
@@ -85,7 +88,7 @@ impl Daemon {
             let request = self.store().request_preempt(*task, &cap(reason), now)?;
             if let Some((run, pid)) = request {
                 tracing::info!("task {task}: {reason} (for task {})", user.id);
-                let mut s = lock(&self.chain_status);
+                let mut s = lock(&self.pipeline.chain_status);
                 s.preempted_at.insert(*task, now);
                 s.yields_to.insert(*task, user.id);
                 s.refused_preemptions.remove(task);

@@ -31,7 +31,7 @@ impl Daemon {
         }
         let (uid, name) = self.quota_owner(c);
         let (limits, keys) = self.cfg.quotas.of(&name);
-        let (running, gpus) = lock(&self.placed)
+        let (running, gpus) = lock(&self.runs.placed)
             .values()
             .filter(|h| h.owner == uid)
             .fold((0u32, 0u32), |(n, g), h| {
@@ -49,7 +49,7 @@ impl Daemon {
             )),
             _ => None,
         };
-        let mut reasons = lock(&self.quota_reasons);
+        let mut reasons = lock(&self.pipeline.quota_reasons);
         match &why {
             Some(w) => {
                 if reasons.len() >= MAX_REASONS {

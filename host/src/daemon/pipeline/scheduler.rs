@@ -129,10 +129,12 @@ pub fn run(
         let began = crate::time::now_ms();
         match d.pass(chain.as_mut(), &mut ranking) {
             Ok(()) => {
-                d.pass_failures.cleared();
+                d.pipeline.pass_failures.cleared();
             }
             Err(e) => {
-                d.pass_failures.failed("this turn", &format!("{e:#}"));
+                d.pipeline
+                    .pass_failures
+                    .failed("this turn", &format!("{e:#}"));
             }
         }
         let store_wake = d.store().next_wakeup(began).ok().flatten();
@@ -154,12 +156,12 @@ pub fn run(
         if chain.is_some() {
             sleep = sleep.min(FOLDER_SCAN);
         }
-        if lock(&d.gpu).is_some() {
+        if lock(&d.watch.gpu).is_some() {
             // GPU memory freed by others kicks nothing: a task waiting for
             // free memory (after a gpu-oom) is looked at with each reading.
             sleep = sleep.min(d.cfg.gpu.sample_period.max(Duration::from_millis(100)));
         }
-        if lock(&d.start_gate).is_some() {
+        if lock(&d.pipeline.start_gate).is_some() {
             // Below `[retention] min_free`: look at the disk again soon.
             sleep = sleep.min(GATE_RECHECK);
         }
@@ -174,7 +176,7 @@ fn apply(d: &Daemon, chain: Option<&mut Chain>, started: Vec<Started>) -> Vec<Re
         return Vec::new();
     };
     let changes = chain.apply(started);
-    lock(&d.chain_status).views = chain.views();
+    lock(&d.pipeline.chain_status).views = chain.views();
     for c in &changes {
         tracing::info!("{c}");
     }
@@ -189,7 +191,7 @@ impl Daemon {
     /// Asks the scheduler thread to reload the plugins (SIGHUP, `plugins
     /// reload`); the changes come back on `reply`.
     pub fn request_reload(&self, reply: Option<tokio::sync::oneshot::Sender<Vec<ReloadChange>>>) {
-        let _ = lock(&self.commands).send(Command::Reload(reply));
+        let _ = lock(&self.pipeline.commands).send(Command::Reload(reply));
         self.kick.notify();
     }
 
@@ -208,11 +210,11 @@ impl Daemon {
 
     /// The chain's members, for `nightjar plugins ls`.
     pub fn plugin_views(&self) -> Vec<crate::daemon::MemberView> {
-        lock(&self.chain_status).views.clone()
+        lock(&self.pipeline.chain_status).views.clone()
     }
 
     /// When the chain asked to be asked again.
     pub fn policy_wakeup(&self) -> Option<i64> {
-        *lock(&self.policy_wake)
+        *lock(&self.pipeline.policy_wake)
     }
 }

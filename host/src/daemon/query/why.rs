@@ -14,13 +14,13 @@ impl Daemon {
         if t.state != TaskState::Queued {
             return;
         }
-        if let Some(gate) = lock(&self.start_gate).as_ref() {
+        if let Some(gate) = lock(&self.pipeline.start_gate).as_ref() {
             t.reason = Some(gate.clone());
-        } else if let Some(r) = lock(&self.wait_reasons).get(&t.id) {
+        } else if let Some(r) = lock(&self.pipeline.wait_reasons).get(&t.id) {
             t.reason = Some(r.clone());
-        } else if let Some(r) = lock(&self.quota_reasons).get(&t.id) {
+        } else if let Some(r) = lock(&self.pipeline.quota_reasons).get(&t.id) {
             t.reason = Some(r.clone());
-        } else if let Some(r) = lock(&self.place_reasons).get(&t.id) {
+        } else if let Some(r) = lock(&self.pipeline.place_reasons).get(&t.id) {
             t.reason = Some(r.clone());
         } else if let Some(at) = t.not_before {
             let left = at.saturating_sub(crate::time::now_ms());
@@ -59,7 +59,7 @@ impl Daemon {
         // After a gpu-oom the retry also waits for a GPU with room: shown
         // GPU by GPU even though the task carries its retry reason.
         let peak = self.store().needs_gpu_free(id)?;
-        let placing = lock(&self.place_reasons).contains_key(&id);
+        let placing = lock(&self.pipeline.place_reasons).contains_key(&id);
         let fit = (t.state == TaskState::Queued
             && waiting_for.is_empty()
             && (t.reason.is_none() || peak.is_some() || placing))
@@ -81,7 +81,7 @@ impl Daemon {
             message: run.message.clone(),
         });
         // The stored row says since when; the live verdict has the current text.
-        let live = std::sync::Arc::clone(&lock(&self.chain_status).verdicts);
+        let live = std::sync::Arc::clone(&lock(&self.pipeline.chain_status).verdicts);
         let mut stored = self.store().verdicts(id)?;
         // In chain order, as the policies are asked.
         let chain = &self.cfg.plugins.chain;
@@ -103,7 +103,7 @@ impl Daemon {
             .collect();
         let refused_preemption = (t.state == TaskState::Running)
             .then(|| {
-                lock(&self.chain_status)
+                lock(&self.pipeline.chain_status)
                     .refused_preemptions
                     .get(&id)
                     .cloned()

@@ -7,8 +7,9 @@ use std::sync::Arc;
 
 use anyhow::Result;
 
+use super::Held;
 use crate::daemon::run::runenv;
-use crate::daemon::state::{Daemon, Held, lock};
+use crate::daemon::state::{Daemon, lock};
 use crate::sandbox::files::{self, RunStatus};
 use crate::sandbox::launch::{self, Liveness};
 use crate::sandbox::liveness::{self, RunIds};
@@ -67,7 +68,7 @@ impl Daemon {
     /// it held; true once recorded (or already).
     pub(in crate::daemon) fn give_back(&self, run: i64) -> bool {
         // Nothing ran: whatever the monitor kept for it is dropped.
-        let _ = lock(&self.gpu).as_mut().map(|m| m.take_run(run));
+        let _ = lock(&self.watch.gpu).as_mut().map(|m| m.take_run(run));
         let given = self.store().give_back(run, now_ms());
         let recorded = match given {
             Ok(_) => true,
@@ -76,11 +77,11 @@ impl Daemon {
                 false
             }
         };
-        let held = lock(&self.placed).remove(&run);
+        let held = lock(&self.runs.placed).remove(&run);
         if let Some(h) = held {
             lock(&self.pool).give_back(&h.placement);
         }
-        if let Ok(base) = &self.cgroup {
+        if let Ok(base) = &self.runs.cgroup {
             let _ = std::fs::remove_dir(base.dir.join(format!("run-{run}")));
         }
         self.changed();
@@ -92,7 +93,7 @@ impl Daemon {
     /// given back either way: its processes are gone. Blocking: call it off
     /// the runtime's thread.
     pub(in crate::daemon) fn finish(&self, run: i64, out: &RunOutcome) -> bool {
-        let (records, gpu_energy) = lock(&self.gpu)
+        let (records, gpu_energy) = lock(&self.watch.gpu)
             .as_mut()
             .map(|m| m.take_run(run))
             .unwrap_or_default();
@@ -101,7 +102,7 @@ impl Daemon {
         // offered again (the energy kept until then).
         // Each lock for its own statement (daemon/locks.rs): the store's
         // answer is taken before `pending_energy` is touched again.
-        let pending = lock(&self.pending_energy).remove(&run);
+        let pending = lock(&self.runs.pending_energy).remove(&run);
         let energy = pending.or_else(|| self.run_energy(run, gpu_energy, out.finished_at));
         let stored = match energy {
             Some(e) => {
@@ -109,7 +110,7 @@ impl Daemon {
                 match written {
                     Ok(_) => Ok(()),
                     Err(err) => {
-                        lock(&self.pending_energy).insert(run, e);
+                        lock(&self.runs.pending_energy).insert(run, e);
                         Err(anyhow::anyhow!("its energy: {err}"))
                     }
                 }
@@ -129,7 +130,7 @@ impl Daemon {
                 false
             }
         };
-        let held = lock(&self.placed).remove(&run);
+        let held = lock(&self.runs.placed).remove(&run);
         if let Some(h) = held {
             lock(&self.pool).give_back(&h.placement);
         }
@@ -146,7 +147,7 @@ impl Daemon {
         {
             tracing::warn!("run {run}: cannot remove its scratch folder: {e}");
         }
-        if let Ok(base) = &self.cgroup {
+        if let Ok(base) = &self.runs.cgroup {
             let _ = std::fs::remove_dir(base.dir.join(format!("run-{run}")));
         }
         self.changed();
@@ -184,7 +185,7 @@ impl Daemon {
             }
         }
         let runs = self.store().running_runs()?;
-        if let Ok(base) = &self.cgroup {
+        if let Ok(base) = &self.runs.cgroup {
             let live: Vec<i64> = runs.iter().map(|r| r.id).collect();
             crate::sandbox::cgroup::sweep(&base.dir, &live);
         }
@@ -220,7 +221,7 @@ impl Daemon {
                             )
                         }),
                     };
-                    lock(&self.placed).insert(run.id, held);
+                    lock(&self.runs.placed).insert(run.id, held);
                     tracing::info!("run {} of task {}: re-adopted", run.id, run.task_id);
                     let me = Arc::clone(self);
                     let lock = self.cfg.run_lock_path();
@@ -268,8 +269,8 @@ impl Daemon {
     /// daemon started and has not reaped, so that its other children (it is
     /// a subreaper) are known as orphans of a dead one.
     pub(in crate::daemon) fn run_ids<'a>(&self, run: i64, dir: &'a Path) -> RunIds<'a> {
-        let reaper = self.cgroup.is_err().then(|| {
-            let live = lock(&self.supervisors).iter().copied().collect();
+        let reaper = self.runs.cgroup.is_err().then(|| {
+            let live = lock(&self.runs.supervisors).iter().copied().collect();
             (std::process::id() as i32, live)
         });
         RunIds {
@@ -283,6 +284,7 @@ impl Daemon {
                 .and_then(|r| r.supervisor_pid)
                 .map(|p| p as i32),
             cgroup: self
+                .runs
                 .cgroup
                 .as_ref()
                 .ok()

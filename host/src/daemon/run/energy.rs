@@ -74,7 +74,7 @@ impl Daemon {
             return;
         }
         if let Some(r) = read_rapl(Path::new(POWERCAP)) {
-            lock(&self.rapl_start).insert(run, r);
+            lock(&self.runs.rapl_start).insert(run, r);
         }
     }
 
@@ -82,7 +82,7 @@ impl Daemon {
     /// whose energy comes from the monitor). `end`: when it ended, if the
     /// store does not say yet.
     pub(in crate::daemon) fn cpu_energy(&self, run: &RunRow, end: i64) -> Option<RunEnergy> {
-        let start_rapl = lock(&self.rapl_start).remove(&run.id);
+        let start_rapl = lock(&self.runs.rapl_start).remove(&run.id);
         if run.gpus.is_some() {
             return None;
         }

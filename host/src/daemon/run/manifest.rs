@@ -227,7 +227,7 @@ impl Daemon {
             .map(|e| self.environment_record(e, spec));
         m.system = Some(manifest::system::info());
         m.gpus = Some(self.gpu_record(&placement.gpus));
-        m.policies = lock(&self.chain_status)
+        m.policies = lock(&self.pipeline.chain_status)
             .views
             .iter()
             .map(|v| PolicyRecord {
@@ -289,7 +289,7 @@ impl Daemon {
 
     /// The run's GPUs as its manifest names them.
     fn gpu_record(&self, given: &[u32]) -> GpuRecord {
-        let facts = self.gpu_facts.get().cloned().unwrap_or_default();
+        let facts = self.watch.gpu_facts.get().cloned().unwrap_or_default();
         GpuRecord {
             driver: facts.driver,
             cuda: facts.cuda,

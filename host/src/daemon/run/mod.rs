@@ -14,3 +14,73 @@ pub(in crate::daemon) mod postrun;
 pub(in crate::daemon) mod runenv;
 pub(in crate::daemon) mod start;
 pub(in crate::daemon) mod watchdog;
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use crate::daemon::condition::Condition;
+use crate::sandbox::cgroup::CgroupBase;
+use crate::sandbox::launch;
+use crate::scheduler::Placement;
+
+/// A run in progress, as the daemon tracks it.
+#[derive(Debug, Clone)]
+pub(in crate::daemon) struct Held {
+    /// Its task.
+    pub task: i64,
+    /// What it was given.
+    pub placement: Placement,
+    /// Its supervisor's pid (= its session id); 0 until started.
+    pub session: u32,
+    /// Its run folder.
+    pub dir: PathBuf,
+    /// Its task's owner (uid), for `[quotas]`.
+    pub owner: u32,
+    /// When it started (Unix ms).
+    pub started_at: i64,
+    /// By when its supervisor must have ended it (`watchdog.rs`).
+    pub deadline: Option<watchdog::Deadline>,
+    /// How long it is expected to run, ms (backfill).
+    pub estimate: Option<i64>,
+}
+
+/// The runs' part of the daemon: the runs in progress (read by the
+/// pipeline and the watches too), and what only starting and ending them
+/// uses: cgroups, supervisors, validators, energy counters.
+pub struct Parts {
+    /// The runs in progress and what they hold.
+    pub(in crate::daemon) placed: Mutex<HashMap<i64, Held>>,
+    /// Where per-run cgroups go, if anywhere; else why not.
+    cgroup: Result<CgroupBase, String>,
+    /// How supervisors are started.
+    supervisor: launch::SupervisorCmd,
+    /// The supervisors this daemon started and has not reaped: without
+    /// cgroups, any other child of ours is an orphan of a dead one.
+    supervisors: Mutex<HashSet<i32>>,
+    /// Result validators, made on first use (`Err`: why they cannot run).
+    validators: OnceLock<Result<Arc<crate::plugins::validator::Validators>, String>>,
+    /// CPU-only runs' RAPL counters at their start.
+    rapl_start: Mutex<HashMap<i64, energy::RaplReading>>,
+    /// Ended runs' energy the store refused, kept until their end is recorded.
+    pending_energy: Mutex<HashMap<i64, crate::gpu::energy::RunEnergy>>,
+    /// Starts that fail (a full disk, a locked store), logged per change.
+    start_failures: Condition,
+}
+
+impl Parts {
+    /// The runs' part: per-run cgroups under `cgroup` (or why none), and
+    /// supervisors started from the binary `exe`.
+    pub(in crate::daemon) fn new(cgroup: Result<CgroupBase, String>, exe: &Path) -> Parts {
+        Parts {
+            placed: Mutex::default(),
+            cgroup,
+            supervisor: launch::SupervisorCmd::for_exe(exe),
+            supervisors: Mutex::default(),
+            validators: OnceLock::new(),
+            rapl_start: Mutex::default(),
+            pending_energy: Mutex::default(),
+            start_failures: Condition::new("cannot start tasks"),
+        }
+    }
+}

@@ -19,7 +19,8 @@ impl Daemon {
     /// The result validators, made on first use (an engine of their own, so
     /// a daemon with no validator never starts one).
     pub(crate) fn validators(&self) -> Result<&std::sync::Arc<Validators>, String> {
-        self.validators
+        self.runs
+            .validators
             .get_or_init(|| {
                 let engine = PluginEngine::new(Some(self.cfg.plugin_cache_dir()))
                     .map_err(|e| format!("cannot start the plugin engine for validators: {e:#}"))?;

@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use anyhow::Result;
 
+use super::Held;
 use crate::daemon::run::runenv;
-use crate::daemon::state::{Daemon, Held, lock};
+use crate::daemon::state::{Daemon, lock};
 use crate::sandbox::launch;
 use crate::scheduler::Placement;
 use crate::scheduler::backfill::{Decision, Easy};
@@ -49,7 +50,7 @@ impl Daemon {
         };
         let reason = match decision {
             Decision::Start(placement, how) => {
-                lock(&self.place_reasons).remove(&c.id);
+                lock(&self.pipeline.place_reasons).remove(&c.id);
                 let how = how.map(|b| self.backfilled_text(&b, now));
                 let because = match (because, how) {
                     (Some(b), Some(h)) => Some(format!("{b}; {h}")),
@@ -58,11 +59,12 @@ impl Daemon {
                 let started = match self.start(c.id, &c.spec, placement.clone(), because, estimate)
                 {
                     Ok(run) => {
-                        self.start_failures.cleared();
+                        self.runs.start_failures.cleared();
                         run
                     }
                     Err(e) => {
-                        self.start_failures
+                        self.runs
+                            .start_failures
                             .failed(&format!("task {} first", c.id), &format!("{e:#}"));
                         None
                     }
@@ -89,7 +91,7 @@ impl Daemon {
             Decision::Held(b) => Some(self.behind_text(&b, now)),
             Decision::NoFit => lock(&self.pool).staggered(res, c.needs_gpu_free),
         };
-        let mut reasons = lock(&self.place_reasons);
+        let mut reasons = lock(&self.pipeline.place_reasons);
         match reason {
             Some(r) => reasons.insert(c.id, r),
             None => reasons.remove(&c.id),
@@ -99,7 +101,7 @@ impl Daemon {
 
     pub(in crate::daemon) fn release(&self, run: Option<i64>, placement: &Placement) {
         if let Some(run) = run {
-            lock(&self.placed).remove(&run);
+            lock(&self.runs.placed).remove(&run);
         }
         lock(&self.pool).give_back(placement);
     }
@@ -165,9 +167,10 @@ impl Daemon {
             dir: PathBuf::from(&run.run_dir),
             owner: self.access.owner_uid(spec.owner.as_ref().map(|o| o.uid)),
         };
-        lock(&self.placed).insert(run.id, held);
+        lock(&self.runs.placed).insert(run.id, held);
         self.note_rapl_start(run.id, !placement.gpus.is_empty());
         let cgroup = self
+            .runs
             .cgroup
             .as_ref()
             .ok()
@@ -179,14 +182,14 @@ impl Daemon {
                 }
                 // Known from its first instant: without cgroups, a child of
                 // ours that is not a supervisor counts as an orphan.
-                let mut supervisors = lock(&self.supervisors);
-                let l = launch::launch(&self.supervisor, Path::new(&run.run_dir))?;
+                let mut supervisors = lock(&self.runs.supervisors);
+                let l = launch::launch(&self.runs.supervisor, Path::new(&run.run_dir))?;
                 supervisors.insert(l.pid as i32);
                 Ok((l, rs))
             });
         match prepared {
             Ok((l, rs)) => {
-                if let Some(h) = lock(&self.placed).get_mut(&run.id) {
+                if let Some(h) = lock(&self.runs.placed).get_mut(&run.id) {
                     h.session = l.pid;
                 }
                 // The supervisor is launched and waits for its spec: a store
@@ -228,7 +231,7 @@ impl Daemon {
                     })
                     .await;
                     // Reaped by converse: the pid is no longer our child.
-                    lock(&me.supervisors).remove(&pid);
+                    lock(&me.runs.supervisors).remove(&pid);
                     if reported.is_none() {
                         me.record_until_done(run.id, PathBuf::from(&run.run_dir))
                             .await;
@@ -263,7 +266,7 @@ impl Daemon {
     /// What the sandbox can enforce for a run, for `show`.
     fn sandbox_note(&self, spec: &crate::task::model::TaskSpec) -> Option<String> {
         let mut notes = Vec::new();
-        match &self.cgroup {
+        match &self.runs.cgroup {
             Ok(base) => {
                 if spec.resources.mem.is_some() && !base.memory {
                     notes.push("memory limit not enforced: the cgroup v2 memory controller is not delegated here".to_string());
@@ -278,7 +281,7 @@ impl Daemon {
                 }
             }
         }
-        if spec.resources.gpu_mem.is_some() && lock(&self.gpu).is_none() {
+        if spec.resources.gpu_mem.is_some() && lock(&self.watch.gpu).is_none() {
             notes.push("gpu_mem not checked: the GPUs are not monitored".to_string());
         }
         (!notes.is_empty()).then(|| notes.join("; "))

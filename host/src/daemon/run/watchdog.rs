@@ -72,7 +72,7 @@ impl Deadline {
 impl Daemon {
     /// Sets run `run`'s deadline, keeping an earlier one.
     pub(in crate::daemon) fn set_deadline(&self, run: i64, d: Deadline) {
-        if let Some(h) = lock(&self.placed).get_mut(&run)
+        if let Some(h) = lock(&self.runs.placed).get_mut(&run)
             && h.deadline.as_ref().is_none_or(|old| d.at < old.at)
         {
             h.deadline = Some(d);
@@ -92,7 +92,7 @@ impl Daemon {
             }
             let now = Instant::now();
             let overdue: Vec<(i64, u32, PathBuf, Deadline)> = {
-                let mut placed = lock(&self.placed);
+                let mut placed = lock(&self.runs.placed);
                 placed
                     .iter_mut()
                     .filter(|(_, h)| h.deadline.as_ref().is_some_and(|d| d.at <= now))

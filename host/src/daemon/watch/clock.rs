@@ -67,7 +67,7 @@ impl Daemon {
             ),
             Err(e) => tracing::error!("the wall clock stepped by {delta} ms: {e}"),
         }
-        *lock(&self.policy_wake) = None;
+        *lock(&self.pipeline.policy_wake) = None;
         self.changed();
     }
 }

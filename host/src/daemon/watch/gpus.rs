@@ -166,7 +166,8 @@ fn log_bytes(dir: &std::path::Path) -> u64 {
 impl Daemon {
     /// Each GPU the backend reported at start: index to model name.
     pub fn gpu_names(&self) -> std::collections::BTreeMap<u32, String> {
-        self.gpu_facts
+        self.watch
+            .gpu_facts
             .get()
             .map(|f| f.gpus.iter().map(|g| (g.index, g.name.clone())).collect())
             .unwrap_or_default()
@@ -176,7 +177,7 @@ impl Daemon {
     pub fn apply_readings(&self, readings: Vec<(u32, Result<GpuReading, String>)>) {
         let now = now_ms();
         let (runs, sessions): (Vec<RunOnGpus>, HashMap<u32, i64>) = {
-            let placed = lock(&self.placed);
+            let placed = lock(&self.runs.placed);
             let runs = placed
                 .iter()
                 .filter(|(_, h)| !h.placement.gpus.is_empty())
@@ -196,7 +197,7 @@ impl Daemon {
         };
         let owner = |pid: u32| owner_of(pid, &sessions);
         let (fx, states) = {
-            let mut guard = lock(&self.gpu);
+            let mut guard = lock(&self.watch.gpu);
             let Some(m) = guard.as_mut() else { return };
             let fx = m.apply(now, readings, &runs, &owner, host_available());
             let states: Vec<(u32, bool, u64)> = m
@@ -261,7 +262,7 @@ impl Daemon {
     /// Every GPU with its reading, reservations and tasks, for `nightjar gpus`.
     pub fn gpu_views(&self) -> Vec<GpuView> {
         // One lock at a time (daemon/locks.rs): each read, then let go.
-        let placed: Vec<(i64, Vec<u32>)> = lock(&self.placed)
+        let placed: Vec<(i64, Vec<u32>)> = lock(&self.runs.placed)
             .iter()
             .map(|(r, h)| (*r, h.placement.gpus.clone()))
             .collect();
@@ -278,7 +279,7 @@ impl Daemon {
             let pool = lock(&self.pool);
             (pool.gpus.clone(), pool.policy_closed.clone())
         };
-        let monitor = lock(&self.gpu);
+        let monitor = lock(&self.watch.gpu);
         gpus.iter()
             .map(|p| {
                 let status = monitor

@@ -6,3 +6,26 @@ pub(in crate::daemon) mod clock;
 pub(in crate::daemon) mod diskhold;
 pub(in crate::daemon) mod disklow;
 pub(in crate::daemon) mod gpus;
+
+use std::sync::{Mutex, OnceLock};
+
+use crate::gpu::monitor::Monitor;
+
+/// The watches' part of the daemon: the GPUs' monitor (read by the
+/// pipeline and runs) and the facts runs' manifests name.
+pub struct Parts {
+    /// GPU monitoring, when a backend reports GPUs.
+    pub(in crate::daemon) gpu: Mutex<Option<Monitor>>,
+    /// The GPUs as runs' manifests name them (set once at start).
+    pub(in crate::daemon) gpu_facts: OnceLock<gpus::GpuFacts>,
+}
+
+impl Parts {
+    /// The watches' part, with the GPUs' monitor when there is one.
+    pub(in crate::daemon) fn new(monitor: Option<Monitor>) -> Parts {
+        Parts {
+            gpu: Mutex::new(monitor),
+            gpu_facts: OnceLock::new(),
+        }
+    }
+}

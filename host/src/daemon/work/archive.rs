@@ -75,7 +75,7 @@ impl Daemon {
                         wait = wait.max(me.cfg.archive.retry.max(STUCK_MIN));
                     }
                     if !wait.is_zero() {
-                        me.archive_wake.wait(wait);
+                        me.work.archive_wake.wait(wait);
                     }
                 }
             })?;

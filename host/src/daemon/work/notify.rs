@@ -34,7 +34,7 @@ impl Daemon {
             return Ok(());
         }
         let handle = crate::notify::worker::spawn(Arc::clone(self))?;
-        *lock(&self.notify) = Some(handle);
+        *lock(&self.work.notify) = Some(handle);
         Ok(())
     }
 
@@ -44,7 +44,7 @@ impl Daemon {
     pub(in crate::daemon) async fn flush_notifications(&self) {
         let within = self.cfg.notify.stop_flush;
         // Cloned out: holding the lock would hold up every `changed()`.
-        let Some(handle) = lock(&self.notify).clone() else {
+        let Some(handle) = lock(&self.work.notify).clone() else {
             return;
         };
         if within.is_zero() {
