@@ -14,6 +14,8 @@
 //! - `work/`: workers off the scheduler thread: archive, notifications,
 //!   digest, retention (the hourly gc on its own thread) and output sweeps.
 //! - `query/`: what handlers read that needs more than the store (`why`).
+//! - `given.rs`: what the daemon is handed as values (its clock, its
+//!   executor, its GPU source), so a simulator or a test can hand others.
 //! - Shared by all: `state.rs` (the `Daemon` and its locks, checked by
 //!   `locks.rs`), `durable.rs` (flush before telling), `statedir.rs`,
 //!   `condition.rs`.
@@ -21,6 +23,9 @@
 mod boot;
 mod condition;
 mod durable;
+mod given;
+#[cfg(test)]
+mod given_tests;
 mod locks;
 mod pipeline;
 mod query;
@@ -30,8 +35,11 @@ mod statedir;
 mod watch;
 mod work;
 
-pub use self::boot::{Server, consistency, mend, run};
+pub use self::boot::{Server, consistency, mend, run, run_with};
+pub use self::given::{Clock, Given, SystemClock};
 pub use self::run::environment;
+pub use self::run::executor::{Executor, Launch};
+pub use self::run::local::LocalSupervisor;
 pub use self::run::runenv::uses_var;
 pub use self::state::Daemon;
 pub use nightjar_core::api::views::{GpuView, MemberView};

@@ -1,7 +1,6 @@
 //! The daemon's shared state: what its jobs (the pipeline, runs, watches,
 //! work) share, and the locks they take it through.
 
-use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
@@ -9,10 +8,11 @@ use anyhow::Result;
 use tokio::sync::watch;
 
 use crate::config::Config;
-use crate::gpu::monitor::Monitor;
+use crate::daemon::given::Clock;
+use crate::daemon::run::executor::Executor;
 use crate::sandbox::cgroup::CgroupBase;
 
-use crate::scheduler::{Pool, PoolGpu};
+use crate::scheduler::Pool;
 use crate::store::Store;
 
 use crate::daemon::locks::Guard;
@@ -61,6 +61,8 @@ pub struct Daemon {
     pub(super) durability: crate::daemon::durable::Durable,
     /// Set once when the daemon halts for good (`Daemon::halt`).
     pub(super) halt_reason: std::sync::OnceLock<String>,
+    /// Wall time for passes, claims and starts (given: `given.rs`).
+    clock: Arc<dyn Clock>,
     /// The scheduling pipeline's part (the scheduler thread's).
     pub(super) pipeline: super::pipeline::Parts,
     /// The runs' part: what is placed, their supervisors, their ends.
@@ -77,11 +79,17 @@ impl Daemon {
         cfg: Config,
         store: Store,
         cgroup: Result<CgroupBase, String>,
-        exe: PathBuf,
-        gpus: Vec<PoolGpu>,
-        monitor: Option<Monitor>,
+        gpus: crate::daemon::watch::gpus::GpuSetup,
         commands: std::sync::mpsc::Sender<crate::daemon::pipeline::scheduler::Command>,
+        clock: Arc<dyn Clock>,
+        executor: Arc<dyn Executor>,
     ) -> Result<Arc<Daemon>> {
+        let crate::daemon::watch::gpus::GpuSetup {
+            pool: gpus,
+            monitor,
+            facts,
+            ..
+        } = gpus;
         let state = crate::daemon::statedir::StateDir::open(&cfg.state_dir)?;
         let cpus = cfg.cpu_pool();
         let cpu_total = cpus.len() as u32;
@@ -122,10 +130,17 @@ impl Daemon {
             cpu_total,
             state,
             pipeline: crate::daemon::pipeline::Parts::new(commands),
-            runs: crate::daemon::run::Parts::new(cgroup, &exe),
-            watch: crate::daemon::watch::Parts::new(monitor),
+            runs: crate::daemon::run::Parts::new(cgroup, executor),
+            watch: crate::daemon::watch::Parts::new(monitor, facts),
+            clock,
             work: crate::daemon::work::Parts::default(),
         }))
+    }
+
+    /// Now (Unix ms) on the daemon's clock: the system's, or the one it
+    /// was given.
+    pub fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
     }
 
     /// The store's lock itself (for the notification thread).

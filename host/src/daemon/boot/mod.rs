@@ -20,6 +20,7 @@ use tokio::signal::unix::{SignalKind, signal};
 
 use self::prepare::prepare_state_dir;
 use crate::config::{CgroupMode, Config};
+use crate::daemon::given::Given;
 use crate::daemon::pipeline::{chain, scheduler};
 use crate::daemon::state::{Daemon, lock};
 use crate::daemon::watch::gpus;
@@ -30,12 +31,24 @@ use crate::store::Store;
 /// daemon is ready.
 pub type Server = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 
-/// Runs the daemon until SIGTERM or SIGINT. Running tasks are left running;
-/// the next daemon re-adopts them. `bind` binds the front ends once runs
-/// are adopted (an error stops the start: a socket that cannot be bound);
-/// they serve from when the daemon is ready. The daemon names none of them.
+/// Runs the daemon until SIGTERM or SIGINT, on the real clock, executor
+/// and GPUs ([`Given::local`]). Running tasks are left running; the next
+/// daemon re-adopts them. `bind` binds the front ends once runs are adopted
+/// (an error stops the start: a socket that cannot be bound); they serve
+/// from when the daemon is ready. The daemon names none of them.
 pub fn run<B, F>(cfg: Config, bind: B) -> Result<()>
 where
+    B: FnOnce(Arc<Daemon>) -> F,
+    F: Future<Output = Result<Vec<Server>>>,
+{
+    run_with(cfg, Given::local, bind)
+}
+
+/// Runs the daemon as [`run`] does, on the clock, executor and GPU source
+/// `given` makes once the state dir is locked and the database checked.
+pub fn run_with<G, B, F>(cfg: Config, given: G, bind: B) -> Result<()>
+where
+    G: FnOnce(&Config) -> Result<Given>,
     B: FnOnce(Arc<Daemon>) -> F,
     F: Future<Output = Result<Vec<Server>>>,
 {
@@ -82,7 +95,12 @@ where
         memory: cfg.plugins.compile_memory.as_u64(),
         timeout: crate::plugins::limits::DEFAULT_COMPILE_TIMEOUT,
     });
-    let gpu = gpus::open(&cfg)?;
+    let Given {
+        clock,
+        executor,
+        gpus: backend,
+    } = given(&cfg)?;
+    let mut gpu = gpus::setup(&cfg, backend)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         // Blocking work removes and walks trees a task made: removal is
@@ -94,8 +112,8 @@ where
     let chain = load_chain(&cfg)?;
     let result = rt.block_on(async move {
         let (commands, command_rx) = std::sync::mpsc::channel();
-        let daemon = Daemon::new(cfg, store, cgroup, exe, gpu.pool, gpu.monitor, commands)?;
-        let _ = daemon.watch.gpu_facts.set(gpu.facts);
+        let backend = gpu.backend.take();
+        let daemon = Daemon::new(cfg, store, cgroup, gpu, commands, clock, executor)?;
         audit_start(&daemon);
         // The marks' copy is written from here on (and checked at the next start).
         if daemon.durable()
@@ -112,7 +130,7 @@ where
         if let Some(c) = &chain {
             lock(&daemon.pipeline.chain_status).views = c.views();
         }
-        if let Some(mut backend) = gpu.backend {
+        if let Some(mut backend) = backend {
             // The first sweep before anything is placed, so GPUs start open or closed truthfully.
             let indices: Vec<u32> = backend.inventory().iter().map(|g| g.index).collect();
             let readings = gpus::read_all(backend.as_mut(), &indices);

@@ -22,7 +22,6 @@ use crate::daemon::state::{Daemon, lock};
 use crate::sandbox::files::RunAs;
 use crate::scheduler::Placement;
 use crate::store::{Candidate, NewRun, RunClass, RunOutcome, RunRow};
-use crate::time::now_ms;
 
 impl Daemon {
     /// Completes candidate `c` from the result cache when it opted in and
@@ -66,7 +65,7 @@ impl Daemon {
                 let note = format!("not cached: {why}");
                 if let Err(e) = self
                     .store()
-                    .note_event(Some(task), "cache", &note, now_ms())
+                    .note_event(Some(task), "cache", &note, self.now_ms())
                 {
                     tracing::warn!("task {task}: {note} (and cannot record it: {e})");
                 }
@@ -102,7 +101,7 @@ impl Daemon {
         };
         let Some(run) = self
             .store()
-            .claim(c.id, &new_run, &self.cfg.runs_dir(), now_ms())?
+            .claim(c.id, &new_run, &self.cfg.runs_dir(), self.now_ms())?
         else {
             return Ok(false);
         };
@@ -139,7 +138,7 @@ impl Daemon {
                     class: RunClass::Ok,
                     exit_code: Some(0),
                     signal: None,
-                    finished_at: now_ms(),
+                    finished_at: me.now_ms(),
                     message: Some(format!(
                         "cached from run {} (task {})",
                         from.id, from.task_id
@@ -149,7 +148,7 @@ impl Daemon {
                     class: RunClass::AppError,
                     exit_code: None,
                     signal: None,
-                    finished_at: now_ms(),
+                    finished_at: me.now_ms(),
                     message: Some(format!("from the result cache (run {}): {e:#}", from.id)),
                 },
             };

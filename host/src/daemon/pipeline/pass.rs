@@ -9,7 +9,6 @@ use anyhow::Result;
 
 use crate::daemon::pipeline::dispatch::Ranking;
 use crate::daemon::state::{Daemon, lock};
-use crate::time::now_ms;
 
 impl Daemon {
     /// One scheduling pass: fire due recurring tasks, then start what fits,
@@ -27,7 +26,7 @@ impl Daemon {
         // One line per pass at `NIGHTJAR_LOG=nightjar::pass=trace`: how a
         // test counts that a daemon with nothing to do does not spin.
         tracing::trace!(target: "nightjar::pass", "scheduling pass");
-        let now = now_ms();
+        let now = self.now_ms();
         lock(&self.pool).stagger.now = now;
         let tz = self.cfg.tz();
         let fired = self.store().fire_due(now, |expr, at| {

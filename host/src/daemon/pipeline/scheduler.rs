@@ -126,7 +126,7 @@ pub fn run(
         // The wake-up below counts backoffs ending after the pass began:
         // one that ends while the pass runs (starting other tasks takes a
         // while) was not eligible to it, and nothing else would wake it.
-        let began = crate::time::now_ms();
+        let began = d.now_ms();
         match d.pass(chain.as_mut(), &mut ranking) {
             Ok(()) => {
                 d.pipeline.pass_failures.cleared();
@@ -148,7 +148,7 @@ pub fn run(
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        let now = crate::time::now_ms();
+        let now = d.now_ms();
         let mut sleep = match wake {
             Some(at) => Duration::from_millis(at.saturating_sub(now).clamp(0, 3_600_000) as u64),
             None => Duration::from_secs(3600),

@@ -17,7 +17,6 @@ use std::path::PathBuf;
 
 use crate::daemon::run::checkpoint_find::newest_complete;
 use crate::daemon::state::Daemon;
-use crate::sandbox::files::RunSpec;
 use crate::task::checkpoint::CHECKPOINT_VAR;
 use crate::task::model::{CommandSpec, TaskSpec};
 use crate::task::vars::{self, Subst};
@@ -138,11 +137,16 @@ pub fn shell_quote(s: &str) -> String {
 
 impl Daemon {
     /// Stores what run `run` resumed from (and the note of what was found).
-    pub(in crate::daemon) fn record_checkpoint(&self, run: i64, rs: &RunSpec) {
-        let Some(note) = &rs.checkpoint_note else {
+    pub(in crate::daemon) fn record_checkpoint(
+        &self,
+        run: i64,
+        checkpoint: Option<&std::path::Path>,
+        note: Option<&str>,
+    ) {
+        let Some(note) = note else {
             return;
         };
-        let path = rs.checkpoint.as_ref().map(|p| p.to_string_lossy());
+        let path = checkpoint.map(|p| p.to_string_lossy());
         if let Err(e) = self
             .store()
             .record_checkpoint(run, path.as_deref(), note, now_ms())

@@ -88,6 +88,14 @@ impl Daemon {
         recorded
     }
 
+    /// An executor's report of a run's end: judged and recorded, then
+    /// flushed; true once it is on disk (the executor may then forget it:
+    /// the local supervisor acknowledges and skips its `status.json`).
+    /// Blocking: call it off the runtime's thread.
+    pub fn report_end(&self, run: i64, out: &RunOutcome) -> bool {
+        self.finish(run, out) && self.durable()
+    }
+
     /// Judges a run's end (validators, when it exited 0) and records it;
     /// true once it is committed (or was already). What the run held is
     /// given back either way: its processes are gone. Blocking: call it off
@@ -270,7 +278,7 @@ impl Daemon {
     /// a subreaper) are known as orphans of a dead one.
     pub(in crate::daemon) fn run_ids<'a>(&self, run: i64, dir: &'a Path) -> RunIds<'a> {
         let reaper = self.runs.cgroup.is_err().then(|| {
-            let live = lock(&self.runs.supervisors).iter().copied().collect();
+            let live = self.runs.executor.sessions();
             (std::process::id() as i32, live)
         });
         RunIds {

@@ -289,7 +289,7 @@ impl Daemon {
 
     /// The run's GPUs as its manifest names them.
     fn gpu_record(&self, given: &[u32]) -> GpuRecord {
-        let facts = self.watch.gpu_facts.get().cloned().unwrap_or_default();
+        let facts = self.watch.gpu_facts.clone();
         GpuRecord {
             driver: facts.driver,
             cuda: facts.cuda,

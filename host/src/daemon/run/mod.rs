@@ -8,6 +8,8 @@ pub(in crate::daemon) mod checkpoint_find;
 pub(in crate::daemon) mod end;
 pub(in crate::daemon) mod energy;
 pub mod environment;
+pub mod executor;
+pub(in crate::daemon) mod local;
 pub(in crate::daemon) mod manifest;
 pub(in crate::daemon) mod outputs;
 pub(in crate::daemon) mod postrun;
@@ -15,13 +17,12 @@ pub(in crate::daemon) mod runenv;
 pub(in crate::daemon) mod start;
 pub(in crate::daemon) mod watchdog;
 
-use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::daemon::condition::Condition;
 use crate::sandbox::cgroup::CgroupBase;
-use crate::sandbox::launch;
 use crate::scheduler::Placement;
 
 /// A run in progress, as the daemon tracks it.
@@ -53,11 +54,9 @@ pub struct Parts {
     pub(in crate::daemon) placed: Mutex<HashMap<i64, Held>>,
     /// Where per-run cgroups go, if anywhere; else why not.
     cgroup: Result<CgroupBase, String>,
-    /// How supervisors are started.
-    supervisor: launch::SupervisorCmd,
-    /// The supervisors this daemon started and has not reaped: without
-    /// cgroups, any other child of ours is an orphan of a dead one.
-    supervisors: Mutex<HashSet<i32>>,
+    /// How prepared runs are carried out (the local supervisor, or what
+    /// the daemon was given instead).
+    executor: Arc<dyn executor::Executor>,
     /// Result validators, made on first use (`Err`: why they cannot run).
     validators: OnceLock<Result<Arc<crate::plugins::validator::Validators>, String>>,
     /// CPU-only runs' RAPL counters at their start.
@@ -69,14 +68,16 @@ pub struct Parts {
 }
 
 impl Parts {
-    /// The runs' part: per-run cgroups under `cgroup` (or why none), and
-    /// supervisors started from the binary `exe`.
-    pub(in crate::daemon) fn new(cgroup: Result<CgroupBase, String>, exe: &Path) -> Parts {
+    /// The runs' part: per-run cgroups under `cgroup` (or why none), runs
+    /// carried out by `executor`.
+    pub(in crate::daemon) fn new(
+        cgroup: Result<CgroupBase, String>,
+        executor: Arc<dyn executor::Executor>,
+    ) -> Parts {
         Parts {
             placed: Mutex::default(),
             cgroup,
-            supervisor: launch::SupervisorCmd::for_exe(exe),
-            supervisors: Mutex::default(),
+            executor,
             validators: OnceLock::new(),
             rapl_start: Mutex::default(),
             pending_energy: Mutex::default(),

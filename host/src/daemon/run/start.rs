@@ -1,19 +1,18 @@
 //! Starting one run: place it, claim it in the store, prepare its
 //! environment, launch its supervisor and watch it to its end.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Result;
 
 use super::Held;
+use super::executor::Launch;
 use crate::daemon::run::runenv;
 use crate::daemon::state::{Daemon, lock};
-use crate::sandbox::launch;
 use crate::scheduler::Placement;
 use crate::scheduler::backfill::{Decision, Easy};
 use crate::store::{NewRun, RunClass, RunOutcome};
-use crate::time::now_ms;
 
 impl Daemon {
     /// Places one candidate if it fits and backfill lets it; true when it
@@ -128,7 +127,7 @@ impl Daemon {
         // Captured before the claim: a daemon stopped meanwhile leaves the
         // task queued, and a refusal (inputs changed) needs no supervisor.
         let captured = self.capture_start(task, spec);
-        let now = now_ms();
+        let now = self.now_ms();
         let Some(run) = self
             .store()
             .claim(task, &new_run, &self.cfg.runs_dir(), now)?
@@ -180,71 +179,52 @@ impl Daemon {
                 if let Some(why) = self.record_start(captured, spec, &run, &mut rs, &placement) {
                     anyhow::bail!(why);
                 }
-                // Known from its first instant: without cgroups, a child of
-                // ours that is not a supervisor counts as an orphan.
-                let mut supervisors = lock(&self.runs.supervisors);
-                let l = launch::launch(&self.runs.supervisor, Path::new(&run.run_dir))?;
-                supervisors.insert(l.pid as i32);
-                Ok((l, rs))
+                Ok(rs)
             });
-        match prepared {
-            Ok((l, rs)) => {
+        let launched = prepared.and_then(|rs| {
+            let output = rs.output.clone();
+            let checkpoint = (rs.checkpoint.clone(), rs.checkpoint_note.clone());
+            let launch = Launch {
+                run: run.id,
+                dir: PathBuf::from(&run.run_dir),
+                spec: rs,
+                started_at: now,
+                steady,
+            };
+            let executor = Arc::clone(&self.runs.executor);
+            executor.launch(self, launch, &mut |session| {
                 if let Some(h) = lock(&self.runs.placed).get_mut(&run.id) {
-                    h.session = l.pid;
+                    h.session = session;
                 }
-                // The supervisor is launched and waits for its spec: a store
-                // that refuses these notes now (locked past its busy timeout)
-                // must not strand the run. It goes on; its end is recorded
-                // as every end is, and the pid is known in memory meanwhile.
+                // The run's session exists and waits for its spec: a store
+                // that refuses these notes now (locked past its busy
+                // timeout) must not strand the run. It goes on; its end is
+                // recorded as every end is, and the session is known in
+                // memory meanwhile.
                 let note = self.sandbox_note(spec);
-                if let Err(e) = self.store().set_run_started(run.id, l.pid, note.as_deref()) {
+                if let Err(e) = self
+                    .store()
+                    .set_run_started(run.id, session, note.as_deref())
+                {
                     tracing::warn!("run {}: cannot record its supervisor's pid: {e}", run.id);
                 }
-                if let Some(output) = &rs.output
+                if let Some(output) = &output
                     && let Err(e) = self.store().set_run_output(run.id, output)
                 {
                     tracing::warn!("run {}: cannot record its output folder: {e}", run.id);
                 }
-                self.record_checkpoint(run.id, &rs);
-                let me = Arc::clone(self);
-                tokio::spawn(async move {
-                    let pid = l.pid as i32;
-                    let id = run.id;
-                    // Judging the end runs validators: off the runtime's thread.
-                    // How long it ran comes from the monotonic clock, taken
-                    // when its status first arrives: a wall clock stepped
-                    // meanwhile does not stretch or shrink the record.
-                    let mut ended_at = None;
-                    let reported = launch::converse(l.child, &rs, |s| {
-                        let me = Arc::clone(&me);
-                        let at = *ended_at.get_or_insert_with(|| {
-                            now.saturating_add(steady.elapsed().as_millis() as i64)
-                        });
-                        let mut out = s.outcome();
-                        out.finished_at = at;
-                        async move {
-                            // Acknowledged (and the status.json forgone) only once on disk.
-                            tokio::task::spawn_blocking(move || me.finish(id, &out) && me.durable())
-                                .await
-                                .unwrap_or(false)
-                        }
-                    })
-                    .await;
-                    // Reaped by converse: the pid is no longer our child.
-                    lock(&me.runs.supervisors).remove(&pid);
-                    if reported.is_none() {
-                        me.record_until_done(run.id, PathBuf::from(&run.run_dir))
-                            .await;
-                    }
-                });
-            }
+                self.record_checkpoint(run.id, checkpoint.0.as_deref(), checkpoint.1.as_deref());
+            })
+        });
+        match launched {
+            Ok(()) => {}
             Err(e) => {
                 // The run could not even be prepared: record it as an app error.
                 let out = RunOutcome {
                     class: RunClass::AppError,
                     exit_code: None,
                     signal: None,
-                    finished_at: now_ms(),
+                    finished_at: self.now_ms(),
                     message: Some(format!("{e:#}")),
                 };
                 if !self.finish(run.id, &out) {

@@ -38,15 +38,21 @@ pub struct GpuFacts {
     pub gpus: Vec<crate::gpu::GpuInfo>,
 }
 
-/// Opens the configured backend. With no GPUs found, `gpus = [...]` in the
-/// config still gives unmonitored GPUs by index.
-pub fn open(cfg: &Config) -> Result<GpuSetup> {
+/// Opens the backend `[gpu] backend` names.
+pub fn configured_backend(cfg: &Config) -> Result<Box<dyn gpu::GpuBackend>> {
     let script =
         (!cfg.gpu.sim_script.as_os_str().is_empty()).then_some(cfg.gpu.sim_script.as_path());
     let (backend, note) = gpu::open(&cfg.gpu.backend_spec(), script).map_err(anyhow::Error::msg)?;
     if let Some(note) = note {
         tracing::info!("{note}");
     }
+    Ok(backend)
+}
+
+/// Sets up placement and monitoring on the GPUs `backend` reports, narrowed
+/// by `gpus = [...]`. With no GPUs found, `gpus = [...]` in the config still
+/// gives unmonitored GPUs by index.
+pub fn setup(cfg: &Config, backend: Box<dyn gpu::GpuBackend>) -> Result<GpuSetup> {
     let (driver, cuda) = backend.versions();
     let facts = GpuFacts {
         driver,
@@ -166,11 +172,12 @@ fn log_bytes(dir: &std::path::Path) -> u64 {
 impl Daemon {
     /// Each GPU the backend reported at start: index to model name.
     pub fn gpu_names(&self) -> std::collections::BTreeMap<u32, String> {
-        self.watch
-            .gpu_facts
-            .get()
-            .map(|f| f.gpus.iter().map(|g| (g.index, g.name.clone())).collect())
-            .unwrap_or_default()
+        let facts = &self.watch.gpu_facts;
+        facts
+            .gpus
+            .iter()
+            .map(|g| (g.index, g.name.clone()))
+            .collect()
     }
 
     /// Applies one round of readings: monitor, pool, stored series and stall marks.

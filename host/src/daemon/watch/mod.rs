@@ -7,7 +7,7 @@ pub(in crate::daemon) mod diskhold;
 pub(in crate::daemon) mod disklow;
 pub(in crate::daemon) mod gpus;
 
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 
 use crate::gpu::monitor::Monitor;
 
@@ -16,16 +16,16 @@ use crate::gpu::monitor::Monitor;
 pub struct Parts {
     /// GPU monitoring, when a backend reports GPUs.
     pub(in crate::daemon) gpu: Mutex<Option<Monitor>>,
-    /// The GPUs as runs' manifests name them (set once at start).
-    pub(in crate::daemon) gpu_facts: OnceLock<gpus::GpuFacts>,
+    /// The GPUs as runs' manifests name them.
+    pub(in crate::daemon) gpu_facts: gpus::GpuFacts,
 }
 
 impl Parts {
     /// The watches' part, with the GPUs' monitor when there is one.
-    pub(in crate::daemon) fn new(monitor: Option<Monitor>) -> Parts {
+    pub(in crate::daemon) fn new(monitor: Option<Monitor>, facts: gpus::GpuFacts) -> Parts {
         Parts {
             gpu: Mutex::new(monitor),
-            gpu_facts: OnceLock::new(),
+            gpu_facts: facts,
         }
     }
 }

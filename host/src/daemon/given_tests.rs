@@ -1,0 +1,240 @@
+//! The daemon's pass on what it is given: a simulated clock and an executor
+//! that records what it is handed, in-process on a real SQLite file, with
+//! no supervisor, no runtime thread and no real time passing. What starts,
+//! when it is recorded as started and when a schedule fires follow the
+//! given clock, and the ends an executor reports are what the store keeps.
+
+use std::sync::atomic::{AtomicI64, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+
+use super::boot::prepare::prepare_state_dir;
+use super::given::Clock;
+use super::run::executor::{Executor, Launch};
+use super::state::Daemon;
+use super::watch::gpus;
+use crate::config::Config;
+use crate::store::{RunClass, RunOutcome, Store, TaskState};
+use crate::task::file::{Format, parse};
+use crate::task::resolve::resolve;
+
+/// 2026-11-02T00:00:00Z: a month before anything the real clock says.
+const T0: i64 = 1_793_577_600_000;
+
+/// A clock that moves only when the test moves it.
+struct SimClock(AtomicI64);
+
+impl Clock for SimClock {
+    fn now_ms(&self) -> i64 {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// What a recording executor was handed: (run, its first argv word, when).
+type Handed = Vec<(i64, String, i64)>;
+
+/// An executor that starts nothing: it records each launch and gives it a
+/// made-up session id.
+#[derive(Default)]
+struct Recorder {
+    handed: Mutex<Handed>,
+    next_session: AtomicU32,
+}
+
+impl Executor for Recorder {
+    fn launch(
+        &self,
+        _: &Arc<Daemon>,
+        run: Launch,
+        started: &mut dyn FnMut(u32),
+    ) -> anyhow::Result<()> {
+        let argv = run.spec.argv.join(" ");
+        self.handed
+            .lock()
+            .unwrap()
+            .push((run.run, argv, run.started_at));
+        started(900_000 + self.next_session.fetch_add(1, Ordering::SeqCst));
+        Ok(())
+    }
+
+    fn sessions(&self) -> Vec<i32> {
+        Vec::new()
+    }
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    _lock: std::fs::File,
+    _commands: std::sync::mpsc::Receiver<super::pipeline::scheduler::Command>,
+    _rt: tokio::runtime::Runtime,
+    clock: Arc<SimClock>,
+    recorder: Arc<Recorder>,
+    daemon: Arc<Daemon>,
+}
+
+/// A daemon on a fresh state dir with `slots` slots, no GPUs, the built-in
+/// order, the simulated clock at [`T0`] and the recording executor.
+fn daemon(slots: u32) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = Config {
+        state_dir: dir.path().join("state"),
+        slots,
+        timezone: "UTC".into(),
+        ..Config::default()
+    };
+    cfg.plugins.chain.clear();
+    let lock = prepare_state_dir(&cfg).unwrap();
+    let store = Store::open(&cfg.db_path()).unwrap();
+    let setup = gpus::setup(&cfg, Box::new(crate::gpu::NoGpus)).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let clock = Arc::new(SimClock(AtomicI64::new(T0)));
+    let recorder = Arc::new(Recorder::default());
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let daemon = Daemon::new(
+        cfg,
+        store,
+        Err("not in this test".into()),
+        setup,
+        tx,
+        Arc::clone(&clock) as Arc<dyn Clock>,
+        Arc::clone(&recorder) as Arc<dyn Executor>,
+    )
+    .unwrap();
+    Fixture {
+        _dir: dir,
+        _lock: lock,
+        _commands: rx,
+        _rt: rt,
+        clock,
+        recorder,
+        daemon,
+    }
+}
+
+impl Fixture {
+    /// Submits a task file (TOML) at the simulated now.
+    fn submit(&self, toml: &str) -> Vec<i64> {
+        let entries = resolve(&parse(toml, Format::Toml).unwrap(), self._dir.path(), "t").unwrap();
+        let now = self.clock.now_ms();
+        let tz = self.daemon.cfg.tz();
+        self.daemon
+            .store()
+            .submit(&entries, now, |expr| {
+                crate::task::schedule::parse(expr)
+                    .ok()?
+                    .next_after(crate::time::to_utc(now), tz)
+                    .map(|t| t.timestamp_millis())
+            })
+            .unwrap()
+    }
+
+    /// One scheduling pass in the built-in order.
+    fn pass(&self) {
+        let _in = self._rt.enter();
+        self.daemon.pass(None, &mut None).unwrap();
+    }
+
+    fn handed(&self) -> Handed {
+        self.recorder.handed.lock().unwrap().clone()
+    }
+
+    fn state(&self, task: i64) -> TaskState {
+        self.daemon.store().show(task).unwrap().task.state
+    }
+}
+
+#[test]
+fn a_pass_starts_what_fits_through_the_given_executor_at_the_given_clocks_time() {
+    let f = daemon(2);
+    let ids = f.submit(
+        r#"
+[[task]]
+name = "a"
+command = ["echo", "a"]
+[[task]]
+name = "b"
+command = ["echo", "b"]
+[[task]]
+name = "c"
+command = ["echo", "c"]
+"#,
+    );
+    f.clock.0.store(T0 + 5_000, Ordering::SeqCst);
+    f.pass();
+    let handed = f.handed();
+    assert_eq!(handed.len(), 2, "two slots, two launches: {handed:?}");
+    assert_eq!(handed[0].1, "echo a");
+    assert_eq!(handed[1].1, "echo b");
+    assert!(handed.iter().all(|h| h.2 == T0 + 5_000), "{handed:?}");
+    let shown = f.daemon.store().show(ids[0]).unwrap();
+    assert_eq!(shown.task.state, TaskState::Running);
+    assert_eq!(
+        shown.runs[0].started_at,
+        T0 + 5_000,
+        "started on the given clock"
+    );
+    assert_eq!(
+        shown.runs[0].supervisor_pid,
+        Some(900_000),
+        "the session the executor gave"
+    );
+    assert_eq!(f.state(ids[2]), TaskState::Queued, "no third slot");
+
+    // The executor reports the first run's end a minute later: recorded,
+    // and its slot goes to the third task at the clock's new time.
+    f.clock.0.store(T0 + 65_000, Ordering::SeqCst);
+    let ended = RunOutcome {
+        class: RunClass::Ok,
+        exit_code: Some(0),
+        signal: None,
+        finished_at: T0 + 65_000,
+        message: None,
+    };
+    assert!(
+        f.daemon.report_end(handed[0].0, &ended),
+        "recorded and flushed"
+    );
+    f.pass();
+    let handed = f.handed();
+    assert_eq!(handed.len(), 3, "{handed:?}");
+    assert_eq!((handed[2].1.as_str(), handed[2].2), ("echo c", T0 + 65_000));
+    assert_eq!(f.state(ids[0]), TaskState::Succeeded);
+    let run = &f.daemon.store().show(ids[0]).unwrap().runs[0];
+    assert_eq!(run.finished_at, Some(T0 + 65_000));
+    assert_eq!(run.class, Some(RunClass::Ok));
+}
+
+#[test]
+fn a_schedule_fires_when_the_given_clock_passes_its_time_not_the_real_one() {
+    let f = daemon(1);
+    let ids = f.submit(
+        r#"
+[[task]]
+name = "nightly"
+command = ["true"]
+schedule = "0 3 * * *"
+"#,
+    );
+    let template = ids[0];
+    // 02:59 on the given clock: not yet (the real clock is weeks later).
+    f.clock
+        .0
+        .store(T0 + (2 * 60 + 59) * 60_000, Ordering::SeqCst);
+    f.pass();
+    assert!(f.handed().is_empty(), "{:?}", f.handed());
+    // 03:00:01: one firing, one run, started at the given time.
+    let fired_at = T0 + 3 * 3_600_000 + 1_000;
+    f.clock.0.store(fired_at, Ordering::SeqCst);
+    f.pass();
+    let handed = f.handed();
+    assert_eq!(handed.len(), 1, "{handed:?}");
+    assert_eq!((handed[0].1.as_str(), handed[0].2), ("true", fired_at));
+    let next = f.daemon.store().show(template).unwrap().task.next_fire_at;
+    assert_eq!(
+        next,
+        Some(T0 + 27 * 3_600_000),
+        "the next firing is a day on"
+    );
+}

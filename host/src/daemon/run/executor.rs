@@ -1,0 +1,50 @@
+//! How a claimed and prepared run is carried out: an [`Executor`], handed
+//! to the daemon as a value (the local supervisor today, [`super::local`];
+//! a simulator's model or a cluster's batch system can be given instead,
+//! without touching the pass that decides what starts).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::daemon::state::Daemon;
+use crate::sandbox::files::RunSpec;
+
+/// A run the daemon has claimed, recorded and prepared: what an executor
+/// is handed to carry out.
+#[derive(Debug)]
+pub struct Launch {
+    /// The run's id.
+    pub run: i64,
+    /// Its run folder (made; its lock file, logs and status go there).
+    pub dir: PathBuf,
+    /// Everything the run needs, as the supervisor reads it.
+    pub spec: RunSpec,
+    /// When it started, Unix ms on the daemon's clock.
+    pub started_at: i64,
+    /// The same moment on the monotonic clock: a run's length is measured
+    /// from here, so a wall clock stepped meanwhile does not change it.
+    pub steady: std::time::Instant,
+}
+
+/// Carries out prepared runs and reports their ends.
+///
+/// The contract: `launch` returns once the run's session exists (or with
+/// why it cannot), calling `started` with its session id (the local
+/// supervisor's pid) before anything of the task can end; from then on the
+/// executor reports the run's end to the daemon exactly once, through
+/// [`Daemon::report_end`] (or, when its own report was lost, by leaving a
+/// status the daemon reads: [`Daemon::record_until_done`]).
+pub trait Executor: Send + Sync {
+    /// Starts `run`. An error means nothing of it started: the daemon
+    /// records the run as failed to prepare.
+    fn launch(
+        &self,
+        daemon: &Arc<Daemon>,
+        run: Launch,
+        started: &mut dyn FnMut(u32),
+    ) -> anyhow::Result<()>;
+
+    /// The sessions (process ids) it started that have not ended: without
+    /// cgroups, any other child of the daemon's is an orphan of a dead one.
+    fn sessions(&self) -> Vec<i32>;
+}
