@@ -5,8 +5,8 @@
 use std::collections::HashMap;
 
 use crate::Reason;
+use crate::abi;
 use crate::snapshot::{QueuedTask, Snapshot};
-use crate::wire;
 
 /// A policy's answer for one pass. Tasks without a verdict are allowed with
 /// score 0.
@@ -168,7 +168,7 @@ impl Reasons {
 /// Writes `e` for the host: tasks by position in `s`, reasons in one table.
 /// An id that is not in `s` is sent as a position that is not there (so the
 /// host refuses the answer) and logged.
-pub(crate) fn to_wire(s: &Snapshot<'_>, e: Evaluation) -> wire::Evaluation {
+pub(crate) fn to_abi(s: &Snapshot<'_>, e: Evaluation) -> abi::Evaluation {
     let mut positions = Positions {
         queue: &s.queue,
         next: 0,
@@ -183,19 +183,19 @@ pub(crate) fn to_wire(s: &Snapshot<'_>, e: Evaluation) -> wire::Evaluation {
             NOT_THERE
         });
         let verdict = match v.verdict {
-            Verdict::Allow(n) => wire::Verdict::Allow(n),
-            Verdict::Defer(d) => wire::Verdict::Defer(wire::Deferral {
+            Verdict::Allow(n) => abi::Verdict::Allow(n),
+            Verdict::Defer(d) => abi::Verdict::Defer(abi::Deferral {
                 reason: reasons.add(d.reason),
                 until: d.until,
             }),
-            Verdict::Reject(r) => wire::Verdict::Reject(reasons.add(r)),
+            Verdict::Reject(r) => abi::Verdict::Reject(reasons.add(r)),
         };
-        verdicts.push(wire::TaskVerdict { task, verdict });
+        verdicts.push(abi::TaskVerdict { task, verdict });
     }
     let closed_gpus = e
         .closed_gpus
         .into_iter()
-        .map(|c| wire::ClosedGpu {
+        .map(|c| abi::ClosedGpu {
             index: c.index,
             reason: reasons.add(c.reason),
         })
@@ -213,7 +213,7 @@ pub(crate) fn to_wire(s: &Snapshot<'_>, e: Evaluation) -> wire::Evaluation {
                     unknown.get_or_insert(p.task);
                     NOT_THERE
                 });
-            wire::Preemption {
+            abi::Preemption {
                 task,
                 reason: reasons.add(p.reason),
             }
@@ -225,7 +225,7 @@ pub(crate) fn to_wire(s: &Snapshot<'_>, e: Evaluation) -> wire::Evaluation {
             &format!("the answer names task {id}, which is not in the snapshot"),
         );
     }
-    wire::Evaluation {
+    abi::Evaluation {
         reasons: reasons.table,
         verdicts,
         closed_gpus,
@@ -256,18 +256,18 @@ mod tests {
         e.allow(999, 1);
         e.preempt(70, "never");
         e.preempt(71, "gone");
-        let w = to_wire(&s, e);
+        let w = to_abi(&s, e);
         assert_eq!(w.reasons, ["later", "never", "gone"]);
         let tasks: Vec<u32> = w.verdicts.iter().map(|v| v.task).collect();
         assert_eq!(tasks, [0, 1, 2, 39, 3, NOT_THERE]);
         assert!(matches!(
             w.verdicts[2].verdict,
-            wire::Verdict::Defer(wire::Deferral {
+            abi::Verdict::Defer(abi::Deferral {
                 reason: 0,
                 until: Some(9)
             })
         ));
-        assert!(matches!(w.verdicts[3].verdict, wire::Verdict::Reject(1)));
+        assert!(matches!(w.verdicts[3].verdict, abi::Verdict::Reject(1)));
         let pre: Vec<(u32, u32)> = w.preempt.iter().map(|p| (p.task, p.reason)).collect();
         assert_eq!(pre, [(0, 1), (NOT_THERE, 2)]);
     }

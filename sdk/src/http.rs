@@ -191,8 +191,8 @@ impl From<HttpError> for DeliveryError {
 pub fn send(request: Request) -> Result<Response, HttpError> {
     #[cfg(target_arch = "wasm32")]
     {
-        use crate::notifier_bindings::nightjar::plugin::http as wire;
-        let answer = wire::send(&wire::Request {
+        use crate::notifier_bindings::nightjar::plugin::http as abi;
+        let answer = abi::send(&abi::Request {
             method: request.method,
             url: request.url,
             headers: request.headers,
@@ -204,9 +204,9 @@ pub fn send(request: Request) -> Result<Response, HttpError> {
                 headers: r.headers,
                 body: r.body,
             }),
-            Err(wire::HttpError::Denied(why)) => Err(HttpError::Denied(why)),
-            Err(wire::HttpError::Timeout) => Err(HttpError::Timeout),
-            Err(wire::HttpError::Unreachable(why)) => Err(HttpError::Unreachable(why)),
+            Err(abi::HttpError::Denied(why)) => Err(HttpError::Denied(why)),
+            Err(abi::HttpError::Timeout) => Err(HttpError::Timeout),
+            Err(abi::HttpError::Unreachable(why)) => Err(HttpError::Unreachable(why)),
         }
     }
     #[cfg(not(target_arch = "wasm32"))]

@@ -144,17 +144,17 @@ pub mod validator;
 /// The contract's own types, as the host sends and reads them (indices
 /// into string tables and lists); plugin code uses the SDK's types instead.
 #[doc(hidden)]
-pub use bindings::exports::nightjar::plugin::policy as wire;
+pub use bindings::exports::nightjar::plugin::policy as abi;
 
 /// The validator interface's own types, as the host sends and reads them;
 /// validator code uses [`Run`] and [`Finding`] instead.
 #[doc(hidden)]
-pub use validator_bindings::exports::nightjar::plugin::validate as validator_wire;
+pub use validator_bindings::exports::nightjar::plugin::validate as validator_abi;
 
 /// The notifier interface's own types, as the host sends and reads them;
 /// notifier code uses [`Event`] and [`DeliveryError`] instead.
 #[doc(hidden)]
-pub use notifier_bindings::exports::nightjar::plugin::notify as notifier_wire;
+pub use notifier_bindings::exports::nightjar::plugin::notify as notifier_abi;
 
 pub use bindings::nightjar::plugin::host;
 pub use bindings::nightjar::plugin::types::{ConfigError, Level, Priority};

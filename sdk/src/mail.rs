@@ -137,8 +137,8 @@ impl From<MailError> for DeliveryError {
 pub fn send(message: Message) -> Result<(), MailError> {
     #[cfg(target_arch = "wasm32")]
     {
-        use crate::notifier_bindings::nightjar::plugin::mail as wire;
-        let answer = wire::send(&wire::Message {
+        use crate::notifier_bindings::nightjar::plugin::mail as abi;
+        let answer = abi::send(&abi::Message {
             to: message.to,
             subject: message.subject,
             text: message.text,
@@ -146,7 +146,7 @@ pub fn send(message: Message) -> Result<(), MailError> {
             attachments: message
                 .attachments
                 .into_iter()
-                .map(|a| wire::Attachment {
+                .map(|a| abi::Attachment {
                     name: a.name,
                     content_type: a.content_type,
                     body: a.body,
@@ -156,9 +156,9 @@ pub fn send(message: Message) -> Result<(), MailError> {
         });
         match answer {
             Ok(()) => Ok(()),
-            Err(wire::MailError::Denied(why)) => Err(MailError::Denied(why)),
-            Err(wire::MailError::Transient(why)) => Err(MailError::Transient(why)),
-            Err(wire::MailError::Permanent(why)) => Err(MailError::Permanent(why)),
+            Err(abi::MailError::Denied(why)) => Err(MailError::Denied(why)),
+            Err(abi::MailError::Transient(why)) => Err(MailError::Transient(why)),
+            Err(abi::MailError::Permanent(why)) => Err(MailError::Permanent(why)),
         }
     }
     #[cfg(not(target_arch = "wasm32"))]

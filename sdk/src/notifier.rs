@@ -108,7 +108,7 @@ pub fn configure_notifier<N: Notifier>(text: &str) -> Result<N::Config, ConfigEr
 pub mod private {
     use super::{DeliveryError, Event, Notifier, configure_notifier};
     use crate::__private::ConfigSlot;
-    use crate::{ConfigError, notifier_wire as wire};
+    use crate::{ConfigError, notifier_abi as abi};
 
     /// The exported `configure`: parse, check, keep.
     pub fn configure_into<N: Notifier>(
@@ -152,12 +152,12 @@ pub mod private {
     }
 
     /// The exported `deliver` on the contract's own types.
-    pub fn deliver_wire<N: Notifier>(
+    pub fn deliver_abi<N: Notifier>(
         slot: &ConfigSlot<N::Config>,
-        events: Vec<wire::Event>,
-    ) -> Result<(), wire::DeliveryError> {
-        let events: Vec<Event> = events.into_iter().map(Event::from_wire).collect();
-        deliver_with::<N>(slot, &events).map_err(DeliveryError::into_wire)
+        events: Vec<abi::Event>,
+    ) -> Result<(), abi::DeliveryError> {
+        let events: Vec<Event> = events.into_iter().map(Event::from_abi).collect();
+        deliver_with::<N>(slot, &events).map_err(DeliveryError::into_abi)
     }
 }
 
@@ -183,7 +183,7 @@ macro_rules! export_notifier {
 
             struct Export;
 
-            impl $crate::notifier_wire::Guest for Export {
+            impl $crate::notifier_abi::Guest for Export {
                 fn configure(
                     text: ::std::string::String,
                 ) -> ::std::result::Result<(), $crate::ConfigError> {
@@ -191,9 +191,9 @@ macro_rules! export_notifier {
                 }
 
                 fn deliver(
-                    events: ::std::vec::Vec<$crate::notifier_wire::Event>,
-                ) -> ::std::result::Result<(), $crate::notifier_wire::DeliveryError> {
-                    $crate::__private_notifier::deliver_wire::<$notifier>(&CONFIG, events)
+                    events: ::std::vec::Vec<$crate::notifier_abi::Event>,
+                ) -> ::std::result::Result<(), $crate::notifier_abi::DeliveryError> {
+                    $crate::__private_notifier::deliver_abi::<$notifier>(&CONFIG, events)
                 }
             }
 

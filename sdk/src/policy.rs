@@ -54,7 +54,7 @@ pub mod private {
     use std::sync::{Mutex, MutexGuard};
 
     use super::{Policy, configure};
-    use crate::{ConfigError, Evaluation, Snapshot, wire};
+    use crate::{ConfigError, Evaluation, Snapshot, abi};
 
     /// The bytes of the `nightjar-api-version` section: [`crate::API_VERSION`].
     pub const API_VERSION_BYTES: [u8; crate::API_VERSION.len()] = {
@@ -119,13 +119,13 @@ pub mod private {
 
     /// The exported `evaluate` on the contract's own types: the snapshot
     /// read into the SDK's, [`evaluate_with`], the answer written back.
-    pub fn evaluate_wire<P: Policy>(
+    pub fn evaluate_abi<P: Policy>(
         slot: &ConfigSlot<P::Config>,
-        snapshot: &wire::Snapshot,
-    ) -> wire::Evaluation {
+        snapshot: &abi::Snapshot,
+    ) -> abi::Evaluation {
         let view = crate::snapshot::view(snapshot);
         let e = evaluate_with::<P>(slot, &view);
-        crate::evaluation::to_wire(&view, e)
+        crate::evaluation::to_abi(&view, e)
     }
 }
 
@@ -150,15 +150,15 @@ macro_rules! export_policy {
 
             struct Export;
 
-            impl $crate::wire::Guest for Export {
+            impl $crate::abi::Guest for Export {
                 fn configure(
                     text: ::std::string::String,
                 ) -> ::std::result::Result<(), $crate::ConfigError> {
                     $crate::__private::configure_into::<$policy>(&CONFIG, &text)
                 }
 
-                fn evaluate(snapshot: $crate::wire::Snapshot) -> $crate::wire::Evaluation {
-                    $crate::__private::evaluate_wire::<$policy>(&CONFIG, &snapshot)
+                fn evaluate(snapshot: $crate::abi::Snapshot) -> $crate::abi::Evaluation {
+                    $crate::__private::evaluate_abi::<$policy>(&CONFIG, &snapshot)
                 }
             }
 

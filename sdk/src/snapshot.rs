@@ -3,7 +3,7 @@
 //! name strings by index) into these records without copying any text.
 
 use crate::Priority;
-use crate::wire;
+use crate::abi;
 
 /// Everything a policy sees in one pass. `now` is the only clock: policies
 /// never read the wall clock, so the same plugin runs unchanged in a
@@ -110,7 +110,7 @@ pub struct Usage<'a> {
     pub ended_at: Option<i64>,
 }
 
-/// The strings of a wire snapshot.
+/// The strings of an ABI snapshot.
 struct Texts<'a> {
     chars: &'a str,
     ends: &'a [u32],
@@ -149,7 +149,7 @@ fn said(n: u64) -> Option<u64> {
 
 /// The snapshot the host sent, with its strings resolved and its columns
 /// read back into records.
-pub(crate) fn view(w: &wire::Snapshot) -> Snapshot<'_> {
+pub(crate) fn view(w: &abi::Snapshot) -> Snapshot<'_> {
     let t = Texts {
         chars: &w.strings.chars,
         ends: &w.strings.ends,
@@ -276,15 +276,15 @@ mod tests {
 
     #[test]
     fn columns_read_back_as_records_and_a_short_column_cuts_the_rest() {
-        let w = wire::Snapshot {
+        let w = abi::Snapshot {
             now: 50,
             time_zone: 2,
             utc_offset: 3600,
-            strings: wire::Strings {
+            strings: abi::Strings {
                 chars: "t1bioUTC".into(),
                 ends: vec![2, 5, 8],
             },
-            queue: wire::Queue {
+            queue: abi::Queue {
                 id: vec![7, 8],
                 name: vec![0, 0],
                 project: vec![1, 1],
@@ -298,7 +298,7 @@ mod tests {
             },
             running: Vec::new(),
             gpus: Vec::new(),
-            usage: wire::Usage {
+            usage: abi::Usage {
                 project: vec![1],
                 gpus: vec![2],
                 started_at: vec![5],

@@ -62,8 +62,8 @@ impl Schedule {
 pub fn prices(start: i64, end: i64) -> Option<Schedule> {
     #[cfg(target_arch = "wasm32")]
     {
-        use crate::bindings::nightjar::plugin::tariff as wire;
-        wire::prices(start, end).map(|s| Schedule {
+        use crate::bindings::nightjar::plugin::tariff as abi;
+        abi::prices(start, end).map(|s| Schedule {
             currency: s.currency,
             spans: s
                 .spans

@@ -95,7 +95,7 @@ pub fn configure_validator<V: Validator>(text: &str) -> Result<V::Config, Config
 pub mod private {
     use super::{Finding, Run, Validator, configure_validator};
     use crate::__private::ConfigSlot;
-    use crate::{ConfigError, validator_wire as wire};
+    use crate::{ConfigError, validator_abi as abi};
 
     /// The exported `configure`: parse, check, keep.
     pub fn configure_into<V: Validator>(
@@ -136,15 +136,15 @@ pub mod private {
     /// The exported `validate` on the contract's own types: the run read
     /// into a [`Run`] rooted at `/output`, [`validate_with`], the findings
     /// written back.
-    pub fn validate_wire<V: Validator>(
+    pub fn validate_abi<V: Validator>(
         slot: &ConfigSlot<V::Config>,
-        run: wire::Run,
-    ) -> wire::Validation {
-        let run = Run::from_wire(run);
-        wire::Validation {
+        run: abi::Run,
+    ) -> abi::Validation {
+        let run = Run::from_abi(run);
+        abi::Validation {
             findings: validate_with::<V>(slot, &run)
                 .into_iter()
-                .map(Finding::into_wire)
+                .map(Finding::into_abi)
                 .collect(),
         }
     }
@@ -173,17 +173,15 @@ macro_rules! export_validator {
 
             struct Export;
 
-            impl $crate::validator_wire::Guest for Export {
+            impl $crate::validator_abi::Guest for Export {
                 fn configure(
                     text: ::std::string::String,
                 ) -> ::std::result::Result<(), $crate::ConfigError> {
                     $crate::__private_validator::configure_into::<$validator>(&CONFIG, &text)
                 }
 
-                fn validate(
-                    run: $crate::validator_wire::Run,
-                ) -> $crate::validator_wire::Validation {
-                    $crate::__private_validator::validate_wire::<$validator>(&CONFIG, run)
+                fn validate(run: $crate::validator_abi::Run) -> $crate::validator_abi::Validation {
+                    $crate::__private_validator::validate_abi::<$validator>(&CONFIG, run)
                 }
             }
 

@@ -12,7 +12,7 @@ use crate::access::Caller;
 /// The reply line (without its newline) to one request line from `caller`.
 pub async fn answer(api: &Api, caller: &Caller, line: &[u8]) -> Vec<u8> {
     match parse(line) {
-        Ok(req) => dispatch(api, caller, req).await,
+        Ok(req) => route(api, caller, req).await,
         Err(e) => error_line(e),
     }
 }
@@ -62,7 +62,7 @@ fn line<T: Serialize>(r: Result<T, ApiError>) -> Vec<u8> {
 }
 
 /// The reply line to `req` from `caller`, through [`Api::call`].
-pub async fn dispatch(api: &Api, caller: &Caller, req: Request) -> Vec<u8> {
+pub async fn route(api: &Api, caller: &Caller, req: Request) -> Vec<u8> {
     // One arm per verb: the match is exhaustive, so a new verb without a
     // handler does not compile.
     macro_rules! each {

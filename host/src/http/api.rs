@@ -1,5 +1,5 @@
 //! The API's routes: `POST /api/v2/{verb}` with the request's fields as a
-//! JSON body, answered through `api::Api::call` (by `server::dispatch`, the socket's codec) with the
+//! JSON body, answered through `api::Api::call` (by `server::route`, the socket's codec) with the
 //! caller from the auth middleware; the body is the socket's reply line.
 //! The status follows the error kind: 404 not-found, 403 forbidden, 400
 //! invalid and bad-request (an invalid request mixes bad input and a task
@@ -76,7 +76,7 @@ pub async fn verb(
         Ok(r) => r,
         Err(e) => return error_response(status_of(e.kind), e.kind, &e.message),
     };
-    let line = crate::api::server::dispatch(&d, &caller, req).await;
+    let line = crate::api::server::route(&d, &caller, req).await;
     json_response(status_from_line(&line), line)
 }
 

@@ -37,8 +37,8 @@ macro_rules! host_imports {
 
 pub mod budget;
 pub mod compile;
-mod dispatch;
 pub mod engine;
+mod versioned;
 
 /// The sha256 of `bytes`, as 64 lowercase hex digits (a plugin's identity
 /// in `plugins ls`, caches and messages).

@@ -7,7 +7,6 @@ use std::time::Duration;
 use wasmtime::component::ResourceTable;
 use wasmtime::{Store, Trap};
 
-use super::dispatch::{Live, Pre};
 use super::engine::PluginEngine;
 use super::limits::{
     MAX_CALL_TRANSFER, MAX_HOST_RESOURCES, MAX_LOG_MESSAGE, MAX_REASON, OverMemory, TotalLimiter,
@@ -16,6 +15,7 @@ use super::limits::{
 use super::pass::Pass;
 use super::sink::{LogBudget, LogSink};
 use super::version::{Adapter, Detected};
+use super::versioned::{Live, Pre};
 use super::wasi::{Blocked, SeededRng};
 
 pub use super::model::{

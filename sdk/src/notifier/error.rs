@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::notifier_wire as wire;
+use crate::notifier_abi as abi;
 
 /// Why a delivery failed. The host treats a delivery as all or nothing: an
 /// error means none of the call's events counts as delivered.
@@ -49,10 +49,10 @@ impl DeliveryError {
     }
 
     /// The contract's form of it.
-    pub(crate) fn into_wire(self) -> wire::DeliveryError {
+    pub(crate) fn into_abi(self) -> abi::DeliveryError {
         match self {
-            DeliveryError::Transient(m) => wire::DeliveryError::Transient(m),
-            DeliveryError::Permanent(m) => wire::DeliveryError::Permanent(m),
+            DeliveryError::Transient(m) => abi::DeliveryError::Transient(m),
+            DeliveryError::Permanent(m) => abi::DeliveryError::Permanent(m),
         }
     }
 }

@@ -1,7 +1,7 @@
 //! What a notifier delivers: events, rendered by the host, with their facts.
 
 use crate::Severity;
-use crate::notifier_wire as wire;
+use crate::notifier_abi as abi;
 
 /// A named fact about an event (`class`, `exit-code`, `hint`, ...).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -65,16 +65,16 @@ impl Event {
     }
 
     /// The event as the host sent it.
-    pub(crate) fn from_wire(e: wire::Event) -> Event {
+    pub(crate) fn from_abi(e: abi::Event) -> Event {
         Event {
             id: e.id,
             key: e.key,
             kind: e.kind,
             at: e.at,
             severity: match e.severity {
-                wire::Severity::Info => Severity::Info,
-                wire::Severity::Warning => Severity::Warning,
-                wire::Severity::Error => Severity::Error,
+                abi::Severity::Info => Severity::Info,
+                abi::Severity::Warning => Severity::Warning,
+                abi::Severity::Error => Severity::Error,
             },
             task: e.task,
             run: e.run,

@@ -5,7 +5,7 @@ use std::fmt;
 
 use serde::{Deserialize, Deserializer};
 
-use crate::validator_wire as wire;
+use crate::validator_abi as abi;
 
 /// How much a [`Finding`] (or a notifier's [`Event`](crate::Event))
 /// weighs. In a config it is written `"info"`, `"warning"` or `"error"`;
@@ -106,12 +106,12 @@ impl Finding {
     }
 
     /// The contract's form of it.
-    pub(crate) fn into_wire(self) -> wire::Finding {
-        wire::Finding {
+    pub(crate) fn into_abi(self) -> abi::Finding {
+        abi::Finding {
             severity: match self.severity {
-                Severity::Info => wire::Severity::Info,
-                Severity::Warning => wire::Severity::Warning,
-                Severity::Error => wire::Severity::Error,
+                Severity::Info => abi::Severity::Info,
+                Severity::Warning => abi::Severity::Warning,
+                Severity::Error => abi::Severity::Error,
             },
             path: self.path,
             message: self.message,

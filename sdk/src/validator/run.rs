@@ -4,7 +4,7 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Component, Path, PathBuf};
 
-use crate::validator_wire as wire;
+use crate::validator_abi as abi;
 
 /// Where the host mounts the run's output folder inside the plugin
 /// (read-only, its only preopened directory).
@@ -57,7 +57,7 @@ pub struct Run {
 
 impl Run {
     /// The run as the host sent it, its folder at [`OUTPUT_ROOT`].
-    pub(crate) fn from_wire(run: wire::Run) -> Run {
+    pub(crate) fn from_abi(run: abi::Run) -> Run {
         Run {
             task: run.task,
             run: run.run,

@@ -131,15 +131,15 @@ fn a_validator_that_cannot_be_configured_by_default_says_so() {
 }
 
 #[test]
-fn findings_cross_to_the_wire_as_they_are() {
-    let w = Finding::warning("m.json", "loss is 2, wanted < 1").into_wire();
+fn findings_cross_to_the_abi_as_they_are() {
+    let w = Finding::warning("m.json", "loss is 2, wanted < 1").into_abi();
     assert!(matches!(
         w.severity,
-        crate::validator_wire::Severity::Warning
+        crate::validator_abi::Severity::Warning
     ));
     assert_eq!(w.path.as_deref(), Some("m.json"));
-    let w = Finding::about_run(Severity::Info, "fine").into_wire();
-    assert!(matches!(w.severity, crate::validator_wire::Severity::Info));
+    let w = Finding::about_run(Severity::Info, "fine").into_abi();
+    assert!(matches!(w.severity, crate::validator_abi::Severity::Info));
     assert_eq!(w.path, None);
     assert_eq!(Finding::error("a", "b").severity, Severity::Error);
     assert_eq!(Finding::info("a", "b").severity, Severity::Info);

@@ -47,7 +47,7 @@ use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use nightjar_sdk::wire;
+use nightjar_sdk::abi;
 use nightjar_sdk::*;
 
 static CALLS: AtomicU64 = AtomicU64::new(0);
@@ -246,15 +246,15 @@ fn mode_of(config: &str) -> String {
 /// The answers of the modes that break the contract's form, written on its
 /// own types; `None` for every other mode.
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
-fn raw(mode: &str, s: &wire::Snapshot) -> Option<wire::Evaluation> {
-    let defer = |task: u32, reason: u32| wire::TaskVerdict {
+fn raw(mode: &str, s: &abi::Snapshot) -> Option<abi::Evaluation> {
+    let defer = |task: u32, reason: u32| abi::TaskVerdict {
         task,
-        verdict: wire::Verdict::Defer(wire::Deferral {
+        verdict: abi::Verdict::Defer(abi::Deferral {
             reason,
             until: None,
         }),
     };
-    let mut e = wire::Evaluation {
+    let mut e = abi::Evaluation {
         reasons: vec!["hostile".into()],
         verdicts: Vec::new(),
         closed_gpus: Vec::new(),
@@ -263,7 +263,7 @@ fn raw(mode: &str, s: &wire::Snapshot) -> Option<wire::Evaluation> {
     match mode {
         "bad-task-index" => e.verdicts.push(defer(s.queue.id.len() as u32, 0)),
         "bad-reason-index" => e.verdicts.push(defer(0, 5)),
-        "bad-running-index" => e.preempt.push(wire::Preemption {
+        "bad-running-index" => e.preempt.push(abi::Preemption {
             task: s.running.len() as u32 + 3,
             reason: 0,
         }),
@@ -297,24 +297,24 @@ nightjar_sdk::api_version_section!();
 mod export {
     use std::sync::Mutex;
 
-    use nightjar_sdk::__private::{ConfigSlot, configure_into, evaluate_wire};
-    use nightjar_sdk::{ConfigError, wire};
+    use nightjar_sdk::__private::{ConfigSlot, configure_into, evaluate_abi};
+    use nightjar_sdk::{ConfigError, abi};
 
     static CONFIG: ConfigSlot<String> = ConfigSlot::new();
     static MODE: Mutex<String> = Mutex::new(String::new());
 
     struct Export;
 
-    impl wire::Guest for Export {
+    impl abi::Guest for Export {
         fn configure(text: String) -> Result<(), ConfigError> {
             configure_into::<super::Hostile>(&CONFIG, &text)?;
             *MODE.lock().unwrap_or_else(|p| p.into_inner()) = super::mode_of(&text);
             Ok(())
         }
 
-        fn evaluate(s: wire::Snapshot) -> wire::Evaluation {
+        fn evaluate(s: abi::Snapshot) -> abi::Evaluation {
             let mode = MODE.lock().unwrap_or_else(|p| p.into_inner()).clone();
-            super::raw(&mode, &s).unwrap_or_else(|| evaluate_wire::<super::Hostile>(&CONFIG, &s))
+            super::raw(&mode, &s).unwrap_or_else(|| evaluate_abi::<super::Hostile>(&CONFIG, &s))
         }
     }
 
