@@ -38,6 +38,8 @@ type Handed = Vec<(i64, String, i64)>;
 struct Recorder {
     handed: Mutex<Handed>,
     next_session: AtomicU32,
+    /// Refuse this many launches first (as a cluster that is down would).
+    refuse: AtomicU32,
 }
 
 impl Executor for Recorder {
@@ -48,6 +50,13 @@ impl Executor for Recorder {
         started: &mut dyn FnMut(u32),
     ) -> anyhow::Result<()> {
         let argv = run.spec.argv.join(" ");
+        if self
+            .refuse
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok()
+        {
+            anyhow::bail!("no session for `{argv}`: refused by the test");
+        }
         self.handed
             .lock()
             .unwrap()
@@ -202,8 +211,42 @@ command = ["echo", "c"]
     assert_eq!((handed[2].1.as_str(), handed[2].2), ("echo c", T0 + 65_000));
     assert_eq!(f.state(ids[0]), TaskState::Succeeded);
     let run = &f.daemon.store().show(ids[0]).unwrap().runs[0];
-    assert_eq!(run.finished_at, Some(T0 + 65_000));
     assert_eq!(run.class, Some(RunClass::Ok));
+}
+
+#[test]
+fn a_launch_the_executor_refuses_fails_its_run_once_and_frees_the_slot() {
+    let f = daemon(1);
+    f.recorder.refuse.store(1, Ordering::SeqCst);
+    let ids = f.submit(
+        r#"
+[[task]]
+name = "a"
+command = ["echo", "a"]
+[[task]]
+name = "b"
+command = ["echo", "b"]
+"#,
+    );
+    // Two passes: the slot `a` was placed on is free again at once, so
+    // `b` starts in the first or, at the latest, the second.
+    f.pass();
+    f.pass();
+    let a = f.daemon.store().show(ids[0]).unwrap();
+    assert_eq!(
+        a.task.state,
+        TaskState::Failed,
+        "one attempt, failed to prepare"
+    );
+    assert_eq!(a.runs.len(), 1, "recorded once: {:?}", a.runs);
+    assert_eq!(a.runs[0].class, Some(RunClass::AppError));
+    let message = a.runs[0].message.clone().unwrap_or_default();
+    assert!(message.contains("refused by the test"), "{message}");
+    assert_eq!(a.runs[0].finished_at, Some(T0), "ended on the given clock");
+    let handed = f.handed();
+    assert_eq!(handed.len(), 1, "{handed:?}");
+    assert_eq!(handed[0].1, "echo b");
+    assert_eq!(f.state(ids[1]), TaskState::Running);
 }
 
 #[test]

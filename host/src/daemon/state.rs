@@ -30,9 +30,10 @@ pub(super) use crate::daemon::locks::lock;
 /// (a debug build panics naming both places). Each is taken for one short
 /// step (`lock(&d.pool)`, `d.store()`) and released before the next is
 /// taken; a guard is never held across a plugin call, an await or a
-/// process spawn, with one exception: `runs.supervisors` is held across
-/// launching a supervisor (no other lock is taken meanwhile), so a new
-/// child is known before it can be mistaken for an orphan. The policy
+/// process spawn, with one exception: the local executor's set of live
+/// supervisors (`run/local.rs`) is held across launching one (no other
+/// lock is taken meanwhile), so a new child is known before it can be
+/// mistaken for an orphan. The policy
 /// chain and its ranking are owned by the scheduler thread and take no
 /// lock at all.
 pub struct Daemon {
@@ -65,7 +66,7 @@ pub struct Daemon {
     clock: Arc<dyn Clock>,
     /// The scheduling pipeline's part (the scheduler thread's).
     pub(super) pipeline: super::pipeline::Parts,
-    /// The runs' part: what is placed, their supervisors, their ends.
+    /// The runs' part: what is placed, the executor, what ends need.
     pub(super) runs: super::run::Parts,
     /// What is watched: the GPUs.
     pub(super) watch: super::watch::Parts,

@@ -144,7 +144,7 @@ where
             daemon.cfg.socket.display(),
             daemon.cfg.state_dir.display()
         );
-        match daemon.store().fire_reboot(crate::time::now_ms()) {
+        match daemon.store().fire_reboot(daemon.now_ms()) {
             Ok(fired) if !fired.is_empty() => {
                 tracing::info!("@reboot: created tasks {fired:?}");
             }

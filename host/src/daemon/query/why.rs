@@ -23,7 +23,7 @@ impl Daemon {
         } else if let Some(r) = lock(&self.pipeline.place_reasons).get(&t.id) {
             t.reason = Some(r.clone());
         } else if let Some(at) = t.not_before {
-            let left = at.saturating_sub(crate::time::now_ms());
+            let left = at.saturating_sub(self.now_ms());
             if left > 0 {
                 let r = t.reason.take().unwrap_or_else(|| "waiting".into());
                 t.reason = Some(format!(
@@ -65,7 +65,7 @@ impl Daemon {
             && (t.reason.is_none() || peak.is_some() || placing))
             .then(|| {
                 let mut pool = lock(&self.pool);
-                pool.stagger.now = crate::time::now_ms();
+                pool.stagger.now = self.now_ms();
                 pool.explain_after(&d.spec.resources, peak)
             });
         let placed = d.events.iter().rev().find(|e| e.kind == "placed");

@@ -20,7 +20,6 @@ use crate::daemon::state::Daemon;
 use crate::task::checkpoint::CHECKPOINT_VAR;
 use crate::task::model::{CommandSpec, TaskSpec};
 use crate::task::vars::{self, Subst};
-use crate::time::now_ms;
 
 /// What looking for a checkpoint gave an attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -149,7 +148,7 @@ impl Daemon {
         let path = checkpoint.map(|p| p.to_string_lossy());
         if let Err(e) = self
             .store()
-            .record_checkpoint(run, path.as_deref(), note, now_ms())
+            .record_checkpoint(run, path.as_deref(), note, self.now_ms())
         {
             tracing::warn!("run {run}: cannot record its checkpoint: {e}");
         }

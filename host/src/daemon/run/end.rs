@@ -69,7 +69,7 @@ impl Daemon {
     pub(in crate::daemon) fn give_back(&self, run: i64) -> bool {
         // Nothing ran: whatever the monitor kept for it is dropped.
         let _ = lock(&self.watch.gpu).as_mut().map(|m| m.take_run(run));
-        let given = self.store().give_back(run, now_ms());
+        let given = self.store().give_back(run, self.now_ms());
         let recorded = match given {
             Ok(_) => true,
             Err(e) => {
@@ -184,7 +184,7 @@ impl Daemon {
         // The last starts on each GPU, so a restart does not start ten at once.
         let stagger = self.cfg.gpu.stagger.as_millis() as i64;
         if stagger > 0 {
-            let now = crate::time::now_ms();
+            let now = self.now_ms();
             let starts = self.store().gpu_starts_since(now.saturating_sub(stagger))?;
             let mut pool = lock(&self.pool);
             pool.stagger.now = now;

@@ -28,12 +28,26 @@ pub struct Launch {
 
 /// Carries out prepared runs and reports their ends.
 ///
-/// The contract: `launch` returns once the run's session exists (or with
-/// why it cannot), calling `started` with its session id (the local
-/// supervisor's pid) before anything of the task can end; from then on the
-/// executor reports the run's end to the daemon exactly once, through
-/// [`Daemon::report_end`] (or, when its own report was lost, by leaving a
-/// status the daemon reads: [`Daemon::record_until_done`]).
+/// The contract:
+/// - `launch` returns once the run's session exists (or with why it
+///   cannot: then nothing of it started, and the daemon records the run as
+///   failed to prepare, once).
+/// - It calls `started` with the session's id (the local supervisor's pid)
+///   before the task itself begins, holding none of its own locks: the
+///   daemon records the id then, so a daemon restarted at any moment after
+///   finds the run by it.
+/// - It reports the run's end through [`Daemon::report_end`] until that
+///   returns true (the end is judged, recorded and on disk; a repeat of a
+///   recorded end changes nothing). `report_end` blocks: call it off an
+///   async runtime's thread.
+/// - Only the local executor may instead leave its end in the run folder
+///   for [`Daemon::record_until_done`] (a supervisor that died before its
+///   report was acknowledged): that reads the folder's `status.json` and
+///   run lock, which only a local run has.
+///
+/// Stopping a run (cancel, preemption, the watchdog's deadline) still
+/// signals the session as a local process group; an executor whose runs
+/// are elsewhere needs that seam too (not yet there).
 pub trait Executor: Send + Sync {
     /// Starts `run`. An error means nothing of it started: the daemon
     /// records the run as failed to prepare.

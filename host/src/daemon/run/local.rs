@@ -11,6 +11,8 @@ use crate::daemon::state::{Daemon, lock};
 use crate::sandbox::launch::{self, SupervisorCmd};
 
 /// Runs each run under a supervisor of its own, started from this binary.
+/// A run's length is its monotonic time from [`Launch::steady`] added to
+/// its `started_at`: it assumes the daemon runs on the system clock.
 pub struct LocalSupervisor {
     /// How supervisors are started.
     command: SupervisorCmd,

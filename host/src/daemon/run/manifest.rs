@@ -276,9 +276,9 @@ impl Daemon {
                 "; run anyway ([manifest] inputs_changed = \"warn\")"
             }
         );
-        if let Err(e) = self
-            .store()
-            .note_event(Some(run.task_id), "inputs-changed", &msg, now_ms())
+        if let Err(e) =
+            self.store()
+                .note_event(Some(run.task_id), "inputs-changed", &msg, self.now_ms())
         {
             tracing::warn!(
                 "run {}: cannot record its inputs-changed event: {e}",

@@ -1,7 +1,8 @@
-//! One run, from its claim to its end: the environment built, the
-//! supervisor launched and talked to, checkpoints and manifests, the end
-//! recorded exactly once and judged (validators, outputs, energy), and the
-//! watchdog's own deadlines for supervisors that do not act.
+//! One run, from its claim to its end: the environment built, the run
+//! handed to its executor (the local supervisor: `local.rs`), checkpoints
+//! and manifests, the end recorded exactly once and judged (validators,
+//! outputs, energy), and the watchdog's own deadlines for supervisors that
+//! do not act.
 
 pub(in crate::daemon) mod checkpoint;
 pub(in crate::daemon) mod checkpoint_find;
@@ -48,7 +49,7 @@ pub(in crate::daemon) struct Held {
 
 /// The runs' part of the daemon: the runs in progress (read by the
 /// pipeline and the watches too), and what only starting and ending them
-/// uses: cgroups, supervisors, validators, energy counters.
+/// uses: cgroups, the executor, validators, energy counters.
 pub struct Parts {
     /// The runs in progress and what they hold.
     pub(in crate::daemon) placed: Mutex<HashMap<i64, Held>>,

@@ -1,5 +1,6 @@
 //! Starting one run: place it, claim it in the store, prepare its
-//! environment, launch its supervisor and watch it to its end.
+//! environment and hand it to the executor (`executor.rs`), which carries
+//! it out and reports its end.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -128,6 +129,9 @@ impl Daemon {
         // task queued, and a refusal (inputs changed) needs no supervisor.
         let captured = self.capture_start(task, spec);
         let now = self.now_ms();
+        // The same moment on the monotonic clock: a run's length is
+        // measured from here.
+        let steady = std::time::Instant::now();
         let Some(run) = self
             .store()
             .claim(task, &new_run, &self.cfg.runs_dir(), now)?
@@ -155,7 +159,6 @@ impl Daemon {
                 self.cfg.sandbox.grace,
             )
         });
-        let steady = std::time::Instant::now();
         let held = Held {
             deadline,
             started_at: now,
