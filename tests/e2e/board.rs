@@ -85,3 +85,62 @@ fn queue_and_runs_answer_alike_on_the_socket_and_over_http() {
     );
     assert_eq!(q.json()["ok"], first["ok"], "{}", q.text());
 }
+
+/// Verbs renamed so every list is `NOUN-list` (`task-list`, `gpu-list`,
+/// `plugin-list`; `task-count`, `plugin-reload`) still answer under the
+/// names protocol 2 first had, on the socket and over HTTP, with what the
+/// new names answer.
+#[test]
+fn renamed_verbs_answer_under_their_earlier_names_on_the_socket_and_over_http() {
+    let mut nj = Nj::new("[http]\nlisten = \"127.0.0.1:0\"\n");
+    nj.start();
+    let held = nj.submit(&["--hold", "--name", "held", "--", "true"]);
+    let token = nj.json(&["token", "create", "--name", "renamed"])["token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let filter = json!({ "state": null, "project": null, "all": true, "since": 0 });
+    let pairs = [
+        ("list", "task-list", json!({ "filter": filter })),
+        ("list-count", "task-count", json!({ "filter": filter })),
+        ("gpus", "gpu-list", json!({})),
+        ("plugins", "plugin-list", json!({})),
+    ];
+    for (was, name, fields) in &pairs {
+        let with = |verb: &str| {
+            let mut req = fields.clone();
+            req["verb"] = json!(verb);
+            req
+        };
+        let new = nj.request(with(name));
+        let old = nj.request(with(was));
+        assert!(new.get("ok").is_some(), "{name}: {new}");
+        assert_eq!(old, new, "socket: `{was}` answers as `{name}`");
+        let http_new = call(
+            addr(&nj),
+            "POST",
+            &format!("/api/v2/{name}"),
+            Some(&token),
+            &fields.to_string(),
+        );
+        let http_old = call(
+            addr(&nj),
+            "POST",
+            &format!("/api/v2/{was}"),
+            Some(&token),
+            &fields.to_string(),
+        );
+        assert_eq!(http_new.status, 200, "{name}: {}", http_new.text());
+        assert_eq!(
+            (http_old.status, http_old.json()),
+            (200, http_new.json()),
+            "HTTP: `{was}` answers as `{name}`"
+        );
+    }
+    // The listing names the held task under either name.
+    let old = nj.request(json!({ "verb": "list", "filter": filter }));
+    assert_eq!(old["ok"][0]["id"], held, "{old}");
+    // A change under its earlier name is a change: the reload answers.
+    let reload = nj.request(json!({ "verb": "plugins-reload" }));
+    assert!(reload.get("ok").is_some(), "{reload}");
+}

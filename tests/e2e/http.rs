@@ -93,7 +93,7 @@ fn the_http_api_serves_the_protocol_to_token_holders_only() {
         Some("garbage"),
         Some(&*format!("nj_{}", "0".repeat(64))),
     ] {
-        let r = call(a, "POST", "/api/v2/list", token, "{}");
+        let r = call(a, "POST", "/api/v2/task-list", token, "{}");
         assert_eq!(r.status, 401, "{token:?}: {}", r.text());
         assert!(
             r.json()["error"]
@@ -162,7 +162,7 @@ fn the_http_api_serves_the_protocol_to_token_holders_only() {
     let show = call(a, "POST", "/api/v2/show", t, &format!("{{\"id\":{id}}}"));
     assert_eq!(show.json()["ok"], nj.show(id));
     let filter = r#"{"filter":{"state":null,"project":null,"all":true,"since":0}}"#;
-    let list = call(a, "POST", "/api/v2/list", t, filter);
+    let list = call(a, "POST", "/api/v2/task-list", t, filter);
     assert_eq!(list.json()["ok"], nj.json(&["ls", "--all"]));
     let missing = call(a, "POST", "/api/v2/show", t, r#"{"id":999999}"#);
     assert_eq!(
@@ -237,7 +237,7 @@ fn the_http_api_serves_the_protocol_to_token_holders_only() {
     let mut s = TcpStream::connect(a).unwrap();
     let big = vec![b' '; 1024 * 1024 + 16];
     let head = format!(
-        "POST /api/v2/list HTTP/1.1\r\nHost: n\r\nConnection: close\r\nAuthorization: Bearer {token}\r\nContent-Length: {}\r\n\r\n",
+        "POST /api/v2/task-list HTTP/1.1\r\nHost: n\r\nConnection: close\r\nAuthorization: Bearer {token}\r\nContent-Length: {}\r\n\r\n",
         big.len()
     );
     use std::io::Write;

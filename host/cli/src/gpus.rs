@@ -20,7 +20,7 @@ pub struct Args {
 /// Prints the GPUs (once, or refreshed).
 pub fn run(mut ctx: Ctx, a: Args) -> Result<i32> {
     loop {
-        let views = ctx.client.call(api::Gpus {})?;
+        let views = ctx.client.call(api::GpuList {})?;
         if ctx.json {
             super::print_json(&views)?;
         } else {

@@ -63,7 +63,7 @@ pub fn run(mut ctx: Ctx, a: Args) -> Result<i32> {
         None if ctx.json => None,
         None => Some(TABLE_LIMIT),
     };
-    let rows = ctx.client.call(api::List {
+    let rows = ctx.client.call(api::TaskList {
         filter: filter.clone(),
         limit,
     })?;
@@ -104,7 +104,7 @@ pub fn run(mut ctx: Ctx, a: Args) -> Result<i32> {
     };
     table::print(headers, &cells);
     if may_be_cut(limit, rows.len()) {
-        let count = ctx.client.call(api::ListCount { filter });
+        let count = ctx.client.call(api::TaskCount { filter });
         if let Some(note) = cut_note(&rows, count.ok().as_deref()) {
             // Only a note: a stderr that cannot take it (`2>/dev/full`)
             // does not fail a listing that was written (eprintln! panicked).

@@ -48,7 +48,7 @@ pub enum Cmd {
 
 /// Runs `plugins ls` against the daemon.
 pub fn ls(client: &mut Client, json: bool) -> Result<i32> {
-    let views = client.call(api::Plugins {})?;
+    let views = client.call(api::PluginList {})?;
     if json {
         super::print_json(&views)?;
         return Ok(0);
@@ -97,7 +97,7 @@ pub fn ls(client: &mut Client, json: bool) -> Result<i32> {
 
 /// Runs `plugins reload` against the daemon.
 pub fn reload(client: &mut Client, json: bool) -> Result<i32> {
-    let changes = client.call(api::PluginsReload {})?;
+    let changes = client.call(api::PluginReload {})?;
     if json {
         super::print_json(&changes)?;
     } else if changes.is_empty() {

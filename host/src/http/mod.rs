@@ -58,11 +58,20 @@ pub fn api_routes() -> Vec<(&'static str, String)> {
         .map(|(m, p)| (*m, p.to_string()))
         .collect();
     all.extend(
-        VERBS
-            .iter()
-            .map(|v| ("POST", format!("{PREFIX}/{}", v.name))),
+        verb_paths()
+            .into_iter()
+            .map(|name| ("POST", format!("{PREFIX}/{name}"))),
     );
     all
+}
+
+/// Every name a verb is routed under: its own, and a renamed verb's
+/// earlier one (deprecated in the OpenAPI file, answered the same).
+fn verb_paths() -> Vec<&'static str> {
+    VERBS
+        .iter()
+        .flat_map(|v| std::iter::once(v.name).chain(v.was))
+        .collect()
 }
 
 /// Marks axum's answer for a path no route has (the OpenAPI test tells it
@@ -77,8 +86,7 @@ pub fn router(d: Api) -> Router {
         .route("/api/v2/openapi.yaml", get(api::openapi))
         .route("/api/v2/events", get(sse::events))
         .route("/api/v2/logs/{id}", get(sse::logs));
-    for v in VERBS {
-        let name = v.name;
+    for name in verb_paths() {
         api = api.route(
             &format!("{PREFIX}/{name}"),
             post(

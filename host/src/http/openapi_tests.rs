@@ -48,21 +48,26 @@ fn the_files_paths_are_the_routers_both_ways() {
 fn every_verb_names_its_request_and_reply_schemas() {
     let doc = doc();
     let schemas = doc["components"]["schemas"].as_mapping().expect("schemas");
-    for v in VERBS {
-        let op = &doc["paths"][format!("/api/v2/{}", v.name).as_str()]["post"];
+    let named = VERBS.iter().map(|v| (v, v.name, false));
+    let earlier = VERBS.iter().filter_map(|v| v.was.map(|w| (v, w, true)));
+    for (v, path, was) in named.chain(earlier) {
+        let op = &doc["paths"][format!("/api/v2/{path}").as_str()]["post"];
+        assert_eq!(
+            op["deprecated"].as_bool().unwrap_or(false),
+            was,
+            "{path}: a renamed verb's earlier name, and only that, is deprecated"
+        );
         let req = op["requestBody"]["content"]["application/json"]["schema"]["$ref"].as_str();
         let rep = op["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].as_str();
         assert_eq!(
             req,
             Some(format!("#/components/schemas/{}", v.request).as_str()),
-            "{}",
-            v.name
+            "{path}"
         );
         assert_eq!(
             rep,
             Some(format!("#/components/schemas/{}Reply", v.request).as_str()),
-            "{}",
-            v.name
+            "{path}"
         );
         for name in [v.request.to_string(), format!("{}Reply", v.request)] {
             assert!(

@@ -12,7 +12,7 @@ use super::layout::{escape, gib};
 use super::queue::Params;
 use crate::access::Caller;
 use crate::api::Api;
-use crate::api::Gpus;
+use crate::api::GpuList;
 use crate::api::views::GpuView;
 
 /// `GET /gpus`.
@@ -27,7 +27,7 @@ pub async fn page(
         caller,
         &headers,
         q.fragment == Some(1),
-        Gpus {},
+        GpuList {},
         ("GPUs", "/gpus"),
         |views| render(views),
     )

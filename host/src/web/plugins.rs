@@ -11,7 +11,7 @@ use super::layout::escape;
 use super::queue::Params;
 use crate::access::Caller;
 use crate::api::Api;
-use crate::api::Plugins;
+use crate::api::PluginList;
 use crate::api::views::MemberView;
 
 /// `GET /plugins`.
@@ -26,7 +26,7 @@ pub async fn page(
         caller,
         &headers,
         q.fragment == Some(1),
-        Plugins {},
+        PluginList {},
         ("Plugins", "/plugins"),
         |views| render(views),
     )

@@ -39,6 +39,9 @@ pub struct VerbInfo {
     pub name: &'static str,
     /// The request type's name (the OpenAPI request schema).
     pub request: &'static str,
+    /// The verb's earlier wire name, still understood (and routed over
+    /// HTTP, marked deprecated), where the verb was renamed.
+    pub was: Option<&'static str>,
     /// The reply type as written in the protocol (`Vec<TaskRow>`).
     pub reply: &'static str,
 }
@@ -46,19 +49,27 @@ pub struct VerbInfo {
 macro_rules! requests {
     (@reads reads) => { true };
     (@reads) => { false };
-    ($($(#[$doc:meta])* $verb:ident = $name:literal => $reply:ty $(, $reads:ident)?;)*) => {
-        /// A request to the daemon, tagged by `verb`.
+    (@was $was:literal) => { Some($was) };
+    (@was) => { None };
+    ($($(#[$doc:meta])* $verb:ident = $name:literal $((was $was:literal))? => $reply:ty $(, $reads:ident)?;)*) => {
+        /// A request to the daemon, tagged by `verb`. A renamed verb's
+        /// earlier name is read as the new one (protocol 2 keeps both).
         #[derive(Debug, Clone, Serialize, Deserialize)]
         #[serde(tag = "verb")]
         pub enum Request {
-            $($(#[$doc])* #[serde(rename = $name)] $verb($verb),)*
+            $($(#[$doc])* #[serde(rename = $name $(, alias = $was)?)] $verb($verb),)*
         }
 
         /// Every verb, from the same list as [`Request`]: the HTTP API's
         /// routes and the OpenAPI file are checked against it, so a new
         /// verb cannot be left out of either.
         pub const VERBS: &[VerbInfo] = &[
-            $(VerbInfo { name: $name, request: stringify!($verb), reply: stringify!($reply) },)*
+            $(VerbInfo {
+                name: $name,
+                request: stringify!($verb),
+                was: requests!(@was $($was)?),
+                reply: stringify!($reply),
+            },)*
         ];
 
         impl Request {
@@ -97,9 +108,9 @@ requests! {
     /// Queue a checked submission.
     Submit = "submit" => Vec<i64>;
     /// Tasks for `ls`.
-    List = "list" => Vec<TaskRow>, reads;
+    TaskList = "task-list" (was "list") => Vec<TaskRow>, reads;
     /// How many tasks `ls` would list, by state (the footer of a listing cut by its `limit`).
-    ListCount = "list-count" => Vec<StateCount>, reads;
+    TaskCount = "task-count" (was "list-count") => Vec<StateCount>, reads;
     /// One task in full.
     Show = "show" => TaskDetail, reads;
     /// A page of the waiting and running tasks, with the counts of all (the dashboard's queue).
@@ -117,11 +128,11 @@ requests! {
     /// Why a task waits, or where and why it started.
     Why = "why" => WhyReport, reads;
     /// Every GPU: readings, reservations, health and tasks.
-    Gpus = "gpus" => Vec<GpuView>, reads;
+    GpuList = "gpu-list" (was "gpus") => Vec<GpuView>, reads;
     /// The policy chain's members and their states.
-    Plugins = "plugins" => Vec<MemberView>, reads;
+    PluginList = "plugin-list" (was "plugins") => Vec<MemberView>, reads;
     /// Reload the chain's plugin files.
-    PluginsReload = "plugins-reload" => Vec<ReloadChange>;
+    PluginReload = "plugin-reload" (was "plugins-reload") => Vec<ReloadChange>;
     /// Delete ended tasks older than `[retention]` says.
     Gc = "gc" => GcReport;
     /// Reply once every task named has ended (or is blocked).
@@ -183,7 +194,7 @@ pub struct Submit {
 
 /// `ls`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct List {
+pub struct TaskList {
     /// Which tasks.
     pub filter: ListFilter,
     /// At most this many rows: the running tasks first, then the oldest
@@ -194,7 +205,7 @@ pub struct List {
 
 /// `ls`'s count of the rows its filter matches.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ListCount {
+pub struct TaskCount {
     /// Which tasks.
     pub filter: ListFilter,
 }
@@ -261,15 +272,15 @@ pub struct Changed {
 
 /// `gpus`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Gpus {}
+pub struct GpuList {}
 
 /// `plugins ls`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Plugins {}
+pub struct PluginList {}
 
 /// `plugins reload`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PluginsReload {}
+pub struct PluginReload {}
 
 /// What a reload did to one chain member.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

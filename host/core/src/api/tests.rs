@@ -22,7 +22,7 @@ fn every_request() -> Vec<Request> {
             verify: false,
         }
         .into(),
-        List {
+        TaskList {
             filter: ListFilter {
                 state: Some(TaskState::Held),
                 project: Some("p".into()),
@@ -33,7 +33,7 @@ fn every_request() -> Vec<Request> {
             limit: Some(100),
         }
         .into(),
-        ListCount {
+        TaskCount {
             filter: ListFilter::default(),
         }
         .into(),
@@ -47,9 +47,9 @@ fn every_request() -> Vec<Request> {
         }
         .into(),
         Why { id: 6 }.into(),
-        Gpus {}.into(),
-        Plugins {}.into(),
-        PluginsReload {}.into(),
+        GpuList {}.into(),
+        PluginList {}.into(),
+        PluginReload {}.into(),
         Gc { dry_run: true }.into(),
         Wait { ids: vec![7, 8] }.into(),
         Rerun {
@@ -119,8 +119,8 @@ fn every_request_round_trips_inside_a_versioned_line() {
 
 #[test]
 fn verbs_are_kebab_case_on_the_wire() {
-    let text = serde_json::to_string(&Request::from(PluginsReload {})).unwrap();
-    assert_eq!(text, r#"{"verb":"plugins-reload"}"#);
+    let text = serde_json::to_string(&Request::from(PluginReload {})).unwrap();
+    assert_eq!(text, r#"{"verb":"plugin-reload"}"#);
     let text = serde_json::to_string(&Request::from(Gc { dry_run: false })).unwrap();
     assert_eq!(text, r#"{"verb":"gc","dry_run":false}"#);
 }
@@ -268,4 +268,68 @@ fn a_manifest_without_rerun_of_still_parses_and_a_plain_one_writes_no_such_field
     let text = serde_json::to_string(&r).unwrap();
     assert!(text.contains(r#""rerun_of":{"task":4,"run":5}"#), "{text}");
     assert_eq!(round_trip(&r), r);
+}
+
+#[test]
+fn list_verbs_are_named_noun_list_one_way() {
+    let lists: Vec<&str> = VERBS
+        .iter()
+        .map(|v| v.name)
+        .filter(|n| n.ends_with("-list"))
+        .collect();
+    assert_eq!(
+        lists,
+        [
+            "task-list",
+            "gpu-list",
+            "plugin-list",
+            "notify-list",
+            "token-list"
+        ]
+    );
+    for gone in ["list", "gpus", "plugins", "list-count", "plugins-reload"] {
+        assert!(
+            VERBS.iter().all(|v| v.name != gone),
+            "`{gone}` is only an earlier name now"
+        );
+    }
+}
+
+#[test]
+fn a_renamed_verbs_earlier_name_is_read_as_the_new_one_and_written_new() {
+    let renamed: Vec<_> = VERBS
+        .iter()
+        .filter_map(|v| v.was.map(|w| (w, v.name)))
+        .collect();
+    assert_eq!(
+        renamed,
+        [
+            ("list", "task-list"),
+            ("list-count", "task-count"),
+            ("gpus", "gpu-list"),
+            ("plugins", "plugin-list"),
+            ("plugins-reload", "plugin-reload"),
+        ]
+    );
+    let old: Request =
+        serde_json::from_str(r#"{"verb":"list","filter":{"all":true,"since":0},"limit":3}"#)
+            .unwrap();
+    match &old {
+        Request::TaskList(l) => assert_eq!(l.limit, Some(3)),
+        other => panic!("`list` read as {other:?}"),
+    }
+    assert_eq!(old.verb(), "task-list");
+    let again = serde_json::to_value(&old).unwrap();
+    assert_eq!(again["verb"], "task-list", "written with the new name");
+    for (was, name) in renamed {
+        let fields = match was {
+            "list" | "list-count" => {
+                serde_json::json!({"verb": was, "filter": {"all": false, "since": 0}})
+            }
+            _ => serde_json::json!({ "verb": was }),
+        };
+        let req: Request = serde_json::from_value(fields)
+            .unwrap_or_else(|e| panic!("earlier name `{was}` refused: {e}"));
+        assert_eq!(req.verb(), name);
+    }
 }

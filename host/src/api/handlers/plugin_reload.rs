@@ -1,14 +1,14 @@
-//! `plugins-reload`: reload the chain's plugin files (administrators;
+//! `plugin-reload` (was `plugins-reload`): reload the chain's plugin files (administrators;
 //! audited with what changed). The scheduler thread does it; this waits.
 
 use std::sync::Arc;
 
 use super::{Handler, admin};
 use crate::access::Caller;
-use crate::api::{PluginsReload, ReloadChange};
+use crate::api::{PluginReload, ReloadChange};
 use crate::daemon::Daemon;
 
-impl Handler for PluginsReload {
+impl Handler for PluginReload {
     async fn handle(self, d: &Arc<Daemon>, caller: &Caller) -> anyhow::Result<Vec<ReloadChange>> {
         admin(d, caller, "reloading plugins")?;
         let changes = d.reload_plugins().await?;

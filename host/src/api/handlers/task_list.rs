@@ -1,15 +1,15 @@
-//! `list` (`nightjar ls`): the tasks a filter matches, off the runtime's
+//! `task-list` (was `list`; `nightjar ls`): the tasks a filter matches, off the runtime's
 //! thread, so a long listing does not hold up the requests behind it.
 
 use std::sync::Arc;
 
 use super::{Handler, blocking};
 use crate::access::Caller;
-use crate::api::List;
+use crate::api::TaskList;
 use crate::api::wire::TaskRow;
 use crate::daemon::Daemon;
 
-impl Handler for List {
+impl Handler for TaskList {
     async fn handle(self, d: &Arc<Daemon>, _: &Caller) -> anyhow::Result<Vec<TaskRow>> {
         let d = Arc::clone(d);
         blocking("listing", move || {

@@ -1,15 +1,15 @@
-//! `gpus`: every GPU's readings, reservations, health, and the tasks of
+//! `gpu-list` (was `gpus`; `nightjar gpus`): every GPU's readings, reservations, health, and the tasks of
 //! the runs on it.
 
 use std::sync::Arc;
 
 use super::Handler;
 use crate::access::Caller;
-use crate::api::Gpus;
+use crate::api::GpuList;
 use crate::api::views::GpuView;
 use crate::daemon::Daemon;
 
-impl Handler for Gpus {
+impl Handler for GpuList {
     async fn handle(self, d: &Arc<Daemon>, _: &Caller) -> anyhow::Result<Vec<GpuView>> {
         let mut views = d.gpu_views();
         let store = d.store();
