@@ -80,7 +80,16 @@ pub trait Notifier {
     fn deliver(config: &Self::Config, events: &[Event]) -> Result<(), DeliveryError>;
 
     /// Checks what serde cannot: ranges, URLs, one key against another. Name
-    /// the key in the error ([`ConfigError::at`]) and say what to do.
+    /// the key in the error ([`ConfigError::at`]) and say what to do. (The same
+    /// name in every plugin kind: policies, validators and notifiers.)
+    fn check_config(config: &Self::Config) -> Result<(), ConfigError> {
+        #[allow(deprecated)]
+        Self::check(config)
+    }
+
+    /// The earlier name of [`Notifier::check_config`], still called when a
+    /// notifier implements only this; implement `check_config` instead.
+    #[deprecated(since = "0.2.0", note = "implement `check_config` instead")]
     fn check(config: &Self::Config) -> Result<(), ConfigError> {
         let _ = config;
         Ok(())
@@ -95,11 +104,11 @@ pub trait Notifier {
 }
 
 /// What the exported `configure` does: [`Notifier::parse`], then
-/// [`Notifier::check`]. Native tests call it to get a notifier's config
+/// [`Notifier::check_config`]. Native tests call it to get a notifier's config
 /// from TOML text exactly as the host's would be read.
 pub fn configure_notifier<N: Notifier>(text: &str) -> Result<N::Config, ConfigError> {
     let config = N::parse(text)?;
-    N::check(&config)?;
+    N::check_config(&config)?;
     Ok(config)
 }
 

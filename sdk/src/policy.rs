@@ -12,7 +12,7 @@ use crate::{ConfigError, Evaluation, Snapshot};
 /// The host calls `configure` once with the `[plugin.NAME.config]` table as
 /// TOML text; the SDK parses it into [`Policy::Config`] (an empty table gives
 /// the defaults, so derive `Default` and use `#[serde(default)]`), runs
-/// [`Policy::validate`], and keeps the result for every pass.
+/// [`Policy::check_config`], and keeps the result for every pass.
 pub trait Policy {
     /// The configuration, read from TOML with serde. Use
     /// `#[serde(default, deny_unknown_fields)]` so a missing key takes its
@@ -25,7 +25,16 @@ pub trait Policy {
     fn evaluate(config: &Self::Config, snapshot: &Snapshot<'_>) -> Evaluation;
 
     /// Checks what serde cannot: ranges, one key against another. Name the
-    /// key in the error ([`ConfigError::at`]) and say what to do.
+    /// key in the error ([`ConfigError::at`]) and say what to do. (The same
+    /// name in every plugin kind: policies, validators and notifiers.)
+    fn check_config(config: &Self::Config) -> Result<(), ConfigError> {
+        #[allow(deprecated)]
+        Self::validate(config)
+    }
+
+    /// The earlier name of [`Policy::check_config`], still called when a
+    /// policy implements only this; implement `check_config` instead.
+    #[deprecated(since = "0.2.0", note = "implement `check_config` instead")]
     fn validate(config: &Self::Config) -> Result<(), ConfigError> {
         let _ = config;
         Ok(())
@@ -40,11 +49,11 @@ pub trait Policy {
 }
 
 /// What the exported `configure` does: [`Policy::parse`], then
-/// [`Policy::validate`]. Native tests call it to get a policy's config from
+/// [`Policy::check_config`]. Native tests call it to get a policy's config from
 /// TOML text exactly as the host's would be read.
 pub fn configure<P: Policy>(text: &str) -> Result<P::Config, ConfigError> {
     let config = P::parse(text)?;
-    P::validate(&config)?;
+    P::check_config(&config)?;
     Ok(config)
 }
 
@@ -215,12 +224,33 @@ mod tests {
             e.allow(1, (c.high - c.low) as i32);
             e
         }
-        fn validate(c: &Config) -> Result<(), ConfigError> {
+        fn check_config(c: &Config) -> Result<(), ConfigError> {
             if c.low > c.high {
                 return Err(ConfigError::at("low", "must not be above `high`"));
             }
             Ok(())
         }
+    }
+
+    /// A policy written before `check_config`: only the earlier `validate`.
+    struct Earlier;
+
+    impl Policy for Earlier {
+        type Config = Config;
+        fn evaluate(c: &Config, s: &Snapshot<'_>) -> Evaluation {
+            Gap::evaluate(c, s)
+        }
+        #[allow(deprecated)]
+        fn validate(c: &Config) -> Result<(), ConfigError> {
+            Gap::check_config(c)
+        }
+    }
+
+    #[test]
+    fn a_policy_that_implements_only_the_earlier_validate_is_still_checked() {
+        let e = configure::<Earlier>("low = 5\nhigh = 1").unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("low"));
+        assert!(configure::<Earlier>("low = 1\nhigh = 5").is_ok());
     }
 
     fn score(slot: &ConfigSlot<Config>) -> i32 {

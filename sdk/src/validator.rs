@@ -67,7 +67,16 @@ pub trait Validator {
     fn validate(config: &Self::Config, run: &Run) -> Vec<Finding>;
 
     /// Checks what serde cannot: ranges, one key against another. Name the
-    /// key in the error ([`ConfigError::at`]) and say what to do.
+    /// key in the error ([`ConfigError::at`]) and say what to do. (The same
+    /// name in every plugin kind: policies, validators and notifiers.)
+    fn check_config(config: &Self::Config) -> Result<(), ConfigError> {
+        #[allow(deprecated)]
+        Self::check(config)
+    }
+
+    /// The earlier name of [`Validator::check_config`], still called when a
+    /// validator implements only this; implement `check_config` instead.
+    #[deprecated(since = "0.2.0", note = "implement `check_config` instead")]
     fn check(config: &Self::Config) -> Result<(), ConfigError> {
         let _ = config;
         Ok(())
@@ -82,11 +91,11 @@ pub trait Validator {
 }
 
 /// What the exported `configure` does: [`Validator::parse`], then
-/// [`Validator::check`]. Native tests call it to get a validator's config
+/// [`Validator::check_config`]. Native tests call it to get a validator's config
 /// from TOML text exactly as the host's would be read.
 pub fn configure_validator<V: Validator>(text: &str) -> Result<V::Config, ConfigError> {
     let config = V::parse(text)?;
-    V::check(&config)?;
+    V::check_config(&config)?;
     Ok(config)
 }
 

@@ -59,7 +59,7 @@ impl Validator for LossCurve {
         }
     }
 
-    fn check(c: &Config) -> Result<(), ConfigError> {
+    fn check_config(c: &Config) -> Result<(), ConfigError> {
         if !(0.0..1.0).contains(&c.min_drop) {
             return Err(ConfigError::at(
                 "min_drop",

@@ -69,7 +69,7 @@ impl Notifier for Email {
         Ok(())
     }
 
-    fn check(config: &Config) -> Result<(), ConfigError> {
+    fn check_config(config: &Config) -> Result<(), ConfigError> {
         config.check()
     }
 }

@@ -95,7 +95,7 @@ struct FairShare;
 impl Policy for FairShare {
     type Config = Config;
 
-    fn validate(cfg: &Config) -> Result<(), ConfigError> {
+    fn check_config(cfg: &Config) -> Result<(), ConfigError> {
         if cfg.half_life.ms() <= 0 {
             return Err(ConfigError::at(
                 "half_life",

@@ -197,7 +197,7 @@ struct OffpeakTariff;
 impl Policy for OffpeakTariff {
     type Config = Config;
 
-    fn validate(cfg: &Config) -> Result<(), ConfigError> {
+    fn check_config(cfg: &Config) -> Result<(), ConfigError> {
         if let Some(p) = cfg.max_price
             && !(p.is_finite() && p >= 0.0)
         {

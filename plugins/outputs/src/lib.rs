@@ -82,7 +82,7 @@ impl Validator for Outputs {
         found
     }
 
-    fn check(config: &Config) -> Result<(), ConfigError> {
+    fn check_config(config: &Config) -> Result<(), ConfigError> {
         config.check()
     }
 }

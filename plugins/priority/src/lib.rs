@@ -82,7 +82,7 @@ impl Policy for PriorityPolicy {
         e
     }
 
-    fn validate(cfg: &Config) -> Result<(), ConfigError> {
+    fn check_config(cfg: &Config) -> Result<(), ConfigError> {
         for (key, value) in [
             ("aging_per_hour", cfg.aging_per_hour),
             ("max_aging", cfg.max_aging),

@@ -188,7 +188,7 @@ struct Reserve;
 impl Policy for Reserve {
     type Config = Config;
 
-    fn validate(cfg: &Config) -> Result<(), ConfigError> {
+    fn check_config(cfg: &Config) -> Result<(), ConfigError> {
         if cfg.len() > MAX_RESERVATIONS {
             return Err(ConfigError::whole(format!(
                 "{} reservations; at most {MAX_RESERVATIONS}",

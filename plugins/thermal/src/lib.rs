@@ -69,7 +69,7 @@ impl Policy for Thermal {
         e
     }
 
-    fn validate(cfg: &Config) -> Result<(), ConfigError> {
+    fn check_config(cfg: &Config) -> Result<(), ConfigError> {
         if cfg.reopen_below > cfg.close_above {
             return Err(ConfigError::at(
                 "reopen_below",

@@ -82,7 +82,7 @@ impl Notifier for Webhook {
         Ok(())
     }
 
-    fn check(config: &Config) -> Result<(), nightjar_sdk::ConfigError> {
+    fn check_config(config: &Config) -> Result<(), nightjar_sdk::ConfigError> {
         config.check()
     }
 }

@@ -91,7 +91,7 @@ impl Notifier for Wecom {
             .map_err(|e| e.map_message(|m| format!("wecom: {}", m.replace(key.as_str(), "<key>"))))
     }
 
-    fn check(config: &Config) -> Result<(), ConfigError> {
+    fn check_config(config: &Config) -> Result<(), ConfigError> {
         config.check()
     }
 }

@@ -19,7 +19,7 @@ impl Notifier for Ids {
         let ids: Vec<String> = events.iter().map(|e| e.id.to_string()).collect();
         http::post_json(&c.url, [("x", "y")], ids.join(","))?.check()
     }
-    fn check(c: &Config) -> Result<(), ConfigError> {
+    fn check_config(c: &Config) -> Result<(), ConfigError> {
         if !c.url.starts_with("https://") {
             return Err(ConfigError::at("url", "must start with https://"));
         }
@@ -114,4 +114,25 @@ fn errors_say_what_they_are() {
     let e = DeliveryError::permanent("bad key").map_message(|m| format!("wecom: {m}"));
     assert_eq!(e.to_string(), "permanent: wecom: bad key");
     assert!(!e.is_transient());
+}
+
+/// A notifier written before `check_config`: only the earlier `check`.
+struct Earlier;
+
+impl Notifier for Earlier {
+    type Config = Config;
+    fn deliver(_: &Config, _: &[Event]) -> Result<(), DeliveryError> {
+        Ok(())
+    }
+    #[allow(deprecated)]
+    fn check(c: &Config) -> Result<(), ConfigError> {
+        Ids::check_config(c)
+    }
+}
+
+#[test]
+fn a_notifier_that_implements_only_the_earlier_check_is_still_checked() {
+    let err = configure_notifier::<Earlier>("url = \"http://x\"").unwrap_err();
+    assert_eq!(err.key.as_deref(), Some("url"));
+    assert!(configure_notifier::<Earlier>("url = \"https://x\"").is_ok());
 }

@@ -34,7 +34,7 @@ impl Validator for Short {
             Err(e) => vec![Finding::new(c.severity, &c.file, e.to_string())],
         }
     }
-    fn check(c: &Config) -> Result<(), ConfigError> {
+    fn check_config(c: &Config) -> Result<(), ConfigError> {
         if c.max == 0 {
             return Err(ConfigError::at("max", "must be above 0"));
         }
@@ -161,4 +161,25 @@ fn the_builder_keeps_files_sorted_and_unique() {
         .collect();
     assert_eq!(listed, [("a", 2), ("b", 3)]);
     assert_eq!(run.root(), std::path::Path::new("/tmp/x"));
+}
+
+/// A validator written before `check_config`: only the earlier `check`.
+struct Earlier;
+
+impl Validator for Earlier {
+    type Config = Config;
+    fn validate(_: &Config, _: &Run) -> Vec<Finding> {
+        Vec::new()
+    }
+    #[allow(deprecated)]
+    fn check(c: &Config) -> Result<(), ConfigError> {
+        Short::check_config(c)
+    }
+}
+
+#[test]
+fn a_validator_that_implements_only_the_earlier_check_is_still_checked() {
+    let e = configure_validator::<Earlier>("max = 0").unwrap_err();
+    assert_eq!(e.key.as_deref(), Some("max"));
+    assert!(configure_validator::<Earlier>("max = 5").is_ok());
 }

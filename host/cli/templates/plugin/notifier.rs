@@ -32,7 +32,7 @@ pub struct {{Type}};
 impl Notifier for {{Type}} {
     type Config = Config;
 
-    fn check(config: &Config) -> Result<(), ConfigError> {
+    fn check_config(config: &Config) -> Result<(), ConfigError> {
         let ok = config.url.is_empty()
             || config.url.starts_with("https://")
             || config.url.starts_with("http://");
