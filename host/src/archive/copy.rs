@@ -263,12 +263,10 @@ pub fn fsync_dir(dir: &Dir) -> std::io::Result<()> {
     if fd < 0 {
         return Err(std::io::Error::last_os_error());
     }
-    // SAFETY: `fd` was opened just above and is closed once, here.
-    let r = unsafe { libc::fsync(fd) };
-    let err = std::io::Error::last_os_error();
-    // SAFETY: as above.
-    unsafe { libc::close(fd) };
-    if r == 0 { Ok(()) } else { Err(err) }
+    // SAFETY: `fd` was opened just above and is owned by nothing else: the
+    // File closes it once, when dropped.
+    let folder = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+    folder.sync_all()
 }
 
 /// Reads every written file back and compares it with what was written.

@@ -69,23 +69,12 @@ impl ChildCompiler {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        // SAFETY: only async-signal-safe calls (setrlimit, `sys::cloexec_fds_from`)
+        // SAFETY: only async-signal-safe calls (`sys::set_rlimit`, `sys::cloexec_fds_from`)
         // between fork and exec.
         unsafe {
             cmd.pre_exec(move || {
-                let data = libc::rlimit {
-                    rlim_cur: memory,
-                    rlim_max: memory,
-                };
-                let none = libc::rlimit {
-                    rlim_cur: 0,
-                    rlim_max: 0,
-                };
-                if libc::setrlimit(libc::RLIMIT_DATA, &data) != 0
-                    || libc::setrlimit(libc::RLIMIT_CORE, &none) != 0
-                {
-                    return Err(std::io::Error::last_os_error());
-                }
+                crate::sys::set_rlimit(libc::RLIMIT_DATA, memory, memory)?;
+                crate::sys::set_rlimit(libc::RLIMIT_CORE, 0, 0)?;
                 // Descriptors the daemon inherited without close-on-exec
                 // do not reach the child (marked, not closed: std's own
                 // exec-error pipe is among them).

@@ -52,16 +52,7 @@ pub struct Pending {
 
 /// The CPU time this thread has used.
 fn thread_cpu() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec into the valid pointer given.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    Duration::new(
-        ts.tv_sec.max(0) as u64,
-        ts.tv_nsec.clamp(0, 999_999_999) as u32,
-    )
+    crate::sys::thread_cpu()
 }
 
 /// A plugin thread's life: running, abandoned by its caller, or ended. An

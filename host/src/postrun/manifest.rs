@@ -193,19 +193,11 @@ mod tests {
             }
         }
         // Lower the soft limit so that one descriptor per folder fails.
-        let mut lim = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // SAFETY: plain getrlimit/setrlimit on a local struct.
-        unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
-        let before = lim;
-        lim.rlim_cur = lim.rlim_cur.min((open_fds() + 2000) as libc::rlim_t);
-        // SAFETY: as above.
-        unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) };
+        let (soft, hard) = crate::sys::rlimit(libc::RLIMIT_NOFILE).unwrap();
+        let lower = soft.min(open_fds() as u64 + 2000);
+        crate::sys::set_rlimit(libc::RLIMIT_NOFILE, lower, hard).unwrap();
         let m = walk(dir.path());
-        // SAFETY: as above.
-        unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &before) };
+        crate::sys::set_rlimit(libc::RLIMIT_NOFILE, soft, hard).unwrap();
         let m = m.expect("the walk does not run out of descriptors");
         assert_eq!(m.files.len(), 3);
     }

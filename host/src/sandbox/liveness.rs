@@ -132,10 +132,7 @@ pub fn kill_tree(ids: &RunIds) -> bool {
     loop {
         // Orphans the daemon inherited are its children: reap the dead ones.
         for &p in &killed {
-            // SAFETY: waitpid on one pid with WNOHANG; not our child is ECHILD.
-            unsafe {
-                libc::waitpid(p, std::ptr::null_mut(), libc::WNOHANG);
-            }
+            crate::sys::reap(p);
         }
         let pids = tree(ids);
         if pids.is_empty() {

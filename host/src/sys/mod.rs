@@ -206,6 +206,29 @@ pub fn cloexec_fds_from(from: i32) {
     });
 }
 
+/// A resource limit: `(soft, hard)`.
+pub fn rlimit(resource: libc::__rlimit_resource_t) -> io::Result<(u64, u64)> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: lim is a valid out-pointer.
+    check(unsafe { libc::getrlimit(resource, &mut lim) })?;
+    Ok((lim.rlim_cur, lim.rlim_max))
+}
+
+/// Sets a resource limit to `soft` and `hard`. One system call and nothing
+/// else (no allocation, no lock): safe in a `pre_exec` hook between fork
+/// and exec.
+pub fn set_rlimit(resource: libc::__rlimit_resource_t, soft: u64, hard: u64) -> io::Result<()> {
+    let lim = libc::rlimit {
+        rlim_cur: soft,
+        rlim_max: hard,
+    };
+    // SAFETY: lim is a valid rlimit for the call to read.
+    check(unsafe { libc::setrlimit(resource, &lim) }).map(drop)
+}
+
 /// Raises the soft limit on open files to the hard limit; returns the new limit.
 pub fn raise_nofile_limit() -> io::Result<u64> {
     let mut lim: libc::rlimit = libc::rlimit {
@@ -273,6 +296,14 @@ pub enum Exit {
     Code(i32),
     /// Killed by this signal.
     Signal(i32),
+}
+
+/// Reaps child `pid` if it has exited, without blocking: true when it was
+/// reaped (a pid that is not our child is left alone).
+pub fn reap(pid: i32) -> bool {
+    // SAFETY: waitpid on one pid with WNOHANG; a null status is allowed;
+    // a pid that is not our child is ECHILD.
+    unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) == pid }
 }
 
 /// Reaps one exited child without blocking.
@@ -372,6 +403,20 @@ pub fn nice_this_thread(nice: i32) {
             std::io::Error::last_os_error()
         );
     }
+}
+
+/// The CPU time the calling thread has used (`CLOCK_THREAD_CPUTIME_ID`).
+pub fn thread_cpu() -> std::time::Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec into the valid pointer given.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    std::time::Duration::new(
+        ts.tv_sec.max(0) as u64,
+        ts.tv_nsec.clamp(0, 999_999_999) as u32,
+    )
 }
 
 /// Milliseconds since boot, suspend included (`CLOCK_BOOTTIME`): the clock
