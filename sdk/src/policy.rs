@@ -32,7 +32,8 @@ pub trait Policy {
         Self::validate(config)
     }
 
-    /// The earlier name of [`Policy::check_config`], still called when a
+    /// The earlier name of [`Policy::check_config`] (when both are implemented,
+    /// `check_config` runs and this does not), still called when a
     /// policy implements only this; implement `check_config` instead.
     #[deprecated(since = "0.2.0", note = "implement `check_config` instead")]
     fn validate(config: &Self::Config) -> Result<(), ConfigError> {

@@ -74,7 +74,8 @@ pub trait Validator {
         Self::check(config)
     }
 
-    /// The earlier name of [`Validator::check_config`], still called when a
+    /// The earlier name of [`Validator::check_config`] (when both are implemented,
+    /// `check_config` runs and this does not), still called when a
     /// validator implements only this; implement `check_config` instead.
     #[deprecated(since = "0.2.0", note = "implement `check_config` instead")]
     fn check(config: &Self::Config) -> Result<(), ConfigError> {

@@ -1,7 +1,8 @@
 //! `host/openapi.yaml` describes exactly the router's routes: one POST per
 //! verb (from `VERBS`) and the extra GET routes, both ways; every verb
 //! names its request and reply schemas, and they exist. (The e2e test
-//! `http::openapi_paths_are_the_live_routers` asks the running server.)
+//! `http::the_http_api_serves_the_protocol_to_token_holders_only` asks the
+//! running server for the file.)
 
 use std::collections::BTreeSet;
 

@@ -299,11 +299,12 @@ pub enum Exit {
 }
 
 /// Reaps child `pid` if it has exited, without blocking: true when it was
-/// reaped (a pid that is not our child is left alone).
+/// reaped (a pid that is not our child is left alone, and so is a pid of
+/// 0 or below, which `waitpid` would read as "any child": another's exit).
 pub fn reap(pid: i32) -> bool {
     // SAFETY: waitpid on one pid with WNOHANG; a null status is allowed;
     // a pid that is not our child is ECHILD.
-    unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) == pid }
+    pid > 0 && unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) == pid }
 }
 
 /// Reaps one exited child without blocking.
@@ -429,4 +430,28 @@ pub fn boot_ms() -> i64 {
     // SAFETY: ts is a valid timespec for the call to fill.
     unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) };
     ts.tv_sec * 1000 + ts.tv_nsec / 1_000_000
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn reap_takes_only_the_child_named() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id() as i32;
+        let t0 = std::time::Instant::now();
+        let zombie = || {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .is_ok_and(|s| s.rsplit_once(") ").is_some_and(|(_, r)| r.starts_with('Z')))
+        };
+        while !zombie() {
+            assert!(t0.elapsed().as_secs() < 10, "`true` did not exit");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        // 0 and -1 would be "any child" to waitpid: the exit is not theirs.
+        assert!(!super::reap(0));
+        assert!(!super::reap(-1));
+        assert!(super::reap(pid));
+        assert!(!super::reap(pid), "reaped once");
+        let _ = child.try_wait();
+    }
 }

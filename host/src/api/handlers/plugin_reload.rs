@@ -13,6 +13,8 @@ impl Handler for PluginReload {
         admin(d, caller, "reloading plugins")?;
         let changes = d.reload_plugins().await?;
         let detail = changes.iter().map(|c| c.to_string()).collect::<Vec<_>>();
+        // The audit action keeps its first name (the verb was renamed, the
+        // log's actions were not): older entries and newer read alike.
         super::control::audit(d, caller, "plugins-reload", None, detail.join("; "));
         Ok(changes)
     }
