@@ -198,12 +198,23 @@ async fn browse(b: &B, nj: &Nj, admin: &str, other: Option<&str>, ids: (i64, i64
     // A cancel by its owner, without reloading: the state arrives through SSE.
     b.go(&format!("/task/{waiting}")).await;
     b.js("window.__kept = 'yes'; return 1").await;
-    b.c.find(Locator::Css(&format!("#cancel-{waiting}")))
-        .await
-        .expect("the owner's cancel button")
-        .click()
-        .await
-        .unwrap();
+    // The page re-renders its task from the event stream (the other tasks'
+    // runs go on), which may replace the button between the find and the
+    // click (a stale element): found again then, as the why link is.
+    let button = format!("#cancel-{waiting}");
+    let mut clicked = false;
+    for _ in 0..20 {
+        let el =
+            b.c.find(Locator::Css(&button))
+                .await
+                .expect("the owner's cancel button");
+        if el.click().await.is_ok() {
+            clicked = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(clicked, "the cancel button could not be clicked");
     b.until_text("#task-state", "cancelled").await;
     assert_eq!(
         b.js("return window.__kept || null").await,

@@ -140,7 +140,10 @@ impl Client {
         })
     }
 
-    /// Sends one request and decodes its typed reply.
+    /// Sends one request and decodes its typed reply. A verb renamed in
+    /// protocol 2 is sent again under its earlier name when the daemon is
+    /// older and does not know the new one (a user's daemon not restarted
+    /// since an upgrade).
     pub fn call<C: Call>(&mut self, req: C) -> Result<C::Reply, CallError> {
         let req: crate::api::Request = req.into();
         let within = match req {
@@ -148,7 +151,29 @@ impl Client {
             _ => Some(self.within),
         };
         let line = RequestLine { v: PROTOCOL, req };
-        let mut line = serde_json::to_vec(&line).map_err(|e| CallError::Io(e.to_string()))?;
+        let encoded = serde_json::to_vec(&line).map_err(|e| CallError::Io(e.to_string()))?;
+        match self.exchange::<C::Reply>(encoded, within) {
+            Err(CallError::Api(e)) if unknown_verb(&e, C::VERB) => {
+                let Some(was) = earlier_name(C::VERB) else {
+                    return Err(e.into());
+                };
+                let mut value =
+                    serde_json::to_value(&line).map_err(|e| CallError::Io(e.to_string()))?;
+                value["req"]["verb"] = was.into();
+                let encoded =
+                    serde_json::to_vec(&value).map_err(|e| CallError::Io(e.to_string()))?;
+                self.exchange::<C::Reply>(encoded, within)
+            }
+            r => r,
+        }
+    }
+
+    /// Sends one encoded request line and decodes its typed reply.
+    fn exchange<R: serde::de::DeserializeOwned>(
+        &mut self,
+        mut line: Vec<u8>,
+        within: Option<Duration>,
+    ) -> Result<R, CallError> {
         if line.len() > MAX_REQUEST {
             return Err(ApiError::new(
                 ErrorKind::Invalid,
@@ -204,7 +229,7 @@ impl Client {
                 "the daemon's reply is not UTF-8; is the daemon of this release?",
             )
         })?;
-        decode::<C::Reply>(&reply)
+        decode::<R>(&reply)
     }
 }
 
@@ -349,6 +374,17 @@ fn daemon_mismatch(daemon: Option<u32>) -> ApiError {
             env!("CARGO_PKG_VERSION")
         ),
     )
+}
+
+/// The name `verb` had in protocol 2 before it was renamed, if it was.
+fn earlier_name(verb: &str) -> Option<&'static str> {
+    crate::api::VERBS.iter().find(|v| v.name == verb)?.was
+}
+
+/// Whether the daemon refused the request for not knowing `verb` (how a
+/// daemon older than a verb's rename answers it).
+fn unknown_verb(e: &ApiError, verb: &str) -> bool {
+    e.kind == ErrorKind::BadRequest && e.message.contains(&format!("unknown variant `{verb}`"))
 }
 
 /// Writes all of `buf` with MSG_NOSIGNAL: a daemon that closed the socket is

@@ -137,3 +137,64 @@ fn not_running_names_every_place_looked_at_and_the_right_unit() {
         "{system}"
     );
 }
+
+/// A daemon from before the list verbs were renamed: it knows `list` and
+/// `queue`, and answers any other verb as serde does, naming it unknown.
+/// Returns the verbs it was sent.
+fn older_daemon(daemon: UnixStream, lines: usize) -> std::thread::JoinHandle<Vec<String>> {
+    std::thread::spawn(move || {
+        let mut reader = BufReader::new(daemon.try_clone().unwrap());
+        let mut writer = daemon;
+        let mut seen = Vec::new();
+        for _ in 0..lines {
+            let mut line = String::new();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                break;
+            }
+            let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+            let verb = v["req"]["verb"].as_str().unwrap_or_default().to_string();
+            let reply = match verb.as_str() {
+                "list" => r#"{"v":2,"ok":[]}"#.to_string(),
+                other => format!(
+                    r#"{{"v":2,"error":"bad request: unknown variant `{other}`, expected one of `ping`, `list`","kind":"bad-request"}}"#
+                ),
+            };
+            writeln!(writer, "{reply}").unwrap();
+            seen.push(verb);
+        }
+        seen
+    })
+}
+
+#[test]
+fn a_renamed_verb_is_sent_again_under_its_earlier_name_to_an_older_daemon() {
+    let (client, daemon) = UnixStream::pair().unwrap();
+    let seen = older_daemon(daemon, 2);
+    let mut c = Client::on(client, MS * 10, MS * 10).unwrap();
+    let rows = c
+        .call(crate::api::TaskList::default())
+        .expect("answered under `list`");
+    assert!(rows.is_empty());
+    drop(c);
+    assert_eq!(seen.join().unwrap(), ["task-list", "list"]);
+}
+
+#[test]
+fn a_verb_never_renamed_is_not_sent_twice_and_its_refusal_stands() {
+    let (client, daemon) = UnixStream::pair().unwrap();
+    let seen = older_daemon(daemon, 2);
+    let mut c = Client::on(client, MS * 10, MS * 10).unwrap();
+    match c.call(crate::api::Queue::default()) {
+        Err(CallError::Api(e)) => {
+            assert_eq!(e.kind, ErrorKind::BadRequest);
+            assert!(
+                e.message.contains("unknown variant `queue`"),
+                "{}",
+                e.message
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    drop(c);
+    assert_eq!(seen.join().unwrap(), ["queue"]);
+}
