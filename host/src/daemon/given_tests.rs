@@ -281,3 +281,47 @@ schedule = "0 3 * * *"
         "the next firing is a day on"
     );
 }
+
+#[test]
+fn a_retrys_backoff_is_waited_out_on_the_given_clock() {
+    let f = daemon(1);
+    let ids = f.submit(
+        r#"
+[[task]]
+name = "flaky"
+command = ["fetch"]
+[task.retry]
+max_attempts = 2
+backoff = "30s"
+on = ["network"]
+"#,
+    );
+    f.pass();
+    let first = f.handed();
+    assert_eq!(first.len(), 1, "{first:?}");
+    // It ends as a network failure 5 s in: retried after a 30 s backoff.
+    f.clock.0.store(T0 + 5_000, Ordering::SeqCst);
+    let failed = RunOutcome {
+        class: RunClass::Network,
+        exit_code: Some(103),
+        signal: None,
+        finished_at: T0 + 5_000,
+        message: None,
+    };
+    assert!(f.daemon.report_end(first[0].0, &failed));
+    assert_eq!(f.state(ids[0]), TaskState::Queued);
+    // 34 s on the given clock: still in its backoff (the real clock is
+    // weeks past it), so nothing starts.
+    f.clock.0.store(T0 + 34_000, Ordering::SeqCst);
+    f.pass();
+    assert_eq!(f.handed().len(), 1, "{:?}", f.handed());
+    // 36 s: the backoff is over; the second attempt starts then.
+    f.clock.0.store(T0 + 36_000, Ordering::SeqCst);
+    f.pass();
+    let handed = f.handed();
+    assert_eq!(handed.len(), 2, "{handed:?}");
+    assert_eq!(handed[1].2, T0 + 36_000);
+    let shown = f.daemon.store().show(ids[0]).unwrap();
+    assert_eq!(shown.runs.len(), 2);
+    assert_eq!(shown.runs[0].class, Some(RunClass::Network));
+}
