@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use super::boot::prepare::prepare_state_dir;
 use super::given::Clock;
-use super::run::executor::{Executor, Launch};
+use super::run::executor::{Executor, Launch, Stop};
 use super::state::Daemon;
 use super::watch::gpus;
 use crate::config::Config;
@@ -40,6 +40,8 @@ struct Recorder {
     next_session: AtomicU32,
     /// Refuse this many launches first (as a cluster that is down would).
     refuse: AtomicU32,
+    /// What it was asked to stop: (run, session, how).
+    stopped: Mutex<Vec<(i64, u32, Stop)>>,
 }
 
 impl Executor for Recorder {
@@ -63,6 +65,10 @@ impl Executor for Recorder {
             .push((run.run, argv, run.started_at));
         started(900_000 + self.next_session.fetch_add(1, Ordering::SeqCst));
         Ok(())
+    }
+
+    fn stop(&self, run: i64, session: u32, _: &std::path::Path, how: Stop) {
+        self.stopped.lock().unwrap().push((run, session, how));
     }
 
     fn sessions(&self) -> Vec<i32> {
@@ -324,4 +330,27 @@ on = ["network"]
     let shown = f.daemon.store().show(ids[0]).unwrap();
     assert_eq!(shown.runs.len(), 2);
     assert_eq!(shown.runs[0].class, Some(RunClass::Network));
+}
+
+#[test]
+fn a_cancel_and_the_watchdogs_kill_reach_the_run_through_its_executor() {
+    let f = daemon(1);
+    f.submit(
+        r#"
+[[task]]
+name = "long"
+command = ["sleep", "1d"]
+"#,
+    );
+    f.pass();
+    let handed = f.handed();
+    assert_eq!(handed.len(), 1, "{handed:?}");
+    let run = handed[0].0;
+    f.daemon.cancel_run(run, Some(900_000));
+    f.daemon.stop_run(run, Some(900_000), Stop::Kill);
+    assert_eq!(
+        *f.recorder.stopped.lock().unwrap(),
+        [(run, 900_000, Stop::Cancel), (run, 900_000, Stop::Kill)],
+        "no signal of the daemon's own: the executor was asked"
+    );
 }

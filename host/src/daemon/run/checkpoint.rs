@@ -170,14 +170,7 @@ impl Daemon {
         if checkpoint.is_none() {
             return self.signal_supervisor(run, pid);
         }
-        let Some(pid) = pid else { return };
-        let Ok(row) = self.store().run(run) else {
-            return;
-        };
-        // The same check as a cancel's: the pid is still this run's supervisor.
-        if crate::sandbox::liveness::is_supervisor(pid as i32, std::path::Path::new(&row.run_dir)) {
-            crate::sys::kill(pid as i32, libc::SIGUSR1);
-        }
+        self.stop_run(run, pid, crate::daemon::run::executor::Stop::Checkpoint);
     }
 }
 

@@ -310,15 +310,26 @@ impl Daemon {
         );
     }
 
-    /// Sends a cancel (SIGTERM) to a run's supervisor, checking it is ours.
-    pub fn signal_supervisor(&self, run: i64, pid: Option<i64>) {
-        let Some(pid) = pid else { return };
+    /// Asks a run's executor to stop it, `how` says.
+    pub(in crate::daemon) fn stop_run(
+        &self,
+        run: i64,
+        pid: Option<i64>,
+        how: crate::daemon::run::executor::Stop,
+    ) {
+        let Some(pid) = pid.and_then(|p| u32::try_from(p).ok()) else {
+            return;
+        };
         let Ok(row) = self.store().run(run) else {
             return;
         };
-        if crate::sandbox::liveness::is_supervisor(pid as i32, std::path::Path::new(&row.run_dir)) {
-            crate::sys::kill(pid as i32, libc::SIGTERM);
-        }
+        let executor = std::sync::Arc::clone(&self.runs.executor);
+        executor.stop(run, pid, std::path::Path::new(&row.run_dir), how);
+    }
+
+    /// Sends a cancel to a run (its supervisor's SIGTERM, locally).
+    pub fn signal_supervisor(&self, run: i64, pid: Option<i64>) {
+        self.stop_run(run, pid, crate::daemon::run::executor::Stop::Cancel);
     }
 }
 

@@ -26,6 +26,18 @@ pub struct Launch {
     pub steady: std::time::Instant,
 }
 
+/// How a run is asked to stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// A cancel: the task is ended, with the grace `[sandbox] grace` gives.
+    Cancel,
+    /// A preemption of a task that saves checkpoints: its own signal and
+    /// grace, so it saves one first.
+    Checkpoint,
+    /// Now, with no grace (the daemon's deadline passed).
+    Kill,
+}
+
 /// Carries out prepared runs and reports their ends.
 ///
 /// The contract:
@@ -45,9 +57,10 @@ pub struct Launch {
 ///   report was acknowledged): that reads the folder's `status.json` and
 ///   run lock, which only a local run has.
 ///
-/// Stopping a run (cancel, preemption, the watchdog's deadline) still
-/// signals the session as a local process group; an executor whose runs
-/// are elsewhere needs that seam too (not yet there).
+/// Stopping a run goes through [`Executor::stop`] too (cancel, preemption,
+/// the watchdog's kill); what the watchdog does past that (the run's
+/// status written in its folder, its process tree killed) is a local
+/// run's.
 pub trait Executor: Send + Sync {
     /// Starts `run`. An error means nothing of it started: the daemon
     /// records the run as failed to prepare.
@@ -57,6 +70,11 @@ pub trait Executor: Send + Sync {
         run: Launch,
         started: &mut dyn FnMut(u32),
     ) -> anyhow::Result<()>;
+
+    /// Asks run `run` (session `session`, run folder `dir`) to stop, `how`
+    /// says. Its end is reported as any other; the daemon keeps its own
+    /// deadline meanwhile.
+    fn stop(&self, run: i64, session: u32, dir: &std::path::Path, how: Stop);
 
     /// The sessions (process ids) it started that have not ended: without
     /// cgroups, any other child of the daemon's is an orphan of a dead one.

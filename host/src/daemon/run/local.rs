@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use super::executor::{Executor, Launch};
+use super::executor::{Executor, Launch, Stop};
 use crate::daemon::state::{Daemon, lock};
 use crate::sandbox::launch::{self, SupervisorCmd};
 
@@ -82,6 +82,24 @@ impl Executor for LocalSupervisor {
             }
         });
         Ok(())
+    }
+
+    fn stop(&self, run: i64, session: u32, dir: &Path, how: Stop) {
+        let pid = session as i32;
+        // Only a pid that is still this run's supervisor: a pid reused by
+        // another process since is left alone.
+        if pid <= 0 || !crate::sandbox::liveness::is_supervisor(pid, dir) {
+            tracing::debug!("run {run}: no supervisor {pid} left to stop");
+            return;
+        }
+        let signal = match how {
+            // The supervisor ends the task: SIGTERM, grace, SIGKILL of the tree.
+            Stop::Cancel => libc::SIGTERM,
+            // The supervisor passes the task's checkpoint signal on.
+            Stop::Checkpoint => libc::SIGUSR1,
+            Stop::Kill => libc::SIGKILL,
+        };
+        crate::sys::kill(pid, signal);
     }
 
     fn sessions(&self) -> Vec<i32> {

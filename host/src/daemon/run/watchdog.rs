@@ -124,10 +124,8 @@ impl Daemon {
         if let Err(e) = files::write_atomic(dir, files::STATUS, &status) {
             tracing::error!("run {run}: cannot write its status: {e}");
         }
-        let pid = session as i32;
-        if pid > 0 && crate::sandbox::liveness::is_supervisor(pid, dir) {
-            crate::sys::kill(pid, libc::SIGKILL);
-        }
+        let executor = Arc::clone(&self.runs.executor);
+        executor.stop(run, session, dir, crate::daemon::run::executor::Stop::Kill);
         let ids = self.run_ids(run, dir);
         if !crate::sandbox::liveness::kill_tree(&ids) {
             tracing::error!("run {run}: some of its processes did not die in 5 s");
