@@ -128,6 +128,17 @@ fn daemon(slots: u32) -> Fixture {
     }
 }
 
+/// A run's end as an executor reports it: `class`, exit `code`, at `at`.
+fn ended(class: RunClass, code: i32, at: i64) -> RunOutcome {
+    RunOutcome {
+        class,
+        exit_code: Some(code),
+        signal: None,
+        finished_at: at,
+        message: None,
+    }
+}
+
 impl Fixture {
     /// Submits a task file (TOML) at the simulated now.
     fn submit(&self, toml: &str) -> Vec<i64> {
@@ -200,13 +211,7 @@ command = ["echo", "c"]
     // The executor reports the first run's end a minute later: recorded,
     // and its slot goes to the third task at the clock's new time.
     f.clock.0.store(T0 + 65_000, Ordering::SeqCst);
-    let ended = RunOutcome {
-        class: RunClass::Ok,
-        exit_code: Some(0),
-        signal: None,
-        finished_at: T0 + 65_000,
-        message: None,
-    };
+    let ended = ended(RunClass::Ok, 0, T0 + 65_000);
     assert!(
         f.daemon.report_end(handed[0].0, &ended),
         "recorded and flushed"
@@ -307,13 +312,7 @@ on = ["network"]
     assert_eq!(first.len(), 1, "{first:?}");
     // It ends as a network failure 5 s in: retried after a 30 s backoff.
     f.clock.0.store(T0 + 5_000, Ordering::SeqCst);
-    let failed = RunOutcome {
-        class: RunClass::Network,
-        exit_code: Some(103),
-        signal: None,
-        finished_at: T0 + 5_000,
-        message: None,
-    };
+    let failed = ended(RunClass::Network, 103, T0 + 5_000);
     assert!(f.daemon.report_end(first[0].0, &failed));
     assert_eq!(f.state(ids[0]), TaskState::Queued);
     // 34 s on the given clock: still in its backoff (the real clock is
