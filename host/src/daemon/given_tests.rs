@@ -332,7 +332,7 @@ on = ["network"]
 }
 
 #[test]
-fn a_cancel_and_the_watchdogs_kill_reach_the_run_through_its_executor() {
+fn a_cancel_and_a_kill_reach_the_run_through_its_executor() {
     let f = daemon(1);
     f.submit(
         r#"

@@ -168,7 +168,7 @@ impl Daemon {
             .unwrap_or(self.cfg.sandbox.grace);
         self.set_deadline(run, crate::daemon::run::watchdog::Deadline::preempt(grace));
         if checkpoint.is_none() {
-            return self.signal_supervisor(run, pid);
+            return self.stop_run(run, pid, crate::daemon::run::executor::Stop::Cancel);
         }
         self.stop_run(run, pid, crate::daemon::run::executor::Stop::Checkpoint);
     }

@@ -300,10 +300,11 @@ impl Daemon {
         }
     }
 
-    /// Cancels a run: SIGTERM to its supervisor, and a deadline after which
-    /// the daemon ends the run itself (a supervisor stopped or hung).
+    /// Cancels a run: asked of its executor (the local supervisor gets
+    /// SIGTERM), with a deadline after which the daemon ends the run itself
+    /// (a supervisor stopped or hung).
     pub fn cancel_run(&self, run: i64, pid: Option<i64>) {
-        self.signal_supervisor(run, pid);
+        self.stop_run(run, pid, crate::daemon::run::executor::Stop::Cancel);
         self.set_deadline(
             run,
             crate::daemon::run::watchdog::Deadline::cancel(self.cfg.sandbox.grace),
@@ -325,11 +326,6 @@ impl Daemon {
         };
         let executor = std::sync::Arc::clone(&self.runs.executor);
         executor.stop(run, pid, std::path::Path::new(&row.run_dir), how);
-    }
-
-    /// Sends a cancel to a run (its supervisor's SIGTERM, locally).
-    pub fn signal_supervisor(&self, run: i64, pid: Option<i64>) {
-        self.stop_run(run, pid, crate::daemon::run::executor::Stop::Cancel);
     }
 }
 
