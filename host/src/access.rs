@@ -53,7 +53,7 @@ impl Access {
             return Err(ApiError::new(
                 ErrorKind::Forbidden,
                 format!(
-                    "this daemon runs as {} and serves only that user: start your own (`nightjar daemon`), or ask for a lab-wide daemon run as root (the README's \"Many users\")",
+                    "this daemon runs as {} and serves only that user: start your own (`nightjar daemon`), or ask for a lab-wide daemon run as root (the guide's \"Many users on one machine\")",
                     crate::users::name_of(self.daemon_uid)
                 ),
             ));

@@ -33,4 +33,6 @@ pub mod web;
 pub use nightjar_core::{task, time};
 
 #[cfg(test)]
+mod docs_tests;
+#[cfg(test)]
 mod layering_tests;

@@ -19,6 +19,7 @@ mod notify;
 /// `plugins new`: a plugin crate from the SDK.
 pub mod plugin_new;
 pub mod plugins;
+pub mod reference;
 mod report;
 /// The report's files: `--html` written atomically, `--pdf` printed by Chromium.
 pub mod report_files;
@@ -198,7 +199,7 @@ pub enum Verb {
     },
 }
 
-/// Runs the CLI and returns the process exit status (the README's table:
+/// Runs the CLI and returns the process exit status (docs/src/guide/using.md#exit-statuses:
 /// 0 done, 1 failed, 2 usage, 3 no daemon, 4 no such task, 5 protocol
 /// mismatch, 6 not allowed (another user's task), 7 the daemon failed
 /// inside (its store or file system); `wait` mirrors the tasks' own

@@ -34,7 +34,7 @@ pub enum Cmd {
     Test {
         /// The `.wasm` component.
         file: PathBuf,
-        /// A snapshot in JSON (`nightjar plugins test --help` shows the shape in the README).
+        /// A snapshot in JSON (its shape: the book's "Testing a plugin offline").
         #[arg(long)]
         snapshot: PathBuf,
         /// A TOML file with the plugin's config (see `check`).

@@ -1,6 +1,6 @@
 //! `[containers]`: which runtime a container task gets when it names
 //! none, and the flags each runtime is given on this machine (a sandboxed
-//! or systemd-less host needs some: see the README's "Containers").
+//! or systemd-less host needs some: see docs/src/guide/environments.md).
 
 use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};

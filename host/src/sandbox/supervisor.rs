@@ -69,7 +69,7 @@ fn run(dir: &Path) -> Result<()> {
                 signal: None,
                 ended_by: EndedBy::SpawnFailed,
                 message: Some(format!(
-                    "not started: {e:#}: another process holds this run's byte in runs.lock (a task of the same user can; see the README)"
+                    "not started: {e:#}: another process holds this run's byte in runs.lock (a task of the same user can; see the book's \"How a run is kept safe\")"
                 )),
                 log_dropped: 0,
                 log_error: None,

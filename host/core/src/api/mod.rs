@@ -83,7 +83,7 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
-    /// The CLI's exit status for this kind (see the README's table).
+    /// The CLI's exit status for this kind (docs/src/guide/using.md#exit-statuses).
     pub fn exit_status(self) -> i32 {
         match self {
             ErrorKind::NotFound => 4,

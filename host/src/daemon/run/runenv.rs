@@ -92,7 +92,7 @@ pub fn build(
         }
     }
     // Each folder costs file-system round trips; scratch and the default
-    // output folder are made only for tasks that use them (README: "Folders").
+    // output folder are made only for tasks that use them (docs/src/guide/task-files.md).
     if uses("SCRATCH") {
         let scratch = scratch_dir(cfg, run.id);
         state
