@@ -112,7 +112,7 @@ fn a_task_runs_in_a_real_venv_with_its_package_and_the_manifest_lists_it() {
         text.contains(&format!("environment venv {}", real.display())),
         "{text}"
     );
-    // The README's example file, next to a `.venv` (here a link to the same venv).
+    // The guide's example file (docs/src/guide/environments.md), next to a `.venv` (here a link to the same venv).
     std::fs::copy(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/tasks/environment/venv.toml"),
         base.join("venv.toml"),
