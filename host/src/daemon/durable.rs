@@ -7,33 +7,22 @@
 //! nothing new to flush costs no system call). The store's marks are copied
 //! to `nightjar.db.ids` on the way.
 //!
-//! A run's end is acknowledged through [`Daemon::durable_soon`]: it waits a
-//! few milliseconds for a flush someone else makes anyway (the start its
-//! freed slot lets the pass make, or the next reply) before making its
-//! own, so a busy run path pays one `fdatasync` per run, not two. Only the
-//! supervisor's acknowledgement waits; the slot is free before it.
-//!
 //! The database file is also watched: deleted or replaced while the daemon
 //! runs, it halts the daemon ([`Daemon::halt`]) within seconds.
 
 use std::fs::File;
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::daemon::locks::{gate, leaf};
+use crate::daemon::locks::gate;
 use crate::daemon::state::Daemon;
 use crate::store::marks::{Marks, MarksFile};
 
 /// How often the database file's identity is looked at.
 pub const WATCH_EVERY: Duration = Duration::from_secs(2);
-
-/// How long a run's acknowledged end waits for a flush that covers it
-/// before it flushes itself: longer than a pass's claim and start take
-/// (a millisecond or two), short beside a supervisor's life.
-pub const END_WINDOW: Duration = Duration::from_millis(20);
 
 /// The flush state: shared by every caller, taken one at a time.
 pub struct Durable {
@@ -45,8 +34,6 @@ pub struct Durable {
     /// Every commit up to this ticket is on disk (read without the flush lock).
     synced: AtomicU64,
     flush: Mutex<Flush>,
-    /// Told after each flush (its flag is a leaf: nothing is taken under it).
-    flushed: (Mutex<()>, Condvar),
 }
 
 struct Flush {
@@ -65,7 +52,6 @@ impl Durable {
             latest: AtomicU64::new(0),
             synced: AtomicU64::new(0),
             flush: Mutex::new(Flush { wal: None, marks }),
-            flushed: (Mutex::new(()), Condvar::new()),
         })
     }
 
@@ -86,31 +72,7 @@ impl Durable {
         }
         self.wal_file(&mut f)?.sync_data()?;
         self.synced.fetch_max(target, Ordering::SeqCst);
-        drop(f);
-        let _told = leaf(&self.flushed.0);
-        self.flushed.1.notify_all();
         Ok(())
-    }
-
-    /// Waits until a flush covers `ticket` or `within` passes; whether one did.
-    fn wait_covered(&self, ticket: u64, within: Duration) -> bool {
-        // Registered: a flush that starts from now on covers it.
-        self.latest.fetch_max(ticket, Ordering::SeqCst);
-        let until = Instant::now() + within;
-        let mut told = leaf(&self.flushed.0);
-        loop {
-            if self.covers(ticket) {
-                return true;
-            }
-            let left = until.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return false;
-            }
-            told = match self.flushed.1.wait_timeout(told, left) {
-                Ok((g, _)) => g,
-                Err(poisoned) => poisoned.into_inner().0,
-            };
-        }
     }
 
     /// Whether every commit up to `ticket` is on disk already.
@@ -182,19 +144,6 @@ impl Daemon {
         }
     }
 
-    /// As [`Daemon::durable`], but first waits up to `within` for a flush
-    /// another caller makes anyway (group commit across time: a run's end
-    /// acknowledged with the next start's or reply's flush). For callers
-    /// whose wait delays no one (a supervisor's acknowledgement); never a
-    /// reply to a client or a start.
-    pub fn durable_soon(&self, within: Duration) -> bool {
-        let ticket = self.store().ticket();
-        if self.durability.wait_covered(ticket, within) {
-            return self.halted().is_none();
-        }
-        self.durable()
-    }
-
     /// Whether every commit so far is on disk already (then
     /// [`Daemon::durable`] makes no system call).
     pub fn flushed(&self) -> bool {
@@ -232,53 +181,5 @@ impl Daemon {
                 return;
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::sync::Arc;
-
-    fn durable(dir: &std::path::Path) -> Durable {
-        let db = dir.join("nightjar.db");
-        std::fs::write(&db, b"").expect("db file");
-        let marks = MarksFile::open(&dir.join("nightjar.db.ids")).expect("marks file");
-        Durable::new(db, marks).expect("durable")
-    }
-
-    #[test]
-    fn an_end_waiting_for_a_flush_is_covered_by_the_next_one_made_by_someone_else() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let d = Arc::new(durable(dir.path()));
-        let other = Arc::clone(&d);
-        let flusher = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(30));
-            // A later commit's flush (its ticket is past the waiter's).
-            other.sync(8, None).expect("flush");
-        });
-        assert!(d.wait_covered(7, Duration::from_secs(30)));
-        flusher.join().expect("flusher");
-        assert!(d.covers(8));
-    }
-
-    #[test]
-    fn an_end_no_one_flushes_for_is_not_covered_once_its_window_passes() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let d = durable(dir.path());
-        d.sync(3, None).expect("flush");
-        assert!(
-            d.wait_covered(3, Duration::from_millis(5)),
-            "already on disk"
-        );
-        let t = Instant::now();
-        assert!(!d.wait_covered(4, Duration::from_millis(20)));
-        assert!(
-            t.elapsed() >= Duration::from_millis(20),
-            "waited its window"
-        );
-        // Then it makes its own.
-        d.sync(4, None).expect("flush");
-        assert!(d.covers(4));
     }
 }

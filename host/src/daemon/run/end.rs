@@ -90,13 +90,10 @@ impl Daemon {
 
     /// An executor's report of a run's end: judged and recorded, then
     /// flushed; true once it is on disk (the executor may then forget it:
-    /// the local supervisor acknowledges and skips its `status.json`). The
-    /// flush is the next one anyone makes within
-    /// [`END_WINDOW`](crate::daemon::durable::END_WINDOW) (the start of the
-    /// task its slot goes to, usually), or its own after that. Blocking:
-    /// call it off the runtime's thread.
+    /// the local supervisor acknowledges and skips its `status.json`).
+    /// Blocking: call it off the runtime's thread.
     pub fn report_end(&self, run: i64, out: &RunOutcome) -> bool {
-        self.finish(run, out) && self.durable_soon(crate::daemon::durable::END_WINDOW)
+        self.finish(run, out) && self.durable()
     }
 
     /// Judges a run's end (validators, when it exited 0) and records it;
