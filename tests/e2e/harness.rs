@@ -36,25 +36,31 @@ impl Nj {
         let dir = tempfile::tempdir().expect("tempdir");
         let state = dir.path().join("state");
         let config = dir.path().join("nightjar.toml");
-        let text = format!(
-            "state_dir = \"{}\"\n{extra}\n{}",
-            state.display(),
-            if extra.contains("[sandbox]") {
-                ""
-            } else {
-                "[sandbox]\ngrace = \"1s\"\n"
-            }
-        );
-        std::fs::write(&config, text).expect("write config");
         std::fs::create_dir_all(dir.path().join("work")).expect("work dir");
-        Nj {
+        let nj = Nj {
             dir,
             state,
             config,
             env: Vec::new(),
             cwd: None,
             daemon: None,
-        }
+        };
+        nj.set_config(extra);
+        nj
+    }
+
+    /// Writes the config again with `extra` (read at the daemon's next start).
+    pub fn set_config(&self, extra: &str) {
+        let text = format!(
+            "state_dir = \"{}\"\n{extra}\n{}",
+            self.state.display(),
+            if extra.contains("[sandbox]") {
+                ""
+            } else {
+                "[sandbox]\ngrace = \"1s\"\n"
+            }
+        );
+        std::fs::write(&self.config, text).expect("write config");
     }
 
     /// A folder inside the world, created.

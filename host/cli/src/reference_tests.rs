@@ -12,6 +12,11 @@ fn the_books_cli_reference_is_what_the_cli_definition_writes() {
     let want = cli_reference();
     let path = repo_file(PATH);
     if std::env::var_os("NIGHTJAR_BLESS").is_some() {
+        // CI checks the file; it never writes it.
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "NIGHTJAR_BLESS is set under CI: the reference would pass whatever it holds"
+        );
         std::fs::write(&path, &want).expect("write the CLI reference");
     }
     let have = std::fs::read_to_string(&path).unwrap_or_default();
@@ -22,8 +27,8 @@ fn the_books_cli_reference_is_what_the_cli_definition_writes() {
 }
 
 #[test]
-fn every_verb_has_a_section_in_the_reference() {
-    let text = cli_reference();
+fn every_verb_has_a_section_in_the_committed_reference() {
+    let text = std::fs::read_to_string(repo_file(PATH)).unwrap_or_default();
     let verbs = verbs();
     for verb in [
         "nightjar submit",
