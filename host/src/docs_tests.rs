@@ -127,7 +127,7 @@ fn headings(text: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-/// The Markdown links `[text](target)` on a line (not images' or code's).
+/// The targets of the Markdown links `[text](target)` and images `![alt](target)` on a line.
 fn links(line: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut rest = line;

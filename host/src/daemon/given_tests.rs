@@ -13,7 +13,7 @@ use super::run::executor::{Executor, Launch, Stop};
 use super::state::Daemon;
 use super::watch::gpus;
 use crate::config::Config;
-use crate::store::{RunClass, RunOutcome, Store, TaskState};
+use crate::store::{RunClass, Store, TaskState};
 use crate::task::file::{Format, parse};
 use crate::task::resolve::resolve;
 
@@ -129,15 +129,7 @@ fn daemon(slots: u32) -> Fixture {
 }
 
 /// A run's end as an executor reports it: `class`, exit `code`, at `at`.
-fn ended(class: RunClass, code: i32, at: i64) -> RunOutcome {
-    RunOutcome {
-        class,
-        exit_code: Some(code),
-        signal: None,
-        finished_at: at,
-        message: None,
-    }
-}
+use crate::store::tests::outcome as ended;
 
 impl Fixture {
     /// Submits a task file (TOML) at the simulated now.

@@ -260,4 +260,4 @@ mod listing_tests;
 #[cfg(test)]
 mod migration_tests;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

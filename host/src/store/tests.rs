@@ -22,7 +22,8 @@ pub(super) fn submit(s: &mut Store, toml: &str) -> Vec<i64> {
     s.submit(&entries, 1_000, |_| Some(5_000)).unwrap()
 }
 
-pub(super) fn outcome(class: RunClass, code: i32, at: i64) -> RunOutcome {
+/// A run's end: `class`, exit `code`, at `at` (the daemon's in-process tests use it too).
+pub(crate) fn outcome(class: RunClass, code: i32, at: i64) -> RunOutcome {
     RunOutcome {
         class,
         exit_code: Some(code),
