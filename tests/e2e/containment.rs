@@ -148,7 +148,9 @@ fn sigterm_stops_the_daemon_within_2_s_while_a_plugin_computes() {
 
 #[test]
 fn a_spamming_plugin_leaves_the_log_and_database_bounded() {
-    let mut nj = attacked("spam", "");
+    // Passes as often as every 100 ms: unbounded, 15 s of them would write
+    // over 15 MiB.
+    let mut nj = attacked("spam", "min_pass_interval = \"100ms\"");
     nj.start();
     for _ in 0..5 {
         nj.submit(&["--", "true"]);
@@ -162,12 +164,13 @@ fn a_spamming_plugin_leaves_the_log_and_database_bounded() {
     };
     std::thread::sleep(Duration::from_secs(2));
     let (log0, db0) = (nj.daemon_log().len() as u64, db(&nj));
-    // The plugin asks for a pass at once, every pass, and writes 108 KiB each time.
-    std::thread::sleep(Duration::from_secs(60));
+    // The plugin asks for a pass at once, every pass, and writes 108 KiB
+    // each time.
+    std::thread::sleep(Duration::from_secs(15));
     let (log1, db1) = (nj.daemon_log().len() as u64, db(&nj));
     assert!(
         log1 - log0 < 1 << 20,
-        "daemon log grew {} bytes in 60 s",
+        "daemon log grew {} bytes in 15 s",
         log1 - log0
     );
     assert!(
@@ -175,12 +178,8 @@ fn a_spamming_plugin_leaves_the_log_and_database_bounded() {
         "database grew {} bytes",
         db1 - db0
     );
-    let log = nj.daemon_log();
-    assert!(
-        log.contains("over its log budget"),
-        "the excess is summarised: {}",
-        &log[log.len().saturating_sub(2000)..]
-    );
+    // The minute's summary of what was dropped is the budget's own test
+    // (`plugins/sink.rs`): waiting a minute for it here cost a minute.
 }
 
 #[test]

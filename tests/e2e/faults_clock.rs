@@ -13,12 +13,18 @@ const LIB: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
 
 /// A world whose daemon reads its wall clock's offset from a file.
 fn stepped_world(extra: &str) -> (Nj, PathBuf) {
+    stepped_world_from(extra, 0)
+}
+
+/// As [`stepped_world`], the daemon's clock `offset_s` seconds off from
+/// its start.
+fn stepped_world_from(extra: &str, offset_s: i64) -> (Nj, PathBuf) {
     if !Path::new(LIB).exists() {
         crate::harness::needs("libfaketime", "install Debian's `faketime` (.ci/run does)");
     }
     let mut nj = Nj::new(extra);
     let offset = nj.path("clock").join("offset");
-    std::fs::write(&offset, "+0\n").unwrap();
+    std::fs::write(&offset, format!("{offset_s:+}\n")).unwrap();
     nj.env = vec![
         ("LD_PRELOAD".into(), LIB.into()),
         (
@@ -111,9 +117,20 @@ fn a_run_across_a_step_records_how_long_it_really_ran() {
     crate::harness::chaos_row("wall clock +2 h during a run", 1, 0, 0, 0);
 }
 
+/// An offset (seconds) within a minute after `near_s` at which the
+/// stepped clock reads 57 s past a minute, so a `*/1` schedule is due 3 s
+/// on rather than anywhere up to a minute.
+fn three_before_a_minute(near_s: i64) -> i64 {
+    let real = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    near_s + (57 - (real + near_s)).rem_euclid(60)
+}
+
 #[test]
 fn a_frequent_schedule_goes_on_firing_after_a_step_back() {
-    let (nj, offset) = stepped_world("");
+    let (nj, offset) = stepped_world_from("", three_before_a_minute(0));
     nj.ok(&[
         "submit",
         "--name",
@@ -135,7 +152,14 @@ fn a_frequent_schedule_goes_on_firing_after_a_step_back() {
     };
     nj.until_slow("a first firing", || instances() >= 1);
     let before = instances();
-    std::fs::write(&offset, "-4h\n").unwrap();
+    let now = std::fs::read_to_string(&offset).unwrap();
+    let now: i64 = now.trim().parse().unwrap();
+    // Four hours back, less the seconds that put it 3 s before a minute:
+    // the template's stored firing is hours ahead of the stepped clock,
+    // and only a daemon that sees the step fires again within minutes.
+    let back = three_before_a_minute(now - 4 * 3600);
+    assert!((now - back) > 4 * 3600 - 60, "{now} -> {back}");
+    std::fs::write(&offset, format!("{back:+}\n")).unwrap();
     nj.until_slow("a firing after the step", || instances() > before);
     crate::harness::chaos_row("wall clock -4 h, */1 schedule", 1, 0, 0, 0);
 }

@@ -25,7 +25,14 @@ fn drain(s: &mut TcpStream, limit: Duration) -> Vec<u8> {
     while t0.elapsed() < limit {
         match s.read(&mut buf) {
             Ok(0) => break,
-            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Ok(n) => {
+                out.extend_from_slice(&buf[..n]);
+                // A whole response on a connection kept open: nothing more
+                // is coming (waiting out `limit` cost 5 s a request).
+                if whole_response(&out) {
+                    break;
+                }
+            }
             Err(e)
                 if matches!(
                     e.kind(),
@@ -35,6 +42,26 @@ fn drain(s: &mut TcpStream, limit: Duration) -> Vec<u8> {
         }
     }
     out
+}
+
+/// Whether `got` holds one whole HTTP response: its head, and its body as
+/// long as `Content-Length` says (a chunked body to its last chunk). A
+/// response with neither ends at the connection's close.
+fn whole_response(got: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(got);
+    let Some(head_end) = text.find("\r\n\r\n") else {
+        return false;
+    };
+    let head = text[..head_end].to_ascii_lowercase();
+    let body = got.len() - (head_end + 4);
+    let length = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse::<usize>().ok());
+    match length {
+        Some(n) => body >= n,
+        None => head.contains("transfer-encoding: chunked") && text.ends_with("0\r\n\r\n"),
+    }
 }
 
 #[test]

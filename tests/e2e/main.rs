@@ -65,7 +65,6 @@ mod plugins_compile;
 mod policies;
 mod privsep;
 mod privsep_races;
-mod quotas;
 mod report;
 mod report_html;
 mod rerun_diff;

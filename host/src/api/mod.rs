@@ -8,6 +8,8 @@
 mod error_kind;
 mod handle;
 pub mod handlers;
+#[cfg(test)]
+mod inproc;
 pub mod listen;
 pub mod server;
 pub mod socket;

@@ -4,137 +4,33 @@
 //! when it is recorded as started and when a schedule fires follow the
 //! given clock, and the ends an executor reports are what the store keeps.
 
-use std::sync::atomic::{AtomicI64, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
 
-use super::boot::prepare::prepare_state_dir;
 use super::given::Clock;
-use super::run::executor::{Executor, Launch, Stop};
-use super::state::Daemon;
-use super::watch::gpus;
-use crate::config::Config;
-use crate::store::{RunClass, Store, TaskState};
+use super::run::executor::Stop;
+use super::testkit::{Fixture, T0};
+use crate::store::{RunClass, TaskState};
 use crate::task::file::{Format, parse};
 use crate::task::resolve::resolve;
 
-/// 2026-11-02T00:00:00Z: a month before anything the real clock says.
-const T0: i64 = 1_793_577_600_000;
-
-/// A clock that moves only when the test moves it.
-struct SimClock(AtomicI64);
-
-impl Clock for SimClock {
-    fn now_ms(&self) -> i64 {
-        self.0.load(Ordering::SeqCst)
-    }
-}
-
-/// What a recording executor was handed: (run, its first argv word, when).
-type Handed = Vec<(i64, String, i64)>;
-
-/// An executor that starts nothing: it records each launch and gives it a
-/// made-up session id.
-#[derive(Default)]
-struct Recorder {
-    handed: Mutex<Handed>,
-    next_session: AtomicU32,
-    /// Refuse this many launches first (as a cluster that is down would).
-    refuse: AtomicU32,
-    /// What it was asked to stop: (run, session, how).
-    stopped: Mutex<Vec<(i64, u32, Stop)>>,
-}
-
-impl Executor for Recorder {
-    fn launch(
-        &self,
-        _: &Arc<Daemon>,
-        run: Launch,
-        started: &mut dyn FnMut(u32),
-    ) -> anyhow::Result<()> {
-        let argv = run.spec.argv.join(" ");
-        if self
-            .refuse
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-            .is_ok()
-        {
-            anyhow::bail!("no session for `{argv}`: refused by the test");
-        }
-        self.handed
-            .lock()
-            .unwrap()
-            .push((run.run, argv, run.started_at));
-        started(900_000 + self.next_session.fetch_add(1, Ordering::SeqCst));
-        Ok(())
-    }
-
-    fn stop(&self, run: i64, session: u32, _: &std::path::Path, how: Stop) {
-        self.stopped.lock().unwrap().push((run, session, how));
-    }
-
-    fn sessions(&self) -> Vec<i32> {
-        Vec::new()
-    }
-}
-
-struct Fixture {
-    _dir: tempfile::TempDir,
-    _lock: std::fs::File,
-    _commands: std::sync::mpsc::Receiver<super::pipeline::scheduler::Command>,
-    _rt: tokio::runtime::Runtime,
-    clock: Arc<SimClock>,
-    recorder: Arc<Recorder>,
-    daemon: Arc<Daemon>,
-}
-
-/// A daemon on a fresh state dir with `slots` slots, no GPUs, the built-in
-/// order, the simulated clock at [`T0`] and the recording executor.
+/// A daemon with `slots` slots on the simulated clock at [`T0`].
 fn daemon(slots: u32) -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let mut cfg = Config {
-        state_dir: dir.path().join("state"),
-        slots,
-        timezone: "UTC".into(),
-        ..Config::default()
-    };
-    cfg.plugins.chain.clear();
-    let lock = prepare_state_dir(&cfg).unwrap();
-    let store = Store::open(&cfg.db_path()).unwrap();
-    let setup = gpus::setup(&cfg, Box::new(crate::gpu::NoGpus)).unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let clock = Arc::new(SimClock(AtomicI64::new(T0)));
-    let recorder = Arc::new(Recorder::default());
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let daemon = Daemon::new(
-        cfg,
-        store,
-        Err("not in this test".into()),
-        setup,
-        tx,
-        Arc::clone(&clock) as Arc<dyn Clock>,
-        Arc::clone(&recorder) as Arc<dyn Executor>,
-    )
-    .unwrap();
-    Fixture {
-        _dir: dir,
-        _lock: lock,
-        _commands: rx,
-        _rt: rt,
-        clock,
-        recorder,
-        daemon,
-    }
+    Fixture::new(slots)
 }
 
 /// A run's end as an executor reports it: `class`, exit `code`, at `at`.
 use crate::store::tests::outcome as ended;
 
-impl Fixture {
-    /// Submits a task file (TOML) at the simulated now.
+/// What these tests ask of the fixture beyond its own methods.
+trait Given {
+    fn submit(&self, toml: &str) -> Vec<i64>;
+    fn state(&self, task: i64) -> TaskState;
+}
+
+impl Given for Fixture {
+    /// Submits a task file (TOML) at the simulated now, straight to the store.
     fn submit(&self, toml: &str) -> Vec<i64> {
-        let entries = resolve(&parse(toml, Format::Toml).unwrap(), self._dir.path(), "t").unwrap();
+        let entries = resolve(&parse(toml, Format::Toml).unwrap(), self.dir(), "t").unwrap();
         let now = self.clock.now_ms();
         let tz = self.daemon.cfg.tz();
         self.daemon
@@ -146,16 +42,6 @@ impl Fixture {
                     .map(|t| t.timestamp_millis())
             })
             .unwrap()
-    }
-
-    /// One scheduling pass in the built-in order.
-    fn pass(&self) {
-        let _in = self._rt.enter();
-        self.daemon.pass(None, &mut None).unwrap();
-    }
-
-    fn handed(&self) -> Handed {
-        self.recorder.handed.lock().unwrap().clone()
     }
 
     fn state(&self, task: i64) -> TaskState {
@@ -179,7 +65,7 @@ name = "c"
 command = ["echo", "c"]
 "#,
     );
-    f.clock.0.store(T0 + 5_000, Ordering::SeqCst);
+    f.clock.set(T0 + 5_000);
     f.pass();
     let handed = f.handed();
     assert_eq!(handed.len(), 2, "two slots, two launches: {handed:?}");
@@ -202,7 +88,7 @@ command = ["echo", "c"]
 
     // The executor reports the first run's end a minute later: recorded,
     // and its slot goes to the third task at the clock's new time.
-    f.clock.0.store(T0 + 65_000, Ordering::SeqCst);
+    f.clock.set(T0 + 65_000);
     let ended = ended(RunClass::Ok, 0, T0 + 65_000);
     assert!(
         f.daemon.report_end(handed[0].0, &ended),
@@ -265,14 +151,12 @@ schedule = "0 3 * * *"
     );
     let template = ids[0];
     // 02:59 on the given clock: not yet (the real clock is weeks later).
-    f.clock
-        .0
-        .store(T0 + (2 * 60 + 59) * 60_000, Ordering::SeqCst);
+    f.clock.set(T0 + (2 * 60 + 59) * 60_000);
     f.pass();
     assert!(f.handed().is_empty(), "{:?}", f.handed());
     // 03:00:01: one firing, one run, started at the given time.
     let fired_at = T0 + 3 * 3_600_000 + 1_000;
-    f.clock.0.store(fired_at, Ordering::SeqCst);
+    f.clock.set(fired_at);
     f.pass();
     let handed = f.handed();
     assert_eq!(handed.len(), 1, "{handed:?}");
@@ -303,17 +187,17 @@ on = ["network"]
     let first = f.handed();
     assert_eq!(first.len(), 1, "{first:?}");
     // It ends as a network failure 5 s in: retried after a 30 s backoff.
-    f.clock.0.store(T0 + 5_000, Ordering::SeqCst);
+    f.clock.set(T0 + 5_000);
     let failed = ended(RunClass::Network, 103, T0 + 5_000);
     assert!(f.daemon.report_end(first[0].0, &failed));
     assert_eq!(f.state(ids[0]), TaskState::Queued);
     // 34 s on the given clock: still in its backoff (the real clock is
     // weeks past it), so nothing starts.
-    f.clock.0.store(T0 + 34_000, Ordering::SeqCst);
+    f.clock.set(T0 + 34_000);
     f.pass();
     assert_eq!(f.handed().len(), 1, "{:?}", f.handed());
     // 36 s: the backoff is over; the second attempt starts then.
-    f.clock.0.store(T0 + 36_000, Ordering::SeqCst);
+    f.clock.set(T0 + 36_000);
     f.pass();
     let handed = f.handed();
     assert_eq!(handed.len(), 2, "{handed:?}");

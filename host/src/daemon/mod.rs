@@ -32,6 +32,8 @@ mod query;
 mod run;
 mod state;
 mod statedir;
+#[cfg(test)]
+pub(crate) mod testkit;
 mod watch;
 mod work;
 

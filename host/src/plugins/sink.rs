@@ -125,22 +125,28 @@ impl LogBudget {
     }
 
     fn roll(&self, s: &mut BudgetState) {
-        if s.window_start.elapsed() < Duration::from_secs(60) {
-            return;
+        if let Some(summary) = Self::rolled(s, Instant::now()) {
+            tracing::warn!(plugin = %self.name, "{summary}");
         }
-        if s.dropped_messages > 0 {
-            tracing::warn!(
-                plugin = %self.name,
+    }
+
+    /// Starts a new minute at `now` if the current one is over: the summary
+    /// of what it dropped, if it dropped anything.
+    fn rolled(s: &mut BudgetState, now: Instant) -> Option<String> {
+        if now.saturating_duration_since(s.window_start) < Duration::from_secs(60) {
+            return None;
+        }
+        let summary = (s.dropped_messages > 0).then(|| {
+            format!(
                 "dropped {} log messages ({} bytes) over its log budget of {} bytes a minute",
-                s.dropped_messages,
-                s.dropped_bytes,
-                s.limit
-            );
-        }
-        s.window_start = Instant::now();
+                s.dropped_messages, s.dropped_bytes, s.limit
+            )
+        });
+        s.window_start = now;
         s.used = 0;
         s.dropped_messages = 0;
         s.dropped_bytes = 0;
+        summary
     }
 
     /// Messages dropped in the current minute.
@@ -161,5 +167,27 @@ mod tests {
         assert!(!b.admit(1));
         assert!(!b.admit(500));
         assert_eq!(b.dropped(), 2);
+    }
+
+    #[test]
+    fn a_minute_that_dropped_messages_ends_with_one_summary_and_a_fresh_budget() {
+        let b = LogBudget::new("p", 100);
+        assert!(b.admit(100));
+        assert!(!b.admit(30));
+        assert!(!b.admit(12));
+        let mut s = b.state.lock_unpoisoned();
+        let start = s.window_start;
+        assert_eq!(
+            LogBudget::rolled(&mut s, start + Duration::from_secs(59)),
+            None
+        );
+        let summary = LogBudget::rolled(&mut s, start + Duration::from_secs(60));
+        assert_eq!(
+            summary.as_deref(),
+            Some("dropped 2 log messages (42 bytes) over its log budget of 100 bytes a minute")
+        );
+        assert_eq!((s.used, s.dropped_messages), (0, 0), "a fresh minute");
+        let quiet = LogBudget::rolled(&mut s, start + Duration::from_secs(130));
+        assert_eq!(quiet, None, "a minute that dropped nothing says nothing");
     }
 }

@@ -7,7 +7,6 @@ use crate::api::{Cancelled, Changed};
 use crate::daemon::Daemon;
 use crate::store::AuditEntry;
 use crate::task::model::Priority;
-use crate::time::now_ms;
 
 /// The task-changing verbs that share one shape.
 #[derive(Debug, Clone, Copy)]
@@ -44,7 +43,7 @@ pub(crate) fn audit(d: &Daemon, caller: &Caller, action: &str, task: Option<i64>
         task,
         detail,
     };
-    if let Err(e) = d.store().audit(now_ms(), &entry) {
+    if let Err(e) = d.store().audit(d.now_ms(), &entry) {
         tracing::error!("cannot append to the audit log ({entry:?}): {e}");
     }
 }
@@ -66,7 +65,7 @@ fn audit_if_others(d: &Daemon, caller: &Caller, owner: u32, action: &str, id: i6
 /// `cancel ID`.
 pub(super) fn cancel(d: &Daemon, caller: &Caller, id: i64) -> anyhow::Result<Cancelled> {
     let owner = allowed(d, caller, id)?;
-    let effect = d.store().cancel(id, now_ms())?;
+    let effect = d.store().cancel(id, d.now_ms())?;
     for (run, pid) in &effect.to_signal {
         d.cancel_run(*run, *pid);
     }
@@ -93,7 +92,7 @@ pub(super) fn cancel(d: &Daemon, caller: &Caller, id: i64) -> anyhow::Result<Can
 /// `hold`, `release`, `retry`.
 pub(super) fn change(d: &Daemon, caller: &Caller, id: i64, c: Change) -> anyhow::Result<Changed> {
     let owner = allowed(d, caller, id)?;
-    let now = now_ms();
+    let now = d.now_ms();
     let n = {
         let mut s = d.store();
         match c {
@@ -130,7 +129,7 @@ pub(super) fn priority(
     p: Priority,
 ) -> anyhow::Result<Changed> {
     d.access.admin_only(caller, "changing a priority")?;
-    let (n, was) = d.store().set_priority(id, p, now_ms())?;
+    let (n, was) = d.store().set_priority(id, p, d.now_ms())?;
     d.changed();
     audit(
         d,

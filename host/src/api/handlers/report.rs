@@ -7,7 +7,6 @@ use nightjar_core::api::{Accounting, ApiError, ErrorKind, Report};
 
 use crate::daemon::Daemon;
 use crate::store::Store;
-use crate::time::now_ms;
 
 impl super::Handler for Report {
     async fn handle(
@@ -38,7 +37,7 @@ fn report(d: &Daemon, r: &Report) -> anyhow::Result<Accounting> {
     let mut acc = crate::report::compute::accounting(
         &store,
         &tariff,
-        (r.from, r.to, now_ms()),
+        (r.from, r.to, d.now_ms()),
         &d.gpu_names(),
     )?;
     if r.html {

@@ -11,7 +11,6 @@ use nightjar_core::api::{ApiError, ErrorKind, Rerun, Rerunning};
 use crate::access::Caller;
 use crate::daemon::Daemon;
 use crate::task::model::NewEntry;
-use crate::time::now_ms;
 
 /// Most changed inputs an error names (the rest are counted).
 const NAMED: usize = 10;
@@ -72,7 +71,7 @@ pub(super) fn rerun(d: &Daemon, caller: &Caller, r: &Rerun) -> anyhow::Result<Re
         inputs_changed: changed,
     };
     m.rerun_of = Some(rerun_of.clone());
-    let now = now_ms();
+    let now = d.now_ms();
     let ids = super::submit::insert(d, caller, &entries, &[Some(m)], now, |_| None)?;
     d.changed();
     Ok(Rerunning {

@@ -4,11 +4,10 @@
 use crate::access::Caller;
 use crate::daemon::Daemon;
 use crate::task::model::NewEntry;
-use crate::time::now_ms;
 
 impl super::Handler for crate::api::Submit {
     async fn handle(self, d: &std::sync::Arc<Daemon>, caller: &Caller) -> anyhow::Result<Vec<i64>> {
-        let now = now_ms();
+        let now = d.now_ms();
         let (d, who) = (std::sync::Arc::clone(d), caller.clone());
         super::blocking("submission", move || {
             submit(&d, &who, self.entries, self.verify, now)
@@ -41,7 +40,7 @@ fn submit(
     check_submission(d, caller, &mut entries)?;
     let manifests = d.capture_submit(&entries, verify);
     // Queued once captured: the wait before a start does not count the capture.
-    let now = now.max(now_ms());
+    let now = now.max(d.now_ms());
     let tz = d.cfg.tz();
     let ids = insert(d, caller, &entries, &manifests, now, |expr| {
         crate::task::schedule::parse(expr)

@@ -7,7 +7,6 @@ use crate::access::Caller;
 use crate::api::tokens::{MAX_NAME, NewToken, TokenCreate, TokenRevoke, TokenRow};
 use crate::api::{ApiError, Changed, ErrorKind};
 use crate::daemon::Daemon;
-use crate::time::now_ms;
 
 /// Every token starts so (a secret scanner can spot one).
 pub const PREFIX: &str = "nj_";
@@ -56,7 +55,7 @@ pub fn lookup(d: &Daemon, token: &str) -> Result<u32, Refused> {
             "that is not a nightjar token (they look like `nj_` and 64 hex digits)".into(),
         ));
     }
-    match d.store().token_use(&hash(token), now_ms()) {
+    match d.store().token_use(&hash(token), d.now_ms()) {
         Ok(Some(t)) => Ok(t.uid),
         Ok(None) => Err(Refused::Invalid("unknown or revoked token".into())),
         Err(e) => {
@@ -82,7 +81,7 @@ pub fn create(d: &Daemon, caller: &Caller, r: &TokenCreate) -> anyhow::Result<Ne
     let token = mint()?;
     let id = d
         .store()
-        .token_create(caller.uid, &caller.name, name, &hash(&token), now_ms())?;
+        .token_create(caller.uid, &caller.name, name, &hash(&token), d.now_ms())?;
     crate::api::audit(
         d,
         caller,
@@ -117,7 +116,7 @@ pub fn revoke(d: &Daemon, caller: &Caller, r: &TokenRevoke) -> anyhow::Result<Ch
     if revoked {
         return Ok(Changed { tasks: 0 });
     }
-    d.store().token_revoke(r.id, now_ms())?;
+    d.store().token_revoke(r.id, d.now_ms())?;
     let whose = crate::users::name_of(owner);
     crate::api::audit(
         d,
