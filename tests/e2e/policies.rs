@@ -1,6 +1,7 @@
-//! The policy chain in a running daemon: a built-in policy, a plugin file,
-//! failures recorded with their cause, on_failure open and closed, and the
-//! offline `plugins check` / `plugins test`.
+//! The policy chain in a running daemon: plugin files loaded, uploaded and
+//! replaced, a configure that hangs the start, the example lab policy, and
+//! the offline `plugins check` / `plugins test`. (The chain's decisions,
+//! failures and `why` are the in-process tier's: `host/src/api/inproc/policies.rs`.)
 
 use crate::harness::{Nj, read};
 
@@ -13,115 +14,6 @@ pub(crate) fn world(config: &str) -> Nj {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::copy(HOSTILE, dir.join("hostile.wasm")).unwrap();
     nj
-}
-
-pub(crate) fn started_at(nj: &Nj, id: i64) -> i64 {
-    nj.show(id)["runs"][0]["started_at"].as_i64().unwrap()
-}
-
-#[test]
-fn the_built_in_priority_policy_orders_by_its_configured_weights() {
-    // Weights turned upside down, so the order can only come from the plugin.
-    let mut nj = world(
-        "[plugins]\nchain = [\"priority\"]\n[plugin.priority.config]\nweights = { low = 1000, normal = 10, high = 0, urgent = 0 }\n",
-    );
-    nj.start();
-    let blocker = nj.submit(&["--", "sleep", "0.5"]);
-    let urgent = nj.submit(&["--priority", "urgent", "--", "true"]);
-    let normal = nj.submit(&["--", "true"]);
-    let low = nj.submit(&["--priority", "low", "--", "true"]);
-    for id in [blocker, urgent, normal, low] {
-        assert_eq!(nj.wait(id), 0);
-    }
-    let (u, n, l) = (
-        started_at(&nj, urgent),
-        started_at(&nj, normal),
-        started_at(&nj, low),
-    );
-    assert!(
-        l <= n && n <= u,
-        "low ({l}) before normal ({n}) before urgent ({u})"
-    );
-    let ls = nj.ok(&["plugins", "ls"]);
-    assert!(
-        ls.contains("priority") && ls.contains("built-in") && ls.contains("ok"),
-        "{ls}"
-    );
-}
-
-#[test]
-fn a_deferral_keeps_the_task_waiting_with_the_policys_reason() {
-    let mut nj = world("[plugins]\nchain = [\"hostile\"]\n");
-    nj.start();
-    let held = nj.submit(&["--project", "held-by-plugin", "--", "true"]);
-    let free = nj.submit(&["--", "true"]);
-    assert_eq!(nj.wait(free), 0);
-    let t = nj.show(held)["task"].clone();
-    assert_eq!(t["state"], "queued");
-    assert_eq!(
-        t["reason"],
-        "deferred by hostile: held by the hostile test plugin"
-    );
-    assert!(nj.ok(&["ls"]).contains("deferred by hostile"));
-}
-
-#[test]
-fn a_looping_policy_times_out_is_disabled_and_open_keeps_scheduling() {
-    let mut nj = world(
-        "[plugins]\nchain = [\"hostile\"]\nmax_failures = 2\nevaluate_timeout = \"50ms\"\n[plugin.hostile]\non_failure = \"open\"\n[plugin.hostile.config]\nmode = \"loop\"\n",
-    );
-    nj.start();
-    let a = nj.submit(&["--", "true"]);
-    let b = nj.submit(&["--", "true"]);
-    assert_eq!(nj.wait(a), 0, "open: the failing plugin is ignored");
-    assert_eq!(nj.wait(b), 0);
-    let v = nj.json(&["plugins", "ls"]);
-    assert_eq!(v[0]["state"], "disabled", "{v}");
-    assert!(
-        v[0]["last_error"].as_str().unwrap().contains("timed out"),
-        "{v}"
-    );
-}
-
-#[test]
-fn a_panicking_policy_with_on_failure_closed_starts_nothing() {
-    let mut nj = world(
-        "[plugins]\nchain = [\"hostile\"]\n[plugin.hostile]\non_failure = \"closed\"\n[plugin.hostile.config]\nmode = \"panic\"\n",
-    );
-    nj.start();
-    let id = nj.submit(&["--", "true"]);
-    nj.until("the plugin failed", || {
-        nj.json(&["plugins", "ls"])[0]["failures"]
-            .as_u64()
-            .unwrap_or(0)
-            >= 1
-    });
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    assert_eq!(
-        nj.show(id)["task"]["state"],
-        "queued",
-        "closed: nothing starts while it fails"
-    );
-    let v = nj.json(&["plugins", "ls"]);
-    assert!(v[0]["last_error"].as_str().unwrap().contains("trap"), "{v}");
-}
-
-#[test]
-fn a_policy_that_names_unknown_tasks_is_an_invalid_answer() {
-    let mut nj = world(
-        "[plugins]\nchain = [\"hostile\"]\n[plugin.hostile.config]\nmode = \"unknown-task\"\n",
-    );
-    nj.start();
-    let id = nj.submit(&["--", "true"]);
-    assert_eq!(nj.wait(id), 0, "on_failure defaults to open");
-    let v = nj.json(&["plugins", "ls"]);
-    assert!(
-        v[0]["last_error"]
-            .as_str()
-            .unwrap()
-            .contains("not in the queue"),
-        "{v}"
-    );
 }
 
 #[test]
@@ -227,61 +119,21 @@ fn a_bad_upload_leaves_the_old_plugin_running_and_a_good_one_replaces_it() {
     );
 }
 
+/// A plugin whose configure never returns, in a real daemon's start: it
+/// is recorded as timed out, and with `on_failure = "open"` the daemon
+/// starts and keeps scheduling. (Every other hostile behaviour is the
+/// in-process tier's: `host/src/api/inproc/policies.rs`.)
 #[test]
-fn why_explains_a_deferral_a_dependency_and_a_start_with_its_score() {
-    let mut nj = world("[plugins]\nchain = [\"priority\", \"hostile\"]\n");
+fn a_plugin_whose_configure_hangs_is_recorded_and_open_keeps_scheduling() {
+    let mut nj = world(
+        "[plugins]\nchain = [\"hostile\"]\nevaluate_timeout = \"1s\"\n[plugin.hostile]\non_failure = \"open\"\n[plugin.hostile.config]\nmode = \"hang-config\"\n",
+    );
     nj.start();
-    let held = nj.submit(&["--project", "held-by-plugin", "--", "true"]);
-    let ran = nj.submit(&["--priority", "high", "--", "true"]);
-    let waits = nj.submit(&["--after", &held.to_string(), "--", "true"]);
-    assert_eq!(nj.wait(ran), 0);
-    nj.until("deferred", || {
-        nj.show(held)["task"]["reason"].as_str().is_some()
-    });
-    let why = nj.ok(&["why", &held.to_string()]);
-    assert!(
-        why.contains("waiting: deferred by hostile: held by the hostile test plugin"),
-        "{why}"
-    );
-    assert!(
-        why.contains("  hostile: defer (held by the hostile test plugin) since"),
-        "every policy's verdict: {why}"
-    );
-    assert!(why.contains("  priority: allow (score 100) since"), "{why}");
-    let why = nj.ok(&["why", &ran.to_string()]);
-    assert!(why.contains("score 200 = priority 200"), "{why}");
-    let why = nj.ok(&["why", &waits.to_string()]);
-    assert!(
-        why.contains(&format!("waiting for dependencies: {held}")),
-        "{why}"
-    );
-}
-
-/// Every hostile behaviour, in a daemon: the cause is recorded against the
-/// plugin, and with `on_failure = "open"` the daemon keeps scheduling.
-#[test]
-fn every_hostile_plugin_is_recorded_with_its_cause_and_open_keeps_scheduling() {
-    let cases = [
-        ("loop", "timed out"),
-        ("alloc", "memory limit"),
-        ("recurse", "trap"),
-        ("panic", "trap"),
-        ("huge", "memory limit"),
-        ("unknown-task", "not in the queue"),
-        ("unknown-gpu", "exist"),
-        ("hang-config", "timed out"),
-    ];
-    for (mode, cause) in cases {
-        let mut nj = world(&format!(
-            "[plugins]\nchain = [\"hostile\"]\nevaluate_timeout = \"1s\"\n[plugin.hostile]\non_failure = \"open\"\n[plugin.hostile.config]\nmode = \"{mode}\"\n"
-        ));
-        nj.start();
-        let id = nj.submit(&["--", "true"]);
-        assert_eq!(nj.wait(id), 0, "{mode}: open keeps scheduling");
-        let v = nj.json(&["plugins", "ls"]);
-        let err = v[0]["last_error"].as_str().unwrap_or_default().to_string();
-        assert!(err.contains(cause), "{mode}: expected `{cause}` in `{err}`");
-    }
+    let id = nj.submit(&["--", "true"]);
+    assert_eq!(nj.wait(id), 0, "open keeps scheduling");
+    let v = nj.json(&["plugins", "ls"]);
+    let err = v[0]["last_error"].as_str().unwrap_or_default().to_string();
+    assert!(err.contains("timed out"), "expected `timed out` in `{err}`");
 }
 
 #[test]

@@ -19,7 +19,9 @@ use crate::task::file::{Format, parse};
 use crate::task::resolve::resolve;
 
 mod ordering;
+mod policies;
 mod quotas;
+mod reserve;
 
 /// A test plugin's wasm file, built by `host/build.rs`.
 pub(crate) const HOSTILE: &str = env!("NIGHTJAR_TEST_PLUGIN_HOSTILE");
@@ -103,6 +105,15 @@ impl World {
     /// A task's state.
     pub(crate) fn state(&self, id: i64) -> TaskState {
         self.show(id).task.state
+    }
+
+    /// How many tasks are running.
+    pub(crate) fn running(&self) -> usize {
+        self.call(crate::api::TaskList::default())
+            .expect("ls")
+            .iter()
+            .filter(|t| t.state == TaskState::Running)
+            .count()
     }
 
     /// A task's reason, or "".
