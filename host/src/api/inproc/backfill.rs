@@ -1,0 +1,123 @@
+//! EASY backfill and runtime estimates on simulated GPUs: the first job
+//! that does not fit reserves its start, only work expected to end before
+//! it is backfilled, and a task's estimate is its timeout or the median of
+//! its name's successful runs. (Staggered starts across a restart are the
+//! end-to-end tier's: `tests/e2e/backfill.rs`.)
+
+use super::World;
+use crate::api::estimate::EstimateSource;
+use crate::api::wire::TaskState;
+use crate::api::{Show, Why};
+use crate::store::RunClass;
+
+fn world(gpus: &str) -> World {
+    World::new(&format!(
+        "slots = 8\n[plugins]\nchain = []\n[gpu]\nbackend = \"sim:{gpus}\"\nhost_mem_min_free = \"1MiB\"\n"
+    ))
+}
+
+#[test]
+fn a_big_job_reserves_its_start_and_only_short_work_backfills_before_it() {
+    let w = world("4xA100-80GB");
+    // Holds GPUs 0-1, expected (its timeout) to 30 s.
+    let hold = w.task(
+        "hold",
+        &["sleep", "4"],
+        "resources = { gpus = 2, timeout = \"30s\" }",
+    );
+    w.pass();
+    assert_eq!(w.state(hold), TaskState::Running);
+    let hold_run = w.run(hold);
+    w.advance(500);
+    let big = w.task("big", &["true"], "resources = { gpus = 4 }");
+    // Would still run at the big job's reserved start: waits.
+    let long = w.task(
+        "long",
+        &["sleep", "1"],
+        "resources = { gpus = 1, timeout = \"60s\" }",
+    );
+    // Ends (by its timeout) well before it: backfilled now.
+    let short = w.task(
+        "short",
+        &["sleep", "1"],
+        "resources = { gpus = 1, timeout = \"5s\" }",
+    );
+    w.pass();
+    assert_eq!(w.state(short), TaskState::Running, "backfilled");
+    assert_eq!(w.state(big), TaskState::Queued);
+    assert_eq!(w.state(long), TaskState::Queued);
+    let why_big = w.call(Why { id: big }).unwrap().reason.unwrap_or_default();
+    assert!(
+        why_big.contains("waiting for 4 GPUs; expected to start at")
+            && why_big.contains(&format!("when run {hold_run} ends (backfill reservation)")),
+        "{why_big}"
+    );
+    let because = w
+        .call(Why { id: short })
+        .unwrap()
+        .run
+        .map(|r| r.because)
+        .unwrap_or_default();
+    assert!(
+        because.contains("backfilled: expected to end by")
+            && because.contains(&format!("before task {big}'s reserved start")),
+        "{because}"
+    );
+    let reason = w.reason(long);
+    assert!(
+        reason.starts_with(&format!("backfill: task {big} is reserved to start at")),
+        "{reason}"
+    );
+    let estimate = w.show(short).estimate.expect("an estimate");
+    assert_eq!(
+        (estimate.ms, estimate.source),
+        (5_000, EstimateSource::Timeout)
+    );
+
+    // The short job ends, then the holder: the big job starts before the long one.
+    w.advance(1_000);
+    w.end(short, RunClass::Ok, 0);
+    w.pass();
+    assert_eq!(
+        w.state(long),
+        TaskState::Queued,
+        "never ahead of the big job"
+    );
+    w.advance(2_500);
+    w.end(hold, RunClass::Ok, 0);
+    w.pass();
+    assert_eq!(w.state(big), TaskState::Running, "the big job had the GPUs");
+    assert_eq!(w.state(long), TaskState::Queued);
+    w.advance(100);
+    w.end(big, RunClass::Ok, 0);
+    w.pass();
+    assert_eq!(w.state(long), TaskState::Running);
+}
+
+#[test]
+fn a_tasks_estimate_is_the_median_of_its_names_successful_runs() {
+    let w = world("1xA100-80GB");
+    for ran_ms in [4_000, 1_000, 9_000] {
+        let t = w.task("prep", &["true"], "");
+        w.pass();
+        w.advance(ran_ms);
+        w.end(t, RunClass::Ok, 0);
+    }
+    let failing = w.task("prep", &["false"], "");
+    w.pass();
+    w.advance(60_000);
+    w.end(failing, RunClass::AppError, 1);
+    let t = w.task("prep", &["true"], "hold = true");
+    let e = w
+        .call(Show { id: t })
+        .unwrap()
+        .estimate
+        .expect("an estimate");
+    assert_eq!(
+        (e.source, e.runs, e.ms),
+        (EstimateSource::History, 3, 4_000),
+        "the median of the three that succeeded; the failed run is not counted"
+    );
+    let other = w.task("fresh", &["true"], "hold = true");
+    assert_eq!(w.show(other).estimate, None, "no history, no timeout");
+}
