@@ -13,7 +13,6 @@ mod archive_hostile;
 mod backfill;
 mod board;
 mod breaker;
-mod breaker_postrun;
 mod cache;
 mod checkpoint;
 mod classes;

@@ -19,6 +19,7 @@ use crate::task::file::{Format, parse};
 use crate::task::resolve::resolve;
 
 mod backfill;
+mod disk_holds;
 mod ordering;
 mod policies;
 mod quotas;

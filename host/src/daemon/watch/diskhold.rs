@@ -54,7 +54,7 @@ impl Daemon {
             let message = format!("disk room again: {}", room.join(", "));
             match self
                 .store()
-                .release_disk_hold(task, crate::time::now_ms(), &message)
+                .release_disk_hold(task, self.now_ms(), &message)
             {
                 Ok(true) => {
                     tracing::info!("task {task}: released ({message})");
