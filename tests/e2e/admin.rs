@@ -122,25 +122,6 @@ fn logs_through_the_daemon_are_byte_exact_and_span_many_chunks() {
 }
 
 #[test]
-fn an_owner_written_into_a_submission_is_replaced_by_the_callers() {
-    let mut nj = Nj::new("");
-    nj.start();
-    let model = nj.submit(&["--hold", "--", "true"]);
-    let mut spec = nj.show(model)["spec"].clone();
-    spec["owner"] = serde_json::json!({ "uid": 4242, "name": "mallory" });
-    let reply = nj.request(serde_json::json!({ "verb": "submit", "entries": [{
-        "name": spec["name"], "project": spec["project"], "members": [spec],
-        "is_sweep": false, "schedule": null, "deps": [], "held": true,
-    }]}));
-    let id = reply["ok"][0].as_i64().unwrap_or_else(|| panic!("{reply}"));
-    let me = nj.json(&["whoami"]);
-    let row = nj.show(id);
-    assert_eq!(row["task"]["owner_uid"], me["uid"]);
-    assert_eq!(row["task"]["owner"], me["user"]);
-    assert_eq!(row["spec"]["owner"]["uid"], me["uid"]);
-}
-
-#[test]
 fn a_hostile_log_cursor_reads_nothing_or_starts_afresh_and_never_breaks_the_daemon() {
     let mut nj = Nj::new("");
     nj.start();

@@ -18,6 +18,7 @@ use crate::store::RunClass;
 use crate::task::file::{Format, parse};
 use crate::task::resolve::resolve;
 
+mod access;
 mod backfill;
 mod disk_holds;
 mod ordering;
