@@ -60,6 +60,22 @@ fn submit_wait_show_logs_and_exit_status_mirror_the_task() {
 }
 
 #[test]
+fn a_mistyped_task_file_is_refused_by_name_and_nothing_is_queued() {
+    let mut nj = Nj::new("");
+    nj.start();
+    for args in [&["submit", "typo.toml"][..], &["submit", "--", "nope.yaml"]] {
+        let out = nj.cli(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains(&format!("task file {}: no such file", args[args.len() - 1])),
+            "{args:?}: {err}"
+        );
+    }
+    assert_eq!(nj.json(&["ls", "--all"]).as_array().map(Vec::len), Some(0));
+}
+
+#[test]
 fn logs_follow_streams_a_live_run_to_its_end() {
     let mut nj = Nj::new("");
     nj.start();

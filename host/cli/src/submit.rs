@@ -197,6 +197,11 @@ fn definitions(a: Args) -> Result<(Vec<TaskDef>, PathBuf, String, String)> {
         (Some(f), []) => Some(f.clone()),
         (Some(_), _) => bail!("give a task file or a command after `--`, not both"),
         (None, [one]) if is_task_file(one) => Some(PathBuf::from(one)),
+        // A lone `x.toml` that is not there is a mistyped task file, not a
+        // program to queue (it was queued, and failed at its start).
+        (None, [one]) if has_task_file_extension(one) => bail!(
+            "task file {one}: no such file (a lone argument ending in .toml, .yaml or .yml is read as a task file; check the name, or `ls` the folder)"
+        ),
         (None, []) => bail!(
             "nothing to submit: give a task file (`nightjar submit task.toml`) or a command (`nightjar submit -- python train.py`)"
         ),
@@ -300,11 +305,17 @@ fn definitions(a: Args) -> Result<(Vec<TaskDef>, PathBuf, String, String)> {
 }
 
 fn is_task_file(arg: &str) -> bool {
-    let p = std::path::Path::new(arg);
+    has_task_file_extension(arg) && std::path::Path::new(arg).is_file()
+}
+
+/// Whether `arg` ends as a task file's name does (.toml, .yaml, .yml).
+fn has_task_file_extension(arg: &str) -> bool {
     matches!(
-        p.extension().and_then(|e| e.to_str()),
+        std::path::Path::new(arg)
+            .extension()
+            .and_then(|e| e.to_str()),
         Some("toml" | "yaml" | "yml")
-    ) && p.is_file()
+    )
 }
 
 /// A failure class named on the command line.
