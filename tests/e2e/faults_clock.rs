@@ -13,18 +13,12 @@ const LIB: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
 
 /// A world whose daemon reads its wall clock's offset from a file.
 fn stepped_world(extra: &str) -> (Nj, PathBuf) {
-    stepped_world_from(extra, 0)
-}
-
-/// As [`stepped_world`], the daemon's clock `offset_s` seconds off from
-/// its start.
-fn stepped_world_from(extra: &str, offset_s: i64) -> (Nj, PathBuf) {
     if !Path::new(LIB).exists() {
         crate::harness::needs("libfaketime", "install Debian's `faketime` (.ci/run does)");
     }
     let mut nj = Nj::new(extra);
     let offset = nj.path("clock").join("offset");
-    std::fs::write(&offset, format!("{offset_s:+}\n")).unwrap();
+    std::fs::write(&offset, "+0\n").unwrap();
     nj.env = vec![
         ("LD_PRELOAD".into(), LIB.into()),
         (
@@ -130,7 +124,9 @@ fn three_before_a_minute(near_s: i64) -> i64 {
 
 #[test]
 fn a_frequent_schedule_goes_on_firing_after_a_step_back() {
-    let (nj, offset) = stepped_world_from("", three_before_a_minute(0));
+    let (nj, offset) = stepped_world("");
+    // Aligned once the daemon is up (its start can take seconds here).
+    std::fs::write(&offset, format!("{:+}\n", three_before_a_minute(0))).unwrap();
     nj.ok(&[
         "submit",
         "--name",
@@ -158,7 +154,6 @@ fn a_frequent_schedule_goes_on_firing_after_a_step_back() {
     // the template's stored firing is hours ahead of the stepped clock,
     // and only a daemon that sees the step fires again within minutes.
     let back = three_before_a_minute(now - 4 * 3600);
-    assert!((now - back) > 4 * 3600 - 60, "{now} -> {back}");
     std::fs::write(&offset, format!("{back:+}\n")).unwrap();
     nj.until_slow("a firing after the step", || instances() > before);
     crate::harness::chaos_row("wall clock -4 h, */1 schedule", 1, 0, 0, 0);

@@ -45,23 +45,21 @@ fn drain(s: &mut TcpStream, limit: Duration) -> Vec<u8> {
 }
 
 /// Whether `got` holds one whole HTTP response: its head, and its body as
-/// long as `Content-Length` says (a chunked body to its last chunk). A
-/// response with neither ends at the connection's close.
+/// long as `Content-Length` says. Any other response (chunked, or with no
+/// length) ends at the connection's close.
 fn whole_response(got: &[u8]) -> bool {
-    let text = String::from_utf8_lossy(got);
-    let Some(head_end) = text.find("\r\n\r\n") else {
+    let Some(head_end) = got.windows(4).position(|w| w == b"\r\n\r\n") else {
         return false;
     };
-    let head = text[..head_end].to_ascii_lowercase();
-    let body = got.len() - (head_end + 4);
-    let length = head
-        .lines()
-        .find_map(|l| l.strip_prefix("content-length:"))
-        .and_then(|v| v.trim().parse::<usize>().ok());
-    match length {
-        Some(n) => body >= n,
-        None => head.contains("transfer-encoding: chunked") && text.ends_with("0\r\n\r\n"),
+    let head = String::from_utf8_lossy(&got[..head_end]).to_ascii_lowercase();
+    if head.contains("transfer-encoding") {
+        return false;
     }
+    let body = got.len().saturating_sub(head_end + 4);
+    head.lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .is_some_and(|n| body >= n)
 }
 
 #[test]

@@ -6,6 +6,8 @@
 #![allow(clippy::unwrap_used)]
 
 mod harness;
+#[path = "../support/webhook_receiver.rs"]
+mod webhook;
 
 mod admin;
 mod archive;

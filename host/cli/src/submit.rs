@@ -113,7 +113,9 @@ pub struct Args {
     /// cache holds (a file changed without its size, mtime or ctime moving).
     #[arg(long)]
     pub verify: bool,
-    /// A task file, or the command and its arguments after `--`.
+    /// A task file, or the command and its arguments after `--`. A lone
+    /// argument ending in .toml, .yaml or .yml is always read as a task
+    /// file (one that is not there is refused, not run).
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     pub command: Vec<String>,
 }

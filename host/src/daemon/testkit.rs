@@ -202,6 +202,15 @@ impl Fixture {
         }
     }
 
+    /// Starts the notification lanes, as the daemon's start does: one
+    /// thread per configured notifier, delivering from the outbox on real
+    /// time (their retries and rate limits are not on the given clock).
+    pub(crate) fn start_notifications(&self) {
+        self.daemon
+            .start_notifications()
+            .expect("the notifiers start");
+    }
+
     /// The world's folder (the state dir is `state/` in it).
     pub(crate) fn dir(&self) -> &std::path::Path {
         self.dir.path()

@@ -14,30 +14,27 @@ use crate::api::{
 };
 use crate::task::model::Priority as Level;
 
-/// Two accounts every Debian system has, as local users of the daemon.
-fn alice() -> Caller {
+/// A local account as the socket would name it: uids 1, 2 and 65534
+/// (`daemon`, `bin` and `nobody` on Debian) are on every Linux system.
+fn account(uid: u32, admin: bool) -> Caller {
     Caller {
-        uid: 1,
-        name: "daemon".into(),
-        admin: false,
+        uid,
+        name: crate::users::name_of(uid),
+        admin,
     }
 }
 
+fn alice() -> Caller {
+    account(1, false)
+}
+
 fn bob() -> Caller {
-    Caller {
-        uid: 65534,
-        name: "nobody".into(),
-        admin: false,
-    }
+    account(65534, false)
 }
 
 /// An administrator (`[users] admin_group`) who is not the daemon's user.
 fn carol() -> Caller {
-    Caller {
-        uid: 2,
-        name: "bin".into(),
-        admin: true,
-    }
+    account(2, true)
 }
 
 /// A held task of `who`'s, working in /tmp (which every account may enter).
@@ -70,7 +67,7 @@ fn only_the_owner_or_an_admin_changes_a_task_and_the_admins_act_is_audited() {
         let e = e.expect("bob is refused");
         assert_eq!(e.kind, ErrorKind::Forbidden, "{e}");
         assert!(
-            e.message.contains("daemon") && e.message.contains("nobody"),
+            e.message.contains(&alice().name) && e.message.contains(&bob().name),
             "names the owner and the caller: {e}"
         );
     }
@@ -84,11 +81,11 @@ fn only_the_owner_or_an_admin_changes_a_task_and_the_admins_act_is_audited() {
     assert!(
         audit
             .iter()
-            .any(|r| r.user == "bin" && r.action.contains("cancel") && r.task == Some(id)),
+            .any(|r| r.user == carol().name && r.action.contains("cancel") && r.task == Some(id)),
         "the administrator's act is audited: {audit:?}"
     );
     assert!(
-        !audit.iter().any(|r| r.user == "nobody"),
+        !audit.iter().any(|r| r.user == bob().name),
         "a refused act is not: {audit:?}"
     );
 }
@@ -132,7 +129,11 @@ fn a_priority_change_is_an_administrators_and_is_applied_and_audited() {
         .expect("a priority entry");
     assert_eq!(
         (entry.task, entry.user.as_str(), entry.detail.as_str()),
-        (Some(id), "bin", "normal -> urgent (1 task(s))")
+        (
+            Some(id),
+            carol().name.as_str(),
+            "normal -> urgent (1 task(s))"
+        )
     );
     let missing = w.call_as(
         &carol(),
@@ -180,7 +181,7 @@ fn an_owner_written_into_a_submission_is_replaced_by_the_callers() {
         .unwrap()[0];
     let t = w.show(id);
     assert_eq!(t.task.owner_uid, Some(65534));
-    assert_eq!(t.task.owner.as_deref(), Some("nobody"));
+    assert_eq!(t.task.owner, Some(bob().name));
     assert_eq!(t.spec.owner.map(|o| o.uid), Some(65534));
 }
 
@@ -202,7 +203,7 @@ fn ls_filters_by_owner() {
         .map(|t| t.id)
         .collect()
     };
-    assert_eq!(of("daemon"), [a]);
-    assert_eq!(of("nobody"), [b]);
+    assert_eq!(of(&alice().name), [a]);
+    assert_eq!(of(&bob().name), [b]);
     assert!(of("nobody-of-this-lab").is_empty());
 }

@@ -2,8 +2,10 @@
 //! through the typed [`Api::call`] every front end uses, on a simulated
 //! clock with an executor that records what it is handed
 //! (`daemon/testkit.rs`). A test submits, makes passes, moves the clock
-//! and ends runs as it likes; no process starts, nothing sleeps, and what
-//! it checks is the reply a client would get. Tests whose point is a real
+//! and ends runs as it likes; no process starts, no test sleeps for a
+//! fixed time, and what it checks is the reply a client would get. (A
+//! plugin that loops still runs out its real `evaluate_timeout`, and the
+//! notification lanes deliver on real time.) Tests whose point is a real
 //! process (kill -9, the sandbox, the CLI's output, containers, users,
 //! the browser) stay in the end-to-end tier (`tests/e2e/`).
 //!
@@ -21,6 +23,7 @@ use crate::task::resolve::resolve;
 mod access;
 mod backfill;
 mod disk_holds;
+mod notify;
 mod ordering;
 mod policies;
 mod quotas;

@@ -5,6 +5,7 @@
 //! dependency queued again are the end-to-end tier's: `tests/e2e/ordering.rs`.)
 
 use super::{HOSTILE, World};
+use crate::api::PluginList;
 use crate::api::wire::TaskState;
 use crate::store::RunClass;
 
@@ -45,6 +46,13 @@ fn start_order(mode: &str) -> Vec<String> {
         w.pass();
         let handed = w.handed();
         running = by_argv(&handed.last().expect("a launch").1);
+    }
+    // The chain was asked: the scorer is as its mode makes it.
+    let member = &w.call(PluginList::default()).unwrap()[0];
+    let want = if mode == "panic" { "disabled" } else { "ok" };
+    assert_eq!(member.state, want, "{mode}: {member:?}");
+    if mode == "panic" {
+        assert!(member.failures >= 1, "{member:?}");
     }
     w.handed()[1..].iter().map(|h| h.1.clone()).collect()
 }
