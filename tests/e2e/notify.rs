@@ -8,7 +8,7 @@
 
 use crate::harness::Nj;
 
-pub(crate) use crate::webhook::{Receiver, SECRET, delivered};
+pub(crate) use crate::webhook::{Receiver, SECRET, delivered, in_order_once};
 
 /// A daemon with notifier `hook` sending `events` to `port`.
 pub(crate) fn world(port: u16, events: &str) -> Nj {
@@ -29,30 +29,6 @@ pub(crate) fn world_with(port: u16, events: &str, notify: &str) -> Nj {
     ));
     nj.env.push(("NJ_TEST_HOOK_SECRET".into(), SECRET.into()));
     nj
-}
-
-/// The deliveries came in the outbox's order (their keys' event ids rise),
-/// one per task of `ids`.
-fn in_order_once(r: &Receiver, ids: &[i64]) {
-    let got = delivered(r);
-    let event_ids: Vec<i64> = got
-        .iter()
-        .map(|(key, _)| key.split('-').next().unwrap_or("").parse().unwrap_or(0))
-        .collect();
-    assert!(
-        event_ids.windows(2).all(|w| w[0] < w[1]),
-        "in order: {got:?}"
-    );
-    let mut tasks: Vec<i64> = r
-        .got()
-        .iter()
-        .filter(|g| g["status"] == 204)
-        .map(|g| g["task"].as_i64().unwrap_or(0))
-        .collect();
-    tasks.sort_unstable();
-    let mut want = ids.to_vec();
-    want.sort_unstable();
-    assert_eq!(tasks, want, "once each");
 }
 
 #[test]

@@ -93,3 +93,27 @@ pub(crate) fn delivered(r: &Receiver) -> Vec<(String, String)> {
         })
         .collect()
 }
+
+/// The deliveries came in the outbox's order (their keys' event ids rise),
+/// one per task of `ids`.
+pub(crate) fn in_order_once(r: &Receiver, ids: &[i64]) {
+    let got = delivered(r);
+    let event_ids: Vec<i64> = got
+        .iter()
+        .map(|(key, _)| key.split('-').next().unwrap_or("").parse().unwrap_or(0))
+        .collect();
+    assert!(
+        event_ids.windows(2).all(|w| w[0] < w[1]),
+        "in order: {got:?}"
+    );
+    let mut tasks: Vec<i64> = r
+        .got()
+        .iter()
+        .filter(|g| g["status"] == 204)
+        .map(|g| g["task"].as_i64().unwrap_or(0))
+        .collect();
+    tasks.sort_unstable();
+    let mut want = ids.to_vec();
+    want.sort_unstable();
+    assert_eq!(tasks, want, "once each");
+}

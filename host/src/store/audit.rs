@@ -77,16 +77,25 @@ impl Store {
     /// the level before (of the task itself). One transaction.
     pub fn set_priority(&mut self, id: i64, p: Priority, now: i64) -> Result<(usize, Priority)> {
         let tx = self.conn.transaction()?;
-        let before: i64 = tx
-            .query_row("SELECT priority FROM tasks WHERE id = ?1", [id], |r| {
-                r.get(0)
-            })
+        let (before, state): (i64, String) = tx
+            .query_row(
+                "SELECT priority, state FROM tasks WHERE id = ?1",
+                [id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
             .map_err(|e| match e {
                 rusqlite::Error::QueryReturnedNoRows => super::StoreError::NotFound(format!(
                     "no task with id {id}; `nightjar ls` lists them"
                 )),
                 e => e.into(),
             })?;
+        // An ended task's record is what it ran with; a priority changes
+        // only what has yet to start (a sweep's or template's waiting ones).
+        if matches!(state.as_str(), "succeeded" | "failed" | "cancelled") {
+            return Err(super::StoreError::Invalid(format!(
+                "task {id} has ended ({state}), so a priority changes nothing; `nightjar retry {id}` queues it again, then set its priority"
+            )));
+        }
         let ids: Vec<(i64, String)> = {
             let mut stmt = tx.prepare_cached(
                 "SELECT id, spec FROM tasks WHERE id = ?1

@@ -151,6 +151,39 @@ fn a_priority_change_is_an_administrators_and_is_applied_and_audited() {
 }
 
 #[test]
+fn a_priority_on_an_ended_task_is_refused_and_its_record_kept() {
+    let w = World::new("");
+    let id = held_task_of(&w, &alice());
+    w.call(Cancel { id }).unwrap();
+    let before = w.show(id);
+    let e = w
+        .call_as(
+            &carol(),
+            Priority {
+                id,
+                priority: Level::Urgent,
+            },
+        )
+        .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Invalid, "{e}");
+    assert!(
+        e.message.contains("has ended (cancelled)")
+            && e.message.contains(&format!("nightjar retry {id}")),
+        "{e}"
+    );
+    let after = w.show(id);
+    assert_eq!(after.task.priority, before.task.priority);
+    assert_eq!(after.spec.priority, before.spec.priority);
+    assert!(
+        !w.call(Audit::default())
+            .unwrap()
+            .iter()
+            .any(|r| r.action == "priority"),
+        "a refused change is not audited"
+    );
+}
+
+#[test]
 fn an_owner_written_into_a_submission_is_replaced_by_the_callers() {
     let w = World::new("");
     let model = held_task_of(&w, &alice());

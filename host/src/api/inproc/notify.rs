@@ -20,7 +20,7 @@ use crate::store::RunClass;
     reason = "the end-to-end tier holds its answers too (`Receiver::hold`)"
 )]
 mod webhook;
-use webhook::{Receiver, SECRET, delivered};
+use webhook::{Receiver, SECRET, delivered, in_order_once};
 
 /// A daemon whose notifier `hook` sends `events` to the receiver on `port`,
 /// its signing secret in a file only its owner reads, retrying every 300 ms.
@@ -73,23 +73,7 @@ fn a_receiver_down_for_a_while_then_gets_every_event_in_order_exactly_once() {
     until("it was tried and refused", || !r.got().is_empty());
     r.answer(None);
     until("all five delivered", || delivered(&r).len() == 5);
-    let got = delivered(&r);
-    let event_ids: Vec<i64> = got
-        .iter()
-        .map(|(key, _)| key.split('-').next().unwrap_or("").parse().unwrap_or(0))
-        .collect();
-    assert!(
-        event_ids.windows(2).all(|w| w[0] < w[1]),
-        "in order: {got:?}"
-    );
-    let mut tasks: Vec<i64> = r
-        .got()
-        .iter()
-        .filter(|g| g["status"] == 204)
-        .map(|g| g["task"].as_i64().unwrap_or(0))
-        .collect();
-    tasks.sort_unstable();
-    assert_eq!(tasks, ids, "once each");
+    in_order_once(&r, &ids);
 }
 
 #[test]
