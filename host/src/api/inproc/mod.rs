@@ -27,6 +27,7 @@ mod notify;
 mod ordering;
 mod policies;
 mod quotas;
+mod report;
 mod reserve;
 
 /// A test plugin's wasm file, built by `host/build.rs`.
