@@ -20,6 +20,7 @@ mod checkpoint;
 mod classes;
 mod classes_real;
 mod cli;
+mod cli_submit;
 mod client_edges;
 mod containment;
 mod dashboard;
