@@ -91,7 +91,7 @@ impl Store {
             })?;
         // An ended task's record is what it ran with; a priority changes
         // only what has yet to start (a sweep's or template's waiting ones).
-        if matches!(state.as_str(), "succeeded" | "failed" | "cancelled") {
+        if super::TaskState::parse(&state).is_some_and(super::TaskState::is_final) {
             return Err(super::StoreError::Invalid(format!(
                 "task {id} has ended ({state}), so a priority changes nothing; `nightjar retry {id}` queues it again, then set its priority"
             )));
