@@ -184,9 +184,8 @@ fn huge_random_requests_fail_at_once_instead_of_running_in_the_host() {
     let err = report.result.unwrap_err();
     assert_eq!(err.cause(), "trap", "{err}");
     assert!(err.to_string().contains("exceeds limit 65536"), "{err}");
-    assert!(
-        report.wall < Duration::from_millis(100),
-        "{:?}",
-        report.wall
-    );
+    // Made on the host, the 32 GiB of randomness take minutes; refused at
+    // the first request, the call ends at once. The bound is loose so that a
+    // loaded machine cannot fail it, and still far below the old behaviour.
+    assert!(report.wall < Duration::from_secs(5), "{:?}", report.wall);
 }
