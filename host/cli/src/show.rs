@@ -24,7 +24,7 @@ pub fn run(mut ctx: Ctx, id: i64, manifest: bool) -> Result<i32> {
 fn print(d: &api::wire::TaskDetail) {
     let t = &d.task;
     let now = now_ms();
-    println!("task {}  {}  ({})", t.id, clean(&t.name), t.kind);
+    println!("task {}  {}  ({})", t.id, clean(&t.name), t.kind.as_str());
     println!(
         "  state      {}{}",
         t.state.as_str(),

@@ -170,7 +170,7 @@ pub fn plugins() -> Result<()> {
     }
     let instantiate = t.elapsed() / rounds;
     let snap = Arc::new(host_snapshot(10_000));
-    let native_config = nightjar_sdk::configure::<priority::PriorityPolicy>("")
+    let native_config = <priority::PriorityPolicy as nightjar_sdk::Policy>::configure("")
         .map_err(|e| anyhow::anyhow!(e.message))?;
     // The four first-party policies, as a chain would run them.
     let chain: Vec<nightjar::plugins::worker::Worker> = nightjar::plugins::first_party::FIRST_PARTY

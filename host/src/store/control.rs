@@ -4,7 +4,7 @@
 use rusqlite::{OptionalExtension, Transaction, params};
 
 use super::deps::{block_dependants_of, unblock_dependants};
-use super::{Result, Store, StoreError, TaskState, event, exec, state_of};
+use super::{Result, Store, StoreError, TaskKind, TaskState, event, exec, state_of};
 
 /// What the daemon must still do after a cancel: signal these runs' supervisors.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -18,7 +18,7 @@ pub struct CancelEffect {
 /// The tasks an id stands for: the task, or the members of a sweep.
 fn targets(tx: &Transaction, id: i64) -> Result<Vec<(i64, TaskState)>> {
     let (state, kind) = state_of(tx, id)?;
-    if kind != "sweep" {
+    if kind != TaskKind::Sweep {
         return Ok(vec![(id, state)]);
     }
     let mut stmt =

@@ -4,7 +4,7 @@
 use rusqlite::ToSql;
 
 use super::query::{TASK_COLUMNS, daemon_user, task_row};
-use super::{ListFilter, Result, Store, TaskRow, TaskState};
+use super::{ListFilter, Result, Store, TaskKind, TaskRow, TaskState};
 use nightjar_core::api::StateCount;
 
 /// The rows `ls` lists: top-level tasks (sweep members are folded into
@@ -63,7 +63,7 @@ impl Store {
             .prepare_cached(&sql)?
             .query_map(bound.as_slice(), task_row)?
             .collect::<rusqlite::Result<Vec<_>>>()?;
-        for row in rows.iter_mut().filter(|r| r.kind == "sweep") {
+        for row in rows.iter_mut().filter(|r| r.kind == TaskKind::Sweep) {
             row.counts = Some(self.counts(row.id)?);
         }
         Ok(rows)

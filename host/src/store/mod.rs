@@ -239,7 +239,7 @@ fn event(
 }
 
 /// The state and kind of a task, or an error naming the id.
-fn state_of(tx: &Transaction, id: i64) -> Result<(TaskState, String)> {
+fn state_of(tx: &Transaction, id: i64) -> Result<(TaskState, TaskKind)> {
     let row: Option<(String, String)> = row(
         tx,
         "SELECT state, kind FROM tasks WHERE id = ?1",
@@ -252,6 +252,8 @@ fn state_of(tx: &Transaction, id: i64) -> Result<(TaskState, String)> {
     })?;
     let state = TaskState::parse(&state)
         .ok_or_else(|| StoreError::Invalid(format!("task {id} has unknown state `{state}`")))?;
+    let kind = TaskKind::parse(&kind)
+        .ok_or_else(|| StoreError::Invalid(format!("task {id} has unknown kind `{kind}`")))?;
     Ok((state, kind))
 }
 

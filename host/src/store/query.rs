@@ -4,8 +4,8 @@ use rusqlite::{OptionalExtension, params};
 
 use super::queue::{RUN_COLUMNS, run_row};
 use super::{
-    Counts, DepRow, EventRow, Result, ScheduleInfo, Store, StoreError, TaskDetail, TaskRow,
-    TaskState, row,
+    Counts, DepRow, EventRow, Result, ScheduleInfo, Store, StoreError, TaskDetail, TaskKind,
+    TaskRow, TaskState, row,
 };
 use crate::task::model::{DepKind, Priority, TaskSpec};
 
@@ -44,6 +44,14 @@ struct CommandOnly {
 }
 
 fn read_task_row(r: &rusqlite::Row) -> rusqlite::Result<TaskRow> {
+    let kind: String = r.get(1)?;
+    let kind = TaskKind::parse(&kind).ok_or_else(|| {
+        rusqlite::Error::FromSqlConversionFailure(
+            1,
+            rusqlite::types::Type::Text,
+            format!("unknown kind `{kind}`").into(),
+        )
+    })?;
     let state: String = r.get(6)?;
     let spec: String = r.get(13)?;
     let command = serde_json::from_str::<CommandOnly>(&spec)
@@ -56,7 +64,7 @@ fn read_task_row(r: &rusqlite::Row) -> rusqlite::Result<TaskRow> {
         })?;
     Ok(TaskRow {
         id: r.get(0)?,
-        kind: r.get(1)?,
+        kind,
         parent_id: r.get(2)?,
         name: r.get(3)?,
         project: r.get(4)?,
@@ -138,7 +146,7 @@ impl Store {
         .ok_or_else(|| {
             StoreError::NotFound(format!("no task with id {id}; `nightjar ls` lists them"))
         })?;
-        if row.kind == "sweep" {
+        if row.kind == TaskKind::Sweep {
             row.counts = Some(self.counts(id)?);
         }
         Ok(row)

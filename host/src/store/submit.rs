@@ -2,7 +2,7 @@
 
 use rusqlite::{Transaction, params};
 
-use super::{Result, Store, StoreError, TaskState, event, exec, state_of};
+use super::{Result, Store, StoreError, TaskKind, TaskState, event, exec, state_of};
 use crate::task::model::{DepTarget, NewEntry, TaskSpec};
 use nightjar_core::api::manifest::Manifest;
 
@@ -92,8 +92,8 @@ fn existing_targets(tx: &Transaction, id: i64) -> Result<Vec<i64>> {
     let (_, kind) = state_of(tx, id).map_err(|_| {
         StoreError::Invalid(format!("unknown dependency: there is no task with id {id}"))
     })?;
-    match kind.as_str() {
-        "sweep" => {
+    match kind {
+        TaskKind::Sweep => {
             let mut stmt =
                 tx.prepare_cached("SELECT id FROM tasks WHERE parent_id = ?1 ORDER BY id")?;
             let ids = stmt
@@ -101,16 +101,16 @@ fn existing_targets(tx: &Transaction, id: i64) -> Result<Vec<i64>> {
                 .collect::<rusqlite::Result<Vec<i64>>>()?;
             Ok(ids)
         }
-        "recurring" => Err(StoreError::Invalid(format!(
+        TaskKind::Recurring => Err(StoreError::Invalid(format!(
             "task {id} is a recurring template; depend on one of its instances instead"
         ))),
-        _ => Ok(vec![id]),
+        TaskKind::Task => Ok(vec![id]),
     }
 }
 
 fn insert_task(
     tx: &Transaction,
-    kind: &str,
+    kind: TaskKind,
     parent: Option<i64>,
     spec: &TaskSpec,
     state: TaskState,
@@ -123,7 +123,7 @@ fn insert_task(
          VALUES (?11, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     )?
     .execute(params![
-        kind,
+        kind.as_str(),
         parent,
         spec.name,
         spec.project,
@@ -165,7 +165,14 @@ fn insert_entry(
                     .ok_or_else(|| StoreError::Invalid(format!("schedule `{expr}` never fires")))?,
             )
         };
-        let id = insert_task(tx, "recurring", None, first, TaskState::Scheduled, now)?;
+        let id = insert_task(
+            tx,
+            TaskKind::Recurring,
+            None,
+            first,
+            TaskState::Scheduled,
+            now,
+        )?;
         exec(
             tx,
             "UPDATE tasks SET schedule = ?1, next_fire_at = ?2 WHERE id = ?3",
@@ -182,17 +189,24 @@ fn insert_entry(
         return Ok((id, Vec::new()));
     }
     if !entry.is_sweep {
-        let id = insert_task(tx, "task", None, first, initial, now)?;
+        let id = insert_task(tx, TaskKind::Task, None, first, initial, now)?;
         let message = format!("{}{note}", initial.as_str());
         event(tx, now, Some(id), None, "submitted", &message)?;
         return Ok((id, vec![id]));
     }
     let mut group = first.clone();
     group.name = entry.name.clone();
-    let sweep = insert_task(tx, "sweep", None, &group, TaskState::Sweep, now)?;
+    let sweep = insert_task(tx, TaskKind::Sweep, None, &group, TaskState::Sweep, now)?;
     let mut ids = Vec::with_capacity(entry.members.len());
     for m in &entry.members {
-        ids.push(insert_task(tx, "task", Some(sweep), m, initial, now)?);
+        ids.push(insert_task(
+            tx,
+            TaskKind::Task,
+            Some(sweep),
+            m,
+            initial,
+            now,
+        )?);
     }
     event(
         tx,

@@ -6,7 +6,8 @@
 
 pub use nightjar_core::api::class::RunOutcome;
 pub use nightjar_core::api::wire::{
-    Counts, DepRow, EventRow, RunClass, RunRow, ScheduleInfo, TaskDetail, TaskRow, TaskState,
+    Counts, DepRow, EventRow, RunClass, RunRow, ScheduleInfo, TaskDetail, TaskKind, TaskRow,
+    TaskState,
 };
 
 use crate::task::model::TaskSpec;

@@ -75,7 +75,6 @@ nightjar_sdk::export_notifier!({{Type}});
 #[cfg(test)]
 mod tests {
     use super::*;
-    use nightjar_sdk::configure_notifier;
     use nightjar_sdk::testing::{HttpMock, event};
 
     /// The plugin under test.
@@ -84,7 +83,7 @@ mod tests {
     #[test]
     fn events_are_posted_and_a_server_error_is_tried_again() {
         let text = "url = \"https://chat.example.org/hook\"";
-        let config = configure_notifier::<P>(text).unwrap();
+        let config = P::configure(text).unwrap();
         let mock = HttpMock::install();
         mock.reply(503, "try later");
         let failed = P::deliver(&config, &[event(1, "task-failed")]).unwrap_err();
@@ -95,7 +94,7 @@ mod tests {
 
     #[test]
     fn a_url_that_is_not_http_is_refused_naming_the_key() {
-        let e = configure_notifier::<P>("url = \"ftp://x\"").unwrap_err();
+        let e = P::configure("url = \"ftp://x\"").unwrap_err();
         assert_eq!(e.key.as_deref(), Some("url"));
     }
 }

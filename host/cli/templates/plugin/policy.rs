@@ -48,14 +48,14 @@ nightjar_sdk::export_policy!({{Type}});
 mod tests {
     use super::*;
     use nightjar_sdk::testing::SnapshotBuilder;
-    use nightjar_sdk::{Priority, Verdict, configure};
+    use nightjar_sdk::{Priority, Verdict};
 
     /// The plugin under test.
     type P = {{Type}};
 
     #[test]
     fn tasks_of_a_held_project_wait_and_others_are_left_alone() {
-        let config = configure::<P>("hold = [\"render\"]").unwrap();
+        let config = P::configure("hold = [\"render\"]").unwrap();
         let s = SnapshotBuilder::at(1_796_040_000_000)
             .queued(1, "render", Priority::Normal, 0)
             .queued(2, "vision", Priority::Normal, 0)
@@ -68,7 +68,7 @@ mod tests {
 
     #[test]
     fn a_misspelt_key_is_an_error_naming_it() {
-        let e = configure::<P>("holds = [\"render\"]").unwrap_err();
+        let e = P::configure("holds = [\"render\"]").unwrap_err();
         assert_eq!(e.key.as_deref(), Some("holds"));
     }
 }

@@ -48,7 +48,6 @@ nightjar_sdk::export_validator!({{Type}});
 #[cfg(test)]
 mod tests {
     use super::*;
-    use nightjar_sdk::configure_validator;
     use nightjar_sdk::testing::RunBuilder;
 
     /// The plugin under test.
@@ -56,7 +55,7 @@ mod tests {
 
     #[test]
     fn a_missing_or_empty_file_is_an_error() {
-        let config = configure_validator::<P>("files = [\"a\", \"b\", \"c\"]").unwrap();
+        let config = P::configure("files = [\"a\", \"b\", \"c\"]").unwrap();
         let run = RunBuilder::new().file("a", 10).file("b", 0).build();
         let findings = P::validate(&config, &run);
         assert_eq!(findings.len(), 2, "{findings:?}");
@@ -64,7 +63,7 @@ mod tests {
 
     #[test]
     fn a_misspelt_key_is_an_error_naming_it() {
-        let e = configure_validator::<P>("file = \"a\"").unwrap_err();
+        let e = P::configure("file = \"a\"").unwrap_err();
         assert_eq!(e.key.as_deref(), Some("file"));
     }
 }

@@ -73,6 +73,40 @@ impl TaskState {
     }
 }
 
+/// What a row of the task table is. The kind never changes after submit;
+/// the state ([`TaskState`]) does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskKind {
+    /// A task: it runs, or waits to.
+    Task,
+    /// The parent row of a sweep; its members are tasks.
+    Sweep,
+    /// A recurring template; each firing adds a task under it.
+    Recurring,
+}
+
+impl TaskKind {
+    /// The stored (and wire) name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskKind::Task => "task",
+            TaskKind::Sweep => "sweep",
+            TaskKind::Recurring => "recurring",
+        }
+    }
+
+    /// Parses the stored name.
+    pub fn parse(s: &str) -> Option<TaskKind> {
+        Some(match s {
+            "task" => TaskKind::Task,
+            "sweep" => TaskKind::Sweep,
+            "recurring" => TaskKind::Recurring,
+            _ => return None,
+        })
+    }
+}
+
 /// Member counts of a sweep, by state.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counts {
@@ -117,8 +151,8 @@ impl Counts {
 pub struct TaskRow {
     /// Task id.
     pub id: i64,
-    /// `task`, `sweep` or `recurring`.
-    pub kind: String,
+    /// A task, a sweep or a recurring template.
+    pub kind: TaskKind,
     /// The sweep or recurring template this task belongs to.
     pub parent_id: Option<i64>,
     /// Name.

@@ -10,6 +10,7 @@ use nightjar_core::api::{ApiError, ErrorKind, Rerun, Rerunning};
 
 use crate::access::Caller;
 use crate::daemon::Daemon;
+use crate::store::TaskKind;
 use crate::task::model::NewEntry;
 
 /// Most changed inputs an error names (the rest are counted).
@@ -87,12 +88,12 @@ pub(super) fn rerun(d: &Daemon, caller: &Caller, r: &Rerun) -> anyhow::Result<Re
 /// own: refused, naming a member to rerun instead.
 fn pick_run(d: &Daemon, r: &Rerun) -> anyhow::Result<(i64, Manifest)> {
     let task = d.store().task(r.id)?;
-    if matches!(task.kind.as_str(), "sweep" | "recurring") {
-        let what = if task.kind == "sweep" {
-            "a sweep: each member runs on its own"
-        } else {
-            "a recurring template: each firing is a task of its own"
-        };
+    let what = match task.kind {
+        TaskKind::Sweep => Some("a sweep: each member runs on its own"),
+        TaskKind::Recurring => Some("a recurring template: each firing is a task of its own"),
+        TaskKind::Task => None,
+    };
+    if let Some(what) = what {
         let members = d.store().show(r.id)?.members;
         let hint = match members.iter().rev().find(|m| m.attempts > 0) {
             Some(m) => format!(" (the latest that ran: `nightjar rerun {}`)", m.id),

@@ -4,17 +4,17 @@ use std::sync::Arc;
 
 use crate::api::WaitResult;
 use crate::daemon::Daemon;
-use crate::store::TaskState;
+use crate::store::{TaskKind, TaskState};
 
 /// The tasks an id stands for when waiting: the task, or a sweep's members.
 fn wait_targets(d: &Daemon, id: i64) -> anyhow::Result<Vec<i64>> {
     let task = d.store().task(id)?;
-    match task.kind.as_str() {
-        "sweep" => Ok(d.store().show(id)?.members.iter().map(|m| m.id).collect()),
-        "recurring" => anyhow::bail!(
+    match task.kind {
+        TaskKind::Sweep => Ok(d.store().show(id)?.members.iter().map(|m| m.id).collect()),
+        TaskKind::Recurring => anyhow::bail!(
             "task {id} is a recurring template: it never ends; wait for one of its instances"
         ),
-        _ => Ok(vec![id]),
+        TaskKind::Task => Ok(vec![id]),
     }
 }
 
