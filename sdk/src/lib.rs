@@ -31,12 +31,14 @@
 //! }
 //!
 //! nightjar_sdk::export_policy!(Weekends);
-//! # let config = nightjar_sdk::configure::<Weekends>("projects = [\"render\"]").unwrap();
+//! # let config = <Weekends as nightjar_sdk::Policy>::configure("projects = [\"render\"]").unwrap();
 //! # assert_eq!(config.projects, ["render"]);
 //! ```
 //!
 //! The same types are plain Rust values, so policies are unit-tested natively
-//! with [`configure`] and the builders in [`testing`].
+//! with [`Policy::configure`] (`Weekends::configure(text)` reads a config
+//! exactly as the host's would be; every plugin kind has it under that
+//! name) and the builders in [`testing`].
 //!
 //! A policy that moves work by the price of electricity asks the host's
 //! tariff with [`tariff::prices`] (natively, a [`tariff::TariffMock`]
@@ -59,7 +61,7 @@
 //! folder, which the plugin sees read-only at `/output`). It answers
 //! [`Finding`]s: [`Finding::error`] fails the run, [`Finding::warning`] and
 //! [`Finding::info`] are shown. [`export_validator!`] exports it; natively,
-//! [`configure_validator`] reads a config as the host's would be, and
+//! [`Validator::configure`] reads a config as the host's would be, and
 //! [`testing::OutputDir`] and [`testing::RunBuilder`] make runs to test it
 //! against. See [`validator`] for an example.
 //!
@@ -73,7 +75,7 @@
 //! [`mail`] and
 //! answers `Ok` or a [`DeliveryError`] (transient: the host tries again
 //! later; permanent: the events go to the dead letters).
-//! [`export_notifier!`] exports it; natively, [`configure_notifier`] reads
+//! [`export_notifier!`] exports it; natively, [`Notifier::configure`] reads
 //! a config, [`testing::event`] makes events and [`testing::HttpMock`] and
 //! [`testing::MailMock`] stand in for the host's HTTP and mail, so a notifier is unit-tested without
 //! wasm. See [`notifier`] for an example.
@@ -159,11 +161,18 @@ pub use notifier_bindings::exports::nightjar::plugin::notify as notifier_abi;
 pub use bindings::nightjar::plugin::host;
 pub use bindings::nightjar::plugin::types::{ConfigError, Level, Priority};
 pub use evaluation::{ClosedGpu, Deferral, Evaluation, Preemption, TaskVerdict, Verdict};
-pub use notifier::{DeliveryError, Event, Field, Notifier, configure_notifier};
-pub use policy::{Policy, configure};
+pub use notifier::{DeliveryError, Event, Field, Notifier};
+// The earlier per-kind names of `configure`, kept for plugins that call them.
+#[allow(deprecated)]
+pub use notifier::configure_notifier;
+pub use policy::Policy;
+#[allow(deprecated)]
+pub use policy::configure;
 pub use reason::Reason;
 pub use snapshot::{Gpu, QueuedTask, RunningTask, Snapshot, Usage};
-pub use validator::{Finding, OutputFile, Run, Severity, Validator, configure_validator};
+#[allow(deprecated)]
+pub use validator::configure_validator;
+pub use validator::{Finding, OutputFile, Run, Severity, Validator};
 
 #[doc(hidden)]
 pub use notifier::private as __private_notifier;

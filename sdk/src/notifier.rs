@@ -30,7 +30,7 @@
 //! nightjar_sdk::export_notifier!(Hook);
 //!
 //! # use nightjar_sdk::testing::{HttpMock, event};
-//! let config = nightjar_sdk::configure_notifier::<Hook>("url = \"https://chat.example.org/hook\"").unwrap();
+//! let config = <Hook as nightjar_sdk::Notifier>::configure("url = \"https://chat.example.org/hook\"").unwrap();
 //! let mock = HttpMock::install();
 //! mock.reply(503, "try later");
 //! let failed = Hook::deliver(&config, &[event(1, "task-failed")]).unwrap_err();
@@ -48,7 +48,7 @@
 //! [`DeliveryError::Permanent`]). Each event's [`Event::key`] stays the same
 //! across retries, for receivers that drop repeats.
 //!
-//! Natively, [`configure_notifier`] reads a config as the host's would be,
+//! Natively, [`Notifier::configure`] reads a config as the host's would be,
 //! [`testing::event`](crate::testing::event) makes events, and
 //! [`testing::HttpMock`](crate::testing::HttpMock) answers [`http::send`](crate::http::send).
 
@@ -102,21 +102,36 @@ pub trait Notifier {
     fn parse(text: &str) -> Result<Self::Config, ConfigError> {
         crate::config::from_toml(text)
     }
+
+    /// Reads a configuration exactly as the host's `configure` does:
+    /// [`Notifier::parse`], then [`Notifier::check_config`]. Native tests call
+    /// it as `MyPlugin::configure(text)`. (The same name in every plugin
+    /// kind: policies, validators and notifiers.) Override `parse` or
+    /// `check_config`, not this.
+    fn configure(text: &str) -> Result<Self::Config, ConfigError>
+    where
+        Self: Sized,
+    {
+        let config = Self::parse(text)?;
+        Self::check_config(&config)?;
+        Ok(config)
+    }
 }
 
-/// What the exported `configure` does: [`Notifier::parse`], then
-/// [`Notifier::check_config`]. Native tests call it to get a notifier's config
-/// from TOML text exactly as the host's would be read.
+/// The earlier, per-kind name of [`Notifier::configure`]; call
+/// `N::configure(text)` instead (the same name in every plugin kind).
+#[deprecated(
+    since = "0.2.0",
+    note = "call `Notifier::configure` (`MyPlugin::configure(text)`) instead"
+)]
 pub fn configure_notifier<N: Notifier>(text: &str) -> Result<N::Config, ConfigError> {
-    let config = N::parse(text)?;
-    N::check_config(&config)?;
-    Ok(config)
+    N::configure(text)
 }
 
 /// The machinery [`export_notifier!`](crate::export_notifier) expands to;
 /// not for plugin code.
 pub mod private {
-    use super::{DeliveryError, Event, Notifier, configure_notifier};
+    use super::{DeliveryError, Event, Notifier};
     use crate::__private::ConfigSlot;
     use crate::{ConfigError, notifier_abi as abi};
 
@@ -125,7 +140,7 @@ pub mod private {
         slot: &ConfigSlot<N::Config>,
         text: &str,
     ) -> Result<(), ConfigError> {
-        let config = configure_notifier::<N>(text)?;
+        let config = N::configure(text)?;
         *slot.lock() = Some(config);
         Ok(())
     }
@@ -145,7 +160,7 @@ pub mod private {
         }
         let mut config = slot.lock();
         if config.is_none() {
-            match configure_notifier::<N>("") {
+            match N::configure("") {
                 Ok(c) => *config = Some(c),
                 Err(e) => {
                     return Err(DeliveryError::Transient(format!(

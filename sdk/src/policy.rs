@@ -47,15 +47,30 @@ pub trait Policy {
     fn parse(text: &str) -> Result<Self::Config, ConfigError> {
         crate::config::from_toml(text)
     }
+
+    /// Reads a configuration exactly as the host's `configure` does:
+    /// [`Policy::parse`], then [`Policy::check_config`]. Native tests call
+    /// it as `MyPlugin::configure(text)`. (The same name in every plugin
+    /// kind: policies, validators and notifiers.) Override `parse` or
+    /// `check_config`, not this.
+    fn configure(text: &str) -> Result<Self::Config, ConfigError>
+    where
+        Self: Sized,
+    {
+        let config = Self::parse(text)?;
+        Self::check_config(&config)?;
+        Ok(config)
+    }
 }
 
-/// What the exported `configure` does: [`Policy::parse`], then
-/// [`Policy::check_config`]. Native tests call it to get a policy's config from
-/// TOML text exactly as the host's would be read.
+/// The earlier, per-kind name of [`Policy::configure`]; call
+/// `P::configure(text)` instead (the same name in every plugin kind).
+#[deprecated(
+    since = "0.2.0",
+    note = "call `Policy::configure` (`MyPlugin::configure(text)`) instead"
+)]
 pub fn configure<P: Policy>(text: &str) -> Result<P::Config, ConfigError> {
-    let config = P::parse(text)?;
-    P::check_config(&config)?;
-    Ok(config)
+    P::configure(text)
 }
 
 /// The machinery [`export_policy!`](crate::export_policy) expands to; not
@@ -63,7 +78,7 @@ pub fn configure<P: Policy>(text: &str) -> Result<P::Config, ConfigError> {
 pub mod private {
     use std::sync::{Mutex, MutexGuard};
 
-    use super::{Policy, configure};
+    use super::Policy;
     use crate::{ConfigError, Evaluation, Snapshot, abi};
 
     /// The bytes of the `nightjar-api-version` section: [`crate::API_VERSION`].
@@ -105,7 +120,7 @@ pub mod private {
         slot: &ConfigSlot<P::Config>,
         text: &str,
     ) -> Result<(), ConfigError> {
-        let config = configure::<P>(text)?;
+        let config = P::configure(text)?;
         *slot.lock() = Some(config);
         Ok(())
     }
@@ -119,7 +134,7 @@ pub mod private {
     ) -> Evaluation {
         let mut config = slot.lock();
         if config.is_none() {
-            *config = configure::<P>("").ok();
+            *config = P::configure("").ok();
         }
         match config.as_ref() {
             Some(c) => P::evaluate(c, snapshot),
@@ -249,9 +264,9 @@ mod tests {
 
     #[test]
     fn a_policy_that_implements_only_the_earlier_validate_is_still_checked() {
-        let e = configure::<Earlier>("low = 5\nhigh = 1").unwrap_err();
+        let e = Earlier::configure("low = 5\nhigh = 1").unwrap_err();
         assert_eq!(e.key.as_deref(), Some("low"));
-        assert!(configure::<Earlier>("low = 1\nhigh = 5").is_ok());
+        assert!(Earlier::configure("low = 1\nhigh = 5").is_ok());
     }
 
     fn score(slot: &ConfigSlot<Config>) -> i32 {
@@ -265,11 +280,11 @@ mod tests {
     #[test]
     fn configure_parses_then_validates_and_evaluate_uses_what_it_kept() {
         assert_eq!(
-            configure::<Gap>("low = 5").unwrap_err().key.as_deref(),
+            Gap::configure("low = 5").unwrap_err().key.as_deref(),
             Some("low")
         );
         assert_eq!(
-            configure::<Gap>("hgih = 5").unwrap_err().key.as_deref(),
+            Gap::configure("hgih = 5").unwrap_err().key.as_deref(),
             Some("hgih")
         );
         let slot = ConfigSlot::new();
@@ -278,5 +293,17 @@ mod tests {
         assert_eq!(score(&slot), 9);
         assert!(configure_into::<Gap>(&slot, "low = 50").is_err());
         assert_eq!(score(&slot), 9, "a refused config changes nothing");
+    }
+
+    #[test]
+    #[allow(deprecated)]
+    fn the_earlier_per_kind_name_configures_as_the_trait_method_does() {
+        // `configure::<P>` was the name before every kind had `P::configure`;
+        // plugins that call it keep building and read the same config.
+        assert_eq!(
+            super::configure::<Gap>("low = 5").unwrap_err().key,
+            Gap::configure("low = 5").unwrap_err().key
+        );
+        assert!(super::configure::<Gap>("high = 10").is_ok());
     }
 }

@@ -27,7 +27,7 @@
 //! }
 //!
 //! nightjar_sdk::export_validator!(NotEmpty);
-//! # let config = nightjar_sdk::configure_validator::<NotEmpty>("file = \"model.pt\"").unwrap();
+//! # let config = <NotEmpty as nightjar_sdk::Validator>::configure("file = \"model.pt\"").unwrap();
 //! # let run = nightjar_sdk::testing::RunBuilder::new().file("model.pt", 0).build();
 //! # assert_eq!(NotEmpty::validate(&config, &run).len(), 1);
 //! ```
@@ -89,21 +89,36 @@ pub trait Validator {
     fn parse(text: &str) -> Result<Self::Config, ConfigError> {
         crate::config::from_toml(text)
     }
+
+    /// Reads a configuration exactly as the host's `configure` does:
+    /// [`Validator::parse`], then [`Validator::check_config`]. Native tests call
+    /// it as `MyPlugin::configure(text)`. (The same name in every plugin
+    /// kind: policies, validators and notifiers.) Override `parse` or
+    /// `check_config`, not this.
+    fn configure(text: &str) -> Result<Self::Config, ConfigError>
+    where
+        Self: Sized,
+    {
+        let config = Self::parse(text)?;
+        Self::check_config(&config)?;
+        Ok(config)
+    }
 }
 
-/// What the exported `configure` does: [`Validator::parse`], then
-/// [`Validator::check_config`]. Native tests call it to get a validator's config
-/// from TOML text exactly as the host's would be read.
+/// The earlier, per-kind name of [`Validator::configure`]; call
+/// `V::configure(text)` instead (the same name in every plugin kind).
+#[deprecated(
+    since = "0.2.0",
+    note = "call `Validator::configure` (`MyPlugin::configure(text)`) instead"
+)]
 pub fn configure_validator<V: Validator>(text: &str) -> Result<V::Config, ConfigError> {
-    let config = V::parse(text)?;
-    V::check_config(&config)?;
-    Ok(config)
+    V::configure(text)
 }
 
 /// The machinery [`export_validator!`](crate::export_validator) expands to;
 /// not for plugin code.
 pub mod private {
-    use super::{Finding, Run, Validator, configure_validator};
+    use super::{Finding, Run, Validator};
     use crate::__private::ConfigSlot;
     use crate::{ConfigError, validator_abi as abi};
 
@@ -112,7 +127,7 @@ pub mod private {
         slot: &ConfigSlot<V::Config>,
         text: &str,
     ) -> Result<(), ConfigError> {
-        let config = configure_validator::<V>(text)?;
+        let config = V::configure(text)?;
         *slot.lock() = Some(config);
         Ok(())
     }
@@ -124,7 +139,7 @@ pub mod private {
     pub fn validate_with<V: Validator>(slot: &ConfigSlot<V::Config>, run: &Run) -> Vec<Finding> {
         let mut config = slot.lock();
         if config.is_none() {
-            match configure_validator::<V>("") {
+            match V::configure("") {
                 Ok(c) => *config = Some(c),
                 Err(e) => {
                     return vec![Finding::about_run(

@@ -58,7 +58,7 @@ mod tests {
 
     #[test]
     fn render_waits_until_saturday_and_others_are_left_alone() {
-        let config = configure::<Weekends>("projects = [\"render\"]").unwrap();
+        let config = Weekends::configure("projects = [\"render\"]").unwrap();
         // 2026-11-30 12:00 UTC is a Monday.
         let monday = 1_796_040_000_000;
         let s = SnapshotBuilder::at(monday)
@@ -80,14 +80,12 @@ mod tests {
 
     #[test]
     fn the_config_reads_a_list_or_one_string_and_names_a_bad_key() {
-        let one = configure::<Weekends>("projects = \"render, archive\"").unwrap();
+        let one = Weekends::configure("projects = \"render, archive\"").unwrap();
         assert_eq!(one.projects, ["render", "archive"]);
-        assert!(configure::<Weekends>("").unwrap().projects.is_empty());
-        let e = configure::<Weekends>("project = [\"render\"]")
-            .err()
-            .unwrap();
+        assert!(Weekends::configure("").unwrap().projects.is_empty());
+        let e = Weekends::configure("project = [\"render\"]").err().unwrap();
         assert_eq!(e.key.as_deref(), Some("project"));
-        let e = configure::<Weekends>("projects = 3").err().unwrap();
+        let e = Weekends::configure("projects = 3").err().unwrap();
         assert_eq!(e.key.as_deref(), Some("projects"));
     }
 }

@@ -144,7 +144,7 @@ mod tests {
     use super::*;
 
     fn findings(config: &str, log: &str) -> Vec<Finding> {
-        let config = configure_validator::<LossCurve>(config).unwrap();
+        let config = LossCurve::configure(config).unwrap();
         let out = OutputDir::new();
         out.write("train_log.csv", log);
         LossCurve::validate(&config, &out.run().build())
@@ -185,7 +185,7 @@ mod tests {
 
     #[test]
     fn a_missing_log_column_or_curve_is_a_finding() {
-        let config = configure_validator::<LossCurve>("").unwrap();
+        let config = LossCurve::configure("").unwrap();
         let empty = OutputDir::new();
         let found = LossCurve::validate(&config, &empty.run().build());
         assert_eq!(
@@ -209,7 +209,7 @@ mod tests {
             ("colum = \"loss\"", "colum"),
             ("severity = \"fatal\"", "severity"),
         ] {
-            let e = configure_validator::<LossCurve>(text).unwrap_err();
+            let e = LossCurve::configure(text).unwrap_err();
             assert_eq!(e.key.as_deref(), Some(key), "{text}");
         }
     }

@@ -30,20 +30,20 @@ impl Notifier for Ids {
 #[test]
 fn configure_parses_then_checks() {
     assert_eq!(
-        configure_notifier::<Ids>("url = \"http://x\"")
+        Ids::configure("url = \"http://x\"")
             .unwrap_err()
             .key
             .as_deref(),
         Some("url")
     );
     assert_eq!(
-        configure_notifier::<Ids>("url = \"https://x\"\nulr = 1")
+        Ids::configure("url = \"https://x\"\nulr = 1")
             .unwrap_err()
             .key
             .as_deref(),
         Some("ulr")
     );
-    assert!(configure_notifier::<Ids>("url = \"https://x\"").is_ok());
+    assert!(Ids::configure("url = \"https://x\"").is_ok());
 }
 
 #[test]
@@ -132,7 +132,7 @@ impl Notifier for Earlier {
 
 #[test]
 fn a_notifier_that_implements_only_the_earlier_check_is_still_checked() {
-    let err = configure_notifier::<Earlier>("url = \"http://x\"").unwrap_err();
+    let err = Earlier::configure("url = \"http://x\"").unwrap_err();
     assert_eq!(err.key.as_deref(), Some("url"));
-    assert!(configure_notifier::<Earlier>("url = \"https://x\"").is_ok());
+    assert!(Earlier::configure("url = \"https://x\"").is_ok());
 }

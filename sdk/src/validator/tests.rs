@@ -44,14 +44,14 @@ impl Validator for Short {
 
 #[test]
 fn configure_parses_then_checks_and_names_the_key() {
-    let e = configure_validator::<Short>("max = 0").unwrap_err();
+    let e = Short::configure("max = 0").unwrap_err();
     assert_eq!(e.key.as_deref(), Some("max"));
-    let e = configure_validator::<Short>("fiel = \"a\"").unwrap_err();
+    let e = Short::configure("fiel = \"a\"").unwrap_err();
     assert_eq!(e.key.as_deref(), Some("fiel"));
-    let e = configure_validator::<Short>("severity = \"fatal\"").unwrap_err();
+    let e = Short::configure("severity = \"fatal\"").unwrap_err();
     assert_eq!(e.key.as_deref(), Some("severity"));
     assert!(e.message.contains("\"warning\""), "{}", e.message);
-    let c = configure_validator::<Short>("severity = \"warning\"").unwrap();
+    let c = Short::configure("severity = \"warning\"").unwrap();
     assert_eq!(c.severity, Severity::Warning);
 }
 
@@ -179,7 +179,7 @@ impl Validator for Earlier {
 
 #[test]
 fn a_validator_that_implements_only_the_earlier_check_is_still_checked() {
-    let e = configure_validator::<Earlier>("max = 0").unwrap_err();
+    let e = Earlier::configure("max = 0").unwrap_err();
     assert_eq!(e.key.as_deref(), Some("max"));
-    assert!(configure_validator::<Earlier>("max = 5").is_ok());
+    assert!(Earlier::configure("max = 5").is_ok());
 }
