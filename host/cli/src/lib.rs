@@ -100,7 +100,7 @@ pub enum Verb {
         manifest: bool,
     },
     /// Queue a task again from one of its runs: same command, workdir, env;
-    /// inputs checked against that run's digests.
+    /// inputs checked against that run's hashes.
     Rerun(rerun::Args),
     /// What differs between two runs: code, command, env, inputs, Python,
     /// GPUs, system, policies, outputs (exit status 0 either way).

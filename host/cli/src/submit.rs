@@ -109,7 +109,7 @@ pub struct Args {
     /// Extra container bind mount HOST[:TARGET][:ro] (repeatable).
     #[arg(long = "mount", value_name = "MOUNT", requires = "container")]
     pub mounts: Vec<String>,
-    /// Hash every input again for the submit manifest, whatever the digest
+    /// Hash every input again for the submit manifest, whatever the hash
     /// cache holds (a file changed without its size, mtime or ctime moving).
     #[arg(long)]
     pub verify: bool,

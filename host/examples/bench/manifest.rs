@@ -56,7 +56,7 @@ fn hashing(dir: &Path) -> Result<()> {
     };
     // Alternating rounds, best of 3 each: both read the same (cached) pages.
     let (mut ours, mut theirs) = (f64::MAX, f64::MAX);
-    let mut digests = (String::new(), String::new());
+    let mut hashes = (String::new(), String::new());
     for _ in 0..3 {
         let t0 = Instant::now();
         let out = Command::new("sha256sum").arg(&path).output()?;
@@ -64,7 +64,7 @@ fn hashing(dir: &Path) -> Result<()> {
         if !out.status.success() {
             bail!("sha256sum failed");
         }
-        digests.1 = String::from_utf8_lossy(&out.stdout)
+        hashes.1 = String::from_utf8_lossy(&out.stdout)
             .split_whitespace()
             .next()
             .unwrap_or_default()
@@ -72,10 +72,10 @@ fn hashing(dir: &Path) -> Result<()> {
         let t0 = Instant::now();
         let (sha, _) = hash_file(&path, &key).map_err(anyhow::Error::msg)?;
         ours = ours.min(t0.elapsed().as_secs_f64());
-        digests.0 = sha;
+        hashes.0 = sha;
     }
-    if digests.0 != digests.1 {
-        bail!("digests differ: {} vs {}", digests.0, digests.1);
+    if hashes.0 != hashes.1 {
+        bail!("hashes differ: {} vs {}", hashes.0, hashes.1);
     }
     let mb = key.size as f64 / 1e6;
     println!(

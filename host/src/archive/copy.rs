@@ -2,7 +2,7 @@
 //! read: single files of the run folder, and the logs packed as a tar.gz
 //! (the output folder's tree is `tree`'s). Then the flush (fsync of every file and folder) and the
 //! verification (each file read back from the archive, past the page cache
-//! where the kernel allows, against the digest taken while copying).
+//! where the kernel allows, against the hash taken while copying).
 
 use std::ffi::CString;
 use std::io::{Read, Write};
@@ -279,7 +279,7 @@ pub fn verify(dst: &Dir, w: &Written) -> Result<(), Failure> {
 }
 
 /// Reads file `at` of `dir` (at most one byte past its size) and compares
-/// it with `f`'s size and digest.
+/// it with `f`'s size and hash.
 pub fn read_back(dir: &Dir, at: &Path, f: &OutputFile, buf: &mut [u8]) -> Result<(), Failure> {
     let file = dir
         .open(at)

@@ -1,6 +1,6 @@
 //! The atomic, verified archive of a succeeded run: its outputs, manifests
 //! and logs copied into `<root>/.partial/<name>`, flushed (fsync of files
-//! and folders), read back against the digests taken while copying (and
+//! and folders), read back against the hashes taken while copying (and
 //! the outputs against the run's output manifest), then renamed to
 //! `<project>/<task-name>/<date>_<task id>_<run id>` with a rename that
 //! never replaces anything. An interruption at any step leaves nothing
@@ -29,7 +29,7 @@ use nightjar_core::runlog::{STDERR, STDOUT};
 /// The folder partial archives are built in, under the root.
 pub const PARTIAL: &str = ".partial";
 
-/// The archive's own record (origin and every file's digest), written last.
+/// The archive's own record (origin and every file's hash), written last.
 pub const RECORD: &str = "archive.json";
 
 /// The archive's logs, packed.

@@ -1,5 +1,5 @@
 //! `archive.json`, the archive's own record (which daemon and run it is,
-//! every file's digest), and how a try tells its own archive under a final
+//! every file's hash), and how a try tells its own archive under a final
 //! name from anything else there.
 
 use std::path::Path;
@@ -20,13 +20,13 @@ pub(super) struct Record {
     pub format: String,
     /// Whose archive it is.
     pub origin: Origin,
-    /// Every file in it, relative to it, with its digest.
+    /// Every file in it, relative to it, with its hash.
     pub files: Vec<OutputFile>,
 }
 
 /// The archive at `rel` when it is this run's and complete: a real folder
 /// whose `archive.json` names `req`'s origin, lists every output of the
-/// run's manifest with its digest, and whose every file reads back as
+/// run's manifest with its hash, and whose every file reads back as
 /// recorded. (files, bytes) then. An `archive.json` alone, crafted or left
 /// by a damaged copy, is not taken for an archive.
 pub(super) fn ours(root: &Dir, rel: &Path, req: &Request<'_>) -> Option<(usize, u64)> {

@@ -1,7 +1,7 @@
 //! Copying a run's output folder into the archive's partial folder: the
 //! files its output manifest lists, each read no further than its listed
 //! size (a file still growing is a mismatch, never an endless copy) and
-//! matched with its listed digest. Names are copied byte for byte (two
+//! matched with its listed hash. Names are copied byte for byte (two
 //! names that read the same once made valid UTF-8 stay two files), links
 //! are never followed, and the archive root is never copied into itself
 //! (an output folder that holds it skips it). Files the manifest does not

@@ -1,5 +1,5 @@
-//! Input digests: each input is stat'ed, and a regular file's sha256 comes
-//! from the earlier capture or the digest cache when its device, inode,
+//! Input hashes: each input is stat'ed, and a regular file's sha256 comes
+//! from the earlier capture or the hash cache when its device, inode,
 //! size, mtime and ctime are unchanged (a stat, however large the file),
 //! else it is read once, streamed, at disk speed. Anything that is not a
 //! regular file (a FIFO, a device such as /dev/zero, a folder, a symlink
@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 use super::git::hex;
 use nightjar_core::api::manifest::{CaptureStats, InputRecord};
 
-/// A file's identity for the digest cache: a file whose key is unchanged
+/// A file's identity for the hash cache: a file whose key is unchanged
 /// has the content it had when it was hashed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Key {
@@ -70,11 +70,11 @@ impl SetKey for InputRecord {
     }
 }
 
-/// Where digests of earlier captures are kept (the store's `input_digests`).
-pub trait DigestCache {
-    /// The digests known for `keys` (one lookup for all).
+/// Where hashes of earlier captures are kept (the store's `input_digests`).
+pub trait HashCache {
+    /// The hashes known for `keys` (one lookup for all).
     fn lookup(&mut self, keys: &[Key]) -> HashMap<Key, String>;
-    /// Remembers fresh digests, with the path each was read from.
+    /// Remembers fresh hashes, with the path each was read from.
     fn remember(&mut self, fresh: &[(Key, String, String)]);
 }
 
@@ -98,12 +98,12 @@ pub struct Earlier<'a> {
 }
 
 /// Records every input of `paths`. `earlier` and then `cache` give the
-/// digests of files unchanged since they were read; `verify` reads every
+/// hashes of files unchanged since they were read; `verify` reads every
 /// file again. `stats` counts what was read.
 pub fn record_all(
     paths: &[std::path::PathBuf],
     earlier: Option<Earlier<'_>>,
-    cache: &mut dyn DigestCache,
+    cache: &mut dyn HashCache,
     verify: bool,
     stats: &mut CaptureStats,
 ) -> Vec<InputRecord> {
@@ -114,7 +114,7 @@ pub fn record_all(
     let before: HashMap<&Path, &InputRecord> =
         earlier.iter().map(|r| (r.path.as_path(), r)).collect();
     let mut records: Vec<(InputRecord, Option<Key>)> = paths.iter().map(|p| stat(p)).collect();
-    // Unchanged since the earlier capture: its digest, no lookup at all.
+    // Unchanged since the earlier capture: its hash, no lookup at all.
     let mut wanted = Vec::new();
     for (rec, key) in records.iter_mut() {
         let Some(key) = *key else { continue };
@@ -188,7 +188,7 @@ fn stat(path: &Path) -> (InputRecord, Option<Key>) {
     rec.set_key(&Key::of(&m));
     if ft.is_file() {
         // Readable by whoever captures (the owner, on the daemon's owner
-        // thread): a digest, cached or earlier, is shown only to someone
+        // thread): a hash, cached or earlier, is shown only to someone
         // who could read the file. The key is the open descriptor's.
         match crate::privsep::open::regular(path, true) {
             Ok((_, m)) => {
@@ -209,7 +209,7 @@ fn stat(path: &Path) -> (InputRecord, Option<Key>) {
     {
         rec.note = Some(match rec.kind.as_str() {
             "folder" => {
-                "a folder: not hashed (list its files in `inputs` to record their digests)".into()
+                "a folder: not hashed (list its files in `inputs` to record their hashes)".into()
             }
             k => format!("a {k}, not a regular file: not read"),
         });
@@ -253,7 +253,7 @@ pub fn hash_file(path: &Path, key: &Key) -> Result<(String, u64), String> {
         .metadata()
         .map_err(|e| format!("cannot stat: {}", describe(&e)))?;
     if Key::of(&after) != *key || bytes != key.size {
-        return Err("changed while being hashed: no digest recorded".into());
+        return Err("changed while being hashed: no hash recorded".into());
     }
     Ok((sha, bytes))
 }

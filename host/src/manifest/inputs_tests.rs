@@ -11,7 +11,7 @@ struct Mem {
     lookups: usize,
 }
 
-impl DigestCache for Mem {
+impl HashCache for Mem {
     fn lookup(&mut self, keys: &[Key]) -> HashMap<Key, String> {
         self.lookups += 1;
         keys.iter()
@@ -203,7 +203,7 @@ fn many_inputs_cost_one_cache_lookup() {
 }
 
 #[test]
-fn hashing_streams_and_matches_a_known_digest() {
+fn hashing_streams_and_matches_a_known_hash() {
     let (sha, n) = hash_reader(&mut std::io::repeat(b'a').take(3 * CHUNK as u64 + 7)).unwrap();
     assert_eq!(n, 3 * CHUNK as u64 + 7);
     let mut h = Sha256::new();

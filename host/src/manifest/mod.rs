@@ -1,5 +1,5 @@
 //! Reproducibility manifests, captured at submit (what was asked) and at a
-//! run's start (what ran): the workdir's git state, the inputs' digests
+//! run's start (what ran): the workdir's git state, the inputs' hashes
 //! (cached: a file hashed once is a stat afterwards), the Python
 //! environment, the machine. Everything here is bounded in time (git and
 //! pip under deadlines, inputs never opened unless they are regular files)
@@ -22,7 +22,7 @@ use nightjar_core::api::manifest::{InputChange, InputRecord, Manifest, Phase};
 use crate::privsep::Owned;
 use crate::privsep::thread::Ask;
 
-pub use inputs::{DigestCache, Earlier, Key};
+pub use inputs::{Earlier, HashCache, Key};
 
 /// What a capture may cost.
 #[derive(Debug, Clone, Copy)]
@@ -45,12 +45,12 @@ pub struct Subject<'a> {
 
 /// Captures the parts of a manifest that read the world: git, inputs,
 /// Python. `earlier` is the submit manifest when capturing at a start
-/// (unchanged inputs keep its digests, changed ones are listed).
+/// (unchanged inputs keep its hashes, changed ones are listed).
 pub fn capture(
     phase: Phase,
     subject: &Subject<'_>,
     earlier: Option<&Manifest>,
-    cache: &mut dyn DigestCache,
+    cache: &mut dyn HashCache,
     verify: bool,
     budget: Budget,
     owned: Owned<'_>,
@@ -79,20 +79,20 @@ pub fn capture(
     m
 }
 
-/// A digest-cache call the owner's thread sends to the daemon's, which
+/// A hash-cache call the owner's thread sends to the daemon's, which
 /// keeps the store (the owner's thread opens none of its files).
 pub enum CacheCall {
-    /// [`DigestCache::lookup`].
+    /// [`HashCache::lookup`].
     Lookup(Vec<Key>),
-    /// [`DigestCache::remember`].
+    /// [`HashCache::remember`].
     Remember(Vec<(Key, String, String)>),
 }
 
-/// The digest cache as the owner's thread sees it: each call asked of the
+/// The hash cache as the owner's thread sees it: each call asked of the
 /// daemon's thread.
 pub struct Remote<'a>(pub &'a Ask<CacheCall, HashMap<Key, String>>);
 
-impl DigestCache for Remote<'_> {
+impl HashCache for Remote<'_> {
     fn lookup(&mut self, keys: &[Key]) -> HashMap<Key, String> {
         self.0
             .ask(CacheCall::Lookup(keys.to_vec()))
@@ -105,7 +105,7 @@ impl DigestCache for Remote<'_> {
 }
 
 /// Answers `call` from `cache` (on the daemon's thread).
-pub fn serve(cache: &mut dyn DigestCache, call: CacheCall) -> HashMap<Key, String> {
+pub fn serve(cache: &mut dyn HashCache, call: CacheCall) -> HashMap<Key, String> {
     match call {
         CacheCall::Lookup(keys) => cache.lookup(&keys),
         CacheCall::Remember(fresh) => {
@@ -115,7 +115,7 @@ pub fn serve(cache: &mut dyn DigestCache, call: CacheCall) -> HashMap<Key, Strin
     }
 }
 
-/// The inputs whose digest now differs from `before`'s (or that cannot be
+/// The inputs whose hash now differs from `before`'s (or that cannot be
 /// hashed now, or are gone).
 pub fn changes(before: &[InputRecord], now: &[InputRecord]) -> Vec<InputChange> {
     let mut out = Vec::new();
@@ -128,7 +128,7 @@ pub fn changes(before: &[InputRecord], now: &[InputRecord]) -> Vec<InputChange> 
         } else if b.sha256.is_some() && n.sha256.is_none() {
             format!(
                 "cannot be hashed now: {}",
-                n.note.as_deref().unwrap_or("no digest")
+                n.note.as_deref().unwrap_or("no hash")
             )
         } else if b.sha256 != n.sha256 {
             "content changed".into()

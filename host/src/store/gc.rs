@@ -102,7 +102,7 @@ impl Store {
             "DELETE FROM events WHERE task_id IS NULL AND at < ?1",
             [ended_before],
         )?;
-        // Digests of inputs no manifest asked for since: the files are
+        // Hashes of inputs no manifest asked for since: the files are
         // likely gone, and a file still there is hashed again once.
         exec(
             &tx,

@@ -1,6 +1,6 @@
 //! Manifests in the database: the submit manifest on its task (or once on
 //! a sweep or recurring template), each run's start manifest, and the input
-//! digest cache.
+//! hash cache.
 
 use std::collections::HashMap;
 
@@ -11,8 +11,8 @@ use crate::manifest::Key;
 use nightjar_core::api::manifest::{Manifest, Manifests};
 
 impl Store {
-    /// The cached digests of `keys`, each hit counted (one transaction).
-    pub fn lookup_digests(&mut self, keys: &[Key], now: i64) -> Result<HashMap<Key, String>> {
+    /// The cached hashes of `keys`, each hit counted (one transaction).
+    pub fn lookup_hashes(&mut self, keys: &[Key], now: i64) -> Result<HashMap<Key, String>> {
         let tx = self.conn.transaction()?;
         let mut found = HashMap::new();
         {
@@ -39,8 +39,8 @@ impl Store {
         Ok(found)
     }
 
-    /// Remembers fresh digests: (key, sha256, path read).
-    pub fn remember_digests(&mut self, fresh: &[(Key, String, String)], now: i64) -> Result<()> {
+    /// Remembers fresh hashes: (key, sha256, path read).
+    pub fn remember_hashes(&mut self, fresh: &[(Key, String, String)], now: i64) -> Result<()> {
         let tx = self.conn.transaction()?;
         {
             let mut put = tx.prepare_cached(
@@ -57,9 +57,9 @@ impl Store {
         Ok(())
     }
 
-    /// How often the cached digest of the file at `path` saved a read
+    /// How often the cached hash of the file at `path` saved a read
     /// (the newest entry for that path; `None`: never cached).
-    pub fn digest_hits(&self, path: &str) -> Result<Option<i64>> {
+    pub fn hash_hits(&self, path: &str) -> Result<Option<i64>> {
         Ok(row(
             &self.conn,
             "SELECT hits FROM input_digests WHERE path = ?1 ORDER BY hashed_at DESC LIMIT 1",
@@ -190,21 +190,21 @@ mod tests {
     }
 
     #[test]
-    fn a_cached_digest_is_found_by_its_whole_key_and_its_hits_counted() {
+    fn a_cached_hash_is_found_by_its_whole_key_and_its_hits_counted() {
         let (_dir, mut s) = store();
-        assert!(s.lookup_digests(&[key(1)], 5).unwrap().is_empty());
-        s.remember_digests(&[(key(1), "ab".into(), "/d/a".into())], 5)
+        assert!(s.lookup_hashes(&[key(1)], 5).unwrap().is_empty());
+        s.remember_hashes(&[(key(1), "ab".into(), "/d/a".into())], 5)
             .unwrap();
-        assert_eq!(s.digest_hits("/d/a").unwrap(), Some(0));
-        let found = s.lookup_digests(&[key(1), key(2)], 6).unwrap();
+        assert_eq!(s.hash_hits("/d/a").unwrap(), Some(0));
+        let found = s.lookup_hashes(&[key(1), key(2)], 6).unwrap();
         assert_eq!(found.len(), 1);
         assert_eq!(found[&key(1)], "ab");
         let moved = Key {
             mtime_ns: 9,
             ..key(1)
         };
-        assert!(s.lookup_digests(&[moved], 7).unwrap().is_empty());
-        assert_eq!(s.digest_hits("/d/a").unwrap(), Some(1));
+        assert!(s.lookup_hashes(&[moved], 7).unwrap().is_empty());
+        assert_eq!(s.hash_hits("/d/a").unwrap(), Some(1));
     }
 
     #[test]

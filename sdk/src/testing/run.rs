@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::{OutputFile, Run};
 
 /// The sha256 a [`RunBuilder`] gives a file added without one (the SDK
-/// does not hash; a test that needs the real digest says it with
+/// does not hash; a test that needs the real hash says it with
 /// [`RunBuilder::file_with_sha256`]).
 pub const NO_SHA256: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
@@ -110,7 +110,7 @@ impl RunBuilder {
         self.file_with_sha256(path, size, NO_SHA256)
     }
 
-    /// Lists a file with its digest.
+    /// Lists a file with its hash.
     pub fn file_with_sha256(mut self, path: &str, size: u64, sha256: &str) -> Self {
         self.run.files.retain(|f| f.path != path);
         self.run.files.push(OutputFile {

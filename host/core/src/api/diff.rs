@@ -65,7 +65,7 @@ pub enum Section {
     Workdir,
     /// The environment the run got.
     Env,
-    /// The inputs' digests.
+    /// The inputs' hashes.
     Inputs,
     /// The Python environment.
     Python,
@@ -75,7 +75,7 @@ pub enum Section {
     System,
     /// The policy chain's plugins.
     Policies,
-    /// The output files' digests.
+    /// The output files' hashes.
     Outputs,
 }
 
@@ -253,7 +253,7 @@ impl Differ {
     }
 }
 
-/// `text` with every run of 40 or more hex digits (a digest, a commit)
+/// `text` with every run of 40 or more hex digits (a hash, a commit)
 /// cut to its first 12, for tables.
 pub fn shorten(text: &str) -> String {
     let mut out = String::with_capacity(text.len());

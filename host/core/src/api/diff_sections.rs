@@ -9,7 +9,7 @@ use crate::api::outputs::OutputManifest;
 /// Env names whose values are new for every run: not differences.
 const PER_RUN: [&str; 3] = ["NIGHTJAR_RUN_ID", "NIGHTJAR_TASK_ID", "NIGHTJAR_ATTEMPT"];
 
-/// Commit, branch, dirty, the diff's digest, remote.
+/// Commit, branch, dirty, the diff's hash, remote.
 pub(super) fn code(d: &mut Differ, a: &GitRecord, b: &GitRecord) {
     let s = Section::Code;
     let flag = |v: Option<bool>| v.map(|v| if v { "dirty" } else { "clean" }.to_string());
@@ -69,12 +69,12 @@ impl Normal {
     }
 }
 
-/// An input as compared: its digest, else what it is.
+/// An input as compared: its hash, else what it is.
 fn input_value(r: &InputRecord) -> String {
     r.sha256.clone().unwrap_or_else(|| format!("<{}>", r.kind))
 }
 
-/// Inputs by path: digest (else kind), and size when only it differs.
+/// Inputs by path: hash (else kind), and size when only it differs.
 pub(super) fn inputs(d: &mut Differ, a: &[InputRecord], b: &[InputRecord]) {
     let by_path = |rs: &[InputRecord]| -> BTreeMap<String, (String, Option<u64>)> {
         rs.iter()
@@ -82,11 +82,11 @@ pub(super) fn inputs(d: &mut Differ, a: &[InputRecord], b: &[InputRecord]) {
             .collect()
     };
     let (a, b) = (by_path(a), by_path(b));
-    let digests = |m: &BTreeMap<String, (String, Option<u64>)>| {
+    let hashes = |m: &BTreeMap<String, (String, Option<u64>)>| {
         m.iter().map(|(k, v)| (k.clone(), v.0.clone())).collect()
     };
-    d.map(Section::Inputs, &digests(&a), &digests(&b));
-    // The same digest (or none, for a folder or a FIFO) but another size.
+    d.map(Section::Inputs, &hashes(&a), &hashes(&b));
+    // The same hash (or none, for a folder or a FIFO) but another size.
     for (path, (va, sa)) in &a {
         if let Some((vb, sb)) = b.get(path)
             && va == vb

@@ -115,7 +115,7 @@ fn two_runs_of_the_same_work_differ_in_nothing_however_their_ids_and_folders_dif
 }
 
 #[test]
-fn a_changed_input_and_output_are_named_by_path_with_both_digests() {
+fn a_changed_input_and_output_are_named_by_path_with_both_hashes() {
     let (a, mut b) = (run(5), run(9));
     b.start.inputs[0].sha256 = Some(hex('b'));
     b.start
@@ -165,7 +165,7 @@ fn an_input_that_became_a_fifo_or_vanished_reads_as_its_kind() {
 }
 
 #[test]
-fn code_rows_name_commit_dirty_and_diff_digest() {
+fn code_rows_name_commit_dirty_and_diff_hash() {
     let (a, mut b) = (run(5), run(9));
     b.start.git.commit = Some("d".repeat(40));
     b.start.git.dirty = Some(true);

@@ -202,7 +202,7 @@ pub struct InputRecord {
     pub mtime_ns: Option<i64>,
     /// sha256 of the content (regular files only).
     pub sha256: Option<String>,
-    /// True when this capture read the file; false when the digest came
+    /// True when this capture read the file; false when the hash came
     /// from the cache or from the submit manifest (the file's device,
     /// inode, size, mtime and ctime unchanged).
     #[serde(default)]
@@ -216,7 +216,7 @@ pub struct InputRecord {
     /// Status-change time (Unix ns).
     #[serde(default)]
     pub ctime_ns: Option<i64>,
-    /// Why there is no digest.
+    /// Why there is no hash.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
@@ -226,9 +226,9 @@ pub struct InputRecord {
 pub struct InputChange {
     /// The input.
     pub path: PathBuf,
-    /// Its digest at submit.
+    /// Its hash at submit.
     pub before: Option<String>,
-    /// Its digest now.
+    /// Its hash now.
     pub after: Option<String>,
     /// What changed, in words (`content`, `missing now`, ...).
     pub what: String,
@@ -303,7 +303,7 @@ pub struct CaptureStats {
     pub hashed: u64,
     /// Bytes read to hash them.
     pub hashed_bytes: u64,
-    /// Inputs whose digest came from the cache or the submit manifest (a stat only).
+    /// Inputs whose hash came from the cache or the submit manifest (a stat only).
     pub cached: u64,
 }
 

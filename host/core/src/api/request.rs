@@ -187,7 +187,7 @@ pub struct Pong {
 pub struct Submit {
     /// The entries; the reply holds one id per entry.
     pub entries: Vec<NewEntry>,
-    /// Hash every input again, whatever the digest cache holds (`submit --verify`).
+    /// Hash every input again, whatever the hash cache holds (`submit --verify`).
     #[serde(default)]
     pub verify: bool,
 }

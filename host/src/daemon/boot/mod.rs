@@ -217,8 +217,8 @@ fn audit_self(d: &Daemon, action: &str, detail: String) {
     }
 }
 
-/// The configuration a start took, in the audit log: its file and digest
-/// (a changed config shows as a new digest; the config is read at start only).
+/// The configuration a start took, in the audit log: its file and hash
+/// (a changed config shows as a new hash; the config is read at start only).
 fn audit_start(d: &Daemon) {
     use sha2::Digest;
     let detail = match &d.cfg.origin {

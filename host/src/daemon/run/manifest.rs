@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::config::InputsChanged;
 use crate::daemon::state::{Daemon, lock};
-use crate::manifest::{self, Budget, DigestCache, Key, Redactor, Subject};
+use crate::manifest::{self, Budget, HashCache, Key, Redactor, Subject};
 use crate::sandbox::files::RunSpec;
 use crate::scheduler::Placement;
 use crate::store::RunRow;
@@ -37,23 +37,23 @@ impl Captured {
 /// What entries of one submission may share a capture by: workdir, inputs, env.
 type Shared = (PathBuf, Vec<PathBuf>, BTreeMap<String, String>);
 
-/// The store's digest cache, locked once per batch of lookups.
+/// The store's hash cache, locked once per batch of lookups.
 struct StoreCache<'a>(&'a Daemon);
 
-impl DigestCache for StoreCache<'_> {
+impl HashCache for StoreCache<'_> {
     fn lookup(&mut self, keys: &[Key]) -> HashMap<Key, String> {
         self.0
             .store()
-            .lookup_digests(keys, now_ms())
+            .lookup_hashes(keys, now_ms())
             .unwrap_or_else(|e| {
-                tracing::warn!("input digest cache: {e}; hashing instead");
+                tracing::warn!("input hash cache: {e}; hashing instead");
                 HashMap::new()
             })
     }
 
     fn remember(&mut self, fresh: &[(Key, String, String)]) {
-        if let Err(e) = self.0.store().remember_digests(fresh, now_ms()) {
-            tracing::warn!("input digest cache: cannot remember digests: {e}");
+        if let Err(e) = self.0.store().remember_hashes(fresh, now_ms()) {
+            tracing::warn!("input hash cache: cannot remember hashes: {e}");
         }
     }
 }
@@ -67,7 +67,7 @@ impl Daemon {
     }
 
     /// [`manifest::capture`] on a thread acting as the task's owner (git
-    /// and pip run as them, inputs are read as them), the digest cache
+    /// and pip run as them, inputs are read as them), the hash cache
     /// answered from the store on this thread.
     fn capture_as_owner(
         &self,
