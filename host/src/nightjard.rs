@@ -67,6 +67,7 @@ fn run(cli: Cli) -> Result<i32> {
                 Some(DaemonCmd::Recover) => crate::daemon::mend::recover(&cfg),
             }
         }
+        Verb::Simulate(args) => crate::daemon::sim::main(cli.config.as_deref(), cli.json, args),
         Verb::Plugins(Cmd::Check {
             file,
             plugin_config,
@@ -83,7 +84,7 @@ fn run(cli: Cli) -> Result<i32> {
             offline::test(file, snapshot, plugin_config.as_deref(), &limits)
         }
         _ => anyhow::bail!(
-            "nightjard runs the daemon (`nightjard daemon`) and the offline plugin checks (`plugins check`, `plugins test`); every other verb is the client's: `nightjar {}`",
+            "nightjard runs the daemon (`nightjard daemon`), the offline plugin checks (`plugins check`, `plugins test`) and `simulate`; every other verb is the client's: `nightjar {}`",
             // Lossy: an argument that is not UTF-8 (a path) is shown, not a panic.
             std::env::args_os()
                 .skip(1)

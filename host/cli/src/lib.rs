@@ -25,6 +25,7 @@ mod report;
 pub mod report_files;
 mod rerun;
 mod show;
+pub mod simulate;
 mod submit;
 pub mod table;
 mod token;
@@ -164,6 +165,11 @@ pub enum Verb {
     /// (or task name): runs, outcomes, GPU-hours, waits, energy, cost and
     /// what waiting for cheaper hours saved.
     Report(report::Args),
+    /// Replay a trace (CSV of jobs) through the scheduler on a virtual clock:
+    /// the configured policy chain, placement and backfill, no daemon, no
+    /// processes; prints waits, completion times, makespan, utilisation, use
+    /// by project and user, and energy and cost at the tariff (runs `nightjard`).
+    Simulate(simulate::Args),
     /// Change a task's priority (administrators; written to the audit log).
     Priority {
         /// Task id (a sweep's id changes its waiting members too).
@@ -243,6 +249,7 @@ fn run(cli: Cli) -> Result<i32> {
             return Ok(0);
         }
         Verb::Daemon { .. }
+        | Verb::Simulate(_)
         | Verb::Plugins(plugins::Cmd::Check { .. } | plugins::Cmd::Test { .. }) => {
             return exec::nightjard();
         }
@@ -320,7 +327,7 @@ fn run(cli: Cli) -> Result<i32> {
                 _ => plugins::ls(&mut ctx.client, ctx.json),
             }
         }
-        Verb::Daemon { .. } | Verb::Completions { .. } => Ok(0),
+        Verb::Daemon { .. } | Verb::Completions { .. } | Verb::Simulate(_) => Ok(0),
     }
 }
 

@@ -30,6 +30,7 @@ mod locks;
 mod pipeline;
 mod query;
 mod run;
+pub mod sim;
 mod state;
 mod statedir;
 #[cfg(test)]

@@ -1,0 +1,41 @@
+//! `nightjar simulate TRACE`: the flags. The simulation itself needs the
+//! plugin host, so `nightjard` runs it (as it runs `plugins check`).
+
+use std::path::PathBuf;
+
+/// What a job that does not fit means for the jobs behind it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Order {
+    /// The head job blocks everything behind it until it starts.
+    Strict,
+    /// A job that does not fit is passed over; later jobs start in its place.
+    FirstFit,
+    /// EASY backfill, as the daemon does it: the head reserves its start and
+    /// later jobs start only if they do not delay it.
+    Backfill,
+}
+
+/// `nightjar simulate`'s arguments.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The trace: CSV with a header; `id,arrival_s,gpus,duration_s` and
+    /// optionally `name,project,user,priority,gpu_mem,estimate_s,power_w,preemptible,checkpoint_s`.
+    pub trace: PathBuf,
+    /// How many GPUs the simulated machine has (default: the config's `gpus`).
+    #[arg(long)]
+    pub gpus: Option<u32>,
+    /// Each simulated GPU's memory, for jobs that name `gpu_mem` (e.g. 80GiB).
+    #[arg(long, value_name = "SIZE")]
+    pub gpu_mem: Option<String>,
+    /// What a job that does not fit means for the jobs behind it (default:
+    /// the config's `[scheduler] backfill`: backfill, or first-fit when off).
+    #[arg(long, value_enum)]
+    pub order: Option<Order>,
+    /// The wall-clock time of the trace's second 0, RFC 3339 (default
+    /// 2026-11-02T00:00:00 in the config's time zone, a Monday).
+    #[arg(long, value_name = "TIME")]
+    pub start: Option<String>,
+    /// Write the schedule as CSV (`id,start_s,end_s,gpus,gpu_ids,preempted`).
+    #[arg(long, value_name = "OUT.csv")]
+    pub schedule: Option<PathBuf>,
+}

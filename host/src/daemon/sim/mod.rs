@@ -1,0 +1,154 @@
+//! `nightjar simulate`: a trace replayed through the daemon's own
+//! scheduling pieces (the policy chain's components, loaded and limited as
+//! the daemon loads them; its snapshot and combine; placement with GPU
+//! memory; backfill) on a virtual clock, with no store and no processes.
+//! `nightjard` runs it; the client hands it its arguments.
+//!
+//! Not yet simulated (the daemon does them; the simulator does not):
+//! preemption, `[quotas]`, `[gpu] stagger` and reserved capacity.
+
+mod engine;
+mod summary;
+pub mod trace;
+
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use chrono::TimeZone;
+
+pub use engine::{Machine, Options, Outcome, Ran, Sim};
+pub use summary::{Spread, Summary, schedule_csv};
+pub use trace::{Job, Trace, TraceError};
+
+use crate::config::Config;
+use crate::daemon::pipeline::chain::Chain;
+use crate::plugins::engine::PluginEngine;
+use crate::scheduler::backfill::Mode;
+use nightjar_cli::simulate::{Args, Order};
+
+/// A simulation's result: what ran when, and its figures.
+pub struct Simulated {
+    /// The runs and the jobs that never started.
+    pub outcome: Outcome,
+    /// The figures.
+    pub summary: Summary,
+}
+
+/// Simulates `trace` under `cfg` with `opts`. The chain, when `cfg` has
+/// one, is loaded as the daemon loads it; a member that does not load is an
+/// error naming it (a simulation without it would answer another question).
+pub fn simulate(cfg: &Config, trace: &Trace, opts: Options) -> Result<Simulated> {
+    let mut cfg = cfg.clone();
+    // The CPU budget is a share of the wall clock per minute; a simulated
+    // month passes in seconds, so it does not apply. The per-call limits do.
+    cfg.plugins.cpu_budget = std::time::Duration::from_secs(u32::MAX as u64);
+    let mut chain = if cfg.plugins.chain.is_empty() {
+        None
+    } else {
+        let engine = PluginEngine::new(Some(cfg.plugin_cache_dir()))
+            .or_else(|_| PluginEngine::new(None))
+            .context("starting the plugin host")?;
+        let chain = Chain::load(&cfg, Some(&engine));
+        if let Some(m) = chain.views().into_iter().find(|m| m.state == "disabled") {
+            bail!(
+                "policy {} did not load ({}): fix it or take it out of plugins.chain to simulate without it",
+                m.name,
+                m.last_error.unwrap_or_else(|| m.state.clone())
+            );
+        }
+        Some(chain)
+    };
+    let start_ms = opts.start_ms;
+    let gpus = opts.machine.gpus;
+    let outcome = Sim::new(&cfg, &trace.jobs, opts, chain.as_mut()).run();
+    let summary = Summary::of(&trace.jobs, &outcome, gpus, start_ms, &cfg.tariff());
+    Ok(Simulated { outcome, summary })
+}
+
+/// The default second 0: Monday 2026-11-02 00:00 in the config's zone.
+fn default_start(cfg: &Config) -> i64 {
+    cfg.tz()
+        .with_ymd_and_hms(2026, 11, 2, 0, 0, 0)
+        .earliest()
+        .map_or(0, |t| t.timestamp_millis())
+}
+
+/// The options `args` ask for under `cfg`.
+pub fn options(cfg: &Config, config_text: Option<&str>, args: &Args) -> Result<Options> {
+    let gpus = match args.gpus {
+        Some(n) if n > trace::MAX_GPUS => {
+            bail!("--gpus {n}: at most {} GPUs are simulated", trace::MAX_GPUS)
+        }
+        Some(n) => n,
+        None if !cfg.gpus.is_empty() => cfg.gpus.len() as u32,
+        None => bail!(
+            "how many GPUs? give --gpus N, or list them in the config (`gpus = [0, 1, 2, 3]`)"
+        ),
+    };
+    let gpu_mem = match &args.gpu_mem {
+        None => None,
+        Some(t) => Some(
+            t.parse::<bytesize::ByteSize>()
+                .map_err(|_| anyhow::anyhow!("--gpu-mem {t}: not a size; write one such as 80GiB"))?
+                .as_u64(),
+        ),
+    };
+    // The config's `slots` limits runs at once where the file sets it; its
+    // default (this machine's cores) says nothing of the machine simulated.
+    let slots_set = config_text
+        .and_then(|t| t.parse::<toml::Table>().ok())
+        .is_some_and(|t| t.contains_key("slots"));
+    let order = match args.order {
+        Some(Order::Strict) => Mode::Strict,
+        Some(Order::FirstFit) => Mode::PassOver,
+        Some(Order::Backfill) => Mode::Easy,
+        None if cfg.scheduler.backfill => Mode::Easy,
+        None => Mode::PassOver,
+    };
+    let start_ms = match &args.start {
+        None => default_start(cfg),
+        Some(t) => chrono::DateTime::parse_from_rfc3339(t)
+            .map_err(|e| {
+                anyhow::anyhow!("--start {t}: {e}; write a time such as 2026-11-02T00:00:00+08:00")
+            })?
+            .timestamp_millis(),
+    };
+    Ok(Options {
+        machine: Machine {
+            gpus,
+            gpu_mem,
+            slots: if slots_set { cfg.slots } else { u32::MAX / 2 },
+            share: cfg.gpu.share,
+        },
+        order,
+        start_ms,
+    })
+}
+
+/// `nightjard simulate`: reads the trace and config, simulates, prints.
+pub fn main(config: Option<&Path>, json: bool, args: &Args) -> Result<i32> {
+    let text = match config {
+        Some(p) => {
+            Some(std::fs::read_to_string(p).with_context(|| format!("config {}", p.display()))?)
+        }
+        None => None,
+    };
+    let cfg = Config::load(config, None)?;
+    let opts = options(&cfg, text.as_deref(), args)?;
+    let trace = Trace::read(&args.trace)?;
+    let start_ms = opts.start_ms;
+    let sim = simulate(&cfg, &trace, opts)?;
+    if let Some(out) = &args.schedule {
+        let csv = schedule_csv(&trace.jobs, &sim.outcome, start_ms);
+        std::fs::write(out, csv).with_context(|| format!("writing {}", out.display()))?;
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&sim.summary)?);
+    } else {
+        print!("{}", sim.summary.text());
+    }
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests;

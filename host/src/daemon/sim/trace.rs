@@ -1,0 +1,389 @@
+//! A trace for `nightjar simulate`: CSV with a header, one job per row.
+//! Required columns `id, arrival_s, gpus, duration_s`; optional `name,
+//! project, user, priority, gpu_mem, estimate_s, power_w, preemptible,
+//! checkpoint_s`. A bad row is refused with the file, line and column and
+//! what to write instead; nothing is guessed. Bounds keep a hostile trace
+//! from costing unbounded memory or time: at most [`MAX_JOBS`] rows, times
+//! up to [`MAX_SECONDS`], at most [`MAX_GPUS`] GPUs a job.
+
+use std::collections::HashSet;
+use std::io::Read;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::task::model::Priority;
+
+/// Most jobs a trace may hold (a month of a busy lab is tens of thousands).
+pub const MAX_JOBS: usize = 1_000_000;
+
+/// Longest time a trace may name, in seconds: ten years.
+pub const MAX_SECONDS: f64 = 10.0 * 365.0 * 86_400.0;
+
+/// Most GPUs one job may ask for.
+pub const MAX_GPUS: u32 = 100_000;
+
+/// The columns a trace must have.
+const REQUIRED: [&str; 4] = ["id", "arrival_s", "gpus", "duration_s"];
+
+/// Every column a trace may have.
+const KNOWN: [&str; 13] = [
+    "id",
+    "arrival_s",
+    "gpus",
+    "duration_s",
+    "name",
+    "project",
+    "user",
+    "priority",
+    "gpu_mem",
+    "estimate_s",
+    "power_w",
+    "preemptible",
+    "checkpoint_s",
+];
+
+/// One job of a trace, times in ms from the simulation's start.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Job {
+    /// Its id (unique in the trace; lower ids rank first among equals).
+    pub id: i64,
+    /// Name (`job-ID` when the trace has none).
+    pub name: Arc<str>,
+    /// Project (`default` when the trace has none).
+    pub project: Arc<str>,
+    /// User (`trace` when the trace has none).
+    pub user: Arc<str>,
+    /// Priority class.
+    pub priority: Priority,
+    /// When it is submitted.
+    pub arrival: i64,
+    /// Whole GPUs it takes.
+    pub gpus: u32,
+    /// GPU memory per GPU, bytes (`None`: whole GPUs).
+    pub gpu_mem: Option<u64>,
+    /// How long it really runs.
+    pub duration: i64,
+    /// What the scheduler is told it runs (default: `duration`).
+    pub estimate: i64,
+    /// Mean draw per GPU, watts (for energy and cost).
+    pub power_w: Option<f64>,
+    /// A policy may preempt it.
+    pub preemptible: bool,
+    /// A preempted run resumes from its last multiple of this (`None`: restarts).
+    pub checkpoint: Option<i64>,
+}
+
+/// A trace, read whole and checked.
+#[derive(Debug, Clone, Default)]
+pub struct Trace {
+    /// Its jobs in file order.
+    pub jobs: Vec<Job>,
+}
+
+/// Why a trace was refused: where, and what to do.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct TraceError(String);
+
+impl Trace {
+    /// Reads the trace at `path`.
+    pub fn read(path: &Path) -> Result<Trace, TraceError> {
+        let file = std::fs::File::open(path).map_err(|e| {
+            TraceError(format!(
+                "trace {}: {e}; give a CSV file with a header: {}",
+                path.display(),
+                REQUIRED.join(",")
+            ))
+        })?;
+        Trace::parse(&path.display().to_string(), file)
+    }
+
+    /// Reads a trace from `input`, named `name` in errors.
+    pub fn parse(name: &str, input: impl Read) -> Result<Trace, TraceError> {
+        let mut rdr = csv::ReaderBuilder::new()
+            .trim(csv::Trim::All)
+            .comment(Some(b'#'))
+            .from_reader(input);
+        let at = |line: u64, col: Option<&str>, msg: String| {
+            let col = col.map(|c| format!(", column {c}")).unwrap_or_default();
+            TraceError(format!("trace {name}, line {line}{col}: {msg}"))
+        };
+        let header = rdr
+            .headers()
+            .map_err(|e| at(1, None, format!("{e}")))?
+            .clone();
+        let cols: Vec<&str> = header.iter().collect();
+        for (i, c) in cols.iter().enumerate() {
+            if !KNOWN.contains(c) {
+                return Err(at(
+                    1,
+                    Some(c),
+                    format!("unknown column; the columns are {}", KNOWN.join(", ")),
+                ));
+            }
+            if cols[..i].contains(c) {
+                return Err(at(1, Some(c), "named twice".into()));
+            }
+        }
+        if let Some(missing) = REQUIRED.iter().find(|r| !cols.contains(r)) {
+            return Err(at(
+                1,
+                None,
+                format!(
+                    "no `{missing}` column; a trace needs {} (and may add {})",
+                    REQUIRED.join(", "),
+                    KNOWN[REQUIRED.len()..].join(", ")
+                ),
+            ));
+        }
+        let index = |c: &str| cols.iter().position(|x| *x == c);
+        let idx = Columns {
+            id: index("id"),
+            arrival: index("arrival_s"),
+            gpus: index("gpus"),
+            duration: index("duration_s"),
+            name: index("name"),
+            project: index("project"),
+            user: index("user"),
+            priority: index("priority"),
+            gpu_mem: index("gpu_mem"),
+            estimate: index("estimate_s"),
+            power: index("power_w"),
+            preemptible: index("preemptible"),
+            checkpoint: index("checkpoint_s"),
+        };
+        let mut strings = Interner::default();
+        let mut ids = HashSet::new();
+        let mut jobs = Vec::new();
+        let mut record = csv::StringRecord::new();
+        loop {
+            match rdr.read_record(&mut record) {
+                Ok(false) => break,
+                Ok(true) => {}
+                Err(e) => {
+                    let line = e.position().map_or(0, |p| p.line());
+                    return Err(at(line, None, format!("{e}")));
+                }
+            }
+            let line = record.position().map_or(0, |p| p.line());
+            if jobs.len() == MAX_JOBS {
+                return Err(at(
+                    line,
+                    None,
+                    format!("more than {MAX_JOBS} jobs; split the trace into shorter periods"),
+                ));
+            }
+            let row = Row {
+                record: &record,
+                line,
+                at: &at,
+            };
+            let job = row.job(&idx, &mut strings)?;
+            if !ids.insert(job.id) {
+                return Err(at(
+                    line,
+                    Some("id"),
+                    format!("id {} is used twice; each job needs its own", job.id),
+                ));
+            }
+            jobs.push(job);
+        }
+        Ok(Trace { jobs })
+    }
+}
+
+/// Where each column is (absent: not in the header).
+struct Columns {
+    id: Option<usize>,
+    arrival: Option<usize>,
+    gpus: Option<usize>,
+    duration: Option<usize>,
+    name: Option<usize>,
+    project: Option<usize>,
+    user: Option<usize>,
+    priority: Option<usize>,
+    gpu_mem: Option<usize>,
+    estimate: Option<usize>,
+    power: Option<usize>,
+    preemptible: Option<usize>,
+    checkpoint: Option<usize>,
+}
+
+/// Names used many times (projects, users) kept once.
+#[derive(Default)]
+struct Interner(HashSet<Arc<str>>);
+
+impl Interner {
+    fn get(&mut self, s: &str) -> Arc<str> {
+        if let Some(a) = self.0.get(s) {
+            return Arc::clone(a);
+        }
+        let a: Arc<str> = Arc::from(s);
+        // Bounded: a trace of a million distinct names keeps none of them twice anyway.
+        if self.0.len() < 100_000 {
+            self.0.insert(Arc::clone(&a));
+        }
+        a
+    }
+}
+
+/// One record being read, for errors that name its line and column.
+struct Row<'a, F> {
+    record: &'a csv::StringRecord,
+    line: u64,
+    at: &'a F,
+}
+
+impl<F: Fn(u64, Option<&str>, String) -> TraceError> Row<'_, F> {
+    fn err(&self, col: &str, msg: String) -> TraceError {
+        (self.at)(self.line, Some(col), msg)
+    }
+
+    /// The cell of column `i`, empty cells as absent.
+    fn cell(&self, i: Option<usize>) -> Option<&str> {
+        i.and_then(|i| self.record.get(i)).filter(|s| !s.is_empty())
+    }
+
+    fn required<'s>(&'s self, i: Option<usize>, col: &str) -> Result<&'s str, TraceError> {
+        self.cell(i)
+            .ok_or_else(|| self.err(col, "is empty; every job needs it".into()))
+    }
+
+    /// Seconds as ms: finite, not negative, at most [`MAX_SECONDS`].
+    fn seconds(&self, text: &str, col: &str) -> Result<i64, TraceError> {
+        let s: f64 = text
+            .parse()
+            .map_err(|_| self.err(col, format!("`{text}` is not a number of seconds")))?;
+        if !s.is_finite() || s < 0.0 {
+            return Err(self.err(
+                col,
+                format!("`{text}` is not a time; give seconds, 0 or more"),
+            ));
+        }
+        if s > MAX_SECONDS {
+            return Err(self.err(
+                col,
+                format!("{text} s is more than ten years ({MAX_SECONDS} s), the longest a trace may name"),
+            ));
+        }
+        Ok((s * 1000.0).round() as i64)
+    }
+
+    fn job(&self, c: &Columns, strings: &mut Interner) -> Result<Job, TraceError> {
+        let id_text = self.required(c.id, "id")?;
+        let id: i64 = id_text
+            .parse()
+            .ok()
+            .filter(|i| (1..=(1i64 << 53)).contains(i))
+            .ok_or_else(|| {
+                self.err(
+                    "id",
+                    format!("`{id_text}` is not an id; ids are whole numbers from 1"),
+                )
+            })?;
+        let arrival = self.seconds(self.required(c.arrival, "arrival_s")?, "arrival_s")?;
+        let gpus_text = self.required(c.gpus, "gpus")?;
+        let gpus: u32 = gpus_text
+            .parse()
+            .ok()
+            .filter(|g| *g <= MAX_GPUS)
+            .ok_or_else(|| {
+                self.err(
+                    "gpus",
+                    format!("`{gpus_text}` is not a number of GPUs (0 to {MAX_GPUS})"),
+                )
+            })?;
+        let duration = self.seconds(self.required(c.duration, "duration_s")?, "duration_s")?;
+        if duration == 0 {
+            return Err(self.err("duration_s", "is 0; a job runs for some time".into()));
+        }
+        let estimate = match self.cell(c.estimate) {
+            Some(t) => self.seconds(t, "estimate_s")?.max(1),
+            None => duration,
+        };
+        let priority = match self.cell(c.priority) {
+            None => Priority::Normal,
+            Some(t) => t.parse::<Priority>().map_err(|_| {
+                self.err(
+                    "priority",
+                    format!("`{t}` is not a priority; use low, normal, high or urgent"),
+                )
+            })?,
+        };
+        let gpu_mem = match self.cell(c.gpu_mem) {
+            None => None,
+            Some(t) => Some(parse_bytes(t).ok_or_else(|| {
+                self.err(
+                    "gpu_mem",
+                    format!("`{t}` is not a size; write bytes or a size such as 20GiB"),
+                )
+            })?),
+        };
+        let power_w = match self.cell(c.power) {
+            None => None,
+            Some(t) => Some(
+                t.parse::<f64>()
+                    .ok()
+                    .filter(|w| w.is_finite() && (0.0..=100_000.0).contains(w))
+                    .ok_or_else(|| {
+                        self.err(
+                            "power_w",
+                            format!("`{t}` is not a draw in watts (0 to 100000)"),
+                        )
+                    })?,
+            ),
+        };
+        let preemptible = match self.cell(c.preemptible) {
+            None => false,
+            Some(t) => match t.to_ascii_lowercase().as_str() {
+                "true" | "yes" | "1" => true,
+                "false" | "no" | "0" => false,
+                _ => {
+                    return Err(self.err("preemptible", format!("`{t}` is not true or false")));
+                }
+            },
+        };
+        let checkpoint = match self.cell(c.checkpoint) {
+            None => None,
+            Some(t) => match self.seconds(t, "checkpoint_s")? {
+                0 => {
+                    return Err(self.err(
+                        "checkpoint_s",
+                        "is 0; leave it empty for a job that restarts".into(),
+                    ));
+                }
+                ms => Some(ms),
+            },
+        };
+        let name = match self.cell(c.name) {
+            Some(n) => strings.get(n),
+            None => Arc::from(format!("job-{id}")),
+        };
+        Ok(Job {
+            id,
+            name,
+            project: strings.get(self.cell(c.project).unwrap_or("default")),
+            user: strings.get(self.cell(c.user).unwrap_or("trace")),
+            priority,
+            arrival,
+            gpus,
+            gpu_mem,
+            duration,
+            estimate,
+            power_w,
+            preemptible,
+            checkpoint,
+        })
+    }
+}
+
+/// Bytes, or a size such as `20GiB` or `512 MB`.
+fn parse_bytes(t: &str) -> Option<u64> {
+    t.parse::<u64>()
+        .ok()
+        .or_else(|| t.parse::<bytesize::ByteSize>().ok().map(|b| b.as_u64()))
+}
+
+#[cfg(test)]
+#[path = "trace_tests.rs"]
+mod tests;

@@ -1,0 +1,140 @@
+//! Traces: what is read, and every bad row refused by file, line and column.
+
+use super::*;
+
+fn parse(csv: &str) -> Result<Trace, TraceError> {
+    Trace::parse("t.csv", csv.as_bytes())
+}
+
+fn refused(csv: &str) -> String {
+    parse(csv).unwrap_err().to_string()
+}
+
+#[test]
+fn the_required_columns_are_read_and_the_optional_ones_default() {
+    let t = parse("id,arrival_s,gpus,duration_s\n7,1.5,2,60\n").unwrap();
+    let j = &t.jobs[0];
+    assert_eq!((j.id, j.arrival, j.gpus, j.duration), (7, 1500, 2, 60_000));
+    assert_eq!(j.estimate, 60_000, "the estimate defaults to the duration");
+    assert_eq!(
+        (&*j.name, &*j.project, &*j.user),
+        ("job-7", "default", "trace")
+    );
+    assert_eq!(j.priority, Priority::Normal);
+    assert_eq!(
+        (j.gpu_mem, j.power_w, j.preemptible, j.checkpoint),
+        (None, None, false, None)
+    );
+}
+
+#[test]
+fn every_optional_column_is_read() {
+    let t = parse(
+        "# a comment line\nid, arrival_s, gpus, duration_s, name, project, user, priority, gpu_mem, estimate_s, power_w, preemptible, checkpoint_s\n\
+         1, 0, 1, 100,\"train, big\", vision, ana, high, 20GiB, 90, 250.5, yes, 30\n",
+    )
+    .unwrap();
+    let j = &t.jobs[0];
+    assert_eq!(
+        (&*j.name, &*j.project, &*j.user),
+        ("train, big", "vision", "ana")
+    );
+    assert_eq!(j.priority, Priority::High);
+    assert_eq!(j.gpu_mem, Some(20 << 30));
+    assert_eq!(
+        (j.estimate, j.power_w, j.preemptible, j.checkpoint),
+        (90_000, Some(250.5), true, Some(30_000))
+    );
+}
+
+#[test]
+fn a_bad_header_is_refused_naming_the_column() {
+    assert_eq!(
+        refused("id,arrival_s,gpus,duraton_s\n"),
+        "trace t.csv, line 1, column duraton_s: unknown column; the columns are id, arrival_s, gpus, duration_s, name, project, user, priority, gpu_mem, estimate_s, power_w, preemptible, checkpoint_s"
+    );
+    assert!(refused("id,arrival_s,gpus\n").contains("line 1: no `duration_s` column"));
+    assert!(refused("id,id,arrival_s,gpus,duration_s\n").contains("column id: named twice"));
+}
+
+#[test]
+fn bad_values_are_refused_by_line_and_column_with_what_to_write() {
+    let head = "id,arrival_s,gpus,duration_s,priority,gpu_mem,power_w,preemptible\n";
+    let cases = [
+        (
+            "1,0,1,60,,,,\n1,0,1,60,,,,\n",
+            "line 3, column id: id 1 is used twice",
+        ),
+        ("x,0,1,60,,,,\n", "line 2, column id: `x` is not an id"),
+        ("0,0,1,60,,,,\n", "line 2, column id: `0` is not an id"),
+        (
+            "1,-5,1,60,,,,\n",
+            "line 2, column arrival_s: `-5` is not a time",
+        ),
+        (
+            "1,NaN,1,60,,,,\n",
+            "line 2, column arrival_s: `NaN` is not a time",
+        ),
+        (
+            "1,inf,1,60,,,,\n",
+            "line 2, column arrival_s: `inf` is not a time",
+        ),
+        (
+            "1,1e15,1,60,,,,\n",
+            "line 2, column arrival_s: 1e15 s is more than ten years",
+        ),
+        (
+            "1,0,-1,60,,,,\n",
+            "line 2, column gpus: `-1` is not a number of GPUs",
+        ),
+        (
+            "1,0,100001,60,,,,\n",
+            "line 2, column gpus: `100001` is not a number of GPUs",
+        ),
+        ("1,0,1,0,,,,\n", "line 2, column duration_s: is 0"),
+        ("1,0,1,,,,,\n", "line 2, column duration_s: is empty"),
+        (
+            "1,0,1,60,top,,,\n",
+            "line 2, column priority: `top` is not a priority",
+        ),
+        (
+            "1,0,1,60,,lots,,\n",
+            "line 2, column gpu_mem: `lots` is not a size",
+        ),
+        (
+            "1,0,1,60,,,-3,\n",
+            "line 2, column power_w: `-3` is not a draw",
+        ),
+        (
+            "1,0,1,60,,,,maybe\n",
+            "line 2, column preemptible: `maybe` is not true or false",
+        ),
+        ("1,0,1,60\n", "line 2: CSV error"),
+    ];
+    for (rows, want) in cases {
+        let got = refused(&format!("{head}{rows}"));
+        assert!(
+            got.starts_with(&format!("trace t.csv, {want}")),
+            "{rows:?}: {got}"
+        );
+    }
+}
+
+#[test]
+fn a_missing_file_is_named() {
+    let e = Trace::read(Path::new("/no/such/trace.csv"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("trace /no/such/trace.csv: "), "{e}");
+    assert!(e.contains("id,arrival_s,gpus,duration_s"), "{e}");
+}
+
+#[test]
+fn an_empty_trace_is_no_jobs() {
+    assert!(
+        parse("id,arrival_s,gpus,duration_s\n")
+            .unwrap()
+            .jobs
+            .is_empty()
+    );
+}
