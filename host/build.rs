@@ -8,7 +8,8 @@
 //!   its validators (`VALIDATORS`) and notifies with its notifiers
 //!   (`NOTIFIERS`) even with no plugin folder;
 //! - builds the test plugins (tests/plugins) and the example plugins
-//!   (examples/policy-weekends, examples/validator-loss-curve) and exports
+//!   (examples/policy-weekends, examples/validator-loss-curve,
+//!   examples/policy-shortest-first) and exports
 //!   their paths to the tests as `NIGHTJAR_TEST_PLUGIN_*` and
 //!   `NIGHTJAR_EXAMPLE_*`.
 
@@ -154,6 +155,11 @@ fn plugins(out: &Path) {
             "validator-loss-curve",
             "loss_curve",
             "NIGHTJAR_EXAMPLE_VALIDATOR_LOSS_CURVE",
+        ),
+        (
+            "policy-shortest-first",
+            "shortest_first",
+            "NIGHTJAR_EXAMPLE_POLICY_SHORTEST_FIRST",
         ),
     ] {
         for p in ["src", "Cargo.toml", "Cargo.lock"] {

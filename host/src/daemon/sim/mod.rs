@@ -152,3 +152,6 @@ pub fn main(config: Option<&Path>, json: bool, args: &Args) -> Result<i32> {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod reference_tests;

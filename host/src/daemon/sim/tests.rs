@@ -2,8 +2,11 @@
 
 use super::*;
 
+/// A config without the default chain (its `priority` policy ages tasks),
+/// so the built-in order decides, plus `text`.
 fn cfg(text: &str) -> Config {
-    Config::parse(text, Path::new("/sim-test.toml")).unwrap()
+    let text = format!("{text}\n[plugins]\nchain = []\n");
+    Config::parse(&text, Path::new("/sim-test.toml")).unwrap()
 }
 
 fn trace(csv: &str) -> Trace {
