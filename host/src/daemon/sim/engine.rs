@@ -22,6 +22,25 @@ use crate::scheduler::{Placement, Pool, PoolGpu, Stagger};
 use crate::store::{Candidate, RunningInfo, UsageInfo};
 use crate::task::model::{CommandSpec, Owner, Resources, RetryPolicy, TaskSpec};
 
+/// One chain pass in this many (after the first three) asks twice, to
+/// catch a policy that is not pure.
+const CHECK_EVERY: u64 = 256;
+
+/// The policy whose verdicts differ between two answers, if one does.
+fn first_difference(
+    a: &HashMap<(i64, String), (String, String)>,
+    b: &HashMap<(i64, String), (String, String)>,
+) -> Option<String> {
+    let mut differ: Vec<&String> = a
+        .iter()
+        .filter(|(k, v)| b.get(*k) != Some(*v))
+        .map(|((_, p), _)| p)
+        .chain(b.keys().filter(|k| !a.contains_key(*k)).map(|(_, p)| p))
+        .collect();
+    differ.sort();
+    differ.first().map(|p| p.to_string())
+}
+
 /// The simulated machine.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Machine {
@@ -193,14 +212,16 @@ impl<'a> Sim<'a> {
         }
     }
 
-    /// Runs the trace to its end: every job started and ended, or never able to.
-    pub fn run(mut self) -> Outcome {
+    /// Runs the trace to its end: every job started and ended, or never
+    /// able to. An error: a policy answered two identical snapshots
+    /// differently (named), so no schedule it gives could be repeated.
+    pub fn run(mut self) -> Result<Outcome, String> {
         let mut arrivals: Vec<usize> = (0..self.jobs.len()).collect();
         arrivals.sort_by_key(|&i| (self.jobs[i].arrival, self.jobs[i].id));
         let mut next = 0;
         let t0 = self.opts.start_ms;
         let Some(&first) = arrivals.first() else {
-            return self.out;
+            return Ok(self.out);
         };
         let mut now = t0.saturating_add(self.jobs[first].arrival);
         loop {
@@ -220,7 +241,7 @@ impl<'a> Sim<'a> {
                 }
             }
             if !self.waiting.is_empty() {
-                self.pass(now);
+                self.pass(now)?;
             }
             let ends = self.running.iter().map(|r| r.end).min();
             let arrives = arrivals
@@ -242,7 +263,7 @@ impl<'a> Sim<'a> {
             .never
             .extend(left.into_iter().map(|i| (i, why.to_string())));
         self.out.never.sort_by_key(|(i, _)| self.jobs[*i].id);
-        self.out
+        Ok(self.out)
     }
 
     /// Ends every run due by `now`, giving back what it held.
@@ -275,18 +296,19 @@ impl<'a> Sim<'a> {
     }
 
     /// One pass at `now`: the order, then starts in it.
-    fn pass(&mut self, now: i64) {
+    fn pass(&mut self, now: i64) -> Result<(), String> {
         self.out.passes += 1;
         self.pool.stagger.now = now;
         let order: Vec<usize> = if self.chain.is_some() {
-            match self.chain_order(now) {
+            match self.chain_order(now)? {
                 Some(order) => order,
-                None => return,
+                None => return Ok(()),
             }
         } else {
             self.waiting.iter().map(|w| w.3).collect()
         };
         self.dispatch(&order, now);
+        Ok(())
     }
 
     /// Starts `order` in order while it fits, backfilling by the mode.
@@ -364,8 +386,10 @@ impl<'a> Sim<'a> {
     }
 
     /// Asks the chain at `now`: the eligible jobs in start order, or `None`
-    /// when a failing `closed` policy holds everything this pass.
-    fn chain_order(&mut self, now: i64) -> Option<Vec<usize>> {
+    /// when a failing `closed` policy holds everything this pass. The first
+    /// passes, and one in [`CHECK_EVERY`] after, ask twice: policies must be
+    /// pure, and one whose two answers differ is refused by name.
+    fn chain_order(&mut self, now: i64) -> Result<Option<Vec<usize>>, String> {
         self.out.chain_passes += 1;
         let max = self.cfg.plugins.max_queue;
         let queue: Vec<Candidate> = self
@@ -408,13 +432,24 @@ impl<'a> Sim<'a> {
         let snap = Arc::new(crate::daemon::pipeline::snapshot::snapshot(
             self.cfg, now, &queue, &running, gpus, &usage,
         ));
-        let chain = self.chain.as_deref_mut()?;
-        let answer = chain.evaluate(snap, now);
+        let Some(chain) = self.chain.as_deref_mut() else {
+            return Ok(None);
+        };
+        let answer = chain.evaluate(Arc::clone(&snap), now);
+        let n = self.out.chain_passes;
+        if n <= 3 || n % CHECK_EVERY == 0 {
+            let again = chain.evaluate(snap, now);
+            if let Some(plugin) = first_difference(&answer.verdicts, &again.verdicts) {
+                return Err(format!(
+                    "policy {plugin} answered the same snapshot twice, differently: its answers depend on something besides the snapshot (a clock, randomness, state kept between calls), so no simulation with it could be repeated; make it pure or take it out of plugins.chain"
+                ));
+            }
+        }
         self.wake = answer.wake_at;
         self.closed_by = answer.closed_by.clone();
         self.pool.policy_closed = answer.closed_gpus.clone().into_iter().collect();
         if answer.hold_all.is_some() {
-            return None;
+            return Ok(None);
         }
         let mut order: Vec<(Ranked, usize)> = Vec::with_capacity(queue.len());
         for (c, &(_, _, _, i)) in queue.iter().zip(self.waiting.iter()) {
@@ -434,7 +469,7 @@ impl<'a> Sim<'a> {
             }
         }
         order.sort_by(|a, b| combine::start_order(&a.0, &b.0));
-        Some(order.into_iter().map(|(_, i)| i).collect())
+        Ok(Some(order.into_iter().map(|(_, i)| i).collect()))
     }
 
     /// The GPUs as the chain sees them: memory reserved by runs, busy or

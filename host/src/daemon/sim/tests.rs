@@ -162,3 +162,53 @@ fn energy_is_priced_at_the_tariff_and_against_starting_on_arrival() {
     assert!((s.cost_at_arrival - 0.1).abs() < 1e-9);
     assert_eq!(s.currency, "EUR");
 }
+
+#[test]
+fn a_policy_that_answers_one_snapshot_two_ways_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        env!("NIGHTJAR_TEST_PLUGIN_HOSTILE"),
+        dir.path().join("hostile.wasm"),
+    )
+    .unwrap();
+    let c = Config::parse(
+        &format!(
+            "[plugins]\ndir = \"{}\"\nchain = [\"priority\", \"hostile\"]\n[plugin.hostile.config]\nmode = \"random\"\n",
+            dir.path().display()
+        ),
+        Path::new("/t.toml"),
+    )
+    .unwrap();
+    let e = simulate(&c, &trace(THREE), opts(2, Mode::Easy))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.starts_with("policy hostile answered the same snapshot twice, differently"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_policy_that_does_not_load_is_named_and_nothing_is_simulated() {
+    let c = Config::parse(
+        "[plugins]\ndir = \"/nonexistent\"\nchain = [\"nosuch\"]\n",
+        Path::new("/t.toml"),
+    )
+    .unwrap();
+    let e = simulate(&c, &trace(THREE), opts(2, Mode::Easy))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.starts_with("policy nosuch did not load"), "{e}");
+    assert!(e.contains("take it out of plugins.chain"), "{e}");
+}
+
+#[test]
+fn the_default_chain_is_the_daemons_and_is_asked_every_pass() {
+    let c = Config::parse("", Path::new("/t.toml")).unwrap();
+    let s = simulate(&c, &trace(THREE), opts(2, Mode::Easy)).unwrap();
+    assert_eq!(s.summary.passes, s.summary.chain_passes);
+    assert!(s.summary.passes >= 3, "{}", s.summary.passes);
+    assert_eq!(s.outcome.runs.len(), 3);
+}
