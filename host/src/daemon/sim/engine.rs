@@ -437,7 +437,7 @@ impl<'a> Sim<'a> {
         };
         let answer = chain.evaluate(Arc::clone(&snap), now);
         let n = self.out.chain_passes;
-        if n <= 3 || n % CHECK_EVERY == 0 {
+        if n <= 3 || n.is_multiple_of(CHECK_EVERY) {
             let again = chain.evaluate(snap, now);
             if let Some(plugin) = first_difference(&answer.verdicts, &again.verdicts) {
                 return Err(format!(
