@@ -7,6 +7,7 @@
 //! Not yet simulated (the daemon does them; the simulator does not):
 //! preemption, `[quotas]`, `[gpu] stagger` and reserved capacity.
 
+mod chain;
 mod engine;
 mod summary;
 pub mod trace;

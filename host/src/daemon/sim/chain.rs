@@ -1,0 +1,149 @@
+//! The simulator's questions to the policy chain: the snapshot it is
+//! given (the queue, the running runs, recent use and the simulated GPUs,
+//! built by the daemon's own `snapshot`), its answer combined and ordered as
+//! the daemon's passes do it, and the check that a policy is pure.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::engine::Sim;
+use crate::daemon::pipeline::combine::{self, Judgement, Ranked};
+use crate::plugins::policy as p;
+use crate::store::{Candidate, RunningInfo, UsageInfo};
+
+/// One chain pass in this many (after the first three) asks twice, to
+/// catch a policy that is not pure.
+const CHECK_EVERY: u64 = 256;
+
+/// The policy whose verdicts differ between two answers, if one does.
+fn first_difference(
+    a: &HashMap<(i64, String), (String, String)>,
+    b: &HashMap<(i64, String), (String, String)>,
+) -> Option<String> {
+    let mut differ: Vec<&String> = a
+        .iter()
+        .filter(|(k, v)| b.get(*k) != Some(*v))
+        .map(|((_, p), _)| p)
+        .chain(b.keys().filter(|k| !a.contains_key(*k)).map(|(_, p)| p))
+        .collect();
+    differ.sort();
+    differ.first().map(|p| p.to_string())
+}
+
+impl Sim<'_> {
+    /// Asks the chain at `now`: the eligible jobs in start order, or `None`
+    /// when a failing `closed` policy holds everything this pass. The first
+    /// passes, and one in [`CHECK_EVERY`] after, ask twice: policies must be
+    /// pure, and one whose two answers differ is refused by name.
+    pub(super) fn chain_order(&mut self, now: i64) -> Result<Option<Vec<usize>>, String> {
+        self.out.chain_passes += 1;
+        let max = self.cfg.plugins.max_queue;
+        let queue: Vec<Candidate> = self
+            .waiting
+            .iter()
+            .take(max)
+            .map(|&(_, arrival, id, i)| Candidate {
+                id,
+                spec: Arc::clone(&self.specs[i]),
+                submitted_at: self.opts.start_ms.saturating_add(arrival),
+                eligible_at: self.opts.start_ms.saturating_add(arrival),
+                attempts: 0,
+                needs_gpu_free: None,
+            })
+            .collect();
+        let running: Vec<RunningInfo> = self
+            .running
+            .iter()
+            .map(|r| {
+                let job = &self.jobs[r.job];
+                RunningInfo {
+                    id: job.id,
+                    name: job.name.to_string(),
+                    project: job.project.to_string(),
+                    priority: job.priority,
+                    gpus: r.placement.gpus.clone(),
+                    started_at: r.start,
+                    preemptible: job.preemptible,
+                }
+            })
+            .collect();
+        let mut usage: Vec<UsageInfo> = self.ended.iter().cloned().collect();
+        usage.extend(self.running.iter().map(|r| UsageInfo {
+            project: self.jobs[r.job].project.to_string(),
+            gpus: self.jobs[r.job].gpus,
+            started_at: r.start,
+            ended_at: None,
+        }));
+        let gpus = self.gpu_views();
+        let snap = Arc::new(crate::daemon::pipeline::snapshot::snapshot(
+            self.cfg, now, &queue, &running, gpus, &usage,
+        ));
+        let Some(chain) = self.chain.as_deref_mut() else {
+            return Ok(None);
+        };
+        let answer = chain.evaluate(Arc::clone(&snap), now);
+        let n = self.out.chain_passes;
+        if n <= 3 || n.is_multiple_of(CHECK_EVERY) {
+            let again = chain.evaluate(snap, now);
+            if let Some(plugin) = first_difference(&answer.verdicts, &again.verdicts) {
+                return Err(format!(
+                    "policy {plugin} answered the same snapshot twice, differently: its answers depend on something besides the snapshot (a clock, randomness, state kept between calls), so no simulation with it could be repeated; make it pure or take it out of plugins.chain"
+                ));
+            }
+        }
+        self.wake = answer.wake_at;
+        self.closed_by = answer.closed_by.clone();
+        self.pool.policy_closed = answer.closed_gpus.clone().into_iter().collect();
+        if answer.hold_all.is_some() {
+            return Ok(None);
+        }
+        let mut order: Vec<(Ranked, usize)> = Vec::with_capacity(queue.len());
+        for (c, &(_, _, _, i)) in queue.iter().zip(self.waiting.iter()) {
+            let judgement = answer
+                .judgements
+                .get(&c.id)
+                .cloned()
+                .unwrap_or(Judgement::Eligible(0));
+            if let Judgement::Eligible(score) = judgement {
+                let rank = Ranked {
+                    id: c.id,
+                    score,
+                    priority: c.spec.priority.rank(),
+                    submitted_at: c.submitted_at,
+                };
+                order.push((rank, i));
+            }
+        }
+        order.sort_by(|a, b| combine::start_order(&a.0, &b.0));
+        Ok(Some(order.into_iter().map(|(_, i)| i).collect()))
+    }
+
+    /// The GPUs as the chain sees them: memory reserved by runs, busy or
+    /// idle, and a simple thermal model (35 °C idle, 65 °C busy).
+    fn gpu_views(&self) -> Vec<p::Gpu> {
+        let mut draw: HashMap<u32, f64> = HashMap::new();
+        for r in &self.running {
+            let w = self.jobs[r.job].power_w.unwrap_or(0.0);
+            for g in &r.placement.gpus {
+                *draw.entry(*g).or_default() += w;
+            }
+        }
+        self.pool
+            .gpus
+            .iter()
+            .map(|g| p::Gpu {
+                index: g.index,
+                uuid: g.uuid.clone(),
+                name: "simulated GPU".into(),
+                mem_total: g.mem_total.unwrap_or(0),
+                mem_used: g.reserved,
+                mem_reserved: g.reserved,
+                util: if g.users > 0 { 100 } else { 0 },
+                temperature: if g.users > 0 { 65 } else { 35 },
+                power: (draw.get(&g.index).copied().unwrap_or(0.0) * 1000.0) as u32,
+                healthy: true,
+                closed_by: self.closed_by.get(&g.index).cloned().unwrap_or_default(),
+            })
+            .collect()
+    }
+}
