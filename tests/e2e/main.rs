@@ -77,6 +77,7 @@ mod retention_hostile;
 mod retention_timer;
 mod retry;
 mod sandbox;
+mod simulate;
 mod sweep_big;
 mod users_harness;
 mod validators;

@@ -46,9 +46,10 @@ pub fn simulate(cfg: &Config, trace: &Trace, opts: Options) -> Result<Simulated>
     let mut chain = if cfg.plugins.chain.is_empty() {
         None
     } else {
-        let engine = PluginEngine::new(Some(cfg.plugin_cache_dir()))
-            .or_else(|_| PluginEngine::new(None))
-            .context("starting the plugin host")?;
+        // No compiled-code cache: the config may name a state dir the caller
+        // does not own, and loading native code from it would trust its
+        // writer; a simulation compiles its components afresh instead.
+        let engine = PluginEngine::new(None).context("starting the plugin host")?;
         let chain = Chain::load(&cfg, Some(&engine));
         if let Some(m) = chain.views().into_iter().find(|m| m.state == "disabled") {
             bail!(

@@ -1,0 +1,81 @@
+//! `nightjar simulate` as a user runs it: the client hands the trace to
+//! `nightjard`, which prints the figures (text or `--json`) and writes the
+//! schedule; a bad trace or a missing machine size is a clear error and
+//! exit 1. (The simulator's rules are the unit tests' and the reference
+//! comparison's: `host/src/daemon/sim/`.)
+
+use std::process::Command;
+
+use crate::harness::{BIN, Nj};
+
+/// Two GPUs; job 2 wants both while job 1 holds one, job 3 is short.
+const TRACE: &str = "id,arrival_s,gpus,duration_s\n1,0,1,10\n2,1,2,4\n3,2,1,5\n";
+
+#[test]
+fn simulate_prints_json_figures_and_writes_the_schedule() {
+    // No chain: the built-in order decides.
+    let nj = Nj::new("[plugins]\nchain = []\n");
+    let work = nj.path("work");
+    std::fs::write(work.join("t.csv"), TRACE).unwrap();
+    let out = nj.ok(&[
+        "simulate", "t.csv", "--gpus", "2", "--order", "strict", "--json", "--schedule", "s.csv",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["jobs"], 3);
+    assert_eq!(v["makespan_s"], 19.0);
+    assert_eq!(v["wait_s"]["max"], 12.0);
+    assert_eq!(v["jct_s"]["p99"], 17.0);
+    for key in ["mean", "p50", "p95", "p99"] {
+        assert!(v["jct_s"][key].is_number(), "jct_s.{key}: {v}");
+    }
+    assert!(v["utilisation"].as_f64().unwrap() > 0.6, "{v}");
+    assert!(v["passes"].as_u64().unwrap() >= 3, "{v}");
+    assert_eq!(
+        std::fs::read_to_string(work.join("s.csv")).unwrap(),
+        "id,start_s,end_s,gpus,gpu_ids,preempted\n1,0,10,1,\"0\",0\n2,10,14,2,\"0 1\",0\n3,14,19,1,\"0\",0\n"
+    );
+}
+
+#[test]
+fn simulate_on_embedded_defaults_prints_a_table_and_asks_the_default_chain() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("t.csv"), TRACE).unwrap();
+    let out = Command::new(BIN)
+        .args(["simulate", "t.csv", "--gpus", "2"])
+        .env_remove("NIGHTJAR_CONFIG")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.starts_with("jobs         3 (3 ran, 0 never started)\n"), "{text}");
+    assert!(text.contains("on 2 GPUs"), "{text}");
+    let passes = text.lines().find(|l| l.starts_with("passes")).unwrap();
+    let words: Vec<&str> = passes.split_whitespace().collect();
+    assert_eq!(words[1], words[2].trim_start_matches('('), "every pass asked the chain: {passes}");
+    assert!(text.contains("\nPROJECT "), "{text}");
+}
+
+#[test]
+fn a_bad_trace_and_an_unsized_machine_are_refused_with_what_to_do() {
+    let nj = Nj::new("[plugins]\nchain = []\n");
+    let work = nj.path("work");
+    std::fs::write(work.join("bad.csv"), "id,arrival_s,gpus,duration_s\n1,0,1,60\n2,NaN,1,60\n")
+        .unwrap();
+    let out = nj.cli(&["simulate", "bad.csv", "--gpus", "2"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("trace bad.csv, line 3, column arrival_s: `NaN` is not a time"),
+        "{err}"
+    );
+    std::fs::write(work.join("t.csv"), TRACE).unwrap();
+    let out = nj.cli(&["simulate", "t.csv"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("how many GPUs? give --gpus N"), "{err}");
+    let out = nj.cli(&["simulate", "t.csv", "--gpus", "2", "--start", "yesterday"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--start yesterday:"));
+}
