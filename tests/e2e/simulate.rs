@@ -18,7 +18,15 @@ fn simulate_prints_json_figures_and_writes_the_schedule() {
     let work = nj.path("work");
     std::fs::write(work.join("t.csv"), TRACE).unwrap();
     let out = nj.ok(&[
-        "simulate", "t.csv", "--gpus", "2", "--order", "strict", "--json", "--schedule", "s.csv",
+        "simulate",
+        "t.csv",
+        "--gpus",
+        "2",
+        "--order",
+        "strict",
+        "--json",
+        "--schedule",
+        "s.csv",
     ]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["jobs"], 3);
@@ -47,12 +55,23 @@ fn simulate_on_embedded_defaults_prints_a_table_and_asks_the_default_chain() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(text.starts_with("jobs         3 (3 ran, 0 never started)\n"), "{text}");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.starts_with("jobs         3 (3 ran, 0 never started)\n"),
+        "{text}"
+    );
     assert!(text.contains("on 2 GPUs"), "{text}");
     let passes = text.lines().find(|l| l.starts_with("passes")).unwrap();
     let words: Vec<&str> = passes.split_whitespace().collect();
-    assert_eq!(words[1], words[2].trim_start_matches('('), "every pass asked the chain: {passes}");
+    assert_eq!(
+        words[1],
+        words[2].trim_start_matches('('),
+        "every pass asked the chain: {passes}"
+    );
     assert!(text.contains("\nPROJECT "), "{text}");
 }
 
@@ -60,8 +79,11 @@ fn simulate_on_embedded_defaults_prints_a_table_and_asks_the_default_chain() {
 fn a_bad_trace_and_an_unsized_machine_are_refused_with_what_to_do() {
     let nj = Nj::new("[plugins]\nchain = []\n");
     let work = nj.path("work");
-    std::fs::write(work.join("bad.csv"), "id,arrival_s,gpus,duration_s\n1,0,1,60\n2,NaN,1,60\n")
-        .unwrap();
+    std::fs::write(
+        work.join("bad.csv"),
+        "id,arrival_s,gpus,duration_s\n1,0,1,60\n2,NaN,1,60\n",
+    )
+    .unwrap();
     let out = nj.cli(&["simulate", "bad.csv", "--gpus", "2"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(out.stdout.is_empty());
@@ -78,4 +100,58 @@ fn a_bad_trace_and_an_unsized_machine_are_refused_with_what_to_do() {
     let out = nj.cli(&["simulate", "t.csv", "--gpus", "2", "--start", "yesterday"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--start yesterday:"));
+}
+
+/// The repository's root (examples, docs).
+fn root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+#[test]
+fn the_guides_figures_are_what_simulate_prints_for_the_example_week() {
+    let guide = std::fs::read_to_string(root().join("docs/src/guide/simulate.md")).unwrap();
+    let shown: Vec<&str> = guide
+        .lines()
+        .skip_while(|l| *l != "$ nightjar simulate examples/traces/week.csv --gpus 8")
+        .skip(1)
+        .take_while(|l| !l.starts_with("```"))
+        .collect();
+    assert!(shown.len() >= 6, "the guide shows the figures: {shown:?}");
+    let run = |config: Option<&str>| {
+        let mut c = Command::new(BIN);
+        c.env_remove("NIGHTJAR_CONFIG").current_dir(root());
+        if let Some(config) = config {
+            c.args(["--config", config]);
+        }
+        let out = c
+            .args(["simulate", "examples/traces/week.csv", "--gpus", "8"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let printed = run(None);
+    assert_eq!(printed.lines().take(shown.len()).collect::<Vec<_>>(), shown);
+    // The guide's comparison with the lab's config, in its own words.
+    let lab = run(Some("examples/lab.toml"));
+    assert!(lab.contains("(596 ran, 4 never started)"), "{lab}");
+    assert!(
+        lab.contains("131.13 CNY (363.34 CNY had each job started on arrival)"),
+        "{lab}"
+    );
+    assert!(lab.contains("wait         mean 4d04h"), "{lab}");
+    for words in [
+        "costs 131 CNY of power instead of 363",
+        "4 days on average instead of 13 hours",
+        "and 4 jobs",
+    ] {
+        assert!(
+            guide.replace('\n', " ").contains(words),
+            "the guide says: {words}"
+        );
+    }
 }

@@ -20,6 +20,15 @@ use crate::scheduler::{Placement, Pool, PoolGpu, Stagger};
 use crate::store::UsageInfo;
 use crate::task::model::{CommandSpec, Owner, Resources, RetryPolicy, TaskSpec};
 
+/// How long the chain's wake-ups alone may go on starting nothing, with
+/// nothing running and nothing left to arrive, before the simulation ends
+/// and reports the jobs still deferred: 30 days.
+const STALL_MS: i64 = 30 * 86_400_000;
+
+/// As [`STALL_MS`], in passes: a policy that asks to be asked again every
+/// second would take 2.6 million passes to reach 30 days.
+const STALL_PASSES: u32 = 10_000;
+
 /// The simulated machine.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Machine {
@@ -203,6 +212,8 @@ impl<'a> Sim<'a> {
             return Ok(self.out);
         };
         let mut now = t0.saturating_add(self.jobs[first].arrival);
+        let (mut started_before, mut idle_since, mut stalled) = (0, now, false);
+        let mut idle_passes = 0;
         loop {
             self.end_runs(now);
             while let Some(&i) = arrivals.get(next) {
@@ -226,13 +237,29 @@ impl<'a> Sim<'a> {
             let arrives = arrivals
                 .get(next)
                 .map(|&i| t0.saturating_add(self.jobs[i].arrival));
+            if self.running.is_empty() && arrives.is_none() {
+                // Only the chain's wake-ups are left: they end once they
+                // have started nothing for a while (a policy that defers a
+                // job for ever would otherwise be asked for ever).
+                if self.out.runs.len() > started_before {
+                    (started_before, idle_since) = (self.out.runs.len(), now);
+                    idle_passes = 0;
+                }
+                idle_passes += 1;
+                if now.saturating_sub(idle_since) > STALL_MS || idle_passes > STALL_PASSES {
+                    stalled = true;
+                    break;
+                }
+            }
             let wake = self.wake.filter(|w| *w > now && !self.waiting.is_empty());
             match [ends, arrives, wake].into_iter().flatten().min() {
                 Some(t) => now = t,
                 None => break,
             }
         }
-        let why = if self.chain.is_some() {
+        let why = if stalled {
+            "still deferred by the policies 30 days (or 10,000 passes) after the last start"
+        } else if self.chain.is_some() {
             "still waiting when nothing else was left to happen (deferred or closed by a policy)"
         } else {
             "still waiting when nothing else was left to happen"

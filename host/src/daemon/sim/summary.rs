@@ -64,6 +64,15 @@ pub struct Share {
     pub mean_wait_s: f64,
 }
 
+/// A job that never started.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct NeverStarted {
+    /// Its id.
+    pub id: i64,
+    /// Why.
+    pub why: String,
+}
+
 /// A simulation's figures (`--json` prints this object).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Summary {
@@ -73,6 +82,8 @@ pub struct Summary {
     pub started: u64,
     /// Jobs that never started (too big for the machine, or left waiting).
     pub never_started: u64,
+    /// Each of them, with why.
+    pub never: Vec<NeverStarted>,
     /// Completion times.
     pub jct_s: Spread,
     /// Waits.
@@ -115,6 +126,14 @@ impl Summary {
             jobs: jobs.len() as u64,
             started: outcome.runs.len() as u64,
             never_started: outcome.never.len() as u64,
+            never: outcome
+                .never
+                .iter()
+                .map(|(i, why)| NeverStarted {
+                    id: jobs[*i].id,
+                    why: why.clone(),
+                })
+                .collect(),
             passes: outcome.passes,
             chain_passes: outcome.chain_passes,
             currency: tariff.currency.clone(),
@@ -225,6 +244,15 @@ impl Summary {
             "passes       {} ({} asked the policy chain)\n",
             self.passes, self.chain_passes
         );
+        for n in self.never.iter().take(10) {
+            t += &format!("never        job {}: {}\n", n.id, n.why);
+        }
+        if self.never.len() > 10 {
+            t += &format!(
+                "never        ... and {} more (`--json` lists them all)\n",
+                self.never.len() - 10
+            );
+        }
         for (title, rows) in [("project", &self.projects), ("user", &self.users)] {
             t += &format!(
                 "\n{:<20} {:>6} {:>10} {:>12}\n",

@@ -212,3 +212,40 @@ fn the_default_chain_is_the_daemons_and_is_asked_every_pass() {
     assert!(s.summary.passes >= 3, "{}", s.summary.passes);
     assert_eq!(s.outcome.runs.len(), 3);
 }
+
+#[test]
+fn a_policy_that_defers_for_ever_ends_the_simulation_and_names_the_jobs_it_held() {
+    // `until-now` defers every job outside project `free`, asking to be
+    // asked again at once (the host waits its minimum interval, 1 s).
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        env!("NIGHTJAR_TEST_PLUGIN_HOSTILE"),
+        dir.path().join("hostile.wasm"),
+    )
+    .unwrap();
+    let c = Config::parse(
+        &format!(
+            "[plugins]\ndir = \"{}\"\nchain = [\"hostile\"]\n[plugin.hostile.config]\nmode = \"until-now\"\n",
+            dir.path().display()
+        ),
+        Path::new("/t.toml"),
+    )
+    .unwrap();
+    let t = trace("id,arrival_s,gpus,duration_s,project\n1,0,1,10,free\n2,0,1,10,held\n");
+    let s = simulate(&c, &t, opts(2, Mode::Easy)).unwrap();
+    assert_eq!(s.outcome.runs.len(), 1, "the free job ran");
+    assert_eq!(s.summary.never.len(), 1);
+    assert_eq!(s.summary.never[0].id, 2);
+    assert!(
+        s.summary.never[0]
+            .why
+            .starts_with("still deferred by the policies")
+    );
+    // One a second while job 1 runs (10 s), then at most 10,000 that start nothing.
+    assert!(s.summary.passes <= 10_012, "{}", s.summary.passes);
+    assert!(
+        s.summary
+            .text()
+            .contains("never        job 2: still deferred")
+    );
+}
