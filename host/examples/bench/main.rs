@@ -28,6 +28,9 @@
 //! - `backfill [SMALL]`: GPU utilisation of a mixed workload on 8 simulated
 //!   GPUs with EASY backfill vs strict order vs passing big tasks over, on
 //!   a simulated clock, and that no 4-GPU task starts after its reservation;
+//! - `simulate [JOBS]`: `nightjar simulate` of JOBS (100,000) jobs on 32 GPUs
+//!   vs the Python reference simulator of the same rules on the same trace,
+//!   and through the four-policy wasm chain (passes, time a pass, memory);
 //! - `clients`: `nightjar ls` under 100 waiting clients and a garbage sender;
 //! - `soak [MINUTES]`: database growth with 10,000 deferred tasks, and its
 //!   size after rounds of 10,000 tasks collected by `nightjar gc`.
@@ -43,6 +46,7 @@ mod plugins;
 mod postrun;
 mod queue;
 mod report;
+mod simulate;
 mod sse;
 mod vs;
 
@@ -373,6 +377,7 @@ fn main() -> Result<()> {
         "report" => report::report(n(1, 100_000)),
         "dashboard" => dashboard::dashboard(n(1, 10_000)),
         "backfill" => backfill::backfill(n(1, 400)),
+        "simulate" => simulate::simulate(n(1, 100_000)),
         "all" => {
             vs::startup_and_submit(200)?;
             submit_latency(10_000)?;
@@ -384,6 +389,7 @@ fn main() -> Result<()> {
             archive::archive(512)?;
             report::report(100_000)?;
             backfill::backfill(400)?;
+            simulate::simulate(100_000)?;
             notify::notify(1_000)?;
             attack::attack(10)?;
             hardening::clients(10)?;
@@ -392,7 +398,7 @@ fn main() -> Result<()> {
         }
         other => {
             bail!(
-                "unknown benchmark `{other}`: use startup, submit, throughput, queue, gpu, plugins, backfill, postrun, manifest, archive, report, notify, attack, clients, soak, idle, sse or all"
+                "unknown benchmark `{other}`: use startup, submit, throughput, queue, gpu, plugins, backfill, simulate, postrun, manifest, archive, report, notify, attack, clients, soak, idle, sse or all"
             )
         }
     }

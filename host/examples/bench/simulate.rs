@@ -1,0 +1,131 @@
+//! `simulate [JOBS]`: `nightjar simulate` as a user runs it (the release
+//! client, which hands the trace to `nightjard`) on JOBS (100,000) jobs on
+//! 32 GPUs, against the plain Python event simulator of the same rules
+//! (`tests/support/sim_reference.py`) on the same trace, A B A B in one
+//! run: the built-in order with EASY backfill. Then the same jobs through
+//! the four first-party policies (priority, offpeak-tariff, fair-share,
+//! thermal): wall time, passes, mean time per pass, peak memory.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+const GPUS: u32 = 32;
+
+/// A trace of `jobs` that keeps 32 GPUs about 90% busy: 1-8 GPUs, 1 min to
+/// 4 h, estimates off by up to half, three projects (fixed seed).
+fn trace(jobs: u64) -> String {
+    let mut csv = String::from("id,arrival_s,gpus,duration_s,project,estimate_s,power_w\n");
+    let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+    let mut next = move |n: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % n
+    };
+    let mut at = 0;
+    for id in 1..=jobs {
+        let gpus = [1, 1, 1, 1, 2, 2, 4, 8][next(8) as usize];
+        let duration = 60 + next(4 * 3600);
+        // Mean work 2.6 GPUs x 2 h: one arrival every ~10 min is ~90% of 32 GPUs.
+        at += next(1200);
+        let estimate = (duration / 2 + next(duration)).max(1);
+        let project = ["vision", "genomics", "nlp"][next(3) as usize];
+        csv += &format!("{id},{at},{gpus},{duration},{project},{estimate},300\n");
+    }
+    csv
+}
+
+/// Runs `cmd` to its end: its wall time and stdout.
+fn timed(cmd: &mut Command) -> Result<(Duration, String)> {
+    let t0 = Instant::now();
+    let out = cmd.output().context("run")?;
+    let took = t0.elapsed();
+    if !out.status.success() {
+        bail!("{:?} failed: {}", cmd, String::from_utf8_lossy(&out.stderr));
+    }
+    Ok((took, String::from_utf8_lossy(&out.stdout).into_owned()))
+}
+
+/// The largest resident set of any child waited for so far, MiB.
+fn children_peak_mib() -> f64 {
+    // SAFETY: getrusage writes the struct it is given.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; RUSAGE_CHILDREN is a valid selector.
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut u) };
+    u.ru_maxrss as f64 / 1024.0
+}
+
+pub fn simulate(jobs: usize) -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("trace.csv");
+    std::fs::write(&path, trace(jobs as u64))?;
+    let bin = super::nightjar_bin()?;
+    let none = dir.path().join("none.toml");
+    std::fs::write(&none, "[plugins]\nchain = []\n")?;
+    let four = dir.path().join("four.toml");
+    std::fs::write(
+        &four,
+        "timezone = \"Asia/Shanghai\"\n[plugins]\nchain = [\"priority\", \"offpeak-tariff\", \"fair-share\", \"thermal\"]\n\
+         [tariff]\ncurrency = \"CNY\"\nprice = 1.2\n[[tariff.windows]]\nfrom = \"23:00\"\nto = \"07:00\"\nprice = 0.35\n",
+    )?;
+    let reference = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/support/sim_reference.py");
+    // The four-policy chain first: the only child so far, so the peak RSS
+    // of the children is its own.
+    let (chain_took, out) = timed(
+        Command::new(&bin)
+            .arg("--config")
+            .arg(&four)
+            .args(["--json", "simulate"])
+            .arg(&path)
+            .args(["--gpus", &GPUS.to_string()]),
+    )?;
+    let peak = children_peak_mib();
+    let v: serde_json::Value = serde_json::from_str(&out)?;
+    let passes = v["passes"].as_u64().unwrap_or(0);
+    let ours = || {
+        timed(
+            Command::new(&bin)
+                .arg("--config")
+                .arg(&none)
+                .args(["simulate"])
+                .arg(&path)
+                .args(["--gpus", &GPUS.to_string(), "--order", "backfill"]),
+        )
+    };
+    let theirs = || {
+        timed(
+            Command::new("python3")
+                .arg(&reference)
+                .arg(&path)
+                .arg(GPUS.to_string())
+                .arg("easy"),
+        )
+    };
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for _ in 0..3 {
+        a.push(ours()?.0);
+        b.push(theirs()?.0);
+    }
+    a.sort();
+    b.sort();
+    let (a, b) = (a[1], b[1]);
+    println!(
+        "simulate: {jobs} jobs on {GPUS} GPUs, built-in order with EASY backfill, median of 3 (A B A B):"
+    );
+    println!("  nightjar simulate        {:>8.2} s", a.as_secs_f64());
+    println!(
+        "  Python reference         {:>8.2} s   (nightjar: {:.2}x its time)",
+        b.as_secs_f64(),
+        a.as_secs_f64() / b.as_secs_f64()
+    );
+    println!(
+        "  four-policy wasm chain   {:>8.2} s   {passes} passes, {:.2} ms a pass, peak {:.0} MiB",
+        chain_took.as_secs_f64(),
+        chain_took.as_secs_f64() * 1000.0 / passes.max(1) as f64,
+        peak
+    );
+    Ok(())
+}
