@@ -163,22 +163,25 @@ fn energy_is_priced_at_the_tariff_and_against_starting_on_arrival() {
     assert_eq!(s.currency, "EUR");
 }
 
-#[test]
-fn a_policy_that_answers_one_snapshot_two_ways_is_refused_by_name() {
+/// A config whose chain is `chain`, the hostile test plugin among them in
+/// `mode`; the folder holding it lives as long as the second value.
+fn with_hostile(chain: &[&str], mode: &str) -> (Config, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::copy(
         env!("NIGHTJAR_TEST_PLUGIN_HOSTILE"),
         dir.path().join("hostile.wasm"),
     )
     .unwrap();
-    let c = Config::parse(
-        &format!(
-            "[plugins]\ndir = \"{}\"\nchain = [\"priority\", \"hostile\"]\n[plugin.hostile.config]\nmode = \"random\"\n",
-            dir.path().display()
-        ),
-        Path::new("/t.toml"),
-    )
-    .unwrap();
+    let text = format!(
+        "[plugins]\ndir = \"{}\"\nchain = {chain:?}\n[plugin.hostile.config]\nmode = \"{mode}\"\n",
+        dir.path().display()
+    );
+    (Config::parse(&text, Path::new("/t.toml")).unwrap(), dir)
+}
+
+#[test]
+fn a_policy_that_answers_one_snapshot_two_ways_is_refused_by_name() {
+    let (c, _dir) = with_hostile(&["priority", "hostile"], "random");
     let e = simulate(&c, &trace(THREE), opts(2, Mode::Easy))
         .err()
         .unwrap()
@@ -217,20 +220,7 @@ fn the_default_chain_is_the_daemons_and_is_asked_every_pass() {
 fn a_policy_that_defers_for_ever_ends_the_simulation_and_names_the_jobs_it_held() {
     // `until-now` defers every job outside project `free`, asking to be
     // asked again at once (the host waits its minimum interval, 1 s).
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::copy(
-        env!("NIGHTJAR_TEST_PLUGIN_HOSTILE"),
-        dir.path().join("hostile.wasm"),
-    )
-    .unwrap();
-    let c = Config::parse(
-        &format!(
-            "[plugins]\ndir = \"{}\"\nchain = [\"hostile\"]\n[plugin.hostile.config]\nmode = \"until-now\"\n",
-            dir.path().display()
-        ),
-        Path::new("/t.toml"),
-    )
-    .unwrap();
+    let (c, _dir) = with_hostile(&["hostile"], "until-now");
     let t = trace("id,arrival_s,gpus,duration_s,project\n1,0,1,10,free\n2,0,1,10,held\n");
     let s = simulate(&c, &t, opts(2, Mode::Easy)).unwrap();
     assert_eq!(s.outcome.runs.len(), 1, "the free job ran");
