@@ -138,16 +138,32 @@ fn the_guides_figures_are_what_simulate_prints_for_the_example_week() {
     assert_eq!(printed.lines().take(shown.len()).collect::<Vec<_>>(), shown);
     // The guide's comparison with the lab's config, in its own words.
     let lab = run(Some("examples/lab.toml"));
-    assert!(lab.contains("(596 ran, 4 never started)"), "{lab}");
+    assert!(lab.contains("(600 ran, 0 never started)"), "{lab}");
     assert!(
-        lab.contains("131.13 CNY (363.34 CNY had each job started on arrival)"),
+        lab.contains("306.57 CNY (391.03 CNY had each job started on arrival)"),
         "{lab}"
     );
-    assert!(lab.contains("wait         mean 4d04h"), "{lab}");
+    assert!(lab.contains("wait         mean 1d07h"), "{lab}");
+    // The same config without max_wait: cheaper power, longer waits.
+    let text = std::fs::read_to_string(root().join("examples/lab.toml")).unwrap();
+    assert!(
+        text.contains("\nmax_wait = \"1d\"\n"),
+        "lab.toml sets max_wait"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let unbounded = dir.path().join("lab.toml");
+    std::fs::write(&unbounded, text.replace("\nmax_wait = \"1d\"\n", "\n")).unwrap();
+    let patient = run(Some(unbounded.to_str().unwrap()));
+    assert!(patient.contains("(600 ran, 0 never started)"), "{patient}");
+    assert!(
+        patient.contains("energy       374.913 kWh, 151.94 CNY"),
+        "{patient}"
+    );
+    assert!(patient.contains("wait         mean 4d05h"), "{patient}");
     for words in [
-        "costs 131 CNY of power instead of 363",
-        "4 days on average instead of 13 hours",
-        "and 4 jobs",
+        "costs 307 CNY of power instead of 391",
+        "jobs wait 1d07h on average instead of 13 hours",
+        "the power costs 152 CNY, but the average wait is 4 days",
     ] {
         assert!(
             guide.replace('\n', " ").contains(words),

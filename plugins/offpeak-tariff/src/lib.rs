@@ -4,6 +4,12 @@
 //! reason says when the next cheap span opens and what it costs. Urgent
 //! tasks are never deferred by this policy.
 //!
+//! No task waits for ever: one that no cheap span ahead can hold (its run
+//! time is longer than the longest of them plus `margin`) is not deferred
+//! inside a span, so it starts in the first one it meets; and with
+//! `max_wait`, a task that has been eligible that long is not deferred at
+//! all (the host is asked again at that moment).
+//!
 //! The prices are the daemon's own tariff (`[tariff]` in the daemon config,
 //! read through the contract's `tariff` import), the same one each run's
 //! cost is priced with. A span is cheap when its price is at most
@@ -14,6 +20,7 @@
 //! ```toml
 //! [plugin.offpeak-tariff.config]
 //! margin = "30m"               # how far past a span's end a task may run
+//! # max_wait = "1d"            # never defer a task eligible this long (default: no limit)
 //! # max_price = 0.50           # cheap: at most this (default: the week's lowest)
 //! # Override for compatibility (older configs): when `windows` is given,
 //! # the policy uses these windows and `peak_price` instead of [tariff].
@@ -42,6 +49,8 @@ struct Config {
     currency: String,
     peak_price: f64,
     margin: Duration,
+    /// A task eligible this long is not deferred (default: no limit).
+    max_wait: Option<Duration>,
     /// Cheap means at most this (host tariff only); default: the lowest.
     max_price: Option<f64>,
     /// Windows of the policy's own; given, they override the host's tariff.
@@ -54,6 +63,7 @@ impl Default for Config {
             currency: String::new(),
             peak_price: 1.0,
             margin: Duration::from_ms(0),
+            max_wait: None,
             max_price: None,
             windows: None,
         }
@@ -244,6 +254,14 @@ impl Policy for OffpeakTariff {
                 .copied()
         };
         let next = next_start(s.now);
+        // A task longer than this cannot fit any cheap span ahead.
+        let longest = spans
+            .iter()
+            .filter(|(a, _, _)| *a > s.now)
+            .map(|(a, b, _)| b - a)
+            .max()
+            .unwrap_or(0)
+            .saturating_add(cfg.margin.ms());
         // Outside a window every task waits for the same reason: written once.
         let waiting = match (current, next) {
             (None, Some((start, _, price))) => Some((
@@ -264,20 +282,30 @@ impl Policy for OffpeakTariff {
             if t.priority == Priority::Urgent {
                 continue;
             }
+            // With max_wait: not deferred once waited that long, and asked
+            // again at that moment rather than at the next window.
+            let limit = cfg.max_wait.map(|w| t.eligible_at.saturating_add(w.ms()));
+            if limit.is_some_and(|l| l <= s.now) {
+                continue;
+            }
+            let until = |start: i64| Some(limit.map_or(start, |l| l.min(start)));
             match (current, next) {
                 (None, _) => {
                     if let Some((reason, start)) = &waiting {
-                        e.defer(t.id, reason.clone(), Some(*start));
+                        e.defer(t.id, reason.clone(), until(*start));
                     }
                 }
                 (Some((_, end, _)), Some((start, _, price))) => {
                     let Some(runtime) = t.estimated_runtime else {
                         continue;
                     };
-                    let reason = overruns.entry(runtime).or_insert_with(|| {
-                        let finish = s
-                            .now
-                            .saturating_add(i64::try_from(runtime).unwrap_or(i64::MAX));
+                    let runtime = i64::try_from(runtime).unwrap_or(i64::MAX);
+                    if runtime > longest {
+                        // No window ahead can hold it: this one is as good as any.
+                        continue;
+                    }
+                    let reason = overruns.entry(runtime as u64).or_insert_with(|| {
+                        let finish = s.now.saturating_add(runtime);
                         (finish > end + cfg.margin.ms()).then(|| {
                             Reason::from(format!(
                                 "would run {} past the cheap window's end at {}; next window {} (in {}) at {}",
@@ -290,7 +318,7 @@ impl Policy for OffpeakTariff {
                         })
                     });
                     if let Some(reason) = reason {
-                        e.defer(t.id, reason.clone(), Some(start));
+                        e.defer(t.id, reason.clone(), until(start));
                     }
                 }
                 (Some(_), None) => {}

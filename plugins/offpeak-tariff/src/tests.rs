@@ -242,3 +242,53 @@ fn bad_windows_are_refused_with_their_key() {
     );
     assert!(parse("").is_ok(), "defaults: 23:00-07:00");
 }
+
+#[test]
+fn work_longer_than_every_cheap_window_starts_inside_one_instead_of_waiting_for_ever() {
+    // The window is 8 h (23:00-07:00), margin 30 min: a 10-hour task can
+    // never end inside one. Outside, it waits for the window like any task;
+    // inside, even at 05:00, it is not deferred to the next one.
+    let outside = SnapshotBuilder::at(MONDAY + 18 * HOUR)
+        .queued_task(with_runtime(1, Priority::Normal, 10))
+        .build();
+    let (_, until) = defer_reason(&evaluate(outside));
+    assert_eq!(until, Some(MONDAY + 23 * HOUR));
+    let inside = SnapshotBuilder::at(MONDAY + 5 * HOUR)
+        .queued_task(with_runtime(1, Priority::Normal, 10))
+        .queued_task(with_runtime(2, Priority::Normal, 8))
+        .build();
+    let e = evaluate(inside);
+    // The 8-hour task fits the next window (8 h + 30 min), so it waits for it.
+    let deferred: Vec<i64> = e.verdicts.iter().map(|v| v.task).collect();
+    assert_eq!(deferred, [2], "{e:?}");
+}
+
+#[test]
+fn max_wait_bounds_how_long_a_task_is_deferred_and_wakes_the_host_at_that_moment() {
+    let cfg = parse(
+        "currency = \"CNY\"\npeak_price = 1.2\nmax_wait = \"6h\"\n[[windows]]\nstart = \"23:00\"\nend = \"07:00\"\nprice = 0.35\n",
+    )
+    .unwrap();
+    let at = MONDAY + 18 * HOUR;
+    // Eligible at 08:00: waited 10 h, over 6 h: not deferred. Eligible at
+    // 15:00: deferred until 21:00, its limit, before the window at 23:00.
+    // Eligible at 17:30: its limit (23:30) is after the window opens.
+    let s = SnapshotBuilder::at(at)
+        .queued_task(queued_task(1, "p", Priority::Normal, MONDAY + 8 * HOUR))
+        .queued_task(queued_task(2, "p", Priority::Normal, MONDAY + 15 * HOUR))
+        .queued_task(queued_task(3, "p", Priority::Normal, at - 30 * 60_000))
+        .build();
+    let e = OffpeakTariff::evaluate(&cfg, &s);
+    let until: Vec<(i64, Option<i64>)> = e
+        .verdicts
+        .iter()
+        .map(|v| match &v.verdict {
+            Verdict::Defer(d) => (v.task, d.until),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        until,
+        [(2, Some(MONDAY + 21 * HOUR)), (3, Some(MONDAY + 23 * HOUR))]
+    );
+}

@@ -8,7 +8,7 @@
 //! to start + duration. Nothing sleeps and nothing reads the wall clock, so
 //! one trace and config give the same schedule every time.
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -97,6 +97,11 @@ pub struct Sim<'a> {
     pub(super) pool: Pool,
     /// Waiting jobs in the built-in order: (priority rank reversed, arrival, id, index).
     pub(super) waiting: BTreeSet<(i64, i64, i64, usize)>,
+    /// How many waiting jobs want each GPU count.
+    wants: BTreeMap<u32, usize>,
+    /// GPUs held by running jobs (each whole: [`Sim::nothing_can_start`]
+    /// reads it only without sharing).
+    busy: u32,
     pub(super) running: Vec<Running>,
     /// Runs that ended within the chain's usage window, oldest first.
     pub(super) ended: VecDeque<UsageInfo>,
@@ -173,6 +178,8 @@ impl<'a> Sim<'a> {
             chain,
             pool,
             waiting: BTreeSet::new(),
+            wants: BTreeMap::new(),
+            busy: 0,
             running: Vec::new(),
             ended: VecDeque::new(),
             closed_by: HashMap::new(),
@@ -227,10 +234,11 @@ impl<'a> Sim<'a> {
                     None => {
                         self.waiting
                             .insert((-job.priority.rank(), job.arrival, job.id, i));
+                        *self.wants.entry(job.gpus).or_default() += 1;
                     }
                 }
             }
-            if !self.waiting.is_empty() {
+            if !self.waiting.is_empty() && !self.nothing_can_start() {
                 self.pass(now)?;
             }
             let ends = self.running.iter().map(|r| r.end).min();
@@ -283,6 +291,7 @@ impl<'a> Sim<'a> {
             }
             let r = self.running.swap_remove(i);
             self.pool.give_back(&r.placement);
+            self.busy -= r.placement.gpus.len() as u32;
             let job = &self.jobs[r.job];
             self.ended.push_back(UsageInfo {
                 project: job.project.to_string(),
@@ -298,6 +307,27 @@ impl<'a> Sim<'a> {
             .is_some_and(|u| u.ended_at.unwrap_or(now) < since)
         {
             self.ended.pop_front();
+        }
+    }
+
+    /// Whether no waiting job could start now, whatever order the chain
+    /// gave: every slot is taken, or (without sharing) fewer GPUs are free
+    /// than the smallest waiting job wants, closures by policies aside.
+    /// Such a pass is not made. Nothing it could start, and nothing frees
+    /// until a run ends (an event of its own, with its own pass), so the
+    /// schedule is the one every pass would give; only `passes` counts fewer.
+    fn nothing_can_start(&self) -> bool {
+        if self.pool.slots == 0 {
+            return true;
+        }
+        if self.pool.share {
+            return false;
+        }
+        match self.wants.first_key_value() {
+            Some((&least, _)) => {
+                least > 0 && self.opts.machine.gpus.saturating_sub(self.busy) < least
+            }
+            None => true,
         }
     }
 
@@ -376,6 +406,13 @@ impl<'a> Sim<'a> {
         let job = &self.jobs[i];
         self.waiting
             .remove(&(-job.priority.rank(), job.arrival, job.id, i));
+        if let Some(n) = self.wants.get_mut(&job.gpus) {
+            *n -= 1;
+            if *n == 0 {
+                self.wants.remove(&job.gpus);
+            }
+        }
+        self.busy += placement.gpus.len() as u32;
         let end = now.saturating_add(job.duration);
         self.out.runs.push(Ran {
             job: i,

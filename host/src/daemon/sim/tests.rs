@@ -239,3 +239,27 @@ fn a_policy_that_defers_for_ever_ends_the_simulation_and_names_the_jobs_it_held(
             .contains("never        job 2: still deferred")
     );
 }
+
+#[test]
+fn a_pass_that_could_start_nothing_is_not_made_and_the_schedule_is_unchanged() {
+    // One GPU, job 1 holds it 0..100; jobs 2-5 (one GPU each) arrive while
+    // it runs, when no pass could start them; job 6 wants no GPU.
+    let t = trace(
+        "id,arrival_s,gpus,duration_s\n1,0,1,100\n2,10,1,10\n3,20,1,10\n4,30,1,10\n5,40,1,10\n6,50,0,5\n",
+    );
+    let s = simulate(&cfg(""), &t, opts(1, Mode::Easy)).unwrap();
+    assert_eq!(
+        starts(&t, &s),
+        [
+            (1, 0, 100),
+            (2, 100, 110),
+            (3, 110, 120),
+            (4, 120, 130),
+            (5, 130, 140),
+            (6, 50, 55)
+        ]
+    );
+    // Passes at 0, 50 (job 6 needs no GPU), 100, 110, 120, 130; none at 10,
+    // 20, 30, 40 or 55 (one GPU busy, every waiting job wants one).
+    assert_eq!(s.outcome.passes, 6, "{:?}", s.outcome);
+}
