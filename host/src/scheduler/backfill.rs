@@ -197,7 +197,7 @@ impl Easy {
         };
         let mut at = r.at_start.clone();
         at.take_adopted(&p);
-        if at.clone().place_after(&r.res, r.peak).is_some() {
+        if at.could_place(&r.res, r.peak) {
             r.at_start = at;
             return Decision::Start(p, Some(Backfilled::Beside { head: r.task }));
         }

@@ -68,6 +68,9 @@ pub struct Chain {
     window: u32,
     cpu_budget: Duration,
     min_interval_ms: i64,
+    /// Whether answers keep each policy's verdict and score part (what
+    /// `why` and a start's message explain with); see [`Chain::explain`].
+    explain: bool,
     /// The daemon's tariff, handed to every pass (the policies' `tariff` import).
     tariff: Arc<crate::tariff::Tariff>,
 }
@@ -112,6 +115,7 @@ impl Chain {
             window: cfg.plugins.failure_window,
             cpu_budget: cfg.plugins.cpu_budget,
             min_interval_ms: cfg.plugins.min_pass_interval.as_millis() as i64,
+            explain: true,
             tariff: Arc::new(cfg.tariff()),
         };
         for name in &cfg.plugins.chain {
@@ -292,6 +296,14 @@ impl Chain {
     /// Runs every policy on `snapshot` (all at once, each on its thread,
     /// sharing what the pass derives from the snapshot) and combines their
     /// answers, which each worker has checked against the snapshot.
+    /// Whether answers from now on keep each policy's verdict and score
+    /// part (`ChainAnswer::verdicts` and `parts`). The daemon always does;
+    /// the simulator, which explains nothing, asks only when it compares two
+    /// answers, and saves their text on every other pass.
+    pub fn explain(&mut self, explain: bool) {
+        self.explain = explain;
+    }
+
     pub fn evaluate(&mut self, snapshot: Arc<p::Snapshot>, now: i64) -> ChainAnswer {
         let pass =
             Arc::new(Pass::new(Arc::clone(&snapshot)).with_tariff(Some(Arc::clone(&self.tariff))));
@@ -391,6 +403,7 @@ impl Chain {
             &snapshot,
             &self.urgent_bypass,
             self.min_interval_ms,
+            self.explain,
         );
         answer
     }

@@ -38,11 +38,13 @@ pub struct ChainAnswer {
     pub failures: Vec<(String, String)>,
     /// The earliest `until` of a deferral, bounded by the host.
     pub wake_at: Option<i64>,
-    /// Each eligible task's score, policy by policy, in chain order.
+    /// Each eligible task's score, policy by policy, in chain order (kept
+    /// only when the chain explains: `Chain::explain`).
     pub parts: HashMap<i64, Vec<(String, i32)>>,
     /// Preemption requests: (task, reason).
     pub preempt: Vec<(i64, String)>,
-    /// Each policy's verdict per task this pass: (task, plugin) -> (verdict, reason).
+    /// Each policy's verdict per task this pass: (task, plugin) -> (verdict,
+    /// reason) (kept only when the chain explains).
     pub verdicts: HashMap<(i64, String), (String, String)>,
 }
 
@@ -92,6 +94,7 @@ pub fn combine(
     snapshot: &p::Snapshot,
     urgent_bypass: &[String],
     min_interval_ms: i64,
+    explain: bool,
 ) {
     let urgent: HashSet<i64> = snapshot
         .queue
@@ -101,14 +104,16 @@ pub fn combine(
         .collect();
     for (name, e) in answers {
         for v in e.verdicts {
-            let (kind, reason) = match &v.verdict {
-                p::Verdict::Allow(s) => ("allow", format!("score {s}")),
-                p::Verdict::Defer(d) => ("defer", d.reason.clone()),
-                p::Verdict::Reject(r) => ("reject", r.clone()),
-            };
-            answer
-                .verdicts
-                .insert((v.task, name.clone()), (kind.to_string(), reason));
+            if explain {
+                let (kind, reason) = match &v.verdict {
+                    p::Verdict::Allow(s) => ("allow", format!("score {s}")),
+                    p::Verdict::Defer(d) => ("defer", d.reason.clone()),
+                    p::Verdict::Reject(r) => ("reject", r.clone()),
+                };
+                answer
+                    .verdicts
+                    .insert((v.task, name.clone()), (kind.to_string(), reason));
+            }
             let j = answer
                 .judgements
                 .entry(v.task)
@@ -117,11 +122,13 @@ pub fn combine(
                 p::Verdict::Allow(score) => {
                     if let Judgement::Eligible(s) = j {
                         *s = s.saturating_add(score as i64);
-                        answer
-                            .parts
-                            .entry(v.task)
-                            .or_default()
-                            .push((name.clone(), score));
+                        if explain {
+                            answer
+                                .parts
+                                .entry(v.task)
+                                .or_default()
+                                .push((name.clone(), score));
+                        }
                     }
                 }
                 p::Verdict::Defer(_)
@@ -254,6 +261,7 @@ mod tests {
             &snap,
             &["offpeak".to_string()],
             1000,
+            true,
         );
         assert_eq!(answer.judgements[&1], Judgement::Eligible(12));
         assert_eq!(
@@ -273,7 +281,7 @@ mod tests {
             closed_gpus: vec![],
             preempt: vec![],
         };
-        combine(&mut answer, vec![("x".into(), c)], &snap, &[], 1000);
+        combine(&mut answer, vec![("x".into(), c)], &snap, &[], 1000, true);
         assert_eq!(
             answer.wake_at,
             Some(snap.now + 1000),

@@ -81,9 +81,12 @@ impl Sim<'_> {
         let Some(chain) = self.chain.as_deref_mut() else {
             return Ok(None);
         };
-        let answer = chain.evaluate(Arc::clone(&snap), now);
         let n = self.out.chain_passes;
-        if n <= 3 || n.is_multiple_of(CHECK_EVERY) {
+        let check = n <= 3 || n.is_multiple_of(CHECK_EVERY);
+        // Verdicts are kept only to compare two answers: nothing is explained.
+        chain.explain(check);
+        let answer = chain.evaluate(Arc::clone(&snap), now);
+        if check {
             let again = chain.evaluate(snap, now);
             if let Some(plugin) = first_difference(&answer.verdicts, &again.verdicts) {
                 return Err(format!(
@@ -133,7 +136,7 @@ impl Sim<'_> {
             .iter()
             .map(|g| p::Gpu {
                 index: g.index,
-                uuid: g.uuid.clone(),
+                uuid: format!("SIM-{}", g.index),
                 name: "simulated GPU".into(),
                 mem_total: g.mem_total.unwrap_or(0),
                 mem_used: g.reserved,

@@ -159,8 +159,9 @@ impl<'a> Sim<'a> {
         let pool = Pool {
             slots: m.slots,
             gpus: (0..m.gpus)
+                // No UUID here (the chain's views name them `SIM-i`): backfill
+                // clones the pool, and an empty string costs nothing to clone.
                 .map(|i| PoolGpu {
-                    uuid: format!("SIM-{i}"),
                     mem_total: m.gpu_mem,
                     ..PoolGpu::unmonitored(i)
                 })
