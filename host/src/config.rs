@@ -43,7 +43,7 @@ pub use plugins::{OnFailure, PluginEntry, PluginsConfig};
 pub use quotas::{QuotaLimits, QuotasConfig};
 pub use retention::RetentionConfig;
 pub use sandbox::{CgroupMode, SandboxConfig};
-pub use scheduler::SchedulerConfig;
+pub use scheduler::{Order, SchedulerConfig};
 pub use tariff::{RaplMode, TariffConfig, WindowConfig};
 pub use users::UsersConfig;
 pub use validators::ValidatorsConfig;

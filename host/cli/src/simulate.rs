@@ -28,7 +28,7 @@ pub struct Args {
     #[arg(long, value_name = "SIZE")]
     pub gpu_mem: Option<String>,
     /// What a job that does not fit means for the jobs behind it (default:
-    /// the config's `[scheduler] backfill`: backfill, or first-fit when off).
+    /// the config's `[scheduler] order`, itself backfill by default).
     #[arg(long, value_enum)]
     pub order: Option<Order>,
     /// The wall-clock time of the trace's second 0, RFC 3339 (default

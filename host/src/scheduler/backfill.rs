@@ -99,14 +99,24 @@ pub enum Decision {
 /// How a task that does not fit is treated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
-    /// Passed over: later tasks start in its place (nightjar before 0.6,
-    /// `[scheduler] backfill = false`); a big task can wait for ever.
+    /// Passed over: later tasks start in its place (`[scheduler] order =
+    /// "first-fit"`); a big task can wait for ever.
     PassOver,
     /// It reserves its start and nothing passes it (strict order: the
     /// baseline backfill is measured against).
     Strict,
     /// It reserves its start; later tasks start if they do not delay it.
     Easy,
+}
+
+impl From<crate::config::Order> for Mode {
+    fn from(o: crate::config::Order) -> Mode {
+        match o {
+            crate::config::Order::Backfill => Mode::Easy,
+            crate::config::Order::FirstFit => Mode::PassOver,
+            crate::config::Order::Strict => Mode::Strict,
+        }
+    }
 }
 
 /// One pass's backfill state: the runs and their expected ends, and the

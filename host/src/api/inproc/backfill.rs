@@ -121,3 +121,43 @@ fn a_tasks_estimate_is_the_median_of_its_names_successful_runs() {
     let other = w.task("fresh", &["true"], "hold = true");
     assert_eq!(w.show(other).estimate, None, "no history, no timeout");
 }
+
+#[test]
+fn the_three_orders_in_the_daemon_strict_first_fit_and_the_old_backfill_key() {
+    // GPUs 0-1 held; a 4-GPU job does not fit; a short 1-GPU job behind it.
+    let scene = |order: &str| {
+        let w = World::new(&format!(
+            "slots = 8\n[plugins]\nchain = []\n[scheduler]\n{order}\n[gpu]\nbackend = \"sim:4xA100-80GB\"\nhost_mem_min_free = \"1MiB\"\n"
+        ));
+        let hold = w.task(
+            "hold",
+            &["sleep", "4"],
+            "resources = { gpus = 2, timeout = \"30s\" }",
+        );
+        w.pass();
+        assert_eq!(w.state(hold), TaskState::Running);
+        w.advance(500);
+        let big = w.task("big", &["true"], "resources = { gpus = 4 }");
+        let short = w.task(
+            "short",
+            &["true"],
+            "resources = { gpus = 1, timeout = \"5s\" }",
+        );
+        // Two GPUs free: both could run now.
+        let long = w.task(
+            "long",
+            &["true"],
+            "resources = { gpus = 1, timeout = \"60s\" }",
+        );
+        w.pass();
+        (w.state(big), w.state(short), w.state(long))
+    };
+    use TaskState::{Queued, Running};
+    // Strict: nothing passes the head. Backfill: only short, which ends
+    // before the head's reserved start. First fit (and the old `backfill =
+    // false`): both start in the head's place.
+    assert_eq!(scene("order = \"strict\""), (Queued, Queued, Queued));
+    assert_eq!(scene("order = \"backfill\""), (Queued, Running, Queued));
+    assert_eq!(scene("order = \"first-fit\""), (Queued, Running, Running));
+    assert_eq!(scene("backfill = false"), (Queued, Running, Running));
+}

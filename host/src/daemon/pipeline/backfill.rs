@@ -57,11 +57,7 @@ impl Daemon {
 
     /// This pass's backfill state: every run in progress with its expected end.
     pub(in crate::daemon) fn easy(&self, now: i64) -> Easy {
-        let mode = if self.cfg.scheduler.backfill {
-            Mode::Easy
-        } else {
-            Mode::PassOver
-        };
+        let mode = Mode::from(self.cfg.scheduler.order());
         let running = lock(&self.runs.placed)
             .iter()
             .map(|(&run, h)| RunningRun {

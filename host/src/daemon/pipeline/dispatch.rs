@@ -89,8 +89,8 @@ impl Daemon {
     /// remain; `because` says why a task starts now (made only for a task
     /// that may start, not for every one in a long queue). The first task
     /// that does not fit (GPUs, cores) reserves its start and later ones are
-    /// backfilled around it (`[scheduler] backfill`; off, it is passed
-    /// over); a preempted
+    /// backfilled around it (`[scheduler] order`: passed over under
+    /// `first-fit`, blocking under `strict`); a preempted
     /// task yields to the task it was preempted for until that one has started.
     /// `easy` is the pass's backfill state: the first task that does not
     /// fit reserves its start, and later ones start only if they do not

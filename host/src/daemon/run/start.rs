@@ -35,7 +35,9 @@ impl Daemon {
         // expected end, or whether it may be backfilled): a long queue that
         // does not fit asks the store for no history.
         let placeable = lock(&self.pool).could_place(res, c.needs_gpu_free);
-        let estimate = if self.cfg.scheduler.backfill && placeable {
+        // First fit alone needs no expected end: nothing is ever reserved.
+        let reserving = self.cfg.scheduler.order() != crate::config::Order::FirstFit;
+        let estimate = if reserving && placeable {
             self.estimate(&c.spec).map(|e| e.ms)
         } else {
             None
