@@ -109,16 +109,6 @@ pub enum Mode {
     Easy,
 }
 
-impl From<crate::config::Order> for Mode {
-    fn from(o: crate::config::Order) -> Mode {
-        match o {
-            crate::config::Order::Backfill => Mode::Easy,
-            crate::config::Order::FirstFit => Mode::PassOver,
-            crate::config::Order::Strict => Mode::Strict,
-        }
-    }
-}
-
 /// One pass's backfill state: the runs and their expected ends, and the
 /// reservation once a task did not fit.
 #[derive(Debug, Clone)]
@@ -256,7 +246,7 @@ fn reserve(
     order.sort_by_key(|r| (r.end.is_none(), r.end, r.run));
     let (mut start, mut after, mut unknown) = (Some(now), Vec::new(), Vec::new());
     for r in order {
-        if sim.clone().place_after(res, peak).is_some() {
+        if sim.could_place(res, peak) {
             break;
         }
         sim.give_back(&r.placement);
@@ -291,7 +281,8 @@ impl Pool {
         avoid: &[u32],
     ) -> Option<Placement> {
         let mut without = self.clone();
-        without.gpus.retain(|g| !avoid.contains(&g.index));
+        let avoided = super::member(avoid);
+        without.gpus.retain(|g| !avoided(g.index));
         let p = without.place_after(res, peak)?;
         self.take_adopted(&p);
         Some(p)

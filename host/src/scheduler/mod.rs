@@ -138,7 +138,8 @@ impl Pool {
     /// Gives a placement's resources back.
     pub fn give_back(&mut self, p: &Placement) {
         self.slots += 1;
-        for g in self.gpus.iter_mut().filter(|g| p.gpus.contains(&g.index)) {
+        let held = member(&p.gpus);
+        for g in self.gpus.iter_mut().filter(|g| held(g.index)) {
             g.users = g.users.saturating_sub(1);
             g.reserved = g.reserved.saturating_sub(p.gpu_mem.unwrap_or(0));
             if g.users == 0 {
@@ -152,7 +153,8 @@ impl Pool {
     /// Takes the resources of a run adopted after a restart, as it holds them.
     pub fn take_adopted(&mut self, p: &Placement) {
         self.slots = self.slots.saturating_sub(1);
-        for g in self.gpus.iter_mut().filter(|g| p.gpus.contains(&g.index)) {
+        let held = member(&p.gpus);
+        for g in self.gpus.iter_mut().filter(|g| held(g.index)) {
             g.users += 1;
             g.reserved += p.gpu_mem.unwrap_or(0);
             g.exclusive |= p.exclusive;
@@ -167,6 +169,14 @@ impl Pool {
             g.foreign = foreign;
         }
     }
+}
+
+/// Whether an index is one of `indices`, in O(log n): a placement may hold
+/// thousands of GPUs, and the pool is walked once against it.
+pub(crate) fn member(indices: &[u32]) -> impl Fn(u32) -> bool {
+    let mut sorted = indices.to_vec();
+    sorted.sort_unstable();
+    move |i| sorted.binary_search(&i).is_ok()
 }
 
 #[cfg(test)]

@@ -17,6 +17,15 @@ use crate::task::model::TaskSpec;
 /// Estimates by (name, project): `None` cached too (no history yet).
 pub(in crate::daemon) type EstimateCache = HashMap<(String, String), Option<Estimate>>;
 
+/// The scheduler's mode for `[scheduler] order`.
+pub(crate) fn mode_of(order: crate::config::Order) -> Mode {
+    match order {
+        crate::config::Order::Backfill => Mode::Easy,
+        crate::config::Order::FirstFit => Mode::PassOver,
+        crate::config::Order::Strict => Mode::Strict,
+    }
+}
+
 impl Daemon {
     /// How long `spec` is expected to run: its timeout, else the median of
     /// the last `scheduler.estimate_runs` successful runs of its name and
@@ -57,7 +66,7 @@ impl Daemon {
 
     /// This pass's backfill state: every run in progress with its expected end.
     pub(in crate::daemon) fn easy(&self, now: i64) -> Easy {
-        let mode = Mode::from(self.cfg.scheduler.order());
+        let mode = mode_of(self.cfg.scheduler.order());
         let running = lock(&self.runs.placed)
             .iter()
             .map(|(&run, h)| RunningRun {

@@ -106,7 +106,7 @@ pub fn options(cfg: &Config, config_text: Option<&str>, args: &Args) -> Result<O
         Some(Order::Strict) => Mode::Strict,
         Some(Order::FirstFit) => Mode::PassOver,
         Some(Order::Backfill) => Mode::Easy,
-        None => Mode::from(cfg.scheduler.order()),
+        None => crate::daemon::pipeline::backfill::mode_of(cfg.scheduler.order()),
     };
     let start_ms = match &args.start {
         None => default_start(cfg),

@@ -263,3 +263,30 @@ fn a_pass_that_could_start_nothing_is_not_made_and_the_schedule_is_unchanged() {
     // 20, 30, 40 or 55 (one GPU busy, every waiting job wants one).
     assert_eq!(s.outcome.passes, 6, "{:?}", s.outcome);
 }
+
+#[test]
+fn ten_thousand_gpus_are_simulated_and_their_work_fits_as_it_should() {
+    // 120 jobs of 1 to 9,000 GPUs on 10,000: every job runs, none overlaps
+    // on a GPU, and the figures cover the whole machine.
+    let mut csv = String::from("id,arrival_s,gpus,duration_s\n");
+    for id in 1..=120u64 {
+        let gpus = 1 + (id * 7_919) % 9_000;
+        csv += &format!("{id},{},{gpus},{}\n", id * 30, 60 + (id * 131) % 3_600);
+    }
+    let t = trace(&csv);
+    let s = simulate(&cfg(""), &t, opts(10_000, Mode::Easy)).unwrap();
+    assert_eq!(s.outcome.runs.len(), 120);
+    assert!(s.outcome.never.is_empty());
+    let mut busy: Vec<Vec<(i64, i64)>> = vec![Vec::new(); 10_000];
+    for r in &s.outcome.runs {
+        assert_eq!(r.gpus.len() as u32, t.jobs[r.job].gpus);
+        for &g in &r.gpus {
+            busy[g as usize].push((r.start, r.end));
+        }
+    }
+    for spans in &mut busy {
+        spans.sort();
+        assert!(spans.windows(2).all(|w| w[0].1 <= w[1].0), "{spans:?}");
+    }
+    assert!(s.summary.utilisation > 0.0 && s.summary.utilisation <= 1.0);
+}

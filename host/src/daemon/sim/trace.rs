@@ -3,8 +3,9 @@
 //! project, user, priority, gpu_mem, estimate_s, power_w, preemptible,
 //! checkpoint_s`. A bad row is refused with the file, line and column and
 //! what to write instead; nothing is guessed. Bounds keep a hostile trace
-//! from costing unbounded memory or time: at most [`MAX_JOBS`] rows, times
-//! up to [`MAX_SECONDS`], at most [`MAX_GPUS`] GPUs a job.
+//! from costing unbounded memory or time: at most [`MAX_JOBS`] rows and
+//! [`MAX_BYTES`] of text (so one endless line is refused too), times up to
+//! [`MAX_SECONDS`], at most [`MAX_GPUS`] GPUs a job.
 
 use std::collections::HashSet;
 use std::io::Read;
@@ -15,6 +16,30 @@ use crate::task::model::Priority;
 
 /// Most jobs a trace may hold (a month of a busy lab is tens of thousands).
 pub const MAX_JOBS: usize = 1_000_000;
+
+/// Most text a trace may hold: 128 MiB (a million rows of every column
+/// with short names is about 70 MiB).
+pub const MAX_BYTES: u64 = 128 << 20;
+
+/// A reader that fails once more than [`MAX_BYTES`] have been read.
+struct Capped<R> {
+    inner: R,
+    read: u64,
+}
+
+impl<R: Read> Read for Capped<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read += n as u64;
+        if self.read > MAX_BYTES {
+            return Err(std::io::Error::other(format!(
+                "more than {} MiB of text; split the trace into shorter periods",
+                MAX_BYTES >> 20
+            )));
+        }
+        Ok(n)
+    }
+}
 
 /// Longest time a trace may name, in seconds: ten years.
 pub const MAX_SECONDS: f64 = 10.0 * 365.0 * 86_400.0;
@@ -103,7 +128,10 @@ impl Trace {
         let mut rdr = csv::ReaderBuilder::new()
             .trim(csv::Trim::All)
             .comment(Some(b'#'))
-            .from_reader(input);
+            .from_reader(Capped {
+                inner: input,
+                read: 0,
+            });
         let at = |line: u64, col: Option<&str>, msg: String| {
             let col = col.map(|c| format!(", column {c}")).unwrap_or_default();
             TraceError(format!("trace {name}, line {line}{col}: {msg}"))
@@ -156,16 +184,19 @@ impl Trace {
         let mut ids = HashSet::new();
         let mut jobs = Vec::new();
         let mut record = csv::StringRecord::new();
+        // The header's line; an error without a position (reading failed)
+        // is on the line after the last one read.
+        let mut line = 1;
         loop {
             match rdr.read_record(&mut record) {
                 Ok(false) => break,
                 Ok(true) => {}
                 Err(e) => {
-                    let line = e.position().map_or(0, |p| p.line());
+                    let line = e.position().map_or(line + 1, |p| p.line());
                     return Err(at(line, None, format!("{e}")));
                 }
             }
-            let line = record.position().map_or(0, |p| p.line());
+            line = record.position().map_or(line + 1, |p| p.line());
             if jobs.len() == MAX_JOBS {
                 return Err(at(
                     line,

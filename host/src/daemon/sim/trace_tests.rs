@@ -138,3 +138,57 @@ fn an_empty_trace_is_no_jobs() {
             .is_empty()
     );
 }
+
+/// `rows` generated rows after a header, never held whole in memory, or
+/// one line that never ends when `rows` is 0.
+struct Endless {
+    rows: u64,
+    next: u64,
+    pending: Vec<u8>,
+}
+
+impl std::io::Read for Endless {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.pending.is_empty() {
+            self.pending = if self.next == 0 {
+                b"id,arrival_s,gpus,duration_s\n".to_vec()
+            } else if self.rows == 0 {
+                vec![b'7'; 1 << 16]
+            } else if self.next <= self.rows {
+                format!("{},{},1,60\n", self.next, self.next).into_bytes()
+            } else {
+                return Ok(0);
+            };
+            self.next += 1;
+        }
+        let n = buf.len().min(self.pending.len());
+        buf[..n].copy_from_slice(&self.pending[..n]);
+        self.pending.drain(..n);
+        Ok(n)
+    }
+}
+
+#[test]
+fn ten_million_rows_or_one_endless_line_are_refused_without_reading_them_all() {
+    let rows = Endless {
+        rows: 10_000_000,
+        next: 0,
+        pending: Vec::new(),
+    };
+    let err = Trace::parse("big.csv", rows).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "trace big.csv, line 1000002: more than 1000000 jobs; split the trace into shorter periods"
+    );
+    let line = Endless {
+        rows: 0,
+        next: 0,
+        pending: Vec::new(),
+    };
+    let err = Trace::parse("line.csv", line).unwrap_err().to_string();
+    assert!(
+        err.starts_with("trace line.csv, line 2: ")
+            && err.contains("more than 128 MiB of text; split the trace"),
+        "{err}"
+    );
+}
