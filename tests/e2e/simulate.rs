@@ -171,3 +171,93 @@ fn the_guides_figures_are_what_simulate_prints_for_the_example_week() {
         );
     }
 }
+
+#[test]
+fn compare_prints_two_configs_side_by_side_each_as_its_own_run_gives_it() {
+    let week = root().join("examples/traces/week.csv");
+    let lab = root().join("examples/lab.toml");
+    let json = |args: &[&std::ffi::OsStr]| {
+        let out = Command::new(BIN)
+            .env_remove("NIGHTJAR_CONFIG")
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let os = |s: &str| std::ffi::OsStr::new(s).to_owned();
+    let both = json(&[
+        &os("--json"),
+        &os("simulate"),
+        week.as_os_str(),
+        &os("--gpus"),
+        &os("8"),
+        &os("--compare"),
+        lab.as_os_str(),
+    ]);
+    let alone = json(&[
+        &os("--json"),
+        &os("simulate"),
+        week.as_os_str(),
+        &os("--gpus"),
+        &os("8"),
+    ]);
+    let lab_alone = json(&[
+        &os("--config"),
+        lab.as_os_str(),
+        &os("--json"),
+        &os("simulate"),
+        week.as_os_str(),
+        &os("--gpus"),
+        &os("8"),
+    ]);
+    assert_eq!(both["a_config"], "defaults");
+    assert_eq!(both["a"], alone, "A is the run under the defaults");
+    assert_eq!(both["b"], lab_alone, "B is the run under lab.toml");
+    // The table names both and says what changed.
+    let out = Command::new(BIN)
+        .env_remove("NIGHTJAR_CONFIG")
+        .arg("simulate")
+        .arg(&week)
+        .args(["--gpus", "8", "--compare"])
+        .arg(&lab)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("600 jobs\n"), "{text}");
+    let guide = std::fs::read_to_string(root().join("docs/src/guide/simulate.md")).unwrap();
+    let shown = guide
+        .split(
+            "$ nightjar simulate examples/traces/week.csv --gpus 8 --compare examples/lab.toml\n",
+        )
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("the guide shows a comparison");
+    assert_eq!(
+        text, shown,
+        "the guide's comparison is what simulate prints"
+    );
+    assert!(text.contains("lab.toml"), "{text}");
+    assert!(
+        text.contains("cost CNY           224.95    306.57  +81.63"),
+        "{text}"
+    );
+    assert!(
+        text.contains("ran                   600       600  same"),
+        "{text}"
+    );
+    // With --schedule it is refused: whose schedule would it be?
+    let out = Command::new(BIN)
+        .env_remove("NIGHTJAR_CONFIG")
+        .arg("simulate")
+        .arg(&week)
+        .args(["--gpus", "8", "--schedule", "/dev/null", "--compare"])
+        .arg(&lab)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -36,6 +36,11 @@ pub struct Args {
     #[arg(long, value_name = "TIME")]
     pub start: Option<String>,
     /// Write the schedule as CSV (`id,start_s,end_s,gpus,gpu_ids,preempted`).
-    #[arg(long, value_name = "OUT.csv")]
+    #[arg(long, value_name = "OUT.csv", conflicts_with = "compare")]
     pub schedule: Option<PathBuf>,
+    /// Also simulate the trace under this config, and print the two side by
+    /// side with their differences (flags apply to both; each config's own
+    /// settings where a flag does not set them).
+    #[arg(long, value_name = "OTHER.toml")]
+    pub compare: Option<PathBuf>,
 }

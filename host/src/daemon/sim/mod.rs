@@ -8,6 +8,7 @@
 //! preemption, `[quotas]`, `[gpu] stagger` and reserved capacity.
 
 mod chain;
+mod compare;
 mod engine;
 mod summary;
 pub mod trace;
@@ -128,8 +129,9 @@ pub fn options(cfg: &Config, config_text: Option<&str>, args: &Args) -> Result<O
     })
 }
 
-/// `nightjard simulate`: reads the trace and config, simulates, prints.
-pub fn main(config: Option<&Path>, json: bool, args: &Args) -> Result<i32> {
+/// A config as read for a simulation: the config, and the options `args`
+/// ask for under it.
+fn configured(config: Option<&Path>, args: &Args) -> Result<(Config, Options)> {
     let text = match config {
         Some(p) => {
             Some(std::fs::read_to_string(p).with_context(|| format!("config {}", p.display()))?)
@@ -138,7 +140,33 @@ pub fn main(config: Option<&Path>, json: bool, args: &Args) -> Result<i32> {
     };
     let cfg = Config::load(config, None)?;
     let opts = options(&cfg, text.as_deref(), args)?;
+    Ok((cfg, opts))
+}
+
+/// `nightjard simulate`: reads the trace and config, simulates, prints.
+pub fn main(config: Option<&Path>, json: bool, args: &Args) -> Result<i32> {
+    let (cfg, opts) = configured(config, args)?;
     let trace = Trace::read(&args.trace)?;
+    if let Some(other) = &args.compare {
+        let (cfg_b, opts_b) = configured(Some(other), args)?;
+        let a = simulate(&cfg, &trace, opts)?;
+        let b = simulate(&cfg_b, &trace, opts_b)
+            .with_context(|| format!("under {}", other.display()))?;
+        let a_name = config.map_or("defaults".into(), |p| p.display().to_string());
+        let b_name = other.display().to_string();
+        let both = compare::Compared {
+            a_config: &a_name,
+            b_config: &b_name,
+            a: &a.summary,
+            b: &b.summary,
+        };
+        if json {
+            println!("{}", serde_json::to_string_pretty(&both)?);
+        } else {
+            print!("{}", both.text());
+        }
+        return Ok(0);
+    }
     let start_ms = opts.start_ms;
     let sim = simulate(&cfg, &trace, opts)?;
     if let Some(out) = &args.schedule {
