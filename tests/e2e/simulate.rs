@@ -100,6 +100,20 @@ fn a_bad_trace_and_an_unsized_machine_are_refused_with_what_to_do() {
     let out = nj.cli(&["simulate", "t.csv", "--gpus", "2", "--start", "yesterday"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--start yesterday:"));
+    let out = nj.cli(&["simulate", "t.csv", "--gpus", "0"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("--gpus 0: a simulated machine needs at least one GPU")
+    );
+    // A config to compare with is read as any config is: at most 1 MiB.
+    let out = nj.cli(&["simulate", "t.csv", "--gpus", "2", "--compare", "/dev/zero"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("config file /dev/zero is larger than 1 MiB"),
+        "{err}"
+    );
 }
 
 /// The repository's root (examples, docs).

@@ -84,6 +84,7 @@ pub fn options(cfg: &Config, config_text: Option<&str>, args: &Args) -> Result<O
         Some(n) if n > trace::MAX_GPUS => {
             bail!("--gpus {n}: at most {} GPUs are simulated", trace::MAX_GPUS)
         }
+        Some(0) => bail!("--gpus 0: a simulated machine needs at least one GPU"),
         Some(n) => n,
         None if !cfg.gpus.is_empty() => cfg.gpus.len() as u32,
         None => bail!(
@@ -132,10 +133,9 @@ pub fn options(cfg: &Config, config_text: Option<&str>, args: &Args) -> Result<O
 /// A config as read for a simulation: the config, and the options `args`
 /// ask for under it.
 fn configured(config: Option<&Path>, args: &Args) -> Result<(Config, Options)> {
+    // Read as `Config::load` reads it: at most 1 MiB, so `/dev/zero` is refused.
     let text = match config {
-        Some(p) => {
-            Some(std::fs::read_to_string(p).with_context(|| format!("config {}", p.display()))?)
-        }
+        Some(p) => Some(nightjar_core::paths::read_config(p).map_err(anyhow::Error::msg)?),
         None => None,
     };
     let cfg = Config::load(config, None)?;
