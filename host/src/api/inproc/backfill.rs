@@ -11,8 +11,13 @@ use crate::api::{Show, Why};
 use crate::store::RunClass;
 
 fn world(gpus: &str) -> World {
+    world_with(gpus, "")
+}
+
+/// As [`world`], with `extra` (whole tables) at the end of the config.
+fn world_with(gpus: &str, extra: &str) -> World {
     World::new(&format!(
-        "slots = 8\n[plugins]\nchain = []\n[gpu]\nbackend = \"sim:{gpus}\"\nhost_mem_min_free = \"1MiB\"\n"
+        "slots = 8\n[plugins]\nchain = []\n[gpu]\nbackend = \"sim:{gpus}\"\nhost_mem_min_free = \"1MiB\"\n{extra}"
     ))
 }
 
@@ -126,9 +131,7 @@ fn a_tasks_estimate_is_the_median_of_its_names_successful_runs() {
 fn the_three_orders_in_the_daemon_strict_first_fit_and_the_old_backfill_key() {
     // GPUs 0-1 held; a 4-GPU job does not fit; a short 1-GPU job behind it.
     let scene = |order: &str| {
-        let w = World::new(&format!(
-            "slots = 8\n[plugins]\nchain = []\n[scheduler]\n{order}\n[gpu]\nbackend = \"sim:4xA100-80GB\"\nhost_mem_min_free = \"1MiB\"\n"
-        ));
+        let w = world_with("4xA100-80GB", &format!("[scheduler]\n{order}\n"));
         let hold = w.task(
             "hold",
             &["sleep", "4"],
