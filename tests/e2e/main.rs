@@ -27,6 +27,7 @@ mod dashboard;
 mod dashboard_driver;
 mod energy;
 mod environments;
+mod estimate;
 mod exactly_once;
 mod examples;
 mod faults_clock;

@@ -8,6 +8,7 @@
 mod admin;
 mod control;
 mod diff;
+mod estimate;
 mod exec;
 mod gpus;
 mod logs;
@@ -151,6 +152,14 @@ pub enum Verb {
     Why {
         /// Task id.
         id: i64,
+    },
+    /// When waiting tasks are expected to start and end, on which GPUs, and
+    /// what their energy will cost: the live queue simulated forward from
+    /// now (running runs end at their estimates; the chain, tariff and
+    /// backfill as the daemon runs them). No id: every waiting task.
+    Estimate {
+        /// Task ids.
+        ids: Vec<i64>,
     },
     /// Every GPU: utilisation, memory used/reserved/free, temperature, power, health, tasks.
     Gpus(gpus::Args),
@@ -308,9 +317,15 @@ fn run(cli: Cli) -> Result<i32> {
                     .lines(now)
                     .iter()
                     .for_each(|l| println!("{}", table::clean(l)));
+                if report.state == "queued"
+                    && let Some(line) = estimate::expected_start(&mut ctx.client, id)
+                {
+                    println!("{}", table::clean(&line));
+                }
             }
             Ok(0)
         }
+        Verb::Estimate { ids } => estimate::run(ctx, ids),
         Verb::Priority { id, level } => admin::priority(ctx, id, level),
         Verb::Audit { since, limit } => {
             let since =

@@ -27,7 +27,8 @@ pub struct Args {
     /// Only your own tasks.
     #[arg(long)]
     pub mine: bool,
-    /// Also the owner, energy and cost of each task's runs.
+    /// Also the owner, energy and cost of each task's runs, and each
+    /// waiting task's ETA (its expected start, as `nightjar estimate` forecasts it).
     #[arg(long)]
     pub wide: bool,
     /// At most N rows (0: every row): the running tasks first, then the
@@ -72,6 +73,12 @@ pub fn run(mut ctx: Ctx, a: Args) -> Result<i32> {
         return Ok(0);
     }
     let now = now_ms();
+    let waiting = rows.iter().any(|r| r.state == TaskState::Queued);
+    let etas = if a.wide && waiting {
+        super::estimate::etas(&mut ctx.client)
+    } else {
+        Default::default()
+    };
     let cells: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
@@ -90,6 +97,7 @@ pub fn run(mut ctx: Ctx, a: Args) -> Result<i32> {
                     (Some(c), Some(cur)) => format!("{} {cur}", fmt_cost(c)),
                     _ => "-".into(),
                 });
+                row.push(etas.get(&r.id).cloned().unwrap_or_else(|| "-".into()));
             }
             row.push(info(r, now));
             row
@@ -97,7 +105,8 @@ pub fn run(mut ctx: Ctx, a: Args) -> Result<i32> {
         .collect();
     let headers: &[&str] = if a.wide {
         &[
-            "ID", "NAME", "PROJECT", "PRIO", "STATE", "AGE", "USER", "ENERGY", "COST", "INFO",
+            "ID", "NAME", "PROJECT", "PRIO", "STATE", "AGE", "USER", "ENERGY", "COST", "ETA",
+            "INFO",
         ]
     } else {
         &["ID", "NAME", "PROJECT", "PRIO", "STATE", "AGE", "INFO"]

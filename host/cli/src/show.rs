@@ -16,7 +16,14 @@ pub fn run(mut ctx: Ctx, id: i64, manifest: bool) -> Result<i32> {
         (true, true) => super::print_json(&d.manifests)?,
         (true, false) => super::print_json(&d)?,
         (false, true) => super::manifest::print(d.task.id, &d.task.name, &d.manifests),
-        (false, false) => print(&d),
+        (false, false) => {
+            print(&d);
+            if d.task.state == api::wire::TaskState::Queued
+                && let Some(line) = super::estimate::expected_start(&mut ctx.client, id)
+            {
+                println!("  forecast   {}", super::table::clean(&line));
+            }
+        }
     }
     Ok(0)
 }

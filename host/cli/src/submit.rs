@@ -109,6 +109,11 @@ pub struct Args {
     /// Extra container bind mount HOST[:TARGET][:ro] (repeatable).
     #[arg(long = "mount", value_name = "MOUNT", requires = "container")]
     pub mounts: Vec<String>,
+    /// Queue nothing: check the submission as `submit` would and print when
+    /// it would start and end, on which GPUs, and its energy and cost (as
+    /// `nightjar estimate` forecasts a waiting task).
+    #[arg(long)]
+    pub dry_run: bool,
     /// Hash every input again for the submit manifest, whatever the hash
     /// cache holds (a file changed without its size, mtime or ctime moving).
     #[arg(long)]
@@ -139,6 +144,7 @@ pub fn run(mut ctx: Ctx, a: Args) -> Result<i32> {
     }
     let verify = a.verify;
     let no_cache = a.no_cache;
+    let dry_run = a.dry_run;
     let (defs, base, default_name, origin) = definitions(a)?;
     let mut entries =
         resolve(&defs, &base, &default_name).map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
@@ -152,6 +158,21 @@ pub fn run(mut ctx: Ctx, a: Args) -> Result<i32> {
         if let Some(g) = &mut e.grid {
             g.template.umask = Some(umask);
         }
+    }
+    if dry_run {
+        let report = ctx
+            .client
+            .call(api::Forecast {
+                ids: Vec::new(),
+                entries: entries.into_iter().map(NewEntry::compact).collect(),
+            })
+            .with_context(|| format!("{origin}: not forecast"))?;
+        if ctx.json {
+            super::print_json(&report)?;
+        } else {
+            super::estimate::print_text(&report);
+        }
+        return Ok(0);
     }
     // What the summary prints, kept before the entries go to the daemon.
     let shown: Vec<(String, usize, bool, Option<String>)> = entries

@@ -85,6 +85,7 @@ pub async fn route(api: &Api, caller: &Caller, req: Request) -> Vec<u8> {
         Release,
         Retry,
         Why,
+        Forecast,
         GpuList,
         PluginList,
         PluginReload,

@@ -28,6 +28,26 @@ impl Store {
         Ok(rows)
     }
 
+    /// The mean draw of the last `n` successful runs of tasks named `name`
+    /// in `project` whose energy was recorded, newest first: watts per GPU
+    /// held (the whole run's for a run without GPUs). What a forecast
+    /// prices a run of that name at.
+    pub fn recent_power(&self, name: &str, project: &str, n: u32) -> Result<Vec<f64>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT r.energy_j * 1000.0 / (r.finished_at - r.started_at)
+                    / MAX(1, CASE WHEN COALESCE(r.gpus, '') = '' THEN 1
+                             ELSE length(r.gpus) - length(replace(r.gpus, ',', '')) + 1 END)
+             FROM tasks t INDEXED BY tasks_name_project CROSS JOIN runs r ON r.task_id = t.id
+             WHERE t.name = ?1 AND t.project = ?2 AND +r.state = 'finished' AND r.class = 'ok'
+               AND r.energy_j IS NOT NULL AND r.finished_at > r.started_at
+             ORDER BY r.finished_at DESC, r.id DESC LIMIT ?3",
+        )?;
+        let rows = stmt
+            .query_map(rusqlite::params![name, project, n], |r| r.get(0))?
+            .collect::<rusqlite::Result<Vec<f64>>>()?;
+        Ok(rows)
+    }
+
     /// Runs that started on GPUs at or after `since`: (task, GPU indices,
     /// when), oldest first.
     pub fn gpu_starts_since(&self, since: i64) -> Result<Vec<(i64, Vec<u32>, i64)>> {
@@ -135,5 +155,58 @@ mod tests {
             "runs without GPUs are not staggered"
         );
         assert!(s.gpu_starts_since(1_001).unwrap().is_empty());
+    }
+
+    #[test]
+    fn power_is_watts_per_gpu_of_successful_runs_with_recorded_energy_newest_first() {
+        let (dir, mut s) = store();
+        let file = "name = \"train\"\nproject = \"p\"\ncommand = \"true\"\n";
+        let energy = |j: f64| crate::gpu::energy::RunEnergy {
+            energy_j: j,
+            source: "counter".into(),
+            cost: None,
+            currency: None,
+        };
+        // Two GPUs for 100 s at 60 kJ: 300 W per GPU.
+        let a = submit(&mut s, file);
+        let two = NewRun {
+            gpus: Some("0,1".into()),
+            ..NewRun::default()
+        };
+        let ra = s.claim(a[0], &two, dir.path(), 0).unwrap().unwrap().id;
+        finish(&mut s, ra, RunClass::Ok, 100_000);
+        s.record_run_energy(ra, &energy(60_000.0)).unwrap();
+        // No GPUs, 10 s at 500 J: 50 W (the whole run's).
+        let b = submit(&mut s, file);
+        let rb = s
+            .claim(b[0], &NewRun::default(), dir.path(), 200_000)
+            .unwrap()
+            .unwrap()
+            .id;
+        finish(&mut s, rb, RunClass::Ok, 210_000);
+        s.record_run_energy(rb, &energy(500.0)).unwrap();
+        // Failed, and unrecorded: neither counts.
+        let c = submit(&mut s, file);
+        let rc = s
+            .claim(c[0], &two, dir.path(), 300_000)
+            .unwrap()
+            .unwrap()
+            .id;
+        finish(&mut s, rc, RunClass::AppError, 400_000);
+        s.record_run_energy(rc, &energy(1e9)).unwrap();
+        let d = submit(&mut s, file);
+        let rd = s
+            .claim(d[0], &two, dir.path(), 500_000)
+            .unwrap()
+            .unwrap()
+            .id;
+        finish(&mut s, rd, RunClass::Ok, 600_000);
+        let w = s.recent_power("train", "p", 10).unwrap();
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(
+            (w[0] - 50.0).abs() < 1e-9 && (w[1] - 300.0).abs() < 1e-9,
+            "{w:?}"
+        );
+        assert!(s.recent_power("train", "q", 10).unwrap().is_empty());
     }
 }

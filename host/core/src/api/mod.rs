@@ -15,6 +15,7 @@ pub mod class;
 pub mod diff;
 pub mod estimate;
 pub mod findings;
+pub mod forecast;
 pub mod gc;
 pub mod logs;
 pub mod manifest;

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 pub use super::audit::{Audit, AuditRow, Priority};
 pub use super::board::{FinishedRun, Queue, QueuePage, Runs};
 pub use super::diff::{Diff, RunPair};
+pub use super::forecast::{Forecast, ForecastReport};
 pub use super::logs::{LogChunk, LogCursor, Logs};
 pub use super::notify::{
     DigestWritten, NotifyDigest, NotifyList, NotifyReport, NotifyRetry, NotifyTest, NotifyTestReply,
@@ -127,6 +128,8 @@ requests! {
     Retry = "retry" => Changed;
     /// Why a task waits, or where and why it started.
     Why = "why" => WhyReport, reads;
+    /// When waiting tasks (or a submission not queued) are expected to start and end (`nightjar estimate`).
+    Forecast = "forecast" => ForecastReport, reads;
     /// Every GPU: readings, reservations, health and tasks.
     GpuList = "gpu-list" (was "gpus") => Vec<GpuView>, reads;
     /// The policy chain's members and their states.

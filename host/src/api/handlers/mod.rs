@@ -21,6 +21,7 @@ mod audit;
 mod cancel;
 pub(crate) mod control;
 mod diff;
+mod forecast;
 mod gc;
 mod gpu_list;
 mod hold;

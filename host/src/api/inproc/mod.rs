@@ -23,6 +23,7 @@ use crate::task::resolve::resolve;
 mod access;
 mod backfill;
 mod disk_holds;
+mod forecast;
 mod notify;
 mod ordering;
 mod policies;

@@ -53,6 +53,13 @@ pub struct Parts {
     cache_looked: Mutex<HashSet<i64>>,
     /// Scheduling passes that fail, logged per change.
     pass_failures: Condition,
+    /// The chain forecasts ask (`query/forecast.rs`): a second copy, so a
+    /// forecast never spends the live chain's budget or changes its health.
+    pub(in crate::daemon) forecast_chain:
+        Mutex<Option<crate::daemon::query::forecast::ForecastChain>>,
+    /// The engine that chain is compiled by (made on the first forecast).
+    pub(in crate::daemon) forecast_engine:
+        std::sync::OnceLock<Option<crate::plugins::engine::PluginEngine>>,
 }
 
 impl Parts {
@@ -69,6 +76,8 @@ impl Parts {
             start_gate: Mutex::new(None),
             cache_looked: Mutex::default(),
             pass_failures: Condition::new("scheduling pass failed"),
+            forecast_chain: Mutex::default(),
+            forecast_engine: std::sync::OnceLock::new(),
         }
     }
 }

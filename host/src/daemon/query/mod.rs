@@ -1,3 +1,5 @@
-//! What the API's handlers read that needs more than the store: `why`.
+//! What the API's handlers read that needs more than the store: `why`, and
+//! the forecast of when waiting tasks start (`estimate`).
 
+pub(in crate::daemon) mod forecast;
 pub(in crate::daemon) mod why;

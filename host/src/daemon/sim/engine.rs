@@ -15,7 +15,7 @@ use std::time::Duration;
 use super::trace::Job;
 use crate::config::Config;
 use crate::daemon::pipeline::chain::Chain;
-use crate::scheduler::backfill::{Decision, Easy, Mode, RunningRun};
+use crate::scheduler::backfill::Mode;
 use crate::scheduler::{Placement, Pool, PoolGpu, Stagger};
 use crate::store::UsageInfo;
 use crate::task::model::{CommandSpec, Owner, Resources, RetryPolicy, TaskSpec};
@@ -28,6 +28,11 @@ const STALL_MS: i64 = 30 * 86_400_000;
 /// As [`STALL_MS`], in passes: a policy that asks to be asked again every
 /// second would take 2.6 million passes to reach 30 days.
 const STALL_PASSES: u32 = 10_000;
+
+/// A runtime no one knows (a forecast's task with no timeout and no
+/// history): such a run is planned as never ending, so what waits for its
+/// GPUs is reported as not known rather than given an invented start.
+pub const UNKNOWN_MS: i64 = i64::MAX / 8;
 
 /// The simulated machine.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,10 +103,14 @@ pub struct Sim<'a> {
     /// Waiting jobs in the built-in order: (priority rank reversed, arrival, id, index).
     pub(super) waiting: BTreeSet<(i64, i64, i64, usize)>,
     /// How many waiting jobs want each GPU count.
-    wants: BTreeMap<u32, usize>,
+    pub(super) wants: BTreeMap<u32, usize>,
     /// GPUs held by running jobs (each whole: [`Sim::nothing_can_start`]
     /// reads it only without sharing).
-    busy: u32,
+    pub(super) busy: u32,
+    /// Jobs already running when the simulation begins ([`Sim::adopt`]).
+    adopted: Vec<bool>,
+    /// Jobs whose start ends the simulation once all have started ([`Sim::watch`]).
+    targets: Option<Vec<usize>>,
     pub(super) running: Vec<Running>,
     /// Runs that ended within the chain's usage window, oldest first.
     pub(super) ended: VecDeque<UsageInfo>,
@@ -113,7 +122,7 @@ pub struct Sim<'a> {
 }
 
 /// The spec a trace job stands for: what the snapshot and placement read.
-fn spec_of(job: &Job) -> TaskSpec {
+pub fn spec_of(job: &Job) -> TaskSpec {
     TaskSpec {
         name: job.name.to_string(),
         project: job.project.to_string(),
@@ -181,12 +190,66 @@ impl<'a> Sim<'a> {
             waiting: BTreeSet::new(),
             wants: BTreeMap::new(),
             busy: 0,
+            adopted: vec![false; jobs.len()],
+            targets: None,
             running: Vec::new(),
             ended: VecDeque::new(),
             closed_by: HashMap::new(),
             wake: None,
             out: Outcome::default(),
         }
+    }
+
+    /// Simulates on `pool` (a live daemon's, as it is now) instead of
+    /// `opts.machine`'s GPUs; runs it holds are [`Sim::adopt`]ed.
+    pub fn on_pool(mut self, pool: Pool) -> Self {
+        self.pool = pool;
+        self
+    }
+
+    /// The policies see `specs` (one per job, the tasks' own) instead of
+    /// specs made from the trace's columns.
+    pub fn with_specs(mut self, specs: Vec<Arc<TaskSpec>>) -> Self {
+        assert_eq!(specs.len(), self.jobs.len(), "one spec per job");
+        self.specs = specs;
+        self
+    }
+
+    /// The runs that ended before the simulation begins, oldest first (the
+    /// chain's usage window reads them).
+    pub fn with_usage(mut self, ended: Vec<UsageInfo>) -> Self {
+        self.ended = ended.into();
+        self
+    }
+
+    /// Job `i` has been running since `start` on `placement` (already taken
+    /// from the pool): it ends at `start` + its duration and never queues.
+    pub fn adopt(mut self, i: usize, start: i64, placement: Placement) -> Self {
+        self.adopted[i] = true;
+        self.busy += placement.gpus.len() as u32;
+        let end = start.saturating_add(self.jobs[i].duration);
+        self.running.push(Running {
+            job: i,
+            start,
+            end,
+            placement,
+        });
+        self
+    }
+
+    /// Stops the simulation once every job in `targets` has started (a
+    /// forecast of a few tasks need not play the whole queue out).
+    pub fn watch(mut self, targets: Vec<usize>) -> Self {
+        self.targets = Some(targets);
+        self
+    }
+
+    /// Whether every watched job has started.
+    fn targets_started(&self) -> bool {
+        self.targets.as_ref().is_some_and(|t| {
+            t.iter()
+                .all(|&i| self.adopted[i] || self.out.runs.iter().any(|r| r.job == i))
+        })
     }
 
     /// Why `job` can never start on this machine, if it cannot.
@@ -212,14 +275,15 @@ impl<'a> Sim<'a> {
     /// able to. An error: a policy answered two identical snapshots
     /// differently (named), so no schedule it gives could be repeated.
     pub fn run(mut self) -> Result<Outcome, String> {
-        let mut arrivals: Vec<usize> = (0..self.jobs.len()).collect();
+        let mut arrivals: Vec<usize> = (0..self.jobs.len()).filter(|&i| !self.adopted[i]).collect();
         arrivals.sort_by_key(|&i| (self.jobs[i].arrival, self.jobs[i].id));
         let mut next = 0;
         let t0 = self.opts.start_ms;
         let Some(&first) = arrivals.first() else {
             return Ok(self.out);
         };
-        let mut now = t0.saturating_add(self.jobs[first].arrival);
+        // A forecast's tasks were queued before its second 0: it starts there.
+        let mut now = t0.saturating_add(self.jobs[first].arrival).max(t0);
         let (mut started_before, mut idle_since, mut stalled) = (0, now, false);
         let mut idle_passes = 0;
         loop {
@@ -241,8 +305,14 @@ impl<'a> Sim<'a> {
             }
             if !self.waiting.is_empty() && !self.nothing_can_start() {
                 self.pass(now)?;
+                if self.targets_started() {
+                    break;
+                }
             }
-            let ends = self.running.iter().map(|r| r.end).min();
+            // A run of unknown length holds its GPUs past every event.
+            let ends = (self.running.iter().map(|r| r.end))
+                .filter(|&e| e < t0.saturating_add(UNKNOWN_MS))
+                .min();
             let arrives = arrivals
                 .get(next)
                 .map(|&i| t0.saturating_add(self.jobs[i].arrival));
@@ -311,27 +381,6 @@ impl<'a> Sim<'a> {
         }
     }
 
-    /// Whether no waiting job could start now, whatever order the chain
-    /// gave: every slot is taken, or (without sharing) fewer GPUs are free
-    /// than the smallest waiting job wants, closures by policies aside.
-    /// Such a pass is not made. Nothing it could start, and nothing frees
-    /// until a run ends (an event of its own, with its own pass), so the
-    /// schedule is the one every pass would give; only `passes` counts fewer.
-    fn nothing_can_start(&self) -> bool {
-        if self.pool.slots == 0 {
-            return true;
-        }
-        if self.pool.share {
-            return false;
-        }
-        match self.wants.first_key_value() {
-            Some((&least, _)) => {
-                least > 0 && self.opts.machine.gpus.saturating_sub(self.busy) < least
-            }
-            None => true,
-        }
-    }
-
     /// One pass at `now`: the order, then starts in it.
     fn pass(&mut self, now: i64) -> Result<(), String> {
         self.out.passes += 1;
@@ -346,86 +395,5 @@ impl<'a> Sim<'a> {
         };
         self.dispatch(&order, now);
         Ok(())
-    }
-
-    /// Starts `order` in order while it fits, backfilling by the mode.
-    fn dispatch(&mut self, order: &[usize], now: i64) {
-        let runs = self
-            .running
-            .iter()
-            .map(|r| RunningRun {
-                run: self.jobs[r.job].id,
-                placement: r.placement.clone(),
-                end: Some(r.start.saturating_add(self.jobs[r.job].estimate)),
-            })
-            .collect();
-        let mut easy = Easy::new(self.opts.order, now, runs);
-        let mut free = self.free_gpus();
-        let mut zero_gpu_left = order.iter().filter(|&&i| self.jobs[i].gpus == 0).count();
-        for &i in order {
-            let job = &self.jobs[i];
-            if self.pool.slots == 0 {
-                break;
-            }
-            zero_gpu_left -= usize::from(job.gpus == 0);
-            let settled = easy.reservation.is_some() || self.opts.order == Mode::PassOver;
-            if settled && self.opts.order == Mode::Strict {
-                break;
-            }
-            // Without sharing, a job wanting more GPUs than are free cannot
-            // start now; once the head holds its reservation (or there is
-            // none to make), only such a cheap check is needed.
-            if !self.pool.share && job.gpus as usize > free && settled {
-                if free == 0 && zero_gpu_left == 0 {
-                    break;
-                }
-                continue;
-            }
-            let res = &self.specs[i].resources;
-            match easy.decide(&mut self.pool, job.id, res, None, Some(job.estimate)) {
-                Decision::Start(placement, _) => {
-                    easy.started(job.id, job.id);
-                    self.start(i, now, placement);
-                    free = self.free_gpus();
-                }
-                Decision::Reserved(_) | Decision::NoFit | Decision::Held(_) => {}
-            }
-        }
-    }
-
-    /// Open GPUs no run holds.
-    fn free_gpus(&self) -> usize {
-        self.pool
-            .gpus
-            .iter()
-            .filter(|g| self.pool.gpu_unusable(g, None).is_none())
-            .count()
-    }
-
-    /// Starts job `i` at `now` on `placement`.
-    fn start(&mut self, i: usize, now: i64, placement: Placement) {
-        let job = &self.jobs[i];
-        self.waiting
-            .remove(&(-job.priority.rank(), job.arrival, job.id, i));
-        if let Some(n) = self.wants.get_mut(&job.gpus) {
-            *n -= 1;
-            if *n == 0 {
-                self.wants.remove(&job.gpus);
-            }
-        }
-        self.busy += placement.gpus.len() as u32;
-        let end = now.saturating_add(job.duration);
-        self.out.runs.push(Ran {
-            job: i,
-            start: now,
-            end,
-            gpus: placement.gpus.clone(),
-        });
-        self.running.push(Running {
-            job: i,
-            start: now,
-            end,
-            placement,
-        });
     }
 }

@@ -9,6 +9,7 @@
 
 mod chain;
 mod compare;
+mod dispatch;
 mod engine;
 mod summary;
 pub mod trace;
@@ -18,7 +19,7 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 use chrono::TimeZone;
 
-pub use engine::{Machine, Options, Outcome, Ran, Sim};
+pub use engine::{Machine, Options, Outcome, Ran, Sim, UNKNOWN_MS, spec_of};
 pub use summary::{Spread, Summary, schedule_csv};
 pub use trace::{Job, Trace, TraceError};
 

@@ -1,0 +1,80 @@
+//! `forecast` (`nightjar estimate`, `submit --dry-run`): when waiting
+//! tasks, or a submission not queued, are expected to start and end.
+//! Anyone may ask about any task (as anyone may `show` it); a submission
+//! is checked as `submit` checks it, as the caller, and never stored.
+
+use crate::access::Caller;
+use crate::api::forecast::{ForecastReport, TaskForecast};
+use crate::daemon::Daemon;
+use crate::task::model::{NewEntry, TaskSpec};
+
+impl super::Handler for crate::api::Forecast {
+    async fn handle(
+        self,
+        d: &std::sync::Arc<Daemon>,
+        caller: &Caller,
+    ) -> anyhow::Result<ForecastReport> {
+        let (d, who) = (std::sync::Arc::clone(d), caller.clone());
+        super::blocking("forecast", move || {
+            let (extra, aside) = dry_run(&d, &who, self.entries)?;
+            let mut report = d.forecast(&self.ids, extra)?;
+            report.tasks.extend(aside);
+            Ok(report)
+        })
+        .await
+    }
+}
+
+/// A dry run's members: those that would wait in the queue at once, and
+/// rows for those that would not (held, after dependencies, recurring).
+fn dry_run(
+    d: &Daemon,
+    caller: &Caller,
+    entries: Vec<NewEntry>,
+) -> anyhow::Result<(Vec<TaskSpec>, Vec<TaskForecast>)> {
+    if entries.is_empty() {
+        return Ok((Vec::new(), Vec::new()));
+    }
+    let mut entries = entries
+        .into_iter()
+        .map(|e| {
+            let name = e.name.clone();
+            e.expand().map_err(|why| {
+                crate::api::ApiError::new(
+                    crate::api::ErrorKind::BadRequest,
+                    format!("sweep `{name}`: {why}"),
+                )
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    super::submit::check_submission(d, caller, &mut entries)?;
+    let (mut queued, mut aside) = (Vec::new(), Vec::new());
+    for e in entries {
+        let why = if e.held {
+            Some("it would be held: `nightjar release` lets it start".to_string())
+        } else if !e.deps.is_empty() {
+            Some("it would wait for its dependencies; their ends are not forecast".into())
+        } else {
+            (e.schedule.as_ref())
+                .map(|s| format!("recurring ({s}): each firing queues a task of its own"))
+        };
+        match why {
+            None => queued.extend(e.members),
+            Some(why) => aside.extend(e.members.iter().map(|m| TaskForecast {
+                id: None,
+                name: m.name.clone(),
+                state: "not queued".into(),
+                start: None,
+                end: None,
+                gpus: Vec::new(),
+                estimate: d.estimate(m),
+                power: None,
+                energy_kwh: None,
+                cost: None,
+                currency: None,
+                unknown: Some(why.clone()),
+            })),
+        }
+    }
+    Ok((queued, aside))
+}

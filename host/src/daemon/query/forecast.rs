@@ -1,0 +1,446 @@
+//! `nightjar estimate` (the `forecast` verb), and the expected start `why`,
+//! `show` and `ls --wide` print: the live queue simulated forward from now
+//! by the simulator's engine (`daemon/sim`), on the daemon's own pool as it
+//! is (its runs in progress, closed GPUs, memory), with the runs in
+//! progress ending at their expected ends, the waiting tasks in their
+//! order (the policy chain, the same components loaded a second time so a
+//! forecast never touches the live chain's state, or the built-in order),
+//! and backfill as `[scheduler] order` sets it.
+//!
+//! Nothing is invented: a run without a runtime estimate (no timeout, no
+//! successful run of its name) is planned as never ending, so what must
+//! wait for its GPUs is reported as not known, with why.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use anyhow::Result;
+use nightjar_core::api::estimate::Estimate;
+use nightjar_core::api::forecast::{ForecastReport, Power, TaskForecast};
+
+use crate::daemon::pipeline::chain::Chain;
+use crate::daemon::sim::{Job, Machine, Options, Sim, UNKNOWN_MS};
+use crate::daemon::state::{Daemon, lock};
+use crate::store::{Candidate, TaskState};
+use crate::task::model::TaskSpec;
+
+/// Most waiting tasks a forecast plays (the rest are not known).
+pub const MAX_TASKS: usize = 100_000;
+
+/// Recorded runs a task's expected draw is the median of.
+const POWER_RUNS: u32 = 10;
+
+/// The chain a forecast asks, loaded apart from the live one, and the
+/// plugin files it was loaded from.
+pub(in crate::daemon) type ForecastChain = (Vec<Option<(u32, u64, std::time::SystemTime)>>, Chain);
+
+/// What one forecast simulates: the jobs (runs in progress first), their
+/// specs, and what is known of each.
+struct Plan {
+    jobs: Vec<Job>,
+    specs: Vec<Arc<TaskSpec>>,
+    /// Per job: its runtime estimate (runs in progress: `None`, see `known`).
+    estimates: Vec<Option<Estimate>>,
+    /// Per job: whether its runtime is known (it has an estimate).
+    known: Vec<bool>,
+    /// Per job: its task id in the store (`None`: a dry-run submission).
+    task: Vec<Option<i64>>,
+    /// Runs in progress: (job, started, placement).
+    adopted: Vec<(usize, i64, crate::scheduler::Placement)>,
+}
+
+/// A job for `spec`, arriving `arrival` ms after now, running `estimate`.
+fn job_of(id: i64, spec: &TaskSpec, arrival: i64, estimate: &Option<Estimate>) -> Job {
+    let ms = estimate.as_ref().map_or(UNKNOWN_MS, |e| e.ms.max(1));
+    Job {
+        id,
+        name: spec.name.as_str().into(),
+        project: spec.project.as_str().into(),
+        user: spec.owner.as_ref().map_or("", |o| o.name.as_str()).into(),
+        priority: spec.priority,
+        arrival,
+        gpus: spec.resources.gpus,
+        gpu_mem: spec.resources.gpu_mem.map(|b| b.as_u64()),
+        duration: ms,
+        estimate: ms,
+        power_w: None,
+        preemptible: spec.preemptible,
+        checkpoint: None,
+    }
+}
+
+impl Daemon {
+    /// Forecasts the tasks `ids` (none: every waiting task) and the
+    /// submission `extra` (checked members not queued), at the daemon's now.
+    pub fn forecast(&self, ids: &[i64], extra: Vec<TaskSpec>) -> Result<ForecastReport> {
+        let now = self.now_ms();
+        let every = ids.is_empty() && extra.is_empty();
+        let mut plan = self.plan(now, extra)?;
+        // Tasks asked for that are not waiting in the queue say where they are.
+        let mut rows: Vec<Result<usize, TaskForecast>> = Vec::new();
+        if every {
+            rows = (0..plan.jobs.len())
+                .filter(|&i| !plan.adopted.iter().any(|a| a.0 == i))
+                .map(Ok)
+                .collect();
+        } else {
+            // Runs in progress are rows of their own (`not_waiting`).
+            let index: HashMap<i64, usize> = (0..plan.jobs.len())
+                .filter(|&i| !plan.adopted.iter().any(|a| a.0 == i))
+                .filter_map(|i| plan.task[i].map(|t| (t, i)))
+                .collect();
+            for &id in ids {
+                rows.push(match index.get(&id) {
+                    Some(&i) => Ok(i),
+                    None => Err(self.not_waiting(id)?),
+                });
+            }
+            rows.extend(
+                (0..plan.jobs.len())
+                    .filter(|&i| plan.task[i].is_none())
+                    .map(Ok),
+            );
+        }
+        let targets: Vec<usize> = rows
+            .iter()
+            .filter_map(|r| r.as_ref().ok().copied())
+            .collect();
+        let outcome = self.play(&mut plan, now, (!every).then(|| targets.clone()))?;
+        let started: HashMap<usize, &crate::daemon::sim::Ran> =
+            outcome.runs.iter().map(|r| (r.job, r)).collect();
+        let mut tasks: Vec<TaskForecast> = rows
+            .into_iter()
+            .map(|r| match r {
+                Ok(i) => self.row(&plan, i, started.get(&i).copied(), now),
+                Err(t) => Ok(t),
+            })
+            .collect::<Result<_>>()?;
+        if every {
+            tasks.sort_by_key(|t| (t.start.is_none(), t.start, t.id));
+        }
+        Ok(ForecastReport {
+            now,
+            order: self.order_words(),
+            not_modelled: self.not_modelled(),
+            tasks,
+        })
+    }
+
+    /// The runs in progress and the waiting tasks (dependencies met; a
+    /// backoff's end is its arrival), then `extra`, submitted now.
+    fn plan(&self, now: i64, extra: Vec<TaskSpec>) -> Result<Plan> {
+        let held: Vec<_> = lock(&self.runs.placed).values().cloned().collect();
+        let running: HashMap<i64, crate::store::RunningInfo> = self
+            .store()
+            .running_tasks()?
+            .into_iter()
+            .map(|r| (r.id, r))
+            .collect();
+        let queue: Vec<Candidate> = self.store().candidates(i64::MAX / 4, MAX_TASKS, 0)?;
+        let mut plan = Plan {
+            jobs: Vec::new(),
+            specs: Vec::new(),
+            estimates: Vec::new(),
+            known: Vec::new(),
+            task: Vec::new(),
+            adopted: Vec::new(),
+        };
+        for h in held {
+            let Some(r) = running.get(&h.task) else {
+                continue;
+            };
+            // Its expected end as backfill reckons it (the estimate made at
+            // its start; under first fit none was made, so it is made now).
+            let estimate = match h.estimate {
+                Some(ms) => Some(ms),
+                None => {
+                    // The store's guard ends here: `estimate` takes it again.
+                    let spec = self.store().task_spec(h.task).ok();
+                    spec.and_then(|spec| self.estimate(&spec)).map(|e| e.ms)
+                }
+            };
+            let ms = estimate.map_or(UNKNOWN_MS, |e| e.max(1));
+            let job = Job {
+                id: h.task,
+                name: r.name.as_str().into(),
+                project: r.project.as_str().into(),
+                user: "".into(),
+                priority: r.priority,
+                arrival: h.started_at - now,
+                gpus: h.placement.gpus.len() as u32,
+                gpu_mem: None,
+                duration: ms,
+                estimate: ms,
+                power_w: None,
+                preemptible: r.preemptible,
+                checkpoint: None,
+            };
+            let i = plan.jobs.len();
+            plan.specs.push(Arc::new(crate::daemon::sim::spec_of(&job)));
+            plan.jobs.push(job);
+            plan.estimates.push(None);
+            plan.known.push(estimate.is_some());
+            plan.task.push(Some(h.task));
+            plan.adopted.push((i, h.started_at, h.placement));
+        }
+        for c in queue {
+            let est = self.estimate(&c.spec);
+            // Its age is its submit time; a backoff still running is when it arrives.
+            let arrival = if c.eligible_at > now {
+                c.eligible_at
+            } else {
+                c.submitted_at
+            };
+            plan.jobs.push(job_of(c.id, &c.spec, arrival - now, &est));
+            plan.specs.push(c.spec);
+            plan.known.push(est.is_some());
+            plan.estimates.push(est);
+            plan.task.push(Some(c.id));
+        }
+        for (k, spec) in extra.into_iter().enumerate() {
+            let est = self.estimate(&spec);
+            // Ranks after every queued task of its class: it would be the newest.
+            let id = i64::MAX - extra_offset(k);
+            plan.jobs.push(job_of(id, &spec, 0, &est));
+            plan.specs.push(Arc::new(spec));
+            plan.known.push(est.is_some());
+            plan.estimates.push(est);
+            plan.task.push(None);
+        }
+        Ok(plan)
+    }
+
+    /// Plays `plan` forward from `now` until `targets` have started (or to
+    /// its end).
+    fn play(
+        &self,
+        plan: &mut Plan,
+        now: i64,
+        targets: Option<Vec<usize>>,
+    ) -> Result<crate::daemon::sim::Outcome> {
+        let pool = lock(&self.pool).clone();
+        let opts = Options {
+            machine: Machine {
+                gpus: pool.gpus.len() as u32,
+                gpu_mem: None,
+                slots: pool.slots,
+                share: pool.share,
+            },
+            order: crate::daemon::pipeline::backfill::mode_of(self.cfg.scheduler.order()),
+            start_ms: now,
+        };
+        let window = self.cfg.plugins.usage_window.as_millis() as i64;
+        let usage: Vec<_> = self
+            .store()
+            .usage_since(now.saturating_sub(window))?
+            .into_iter()
+            .filter(|u| u.ended_at.is_some())
+            .collect();
+        let mut chain = self.checkout_forecast_chain();
+        let mut sim = Sim::new(
+            &self.cfg,
+            &plan.jobs,
+            opts,
+            chain.as_mut().map(|c| &mut c.1),
+        )
+        .on_pool(pool)
+        .with_specs(std::mem::take(&mut plan.specs))
+        .with_usage(usage);
+        for (i, start, placement) in std::mem::take(&mut plan.adopted) {
+            sim = sim.adopt(i, start, placement);
+        }
+        if let Some(t) = targets {
+            sim = sim.watch(t);
+        }
+        let outcome = sim.run().map_err(anyhow::Error::msg);
+        if let Some(c) = chain {
+            *lock(&self.pipeline.forecast_chain) = Some(c);
+        }
+        outcome
+    }
+
+    /// The forecast chain, loaded again when its plugin files changed (taken
+    /// out while a forecast uses it: two at once load a second copy).
+    fn checkout_forecast_chain(&self) -> Option<ForecastChain> {
+        if self.cfg.plugins.chain.is_empty() {
+            return None;
+        }
+        let seen = Chain::fingerprint(&self.cfg);
+        if let Some(c) = lock(&self.pipeline.forecast_chain).take()
+            && c.0 == seen
+        {
+            return Some(c);
+        }
+        let engine = self.pipeline.forecast_engine.get_or_init(|| {
+            crate::plugins::engine::PluginEngine::new(Some(self.cfg.plugin_cache_dir())).ok()
+        });
+        // A simulated hour passes in a moment: the per-minute CPU budget
+        // would stop the chain for nothing. The per-call limits apply.
+        let mut cfg = self.cfg.clone();
+        cfg.plugins.cpu_budget = std::time::Duration::from_secs(u32::MAX as u64);
+        Some((seen, Chain::load(&cfg, engine.as_ref())))
+    }
+
+    /// One task's row from its simulated run (`None`: it never started).
+    fn row(
+        &self,
+        plan: &Plan,
+        i: usize,
+        ran: Option<&crate::daemon::sim::Ran>,
+        now: i64,
+    ) -> Result<TaskForecast> {
+        let job = &plan.jobs[i];
+        let horizon = now.saturating_add(UNKNOWN_MS / 2);
+        let start = ran.map(|r| r.start).filter(|&s| s < horizon);
+        let end = ran
+            .map(|r| r.end)
+            .filter(|&e| e < horizon && start.is_some());
+        let unknown = match (start, end) {
+            (None, _) => Some(self.why_unknown(plan, i)),
+            (Some(_), None) => Some("no runtime estimate for the task itself".into()),
+            _ => None,
+        };
+        let watts = self
+            .store()
+            .recent_power(&job.name, &job.project, POWER_RUNS)?;
+        let power = median(&watts).map(|w| Power {
+            watts: w * f64::from(job.gpus.max(1)),
+            runs: watts.len() as u32,
+        });
+        let tariff = self.cfg.tariff();
+        let priced = tariff.price > 0.0 || !tariff.windows.is_empty();
+        let span = start.zip(end);
+        let energy_kwh = span
+            .zip(power)
+            .map(|((s, e), p)| p.watts * (e - s) as f64 / 3.6e9);
+        let cost = span
+            .zip(power)
+            .filter(|_| priced)
+            .map(|((s, e), p)| tariff.cost_spanned(s, e, p.watts));
+        Ok(TaskForecast {
+            id: plan.task[i],
+            name: job.name.to_string(),
+            state: if plan.task[i].is_some() {
+                "queued"
+            } else {
+                "not queued"
+            }
+            .into(),
+            start,
+            end,
+            gpus: ran.map(|r| r.gpus.clone()).unwrap_or_default(),
+            estimate: plan.estimates[i].clone(),
+            power,
+            energy_kwh,
+            cost,
+            currency: cost.map(|_| tariff.currency.clone()),
+            unknown,
+        })
+    }
+
+    /// Why job `i` has no expected start.
+    fn why_unknown(&self, plan: &Plan, i: usize) -> String {
+        let blind: Vec<String> = (0..plan.jobs.len())
+            .filter(|&k| k != i && !plan.known[k])
+            .filter_map(|k| plan.task[k].map(|t| t.to_string()))
+            .take(5)
+            .collect();
+        if !blind.is_empty() {
+            return format!(
+                "it waits for GPUs that tasks without a runtime estimate hold or will take (task {}): give them a `timeout` to forecast past them",
+                blind.join(", ")
+            );
+        }
+        "it did not start in the simulation (deferred or closed by a policy, or the machine can never hold it)".into()
+    }
+
+    /// The row of a task asked for that is not waiting in the queue.
+    fn not_waiting(&self, id: i64) -> Result<TaskForecast> {
+        let d = self.reader().show(id)?;
+        let t = &d.task;
+        let estimate = self.estimate(&d.spec);
+        let (start, end, unknown) = match t.state {
+            TaskState::Running => {
+                let run = d.runs.last();
+                let start = run.map(|r| r.started_at);
+                let end = start.zip(estimate.as_ref()).map(|(s, e)| s.saturating_add(e.ms));
+                (start, end, None)
+            }
+            TaskState::Held => (None, None, Some("held: `nightjar release` lets it start".into())),
+            TaskState::Queued if !d.deps.iter().all(|dep| dep.state == TaskState::Succeeded) => (
+                None,
+                None,
+                Some("it waits for its dependencies (`nightjar why` lists them); their ends are not forecast".into()),
+            ),
+            s if s.is_final() => (
+                d.runs.last().map(|r| r.started_at),
+                d.runs.last().and_then(|r| r.finished_at),
+                Some(format!("already {}", s.as_str())),
+            ),
+            s => (None, None, Some(format!("{}: not a task waiting to start", s.as_str()))),
+        };
+        Ok(TaskForecast {
+            id: Some(id),
+            name: t.name.clone(),
+            state: t.state.as_str().to_string(),
+            start,
+            end,
+            gpus: (d.runs.last().and_then(|r| r.gpus.as_deref()))
+                .map(|g| g.split(',').filter_map(|x| x.parse().ok()).collect())
+                .unwrap_or_default(),
+            estimate,
+            power: None,
+            energy_kwh: None,
+            cost: None,
+            currency: None,
+            unknown,
+        })
+    }
+
+    /// The order a forecast plays: the chain's members, or the built-in one.
+    fn order_words(&self) -> String {
+        let rule = match self.cfg.scheduler.order() {
+            crate::config::Order::Backfill => "EASY backfill",
+            crate::config::Order::FirstFit => "first fit",
+            crate::config::Order::Strict => "strict order",
+        };
+        if self.cfg.plugins.chain.is_empty() {
+            format!("built-in order (priority, then submit time), {rule}")
+        } else {
+            format!(
+                "policy chain {}, {rule}",
+                self.cfg.plugins.chain.join(" -> ")
+            )
+        }
+    }
+
+    /// What the config turns on that a forecast does not play.
+    fn not_modelled(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.cfg.quotas.any() {
+            out.push("[quotas]".to_string());
+        }
+        if !self.cfg.plugins.chain.is_empty() {
+            out.push("preemption".to_string());
+        }
+        out.push("GPU temperatures after now (modelled 35 °C idle, 65 °C busy)".to_string());
+        out
+    }
+}
+
+/// Dry-run members take ids from the top, `k` below the largest.
+fn extra_offset(k: usize) -> i64 {
+    i64::try_from(k).unwrap_or(i64::MAX / 2)
+}
+
+/// The median of `xs` (none for none).
+fn median(xs: &[f64]) -> Option<f64> {
+    let mut v: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(v[n / 2]),
+        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
+    }
+}

@@ -1,0 +1,116 @@
+//! One pass's starts in the simulator: the jobs in the pass's order,
+//! placed through the daemon's pool and backfill rule ([`Easy`]) in the
+//! chosen [`Mode`], and the check that spares a pass nothing could use.
+
+use super::engine::{Ran, Running, Sim, UNKNOWN_MS};
+use crate::scheduler::Placement;
+use crate::scheduler::backfill::{Decision, Easy, Mode, RunningRun};
+
+/// A runtime the simulation may plan with: `None` for [`UNKNOWN_MS`].
+fn known(ms: i64) -> Option<i64> {
+    (ms < UNKNOWN_MS).then_some(ms)
+}
+
+impl Sim<'_> {
+    /// Whether no waiting job could start now, whatever order the chain
+    /// gave: every slot is taken, or (without sharing) fewer GPUs are free
+    /// than the smallest waiting job wants, closures by policies aside.
+    /// Such a pass is not made. Nothing it could start, and nothing frees
+    /// until a run ends (an event of its own, with its own pass), so the
+    /// schedule is the one every pass would give; only `passes` counts fewer.
+    pub(super) fn nothing_can_start(&self) -> bool {
+        if self.pool.slots == 0 {
+            return true;
+        }
+        if self.pool.share {
+            return false;
+        }
+        match self.wants.first_key_value() {
+            Some((&least, _)) => {
+                least > 0 && self.opts.machine.gpus.saturating_sub(self.busy) < least
+            }
+            None => true,
+        }
+    }
+
+    /// Starts `order` in order while it fits, backfilling by the mode.
+    pub(super) fn dispatch(&mut self, order: &[usize], now: i64) {
+        let runs = self
+            .running
+            .iter()
+            .map(|r| RunningRun {
+                run: self.jobs[r.job].id,
+                placement: r.placement.clone(),
+                end: known(self.jobs[r.job].estimate).map(|e| r.start.saturating_add(e)),
+            })
+            .collect();
+        let mut easy = Easy::new(self.opts.order, now, runs);
+        let mut free = self.free_gpus();
+        let mut zero_gpu_left = order.iter().filter(|&&i| self.jobs[i].gpus == 0).count();
+        for &i in order {
+            let job = &self.jobs[i];
+            if self.pool.slots == 0 {
+                break;
+            }
+            zero_gpu_left -= usize::from(job.gpus == 0);
+            let settled = easy.reservation.is_some() || self.opts.order == Mode::PassOver;
+            if settled && self.opts.order == Mode::Strict {
+                break;
+            }
+            // Without sharing, a job wanting more GPUs than are free cannot
+            // start now; once the head holds its reservation (or there is
+            // none to make), only such a cheap check is needed.
+            if !self.pool.share && job.gpus as usize > free && settled {
+                if free == 0 && zero_gpu_left == 0 {
+                    break;
+                }
+                continue;
+            }
+            let res = &self.specs[i].resources;
+            match easy.decide(&mut self.pool, job.id, res, None, known(job.estimate)) {
+                Decision::Start(placement, _) => {
+                    easy.started(job.id, job.id);
+                    self.start(i, now, placement);
+                    free = self.free_gpus();
+                }
+                Decision::Reserved(_) | Decision::NoFit | Decision::Held(_) => {}
+            }
+        }
+    }
+
+    /// Open GPUs no run holds.
+    fn free_gpus(&self) -> usize {
+        self.pool
+            .gpus
+            .iter()
+            .filter(|g| self.pool.gpu_unusable(g, None).is_none())
+            .count()
+    }
+
+    /// Starts job `i` at `now` on `placement`.
+    fn start(&mut self, i: usize, now: i64, placement: Placement) {
+        let job = &self.jobs[i];
+        self.waiting
+            .remove(&(-job.priority.rank(), job.arrival, job.id, i));
+        if let Some(n) = self.wants.get_mut(&job.gpus) {
+            *n -= 1;
+            if *n == 0 {
+                self.wants.remove(&job.gpus);
+            }
+        }
+        self.busy += placement.gpus.len() as u32;
+        let end = now.saturating_add(job.duration);
+        self.out.runs.push(Ran {
+            job: i,
+            start: now,
+            end,
+            gpus: placement.gpus.clone(),
+        });
+        self.running.push(Running {
+            job: i,
+            start: now,
+            end,
+            placement,
+        });
+    }
+}
