@@ -9,6 +9,7 @@ use anyhow::Result;
 
 use super::{Ctx, table};
 use nightjar_core::api::forecast::{ForecastReport, TaskForecast};
+use nightjar_core::api::wire::{fmt_cost, fmt_energy};
 use nightjar_core::api::{self};
 use nightjar_core::client::Client;
 use nightjar_core::time::{fmt_local, fmt_span};
@@ -49,9 +50,9 @@ fn print_table(report: &ForecastReport) {
                 t.eta(now),
                 t.end.map_or("?".into(), fmt_local),
                 gpus(t),
-                t.energy_kwh.map_or("-".into(), |k| format!("{k:.2} kWh")),
+                t.energy_kwh.map_or("-".into(), |k| fmt_energy(k * 3.6e6)),
                 match (t.cost, &t.currency) {
-                    (Some(c), Some(cur)) => format!("{c:.2} {cur}"),
+                    (Some(c), Some(cur)) => format!("{} {cur}", fmt_cost(c)),
                     _ => "-".into(),
                 },
                 t.unknown.clone().unwrap_or_default(),

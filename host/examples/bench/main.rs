@@ -39,6 +39,7 @@ mod archive;
 mod attack;
 mod backfill;
 mod dashboard;
+mod estimate;
 mod hardening;
 mod manifest;
 mod notify;
@@ -378,6 +379,7 @@ fn main() -> Result<()> {
         "dashboard" => dashboard::dashboard(n(1, 10_000)),
         "backfill" => backfill::backfill(n(1, 400)),
         "simulate" => simulate::simulate(n(1, 100_000)),
+        "estimate" => estimate::estimate(n(1, 1_000)),
         "all" => {
             vs::startup_and_submit(200)?;
             submit_latency(10_000)?;
@@ -390,6 +392,7 @@ fn main() -> Result<()> {
             report::report(100_000)?;
             backfill::backfill(400)?;
             simulate::simulate(100_000)?;
+            estimate::estimate(1_000)?;
             notify::notify(1_000)?;
             attack::attack(10)?;
             hardening::clients(10)?;
@@ -398,7 +401,7 @@ fn main() -> Result<()> {
         }
         other => {
             bail!(
-                "unknown benchmark `{other}`: use startup, submit, throughput, queue, gpu, plugins, backfill, simulate, postrun, manifest, archive, report, notify, attack, clients, soak, idle, sse or all"
+                "unknown benchmark `{other}`: use startup, submit, throughput, queue, gpu, plugins, backfill, simulate, estimate, postrun, manifest, archive, report, notify, attack, clients, soak, idle, sse or all"
             )
         }
     }

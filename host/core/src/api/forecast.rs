@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::estimate::Estimate;
+use super::wire::{fmt_cost, fmt_energy};
 use crate::task::model::NewEntry;
 use crate::time::{fmt_local, fmt_span};
 
@@ -39,6 +40,12 @@ pub struct ForecastReport {
     pub not_modelled: Vec<String>,
     /// The tasks, in the order asked (every waiting task: by expected start).
     pub tasks: Vec<TaskForecast>,
+    /// Scheduling passes the forecast played.
+    #[serde(default)]
+    pub passes: u64,
+    /// Of those, the passes that asked the policy chain.
+    #[serde(default)]
+    pub chain_passes: u64,
 }
 
 /// One task's forecast.
@@ -137,13 +144,14 @@ impl TaskForecast {
         }
         out.push(match (self.energy_kwh, &self.power) {
             (Some(kwh), Some(p)) => format!(
-                "  energy         {kwh:.3} kWh ({:.0} W, median of {} run{}){}",
+                "  energy         {} ({:.0} W, median of {} run{}){}",
+                fmt_energy(kwh * 3.6e6),
                 p.watts,
                 p.runs,
                 if p.runs == 1 { "" } else { "s" },
                 match (self.cost, &self.currency) {
-                    (Some(c), Some(cur)) => format!(", cost {c:.2} {cur}"),
-                    (Some(c), None) => format!(", cost {c:.2}"),
+                    (Some(c), Some(cur)) => format!(", cost {} {cur}", fmt_cost(c)),
+                    (Some(c), None) => format!(", cost {}", fmt_cost(c)),
                     _ => String::new(),
                 }
             ),

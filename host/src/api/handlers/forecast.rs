@@ -14,6 +14,8 @@ impl super::Handler for crate::api::Forecast {
         d: &std::sync::Arc<Daemon>,
         caller: &Caller,
     ) -> anyhow::Result<ForecastReport> {
+        // One at a time; the turn ends with the call.
+        let _turn = d.forecast_turn().await;
         let (d, who) = (std::sync::Arc::clone(d), caller.clone());
         super::blocking("forecast", move || {
             let (extra, aside) = dry_run(&d, &who, self.entries)?;

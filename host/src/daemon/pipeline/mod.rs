@@ -57,6 +57,10 @@ pub struct Parts {
     /// forecast never spends the live chain's budget or changes its health.
     pub(in crate::daemon) forecast_chain:
         Mutex<Option<crate::daemon::query::forecast::ForecastChain>>,
+    /// One forecast at a time: each plays the whole queue forward (through
+    /// the chain, about half a second for a thousand tasks), so callers
+    /// queue here rather than load the machine or a second chain.
+    pub(in crate::daemon) forecasts: tokio::sync::Semaphore,
     /// The engine that chain is compiled by (made on the first forecast).
     pub(in crate::daemon) forecast_engine:
         std::sync::OnceLock<Option<crate::plugins::engine::PluginEngine>>,
@@ -77,6 +81,7 @@ impl Parts {
             cache_looked: Mutex::default(),
             pass_failures: Condition::new("scheduling pass failed"),
             forecast_chain: Mutex::default(),
+            forecasts: tokio::sync::Semaphore::new(1),
             forecast_engine: std::sync::OnceLock::new(),
         }
     }

@@ -70,6 +70,13 @@ fn job_of(id: i64, spec: &TaskSpec, arrival: i64, estimate: &Option<Estimate>) -
 }
 
 impl Daemon {
+    /// Waits for this caller's turn to forecast: one forecast at a time,
+    /// since each plays the whole queue forward (through the chain, about
+    /// half a second for a thousand tasks). Held until the permit drops.
+    pub async fn forecast_turn(&self) -> Option<tokio::sync::SemaphorePermit<'_>> {
+        self.pipeline.forecasts.acquire().await.ok()
+    }
+
     /// Forecasts the tasks `ids` (none: every waiting task) and the
     /// submission `extra` (checked members not queued), at the daemon's now.
     pub fn forecast(&self, ids: &[i64], extra: Vec<TaskSpec>) -> Result<ForecastReport> {
@@ -123,6 +130,8 @@ impl Daemon {
             order: self.order_words(),
             not_modelled: self.not_modelled(),
             tasks,
+            passes: outcome.passes,
+            chain_passes: outcome.chain_passes,
         })
     }
 
