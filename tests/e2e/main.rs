@@ -40,6 +40,7 @@ mod first_party;
 mod gpu_oom;
 mod gpus;
 mod hardening;
+mod history;
 mod hostile_env;
 mod hostile_inputs;
 mod hostile_output;

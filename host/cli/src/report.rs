@@ -44,6 +44,11 @@ pub struct Args {
     /// Also write the report as a PDF to FILE.
     #[arg(long, value_name = "FILE")]
     pub pdf: Option<PathBuf>,
+    /// Instead of the report: the period's finished runs as a trace for
+    /// `nightjar simulate` (CSV: one job per run, arriving when it became
+    /// eligible; `# start:` names second 0, the period's start).
+    #[arg(long, conflicts_with_all = ["csv", "html", "pdf"])]
+    pub trace: bool,
 }
 
 /// What the rows are.
@@ -105,6 +110,15 @@ impl Args {
 
 /// Asks the daemon for the period's accounting and prints it.
 pub fn run(mut ctx: Ctx, a: Args, (from, to): (i64, i64)) -> Result<i32> {
+    if a.trace {
+        let rows = ctx.client.call(nightjar_core::api::RunTrace { from, to })?;
+        if ctx.json {
+            super::print_json(&rows)?;
+        } else {
+            print!("{}", rows.csv());
+        }
+        return Ok(0);
+    }
     let files = a.html.is_some() || a.pdf.is_some();
     let mut acc = ctx.client.call(Report {
         from,

@@ -96,6 +96,7 @@ fn the_period_defaults_to_seven_days_and_refuses_to_end_before_it_starts() {
         csv: false,
         html: None,
         pdf: None,
+        trace: false,
     };
     let now = 1_000_000_000_000;
     assert_eq!(

@@ -20,8 +20,15 @@ pub enum Order {
 pub struct Args {
     /// The trace: CSV with a header; `id,arrival_s,gpus,duration_s` and
     /// optionally `name,project,user,priority,gpu_mem,estimate_s,power_w,preemptible,checkpoint_s`.
-    pub trace: PathBuf,
-    /// How many GPUs the simulated machine has (default: the config's `gpus`).
+    #[arg(required_unless_present = "history", conflicts_with = "history")]
+    pub trace: Option<PathBuf>,
+    /// Instead of a trace file: the daemon's own runs that became eligible
+    /// in the last DURATION (`7d`, `30d`), one job per run, second 0 the
+    /// period's start (what `nightjar report --trace` writes).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub history: Option<std::time::Duration>,
+    /// How many GPUs the simulated machine has (default: the config's
+    /// `gpus`, else its GPU backend's: `sim:8xA100-80GB` is 8, NVML counts them).
     #[arg(long)]
     pub gpus: Option<u32>,
     /// Each simulated GPU's memory, for jobs that name `gpu_mem` (e.g. 80GiB).
@@ -31,8 +38,9 @@ pub struct Args {
     /// the config's `[scheduler] order`, itself backfill by default).
     #[arg(long, value_enum)]
     pub order: Option<Order>,
-    /// The wall-clock time of the trace's second 0, RFC 3339 (default
-    /// 2026-11-02T00:00:00 in the config's time zone, a Monday).
+    /// The wall-clock time of the trace's second 0, RFC 3339 (default: the
+    /// trace's `# start:` line, else 2026-11-02T00:00:00 in the config's
+    /// time zone, a Monday).
     #[arg(long, value_name = "TIME")]
     pub start: Option<String>,
     /// Write the schedule as CSV (`id,start_s,end_s,gpus,gpu_ids,preempted`).

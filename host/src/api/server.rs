@@ -98,6 +98,7 @@ pub async fn route(api: &Api, caller: &Caller, req: Request) -> Vec<u8> {
         Rerun,
         Diff,
         Report,
+        RunTrace,
         Logs,
         Whoami,
         Priority,

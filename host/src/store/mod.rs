@@ -16,6 +16,7 @@ mod finish;
 mod gc;
 mod give_back;
 mod gpu;
+mod history;
 pub mod integrity;
 mod listing;
 mod manifest;

@@ -17,6 +17,7 @@ pub mod estimate;
 pub mod findings;
 pub mod forecast;
 pub mod gc;
+pub mod history;
 pub mod logs;
 pub mod manifest;
 pub mod notify;

@@ -7,6 +7,7 @@ pub use super::audit::{Audit, AuditRow, Priority};
 pub use super::board::{FinishedRun, Queue, QueuePage, Runs};
 pub use super::diff::{Diff, RunPair};
 pub use super::forecast::{Forecast, ForecastReport};
+pub use super::history::{RunTrace, TraceRows};
 pub use super::logs::{LogChunk, LogCursor, Logs};
 pub use super::notify::{
     DigestWritten, NotifyDigest, NotifyList, NotifyReport, NotifyRetry, NotifyTest, NotifyTestReply,
@@ -154,6 +155,8 @@ requests! {
     Diff = "diff" => RunPair, reads;
     /// A period's accounting (`nightjar report`).
     Report = "report" => Accounting, reads;
+    /// A period's finished runs as a trace for `nightjar simulate` (`report --trace`, `simulate --history`).
+    RunTrace = "run-trace" => TraceRows, reads;
     /// The next bytes of a run's log (`nightjar logs`).
     Logs = "logs" => LogChunk, reads;
     /// Who the daemon takes the caller for.

@@ -40,6 +40,7 @@ mod report;
 mod rerun;
 mod rerun_diff;
 mod retry;
+mod run_trace;
 pub mod runs;
 pub mod show;
 mod submit;

@@ -24,6 +24,8 @@ mod access;
 mod backfill;
 mod disk_holds;
 mod forecast;
+mod forecast_hostile;
+mod history;
 mod notify;
 mod ordering;
 mod policies;

@@ -11,6 +11,7 @@ mod chain;
 mod compare;
 mod dispatch;
 mod engine;
+mod history;
 mod summary;
 pub mod trace;
 
@@ -79,6 +80,34 @@ fn default_start(cfg: &Config) -> i64 {
         .map_or(0, |t| t.timestamp_millis())
 }
 
+/// How many GPUs the config's GPU backend has, and their memory when all
+/// have the same: `sim:8xA100-80GB` is 8 of 80 GiB; NVML is asked.
+fn backend_gpus(cfg: &Config) -> Result<(u32, Option<u64>)> {
+    use crate::gpu::BackendSpec;
+    let ask = "how many GPUs? give --gpus N, or list them in the config (`gpus = [0, 1, 2, 3]`)";
+    let found = match cfg.gpu.backend_spec() {
+        BackendSpec::Sim(spec) => crate::gpu::sim::parse_spec(&spec)
+            .map(|groups| {
+                groups
+                    .iter()
+                    .flat_map(|(n, _, mem)| (0..*n).map(|_| *mem))
+                    .collect()
+            })
+            .map_err(anyhow::Error::msg)?,
+        spec @ (BackendSpec::Nvml(_) | BackendSpec::Auto) => match crate::gpu::open(&spec, None) {
+            Ok((backend, _)) => backend.inventory().iter().map(|g| g.mem_total).collect(),
+            Err(e) => bail!("{ask} (the config's GPU backend cannot say: {e})"),
+        },
+        BackendSpec::None => Vec::new(),
+    };
+    let mems: Vec<u64> = found;
+    let Some(&first) = mems.first() else {
+        bail!("{ask} (the config's GPU backend has none)");
+    };
+    let same = mems.iter().all(|m| *m == first).then_some(first);
+    Ok((mems.len() as u32, same))
+}
+
 /// The options `args` ask for under `cfg`.
 pub fn options(cfg: &Config, config_text: Option<&str>, args: &Args) -> Result<Options> {
     let gpus = match args.gpus {
@@ -88,11 +117,10 @@ pub fn options(cfg: &Config, config_text: Option<&str>, args: &Args) -> Result<O
         Some(0) => bail!("--gpus 0: a simulated machine needs at least one GPU"),
         Some(n) => n,
         None if !cfg.gpus.is_empty() => cfg.gpus.len() as u32,
-        None => bail!(
-            "how many GPUs? give --gpus N, or list them in the config (`gpus = [0, 1, 2, 3]`)"
-        ),
+        None => backend_gpus(cfg)?.0,
     };
     let gpu_mem = match &args.gpu_mem {
+        None if args.gpus.is_none() && cfg.gpus.is_empty() => backend_gpus(cfg)?.1,
         None => None,
         Some(t) => Some(
             t.parse::<bytesize::ByteSize>()
@@ -144,12 +172,33 @@ fn configured(config: Option<&Path>, args: &Args) -> Result<(Config, Options)> {
     Ok((cfg, opts))
 }
 
+/// The trace `args` name (a file, or the daemon's history), and the
+/// second 0 it names, if it names one.
+fn trace_of(config: Option<&Path>, args: &Args) -> Result<(Trace, Option<i64>)> {
+    match (&args.trace, args.history) {
+        (Some(path), _) => Ok((Trace::read(path)?, history::start_comment(path))),
+        (None, Some(since)) => {
+            let (trace, from) = history::fetch(config, since)?;
+            Ok((trace, Some(from)))
+        }
+        (None, None) => bail!("give a trace file, or --history DURATION for the daemon's own runs"),
+    }
+}
+
 /// `nightjard simulate`: reads the trace and config, simulates, prints.
 pub fn main(config: Option<&Path>, json: bool, args: &Args) -> Result<i32> {
-    let (cfg, opts) = configured(config, args)?;
-    let trace = Trace::read(&args.trace)?;
+    let (cfg, mut opts) = configured(config, args)?;
+    let (trace, named_start) = trace_of(config, args)?;
+    // The trace's own second 0 unless --start says otherwise.
+    let start = named_start.filter(|_| args.start.is_none());
+    if let Some(s) = start {
+        opts.start_ms = s;
+    }
     if let Some(other) = &args.compare {
-        let (cfg_b, opts_b) = configured(Some(other), args)?;
+        let (cfg_b, mut opts_b) = configured(Some(other), args)?;
+        if let Some(s) = start {
+            opts_b.start_ms = s;
+        }
         let a = simulate(&cfg, &trace, opts)?;
         let b = simulate(&cfg_b, &trace, opts_b)
             .with_context(|| format!("under {}", other.display()))?;

@@ -1,0 +1,75 @@
+//! `nightjar estimate` against a hostile policy chain: a policy that asks
+//! to be asked again at once, for ever, while a run holds GPUs for a long
+//! time (or a time nobody knows), must not keep a forecast playing for
+//! ever: it ends, and the task it defers is "unknown", with why.
+
+use std::time::{Duration, Instant};
+
+use super::{HOSTILE, World};
+use crate::api::Forecast;
+use crate::api::wire::TaskState;
+
+/// Two simulated GPUs; the hostile plugin, in `mode`, is the whole chain.
+fn world(mode: &str) -> World {
+    World::with_plugins(
+        &[("hostile", HOSTILE)],
+        &format!(
+            "slots = 8\n[gpu]\nbackend = \"sim:2xA100-80GB\"\nhost_mem_min_free = \"1MiB\"\n[plugins]\nchain = [\"hostile\"]\nevaluate_timeout = \"1s\"\n[plugin.hostile]\non_failure = \"open\"\n[plugin.hostile.config]\nmode = \"{mode}\"\n"
+        ),
+    )
+}
+
+/// A forecast of `ids` that must come back within `limit`.
+fn forecast_within(
+    w: &World,
+    ids: Vec<i64>,
+    limit: Duration,
+) -> crate::api::forecast::ForecastReport {
+    let began = Instant::now();
+    let report = w
+        .call(Forecast {
+            ids,
+            entries: Vec::new(),
+        })
+        .expect("forecast");
+    assert!(
+        began.elapsed() < limit,
+        "the forecast took {:?} (passes {}, chain passes {})",
+        began.elapsed(),
+        report.passes,
+        report.chain_passes
+    );
+    report
+}
+
+#[test]
+fn a_policy_that_defers_at_once_for_ever_behind_a_long_run_ends_and_says_unknown() {
+    // `until-now` defers every task but project `free`'s, asking to be asked
+    // again at once: the daemon asks again after `min_pass_interval` (1 s).
+    for timeout in ["", ", timeout = \"36500d\""] {
+        let w = world("until-now");
+        let long = w.task(
+            "long",
+            &["true"],
+            &format!("project = \"free\"\nresources = {{ gpus = 1{timeout} }}"),
+        );
+        w.pass();
+        assert_eq!(w.state(long), TaskState::Running);
+        let deferred = w.task(
+            "deferred",
+            &["true"],
+            "resources = { gpus = 1, timeout = \"1h\" }",
+        );
+        for ids in [vec![deferred], Vec::new()] {
+            let report = forecast_within(&w, ids, Duration::from_secs(60));
+            let t = report
+                .tasks
+                .iter()
+                .find(|t| t.id == Some(deferred))
+                .expect("its row");
+            assert_eq!((t.start, t.end), (None, None), "{timeout}: {t:?}");
+            let why = t.unknown.as_deref().unwrap_or_default();
+            assert!(why.contains("polic"), "{timeout}: says why: {why}");
+        }
+    }
+}
