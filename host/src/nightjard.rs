@@ -78,11 +78,24 @@ fn run(cli: Cli) -> Result<i32> {
         Verb::Plugins(Cmd::Test {
             file,
             snapshot,
+            trace,
+            gpus,
             plugin_config,
-        }) => {
-            let limits = offline::daemon_limits(cli.config.as_deref())?;
-            offline::test(file, snapshot, plugin_config.as_deref(), &limits)
-        }
+        }) => match (snapshot, trace) {
+            (Some(snapshot), _) => {
+                let limits = offline::daemon_limits(cli.config.as_deref())?;
+                offline::test(file, snapshot, plugin_config.as_deref(), &limits)
+            }
+            (None, Some(trace)) => crate::daemon::sim::plugin_test::main(
+                cli.config.as_deref(),
+                cli.json,
+                file,
+                trace,
+                *gpus,
+                plugin_config.as_deref(),
+            ),
+            (None, None) => anyhow::bail!("give --snapshot S.json or --trace T.csv"),
+        },
         _ => anyhow::bail!(
             "nightjard runs the daemon (`nightjard daemon`), the offline plugin checks (`plugins check`, `plugins test`) and `simulate`; every other verb is the client's: `nightjar {}`",
             // Lossy: an argument that is not UTF-8 (a path) is shown, not a panic.

@@ -275,3 +275,67 @@ fn compare_prints_two_configs_side_by_side_each_as_its_own_run_gives_it() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn plugins_test_with_a_trace_compares_the_chain_with_and_without_the_plugin() {
+    let nj = Nj::new("[plugins]\nchain = []\n");
+    let work = nj.path("work");
+    // One GPU: a long job first, then a long and a short one waiting.
+    std::fs::write(
+        work.join("t.csv"),
+        "id,arrival_s,gpus,duration_s\n1,0,1,100\n2,1,1,50\n3,2,1,5\n",
+    )
+    .unwrap();
+    std::fs::copy(
+        env!("NIGHTJAR_EXAMPLE_POLICY_SHORTEST_FIRST"),
+        work.join("shortest-first.wasm"),
+    )
+    .unwrap();
+    let text = nj.ok(&[
+        "plugins",
+        "test",
+        "shortest-first.wasm",
+        "--trace",
+        "t.csv",
+        "--gpus",
+        "1",
+    ]);
+    let header = text.lines().nth(1).unwrap_or_default();
+    assert!(
+        header.contains("the chain without shortest-first")
+            && header.contains("with shortest-first.wasm"),
+        "{text}"
+    );
+    let v = nj.json(&[
+        "plugins",
+        "test",
+        "shortest-first.wasm",
+        "--trace",
+        "t.csv",
+        "--gpus",
+        "1",
+    ]);
+    // Without: job 2 runs at 100 s, job 3 after it (waits 148 s); with
+    // shortest first: job 3 at 100 s (waits 98 s), job 2 at 105 s (104 s).
+    assert_eq!(v["a"]["wait_s"]["max"], 148.0, "{v}");
+    assert_eq!(v["b"]["wait_s"]["max"], 104.0, "{v}");
+    assert_eq!(v["b"]["wait_s"]["p50"], 98.0, "{v}");
+    // A file that does not load is named; one of neither input is a usage error.
+    std::fs::write(work.join("junk.wasm"), b"not wasm").unwrap();
+    let junk = nj.cli(&[
+        "plugins",
+        "test",
+        "junk.wasm",
+        "--trace",
+        "t.csv",
+        "--gpus",
+        "1",
+    ]);
+    assert_eq!(junk.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&junk.stderr).contains("policy junk did not load"),
+        "{junk:?}"
+    );
+    let none = nj.cli(&["plugins", "test", "shortest-first.wasm"]);
+    assert_eq!(none.status.code(), Some(2));
+}

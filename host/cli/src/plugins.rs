@@ -1,5 +1,5 @@
 //! `nightjar plugins ls | reload | check FILE | test FILE --snapshot SNAP.json
-//! | new NAME --kind KIND`. `check` and `test` work offline, so authors can
+//! | test FILE --trace T.csv | new NAME --kind KIND`. `check` and `test` work offline, so authors can
 //! try a plugin without a daemon; they need the plugin host, so `nightjard`
 //! runs them. `new` writes a plugin crate (`plugin_new`), in the client.
 
@@ -30,13 +30,24 @@ pub enum Cmd {
         #[arg(long)]
         plugin_config: Option<PathBuf>,
     },
-    /// Evaluate a snapshot offline and print the validated answer as JSON.
+    /// Evaluate a snapshot offline and print the validated answer as JSON;
+    /// or, with `--trace`, simulate a trace with the plugin in the chain
+    /// (added, or in place of the member of its name) and without it, side
+    /// by side.
+    #[command(group(clap::ArgGroup::new("input").required(true).args(["snapshot", "trace"])))]
     Test {
-        /// The `.wasm` component.
+        /// The `.wasm` component (its name in the chain is the file's stem).
         file: PathBuf,
         /// A snapshot in JSON (its shape: the book's "Testing a plugin offline").
         #[arg(long)]
-        snapshot: PathBuf,
+        snapshot: Option<PathBuf>,
+        /// A trace (as `nightjar simulate` reads it): the config's chain
+        /// with the plugin against the chain without it.
+        #[arg(long, value_name = "T.csv")]
+        trace: Option<PathBuf>,
+        /// With --trace: the simulated machine's GPUs (default: as `simulate`).
+        #[arg(long, requires = "trace")]
+        gpus: Option<u32>,
         /// A TOML file with the plugin's config (see `check`).
         #[arg(long)]
         plugin_config: Option<PathBuf>,

@@ -16,7 +16,7 @@ pub enum Order {
 }
 
 /// `nightjar simulate`'s arguments.
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Default, clap::Args)]
 pub struct Args {
     /// The trace: CSV with a header; `id,arrival_s,gpus,duration_s` and
     /// optionally `name,project,user,priority,gpu_mem,estimate_s,power_w,preemptible,checkpoint_s`.

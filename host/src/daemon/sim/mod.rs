@@ -12,6 +12,7 @@ mod compare;
 mod dispatch;
 mod engine;
 mod history;
+pub mod plugin_test;
 mod summary;
 pub mod trace;
 
