@@ -35,6 +35,7 @@
 //! - `soak [MINUTES]`: database growth with 10,000 deferred tasks, and its
 //!   size after rounds of 10,000 tasks collected by `nightjar gc`.
 
+mod accuracy;
 mod archive;
 mod attack;
 mod backfill;
@@ -380,6 +381,7 @@ fn main() -> Result<()> {
         "backfill" => backfill::backfill(n(1, 400)),
         "simulate" => simulate::simulate(n(1, 100_000)),
         "estimate" => estimate::estimate(n(1, 1_000)),
+        "accuracy" => accuracy::accuracy(n(1, 60)),
         "all" => {
             vs::startup_and_submit(200)?;
             submit_latency(10_000)?;
@@ -393,6 +395,7 @@ fn main() -> Result<()> {
             backfill::backfill(400)?;
             simulate::simulate(100_000)?;
             estimate::estimate(1_000)?;
+            accuracy::accuracy(60)?;
             notify::notify(1_000)?;
             attack::attack(10)?;
             hardening::clients(10)?;
@@ -401,7 +404,7 @@ fn main() -> Result<()> {
         }
         other => {
             bail!(
-                "unknown benchmark `{other}`: use startup, submit, throughput, queue, gpu, plugins, backfill, simulate, estimate, postrun, manifest, archive, report, notify, attack, clients, soak, idle, sse or all"
+                "unknown benchmark `{other}`: use startup, submit, throughput, queue, gpu, plugins, backfill, simulate, estimate, accuracy, postrun, manifest, archive, report, notify, attack, clients, soak, idle, sse or all"
             )
         }
     }
