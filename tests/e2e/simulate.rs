@@ -42,6 +42,15 @@ fn simulate_prints_json_figures_and_writes_the_schedule() {
         std::fs::read_to_string(work.join("s.csv")).unwrap(),
         "id,start_s,end_s,gpus,gpu_ids,preempted\n1,0,10,1,\"0\",0\n2,10,14,2,\"0 1\",0\n3,14,19,1,\"0\",0\n"
     );
+    // The page: the figures, the Gantt of both GPUs and the queue's length.
+    nj.ok(&["simulate", "t.csv", "--gpus", "2", "--html", "s.html"]);
+    let html = std::fs::read_to_string(work.join("s.html")).unwrap();
+    assert!(html.starts_with("<!doctype html>"), "{html:.200}");
+    assert_eq!(html.matches("<svg").count(), 2);
+    assert!(
+        html.contains("jobs         3 (3 ran, 0 never started)"),
+        "{html:.600}"
+    );
 }
 
 #[test]

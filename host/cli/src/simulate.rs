@@ -46,6 +46,10 @@ pub struct Args {
     /// Write the schedule as CSV (`id,start_s,end_s,gpus,gpu_ids,preempted`).
     #[arg(long, value_name = "OUT.csv", conflicts_with = "compare")]
     pub schedule: Option<PathBuf>,
+    /// Write a self-contained HTML page: the figures, a Gantt chart of the
+    /// GPUs over time (cheaper electricity shaded) and the queue's length.
+    #[arg(long, value_name = "OUT.html", conflicts_with = "compare")]
+    pub html: Option<PathBuf>,
     /// Also simulate the trace under this config, and print the two side by
     /// side with their differences (flags apply to both; each config's own
     /// settings where a flag does not set them).

@@ -144,7 +144,11 @@ pub fn accuracy(tasks: usize) -> Result<()> {
             None => unknown += 1,
         }
     }
-    let waited: Vec<i64> = rows.rows.iter().map(|r| r.started_at - r.eligible_at).collect();
+    let waited: Vec<i64> = rows
+        .rows
+        .iter()
+        .map(|r| r.started_at - r.eligible_at)
+        .collect();
     println!(
         "  {} runs; waits p50 {} ms, p95 {} ms, max {} ms",
         rows.rows.len(),

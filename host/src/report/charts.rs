@@ -16,13 +16,13 @@ use plotters::prelude::*;
 const SIZE: (u32, u32) = (800, 320);
 
 /// The fonts the browser picks from for the charts' `<text>`.
-pub(super) const FONT: &str = "sans-serif";
+pub(crate) const FONT: &str = "sans-serif";
 
 /// Longest label a bar keeps, in characters.
 const MAX_LABEL: usize = 24;
 
-pub(super) type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
-pub(super) type Drawn = Result<(), Box<dyn Error>>;
+pub(crate) type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+pub(crate) type Drawn = Result<(), Box<dyn Error>>;
 
 /// `x`, or 0 when it is not a finite number.
 pub fn finite(x: f64) -> f64 {
@@ -30,7 +30,7 @@ pub fn finite(x: f64) -> f64 {
 }
 
 /// An axis' upper end that holds `max` with some room (never 0 or less).
-pub(super) fn top(max: f64) -> f64 {
+pub(crate) fn top(max: f64) -> f64 {
     let m = finite(max);
     if m <= 0.0 { 1.0 } else { m * 1.1 }
 }
@@ -48,10 +48,18 @@ pub(super) fn label(s: &str) -> String {
 
 /// One chart: `draw` on a white area of `SIZE`, as an SVG string; the error
 /// says what went wrong.
-pub(super) fn svg(draw: impl FnOnce(&Area) -> Drawn) -> Result<String, String> {
+pub(crate) fn svg(draw: impl FnOnce(&Area) -> Drawn) -> Result<String, String> {
+    svg_sized(SIZE, draw)
+}
+
+/// As [`svg`], `size` units wide and high.
+pub(crate) fn svg_sized(
+    size: (u32, u32),
+    draw: impl FnOnce(&Area) -> Drawn,
+) -> Result<String, String> {
     let mut out = String::new();
     {
-        let root = SVGBackend::with_string(&mut out, SIZE).into_drawing_area();
+        let root = SVGBackend::with_string(&mut out, size).into_drawing_area();
         root.fill(&WHITE).map_err(|e| e.to_string())?;
         draw(&root).map_err(|e| e.to_string())?;
         root.present().map_err(|e| e.to_string())?;
@@ -68,7 +76,7 @@ pub fn local(ms: i64, tz: Tz, fmt: &str) -> String {
 }
 
 /// A time axis' label format for a period of `span` ms.
-fn time_format(span: i64) -> &'static str {
+pub(crate) fn time_format(span: i64) -> &'static str {
     if span <= 36 * 3_600_000 {
         "%H:%M"
     } else {
@@ -82,7 +90,7 @@ const STEPS_H: [i64; 11] = [1, 2, 3, 4, 6, 12, 24, 48, 168, 336, 720];
 
 /// The labels of the time axis `[from, to)`: whole local hours (midnights
 /// for steps of days) about 8 apart.
-fn time_ticks(from: i64, to: i64, tz: Tz) -> Vec<i64> {
+pub(crate) fn time_ticks(from: i64, to: i64, tz: Tz) -> Vec<i64> {
     use chrono::Timelike;
     const H: i64 = 3_600_000;
     let span_h = (to - from) / H;

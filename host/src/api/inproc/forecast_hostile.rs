@@ -9,12 +9,12 @@ use super::{HOSTILE, World};
 use crate::api::Forecast;
 use crate::api::wire::TaskState;
 
-/// Two simulated GPUs; the hostile plugin, in `mode`, is the whole chain.
-fn world(mode: &str) -> World {
+/// `gpus` simulated GPUs; the hostile plugin, in `mode`, is the whole chain.
+fn world(mode: &str, gpus: u32) -> World {
     World::with_plugins(
         &[("hostile", HOSTILE)],
         &format!(
-            "slots = 8\n[gpu]\nbackend = \"sim:2xA100-80GB\"\nhost_mem_min_free = \"1MiB\"\n[plugins]\nchain = [\"hostile\"]\nevaluate_timeout = \"1s\"\n[plugin.hostile]\non_failure = \"open\"\n[plugin.hostile.config]\nmode = \"{mode}\"\n"
+            "slots = 8\n[gpu]\nbackend = \"sim:{gpus}xA100-80GB\"\nhost_mem_min_free = \"1MiB\"\n[plugins]\nchain = [\"hostile\"]\nevaluate_timeout = \"1s\"\n[plugin.hostile]\non_failure = \"open\"\n[plugin.hostile.config]\nmode = \"{mode}\"\n"
         ),
     )
 }
@@ -47,7 +47,7 @@ fn a_policy_that_defers_at_once_for_ever_behind_a_long_run_ends_and_says_unknown
     // `until-now` defers every task but project `free`'s, asking to be asked
     // again at once: the daemon asks again after `min_pass_interval` (1 s).
     for timeout in ["", ", timeout = \"36500d\""] {
-        let w = world("until-now");
+        let w = world("until-now", 2);
         let long = w.task(
             "long",
             &["true"],
@@ -72,4 +72,32 @@ fn a_policy_that_defers_at_once_for_ever_behind_a_long_run_ends_and_says_unknown
             assert!(why.contains("polic"), "{timeout}: says why: {why}");
         }
     }
+}
+
+#[test]
+fn the_wake_ups_a_forecast_follows_are_capped_in_all_however_many_runs_end() {
+    let w = world("until-now", 3);
+    // Five day-long runs one after another on two of the three GPUs; while
+    // each runs, the policy asks to be asked again each second, for ever,
+    // about the task that would fit on the third.
+    for _ in 0..5 {
+        w.task(
+            "day",
+            &["true"],
+            "project = \"free\"\nresources = { gpus = 2, timeout = \"1d\" }",
+        );
+    }
+    let deferred = w.task(
+        "deferred",
+        &["true"],
+        "resources = { gpus = 1, timeout = \"1h\" }",
+    );
+    let report = forecast_within(&w, vec![deferred], Duration::from_secs(60));
+    assert!(
+        report.chain_passes <= 10_100,
+        "chain passes: {}",
+        report.chain_passes
+    );
+    let why = report.tasks[0].unknown.as_deref().unwrap_or_default();
+    assert!(why.contains("polic"), "{why}");
 }

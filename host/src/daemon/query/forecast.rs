@@ -27,6 +27,11 @@ use crate::task::model::TaskSpec;
 /// Most waiting tasks a forecast plays (the rest are not known).
 pub const MAX_TASKS: usize = 100_000;
 
+/// Most policy wake-ups (a deferral's `until`) one forecast follows in all:
+/// a policy that asks again every second for ever, while runs end one after
+/// another, would otherwise earn 10,000 passes per end.
+const WAKE_BUDGET: u64 = 10_000;
+
 /// Recorded runs a task's expected draw is the median of.
 const POWER_RUNS: u32 = 10;
 
@@ -115,10 +120,20 @@ impl Daemon {
         let outcome = self.play(&mut plan, now, (!every).then(|| targets.clone()))?;
         let started: HashMap<usize, &crate::daemon::sim::Ran> =
             outcome.runs.iter().map(|r| (r.job, r)).collect();
+        let never: HashMap<usize, &str> = outcome
+            .never
+            .iter()
+            .map(|(i, why)| (*i, why.as_str()))
+            .collect();
         let mut tasks: Vec<TaskForecast> = rows
             .into_iter()
             .map(|r| match r {
-                Ok(i) => self.row(&plan, i, started.get(&i).copied(), now),
+                Ok(i) => self.row(
+                    &plan,
+                    i,
+                    (started.get(&i).copied(), never.get(&i).copied()),
+                    now,
+                ),
                 Err(t) => Ok(t),
             })
             .collect::<Result<_>>()?;
@@ -261,6 +276,8 @@ impl Daemon {
         if let Some(t) = targets {
             sim = sim.watch(t);
         }
+        // However a policy asks to be asked again, the forecast ends soon.
+        sim = sim.wake_budget(WAKE_BUDGET);
         let outcome = sim.run().map_err(anyhow::Error::msg);
         if let Some(c) = chain {
             *lock(&self.pipeline.forecast_chain) = Some(c);
@@ -290,12 +307,13 @@ impl Daemon {
         Some((seen, Chain::load(&cfg, engine.as_ref())))
     }
 
-    /// One task's row from its simulated run (`None`: it never started).
+    /// One task's row from its simulated run (`None`: it never started,
+    /// and the simulation's why, if it gave one).
     fn row(
         &self,
         plan: &Plan,
         i: usize,
-        ran: Option<&crate::daemon::sim::Ran>,
+        (ran, never): (Option<&crate::daemon::sim::Ran>, Option<&str>),
         now: i64,
     ) -> Result<TaskForecast> {
         let job = &plan.jobs[i];
@@ -305,7 +323,7 @@ impl Daemon {
             .map(|r| r.end)
             .filter(|&e| e < horizon && start.is_some());
         let unknown = match (start, end) {
-            (None, _) => Some(self.why_unknown(plan, i)),
+            (None, _) => Some(why_unknown(plan, i, never)),
             (Some(_), None) => Some("no runtime estimate for the task itself".into()),
             _ => None,
         };
@@ -345,22 +363,6 @@ impl Daemon {
             currency: cost.map(|_| tariff.currency.clone()),
             unknown,
         })
-    }
-
-    /// Why job `i` has no expected start.
-    fn why_unknown(&self, plan: &Plan, i: usize) -> String {
-        let blind: Vec<String> = (0..plan.jobs.len())
-            .filter(|&k| k != i && !plan.known[k])
-            .filter_map(|k| plan.task[k].map(|t| t.to_string()))
-            .take(5)
-            .collect();
-        if !blind.is_empty() {
-            return format!(
-                "it waits for GPUs that tasks without a runtime estimate hold or will take (task {}): give them a `timeout` to forecast past them",
-                blind.join(", ")
-            );
-        }
-        "it did not start in the simulation (deferred or closed by a policy, or the machine can never hold it)".into()
     }
 
     /// The row of a task asked for that is not waiting in the queue.
@@ -435,6 +437,27 @@ impl Daemon {
         out.push("GPU temperatures after now (modelled 35 °C idle, 65 °C busy)".to_string());
         out
     }
+}
+
+/// Why job `i` has no expected start: the simulation's why (the machine
+/// can never hold it; a policy deferred it past what a forecast follows),
+/// or else the runs of unknown length it waits behind.
+fn why_unknown(plan: &Plan, i: usize, never: Option<&str>) -> String {
+    if let Some(why) = never.filter(|w| !w.starts_with(crate::daemon::sim::LEFT_WAITING)) {
+        return why.to_string();
+    }
+    let blind: Vec<String> = (0..plan.jobs.len())
+        .filter(|&k| k != i && !plan.known[k])
+        .filter_map(|k| plan.task[k].map(|t| t.to_string()))
+        .take(5)
+        .collect();
+    if !blind.is_empty() {
+        return format!(
+            "it waits for GPUs that tasks without a runtime estimate hold or will take (task {}): give them a `timeout` to forecast past them",
+            blind.join(", ")
+        );
+    }
+    "it did not start in the simulation (deferred or closed by a policy, or the machine can never hold it)".into()
 }
 
 /// Dry-run members take ids from the top, `k` below the largest.

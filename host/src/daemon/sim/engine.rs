@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::trace::Job;
+use super::wakes::Wakes;
 use crate::config::Config;
 use crate::daemon::pipeline::chain::Chain;
 use crate::scheduler::backfill::Mode;
@@ -20,14 +21,9 @@ use crate::scheduler::{Placement, Pool, PoolGpu, Stagger};
 use crate::store::UsageInfo;
 use crate::task::model::{CommandSpec, Owner, Resources, RetryPolicy, TaskSpec};
 
-/// How long the chain's wake-ups alone may go on starting nothing, with
-/// nothing running and nothing left to arrive, before the simulation ends
-/// and reports the jobs still deferred: 30 days.
-const STALL_MS: i64 = 30 * 86_400_000;
-
-/// As [`STALL_MS`], in passes: a policy that asks to be asked again every
-/// second would take 2.6 million passes to reach 30 days.
-const STALL_PASSES: u32 = 10_000;
+/// Why a job did not start when the simulation simply ran out of events
+/// (a forecast's: it waits for GPUs that runs of unknown length hold).
+pub const LEFT_WAITING: &str = "still waiting when nothing else was left to happen";
 
 /// A runtime no one knows (a forecast's task with no timeout and no
 /// history): such a run is planned as never ending, so what waits for its
@@ -111,6 +107,8 @@ pub struct Sim<'a> {
     adopted: Vec<bool>,
     /// Jobs whose start ends the simulation once all have started ([`Sim::watch`]).
     targets: Option<Vec<usize>>,
+    /// Most chain wake-ups followed in all ([`Sim::wake_budget`]).
+    wake_budget: Option<u64>,
     pub(super) running: Vec<Running>,
     /// Runs that ended within the chain's usage window, oldest first.
     pub(super) ended: VecDeque<UsageInfo>,
@@ -192,6 +190,7 @@ impl<'a> Sim<'a> {
             busy: 0,
             adopted: vec![false; jobs.len()],
             targets: None,
+            wake_budget: None,
             running: Vec::new(),
             ended: VecDeque::new(),
             closed_by: HashMap::new(),
@@ -244,6 +243,13 @@ impl<'a> Sim<'a> {
         self
     }
 
+    /// Follows at most `n` of the chain's wake-ups in all (a forecast must
+    /// end soon whatever a policy asks; see `wakes.rs`).
+    pub fn wake_budget(mut self, n: u64) -> Self {
+        self.wake_budget = Some(n);
+        self
+    }
+
     /// Whether every watched job has started.
     fn targets_started(&self) -> bool {
         self.targets.as_ref().is_some_and(|t| {
@@ -284,8 +290,11 @@ impl<'a> Sim<'a> {
         };
         // A forecast's tasks were queued before its second 0: it starts there.
         let mut now = t0.saturating_add(self.jobs[first].arrival).max(t0);
-        let (mut started_before, mut idle_since, mut stalled) = (0, now, false);
-        let mut idle_passes = 0;
+        let mut started_before = 0;
+        let mut wakes = Wakes::new(now);
+        if let Some(n) = self.wake_budget {
+            wakes.budget(n);
+        }
         loop {
             self.end_runs(now);
             while let Some(&i) = arrivals.get(next) {
@@ -316,32 +325,31 @@ impl<'a> Sim<'a> {
             let arrives = arrivals
                 .get(next)
                 .map(|&i| t0.saturating_add(self.jobs[i].arrival));
-            if self.running.is_empty() && arrives.is_none() {
-                // Only the chain's wake-ups are left: they end once they
-                // have started nothing for a while (a policy that defers a
-                // job for ever would otherwise be asked for ever).
-                if self.out.runs.len() > started_before {
-                    (started_before, idle_since) = (self.out.runs.len(), now);
-                    idle_passes = 0;
-                }
-                idle_passes += 1;
-                if now.saturating_sub(idle_since) > STALL_MS || idle_passes > STALL_PASSES {
-                    stalled = true;
-                    break;
-                }
+            if self.out.runs.len() > started_before {
+                started_before = self.out.runs.len();
+                wakes.restart(now);
             }
+            // The chain's wake-ups between events are followed while they
+            // start something (a policy that defers a job for ever, asking
+            // again each second, would otherwise be asked for ever).
             let wake = self.wake.filter(|w| *w > now && !self.waiting.is_empty());
-            match [ends, arrives, wake].into_iter().flatten().min() {
+            match wakes.next([ends, arrives].into_iter().flatten().min(), wake) {
                 Some(t) => now = t,
                 None => break,
             }
         }
-        let why = if stalled {
-            "still deferred by the policies 30 days (or 10,000 passes) after the last start"
+        let spent = format!(
+            "still deferred by the policies after {} of their wake-ups, the most a forecast follows",
+            self.wake_budget.unwrap_or_default()
+        );
+        let why = if wakes.stalled {
+            "still deferred by the policies 30 days (or 10,000 passes) after the last start or event"
+        } else if wakes.spent && self.chain.is_some() {
+            spent.as_str()
         } else if self.chain.is_some() {
-            "still waiting when nothing else was left to happen (deferred or closed by a policy)"
+            &format!("{LEFT_WAITING} (deferred or closed by a policy)")
         } else {
-            "still waiting when nothing else was left to happen"
+            LEFT_WAITING
         };
         let left: Vec<usize> = self.waiting.iter().map(|w| w.3).collect();
         self.out

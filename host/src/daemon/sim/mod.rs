@@ -12,6 +12,7 @@ mod compare;
 mod dispatch;
 mod engine;
 mod history;
+mod html;
 pub mod plugin_test;
 mod summary;
 pub mod trace;
@@ -223,6 +224,27 @@ pub fn main(config: Option<&Path>, json: bool, args: &Args) -> Result<i32> {
     if let Some(out) = &args.schedule {
         let csv = schedule_csv(&trace.jobs, &sim.outcome, start_ms);
         std::fs::write(out, csv).with_context(|| format!("writing {}", out.display()))?;
+    }
+    if let Some(out) = &args.html {
+        let title = format!(
+            "nightjar simulate: {} under {}",
+            args.trace
+                .as_ref()
+                .map_or("--history".into(), |t| t.display().to_string()),
+            config.map_or("the defaults".into(), |p| p.display().to_string())
+        );
+        let page = html::page(&html::Page {
+            title: &title,
+            summary: &sim.summary.text(),
+            jobs: &trace.jobs,
+            outcome: &sim.outcome,
+            gpus: sim.summary.gpus,
+            start_ms,
+            tariff: &cfg.tariff(),
+            tz: cfg.tz(),
+        })
+        .map_err(|e| anyhow::anyhow!("drawing {}: {e}", out.display()))?;
+        std::fs::write(out, page).with_context(|| format!("writing {}", out.display()))?;
     }
     if json {
         println!("{}", serde_json::to_string_pretty(&sim.summary)?);
