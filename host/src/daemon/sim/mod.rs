@@ -16,13 +16,14 @@ mod html;
 pub mod plugin_test;
 mod summary;
 pub mod trace;
+mod wakes;
 
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use chrono::TimeZone;
 
-pub use engine::{Machine, Options, Outcome, Ran, Sim, UNKNOWN_MS, spec_of};
+pub use engine::{LEFT_WAITING, Machine, Options, Outcome, Ran, Sim, UNKNOWN_MS, spec_of};
 pub use summary::{Spread, Summary, schedule_csv};
 pub use trace::{Job, Trace, TraceError};
 
