@@ -18,8 +18,10 @@ impl super::Handler for crate::api::Forecast {
         let _turn = d.forecast_turn().await;
         let (d, who) = (std::sync::Arc::clone(d), caller.clone());
         super::blocking("forecast", move || {
+            // Neither ids nor a submission: every waiting task.
+            let every = self.ids.is_empty() && self.entries.is_empty();
             let (extra, aside) = dry_run(&d, &who, self.entries)?;
-            let mut report = d.forecast(&self.ids, extra)?;
+            let mut report = d.forecast(&self.ids, extra, every)?;
             report.tasks.extend(aside);
             Ok(report)
         })
@@ -62,20 +64,24 @@ fn dry_run(
         };
         match why {
             None => queued.extend(e.members),
-            Some(why) => aside.extend(e.members.iter().map(|m| TaskForecast {
-                id: None,
-                name: m.name.clone(),
-                state: "not queued".into(),
-                start: None,
-                end: None,
-                gpus: Vec::new(),
-                estimate: d.estimate(m),
-                power: None,
-                energy_kwh: None,
-                cost: None,
-                currency: None,
-                unknown: Some(why.clone()),
-            })),
+            Some(why) => {
+                for m in &e.members {
+                    aside.push(TaskForecast {
+                        id: None,
+                        name: m.name.clone(),
+                        state: "not queued".into(),
+                        start: None,
+                        end: None,
+                        gpus: Vec::new(),
+                        estimate: d.estimate(m),
+                        power: d.expected_power(&m.name, &m.project, m.resources.gpus)?,
+                        energy_kwh: None,
+                        cost: None,
+                        currency: None,
+                        unknown: Some(why.clone()),
+                    });
+                }
+            }
         }
     }
     Ok((queued, aside))

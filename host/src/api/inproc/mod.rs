@@ -24,6 +24,7 @@ mod access;
 mod backfill;
 mod disk_holds;
 mod forecast;
+mod forecast_edges;
 mod forecast_hostile;
 mod history;
 mod notify;

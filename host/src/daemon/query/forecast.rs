@@ -82,11 +82,16 @@ impl Daemon {
         self.pipeline.forecasts.acquire().await.ok()
     }
 
-    /// Forecasts the tasks `ids` (none: every waiting task) and the
-    /// submission `extra` (checked members not queued), at the daemon's now.
-    pub fn forecast(&self, ids: &[i64], extra: Vec<TaskSpec>) -> Result<ForecastReport> {
+    /// Forecasts the tasks `ids` (a sweep's id: its members; each task
+    /// once) and the submission `extra` (checked members not queued), or
+    /// (`every`) every waiting task, at the daemon's now.
+    pub fn forecast(
+        &self,
+        ids: &[i64],
+        extra: Vec<TaskSpec>,
+        every: bool,
+    ) -> Result<ForecastReport> {
         let now = self.now_ms();
-        let every = ids.is_empty() && extra.is_empty();
         let mut plan = self.plan(now, extra)?;
         // Tasks asked for that are not waiting in the queue say where they are.
         let mut rows: Vec<Result<usize, TaskForecast>> = Vec::new();
@@ -101,11 +106,28 @@ impl Daemon {
                 .filter(|&i| !plan.adopted.iter().any(|a| a.0 == i))
                 .filter_map(|i| plan.task[i].map(|t| (t, i)))
                 .collect();
+            let mut seen = std::collections::HashSet::new();
             for &id in ids {
-                rows.push(match index.get(&id) {
-                    Some(&i) => Ok(i),
-                    None => Err(self.not_waiting(id)?),
-                });
+                if let Some(&i) = index.get(&id) {
+                    if seen.insert(id) {
+                        rows.push(Ok(i));
+                    }
+                    continue;
+                }
+                let d = self.reader().show(id)?;
+                let members: Vec<i64> = d.members.iter().map(|m| m.id).collect();
+                if members.is_empty() {
+                    if seen.insert(id) {
+                        rows.push(Err(self.not_waiting(d)?));
+                    }
+                    continue;
+                }
+                for m in members.into_iter().filter(|&m| seen.insert(m)) {
+                    rows.push(match index.get(&m) {
+                        Some(&i) => Ok(i),
+                        None => Err(self.not_waiting(self.reader().show(m)?)?),
+                    });
+                }
             }
             rows.extend(
                 (0..plan.jobs.len())
@@ -117,7 +139,12 @@ impl Daemon {
             .iter()
             .filter_map(|r| r.as_ref().ok().copied())
             .collect();
-        let outcome = self.play(&mut plan, now, (!every).then(|| targets.clone()))?;
+        let outcome = if every || !targets.is_empty() {
+            self.play(&mut plan, now, (!every).then(|| targets.clone()))?
+        } else {
+            // Nothing asked for waits in the queue: nothing to play.
+            crate::daemon::sim::Outcome::default()
+        };
         let started: HashMap<usize, &crate::daemon::sim::Ran> =
             outcome.runs.iter().map(|r| (r.job, r)).collect();
         let never: HashMap<usize, &str> = outcome
@@ -203,7 +230,7 @@ impl Daemon {
             plan.specs.push(Arc::new(crate::daemon::sim::spec_of(&job)));
             plan.jobs.push(job);
             plan.estimates.push(None);
-            plan.known.push(estimate.is_some());
+            plan.known.push(estimate.is_some_and(|e| e < UNKNOWN_MS));
             plan.task.push(Some(h.task));
             plan.adopted.push((i, h.started_at, h.placement));
         }
@@ -217,17 +244,21 @@ impl Daemon {
             };
             plan.jobs.push(job_of(c.id, &c.spec, arrival - now, &est));
             plan.specs.push(c.spec);
-            plan.known.push(est.is_some());
+            plan.known
+                .push(est.as_ref().is_some_and(|e| e.ms < UNKNOWN_MS));
             plan.estimates.push(est);
             plan.task.push(Some(c.id));
         }
+        // The first member the oldest of them (a submit gives it the lowest id).
+        let n = extra.len();
         for (k, spec) in extra.into_iter().enumerate() {
             let est = self.estimate(&spec);
             // Ranks after every queued task of its class: it would be the newest.
-            let id = i64::MAX - extra_offset(k);
+            let id = i64::MAX - extra_offset(n - 1 - k);
             plan.jobs.push(job_of(id, &spec, 0, &est));
             plan.specs.push(Arc::new(spec));
-            plan.known.push(est.is_some());
+            plan.known
+                .push(est.as_ref().is_some_and(|e| e.ms < UNKNOWN_MS));
             plan.estimates.push(est);
             plan.task.push(None);
         }
@@ -327,13 +358,7 @@ impl Daemon {
             (Some(_), None) => Some("no runtime estimate for the task itself".into()),
             _ => None,
         };
-        let watts = self
-            .store()
-            .recent_power(&job.name, &job.project, POWER_RUNS)?;
-        let power = median(&watts).map(|w| Power {
-            watts: w * f64::from(job.gpus.max(1)),
-            runs: watts.len() as u32,
-        });
+        let power = self.expected_power(&job.name, &job.project, job.gpus)?;
         let tariff = self.cfg.tariff();
         let priced = tariff.price > 0.0 || !tariff.windows.is_empty();
         let span = start.zip(end);
@@ -365,9 +390,9 @@ impl Daemon {
         })
     }
 
-    /// The row of a task asked for that is not waiting in the queue.
-    fn not_waiting(&self, id: i64) -> Result<TaskForecast> {
-        let d = self.reader().show(id)?;
+    /// The row of a task asked for (`d`, as `show` reads it) that is not
+    /// waiting in the queue.
+    fn not_waiting(&self, d: nightjar_core::api::wire::TaskDetail) -> Result<TaskForecast> {
         let t = &d.task;
         let estimate = self.estimate(&d.spec);
         let (start, end, unknown) = match t.state {
@@ -391,7 +416,7 @@ impl Daemon {
             s => (None, None, Some(format!("{}: not a task waiting to start", s.as_str()))),
         };
         Ok(TaskForecast {
-            id: Some(id),
+            id: Some(t.id),
             name: t.name.clone(),
             state: t.state.as_str().to_string(),
             start,
@@ -400,12 +425,27 @@ impl Daemon {
                 .map(|g| g.split(',').filter_map(|x| x.parse().ok()).collect())
                 .unwrap_or_default(),
             estimate,
-            power: None,
+            power: self.expected_power(&t.name, &t.project, d.spec.resources.gpus)?,
             energy_kwh: None,
             cost: None,
             currency: None,
             unknown,
         })
+    }
+
+    /// The expected draw of a run of `name` in `project` on `gpus` GPUs:
+    /// the median per GPU of its name's recorded runs.
+    pub(crate) fn expected_power(
+        &self,
+        name: &str,
+        project: &str,
+        gpus: u32,
+    ) -> Result<Option<Power>> {
+        let watts = self.store().recent_power(name, project, POWER_RUNS)?;
+        Ok(median(&watts).map(|w| Power {
+            watts: w * f64::from(gpus.max(1)),
+            runs: watts.len() as u32,
+        }))
     }
 
     /// The order a forecast plays: the chain's members, or the built-in one.
@@ -453,7 +493,7 @@ fn why_unknown(plan: &Plan, i: usize, never: Option<&str>) -> String {
         .collect();
     if !blind.is_empty() {
         return format!(
-            "it waits for GPUs that tasks without a runtime estimate hold or will take (task {}): give them a `timeout` to forecast past them",
+            "it waits for GPUs that tasks whose end is not known hold or will take (task {}: no timeout and no successful run of its name, or a timeout longer than any forecast): give them a `timeout` to forecast past them",
             blind.join(", ")
         );
     }
