@@ -60,11 +60,20 @@ fn play_out(w: &World, timeouts: &HashMap<i64, i64>) {
 
 #[test]
 fn the_forecast_is_what_happens_when_every_run_ends_at_its_estimate() {
-    for order in ["backfill", "first-fit", "strict"] {
+    // Each order; then backfill with a quota of two runs, and with a stagger.
+    let cases = [
+        ("backfill", "", ""),
+        ("first-fit", "", ""),
+        ("strict", "", ""),
+        ("backfill", "", "[quotas]\nrunning = 2\n"),
+        ("backfill", "stagger = \"7m\"\n", ""),
+    ];
+    for (order, gpu, more) in cases {
         let w = world(
             "4xA100-80GB",
-            &format!("[plugins]\nchain = []\n[scheduler]\norder = \"{order}\"\n"),
+            &format!("{gpu}[plugins]\nchain = []\n[scheduler]\norder = \"{order}\"\n{more}"),
         );
+        let order = format!("{order} {gpu}{more}");
         // (name, GPUs, timeout in minutes), submitted in this order.
         let jobs = [
             ("hold", 3, 60),

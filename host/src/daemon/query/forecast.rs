@@ -215,7 +215,8 @@ impl Daemon {
                 id: h.task,
                 name: r.name.as_str().into(),
                 project: r.project.as_str().into(),
-                user: "".into(),
+                // Its owner, as `[quotas]` counts it.
+                user: crate::users::name_of(h.owner).into(),
                 priority: r.priority,
                 arrival: h.started_at - now,
                 gpus: h.placement.gpus.len() as u32,
@@ -468,9 +469,6 @@ impl Daemon {
     /// What the config turns on that a forecast does not play.
     fn not_modelled(&self) -> Vec<String> {
         let mut out = Vec::new();
-        if self.cfg.quotas.any() {
-            out.push("[quotas]".to_string());
-        }
         if !self.cfg.plugins.chain.is_empty() {
             out.push("preemption".to_string());
         }

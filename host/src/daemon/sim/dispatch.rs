@@ -53,6 +53,11 @@ impl Sim<'_> {
                 break;
             }
             zero_gpu_left -= usize::from(job.gpus == 0);
+            // Held back by its user's `[quotas]`: passed over, as the
+            // daemon passes it over (no reservation is made for it).
+            if self.over_quota(i) {
+                continue;
+            }
             let settled = easy.reservation.is_some() || self.opts.order == Mode::PassOver;
             if settled && self.opts.order == Mode::Strict {
                 break;
@@ -78,6 +83,33 @@ impl Sim<'_> {
         }
     }
 
+    /// Whether job `i`'s user is at a `[quotas]` limit: as many runs as
+    /// `running` allows, or GPUs held plus the job's past `gpus`.
+    fn over_quota(&self, i: usize) -> bool {
+        if !self.cfg.quotas.any() {
+            return false;
+        }
+        let job = &self.jobs[i];
+        let (limits, _) = self.cfg.quotas.of(&job.user);
+        let (runs, gpus) = self.held.get(&job.user).copied().unwrap_or_default();
+        limits.running.is_some_and(|max| runs >= max)
+            || limits
+                .gpus
+                .is_some_and(|max| job.gpus > 0 && gpus + job.gpus > max)
+    }
+
+    /// Counts (`on`) or releases a run of job `i` on `gpus` GPUs against
+    /// its user's `[quotas]`.
+    pub(super) fn hold(&mut self, i: usize, gpus: u32, on: bool) {
+        let user = std::sync::Arc::clone(&self.jobs[i].user);
+        let held = self.held.entry(user).or_default();
+        if on {
+            *held = (held.0 + 1, held.1 + gpus);
+        } else {
+            *held = (held.0.saturating_sub(1), held.1.saturating_sub(gpus));
+        }
+    }
+
     /// Open GPUs no run holds.
     fn free_gpus(&self) -> usize {
         self.pool
@@ -99,7 +131,9 @@ impl Sim<'_> {
             }
         }
         self.busy += placement.gpus.len() as u32;
+        self.pool.stagger.started(&placement.gpus, job.id, now);
         let end = now.saturating_add(job.duration);
+        self.hold(i, placement.gpus.len() as u32, true);
         self.out.runs.push(Ran {
             job: i,
             start: now,

@@ -103,6 +103,8 @@ pub struct Sim<'a> {
     /// GPUs held by running jobs (each whole: [`Sim::nothing_can_start`]
     /// reads it only without sharing).
     pub(super) busy: u32,
+    /// Runs and GPUs each user holds (`[quotas]`).
+    pub(super) held: HashMap<Arc<str>, (u32, u32)>,
     /// Jobs already running when the simulation begins ([`Sim::adopt`]).
     adopted: Vec<bool>,
     /// Jobs whose start ends the simulation once all have started ([`Sim::watch`]).
@@ -176,7 +178,10 @@ impl<'a> Sim<'a> {
             cpus: Vec::new(),
             share: m.share,
             policy_closed: Default::default(),
-            stagger: Stagger::default(),
+            stagger: Stagger {
+                every_ms: i64::try_from(cfg.gpu.stagger.as_millis()).unwrap_or(i64::MAX),
+                ..Stagger::default()
+            },
         };
         Sim {
             cfg,
@@ -188,6 +193,7 @@ impl<'a> Sim<'a> {
             waiting: BTreeSet::new(),
             wants: BTreeMap::new(),
             busy: 0,
+            held: HashMap::new(),
             adopted: vec![false; jobs.len()],
             targets: None,
             wake_budget: None,
@@ -226,6 +232,7 @@ impl<'a> Sim<'a> {
     pub fn adopt(mut self, i: usize, start: i64, placement: Placement) -> Self {
         self.adopted[i] = true;
         self.busy += placement.gpus.len() as u32;
+        self.hold(i, placement.gpus.len() as u32, true);
         let end = start.saturating_add(self.jobs[i].duration);
         self.running.push(Running {
             job: i,
@@ -332,6 +339,10 @@ impl<'a> Sim<'a> {
             // The chain's wake-ups between events are followed while they
             // start something (a policy that defers a job for ever, asking
             // again each second, would otherwise be asked for ever).
+            // A stagger's end is an event too: a job waiting for it starts then.
+            let staggered =
+                (self.pool.stagger.next_expiry()).filter(|&t| t > now && !self.waiting.is_empty());
+            let ends = [ends, staggered].into_iter().flatten().min();
             let wake = self.wake.filter(|w| *w > now && !self.waiting.is_empty());
             match wakes.next([ends, arrives].into_iter().flatten().min(), wake) {
                 Some(t) => now = t,
@@ -371,6 +382,7 @@ impl<'a> Sim<'a> {
             let r = self.running.swap_remove(i);
             self.pool.give_back(&r.placement);
             self.busy -= r.placement.gpus.len() as u32;
+            self.hold(r.job, r.placement.gpus.len() as u32, false);
             let job = &self.jobs[r.job];
             self.ended.push_back(UsageInfo {
                 project: job.project.to_string(),

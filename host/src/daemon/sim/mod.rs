@@ -4,8 +4,9 @@
 //! memory; backfill) on a virtual clock, with no store and no processes.
 //! `nightjard` runs it; the client hands it its arguments.
 //!
-//! Not yet simulated (the daemon does them; the simulator does not):
-//! preemption, `[quotas]`, `[gpu] stagger` and reserved capacity.
+//! `[quotas]` (runs and GPUs per user) and `[gpu] stagger` are applied as
+//! the daemon applies them; reserved capacity is the `reserve` policy's, run
+//! in the chain like any member. Not yet simulated: preemption.
 
 mod chain;
 mod compare;
@@ -260,3 +261,6 @@ mod tests;
 
 #[cfg(test)]
 mod reference_tests;
+
+#[cfg(test)]
+mod limits_tests;

@@ -1,0 +1,87 @@
+//! What the daemon does besides ordering and placing, in the simulator:
+//! `[quotas]` per user, `[gpu] stagger`, and reserved capacity (the
+//! first-party `reserve` policy, run in the chain like any member).
+
+use super::*;
+
+fn cfg(text: &str) -> Config {
+    Config::parse(text, Path::new("/sim-test.toml")).unwrap()
+}
+
+fn opts(gpus: u32) -> Options {
+    Options {
+        machine: Machine {
+            gpus,
+            gpu_mem: None,
+            slots: u32::MAX / 2,
+            share: false,
+        },
+        order: Mode::Easy,
+        start_ms: 0,
+    }
+}
+
+/// (id, start s) of every run, by id.
+fn starts(t: &Trace, s: &Simulated) -> Vec<(i64, i64)> {
+    let mut v: Vec<_> = (s.outcome.runs.iter())
+        .map(|r| (t.jobs[r.job].id, r.start / 1000))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_user_at_their_quota_waits_while_others_start() {
+    let t = Trace::parse(
+        "t.csv",
+        "id,arrival_s,gpus,duration_s,user\n1,0,1,10,ann\n2,0,1,10,ann\n3,0,1,10,bo\n4,0,1,10,ann\n"
+            .as_bytes(),
+    )
+    .unwrap();
+    let c = cfg("[plugins]\nchain = []\n[quotas]\nrunning = 1\n[quotas.user.bo]\nrunning = 5\n");
+    let s = simulate(&c, &t, opts(4)).unwrap();
+    assert_eq!(starts(&t, &s), [(1, 0), (2, 10), (3, 0), (4, 20)]);
+    // By GPUs: ann may hold 2; her 2-GPU job waits while her 1-GPU one runs.
+    let t = Trace::parse(
+        "t.csv",
+        "id,arrival_s,gpus,duration_s,user\n1,0,1,10,ann\n2,0,2,10,ann\n3,0,1,5,ann\n".as_bytes(),
+    )
+    .unwrap();
+    let c = cfg("[plugins]\nchain = []\n[quotas]\ngpus = 2\n");
+    let s = simulate(&c, &t, opts(4)).unwrap();
+    assert_eq!(starts(&t, &s), [(1, 0), (2, 10), (3, 0)]);
+}
+
+#[test]
+fn two_starts_on_one_gpu_are_a_stagger_apart() {
+    // Job 1 holds GPU 0 from 0 to 5 s, job 2 GPU 1 from 0; job 3 waits for
+    // a GPU, and GPU 0 (free at 5 s) had a start at 0: it starts at 10 s.
+    let t = Trace::parse(
+        "t.csv",
+        "id,arrival_s,gpus,duration_s\n1,0,1,5\n2,0,1,60\n3,0,1,5\n".as_bytes(),
+    )
+    .unwrap();
+    let c = cfg("[plugins]\nchain = []\n[gpu]\nstagger = \"10s\"\n");
+    let s = simulate(&c, &t, opts(2)).unwrap();
+    assert_eq!(starts(&t, &s), [(1, 0), (2, 0), (3, 10)]);
+    let c = cfg("[plugins]\nchain = []\n");
+    let s = simulate(&c, &t, opts(2)).unwrap();
+    assert_eq!(starts(&t, &s)[2], (3, 5), "without a stagger: at 5 s");
+}
+
+#[test]
+fn capacity_reserved_for_urgent_work_is_kept_free_for_it() {
+    let t = Trace::parse(
+        "t.csv",
+        "id,arrival_s,gpus,duration_s,priority\n1,0,1,10,normal\n2,0,1,10,normal\n3,0,1,10,normal\n4,15,1,10,urgent\n"
+            .as_bytes(),
+    )
+    .unwrap();
+    let c = cfg(
+        "[plugins]\nchain = [\"reserve\"]\n[plugin.reserve.config.urgent-day]\ngpus = 1\nfor_priorities = [\"urgent\"]\n",
+    );
+    let s = simulate(&c, &t, opts(2)).unwrap();
+    // One GPU is kept: the normal jobs run one at a time; the urgent one
+    // starts on the kept GPU when it arrives.
+    assert_eq!(starts(&t, &s), [(1, 0), (2, 10), (3, 20), (4, 15)]);
+}
