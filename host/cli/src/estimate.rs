@@ -33,7 +33,17 @@ pub fn run(mut ctx: Ctx, ids: Vec<i64>) -> Result<i32> {
 
 /// The forecast as `estimate ID` and `submit --dry-run` print it.
 pub fn print_text(report: &ForecastReport) {
-    print!("{}", table::clean_text(&report.text()));
+    print!("{}", render_text(report));
+}
+
+/// [`print_text`]'s text: each line escaped on its own, so a name (a sweep
+/// member's holds its values) cannot start a line of its own or repaint one.
+fn render_text(report: &ForecastReport) -> String {
+    report
+        .lines()
+        .iter()
+        .map(|l| format!("{}\n", table::clean(l)))
+        .collect()
 }
 
 /// Every waiting task, one line each, by expected start.
@@ -118,4 +128,42 @@ pub fn etas(client: &mut Client) -> HashMap<i64, String> {
         .iter()
         .filter_map(|t| t.id.map(|id| (id, t.eta(report.now))))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_name_with_a_newline_or_an_escape_stays_on_its_line() {
+        let report = ForecastReport {
+            now: 0,
+            order: "built-in order".into(),
+            not_modelled: Vec::new(),
+            tasks: vec![TaskForecast {
+                id: Some(7),
+                name: "sw[lr=a\ntask 99 (x, queued)\u{1b}[31m]".into(),
+                state: "queued".into(),
+                start: Some(60_000),
+                end: None,
+                gpus: vec![0],
+                estimate: None,
+                power: None,
+                energy_kwh: None,
+                cost: None,
+                currency: None,
+                unknown: None,
+            }],
+            passes: 1,
+            chain_passes: 0,
+        };
+        let text = render_text(&report);
+        assert!(!text.contains('\u{1b}'), "{text}");
+        assert!(
+            text.lines().all(|l| !l.starts_with("task 99")),
+            "no forged line:\n{text}"
+        );
+        assert!(text.starts_with("task 7 (sw[lr=a\\u{a}task 99"), "{text}");
+        assert_eq!(text.lines().count(), report.lines().len());
+    }
 }

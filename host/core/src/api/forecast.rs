@@ -94,9 +94,21 @@ pub struct Power {
 }
 
 impl TaskForecast {
-    /// `start 03:12 (in 2h10m)`, or `start unknown: why`.
+    /// Whether the row says what happened (a task running or ended, asked
+    /// for by id), not what is expected.
+    pub fn happened(&self) -> bool {
+        self.start.is_some() && !matches!(self.state.as_str(), "queued" | "not queued")
+    }
+
+    /// `start 03:12 (in 2h10m)`, `start unknown: why`, or (a task running
+    /// or ended) when it started.
     pub fn start_text(&self, now: i64) -> String {
         match self.start {
+            Some(at) if self.happened() => format!(
+                "started {} ({} ago)",
+                fmt_local(at),
+                fmt_span(now.saturating_sub(at).max(0))
+            ),
             Some(at) if at <= now => "starts at the next pass (now)".to_string(),
             Some(at) => format!(
                 "expected start {} (in {})",
@@ -126,6 +138,14 @@ impl TaskForecast {
             None => format!("task {} (not queued: --dry-run)", self.name),
         };
         let mut out = vec![who, format!("  {}", self.start_text(now))];
+        if self.happened() && self.state != "running" {
+            // An ended task: when it ended, not an estimate; `show` has the rest.
+            out.push(match self.end {
+                Some(end) => format!("  ended          {} ({})", fmt_local(end), self.state),
+                None => format!("  ended          ({})", self.state),
+            });
+            return out;
+        }
         match (self.end, &self.estimate) {
             (Some(end), Some(e)) => out.push(format!(
                 "  expected end   {} (runtime {})",
@@ -141,6 +161,10 @@ impl TaskForecast {
         if !self.gpus.is_empty() {
             let ids: Vec<String> = self.gpus.iter().map(u32::to_string).collect();
             out.push(format!("  on GPUs        {}", ids.join(", ")));
+        }
+        if self.happened() {
+            // A run in progress: its energy so far is `show`'s.
+            return out;
         }
         out.push(match (self.energy_kwh, &self.power) {
             (Some(kwh), Some(p)) => format!(
@@ -166,20 +190,73 @@ impl TaskForecast {
 }
 
 impl ForecastReport {
-    /// The whole text `nightjar estimate` prints.
-    pub fn text(&self) -> String {
-        let mut out = String::new();
-        for t in &self.tasks {
-            for l in t.lines(self.now) {
-                out.push_str(&l);
-                out.push('\n');
-            }
-        }
-        out.push_str(&format!("simulated: {}", self.order));
+    /// The lines `nightjar estimate ID` prints (each escaped on its own by
+    /// the client: a name may hold a newline).
+    pub fn lines(&self) -> Vec<String> {
+        let mut out: Vec<String> = self.tasks.iter().flat_map(|t| t.lines(self.now)).collect();
+        let mut foot = format!("simulated: {}", self.order);
         if !self.not_modelled.is_empty() {
-            out.push_str(&format!("; not modelled: {}", self.not_modelled.join(", ")));
+            foot.push_str(&format!("; not modelled: {}", self.not_modelled.join(", ")));
         }
-        out.push('\n');
+        out.push(foot);
         out
+    }
+
+    /// The whole text, a line each.
+    pub fn text(&self) -> String {
+        self.lines().iter().map(|l| format!("{l}\n")).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(state: &str, start: Option<i64>, end: Option<i64>) -> TaskForecast {
+        TaskForecast {
+            id: Some(1),
+            name: "t".into(),
+            state: state.into(),
+            start,
+            end,
+            gpus: vec![0],
+            estimate: None,
+            power: None,
+            energy_kwh: None,
+            cost: None,
+            currency: None,
+            unknown: None,
+        }
+    }
+
+    #[test]
+    fn a_running_or_ended_task_says_when_it_started_not_that_it_starts_now() {
+        let now = 10 * 60_000;
+        let running = row("running", Some(60_000), None).lines(now).join("\n");
+        assert!(
+            running.contains("started ") && running.contains("(9m"),
+            "{running}"
+        );
+        assert!(!running.contains("next pass"), "{running}");
+        assert!(
+            !running.contains("energy"),
+            "show has its energy: {running}"
+        );
+        let ended = row("succeeded", Some(60_000), Some(120_000))
+            .lines(now)
+            .join("\n");
+        assert!(
+            ended.contains("started ") && ended.contains("ended "),
+            "{ended}"
+        );
+        assert!(ended.contains("(succeeded)"), "{ended}");
+        assert!(
+            !ended.contains("next pass") && !ended.contains("expected"),
+            "{ended}"
+        );
+        // A waiting task's start that has come is still the next pass.
+        let due = row("queued", Some(now), None).lines(now).join("\n");
+        assert!(due.contains("starts at the next pass (now)"), "{due}");
+        assert!(due.contains("energy"), "{due}");
     }
 }
