@@ -19,7 +19,7 @@ pub fn run(mut ctx: Ctx, ids: Vec<i64>) -> Result<i32> {
     let every = ids.is_empty();
     let report = ctx.client.call(api::Forecast {
         ids,
-        entries: Vec::new(),
+        ..api::Forecast::default()
     })?;
     if ctx.json {
         super::print_json(&report)?;
@@ -104,6 +104,7 @@ pub fn expected_start(client: &mut Client, id: i64) -> Option<String> {
         .call(api::Forecast {
             ids: vec![id],
             entries: Vec::new(),
+            brief: true,
         })
         .ok()?;
     let t = report.tasks.into_iter().next()?;
@@ -120,7 +121,10 @@ pub fn expected_start(client: &mut Client, id: i64) -> Option<String> {
 /// Each waiting task's ETA (`in 2h10m`, `now`, `?`) for `ls --wide`;
 /// empty when the daemon cannot forecast.
 pub fn etas(client: &mut Client) -> HashMap<i64, String> {
-    let Ok(report) = client.call(api::Forecast::default()) else {
+    let Ok(report) = client.call(api::Forecast {
+        brief: true,
+        ..api::Forecast::default()
+    }) else {
         return HashMap::new();
     };
     report

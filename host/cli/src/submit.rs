@@ -165,6 +165,7 @@ pub fn run(mut ctx: Ctx, a: Args) -> Result<i32> {
             .call(api::Forecast {
                 ids: Vec::new(),
                 entries: entries.into_iter().map(NewEntry::compact).collect(),
+                brief: false,
             })
             .with_context(|| format!("{origin}: not forecast"))?;
         if ctx.json {

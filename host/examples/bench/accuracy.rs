@@ -87,6 +87,7 @@ pub fn accuracy(tasks: usize) -> Result<()> {
         let f = c.call(api::Forecast {
             ids: ids.clone(),
             entries: Vec::new(),
+            brief: false,
         })?;
         forecast.push((ids[0], f.tasks.first().and_then(|t| t.start), submitted));
         // Bursts of six, a second apart: a queue forms and drains.

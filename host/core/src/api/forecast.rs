@@ -24,6 +24,12 @@ pub struct Forecast {
     /// never stored.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub entries: Vec<NewEntry>,
+    /// An add-on to another verb's output (the expected start `show`,
+    /// `why` and `ls --wide` print): waits at most a moment for its turn
+    /// behind other forecasts, else is refused as busy, so those verbs
+    /// never queue behind everyone's `estimate`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub brief: bool,
 }
 
 /// The forecast: one row per task asked about, and what it rests on.

@@ -8,16 +8,33 @@ use crate::api::forecast::{ForecastReport, TaskForecast};
 use crate::daemon::Daemon;
 use crate::task::model::{NewEntry, TaskSpec};
 
+/// How long a brief forecast (`show`'s, `why`'s, `ls --wide`'s) waits for
+/// its turn behind others.
+const BRIEF_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 impl super::Handler for crate::api::Forecast {
     async fn handle(
         self,
         d: &std::sync::Arc<Daemon>,
         caller: &Caller,
     ) -> anyhow::Result<ForecastReport> {
-        // One at a time; the turn ends with the call.
-        let _turn = d.forecast_turn().await;
+        // One at a time; the turn ends with the forecast's thread (a caller
+        // that hangs up does not end it). A brief one waits a moment at most.
+        let turn = if self.brief {
+            tokio::time::timeout(BRIEF_WAIT, d.forecast_turn())
+                .await
+                .map_err(|_| {
+                    crate::api::ApiError::new(
+                        crate::api::ErrorKind::Other,
+                        "forecasts are busy (another is being made): try `nightjar estimate`",
+                    )
+                })?
+        } else {
+            d.forecast_turn().await
+        };
         let (d, who) = (std::sync::Arc::clone(d), caller.clone());
         super::blocking("forecast", move || {
+            let _turn = turn;
             // Neither ids nor a submission: every waiting task.
             let every = self.ids.is_empty() && self.entries.is_empty();
             let (extra, aside) = dry_run(&d, &who, self.entries)?;

@@ -143,6 +143,7 @@ fn what_waits_behind_a_run_of_unknown_length_is_unknown_and_says_why() {
     let report = w.call(Forecast {
         ids: vec![next, blind],
         entries: Vec::new(),
+        brief: false,
     });
     let report = report.expect("forecast");
     let (n, b) = (&report.tasks[0], &report.tasks[1]);
@@ -166,6 +167,7 @@ fn what_waits_behind_a_run_of_unknown_length_is_unknown_and_says_why() {
         .call(Forecast {
             ids: vec![again],
             entries: Vec::new(),
+            brief: false,
         })
         .unwrap()
         .tasks[0];
@@ -192,6 +194,7 @@ fn the_tariff_policy_moves_the_forecast_start_into_the_cheap_window_and_prices_i
         .call(Forecast {
             ids: vec![id],
             entries: Vec::new(),
+            brief: false,
         })
         .unwrap();
     assert!(f.order.contains("offpeak-tariff"), "{}", f.order);
@@ -231,6 +234,7 @@ fn a_dry_run_is_checked_as_a_submission_forecast_and_never_stored() {
             entries: entries(
                 "[[task]]\nname = \"try\"\ncommand = [\"true\"]\nresources = { gpus = 1, timeout = \"10m\" }\n[[task]]\nname = \"later\"\ncommand = [\"true\"]\nhold = true\n",
             ),
+            brief: false,
         })
         .expect("forecast");
     let started = w.show(hold).runs[0].started_at;
@@ -254,6 +258,7 @@ fn a_dry_run_is_checked_as_a_submission_forecast_and_never_stored() {
         entries: entries(
             "[[task]]\nname = \"huge\"\ncommand = [\"true\"]\nresources = { gpus = 9 }\n",
         ),
+        brief: false,
     });
     let e = refused.expect_err("refused");
     assert!(e.to_string().contains("9"), "{e}");

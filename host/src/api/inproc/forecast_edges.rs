@@ -22,7 +22,12 @@ fn forecast(w: &World, ids: Vec<i64>, toml: Option<&str>) -> ForecastReport {
         let defs = parse(t, Format::Toml).expect("parses");
         resolve(&defs, w.fx.dir(), "t").expect("resolves")
     });
-    w.call(Forecast { ids, entries }).expect("forecast")
+    w.call(Forecast {
+        ids,
+        entries,
+        brief: false,
+    })
+    .expect("forecast")
 }
 
 const SWEEP: &str = "[[task]]\nname = \"sw\"\ncommand = [\"true\"]\nresources = { gpus = 1, timeout = \"10m\" }\n[task.sweep]\nlr = [1, 2, 3]\n";

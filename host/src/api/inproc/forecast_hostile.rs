@@ -30,6 +30,7 @@ fn forecast_within(
         .call(Forecast {
             ids,
             entries: Vec::new(),
+            brief: false,
         })
         .expect("forecast");
     assert!(
@@ -100,4 +101,61 @@ fn the_wake_ups_a_forecast_follows_are_capped_in_all_however_many_runs_end() {
     );
     let why = report.tasks[0].unknown.as_deref().unwrap_or_default();
     assert!(why.contains("polic"), "{why}");
+}
+
+#[test]
+fn a_caller_that_goes_away_keeps_its_turn_until_its_forecast_ends() {
+    // A forecast that takes a while: the policy asks again each second.
+    let w = world("until-now", 2);
+    w.task(
+        "long",
+        &["true"],
+        "project = \"free\"\nresources = { gpus = 1 }",
+    );
+    w.pass();
+    w.task(
+        "deferred",
+        &["true"],
+        "resources = { gpus = 1, timeout = \"1h\" }",
+    );
+    // An HTTP client that hangs up drops the call's future; the forecast
+    // goes on in its thread, and must hold the turn till it ends (else a
+    // caller hanging up at once, again and again, runs as many at once).
+    let call = w.fx.rt().block_on(async {
+        let f = w.api.call(&w.me, Forecast::default());
+        tokio::time::timeout(Duration::from_millis(100), f).await
+    });
+    assert!(call.is_err(), "the forecast is still playing after 100 ms");
+    assert!(w.fx.daemon.forecast_busy(), "its turn outlives its caller");
+    let began = Instant::now();
+    while w.fx.daemon.forecast_busy() {
+        assert!(began.elapsed() < Duration::from_secs(120), "it ends");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_brief_forecast_waits_a_moment_for_its_turn_then_gives_up() {
+    let w = world("until-now", 2);
+    w.task("t", &["true"], "resources = { gpus = 1, timeout = \"1h\" }");
+    let turn = w.fx.rt().block_on(w.fx.daemon.forecast_turn());
+    let began = Instant::now();
+    let e = w
+        .call(Forecast {
+            brief: true,
+            ..Forecast::default()
+        })
+        .expect_err("another forecast holds the turn");
+    assert!(
+        began.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        began.elapsed()
+    );
+    assert!(e.to_string().contains("busy"), "{e}");
+    drop(turn);
+    let r = w.call(Forecast {
+        brief: true,
+        ..Forecast::default()
+    });
+    assert_eq!(r.expect("its turn now").tasks.len(), 1);
 }

@@ -60,7 +60,7 @@ pub struct Parts {
     /// One forecast at a time: each plays the whole queue forward (through
     /// the chain, about half a second for a thousand tasks), so callers
     /// queue here rather than load the machine or a second chain.
-    pub(in crate::daemon) forecasts: tokio::sync::Semaphore,
+    pub(in crate::daemon) forecasts: std::sync::Arc<tokio::sync::Semaphore>,
     /// The engine that chain is compiled by (made on the first forecast).
     pub(in crate::daemon) forecast_engine:
         std::sync::OnceLock<Option<crate::plugins::engine::PluginEngine>>,
@@ -81,7 +81,7 @@ impl Parts {
             cache_looked: Mutex::default(),
             pass_failures: Condition::new("scheduling pass failed"),
             forecast_chain: Mutex::default(),
-            forecasts: tokio::sync::Semaphore::new(1),
+            forecasts: std::sync::Arc::new(tokio::sync::Semaphore::new(1)),
             forecast_engine: std::sync::OnceLock::new(),
         }
     }

@@ -77,9 +77,19 @@ fn job_of(id: i64, spec: &TaskSpec, arrival: i64, estimate: &Option<Estimate>) -
 impl Daemon {
     /// Waits for this caller's turn to forecast: one forecast at a time,
     /// since each plays the whole queue forward (through the chain, about
-    /// half a second for a thousand tasks). Held until the permit drops.
-    pub async fn forecast_turn(&self) -> Option<tokio::sync::SemaphorePermit<'_>> {
-        self.pipeline.forecasts.acquire().await.ok()
+    /// half a second for a thousand tasks). Held until the permit drops:
+    /// the forecast's thread holds it, not the caller, who may go away.
+    pub async fn forecast_turn(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        std::sync::Arc::clone(&self.pipeline.forecasts)
+            .acquire_owned()
+            .await
+            .ok()
+    }
+
+    /// Whether a forecast holds the turn now.
+    #[cfg(test)]
+    pub(crate) fn forecast_busy(&self) -> bool {
+        self.pipeline.forecasts.available_permits() == 0
     }
 
     /// Forecasts the tasks `ids` (a sweep's id: its members; each task
