@@ -479,9 +479,6 @@ impl Daemon {
     /// What the config turns on that a forecast does not play.
     fn not_modelled(&self) -> Vec<String> {
         let mut out = Vec::new();
-        if !self.cfg.plugins.chain.is_empty() {
-            out.push("preemption".to_string());
-        }
         out.push("GPU temperatures after now (modelled 35 °C idle, 65 °C busy)".to_string());
         out
     }

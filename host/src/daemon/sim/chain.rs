@@ -95,6 +95,7 @@ impl Sim<'_> {
             }
         }
         self.wake = answer.wake_at;
+        self.preempt_requests = answer.preempt.iter().map(|(id, _)| *id).collect();
         self.closed_by = answer.closed_by.clone();
         self.pool.policy_closed = answer.closed_gpus.clone().into_iter().collect();
         if answer.hold_all.is_some() {

@@ -19,6 +19,11 @@ impl Sim<'_> {
     /// until a run ends (an event of its own, with its own pass), so the
     /// schedule is the one every pass would give; only `passes` counts fewer.
     pub(super) fn nothing_can_start(&self) -> bool {
+        // A pass can preempt whatever is free: with a chain and a
+        // preemptible run, every pass is made (as the daemon makes it).
+        if self.chain.is_some() && (self.running.iter()).any(|r| self.jobs[r.job].preemptible) {
+            return false;
+        }
         if self.pool.slots == 0 {
             return true;
         }
@@ -132,13 +137,14 @@ impl Sim<'_> {
         }
         self.busy += placement.gpus.len() as u32;
         self.pool.stagger.started(&placement.gpus, job.id, now);
-        let end = now.saturating_add(job.duration);
+        let end = now.saturating_add(self.remaining[i]);
         self.hold(i, placement.gpus.len() as u32, true);
         self.out.runs.push(Ran {
             job: i,
             start: now,
             end,
             gpus: placement.gpus.clone(),
+            preempted: false,
         });
         self.running.push(Running {
             job: i,

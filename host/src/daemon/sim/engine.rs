@@ -65,6 +65,8 @@ pub struct Ran {
     pub end: i64,
     /// The GPUs it held.
     pub gpus: Vec<u32>,
+    /// A policy preempted it (its job ran again later for what was left).
+    pub preempted: bool,
 }
 
 /// What a simulation did.
@@ -78,6 +80,8 @@ pub struct Outcome {
     pub passes: u64,
     /// Passes that asked the policy chain.
     pub chain_passes: u64,
+    /// Runs preempted.
+    pub preemptions: u64,
 }
 
 /// A run in progress.
@@ -103,6 +107,13 @@ pub struct Sim<'a> {
     /// GPUs held by running jobs (each whole: [`Sim::nothing_can_start`]
     /// reads it only without sharing).
     pub(super) busy: u32,
+    /// Per job: how long it has left to run (less than its duration after a
+    /// preemption past a checkpoint).
+    pub(super) remaining: Vec<i64>,
+    /// Per job: when a policy last preempted it.
+    pub(super) preempted_at: HashMap<usize, i64>,
+    /// The chain's preemption requests of its last pass (task ids).
+    pub(super) preempt_requests: Vec<i64>,
     /// Runs and GPUs each user holds (`[quotas]`).
     pub(super) held: HashMap<Arc<str>, (u32, u32)>,
     /// Jobs already running when the simulation begins ([`Sim::adopt`]).
@@ -193,6 +204,9 @@ impl<'a> Sim<'a> {
             waiting: BTreeSet::new(),
             wants: BTreeMap::new(),
             busy: 0,
+            remaining: jobs.iter().map(|j| j.duration).collect(),
+            preempted_at: HashMap::new(),
+            preempt_requests: Vec::new(),
             held: HashMap::new(),
             adopted: vec![false; jobs.len()],
             targets: None,
@@ -413,7 +427,16 @@ impl<'a> Sim<'a> {
         } else {
             self.waiting.iter().map(|w| w.3).collect()
         };
+        let requests = std::mem::take(&mut self.preempt_requests);
+        let preempted = self.preempt(&requests, &order, now);
         self.dispatch(&order, now);
+        // Back in the queue after the pass that stopped them.
+        for i in preempted {
+            let job = &self.jobs[i];
+            self.waiting
+                .insert((-job.priority.rank(), job.arrival, job.id, i));
+            *self.wants.entry(job.gpus).or_default() += 1;
+        }
         Ok(())
     }
 }

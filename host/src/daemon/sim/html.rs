@@ -262,6 +262,7 @@ mod tests {
                 start: i as i64 * 60_000,
                 end: (i as i64 + 1) * 60_000,
                 gpus: vec![0],
+                preempted: false,
             })
             .collect();
         (

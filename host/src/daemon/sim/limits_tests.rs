@@ -85,3 +85,54 @@ fn capacity_reserved_for_urgent_work_is_kept_free_for_it() {
     // starts on the kept GPU when it arrives.
     assert_eq!(starts(&t, &s), [(1, 0), (2, 10), (3, 20), (4, 15)]);
 }
+
+#[test]
+fn a_starved_project_preempts_a_long_run_which_resumes_from_its_checkpoint() {
+    // One GPU. Vision's preemptible job (10,000 s, checkpoints every 600 s)
+    // holds it; bio's job arrives at 100 s. Fair share asks at once; the
+    // host honours it at 600 s (preempt_min_runtime), bio runs 600-700 s,
+    // and vision resumes at 700 s for the 9,400 s left after its checkpoint.
+    let t = Trace::parse(
+        "t.csv",
+        "id,arrival_s,gpus,duration_s,project,preemptible,checkpoint_s\n1,0,1,10000,vision,true,600\n2,100,1,100,bio,false,\n"
+            .as_bytes(),
+    )
+    .unwrap();
+    let c = cfg(
+        "[plugins]\nchain = [\"fair-share\"]\npreempt_min_runtime = \"10m\"\n[plugin.fair-share.config]\npreempt_below = 0.5\n[plugin.fair-share.config.shares]\nvision = 1\nbio = 1\n",
+    );
+    let s = simulate(&c, &t, opts(1)).unwrap();
+    let mut runs: Vec<_> = (s.outcome.runs.iter())
+        .map(|r| (t.jobs[r.job].id, r.start / 1000, r.end / 1000, r.preempted))
+        .collect();
+    runs.sort_by_key(|r| (r.1, r.0));
+    assert_eq!(
+        runs,
+        [
+            (1, 0, 600, true),
+            (2, 600, 700, false),
+            (1, 700, 10_100, false)
+        ]
+    );
+    assert_eq!((s.summary.preemptions, s.summary.started), (1, 2));
+    // Waits count to the first start, completion to the last end.
+    assert_eq!(
+        (s.summary.wait_s.max, s.summary.jct_s.max),
+        (500.0, 10_100.0)
+    );
+    assert!(s.summary.text().contains("preempted    1 runs"));
+    let csv = schedule_csv(&t.jobs, &s.outcome, 0);
+    assert!(csv.contains("\n1,0,600,1,\"0\",1\n"), "{csv}");
+    // Not preemptible: nothing is stopped; bio waits for the whole run.
+    let t2 = Trace::parse(
+        "t.csv",
+        "id,arrival_s,gpus,duration_s,project,preemptible\n1,0,1,10000,vision,false\n2,100,1,100,bio,false\n"
+            .as_bytes(),
+    )
+    .unwrap();
+    let s = simulate(&c, &t2, opts(1)).unwrap();
+    assert_eq!(
+        (s.summary.preemptions, starts(&t2, &s)),
+        (0, vec![(1, 0), (2, 10_000)])
+    );
+}

@@ -6,7 +6,8 @@
 //!
 //! `[quotas]` (runs and GPUs per user) and `[gpu] stagger` are applied as
 //! the daemon applies them; reserved capacity is the `reserve` policy's, run
-//! in the chain like any member. Not yet simulated: preemption.
+//! in the chain like any member. A policy's preemption is honoured as the
+//! daemon honours it (`preempt.rs`), checkpoints included.
 
 mod chain;
 mod compare;
@@ -15,6 +16,7 @@ mod engine;
 mod history;
 mod html;
 pub mod plugin_test;
+mod preempt;
 mod summary;
 pub mod trace;
 mod wakes;

@@ -112,6 +112,8 @@ pub struct Summary {
     pub passes: u64,
     /// Passes that asked the policy chain.
     pub chain_passes: u64,
+    /// Runs a policy preempted (their jobs ran again for what was left).
+    pub preemptions: u64,
     /// GPUs simulated.
     pub gpus: u32,
 }
@@ -124,7 +126,7 @@ impl Summary {
         let mut wait = Vec::with_capacity(outcome.runs.len());
         let mut out = Summary {
             jobs: jobs.len() as u64,
-            started: outcome.runs.len() as u64,
+            started: 0,
             never_started: outcome.never.len() as u64,
             never: outcome
                 .never
@@ -144,15 +146,39 @@ impl Summary {
         let mut last_end = start_ms;
         let mut longest = (-1.0, None);
         let mut waits: BTreeMap<(bool, String), (u64, f64)> = BTreeMap::new();
+        // A job preempted runs more than once: it waited until its first
+        // start and completed at its last end.
+        let mut span: BTreeMap<usize, (i64, i64)> = BTreeMap::new();
         for r in &outcome.runs {
-            let job = &jobs[r.job];
+            let e = span.entry(r.job).or_insert((r.start, r.end));
+            *e = (e.0.min(r.start), e.1.max(r.end));
+        }
+        out.started = span.len() as u64;
+        out.preemptions = outcome.preemptions;
+        for (&i, &(first, end)) in &span {
+            let job = &jobs[i];
             let arrival = start_ms.saturating_add(job.arrival);
-            let w = s(r.start - arrival);
+            let w = s(first - arrival);
             wait.push(w);
-            jct.push(s(r.end - arrival));
+            jct.push(s(end - arrival));
             if w > longest.0 {
                 longest = (w, Some(job.id));
             }
+            for (by_user, name) in [(false, &job.project), (true, &job.user)] {
+                let share = if by_user {
+                    out.users.entry(name.to_string()).or_default()
+                } else {
+                    out.projects.entry(name.to_string()).or_default()
+                };
+                share.jobs += 1;
+                let e = waits.entry((by_user, name.to_string())).or_default();
+                e.0 += 1;
+                e.1 += w;
+            }
+        }
+        for r in &outcome.runs {
+            let job = &jobs[r.job];
+            let arrival = start_ms.saturating_add(job.arrival);
             last_end = last_end.max(r.end);
             let gpu_ms = i128::from(r.end - r.start) * i128::from(job.gpus);
             busy_ms += gpu_ms;
@@ -163,11 +189,7 @@ impl Summary {
                 } else {
                     out.projects.entry(name.to_string()).or_default()
                 };
-                share.jobs += 1;
                 share.gpu_hours += hours;
-                let e = waits.entry((by_user, name.to_string())).or_default();
-                e.0 += 1;
-                e.1 += w;
             }
             if let Some(watts) = job.power_w {
                 let draw = watts * f64::from(job.gpus);
@@ -240,6 +262,9 @@ impl Summary {
                 self.energy_kwh, self.cost, self.currency, self.cost_at_arrival, self.currency
             );
         }
+        if self.preemptions > 0 {
+            t += &format!("preempted    {} runs\n", self.preemptions);
+        }
         t += &format!(
             "passes       {} ({} asked the policy chain)\n",
             self.passes, self.chain_passes
@@ -290,12 +315,13 @@ pub fn schedule_csv(jobs: &[Job], outcome: &Outcome, start_ms: i64) -> String {
         let job = &jobs[r.job];
         let ids: Vec<String> = r.gpus.iter().map(u32::to_string).collect();
         out += &format!(
-            "{},{},{},{},\"{}\",0\n",
+            "{},{},{},{},\"{}\",{}\n",
             job.id,
             s(r.start),
             s(r.end),
             job.gpus,
-            ids.join(" ")
+            ids.join(" "),
+            u8::from(r.preempted)
         );
     }
     for (i, _) in &outcome.never {
