@@ -478,9 +478,7 @@ impl Daemon {
 
     /// What the config turns on that a forecast does not play.
     fn not_modelled(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        out.push("GPU temperatures after now (modelled 35 °C idle, 65 °C busy)".to_string());
-        out
+        vec!["GPU temperatures after now (modelled 35 °C idle, 65 °C busy)".to_string()]
     }
 }
 
