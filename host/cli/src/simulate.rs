@@ -19,7 +19,7 @@ pub enum Order {
 #[derive(Debug, Default, clap::Args)]
 pub struct Args {
     /// The trace: CSV with a header; `id,arrival_s,gpus,duration_s` and
-    /// optionally `name,project,user,priority,gpu_mem,estimate_s,power_w,preemptible,checkpoint_s`.
+    /// optionally `name,project,user,priority,gpu_mem,estimate_s,power_w,preemptible,checkpoint_s,temp_c`.
     #[arg(required_unless_present = "history", conflicts_with = "history")]
     pub trace: Option<PathBuf>,
     /// Instead of a trace file: the daemon's own runs that became eligible

@@ -52,6 +52,9 @@ struct Plan {
     task: Vec<Option<i64>>,
     /// Runs in progress: (job, started, placement).
     adopted: Vec<(usize, i64, crate::scheduler::Placement)>,
+    /// Per job: when its age counts from, ms after now (its submit time:
+    /// a retry's backoff delays its arrival, not its place).
+    ages: Vec<i64>,
 }
 
 /// A job for `spec`, arriving `arrival` ms after now, running `estimate`.
@@ -71,6 +74,7 @@ fn job_of(id: i64, spec: &TaskSpec, arrival: i64, estimate: &Option<Estimate>) -
         power_w: None,
         preemptible: spec.preemptible,
         checkpoint: None,
+        temp_c: None,
     }
 }
 
@@ -205,6 +209,7 @@ impl Daemon {
             known: Vec::new(),
             task: Vec::new(),
             adopted: Vec::new(),
+            ages: Vec::new(),
         };
         for h in held {
             let Some(r) = running.get(&h.task) else {
@@ -236,6 +241,7 @@ impl Daemon {
                 power_w: None,
                 preemptible: r.preemptible,
                 checkpoint: None,
+                temp_c: None,
             };
             let i = plan.jobs.len();
             plan.specs.push(Arc::new(crate::daemon::sim::spec_of(&job)));
@@ -244,6 +250,7 @@ impl Daemon {
             plan.known.push(estimate.is_some_and(|e| e < UNKNOWN_MS));
             plan.task.push(Some(h.task));
             plan.adopted.push((i, h.started_at, h.placement));
+            plan.ages.push(h.started_at - now);
         }
         for c in queue {
             let est = self.estimate(&c.spec);
@@ -254,6 +261,7 @@ impl Daemon {
                 c.submitted_at
             };
             plan.jobs.push(job_of(c.id, &c.spec, arrival - now, &est));
+            plan.ages.push(c.submitted_at - now);
             plan.specs.push(c.spec);
             plan.known
                 .push(est.as_ref().is_some_and(|e| e.ms < UNKNOWN_MS));
@@ -267,6 +275,7 @@ impl Daemon {
             // Ranks after every queued task of its class: it would be the newest.
             let id = i64::MAX - extra_offset(n - 1 - k);
             plan.jobs.push(job_of(id, &spec, 0, &est));
+            plan.ages.push(0);
             plan.specs.push(Arc::new(spec));
             plan.known
                 .push(est.as_ref().is_some_and(|e| e.ms < UNKNOWN_MS));
@@ -311,6 +320,7 @@ impl Daemon {
         )
         .on_pool(pool)
         .with_specs(std::mem::take(&mut plan.specs))
+        .with_ages(std::mem::take(&mut plan.ages))
         .with_usage(usage);
         for (i, start, placement) in std::mem::take(&mut plan.adopted) {
             sim = sim.adopt(i, start, placement);

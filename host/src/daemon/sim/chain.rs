@@ -15,6 +15,12 @@ use crate::store::{Candidate, RunningInfo, UsageInfo};
 /// catch a policy that is not pure.
 const CHECK_EVERY: u64 = 256;
 
+/// A simulated idle GPU's temperature, °C.
+const IDLE_C: f64 = 35.0;
+
+/// A simulated busy GPU's temperature when its jobs name none, °C.
+const BUSY_C: f64 = 65.0;
+
 /// The policy whose verdicts differ between two answers, if one does.
 fn first_difference(
     a: &HashMap<(i64, String), (String, String)>,
@@ -123,13 +129,20 @@ impl Sim<'_> {
     }
 
     /// The GPUs as the chain sees them: memory reserved by runs, busy or
-    /// idle, and a simple thermal model (35 °C idle, 65 °C busy).
+    /// idle, and a simple thermal model: 35 °C idle; busy, the hottest
+    /// `temp_c` of the jobs on it (65 °C for a job without one).
     fn gpu_views(&self) -> Vec<p::Gpu> {
         let mut draw: HashMap<u32, f64> = HashMap::new();
+        let mut heat: HashMap<u32, f64> = HashMap::new();
         for r in &self.running {
-            let w = self.jobs[r.job].power_w.unwrap_or(0.0);
+            let job = &self.jobs[r.job];
+            let w = job.power_w.unwrap_or(0.0);
             for g in &r.placement.gpus {
                 *draw.entry(*g).or_default() += w;
+                let own = job.temp_c.unwrap_or(BUSY_C);
+                heat.entry(*g)
+                    .and_modify(|t| *t = t.max(own))
+                    .or_insert(own);
             }
         }
         self.pool
@@ -143,7 +156,7 @@ impl Sim<'_> {
                 mem_used: g.reserved,
                 mem_reserved: g.reserved,
                 util: if g.users > 0 { 100 } else { 0 },
-                temperature: if g.users > 0 { 65 } else { 35 },
+                temperature: heat.get(&g.index).map_or(IDLE_C, |t| t.round()) as u32,
                 power: (draw.get(&g.index).copied().unwrap_or(0.0) * 1000.0) as u32,
                 healthy: true,
                 closed_by: self.closed_by.get(&g.index).cloned().unwrap_or_default(),

@@ -136,3 +136,55 @@ fn a_starved_project_preempts_a_long_run_which_resumes_from_its_checkpoint() {
         (0, vec![(1, 0), (2, 10_000)])
     );
 }
+
+#[test]
+fn a_job_that_runs_hot_closes_its_gpu_to_sharing_through_the_thermal_policy() {
+    // Shared GPUs of 80 GiB. Job 1 runs on GPU 0; job 2 arrives and would
+    // share GPU 0 (the lowest-numbered with room), unless GPU 0 is hot.
+    let trace = |temp: &str| {
+        Trace::parse(
+            "t.csv",
+            format!(
+                "id,arrival_s,gpus,duration_s,gpu_mem,temp_c\n1,0,1,100,10GiB,{temp}\n2,10,1,100,10GiB,\n"
+            )
+            .as_bytes(),
+        )
+        .unwrap()
+    };
+    let c = cfg(
+        "[plugins]\nchain = [\"thermal\"]\n[plugin.thermal.config]\nclose_above = 85\nreopen_below = 75\n[gpu]\nshare = true\n",
+    );
+    let mut o = opts(2);
+    o.machine.share = true;
+    o.machine.gpu_mem = Some(80 << 30);
+    let on = |t: &Trace, s: &Simulated| {
+        let r = s
+            .outcome
+            .runs
+            .iter()
+            .find(|r| t.jobs[r.job].id == 2)
+            .unwrap();
+        r.gpus.clone()
+    };
+    let cool = trace("");
+    assert_eq!(
+        on(&cool, &simulate(&c, &cool, o.clone()).unwrap()),
+        [0],
+        "shares GPU 0"
+    );
+    let hot = trace("90");
+    assert_eq!(
+        on(&hot, &simulate(&c, &hot, o.clone()).unwrap()),
+        [1],
+        "GPU 0 is closed at 90 °C"
+    );
+    let bad = Trace::parse(
+        "t.csv",
+        "id,arrival_s,gpus,duration_s,temp_c\n1,0,1,1,900\n".as_bytes(),
+    );
+    let e = bad.unwrap_err().to_string();
+    assert!(
+        e.contains("line 2, column temp_c: `900` is not a temperature"),
+        "{e}"
+    );
+}

@@ -1,7 +1,7 @@
 //! A trace for `nightjar simulate`: CSV with a header, one job per row.
 //! Required columns `id, arrival_s, gpus, duration_s`; optional `name,
 //! project, user, priority, gpu_mem, estimate_s, power_w, preemptible,
-//! checkpoint_s`. A bad row is refused with the file, line and column and
+//! checkpoint_s, temp_c`. A bad row is refused with the file, line and column and
 //! what to write instead; nothing is guessed. Bounds keep a hostile trace
 //! from costing unbounded memory or time: at most [`MAX_JOBS`] rows and
 //! [`MAX_BYTES`] of text (so one endless line is refused too), times up to
@@ -51,7 +51,7 @@ pub const MAX_GPUS: u32 = 100_000;
 const REQUIRED: [&str; 4] = ["id", "arrival_s", "gpus", "duration_s"];
 
 /// Every column a trace may have.
-const KNOWN: [&str; 13] = [
+const KNOWN: [&str; 14] = [
     "id",
     "arrival_s",
     "gpus",
@@ -65,6 +65,7 @@ const KNOWN: [&str; 13] = [
     "power_w",
     "preemptible",
     "checkpoint_s",
+    "temp_c",
 ];
 
 /// One job of a trace, times in ms from the simulation's start.
@@ -96,6 +97,8 @@ pub struct Job {
     pub preemptible: bool,
     /// A preempted run resumes from its last multiple of this (`None`: restarts).
     pub checkpoint: Option<i64>,
+    /// How hot its GPUs run while it runs, °C (`None`: the simulated 65 °C).
+    pub temp_c: Option<f64>,
 }
 
 /// A trace, read whole and checked.
@@ -177,6 +180,7 @@ impl Trace {
             gpu_mem: index("gpu_mem"),
             estimate: index("estimate_s"),
             power: index("power_w"),
+            temp: index("temp_c"),
             preemptible: index("preemptible"),
             checkpoint: index("checkpoint_s"),
         };
@@ -236,6 +240,7 @@ struct Columns {
     gpu_mem: Option<usize>,
     estimate: Option<usize>,
     power: Option<usize>,
+    temp: Option<usize>,
     preemptible: Option<usize>,
     checkpoint: Option<usize>,
 }
@@ -350,6 +355,19 @@ impl<F: Fn(u64, Option<&str>, String) -> TraceError> Row<'_, F> {
                 )
             })?),
         };
+        let temp_c = match self.cell(c.temp) {
+            None => None,
+            Some(t) => Some(
+                (t.parse::<f64>().ok())
+                    .filter(|d| d.is_finite() && (0.0..=150.0).contains(d))
+                    .ok_or_else(|| {
+                        self.err(
+                            "temp_c",
+                            format!("`{t}` is not a temperature (0 to 150 °C)"),
+                        )
+                    })?,
+            ),
+        };
         let power_w = match self.cell(c.power) {
             None => None,
             Some(t) => Some(
@@ -402,6 +420,7 @@ impl<F: Fn(u64, Option<&str>, String) -> TraceError> Row<'_, F> {
             duration,
             estimate,
             power_w,
+            temp_c,
             preemptible,
             checkpoint,
         })

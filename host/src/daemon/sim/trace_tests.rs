@@ -51,7 +51,7 @@ fn every_optional_column_is_read() {
 fn a_bad_header_is_refused_naming_the_column() {
     assert_eq!(
         refused("id,arrival_s,gpus,duraton_s\n"),
-        "trace t.csv, line 1, column duraton_s: unknown column; the columns are id, arrival_s, gpus, duration_s, name, project, user, priority, gpu_mem, estimate_s, power_w, preemptible, checkpoint_s"
+        "trace t.csv, line 1, column duraton_s: unknown column; the columns are id, arrival_s, gpus, duration_s, name, project, user, priority, gpu_mem, estimate_s, power_w, preemptible, checkpoint_s, temp_c"
     );
     assert!(refused("id,arrival_s,gpus\n").contains("line 1: no `duration_s` column"));
     assert!(refused("id,id,arrival_s,gpus,duration_s\n").contains("column id: named twice"));
