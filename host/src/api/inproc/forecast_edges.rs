@@ -113,3 +113,40 @@ fn what_waits_behind_a_run_longer_than_any_forecast_names_it() {
     let why = r.tasks[0].unknown.as_deref().unwrap_or_default();
     assert!(why.contains(&format!("task {long}")), "{why}");
 }
+
+#[test]
+fn a_task_in_a_retrys_backoff_keeps_its_place_by_submit_time() {
+    let w = world();
+    let flaky = w.task(
+        "flaky",
+        &["fetch"],
+        "resources = { gpus = 1, timeout = \"10m\" }\n[task.retry]\nmax_attempts = 2\nbackoff = \"5m\"\non = [\"network\"]\n",
+    );
+    w.pass();
+    w.advance(60_000);
+    w.end(flaky, crate::store::RunClass::Network, 1);
+    // Back in the queue, its second attempt 5 minutes away; a task
+    // submitted after it, and one that holds the GPU for an hour.
+    let hold = w.task(
+        "hold",
+        &["true"],
+        "resources = { gpus = 1, timeout = \"1h\" }",
+    );
+    w.pass();
+    assert_eq!(w.state(hold), TaskState::Running);
+    w.advance(60_000);
+    let later = w.task(
+        "later",
+        &["true"],
+        "resources = { gpus = 1, timeout = \"10m\" }",
+    );
+    let r = forecast(&w, vec![flaky, later], None);
+    let (f, l) = (r.tasks[0].start, r.tasks[1].start);
+    // The daemon orders by submit time: the retry goes first when the GPU frees.
+    w.advance(3_600_000);
+    w.end(hold, crate::store::RunClass::Ok, 0);
+    w.pass();
+    assert_eq!(w.state(flaky), TaskState::Running, "the retry first");
+    assert_eq!(w.state(later), TaskState::Queued);
+    assert!(f < l, "forecast: flaky {f:?}, later {l:?}");
+}

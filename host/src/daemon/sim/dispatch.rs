@@ -12,6 +12,23 @@ fn known(ms: i64) -> Option<i64> {
 }
 
 impl Sim<'_> {
+    /// Each job's age counts from `ages` (ms after the start, as `arrival`)
+    /// instead of its arrival: a forecast's task in a retry's backoff
+    /// arrives when the backoff ends but ranks by when it was submitted,
+    /// as the daemon ranks it.
+    pub fn with_ages(mut self, ages: Vec<i64>) -> Self {
+        assert_eq!(ages.len(), self.jobs.len(), "one age per job");
+        self.ages = Some(ages);
+        self
+    }
+
+    /// Job `i`'s place in `waiting`: priority class, age, id.
+    pub(super) fn key(&self, i: usize) -> (i64, i64, i64, usize) {
+        let job = &self.jobs[i];
+        let age = self.ages.as_ref().map_or(job.arrival, |a| a[i]);
+        (-job.priority.rank(), age, job.id, i)
+    }
+
     /// Whether no waiting job could start now, whatever order the chain
     /// gave: every slot is taken, or (without sharing) fewer GPUs are free
     /// than the smallest waiting job wants, closures by policies aside.
@@ -127,8 +144,7 @@ impl Sim<'_> {
     /// Starts job `i` at `now` on `placement`.
     fn start(&mut self, i: usize, now: i64, placement: Placement) {
         let job = &self.jobs[i];
-        self.waiting
-            .remove(&(-job.priority.rank(), job.arrival, job.id, i));
+        self.waiting.remove(&self.key(i));
         if let Some(n) = self.wants.get_mut(&job.gpus) {
             *n -= 1;
             if *n == 0 {

@@ -100,7 +100,8 @@ pub struct Sim<'a> {
     pub(super) opts: Options,
     pub(super) chain: Option<&'a mut Chain>,
     pub(super) pool: Pool,
-    /// Waiting jobs in the built-in order: (priority rank reversed, arrival, id, index).
+    /// Waiting jobs in the built-in order: (priority rank reversed, age
+    /// (its arrival, or [`Sim::with_ages`]'), id, index); [`Sim::key`].
     pub(super) waiting: BTreeSet<(i64, i64, i64, usize)>,
     /// How many waiting jobs want each GPU count.
     pub(super) wants: BTreeMap<u32, usize>,
@@ -122,6 +123,8 @@ pub struct Sim<'a> {
     targets: Option<Vec<usize>>,
     /// Most chain wake-ups followed in all ([`Sim::wake_budget`]).
     wake_budget: Option<u64>,
+    /// Per job, when its age counts from, if not its arrival ([`Sim::with_ages`]).
+    pub(super) ages: Option<Vec<i64>>,
     pub(super) running: Vec<Running>,
     /// Runs that ended within the chain's usage window, oldest first.
     pub(super) ended: VecDeque<UsageInfo>,
@@ -211,6 +214,7 @@ impl<'a> Sim<'a> {
             adopted: vec![false; jobs.len()],
             targets: None,
             wake_budget: None,
+            ages: None,
             running: Vec::new(),
             ended: VecDeque::new(),
             closed_by: HashMap::new(),
@@ -327,8 +331,7 @@ impl<'a> Sim<'a> {
                 match self.never_fits(job) {
                     Some(why) => self.out.never.push((i, why)),
                     None => {
-                        self.waiting
-                            .insert((-job.priority.rank(), job.arrival, job.id, i));
+                        self.waiting.insert(self.key(i));
                         *self.wants.entry(job.gpus).or_default() += 1;
                     }
                 }
@@ -432,10 +435,8 @@ impl<'a> Sim<'a> {
         self.dispatch(&order, now);
         // Back in the queue after the pass that stopped them.
         for i in preempted {
-            let job = &self.jobs[i];
-            self.waiting
-                .insert((-job.priority.rank(), job.arrival, job.id, i));
-            *self.wants.entry(job.gpus).or_default() += 1;
+            self.waiting.insert(self.key(i));
+            *self.wants.entry(self.jobs[i].gpus).or_default() += 1;
         }
         Ok(())
     }
