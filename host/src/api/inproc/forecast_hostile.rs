@@ -159,3 +159,22 @@ fn a_brief_forecast_waits_a_moment_for_its_turn_then_gives_up() {
     });
     assert_eq!(r.expect("its turn now").tasks.len(), 1);
 }
+
+#[test]
+fn a_task_held_by_a_failing_closed_policy_is_not_blamed_on_a_task_that_never_starts() {
+    let w = World::with_plugins(
+        &[("hostile", HOSTILE)],
+        "slots = 8\n[gpu]\nbackend = \"sim:2xA100-80GB\"\nhost_mem_min_free = \"1MiB\"\n[plugins]\nchain = [\"hostile\"]\n[plugin.hostile]\non_failure = \"closed\"\n[plugin.hostile.config]\nmode = \"panic\"\n",
+    );
+    let timed = w.task(
+        "timed",
+        &["true"],
+        "resources = { gpus = 1, timeout = \"1h\" }",
+    );
+    // No timeout, no history: its end is not known, but it never starts either.
+    let blind = w.task("blind", &["true"], "resources = { gpus = 1 }");
+    let r = forecast_within(&w, vec![timed], Duration::from_secs(60));
+    let why = r.tasks[0].unknown.as_deref().unwrap_or_default();
+    assert!(!why.contains(&format!("task {blind}")), "{why}");
+    assert!(why.contains("polic"), "{why}");
+}

@@ -46,7 +46,8 @@ struct Plan {
     specs: Vec<Arc<TaskSpec>>,
     /// Per job: its runtime estimate (runs in progress: `None`, see `known`).
     estimates: Vec<Option<Estimate>>,
-    /// Per job: whether its runtime is known (it has an estimate).
+    /// Per job: whether its runtime is known (it has an estimate); after
+    /// the play, whether it cannot hold GPUs for ever (known, or never started).
     known: Vec<bool>,
     /// Per job: its task id in the store (`None`: a dry-run submission).
     task: Vec<Option<i64>>,
@@ -153,6 +154,7 @@ impl Daemon {
             .iter()
             .filter_map(|r| r.as_ref().ok().copied())
             .collect();
+        let running: Vec<usize> = plan.adopted.iter().map(|a| a.0).collect();
         let outcome = if every || !targets.is_empty() {
             self.play(&mut plan, now, (!every).then(|| targets.clone()))?
         } else {
@@ -161,6 +163,12 @@ impl Daemon {
         };
         let started: HashMap<usize, &crate::daemon::sim::Ran> =
             outcome.runs.iter().map(|r| (r.job, r)).collect();
+        // What a task can wait behind for ever: a run of unknown length
+        // in progress, or started in the play (one that never starts holds nothing).
+        for k in 0..plan.known.len() {
+            let holds = running.contains(&k) || started.contains_key(&k);
+            plan.known[k] |= !holds;
+        }
         let never: HashMap<usize, &str> = outcome
             .never
             .iter()
