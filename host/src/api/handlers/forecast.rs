@@ -5,8 +5,9 @@
 
 use crate::access::Caller;
 use crate::api::forecast::{ForecastReport, TaskForecast};
+use crate::api::wire::{TaskKind, TaskState};
 use crate::daemon::Daemon;
-use crate::task::model::{NewEntry, TaskSpec};
+use crate::task::model::{DepKind, DepTarget, NewEntry, TaskSpec};
 
 /// How long a brief forecast (`show`'s, `why`'s, `ls --wide`'s) waits for
 /// its turn behind others.
@@ -73,8 +74,8 @@ fn dry_run(
     for e in entries {
         let why = if e.held {
             Some("it would be held: `nightjar release` lets it start".to_string())
-        } else if !e.deps.is_empty() {
-            Some("it would wait for its dependencies; their ends are not forecast".into())
+        } else if let Some(why) = waits_for(d, &e.deps)? {
+            Some(why)
         } else {
             (e.schedule.as_ref())
                 .map(|s| format!("recurring ({s}): each firing queues a task of its own"))
@@ -102,4 +103,65 @@ fn dry_run(
         }
     }
     Ok((queued, aside))
+}
+
+/// Why a submission with `deps` would not wait in the queue at once: a
+/// dependency not yet ended as it needs, or one that failed (submit blocks
+/// it); `None` when every one is met. A dependency that does not exist, or
+/// a recurring template, is refused as submit refuses it.
+fn waits_for(d: &Daemon, deps: &[(DepTarget, DepKind)]) -> anyhow::Result<Option<String>> {
+    let mut waits = false;
+    for &(target, kind) in deps {
+        let id = match target {
+            // Another entry of the same submission: not run yet.
+            DepTarget::Local(_) => {
+                waits = true;
+                continue;
+            }
+            DepTarget::Existing(id) => id,
+        };
+        let unknown = || {
+            crate::api::ApiError::new(
+                crate::api::ErrorKind::Invalid,
+                format!("unknown dependency: there is no task with id {id}"),
+            )
+        };
+        let dep = match d.reader().show(id) {
+            Err(crate::store::StoreError::NotFound(_)) => return Err(unknown().into()),
+            r => r?,
+        };
+        if dep.task.kind == TaskKind::Recurring {
+            return Err(crate::api::ApiError::new(
+                crate::api::ErrorKind::Invalid,
+                format!(
+                    "task {id} is a recurring template; depend on one of its instances instead"
+                ),
+            )
+            .into());
+        }
+        let targets: Vec<(i64, String, TaskState)> = if dep.members.is_empty() {
+            vec![(id, dep.task.name.clone(), dep.task.state)]
+        } else {
+            (dep.members.iter())
+                .map(|m| (m.id, m.name.clone(), m.state))
+                .collect()
+        };
+        for (tid, name, state) in targets {
+            let failed = matches!(
+                state,
+                TaskState::Failed | TaskState::Cancelled | TaskState::Blocked
+            );
+            if kind == DepKind::AfterOk && failed {
+                return Ok(Some(format!(
+                    "it would be blocked: dependency {tid} ({name}) did not succeed; `nightjar retry {tid}` unblocks"
+                )));
+            }
+            let met = match kind {
+                DepKind::AfterOk => state == TaskState::Succeeded,
+                DepKind::AfterAny => state.is_final(),
+            };
+            waits |= !met;
+        }
+    }
+    Ok(waits.then(|| "it would wait for its dependencies; their ends are not forecast".into()))
 }

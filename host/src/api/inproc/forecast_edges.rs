@@ -150,3 +150,50 @@ fn a_task_in_a_retrys_backoff_keeps_its_place_by_submit_time() {
     assert_eq!(w.state(later), TaskState::Queued);
     assert!(f < l, "forecast: flaky {f:?}, later {l:?}");
 }
+
+#[test]
+fn a_dry_runs_dependencies_are_checked_and_met_ones_wait_for_nothing() {
+    let w = world();
+    let ok = w.task(
+        "ok",
+        &["true"],
+        "resources = { gpus = 1, timeout = \"10m\" }",
+    );
+    let bad = w.task(
+        "bad",
+        &["false"],
+        "resources = { gpus = 1, timeout = \"10m\" }",
+    );
+    w.pass();
+    w.advance(60_000);
+    w.end(ok, crate::store::RunClass::Ok, 0);
+    w.pass();
+    w.advance(60_000);
+    w.end(bad, crate::store::RunClass::AppError, 1);
+    assert_eq!(w.state(bad), TaskState::Failed);
+    let after = |target: i64| {
+        let toml = format!(
+            "[[task]]\nname = \"next\"\ncommand = [\"true\"]\nafter = [{target}]\nresources = {{ gpus = 1, timeout = \"10m\" }}\n"
+        );
+        let defs = parse(&toml, Format::Toml).expect("parses");
+        let entries = resolve(&defs, w.fx.dir(), "t").expect("resolves");
+        w.call(Forecast {
+            ids: Vec::new(),
+            entries,
+            brief: false,
+        })
+    };
+    // As submit refuses it.
+    let e = after(99_999).expect_err("no such task");
+    assert!(e.to_string().contains("unknown dependency"), "{e}");
+    // Its dependency already succeeded: it would wait for nothing.
+    let r = after(ok).expect("forecast");
+    assert_eq!(r.tasks[0].start, Some(w.fx.daemon.now_ms()), "{r:?}");
+    // Its dependency failed: it would be blocked, as submit blocks it.
+    let r = after(bad).expect("forecast");
+    let why = r.tasks[0].unknown.as_deref().unwrap_or_default();
+    assert!(
+        why.contains("blocked") && why.contains(&bad.to_string()),
+        "{why}"
+    );
+}
