@@ -39,7 +39,11 @@ fn a_sweeps_id_stands_for_its_members_and_an_id_asked_twice_is_one_row() {
     let sweep = ids[0];
     let members: Vec<i64> = w.show(sweep).members.iter().map(|m| m.id).collect();
     assert_eq!(members.len(), 3);
+    // The first runs: its row says so (read as `show` reads it).
+    w.pass();
+    assert_eq!(w.state(members[0]), TaskState::Running);
     let r = forecast(&w, vec![sweep, sweep, members[1]], None);
+    assert_eq!(r.tasks[0].state, "running", "{r:?}");
     let rows: Vec<Option<i64>> = r.tasks.iter().map(|t| t.id).collect();
     assert_eq!(
         rows,

@@ -138,10 +138,13 @@ impl Daemon {
                     continue;
                 }
                 for m in members.into_iter().filter(|&m| seen.insert(m)) {
-                    rows.push(match index.get(&m) {
-                        Some(&i) => Ok(i),
-                        None => Err(self.not_waiting(self.reader().show(m)?)?),
-                    });
+                    if let Some(&i) = index.get(&m) {
+                        rows.push(Ok(i));
+                        continue;
+                    }
+                    // The store's guard ends here: `not_waiting` takes locks of its own.
+                    let detail = self.reader().show(m)?;
+                    rows.push(Err(self.not_waiting(detail)?));
                 }
             }
             rows.extend(
