@@ -111,7 +111,7 @@ impl TaskForecast {
     pub fn start_text(&self, now: i64) -> String {
         match self.start {
             Some(at) if self.happened() => format!(
-                "started {} ({} ago)",
+                "started        {} ({} ago)",
                 fmt_local(at),
                 fmt_span(now.saturating_sub(at).max(0))
             ),
