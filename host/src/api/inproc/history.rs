@@ -7,9 +7,8 @@
 use super::World;
 use crate::api::RunTrace;
 use crate::api::wire::TaskState;
-use crate::daemon::sim::{Machine, Options, Trace, simulate};
+use crate::daemon::sim::{Machine, Mode, Options, Trace, simulate};
 use crate::daemon::testkit::T0;
-use crate::scheduler::backfill::Mode;
 use crate::store::RunClass;
 
 /// (submitted at, s after T0; GPUs; timeout, min; runs for, s).

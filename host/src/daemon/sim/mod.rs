@@ -26,6 +26,8 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 use chrono::TimeZone;
 
+/// What a job that does not fit means for the jobs behind it (the scheduler's).
+pub use crate::scheduler::backfill::Mode;
 pub use engine::{LEFT_WAITING, Machine, Options, Outcome, Ran, Sim, UNKNOWN_MS, spec_of};
 pub use summary::{Spread, Summary, schedule_csv};
 pub use trace::{Job, Trace, TraceError};
@@ -33,7 +35,6 @@ pub use trace::{Job, Trace, TraceError};
 use crate::config::Config;
 use crate::daemon::pipeline::chain::Chain;
 use crate::plugins::engine::PluginEngine;
-use crate::scheduler::backfill::Mode;
 use nightjar_cli::simulate::{Args, Order};
 
 /// A simulation's result: what ran when, and its figures.
