@@ -50,6 +50,16 @@ fn change(a: f64, b: f64, digits: usize) -> String {
 }
 
 impl Compared<'_> {
+    /// Prints the comparison: `--json`'s object, or the table.
+    pub fn print(&self, json: bool) -> anyhow::Result<()> {
+        if json {
+            println!("{}", serde_json::to_string_pretty(self)?);
+        } else {
+            print!("{}", self.text());
+        }
+        Ok(())
+    }
+
     /// The two as a table a person reads: one figure a row, each column
     /// headed by its config's file name (`--json` gives the whole path).
     pub fn text(&self) -> String {

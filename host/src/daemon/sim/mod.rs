@@ -217,11 +217,7 @@ pub fn main(config: Option<&Path>, json: bool, args: &Args) -> Result<i32> {
             a: &a.summary,
             b: &b.summary,
         };
-        if json {
-            println!("{}", serde_json::to_string_pretty(&both)?);
-        } else {
-            print!("{}", both.text());
-        }
+        both.print(json)?;
         return Ok(0);
     }
     let start_ms = opts.start_ms;

@@ -94,10 +94,6 @@ pub fn main(
         a: &a.summary,
         b: &b.summary,
     };
-    if json {
-        println!("{}", serde_json::to_string_pretty(&both)?);
-    } else {
-        print!("{}", both.text());
-    }
+    both.print(json)?;
     Ok(0)
 }
