@@ -39,7 +39,12 @@ impl super::Handler for crate::api::Forecast {
             // Neither ids nor a submission: every waiting task.
             let every = self.ids.is_empty() && self.entries.is_empty();
             let (extra, aside) = dry_run(&d, &who, self.entries)?;
-            let mut report = d.forecast(&self.ids, extra, every)?;
+            let limit = if self.brief {
+                Daemon::BRIEF_FORECAST_LIMIT
+            } else {
+                Daemon::FORECAST_LIMIT
+            };
+            let mut report = d.forecast(&self.ids, extra, every, limit)?;
             report.tasks.extend(aside);
             Ok(report)
         })

@@ -201,3 +201,31 @@ fn a_dry_runs_dependencies_are_checked_and_met_ones_wait_for_nothing() {
         "{why}"
     );
 }
+
+#[test]
+fn a_forecast_that_runs_out_of_time_says_so_for_what_it_did_not_reach() {
+    let w = world();
+    let a = w.task("a", &["true"], "resources = { gpus = 1, timeout = \"1h\" }");
+    let b = w.task("b", &["true"], "resources = { gpus = 1, timeout = \"1h\" }");
+    // A ten-thousand-member sweep through the chain took minutes (a dry run
+    // held the daemon's forecast for over six); each forecast has a limit.
+    let r =
+        w.fx.daemon
+            .forecast(&[a, b], Vec::new(), false, std::time::Duration::ZERO)
+            .expect("forecast");
+    for t in &r.tasks {
+        assert_eq!(t.start, None, "{t:?}");
+        let why = t.unknown.as_deref().unwrap_or_default();
+        assert!(why.contains("time limit"), "{why}");
+    }
+    let r =
+        w.fx.daemon
+            .forecast(
+                &[a, b],
+                Vec::new(),
+                false,
+                crate::daemon::Daemon::FORECAST_LIMIT,
+            )
+            .expect("forecast");
+    assert!(r.tasks.iter().all(|t| t.start.is_some()), "{r:?}");
+}

@@ -80,6 +80,14 @@ fn job_of(id: i64, spec: &TaskSpec, arrival: i64, estimate: &Option<Estimate>) -
 }
 
 impl Daemon {
+    /// How long one forecast may work (`nightjar estimate`, `submit
+    /// --dry-run`): ten thousand tasks through the chain take minutes.
+    pub const FORECAST_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+    /// As [`Daemon::FORECAST_LIMIT`], for the expected start `show`, `why`
+    /// and `ls --wide` add.
+    pub const BRIEF_FORECAST_LIMIT: std::time::Duration = std::time::Duration::from_secs(5);
+
     /// Waits for this caller's turn to forecast: one forecast at a time,
     /// since each plays the whole queue forward (through the chain, about
     /// half a second for a thousand tasks). Held until the permit drops:
@@ -100,12 +108,16 @@ impl Daemon {
     /// Forecasts the tasks `ids` (a sweep's id: its members; each task
     /// once) and the submission `extra` (checked members not queued), or
     /// (`every`) every waiting task, at the daemon's now.
+    /// It stops after `limit` of work: what has not started by then is
+    /// not known, and says so.
     pub fn forecast(
         &self,
         ids: &[i64],
         extra: Vec<TaskSpec>,
         every: bool,
+        limit: std::time::Duration,
     ) -> Result<ForecastReport> {
+        let until = std::time::Instant::now() + limit;
         let now = self.now_ms();
         let mut plan = self.plan(now, extra)?;
         // Tasks asked for that are not waiting in the queue say where they are.
@@ -159,7 +171,7 @@ impl Daemon {
             .collect();
         let running: Vec<usize> = plan.adopted.iter().map(|a| a.0).collect();
         let outcome = if every || !targets.is_empty() {
-            self.play(&mut plan, now, (!every).then(|| targets.clone()))?
+            self.play(&mut plan, now, (!every).then(|| targets.clone()), until)?
         } else {
             // Nothing asked for waits in the queue: nothing to play.
             crate::daemon::sim::Outcome::default()
@@ -303,6 +315,7 @@ impl Daemon {
         plan: &mut Plan,
         now: i64,
         targets: Option<Vec<usize>>,
+        until: std::time::Instant,
     ) -> Result<crate::daemon::sim::Outcome> {
         let pool = lock(&self.pool).clone();
         let opts = Options {
@@ -340,7 +353,7 @@ impl Daemon {
             sim = sim.watch(t);
         }
         // However a policy asks to be asked again, the forecast ends soon.
-        sim = sim.wake_budget(WAKE_BUDGET);
+        sim = sim.wake_budget(WAKE_BUDGET).deadline(until);
         let outcome = sim.run().map_err(anyhow::Error::msg);
         if let Some(c) = chain {
             *lock(&self.pipeline.forecast_chain) = Some(c);

@@ -22,6 +22,14 @@ impl Sim<'_> {
         self
     }
 
+    /// Stops the simulation at `at` (wall clock), whatever is left: a
+    /// forecast must answer in time however long the queue. What has not
+    /// started by then is reported as never started, and why.
+    pub fn deadline(mut self, at: std::time::Instant) -> Self {
+        self.deadline = Some(at);
+        self
+    }
+
     /// Job `i`'s place in `waiting`: priority class, age, id.
     pub(super) fn key(&self, i: usize) -> (i64, i64, i64, usize) {
         let job = &self.jobs[i];

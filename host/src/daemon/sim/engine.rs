@@ -125,6 +125,8 @@ pub struct Sim<'a> {
     wake_budget: Option<u64>,
     /// Per job, when its age counts from, if not its arrival ([`Sim::with_ages`]).
     pub(super) ages: Option<Vec<i64>>,
+    /// When the simulation stops, done or not ([`Sim::deadline`]).
+    pub(super) deadline: Option<std::time::Instant>,
     pub(super) running: Vec<Running>,
     /// Runs that ended within the chain's usage window, oldest first.
     pub(super) ended: VecDeque<UsageInfo>,
@@ -215,6 +217,7 @@ impl<'a> Sim<'a> {
             targets: None,
             wake_budget: None,
             ages: None,
+            deadline: None,
             running: Vec::new(),
             ended: VecDeque::new(),
             closed_by: HashMap::new(),
@@ -320,7 +323,16 @@ impl<'a> Sim<'a> {
         if let Some(n) = self.wake_budget {
             wakes.budget(n);
         }
+        let mut cut = false;
         loop {
+            // A forecast's time is limited (the only wall clock read here).
+            if self
+                .deadline
+                .is_some_and(|d| std::time::Instant::now() >= d)
+            {
+                cut = true;
+                break;
+            }
             self.end_runs(now);
             while let Some(&i) = arrivals.get(next) {
                 let job = &self.jobs[i];
@@ -370,7 +382,13 @@ impl<'a> Sim<'a> {
             "still deferred by the policies after {} of their wake-ups, the most a forecast follows",
             self.wake_budget.unwrap_or_default()
         );
-        let why = if wakes.stalled {
+        let cut_at = format!(
+            "not started when the forecast reached its time limit, its simulation at {}: the queue is too long to play out in time (ask about fewer tasks: `nightjar estimate ID`)",
+            nightjar_core::time::fmt_local(now)
+        );
+        let why = if cut {
+            cut_at.as_str()
+        } else if wakes.stalled {
             "still deferred by the policies 30 days (or 10,000 passes) after the last start or event"
         } else if wakes.spent && self.chain.is_some() {
             spent.as_str()
@@ -379,7 +397,11 @@ impl<'a> Sim<'a> {
         } else {
             LEFT_WAITING
         };
-        let left: Vec<usize> = self.waiting.iter().map(|w| w.3).collect();
+        let mut left: Vec<usize> = self.waiting.iter().map(|w| w.3).collect();
+        if cut {
+            // Those yet to arrive are not known either.
+            left.extend(arrivals[next..].iter().copied());
+        }
         self.out
             .never
             .extend(left.into_iter().map(|i| (i, why.to_string())));
