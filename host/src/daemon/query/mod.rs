@@ -2,4 +2,5 @@
 //! the forecast of when waiting tasks start (`estimate`).
 
 pub(in crate::daemon) mod forecast;
+mod forecast_rows;
 pub(in crate::daemon) mod why;
