@@ -118,11 +118,11 @@ pub struct Sim<'a> {
     /// Runs and GPUs each user holds (`[quotas]`).
     pub(super) held: HashMap<Arc<str>, (u32, u32)>,
     /// Jobs already running when the simulation begins ([`Sim::adopt`]).
-    adopted: Vec<bool>,
+    pub(super) adopted: Vec<bool>,
     /// Jobs whose start ends the simulation once all have started ([`Sim::watch`]).
-    targets: Option<Vec<usize>>,
+    pub(super) targets: Option<Vec<usize>>,
     /// Most chain wake-ups followed in all ([`Sim::wake_budget`]).
-    wake_budget: Option<u64>,
+    pub(super) wake_budget: Option<u64>,
     /// Per job, when its age counts from, if not its arrival ([`Sim::with_ages`]).
     pub(super) ages: Option<Vec<i64>>,
     /// When the simulation stops, done or not ([`Sim::deadline`]).
@@ -224,66 +224,6 @@ impl<'a> Sim<'a> {
             wake: None,
             out: Outcome::default(),
         }
-    }
-
-    /// Simulates on `pool` (a live daemon's, as it is now) instead of
-    /// `opts.machine`'s GPUs; runs it holds are [`Sim::adopt`]ed.
-    pub fn on_pool(mut self, pool: Pool) -> Self {
-        self.pool = pool;
-        self
-    }
-
-    /// The policies see `specs` (one per job, the tasks' own) instead of
-    /// specs made from the trace's columns.
-    pub fn with_specs(mut self, specs: Vec<Arc<TaskSpec>>) -> Self {
-        assert_eq!(specs.len(), self.jobs.len(), "one spec per job");
-        self.specs = specs;
-        self
-    }
-
-    /// The runs that ended before the simulation begins, oldest first (the
-    /// chain's usage window reads them).
-    pub fn with_usage(mut self, ended: Vec<UsageInfo>) -> Self {
-        self.ended = ended.into();
-        self
-    }
-
-    /// Job `i` has been running since `start` on `placement` (already taken
-    /// from the pool): it ends at `start` + its duration and never queues.
-    pub fn adopt(mut self, i: usize, start: i64, placement: Placement) -> Self {
-        self.adopted[i] = true;
-        self.busy += placement.gpus.len() as u32;
-        self.hold(i, placement.gpus.len() as u32, true);
-        let end = start.saturating_add(self.jobs[i].duration);
-        self.running.push(Running {
-            job: i,
-            start,
-            end,
-            placement,
-        });
-        self
-    }
-
-    /// Stops the simulation once every job in `targets` has started (a
-    /// forecast of a few tasks need not play the whole queue out).
-    pub fn watch(mut self, targets: Vec<usize>) -> Self {
-        self.targets = Some(targets);
-        self
-    }
-
-    /// Follows at most `n` of the chain's wake-ups in all (a forecast must
-    /// end soon whatever a policy asks; see `wakes.rs`).
-    pub fn wake_budget(mut self, n: u64) -> Self {
-        self.wake_budget = Some(n);
-        self
-    }
-
-    /// Whether every watched job has started.
-    fn targets_started(&self) -> bool {
-        self.targets.as_ref().is_some_and(|t| {
-            t.iter()
-                .all(|&i| self.adopted[i] || self.out.runs.iter().any(|r| r.job == i))
-        })
     }
 
     /// Why `job` can never start on this machine, if it cannot.

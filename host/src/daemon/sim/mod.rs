@@ -15,6 +15,7 @@ mod dispatch;
 mod engine;
 mod history;
 mod html;
+mod live;
 pub mod plugin_test;
 mod preempt;
 mod summary;
