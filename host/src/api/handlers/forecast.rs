@@ -62,18 +62,7 @@ fn dry_run(
     if entries.is_empty() {
         return Ok((Vec::new(), Vec::new()));
     }
-    let mut entries = entries
-        .into_iter()
-        .map(|e| {
-            let name = e.name.clone();
-            e.expand().map_err(|why| {
-                crate::api::ApiError::new(
-                    crate::api::ErrorKind::BadRequest,
-                    format!("sweep `{name}`: {why}"),
-                )
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let mut entries = super::submit::expanded(entries)?;
     super::submit::check_submission(d, caller, &mut entries)?;
     let (mut queued, mut aside) = (Vec::new(), Vec::new());
     for e in entries {

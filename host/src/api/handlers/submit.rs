@@ -25,18 +25,7 @@ fn submit(
     now: i64,
 ) -> anyhow::Result<Vec<i64>> {
     // A sweep sent as its grid is expanded here, then checked as any is.
-    let mut entries = entries
-        .into_iter()
-        .map(|e| {
-            let name = e.name.clone();
-            e.expand().map_err(|why| {
-                crate::api::ApiError::new(
-                    crate::api::ErrorKind::BadRequest,
-                    format!("sweep `{name}`: {why}"),
-                )
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let mut entries = expanded(entries)?;
     check_submission(d, caller, &mut entries)?;
     let manifests = d.capture_submit(&entries, verify);
     // Queued once captured: the wait before a start does not count the capture.
@@ -51,6 +40,23 @@ fn submit(
     d.changed();
     d.warm_validators(&entries);
     Ok(ids)
+}
+
+/// `entries` with every sweep sent as its grid expanded into its members
+/// (a bad grid is the caller's error, naming the sweep).
+pub(super) fn expanded(entries: Vec<NewEntry>) -> Result<Vec<NewEntry>, crate::api::ApiError> {
+    entries
+        .into_iter()
+        .map(|e| {
+            let name = e.name.clone();
+            e.expand().map_err(|why| {
+                crate::api::ApiError::new(
+                    crate::api::ErrorKind::BadRequest,
+                    format!("sweep `{name}`: {why}"),
+                )
+            })
+        })
+        .collect()
 }
 
 /// Stores checked entries, counting the caller's waiting tasks against
