@@ -51,8 +51,9 @@ pub fn fetch(config: Option<&Path>, since: Duration) -> Result<(Trace, i64)> {
     let from = to.saturating_sub(i64::try_from(since.as_millis()).unwrap_or(i64::MAX));
     let rows = client.call(RunTrace { from, to })?;
     if rows.truncated {
-        tracing::warn!(
-            "--history: the period holds more than {} runs; the trace keeps the first",
+        // Said on stderr: `simulate` runs without the daemon's log.
+        eprintln!(
+            "nightjard: --history: the period holds more than {} runs; the trace keeps the first",
             nightjar_core::api::history::MAX_TRACE_ROWS
         );
     }
