@@ -105,6 +105,7 @@ impl Compared<'_> {
         };
         amount(&cost, a.cost, b.cost, 2);
         amount("  on arrival", a.cost_at_arrival, b.cost_at_arrival, 2);
+        amount("preempted", a.preemptions as f64, b.preemptions as f64, 0);
         amount("passes", a.passes as f64, b.passes as f64, 0);
         let wa = rows.iter().map(|r| r.1.len()).chain([a_name.len()]).max();
         let wb = rows.iter().map(|r| r.2.len()).chain([b_name.len()]).max();
