@@ -83,18 +83,11 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
-    use crate::store::tests::{store, submit};
-    use crate::store::{NewRun, RunClass, RunOutcome};
+    use crate::store::tests::{outcome, store, submit};
+    use crate::store::{NewRun, RunClass};
 
     fn end(s: &mut crate::store::Store, run: i64, class: RunClass, at: i64) {
-        let out = RunOutcome {
-            class,
-            exit_code: Some(0),
-            signal: None,
-            finished_at: at,
-            message: None,
-        };
-        s.finish_run(run, &out).unwrap();
+        s.finish_run(run, &outcome(class, 0, at)).unwrap();
     }
 
     #[test]
