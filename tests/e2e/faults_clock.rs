@@ -171,8 +171,14 @@ fn a_stepped_supervisor_ends_its_task_at_its_timeout_and_the_task_keeps_the_real
         "-c",
         "env; date +%s; sleep 60",
     ]);
-    nj.until("it runs", || nj.running() == 1);
-    let pid = nj.show(id)["runs"][0]["supervisor_pid"].as_i64().unwrap();
+    // The run is listed as running a moment before its supervisor's pid
+    // is stored: wait for the pid itself.
+    nj.until("its supervisor is recorded", || {
+        nj.show(id)["runs"][0]["supervisor_pid"].as_i64().is_some()
+    });
+    let pid = nj.show(id)["runs"][0]["supervisor_pid"]
+        .as_i64()
+        .expect("a supervisor pid, waited for above");
     let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
     let environ = String::from_utf8_lossy(&environ);
     assert!(
