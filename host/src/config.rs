@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 mod archive;
 mod cache;
 mod containers;
+mod executor;
 mod gpu;
 mod host;
 mod http;
@@ -33,6 +34,7 @@ mod validators;
 pub use archive::ArchiveConfig;
 pub use cache::{CacheConfig, CacheOutputs};
 pub use containers::ContainersConfig;
+pub use executor::{ExecutorConfig, ExecutorKind};
 pub use gpu::{GpuConfig, VisibleDevices};
 pub use host::{ApiConfig, REDACTED, redacted};
 pub use http::HttpConfig;
@@ -119,6 +121,8 @@ pub struct Config {
     pub cache: CacheConfig,
     /// Container tasks: the default runtime and each runtime's flags.
     pub containers: ContainersConfig,
+    /// Where runs are carried out: this machine, or a SLURM cluster.
+    pub executor: ExecutorConfig,
     /// `validate`, resolved (paths absolute from the config file's folder).
     #[serde(skip)]
     pub project_validators:
@@ -160,6 +164,7 @@ impl Default for Config {
             quotas: QuotasConfig::default(),
             cache: CacheConfig::default(),
             containers: ContainersConfig::default(),
+            executor: ExecutorConfig::default(),
             project_validators: Default::default(),
         }
     }
@@ -198,6 +203,7 @@ impl Config {
             &mut cfg.socket,
             &mut cfg.plugins.dir,
             &mut cfg.gpu.sim_script,
+            &mut cfg.executor.shared_dir,
         ] {
             *p = nightjar_core::paths::from_config(origin, p);
         }
@@ -230,6 +236,7 @@ impl Config {
         }
         self.users.check()?;
         self.containers.validate()?;
+        self.executor.validate()?;
         if let Err(e) = self.gpu.backend.parse::<crate::gpu::BackendSpec>() {
             bail!("key `gpu.backend`: {e}");
         }
@@ -344,7 +351,11 @@ impl Config {
 
     /// The folder holding one folder per run.
     pub fn runs_dir(&self) -> PathBuf {
-        self.state_dir.join("runs")
+        match self.executor.kind {
+            // Run folders are where the nodes' supervisors write.
+            ExecutorKind::Slurm => self.executor.shared_dir.join("runs"),
+            ExecutorKind::Local => self.state_dir.join("runs"),
+        }
     }
 
     /// The folder scanned for plugin files.

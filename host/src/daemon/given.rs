@@ -39,6 +39,29 @@ pub struct Given {
 }
 
 impl Given {
+    /// The real ones with the executor `[executor] kind` names: a local
+    /// supervisor per run, or a SLURM job per run.
+    pub fn configured(cfg: &Config) -> Result<Given> {
+        match cfg.executor.kind {
+            crate::config::ExecutorKind::Local => Given::local(cfg),
+            crate::config::ExecutorKind::Slurm => {
+                let exe = std::env::current_exe().map_err(|e| {
+                    anyhow::anyhow!("find the nightjar binary for SLURM's batch step: {e}")
+                })?;
+                Ok(Given {
+                    clock: Arc::new(SystemClock),
+                    executor: Arc::new(crate::daemon::run::slurm::SlurmExecutor::new(
+                        &cfg.executor,
+                        &exe,
+                        &cfg.state_dir,
+                    )),
+                    // The nodes' GPUs are SLURM's to hand out; none is sampled here.
+                    gpus: Box::new(crate::gpu::NoGpus),
+                })
+            }
+        }
+    }
+
     /// The real ones: the system clock, a local supervisor per run started
     /// from this binary, and the GPU backend the config names.
     pub fn local(cfg: &Config) -> Result<Given> {

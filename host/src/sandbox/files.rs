@@ -89,6 +89,25 @@ pub struct RunSpec {
     /// the runtime with the tree, removed when the run is over.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub container: Option<super::container::Control>,
+    /// Variables the supervisor takes from its own environment over `env`
+    /// (a SLURM job's `CUDA_VISIBLE_DEVICES` and `SLURM_JOB_ID`: what the
+    /// batch system allocated on the node); one it does not have keeps
+    /// the spec's value.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub from_job: Vec<String>,
+}
+
+impl RunSpec {
+    /// Takes the [`RunSpec::from_job`] variables `lookup` has over `env`.
+    pub fn take_from_job(&mut self, lookup: impl Fn(&str) -> Option<String>) {
+        for name in &self.from_job {
+            let Some(value) = lookup(name) else { continue };
+            match self.env.iter_mut().find(|(k, _)| k == name) {
+                Some(kv) => kv.1 = value,
+                None => self.env.push((name.clone(), value)),
+            }
+        }
+    }
 }
 
 /// The identity a task takes before its command starts, resolved from the

@@ -56,7 +56,9 @@ fn run(dir: &Path) -> Result<()> {
     stdin
         .read_line(&mut line)
         .context("read the run spec from stdin")?;
-    let spec: RunSpec = serde_json::from_str(&line).context("parse the run spec")?;
+    let mut spec: RunSpec = serde_json::from_str(&line).context("parse the run spec")?;
+    // Under a batch system: the GPUs it allocated on this node.
+    spec.take_from_job(|name| std::env::var(name).ok());
     let _lock = match take_lock(&spec) {
         Ok(lock) => lock,
         Err(e) => {

@@ -31,8 +31,8 @@ use crate::store::Store;
 /// daemon is ready.
 pub type Server = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 
-/// Runs the daemon until SIGTERM or SIGINT, on the real clock, executor
-/// and GPUs ([`Given::local`]). Running tasks are left running; the next
+/// Runs the daemon until SIGTERM or SIGINT, on the real clock, the
+/// configured executor and the GPUs ([`Given::configured`]). Running tasks are left running; the next
 /// daemon re-adopts them. `bind` binds the front ends once runs are adopted
 /// (an error stops the start: a socket that cannot be bound); they serve
 /// from when the daemon is ready. The daemon names none of them.
@@ -41,7 +41,7 @@ where
     B: FnOnce(Arc<Daemon>) -> F,
     F: Future<Output = Result<Vec<Server>>>,
 {
-    run_with(cfg, Given::local, bind)
+    run_with(cfg, Given::configured, bind)
 }
 
 /// Runs the daemon as [`run`] does, on the clock, executor and GPU source
@@ -52,6 +52,8 @@ where
     B: FnOnce(Arc<Daemon>) -> F,
     F: Future<Output = Result<Vec<Server>>>,
 {
+    // A cluster's cores and GPUs are what placement counts against.
+    let cfg = crate::daemon::run::slurm::sized(cfg)?;
     let _lock = prepare_state_dir(&cfg)?;
     // The folder the daemon was started in is reachable as /proc/self/cwd
     // from every thread, an owner's too, past the permissions of the
@@ -68,6 +70,9 @@ where
         bail!("{}", consistency::refusal(&cfg, &findings));
     }
     let cgroup = match cfg.sandbox.cgroup {
+        _ if cfg.executor.kind == crate::config::ExecutorKind::Slurm => {
+            Err("runs are SLURM jobs: the nodes' cgroups are SLURM's".to_string())
+        }
         CgroupMode::Off => Err("disabled by sandbox.cgroup = \"off\"".to_string()),
         CgroupMode::Auto => {
             crate::sandbox::cgroup::detect(&cfg.sandbox.cgroup_root, &cgroup_name(&cfg))

@@ -19,6 +19,8 @@ pub struct Launch {
     pub dir: PathBuf,
     /// Everything the run needs, as the supervisor reads it.
     pub spec: RunSpec,
+    /// What its task asked for (a batch system's job asks the same).
+    pub resources: crate::task::model::Resources,
     /// When it started, Unix ms on the daemon's clock.
     pub started_at: i64,
     /// The same moment on the monotonic clock: a run's length is measured
@@ -36,6 +38,20 @@ pub enum Stop {
     Checkpoint,
     /// Now, with no grace (the daemon's deadline passed).
     Kill,
+}
+
+/// What became of a run while no daemon watched it, as its executor tells.
+#[derive(Debug)]
+pub enum Adopted {
+    /// A local run: probe its supervisor's lock and pid (`liveness`).
+    Local,
+    /// Still on its way, as session `0`; the executor watches it again and
+    /// reports its end.
+    Live(u32),
+    /// Over: record this.
+    Ended(crate::store::RunOutcome),
+    /// Nothing of it ever started: give it back to the queue.
+    NeverStarted,
 }
 
 /// Carries out prepared runs and reports their ends.
@@ -79,4 +95,30 @@ pub trait Executor: Send + Sync {
     /// The sessions (process ids) it started that have not ended: without
     /// cgroups, any other child of the daemon's is an orphan of a dead one.
     fn sessions(&self) -> Vec<i32>;
+
+    /// Whether its sessions are processes of this machine (supervisor
+    /// pids): only then does the watchdog kill a run's process tree and a
+    /// restarted daemon probe a run's lock. A batch system's sessions are
+    /// its job ids, kept by [`Executor::adopt`] instead.
+    fn local(&self) -> bool {
+        true
+    }
+
+    /// Why no run may be handed to it now (a batch system with as many
+    /// jobs waiting as it may keep), for `why`; `None`: it takes more.
+    fn busy(&self) -> Option<String> {
+        None
+    }
+
+    /// What it knows of run `run` in progress beyond the daemon's record
+    /// (a batch system's job state and reason), for `why` and `show`.
+    fn describe(&self, _run: i64) -> Option<String> {
+        None
+    }
+
+    /// At a daemon's start, what became of `run` (recorded as running).
+    /// An error: it cannot tell now (the daemon does not start).
+    fn adopt(&self, _daemon: &Arc<Daemon>, _run: &crate::store::RunRow) -> anyhow::Result<Adopted> {
+        Ok(Adopted::Local)
+    }
 }

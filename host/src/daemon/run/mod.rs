@@ -1,9 +1,11 @@
 //! One run, from its claim to its end: the environment built, the run
-//! handed to its executor (the local supervisor: `local.rs`), checkpoints
+//! handed to its executor (the local supervisor: `local.rs`; a SLURM job:
+//! `slurm/`), checkpoints
 //! and manifests, the end recorded exactly once and judged (validators,
 //! outputs, energy), and the watchdog's own deadlines for supervisors that
 //! do not act.
 
+pub(in crate::daemon) mod adopt;
 pub(in crate::daemon) mod checkpoint;
 pub(in crate::daemon) mod checkpoint_find;
 pub(in crate::daemon) mod end;
@@ -15,6 +17,7 @@ pub(in crate::daemon) mod manifest;
 pub(in crate::daemon) mod outputs;
 pub(in crate::daemon) mod postrun;
 pub(in crate::daemon) mod runenv;
+pub mod slurm;
 pub(in crate::daemon) mod start;
 pub(in crate::daemon) mod watchdog;
 

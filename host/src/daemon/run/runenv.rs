@@ -229,6 +229,7 @@ pub fn build(
         manifest: None,
         run_as,
         container,
+        from_job: Vec::new(),
     })
 }
 

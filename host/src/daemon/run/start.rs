@@ -29,6 +29,11 @@ impl Daemon {
         if self.complete_from_cache(c) {
             return true;
         }
+        // A batch system that keeps as many waiting jobs as it may.
+        if let Some(why) = self.runs.executor.busy() {
+            lock(&self.pipeline.place_reasons).insert(c.id, why);
+            return false;
+        }
         let now = easy.now;
         let res = &c.spec.resources;
         // Only a task that can be placed now needs its estimate (a start's
@@ -154,7 +159,11 @@ impl Daemon {
             return Ok(None);
         }
         let run_id = run.id;
-        let deadline = spec.resources.timeout.map(|t| {
+        // A batch system's job may wait before it starts, and SLURM's own
+        // time limit backs its supervisor up: only a local run has a
+        // deadline of the daemon's from its claim.
+        let local = self.runs.executor.local();
+        let deadline = spec.resources.timeout.filter(|_| local).map(|t| {
             crate::daemon::run::watchdog::Deadline::timeout(
                 std::time::Instant::now(),
                 t,
@@ -193,6 +202,7 @@ impl Daemon {
                 run: run.id,
                 dir: PathBuf::from(&run.run_dir),
                 spec: rs,
+                resources: spec.resources.clone(),
                 started_at: now,
                 steady,
             };

@@ -126,6 +126,10 @@ impl Daemon {
         }
         let executor = Arc::clone(&self.runs.executor);
         executor.stop(run, session, dir, crate::daemon::run::executor::Stop::Kill);
+        if !executor.local() {
+            // Its job is the batch system's to end; its session is no pid here.
+            return;
+        }
         let ids = self.run_ids(run, dir);
         if !crate::sandbox::liveness::kill_tree(&ids) {
             tracing::error!("run {run}: some of its processes did not die in 5 s");

@@ -1,0 +1,271 @@
+//! What is said to and read from SLURM's commands, as pure functions: the
+//! `sbatch` arguments a run becomes, `squeue`'s lines, `sinfo`'s totals,
+//! and what a job's end means for its run when the supervisor left none.
+
+use std::time::Duration;
+
+use crate::config::ExecutorConfig;
+use crate::store::{RunClass, RunOutcome};
+
+/// The squeue format this module parses: id, state, reason, comment.
+pub const SQUEUE_FORMAT: &str = "%i|%T|%r|%k";
+
+/// What a job is asked for, from its task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobAsk {
+    /// The task's id (the job's name is `nightjar-<task>`).
+    pub task: i64,
+    /// The comment that finds the job again: [`comment`].
+    pub comment: String,
+    /// GPUs (`--gres=gpu:N`).
+    pub gpus: u32,
+    /// Cores (`--cpus-per-task`).
+    pub cpus: Option<u32>,
+    /// Memory, bytes (`--mem`, in MiB rounded up).
+    pub mem: Option<u64>,
+    /// The run's own limit, enforced by the supervisor; SLURM's `--time`
+    /// is this plus the grace plus a minute, so the supervisor's own
+    /// class (`timeout`) is what is recorded.
+    pub timeout: Option<Duration>,
+    /// The cancel grace.
+    pub grace: Duration,
+}
+
+/// The comment that marks run `run` of the daemon tagged `tag`; found again
+/// after a restart by [`parse_squeue`].
+pub fn comment(tag: &str, run: i64) -> String {
+    format!("{tag}:run:{run}")
+}
+
+/// The run a comment marks, when it is one of the daemon tagged `tag`.
+pub fn run_of(tag: &str, comment: &str) -> Option<i64> {
+    comment
+        .strip_prefix(tag)?
+        .strip_prefix(":run:")?
+        .parse()
+        .ok()
+}
+
+/// `sbatch`'s arguments for one run whose batch script is `script` and whose
+/// SLURM output goes to `output`.
+pub fn sbatch_args(
+    cfg: &ExecutorConfig,
+    ask: &JobAsk,
+    script: &std::path::Path,
+    output: &std::path::Path,
+) -> Vec<String> {
+    let mut a = vec![
+        "--parsable".to_string(),
+        // The batch step's environment is SLURM's own plus nothing of the
+        // daemon's: the spec carries everything the task gets.
+        "--export=NIL".into(),
+        // A node failure ends the job; nightjar's retry path (not SLURM's
+        // requeue) decides what happens next, so each try is one attempt.
+        "--no-requeue".into(),
+        format!("--job-name=nightjar-{}", ask.task),
+        format!("--comment={}", ask.comment),
+        format!("--output={}", output.display()),
+        "--chdir=/".into(),
+    ];
+    if ask.gpus > 0 {
+        a.push(format!("--gres=gpu:{}", ask.gpus));
+    }
+    if let Some(c) = ask.cpus.filter(|&c| c > 0) {
+        a.push(format!("--cpus-per-task={c}"));
+    }
+    if let Some(m) = ask.mem {
+        a.push(format!("--mem={}M", m.div_ceil(1 << 20).max(1)));
+    }
+    if let Some(t) = ask.timeout {
+        a.push(format!(
+            "--time={}",
+            time_limit(t + ask.grace + Duration::from_secs(60))
+        ));
+    }
+    for (key, value) in [
+        ("--partition", &cfg.partition),
+        ("--account", &cfg.account),
+        ("--qos", &cfg.qos),
+    ] {
+        if !value.is_empty() {
+            a.push(format!("{key}={value}"));
+        }
+    }
+    a.extend(cfg.extra_args.iter().cloned());
+    a.push(script.display().to_string());
+    a
+}
+
+/// A duration as SLURM's `--time` (`D-HH:MM:SS`), rounded up to a minute
+/// (SLURM's own resolution).
+pub fn time_limit(d: Duration) -> String {
+    let minutes = d.as_secs().div_ceil(60).max(1);
+    let (days, rest) = (minutes / 1440, minutes % 1440);
+    format!("{days}-{:02}:{:02}:00", rest / 60, rest % 60)
+}
+
+/// The job id `sbatch --parsable` printed (`123` or `123;cluster`).
+pub fn parse_job_id(stdout: &str) -> Option<u64> {
+    stdout.trim().split(';').next()?.trim().parse().ok()
+}
+
+/// One of this daemon's jobs as `squeue` lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    /// The run its comment names.
+    pub run: i64,
+    /// The job id.
+    pub job: u64,
+    /// `PENDING`, `RUNNING`, `COMPLETED`, ...
+    pub state: String,
+    /// SLURM's reason (`Resources`, `Priority`, `None`).
+    pub reason: String,
+}
+
+impl Listed {
+    /// Whether the job is over (SLURM keeps ended jobs for `MinJobAge`).
+    pub fn ended(&self) -> bool {
+        ended(&self.state)
+    }
+}
+
+/// Whether a job in `state` waits for SLURM to start it.
+pub fn waiting(state: &str) -> bool {
+    matches!(
+        state,
+        "PENDING" | "REQUEUED" | "REQUEUE_HOLD" | "CONFIGURING"
+    )
+}
+
+/// Whether a job in `state` is over.
+pub fn ended(state: &str) -> bool {
+    matches!(
+        state,
+        "COMPLETED"
+            | "FAILED"
+            | "CANCELLED"
+            | "TIMEOUT"
+            | "NODE_FAIL"
+            | "PREEMPTED"
+            | "OUT_OF_MEMORY"
+            | "BOOT_FAIL"
+            | "DEADLINE"
+            | "REVOKED"
+            | "SPECIAL_EXIT"
+    )
+}
+
+/// This daemon's jobs in `squeue -h -t all -o` [`SQUEUE_FORMAT`] output;
+/// other lines (other users' jobs, other daemons') are skipped. Where a run
+/// has more than one job, the newest (highest id) is kept.
+pub fn parse_squeue(out: &str, tag: &str) -> Vec<Listed> {
+    let mut jobs: std::collections::BTreeMap<i64, Listed> = Default::default();
+    for line in out.lines() {
+        let mut f = line.splitn(4, '|');
+        let (Some(id), Some(state), Some(reason), Some(comment)) =
+            (f.next(), f.next(), f.next(), f.next())
+        else {
+            continue;
+        };
+        let (Some(run), Ok(job)) = (run_of(tag, comment.trim()), id.trim().parse::<u64>()) else {
+            continue;
+        };
+        let listed = Listed {
+            run,
+            job,
+            state: state.trim().to_string(),
+            reason: reason.trim().to_string(),
+        };
+        match jobs.get(&run) {
+            Some(old) if old.job > job => {}
+            _ => {
+                jobs.insert(run, listed);
+            }
+        }
+    }
+    jobs.into_values().collect()
+}
+
+/// The cluster's totals from `sinfo -h -N -o '%N|%c|%G'`: cores and GPUs,
+/// each node counted once (a node in two partitions is listed twice).
+pub fn parse_totals(out: &str) -> (u32, u32) {
+    let mut seen = std::collections::BTreeSet::new();
+    let (mut cpus, mut gpus) = (0u32, 0u32);
+    for line in out.lines() {
+        let mut f = line.split('|');
+        let (Some(node), Some(c), Some(gres)) = (f.next(), f.next(), f.next()) else {
+            continue;
+        };
+        if !seen.insert(node.trim().to_string()) {
+            continue;
+        }
+        cpus += c.trim().parse::<u32>().unwrap_or(0);
+        gpus += gres.split(',').map(gpu_count).sum::<u32>();
+    }
+    (cpus, gpus)
+}
+
+/// GPUs in one GRES entry: `gpu:2`, `gpu:a100:4`, `gpu:4(S:0-1)`; 0 for
+/// anything else (`(null)`, `mps:100`).
+fn gpu_count(gres: &str) -> u32 {
+    let gres = gres.trim();
+    let gres = gres.split('(').next().unwrap_or(gres);
+    let mut parts = gres.split(':');
+    if parts.next() != Some("gpu") {
+        return 0;
+    }
+    parts.last().and_then(|n| n.parse().ok()).unwrap_or(0)
+}
+
+/// What a job's end means for its run when its supervisor left no status:
+/// `state` and `reason` as SLURM gives them (`None`: SLURM no longer knows
+/// the job), `asked`: whether nightjar itself asked it to stop.
+pub fn unreported_end(
+    job: u64,
+    state: Option<&str>,
+    reason: &str,
+    asked: bool,
+    at: i64,
+) -> RunOutcome {
+    let said = match state {
+        Some(s) if reason.is_empty() || reason == "None" => format!("SLURM job {job} ended {s}"),
+        Some(s) => format!("SLURM job {job} ended {s} ({reason})"),
+        None => format!("SLURM job {job} is no longer known to SLURM"),
+    };
+    let (class, message) = match state {
+        Some("CANCELLED") if asked => (
+            RunClass::Cancelled,
+            format!("{said}: cancelled before its supervisor started"),
+        ),
+        Some("CANCELLED") => (
+            RunClass::Cancelled,
+            format!("{said}: cancelled outside nightjar (scancel by a user or an administrator)"),
+        ),
+        Some("TIMEOUT") => (
+            RunClass::Timeout,
+            format!("{said}: SLURM's time limit ended it"),
+        ),
+        Some("OUT_OF_MEMORY") => (
+            RunClass::HostOom,
+            format!("{said}: it ran out of its memory"),
+        ),
+        Some("PREEMPTED") => (RunClass::Preempted, format!("{said}: SLURM preempted it")),
+        _ => (
+            RunClass::Lost,
+            format!(
+                "{said} without a status from nightjar's supervisor (node failure?); retried per the task's retry settings"
+            ),
+        ),
+    };
+    RunOutcome {
+        class,
+        exit_code: None,
+        signal: None,
+        finished_at: at,
+        message: Some(message),
+    }
+}
+
+#[cfg(test)]
+#[path = "cli_tests.rs"]
+mod tests;

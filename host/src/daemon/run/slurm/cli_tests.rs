@@ -1,0 +1,136 @@
+use super::*;
+use crate::config::ExecutorKind;
+
+fn ask() -> JobAsk {
+    JobAsk {
+        task: 7,
+        comment: comment("nightjar:vm-1a2b", 42),
+        gpus: 2,
+        cpus: Some(4),
+        mem: Some(3 * (1 << 30) + 1),
+        timeout: Some(Duration::from_secs(3600)),
+        grace: Duration::from_secs(30),
+    }
+}
+
+#[test]
+fn a_run_becomes_sbatch_arguments_from_its_task_and_the_executor_keys() {
+    let cfg = ExecutorConfig {
+        kind: ExecutorKind::Slurm,
+        partition: "gpu".into(),
+        qos: "lab".into(),
+        extra_args: vec!["--constraint=a100".into()],
+        ..Default::default()
+    };
+    let a = sbatch_args(
+        &cfg,
+        &ask(),
+        "/s/runs/42/job.sh".as_ref(),
+        "/s/runs/42/slurm.out".as_ref(),
+    );
+    for want in [
+        "--parsable",
+        "--export=NIL",
+        "--no-requeue",
+        "--job-name=nightjar-7",
+        "--comment=nightjar:vm-1a2b:run:42",
+        "--gres=gpu:2",
+        "--cpus-per-task=4",
+        "--mem=3073M",
+        // 1 h + 30 s grace + 1 min, rounded up to the minute.
+        "--time=0-01:02:00",
+        "--partition=gpu",
+        "--qos=lab",
+        "--constraint=a100",
+        "--output=/s/runs/42/slurm.out",
+    ] {
+        assert!(a.iter().any(|x| x == want), "{want} missing from {a:?}");
+    }
+    assert!(
+        !a.iter().any(|x| x.starts_with("--account")),
+        "empty keys are left out: {a:?}"
+    );
+    assert_eq!(
+        a.last().map(String::as_str),
+        Some("/s/runs/42/job.sh"),
+        "the script comes last"
+    );
+    let cpu_only = JobAsk {
+        gpus: 0,
+        cpus: None,
+        mem: None,
+        timeout: None,
+        ..ask()
+    };
+    let a = sbatch_args(
+        &ExecutorConfig::default(),
+        &cpu_only,
+        "/j".as_ref(),
+        "/o".as_ref(),
+    );
+    assert!(
+        !a.iter()
+            .any(|x| x.starts_with("--gres") || x.starts_with("--time") || x.starts_with("--mem")),
+        "{a:?}"
+    );
+}
+
+#[test]
+fn time_limits_round_up_to_the_minute_and_carry_days() {
+    assert_eq!(time_limit(Duration::from_secs(1)), "0-00:01:00");
+    assert_eq!(time_limit(Duration::from_secs(61)), "0-00:02:00");
+    assert_eq!(time_limit(Duration::from_secs(26 * 3600)), "1-02:00:00");
+}
+
+#[test]
+fn squeue_lines_of_other_daemons_and_users_are_skipped_and_the_newest_job_of_a_run_kept() {
+    let tag = "nightjar:vm-1a2b";
+    let out = "\
+12|PENDING|Resources|nightjar:vm-1a2b:run:42
+13|RUNNING|None|nightjar:vm-ffff:run:42
+14|COMPLETED|None|(null)
+15|RUNNING|None|nightjar:vm-1a2b:run:43
+11|CANCELLED|None|nightjar:vm-1a2b:run:43
+garbage
+16|PENDING|Priority|nightjar:vm-1a2b:run:x
+";
+    let l = parse_squeue(out, tag);
+    assert_eq!(l.len(), 2, "{l:?}");
+    assert_eq!(
+        (l[0].run, l[0].job, l[0].reason.as_str()),
+        (42, 12, "Resources")
+    );
+    assert!(waiting(&l[0].state) && !l[0].ended());
+    assert_eq!(
+        (l[1].run, l[1].job, l[1].state.as_str()),
+        (43, 15, "RUNNING")
+    );
+    assert_eq!(parse_job_id("77;cluster\n"), Some(77));
+    assert_eq!(parse_job_id("sbatch: error"), None);
+}
+
+#[test]
+fn cluster_totals_count_each_node_once_and_only_gpu_gres() {
+    let out = "\
+n1|64|gpu:a100:4(S:0-1)
+n1|64|gpu:a100:4(S:0-1)
+n2|32|gpu:2,mps:200
+n3|16|(null)
+";
+    assert_eq!(parse_totals(out), (112, 6));
+}
+
+#[test]
+fn a_job_that_ended_without_a_status_is_classed_by_what_slurm_says() {
+    let o = unreported_end(5, Some("CANCELLED"), "None", false, 1);
+    assert_eq!(o.class, RunClass::Cancelled);
+    assert!(o.message.unwrap().contains("outside nightjar"));
+    let o = unreported_end(5, Some("NODE_FAIL"), "NodeDown", false, 1);
+    assert_eq!(o.class, RunClass::Lost);
+    assert!(o.message.unwrap().contains("NODE_FAIL (NodeDown)"));
+    assert_eq!(unreported_end(5, None, "", false, 1).class, RunClass::Lost);
+    assert_eq!(
+        unreported_end(5, Some("TIMEOUT"), "", false, 1).class,
+        RunClass::Timeout
+    );
+}

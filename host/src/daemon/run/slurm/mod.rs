@@ -1,0 +1,351 @@
+//! The SLURM executor (`[executor] kind = "slurm"`): each run is one SLURM
+//! job whose batch step is nightjar's own supervisor on the node, reading
+//! its spec from the run folder (in `[executor] shared_dir`, which every
+//! node sees) and leaving its `status.json` there. The daemon submits with
+//! `sbatch`, finds its jobs again by their comment (`squeue`), stops them
+//! with `scancel`, and reads each end from the run folder (`poll.rs`).
+//!
+//! Exactly once: the run is claimed (on disk) before `sbatch`; a daemon
+//! restarted at any instant finds a submitted job by its comment, waits for
+//! an `sbatch` still in flight, and only gives a run back to the queue when
+//! no job of it exists and its supervisor never started it ([`adopt`]).
+//!
+//! The supervisor runs as the daemon's user (root for a system daemon)
+//! and drops the task to its owner exactly as a local run does, so the run
+//! folder stays the daemon's and no root read ever touches a file the
+//! task's owner could swap. SLURM therefore sees the daemon's user as the
+//! job's user; the owner is in the job's name and comment.
+
+pub mod cli;
+mod cmd;
+mod poll;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use anyhow::{Context, Result};
+
+use super::executor::{Adopted, Executor, Launch, Stop};
+use crate::config::ExecutorConfig;
+use crate::daemon::state::{Daemon, lock};
+use crate::sandbox::files;
+use crate::sandbox::launch::SupervisorCmd;
+use crate::store::RunRow;
+
+/// The spec file the batch step reads on its stdin.
+const SPEC: &str = "spec.json";
+/// The batch script.
+const SCRIPT: &str = "job.sh";
+/// SLURM's own output of the job (the task's logs are the supervisor's).
+const OUTPUT: &str = "slurm.out";
+/// The run's lock file, in the run folder (the state dir is not shared).
+const LOCK: &str = "run.lock";
+/// The environment a supervisor under SLURM takes from its job rather than
+/// from the spec: the GPUs SLURM allocated and the job's identity.
+pub const FROM_JOB: &[&str] = &[
+    "CUDA_VISIBLE_DEVICES",
+    "SLURM_JOB_ID",
+    "SLURM_JOB_NODELIST",
+    "SLURMD_NODENAME",
+];
+
+/// One of this daemon's jobs.
+#[derive(Debug, Clone)]
+struct Job {
+    /// SLURM's job id.
+    id: u64,
+    /// The run folder.
+    dir: PathBuf,
+    /// SLURM's state at the last poll (`PENDING` until one says otherwise).
+    state: String,
+    /// SLURM's reason at the last poll.
+    reason: String,
+    /// Whether nightjar asked it to stop.
+    asked: bool,
+    /// Polls that found it ended with no status yet (a shared folder's
+    /// cache can show the file a moment late).
+    unreported: u32,
+}
+
+/// Runs each run as a SLURM job.
+pub struct SlurmExecutor {
+    cfg: ExecutorConfig,
+    /// The batch step's command (the node must have it at the same path).
+    supervisor: SupervisorCmd,
+    /// This daemon's mark in job comments: `nightjar:<host>-<state dir hash>`.
+    tag: String,
+    /// The jobs of runs in progress, by run id.
+    jobs: Arc<Mutex<HashMap<i64, Job>>>,
+    /// The poller, started with the first job.
+    poller: OnceLock<()>,
+}
+
+impl SlurmExecutor {
+    /// An executor for `cfg`, its batch step started from the `nightjard`
+    /// binary at `exe` (its `nightjar-supervise` sibling when there is one).
+    /// `state_dir` names this daemon in its jobs' comments.
+    pub fn new(cfg: &ExecutorConfig, exe: &Path, state_dir: &Path) -> SlurmExecutor {
+        SlurmExecutor {
+            cfg: cfg.clone(),
+            supervisor: SupervisorCmd::for_exe(exe),
+            tag: tag(state_dir),
+            jobs: Arc::default(),
+            poller: OnceLock::new(),
+        }
+    }
+
+    /// Checks at the daemon's start that the cluster answers and the shared
+    /// folder is there and writable; the cluster's cores and GPUs, which
+    /// nightjar's placement counts against.
+    pub fn check(cfg: &ExecutorConfig) -> Result<(u32, u32)> {
+        let dir = &cfg.shared_dir;
+        std::fs::create_dir_all(dir.join("runs")).with_context(|| {
+            format!(
+                "key `executor.shared_dir` ({}): cannot make its runs folder; create it on the shared file system, writable by the daemon's user",
+                dir.display()
+            )
+        })?;
+        let probe = dir.join(format!(".nightjar-probe-{}", std::process::id()));
+        std::fs::write(&probe, b"probe").with_context(|| {
+            format!(
+                "key `executor.shared_dir` ({}): not writable by the daemon's user",
+                dir.display()
+            )
+        })?;
+        let _ = std::fs::remove_file(&probe);
+        let out = cmd::run("sinfo", &["-h", "-N", "-o", "%N|%c|%G"]).context(
+            "executor.kind = \"slurm\": `sinfo` does not answer; is slurmctld up and SLURM_CONF right? (scripts/slurm-dev starts a one-node cluster)",
+        )?;
+        let totals = cli::parse_totals(&out);
+        if totals.0 == 0 {
+            anyhow::bail!("executor.kind = \"slurm\": `sinfo` lists no node with cores: {out}");
+        }
+        Ok(totals)
+    }
+
+    fn start_poller(&self, daemon: &Arc<Daemon>) {
+        self.poller.get_or_init(|| {
+            let p = poll::Poller {
+                daemon: Arc::downgrade(daemon),
+                jobs: Arc::clone(&self.jobs),
+                tag: self.tag.clone(),
+                every: self.cfg.poll,
+            };
+            tokio::spawn(p.run());
+        });
+    }
+
+    /// Writes the spec, the lock file and the batch script into the run folder.
+    fn prepare(&self, run: &mut Launch) -> Result<PathBuf> {
+        let dir = &run.dir;
+        std::fs::create_dir_all(dir).with_context(|| format!("make {}", dir.display()))?;
+        let lock_file = dir.join(LOCK);
+        std::fs::File::create(&lock_file)
+            .with_context(|| format!("create {}", lock_file.display()))?;
+        let (id, task) = (run.run, run.spec.task_id);
+        let spec = &mut run.spec;
+        spec.lock_file = lock_file;
+        // SLURM confines the job; the login node's cgroups and cores mean
+        // nothing on the node.
+        spec.cgroup = None;
+        spec.cpus.clear();
+        spec.from_job = FROM_JOB.iter().map(|s| s.to_string()).collect();
+        let mut line = serde_json::to_string(spec).context("write the run spec")?;
+        line.push('\n');
+        write_private(&dir.join(SPEC), line.as_bytes())?;
+        let quote = |p: &Path| shell_quote(&p.display().to_string());
+        let mut command = vec![quote(&self.supervisor.program)];
+        command.extend(self.supervisor.prefix.iter().map(|a| shell_quote(a)));
+        command.push(quote(dir));
+        let script = format!(
+            "#!/bin/sh\n# Run {} of task {}: nightjar's supervisor on the node SLURM picked.\nexec {} < {}\n",
+            id,
+            task,
+            command.join(" "),
+            quote(&dir.join(SPEC)),
+        );
+        let path = dir.join(SCRIPT);
+        write_private(&path, script.as_bytes())?;
+        Ok(path)
+    }
+}
+
+/// `cfg` with, under `[executor] kind = "slurm"`, the cluster's cores and
+/// GPUs as the ones placement counts against (where `cpus` and `gpus` do
+/// not name their own), after checking that the cluster answers and the
+/// shared folder is usable. A local config comes back as it is.
+pub fn sized(mut cfg: crate::config::Config) -> Result<crate::config::Config> {
+    if cfg.executor.kind != crate::config::ExecutorKind::Slurm {
+        return Ok(cfg);
+    }
+    let (cpus, gpus) = SlurmExecutor::check(&cfg.executor)?;
+    tracing::info!("SLURM executor: the cluster has {cpus} cores and {gpus} GPUs");
+    if cfg.cpus.is_empty() {
+        cfg.cpus = (0..cpus).collect();
+    }
+    if cfg.gpus.is_empty() {
+        cfg.gpus = (0..gpus).collect();
+    }
+    Ok(cfg)
+}
+
+/// `nightjar:<host>-<8 hex of the state dir's path>`: the daemon's mark.
+fn tag(state_dir: &Path) -> String {
+    use sha2::Digest;
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let host: String = host
+        .trim()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+        .collect();
+    let path = std::path::absolute(state_dir).unwrap_or_else(|_| state_dir.to_path_buf());
+    let digest = sha2::Sha256::digest(path.as_os_str().as_encoded_bytes());
+    let hex: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
+    format!("nightjar:{host}-{hex}")
+}
+
+/// Writes a file only the daemon's user reads (the spec holds the task's
+/// environment), replacing any earlier one.
+fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let _ = std::fs::remove_file(path);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("write {}", path.display()))?;
+    f.write_all(bytes)
+        .with_context(|| format!("write {}", path.display()))
+}
+
+/// `s` in single quotes for sh.
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+impl Executor for SlurmExecutor {
+    fn launch(
+        &self,
+        daemon: &Arc<Daemon>,
+        mut run: Launch,
+        started: &mut dyn FnMut(u32),
+    ) -> Result<()> {
+        let script = self.prepare(&mut run)?;
+        let res = &run.resources;
+        let ask = cli::JobAsk {
+            task: run.spec.task_id,
+            comment: cli::comment(&self.tag, run.run),
+            gpus: res.gpus,
+            cpus: res.cpus,
+            mem: res.mem.map(|m| m.as_u64()),
+            timeout: res.timeout,
+            grace: std::time::Duration::from_millis(run.spec.grace_ms),
+        };
+        let args = cli::sbatch_args(&self.cfg, &ask, &script, &run.dir.join(OUTPUT));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = cmd::run("sbatch", &args)?;
+        let id =
+            cli::parse_job_id(&out).with_context(|| format!("sbatch printed no job id: {out}"))?;
+        lock(&self.jobs).insert(
+            run.run,
+            Job {
+                id,
+                dir: run.dir.clone(),
+                state: "PENDING".into(),
+                reason: String::new(),
+                asked: false,
+                unreported: 0,
+            },
+        );
+        // The session is the job: recorded now, found by its comment should
+        // the record be lost.
+        started(u32::try_from(id).unwrap_or(u32::MAX));
+        self.start_poller(daemon);
+        Ok(())
+    }
+
+    fn stop(&self, run: i64, _session: u32, _dir: &Path, how: Stop) {
+        let job = {
+            let mut jobs = lock(&self.jobs);
+            let Some(j) = jobs.get_mut(&run) else {
+                tracing::debug!("run {run}: no SLURM job to stop");
+                return;
+            };
+            j.asked = true;
+            j.clone()
+        };
+        let id = job.id.to_string();
+        // A job SLURM has not started is simply removed; a running one's
+        // supervisor is signalled (SIGTERM: cancel with the grace; SIGUSR1:
+        // the task's checkpoint signal) and ends the run itself.
+        let args: Vec<&str> = match how {
+            Stop::Kill => vec![&id],
+            _ if cli::waiting(&job.state) => vec![&id],
+            Stop::Cancel => vec!["--batch", "--signal=TERM", &id],
+            Stop::Checkpoint => vec!["--batch", "--signal=USR1", &id],
+        };
+        if let Err(e) = cmd::run("scancel", &args) {
+            tracing::warn!("run {run}: scancel of SLURM job {id} failed: {e:#}");
+        }
+    }
+
+    fn sessions(&self) -> Vec<i32> {
+        // No process of this machine is a job's.
+        Vec::new()
+    }
+
+    fn local(&self) -> bool {
+        false
+    }
+
+    fn busy(&self) -> Option<String> {
+        let pending = lock(&self.jobs)
+            .values()
+            .filter(|j| cli::waiting(&j.state))
+            .count();
+        (pending >= self.cfg.max_pending as usize).then(|| {
+            format!(
+                "{pending} of this daemon's jobs already wait in SLURM (executor.max_pending = {}): the next is released when one starts",
+                self.cfg.max_pending
+            )
+        })
+    }
+
+    fn describe(&self, run: i64) -> Option<String> {
+        let j = lock(&self.jobs).get(&run).cloned()?;
+        Some(match j.reason.as_str() {
+            "" | "None" => format!("SLURM job {}: {}", j.id, j.state),
+            r => format!("SLURM job {}: {} ({r})", j.id, j.state),
+        })
+    }
+
+    fn adopt(&self, daemon: &Arc<Daemon>, run: &RunRow) -> Result<Adopted> {
+        let adopted = poll::adopt(&self.tag, run)?;
+        if let Adopted::Live(id) = adopted {
+            lock(&self.jobs).insert(
+                run.id,
+                Job {
+                    id: u64::from(id),
+                    dir: PathBuf::from(&run.run_dir),
+                    state: "PENDING".into(),
+                    reason: String::new(),
+                    asked: false,
+                    unreported: 0,
+                },
+            );
+            self.start_poller(daemon);
+        }
+        Ok(adopted)
+    }
+}
+
+/// Whether `dir` holds a status its supervisor left.
+fn status_in(dir: &Path) -> Option<crate::store::RunOutcome> {
+    files::read_json::<files::RunStatus>(dir, files::STATUS)
+        .ok()
+        .flatten()
+        .map(|s| s.outcome())
+}
