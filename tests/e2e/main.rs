@@ -80,6 +80,7 @@ mod retention_timer;
 mod retry;
 mod sandbox;
 mod simulate;
+mod slurm;
 mod sweep_big;
 mod users_harness;
 mod validators;

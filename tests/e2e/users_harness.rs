@@ -166,6 +166,11 @@ pub fn system(extra: &str) -> System {
 
 /// As [`system`], the daemon started in the folder `cwd`.
 pub fn system_in(extra: &str, cwd: Option<&Path>) -> System {
+    system_with(extra, cwd, &[])
+}
+
+/// As [`system_in`], with `env` added to the daemon's environment.
+pub fn system_with(extra: &str, cwd: Option<&Path>, env: &[(&str, &str)]) -> System {
     let sockdir = tempfile::Builder::new()
         .prefix("njtest-sock")
         .tempdir()
@@ -182,6 +187,8 @@ pub fn system_in(extra: &str, cwd: Option<&Path>) -> System {
         socket.display()
     ));
     nj.cwd = cwd.map(Path::to_path_buf);
+    nj.env
+        .extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     nj.start();
     System {
         nj,

@@ -129,6 +129,10 @@ pub struct RunWhy {
     /// The hint that goes with its class (what was seen, what to do).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// What its executor says of it while it is in progress: a SLURM
+    /// job's state and SLURM's reason (`SLURM job 12: PENDING (Resources)`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub executor: Option<String>,
 }
 
 /// Why a task is where it is.
@@ -285,6 +289,9 @@ impl WhyReport {
                 "  waited {} after becoming eligible",
                 fmt_span(run.waited_ms)
             ));
+            if let Some(e) = run.executor.as_ref().filter(|_| run.class.is_none()) {
+                out.push(format!("  {e}"));
+            }
             if let Some(c) = &run.class {
                 match &run.message {
                     Some(m) => out.push(format!("  ended {c}: {m}")),
@@ -426,12 +433,17 @@ mod tests {
             waited_ms: 2_000,
             class: None,
             message: None,
+            executor: Some("SLURM job 7: PENDING (Resources)".into()),
         });
         let lines = r.lines(1_000);
         assert!(
             lines.iter().any(|l| l.starts_with("run 12 started ")
                 && l.ends_with(" on GPU 0,1: score 200 = priority 200")),
             "{lines:?}"
+        );
+        assert!(
+            lines.contains(&"  SLURM job 7: PENDING (Resources)".to_string()),
+            "the executor's side follows ours: {lines:?}"
         );
     }
 

@@ -79,6 +79,11 @@ impl Daemon {
             waited_ms: run.started_at - run.eligible_at,
             class: run.class.map(|c| c.as_str().to_string()),
             message: run.message.clone(),
+            executor: run
+                .class
+                .is_none()
+                .then(|| self.runs.describe(run.id))
+                .flatten(),
         });
         // The stored row says since when; the live verdict has the current text.
         let live = std::sync::Arc::clone(&lock(&self.pipeline.chain_status).verdicts);

@@ -49,6 +49,16 @@ impl Daemon {
                     liveness::probe(&self.cfg.run_lock_path(), &ids)?
                 }
                 Adopted::Live(session) => {
+                    // A job the last daemon submitted but could not record.
+                    if run.supervisor_pid != Some(i64::from(session))
+                        && let Err(e) = self.store().set_run_started(
+                            run.id,
+                            session,
+                            run.sandbox_note.as_deref(),
+                        )
+                    {
+                        tracing::warn!("run {}: cannot record its session {session}: {e}", run.id);
+                    }
                     self.hold_adopted(&run, session, dir)?;
                     continue;
                 }

@@ -88,4 +88,10 @@ impl Parts {
             start_failures: Condition::new("cannot start tasks"),
         }
     }
+
+    /// What the executor says of run `run` in progress (a SLURM job's
+    /// state and reason), for `why`.
+    pub(in crate::daemon) fn describe(&self, run: i64) -> Option<String> {
+        self.executor.describe(run)
+    }
 }

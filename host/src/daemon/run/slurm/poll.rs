@@ -88,7 +88,17 @@ impl Poller {
                     continue;
                 }
             }
-            if let Some(out) = status_in(&j.dir) {
+            if let Some(mut out) = status_in(&j.dir) {
+                if let Some(l) = seen.filter(|l| l.state == "CANCELLED" && !j.asked) {
+                    let by = format!(
+                        "SLURM job {} was cancelled outside nightjar (scancel by a user or an administrator)",
+                        l.job
+                    );
+                    out.message = Some(match out.message {
+                        Some(m) => format!("{m}; {by}"),
+                        None => by,
+                    });
+                }
                 over.push((run, out));
                 continue;
             }

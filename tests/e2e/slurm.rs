@@ -1,0 +1,372 @@
+//! The SLURM executor against a real one-node cluster: munged, slurmctld
+//! and slurmd from Debian's packages, started by `scripts/slurm-dev` (two
+//! GRES "GPUs" backed by stand-in device files). Each run is a SLURM job
+//! whose batch step is nightjar's supervisor; these tests read SLURM's own
+//! account (`squeue`, `scontrol`) beside nightjar's.
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use crate::harness::{Nj, read};
+
+/// The cluster's `SLURM_CONF`, the cluster started once for the suite.
+fn cluster() -> &'static str {
+    static CONF: OnceLock<String> = OnceLock::new();
+    CONF.get_or_init(|| {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/slurm-dev");
+        let out = Command::new(&script).output().expect("run scripts/slurm-dev");
+        if !out.status.success() {
+            crate::harness::needs(
+                "a one-node SLURM cluster",
+                format!(
+                    "scripts/slurm-dev failed (root and Debian's slurmctld, slurmd, slurm-client and munge): {}",
+                    String::from_utf8_lossy(&out.stderr)
+                ),
+            );
+        }
+        let said = String::from_utf8_lossy(&out.stdout);
+        said.lines()
+            .find_map(|l| l.strip_prefix("export SLURM_CONF="))
+            .map(str::to_string)
+            .expect("scripts/slurm-dev prints SLURM_CONF")
+    })
+}
+
+/// The executor's config, its runs under `shared`.
+fn executor(shared: &Path) -> String {
+    format!(
+        "slots = 8\n[executor]\nkind = \"slurm\"\nshared_dir = \"{}\"\npoll = \"300ms\"\n",
+        shared.display()
+    )
+}
+
+/// A daemon on the cluster, started with `env` more in its environment.
+fn world_with(extra: &str, env: &[(&str, String)]) -> Nj {
+    let conf = cluster();
+    let mut nj = Nj::new("");
+    let shared = nj.path("shared");
+    nj.set_config(&format!("{}{extra}", executor(&shared)));
+    nj.env.push(("SLURM_CONF".into(), conf.into()));
+    nj.env
+        .extend(env.iter().map(|(k, v)| (k.to_string(), v.clone())));
+    nj.start();
+    nj
+}
+
+fn world(extra: &str) -> Nj {
+    world_with(extra, &[])
+}
+
+/// A SLURM command's stdout, on the test cluster.
+fn slurm(cmd: &str, args: &[&str]) -> String {
+    let out = Command::new(cmd)
+        .args(args)
+        .env("SLURM_CONF", cluster())
+        .output()
+        .unwrap_or_else(|e| panic!("run {cmd}: {e}"));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The SLURM job of task `id`'s last run: the session nightjar recorded.
+fn job_of(nj: &Nj, id: i64) -> i64 {
+    nj.until("the run has its SLURM job", || {
+        nj.show(id)["runs"]
+            .as_array()
+            .and_then(|r| r.last())
+            .is_some_and(|r| r["supervisor_pid"].as_i64().unwrap_or(0) > 0)
+    });
+    let runs = nj.show(id)["runs"].clone();
+    runs.as_array().and_then(|r| r.last()).expect("a run")["supervisor_pid"]
+        .as_i64()
+        .expect("a job id")
+}
+
+/// The comments of every job SLURM keeps whose comment starts with that
+/// of `job` up to its run (the jobs of the same daemon).
+fn jobs_like(job: i64) -> Vec<String> {
+    let comment = job_field(job, "Comment").expect("the job has a comment");
+    let tag = comment
+        .rsplit_once(":run:")
+        .expect("nightjar's comment")
+        .0
+        .to_string();
+    slurm("squeue", &["-h", "-t", "all", "-o", "%k"])
+        .lines()
+        .filter(|c| c.starts_with(&format!("{tag}:run:")))
+        .map(str::to_string)
+        .collect()
+}
+
+/// `scontrol show job`'s `Key=Value` for `key`.
+fn job_field(job: i64, key: &str) -> Option<String> {
+    let out = slurm("scontrol", &["show", "job", &job.to_string()]);
+    out.split_whitespace()
+        .find_map(|kv| kv.strip_prefix(&format!("{key}=")).map(str::to_string))
+}
+
+#[test]
+fn a_run_is_a_slurm_job_whose_task_sees_the_gpus_slurm_allocated() {
+    let nj = world("");
+    let id = nj.submit(&[
+        "--name",
+        "gpu2",
+        "--gpus",
+        "2",
+        "--",
+        "sh",
+        "-c",
+        "echo gpus=$CUDA_VISIBLE_DEVICES job=$SLURM_JOB_ID",
+    ]);
+    let job = job_of(&nj, id);
+    assert_eq!(nj.wait(id), 0, "{}", nj.daemon_log());
+    let log = nj.ok(&["logs", &id.to_string()]);
+    assert!(
+        log.contains("gpus=0,1"),
+        "the task has SLURM's two GPUs: {log}"
+    );
+    assert!(log.contains(&format!("job={job}")), "and its job id: {log}");
+    assert_eq!(
+        job_field(job, "JobName").as_deref(),
+        Some(&*format!("nightjar-{id}"))
+    );
+    let comment = job_field(job, "Comment").unwrap_or_default();
+    assert!(
+        comment.starts_with("nightjar:")
+            && comment.ends_with(&format!(":run:{}", nj.show(id)["runs"][0]["id"])),
+        "{comment}"
+    );
+    assert!(
+        job_field(job, "TresPerNode").is_some_and(|t| t.contains("gpu:2")),
+        "SLURM was asked for two GPUs"
+    );
+    // A failing task keeps its exit code and class; a sweep is one job per member.
+    let bad = nj.submit(&["--", "sh", "-c", "echo no >&2; exit 3"]);
+    assert_eq!(nj.wait(bad), 3);
+    let run = &nj.show(bad)["runs"][0];
+    assert_eq!(
+        (run["class"].as_str(), run["exit_code"].as_i64()),
+        (Some("app-error"), Some(3)),
+        "{run}"
+    );
+    let sweep = nj.path("sweep").join("sweep.toml");
+    std::fs::write(
+        &sweep,
+        "name = \"lr\"\ncommand = \"echo lr=${lr}\"\n[sweep]\nlr = [\"0.1\", \"0.2\", \"0.3\"]\n",
+    )
+    .unwrap();
+    let sweep_id = nj.submit(&["-f", sweep.to_str().unwrap()]);
+    assert_eq!(nj.wait(sweep_id), 0, "{}", nj.daemon_log());
+    let jobs = jobs_like(job);
+    assert_eq!(jobs.len(), 5, "each member was its own job: {jobs:?}");
+}
+
+#[test]
+fn cancel_and_timeout_end_the_job_with_nightjars_own_class_and_a_hand_scancel_is_named() {
+    let nj = world("");
+    let long = nj.submit(&["--", "sleep", "300"]);
+    let job = job_of(&nj, long);
+    nj.until("SLURM runs it", || {
+        job_field(job, "JobState").as_deref() == Some("RUNNING")
+    });
+    nj.ok(&["cancel", &long.to_string()]);
+    nj.wait(long);
+    assert_eq!(
+        nj.show(long)["runs"][0]["class"],
+        "cancelled",
+        "{}",
+        nj.show(long)
+    );
+    let timed = nj.submit(&["--timeout", "2s", "--", "sleep", "300"]);
+    nj.wait(timed);
+    assert_eq!(
+        nj.show(timed)["runs"][0]["class"],
+        "timeout",
+        "{}",
+        nj.show(timed)
+    );
+    assert!(
+        job_field(job_of(&nj, timed), "TimeLimit").is_some_and(|t| t == "00:02:00"),
+        "SLURM's limit backs ours up: 2 s + 1 s grace + 1 min, in minutes"
+    );
+    let by_hand = nj.submit(&["--", "sleep", "300"]);
+    let job = job_of(&nj, by_hand);
+    nj.until("SLURM runs it", || {
+        job_field(job, "JobState").as_deref() == Some("RUNNING")
+    });
+    slurm("scancel", &[&job.to_string()]);
+    nj.wait(by_hand);
+    let run = nj.show(by_hand)["runs"][0].clone();
+    assert_eq!(run["class"], "cancelled", "{run}");
+    assert!(
+        run["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("outside nightjar")),
+        "a cancel nightjar did not ask for is named as such: {run}"
+    );
+}
+
+#[test]
+fn why_shows_slurms_state_and_reason_beside_nightjars_verdicts() {
+    let nj = world("");
+    let id = nj.submit(&["--", "sleep", "30"]);
+    let job = job_of(&nj, id);
+    nj.until("why names the job", || {
+        nj.ok(&["why", &id.to_string()])
+            .contains(&format!("SLURM job {job}: RUNNING"))
+    });
+    nj.ok(&["cancel", &id.to_string()]);
+    nj.wait(id);
+}
+
+#[test]
+fn a_daemon_killed_while_jobs_run_adopts_them_and_records_each_end_once() {
+    let mut nj = world("");
+    let marks = nj.path("marks");
+    let ids: Vec<i64> = (0..3)
+        .map(|i| {
+            let script = format!("echo run >> {}/t{i}; sleep 3; exit {i}", marks.display());
+            nj.submit(&["--", "sh", "-c", &script])
+        })
+        .collect();
+    let jobs: Vec<i64> = ids.iter().map(|&id| job_of(&nj, id)).collect();
+    nj.until("all three run in SLURM", || {
+        jobs.iter()
+            .all(|&j| job_field(j, "JobState").as_deref() == Some("RUNNING"))
+    });
+    nj.kill9();
+    nj.start();
+    for (i, &id) in ids.iter().enumerate() {
+        assert_eq!(nj.wait(id), i as i32, "{}", nj.daemon_log());
+        let show = nj.show(id);
+        assert_eq!(show["runs"].as_array().map(Vec::len), Some(1), "{show}");
+        assert_eq!(read(&marks.join(format!("t{i}"))), "run\n", "t{i} ran once");
+    }
+    let comments = jobs_like(jobs[0]);
+    assert_eq!(comments.len(), 3, "one job per task: {comments:?}");
+    crate::harness::chaos_row("daemon kill -9 while SLURM jobs run", 3, 0, 0, 0);
+}
+
+/// An `sbatch` that says it began, then waits for the test's word (the
+/// file `go`) before it hands the job to SLURM.
+fn slow_sbatch(nj: &Nj) -> (String, std::path::PathBuf) {
+    let bin = nj.path("bin");
+    let gate = nj.path("gate");
+    let real = String::from_utf8_lossy(
+        &Command::new("sh")
+            .args(["-c", "command -v sbatch"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .trim()
+    .to_string();
+    std::fs::write(
+        bin.join("sbatch"),
+        format!(
+            "#!/bin/sh\necho $$ > {g}/pid\nwhile [ ! -e {g}/go ]; do sleep 0.05; done\nexec {real} \"$@\"\n",
+            g = gate.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(bin.join("sbatch"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    (path, gate)
+}
+
+fn killed_in_sbatch(and_sbatch_too: bool) {
+    let mut nj = Nj::new("");
+    let (path, gate) = slow_sbatch(&nj);
+    let shared = nj.path("shared");
+    nj.set_config(&executor(&shared));
+    nj.env.push(("SLURM_CONF".into(), cluster().into()));
+    nj.env.push(("PATH".into(), path));
+    nj.start();
+    let marks = nj.path("marks");
+    let id = nj.submit(&[
+        "--",
+        "sh",
+        "-c",
+        &format!("echo run >> {}/m", marks.display()),
+    ]);
+    nj.until("sbatch began", || gate.join("pid").exists());
+    nj.kill9();
+    let sbatch: i32 = read(&gate.join("pid"))
+        .trim()
+        .parse()
+        .expect("sbatch's pid");
+    if and_sbatch_too {
+        // Nothing reached SLURM: the run must be given back and run once.
+        crate::harness::unsafe_kill(sbatch, libc::SIGKILL);
+        std::fs::write(gate.join("go"), "").unwrap();
+    } else {
+        // The old daemon's sbatch lands while the new one starts: it must
+        // wait for it and adopt its job, not submit a second.
+        let go = gate.join("go");
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_secs(2));
+            std::fs::write(go, "").unwrap();
+        });
+    }
+    nj.start();
+    assert_eq!(nj.wait(id), 0, "{}", nj.daemon_log());
+    nj.until("its end is recorded", || {
+        nj.show(id)["task"]["state"] == "succeeded"
+    });
+    assert_eq!(read(&marks.join("m")), "run\n", "it ran exactly once");
+    let comments = jobs_like(job_of(&nj, id));
+    assert_eq!(comments.len(), 1, "one job for the task: {comments:?}");
+}
+
+#[test]
+fn a_daemon_killed_before_sbatch_reached_slurm_gives_the_run_back_and_it_runs_once() {
+    killed_in_sbatch(true);
+    crate::harness::chaos_row(
+        "daemon and sbatch kill -9 before the job reached SLURM",
+        1,
+        0,
+        0,
+        0,
+    );
+}
+
+#[test]
+fn a_daemon_killed_while_sbatch_is_in_flight_adopts_the_job_it_lands() {
+    killed_in_sbatch(false);
+    crate::harness::chaos_row("daemon kill -9 while sbatch is in flight", 1, 0, 0, 0);
+}
+
+#[test]
+fn a_users_task_runs_as_that_user_inside_its_slurm_job() {
+    let u = crate::users_harness::users("slurm: a user's job");
+    let shared = tempfile::tempdir().unwrap();
+    let sys = crate::users_harness::system_with(
+        &executor(shared.path()),
+        None,
+        &[("SLURM_CONF", cluster())],
+    );
+    let id = sys.submit(
+        &u,
+        &u.alice,
+        &["--", "sh", "-c", "id -un; echo job=$SLURM_JOB_ID"],
+    );
+    let show = crate::users_harness::wait_end(&sys, id);
+    assert_eq!(
+        show["task"]["state"],
+        "succeeded",
+        "{show}\n{}",
+        sys.nj.daemon_log()
+    );
+    let log = sys.ok(&u, &u.alice, &["logs", &id.to_string()]);
+    assert!(
+        log.contains("njtest-alice"),
+        "the task ran as its owner: {log}"
+    );
+    assert!(log.contains("job="), "inside its SLURM job: {log}");
+}
