@@ -42,6 +42,14 @@ fn executor(shared: &Path) -> String {
     )
 }
 
+/// Taken (shared) by every test here, and alone by the one that stops
+/// slurmctld: the others' sbatch would meet a stopped controller.
+static CONTROLLER: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+fn shared_cluster() -> std::sync::RwLockReadGuard<'static, ()> {
+    CONTROLLER.read().unwrap_or_else(|e| e.into_inner())
+}
+
 /// A daemon on the cluster, started with `env` more in its environment.
 fn world_with(extra: &str, env: &[(&str, String)]) -> Nj {
     let conf = cluster();
@@ -108,6 +116,7 @@ fn job_field(job: i64, key: &str) -> Option<String> {
 
 #[test]
 fn a_run_is_a_slurm_job_whose_task_sees_the_gpus_slurm_allocated() {
+    let _cluster = shared_cluster();
     let nj = world("");
     let id = nj.submit(&[
         "--name",
@@ -164,6 +173,7 @@ fn a_run_is_a_slurm_job_whose_task_sees_the_gpus_slurm_allocated() {
 
 #[test]
 fn cancel_and_timeout_end_the_job_with_nightjars_own_class_and_a_hand_scancel_is_named() {
+    let _cluster = shared_cluster();
     let nj = world("");
     let long = nj.submit(&["--", "sleep", "300"]);
     let job = job_of(&nj, long);
@@ -209,6 +219,7 @@ fn cancel_and_timeout_end_the_job_with_nightjars_own_class_and_a_hand_scancel_is
 
 #[test]
 fn why_shows_slurms_state_and_reason_beside_nightjars_verdicts() {
+    let _cluster = shared_cluster();
     let nj = world("");
     let id = nj.submit(&["--", "sleep", "30"]);
     let job = job_of(&nj, id);
@@ -222,6 +233,7 @@ fn why_shows_slurms_state_and_reason_beside_nightjars_verdicts() {
 
 #[test]
 fn a_daemon_killed_while_jobs_run_adopts_them_and_records_each_end_once() {
+    let _cluster = shared_cluster();
     let mut nj = world("");
     let marks = nj.path("marks");
     let ids: Vec<i64> = (0..3)
@@ -326,6 +338,7 @@ fn killed_in_sbatch(and_sbatch_too: bool) {
 
 #[test]
 fn a_daemon_killed_before_sbatch_reached_slurm_gives_the_run_back_and_it_runs_once() {
+    let _cluster = shared_cluster();
     killed_in_sbatch(true);
     crate::harness::chaos_row(
         "daemon and sbatch kill -9 before the job reached SLURM",
@@ -338,12 +351,14 @@ fn a_daemon_killed_before_sbatch_reached_slurm_gives_the_run_back_and_it_runs_on
 
 #[test]
 fn a_daemon_killed_while_sbatch_is_in_flight_adopts_the_job_it_lands() {
+    let _cluster = shared_cluster();
     killed_in_sbatch(false);
     crate::harness::chaos_row("daemon kill -9 while sbatch is in flight", 1, 0, 0, 0);
 }
 
 #[test]
 fn a_users_task_runs_as_that_user_inside_its_slurm_job() {
+    let _cluster = shared_cluster();
     let u = crate::users_harness::users("slurm: a user's job");
     let shared = tempfile::tempdir().unwrap();
     let sys = crate::users_harness::system_with(
@@ -369,4 +384,90 @@ fn a_users_task_runs_as_that_user_inside_its_slurm_job() {
         "the task ran as its owner: {log}"
     );
     assert!(log.contains("job="), "inside its SLURM job: {log}");
+}
+
+#[test]
+fn a_stopped_controller_delays_starts_without_failing_them_and_running_jobs_end_once() {
+    let _alone = CONTROLLER.write().unwrap_or_else(|e| e.into_inner());
+    let nj = world("");
+    let marks = nj.path("marks");
+    let mark = |n: &str| format!("echo run >> {}/{n}; sleep 2", marks.display());
+    let first = nj.submit(&["--", "sh", "-c", &mark("first")]);
+    let job = job_of(&nj, first);
+    nj.until("SLURM runs it", || {
+        job_field(job, "JobState").as_deref() == Some("RUNNING")
+    });
+    let pid_file = Path::new(cluster()).with_file_name("slurmctld.pid");
+    let pid: i32 = read(&pid_file).trim().parse().expect("slurmctld's pid");
+    crate::harness::unsafe_kill(pid, libc::SIGTERM);
+    nj.until("slurmctld is gone", || !crate::harness::alive(pid));
+    let second = nj.submit(&["--", "sh", "-c", &mark("second")]);
+    nj.until("the second waits, saying why", || {
+        let why = nj.ok(&["why", &second.to_string()]);
+        why.contains("SLURM did not")
+    });
+    assert_eq!(
+        nj.show(second)["task"]["state"],
+        "queued",
+        "not failed: {}",
+        nj.show(second)
+    );
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/slurm-dev");
+    let out = Command::new(&script).output().expect("restart slurmctld");
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(nj.wait(first), 0, "{}", nj.daemon_log());
+    assert_eq!(nj.wait(second), 0, "{}", nj.daemon_log());
+    for n in ["first", "second"] {
+        assert_eq!(read(&marks.join(n)), "run\n", "{n} ran once");
+    }
+    assert_eq!(nj.show(first)["runs"].as_array().map(Vec::len), Some(1));
+    crate::harness::chaos_row(
+        "slurmctld stopped while a job runs and one is submitted",
+        2,
+        0,
+        0,
+        0,
+    );
+}
+
+#[test]
+fn no_more_jobs_wait_in_slurm_than_max_pending_and_the_next_says_why() {
+    let _cluster = shared_cluster();
+    let nj = world("max_pending = 1\n");
+    // Both GPUs taken outside nightjar: its jobs wait in SLURM.
+    let hog = slurm(
+        "sbatch",
+        &[
+            "--parsable",
+            "--gres=gpu:2",
+            "--wrap",
+            "sleep 60",
+            "-o",
+            "/dev/null",
+        ],
+    );
+    let hog = hog.trim().to_string();
+    let a = nj.submit(&["--gpus", "1", "--", "true"]);
+    let job = job_of(&nj, a);
+    nj.until("SLURM keeps it pending for resources", || {
+        job_field(job, "JobState").as_deref() == Some("PENDING")
+    });
+    let b = nj.submit(&["--gpus", "1", "--", "true"]);
+    nj.until("the second waits in nightjar, saying why", || {
+        nj.ok(&["why", &b.to_string()])
+            .contains("executor.max_pending = 1")
+    });
+    assert!(
+        nj.show(b)["runs"].as_array().is_none_or(Vec::is_empty),
+        "{}",
+        nj.show(b)
+    );
+    assert!(
+        nj.ok(&["why", &a.to_string()])
+            .contains(&format!("SLURM job {job}: PENDING")),
+        "the first's why shows SLURM's side"
+    );
+    slurm("scancel", &[&hog]);
+    assert_eq!(nj.wait(a), 0);
+    assert_eq!(nj.wait(b), 0);
 }

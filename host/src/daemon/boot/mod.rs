@@ -84,6 +84,9 @@ where
             b.dir.display(),
             b.memory
         ),
+        Err(why) if cfg.executor.kind == crate::config::ExecutorKind::Slurm => {
+            tracing::info!("no per-run cgroups here: {why}");
+        }
         Err(why) => {
             tracing::warn!("no per-run cgroups: {why}; using process groups");
             // The orphans of a supervisor that dies (a task killed it) become

@@ -40,6 +40,20 @@ pub enum Stop {
     Kill,
 }
 
+/// A launch that did not reach the executor and may later (a batch system
+/// that did not answer): the run is given back to the queue, its attempt
+/// not counted, where any other launch error fails it.
+#[derive(Debug)]
+pub struct TryLater(pub String);
+
+impl std::fmt::Display for TryLater {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for TryLater {}
+
 /// What became of a run while no daemon watched it, as its executor tells.
 #[derive(Debug)]
 pub enum Adopted {
@@ -79,7 +93,8 @@ pub enum Adopted {
 /// run's.
 pub trait Executor: Send + Sync {
     /// Starts `run`. An error means nothing of it started: the daemon
-    /// records the run as failed to prepare.
+    /// records the run as failed to prepare, or, for a [`TryLater`], gives
+    /// it back to the queue.
     fn launch(
         &self,
         daemon: &Arc<Daemon>,

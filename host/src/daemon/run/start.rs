@@ -8,7 +8,7 @@ use std::sync::Arc;
 use anyhow::Result;
 
 use super::Held;
-use super::executor::Launch;
+use super::executor::{Launch, TryLater};
 use crate::daemon::run::runenv;
 use crate::daemon::state::{Daemon, lock};
 use crate::scheduler::Placement;
@@ -73,6 +73,10 @@ impl Daemon {
                         self.runs
                             .start_failures
                             .failed(&format!("task {} first", c.id), &format!("{e:#}"));
+                        if e.downcast_ref::<TryLater>().is_some() {
+                            lock(&self.pipeline.place_reasons)
+                                .insert(c.id, format!("not started yet: {e:#}"));
+                        }
                         None
                     }
                 };
@@ -233,6 +237,18 @@ impl Daemon {
         });
         match launched {
             Ok(()) => {}
+            Err(e) if e.downcast_ref::<TryLater>().is_some() => {
+                // Nothing of it reached the executor (a batch system that did
+                // not answer): the run is given back, the attempt not
+                // counted, and the task waits for a later pass. Its place
+                // is freed by the caller, once.
+                lock(&self.runs.placed).remove(&run_id);
+                if !self.give_back(run_id) {
+                    // Found again by the next daemon's start: no job, never started.
+                    tracing::error!("run {run_id}: cannot give it back now; the next start does");
+                }
+                return Err(e);
+            }
             Err(e) => {
                 // The run could not even be prepared: record it as an app error.
                 let out = RunOutcome {

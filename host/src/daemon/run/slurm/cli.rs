@@ -109,6 +109,23 @@ pub fn parse_job_id(stdout: &str) -> Option<u64> {
     stdout.trim().split(';').next()?.trim().parse().ok()
 }
 
+/// Whether an sbatch failure `said` is SLURM not answering (try again
+/// later) rather than refusing the job (an error of the task's or the
+/// config's: the run fails with SLURM's words).
+pub fn transient(said: &str) -> bool {
+    [
+        "Unable to contact slurm controller",
+        "Socket timed out",
+        "temporarily unable",
+        "Zero Bytes were transmitted",
+        "Connection refused",
+        "took over",
+        "cannot run `",
+    ]
+    .iter()
+    .any(|m| said.contains(m))
+}
+
 /// One of this daemon's jobs as `squeue` lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Listed {
@@ -214,7 +231,7 @@ fn gpu_count(gres: &str) -> u32 {
     if parts.next() != Some("gpu") {
         return 0;
     }
-    parts.last().and_then(|n| n.parse().ok()).unwrap_or(0)
+    parts.next_back().and_then(|n| n.parse().ok()).unwrap_or(0)
 }
 
 /// What a job's end means for its run when its supervisor left no status:

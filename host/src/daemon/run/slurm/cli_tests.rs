@@ -134,3 +134,19 @@ fn a_job_that_ended_without_a_status_is_classed_by_what_slurm_says() {
         RunClass::Timeout
     );
 }
+
+#[test]
+fn sbatch_failures_tell_a_silent_controller_from_a_refused_job() {
+    assert!(transient(
+        "sbatch: error: Batch job submission failed: Unable to contact slurm controller (connect failure)"
+    ));
+    assert!(transient(
+        "`sbatch --parsable` took over 30s and was killed"
+    ));
+    assert!(!transient(
+        "sbatch: error: Batch job submission failed: Invalid generic resource (gres) specification"
+    ));
+    assert!(!transient(
+        "sbatch: error: invalid partition specified: nope"
+    ));
+}

@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use anyhow::{Context, Result};
 
-use super::executor::{Adopted, Executor, Launch, Stop};
+use super::executor::{Adopted, Executor, Launch, Stop, TryLater};
 use crate::config::ExecutorConfig;
 use crate::daemon::state::{Daemon, lock};
 use crate::sandbox::files;
@@ -79,7 +79,12 @@ pub struct SlurmExecutor {
     jobs: Arc<Mutex<HashMap<i64, Job>>>,
     /// The poller, started with the first job.
     poller: OnceLock<()>,
+    /// Until when no job is submitted: SLURM did not answer the last sbatch.
+    down_until: Mutex<Option<std::time::Instant>>,
 }
+
+/// The least wait after SLURM did not answer an sbatch.
+const BACKOFF: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl SlurmExecutor {
     /// An executor for `cfg`, its batch step started from the `nightjard`
@@ -92,6 +97,7 @@ impl SlurmExecutor {
             tag: tag(state_dir),
             jobs: Arc::default(),
             poller: OnceLock::new(),
+            down_until: Mutex::new(None),
         }
     }
 
@@ -246,9 +252,29 @@ impl Executor for SlurmExecutor {
         };
         let args = cli::sbatch_args(&self.cfg, &ask, &script, &run.dir.join(OUTPUT));
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let out = cmd::run("sbatch", &args)?;
-        let id =
-            cli::parse_job_id(&out).with_context(|| format!("sbatch printed no job id: {out}"))?;
+        let id = match cmd::run("sbatch", &args) {
+            Ok(out) => cli::parse_job_id(&out)
+                .with_context(|| format!("sbatch printed no job id: {out}"))?,
+            // It may have reached SLURM before it failed or was killed: a
+            // job with the run's comment is the run's, whatever sbatch said.
+            Err(e) => match poll::find(&self.tag, run.run) {
+                Some(id) => id,
+                None if cli::transient(&format!("{e:#}")) => {
+                    // A tombstone: should the job still land (an sbatch
+                    // killed after its request left), its supervisor finds
+                    // this status and never starts the task.
+                    tombstone(&run.dir, &format!("{e:#}"));
+                    let wait = self.cfg.poll.max(BACKOFF);
+                    *lock(&self.down_until) = Some(std::time::Instant::now() + wait);
+                    return Err(anyhow::Error::new(TryLater(format!(
+                        "SLURM did not take the job ({e:#}); tried again in {}s",
+                        wait.as_secs()
+                    ))));
+                }
+                None => return Err(e.context("SLURM refused the job")),
+            },
+        };
+        *lock(&self.down_until) = None;
         lock(&self.jobs).insert(
             run.run,
             Job {
@@ -302,6 +328,15 @@ impl Executor for SlurmExecutor {
     }
 
     fn busy(&self) -> Option<String> {
+        if let Some(until) = *lock(&self.down_until) {
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            if !left.is_zero() {
+                return Some(format!(
+                    "SLURM did not answer the last sbatch; trying again in {}s",
+                    left.as_secs().max(1)
+                ));
+            }
+        }
         let pending = lock(&self.jobs)
             .values()
             .filter(|j| cli::waiting(&j.state))
@@ -339,6 +374,25 @@ impl Executor for SlurmExecutor {
             self.start_poller(daemon);
         }
         Ok(adopted)
+    }
+}
+
+/// Leaves a status in the run folder `dir` of a run given back before its
+/// job was known to land.
+fn tombstone(dir: &Path, why: &str) {
+    let status = files::RunStatus {
+        started_at: 0,
+        finished_at: crate::time::now_ms(),
+        exit_code: None,
+        signal: None,
+        ended_by: files::EndedBy::SpawnFailed,
+        message: Some(format!("given back to the queue: sbatch failed ({why})")),
+        log_dropped: 0,
+        log_error: None,
+        detected: None,
+    };
+    if let Err(e) = files::write_atomic(dir, files::STATUS, &status) {
+        tracing::warn!("{}: cannot leave a status: {e}", dir.display());
     }
 }
 

@@ -120,6 +120,16 @@ fn list() -> Result<String> {
     cmd::run("squeue", &["-h", "-t", "all", "-o", cli::SQUEUE_FORMAT])
 }
 
+/// The job SLURM has for run `run` of the daemon tagged `tag`, if any
+/// (an sbatch that failed or was killed after it reached SLURM).
+pub(super) fn find(tag: &str, run: i64) -> Option<u64> {
+    let out = list().ok()?;
+    cli::parse_squeue(&out, tag)
+        .into_iter()
+        .find(|l| l.run == run)
+        .map(|l| l.job)
+}
+
 /// What became of `run` while no daemon watched it.
 pub(super) fn adopt(tag: &str, run: &RunRow) -> Result<Adopted> {
     let comment = cli::comment(tag, run.id);
