@@ -150,6 +150,17 @@ fn a_run_is_a_slurm_job_whose_task_sees_the_gpus_slurm_allocated() {
         job_field(job, "TresPerNode").is_some_and(|t| t.contains("gpu:2")),
         "SLURM was asked for two GPUs"
     );
+    // `gpus` lists the nodes' GPUs as SLURM tells them.
+    let gpus = nj.json(&["gpus"]);
+    let rows = gpus.as_array().expect("a list");
+    assert_eq!(rows.len(), 2, "the node's two GPUs: {gpus}");
+    let node = slurm("sinfo", &["-h", "-N", "-o", "%N"]);
+    assert!(
+        rows.iter()
+            .all(|g| g["node"] == node.trim()
+                && g["name"].as_str().is_some_and(|n| n.contains(" gpu "))),
+        "{gpus}"
+    );
     // A failing task keeps its exit code and class; a sweep is one job per member.
     let bad = nj.submit(&["--", "sh", "-c", "echo no >&2; exit 3"]);
     assert_eq!(nj.wait(bad), 3);

@@ -38,6 +38,9 @@ pub struct GpuView {
     pub runs: Vec<i64>,
     /// Their tasks.
     pub tasks: Vec<i64>,
+    /// The cluster node it is on, under a batch system's executor (SLURM).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
 }
 
 /// A member's state, as `nightjar plugins ls` shows it.

@@ -54,6 +54,21 @@ impl std::fmt::Display for TryLater {
 
 impl std::error::Error for TryLater {}
 
+/// One GPU of a batch system's node, for `nightjar gpus`.
+#[derive(Debug, Clone)]
+pub struct GpuOnNode {
+    /// The node.
+    pub node: String,
+    /// What `gpus` shows as its name (`n1 gpu 0 (a100)`).
+    pub name: String,
+    /// Whether its node takes work.
+    pub open: bool,
+    /// Why not, or that the batch system has it allocated.
+    pub reason: Option<String>,
+    /// The daemon's runs whose jobs run on its node.
+    pub runs: Vec<i64>,
+}
+
 /// What became of a run while no daemon watched it, as its executor tells.
 #[derive(Debug)]
 pub enum Adopted {
@@ -122,6 +137,12 @@ pub trait Executor: Send + Sync {
     /// Why no run may be handed to it now (a batch system with as many
     /// jobs waiting as it may keep), for `why`; `None`: it takes more.
     fn busy(&self) -> Option<String> {
+        None
+    }
+
+    /// A batch system's GPUs, node by node (`None`: it has no nodes of its
+    /// own, or cannot tell now). Blocking: it may ask the batch system.
+    fn gpu_nodes(&self) -> Option<Vec<GpuOnNode>> {
         None
     }
 

@@ -89,6 +89,11 @@ impl Parts {
         }
     }
 
+    /// The executor's GPUs by node, when it has nodes (SLURM). Blocking.
+    pub fn gpu_nodes(&self) -> Option<Vec<executor::GpuOnNode>> {
+        self.executor.gpu_nodes()
+    }
+
     /// What the executor says of run `run` in progress (a SLURM job's
     /// state and reason), for `why`.
     pub(in crate::daemon) fn describe(&self, run: i64) -> Option<String> {

@@ -268,6 +268,48 @@ impl Daemon {
 
     /// Every GPU with its reading, reservations and tasks, for `nightjar gpus`.
     pub fn gpu_views(&self) -> Vec<GpuView> {
+        self.pool_gpu_views()
+    }
+
+    /// Under a batch system's executor (SLURM), its nodes' GPUs as it tells
+    /// them, with the daemon's runs on each node; `None` for a local
+    /// executor or when the batch system does not answer. Blocking.
+    pub fn node_gpu_views(&self) -> Option<Vec<GpuView>> {
+        let nodes = self.runs.gpu_nodes()?;
+        let store = self.store();
+        Some(
+            nodes
+                .into_iter()
+                .enumerate()
+                .map(|(i, g)| GpuView {
+                    index: i as u32,
+                    uuid: String::new(),
+                    name: g.name,
+                    monitored: false,
+                    healthy: true,
+                    open: g.open,
+                    reason: g.reason,
+                    util: None,
+                    mem_used: None,
+                    mem_total: None,
+                    mem_reserved: 0,
+                    mem_foreign: 0,
+                    temp_c: None,
+                    power_w: None,
+                    tasks: g
+                        .runs
+                        .iter()
+                        .filter_map(|r| store.run(*r).ok().map(|r| r.task_id))
+                        .collect(),
+                    runs: g.runs,
+                    node: Some(g.node),
+                })
+                .collect(),
+        )
+    }
+
+    /// The pool's GPUs with their readings and runs.
+    fn pool_gpu_views(&self) -> Vec<GpuView> {
         // One lock at a time (daemon/locks.rs): each read, then let go.
         let placed: Vec<(i64, Vec<u32>)> = lock(&self.runs.placed)
             .iter()
@@ -314,6 +356,7 @@ impl Daemon {
                     power_w: reading.map(|r| r.power_mw as f64 / 1000.0),
                     runs: tasks_on(p.index),
                     tasks: Vec::new(),
+                    node: None,
                 }
             })
             .collect()

@@ -7,8 +7,12 @@ use std::time::Duration;
 use crate::config::ExecutorConfig;
 use crate::store::{RunClass, RunOutcome};
 
-/// The squeue format this module parses: id, state, reason, comment.
-pub const SQUEUE_FORMAT: &str = "%i|%T|%r|%k";
+/// The squeue format this module parses: id, state, reason, nodes, comment
+/// (last: another user's comment may hold a `|`).
+pub const SQUEUE_FORMAT: &str = "%i|%T|%r|%N|%k";
+
+/// The sinfo format [`parse_nodes`] reads.
+pub const SINFO_GPUS: &str = "NodeList:|,Gres:|,GresUsed:|,StateLong:|,Reason:";
 
 /// What a job is asked for, from its task.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -137,6 +141,8 @@ pub struct Listed {
     pub state: String,
     /// SLURM's reason (`Resources`, `Priority`, `None`).
     pub reason: String,
+    /// The nodes it runs on (empty while it waits).
+    pub nodes: String,
 }
 
 impl Listed {
@@ -178,9 +184,9 @@ pub fn ended(state: &str) -> bool {
 pub fn parse_squeue(out: &str, tag: &str) -> Vec<Listed> {
     let mut jobs: std::collections::BTreeMap<i64, Listed> = Default::default();
     for line in out.lines() {
-        let mut f = line.splitn(4, '|');
-        let (Some(id), Some(state), Some(reason), Some(comment)) =
-            (f.next(), f.next(), f.next(), f.next())
+        let mut f = line.splitn(5, '|');
+        let (Some(id), Some(state), Some(reason), Some(nodes), Some(comment)) =
+            (f.next(), f.next(), f.next(), f.next(), f.next())
         else {
             continue;
         };
@@ -192,6 +198,7 @@ pub fn parse_squeue(out: &str, tag: &str) -> Vec<Listed> {
             job,
             state: state.trim().to_string(),
             reason: reason.trim().to_string(),
+            nodes: nodes.trim().to_string(),
         };
         match jobs.get(&run) {
             Some(old) if old.job > job => {}
@@ -232,6 +239,90 @@ fn gpu_count(gres: &str) -> u32 {
         return 0;
     }
     parts.next_back().and_then(|n| n.parse().ok()).unwrap_or(0)
+}
+
+/// One GPU of a node, as `sinfo` tells it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeGpu {
+    /// The node.
+    pub node: String,
+    /// The GPU's index on the node.
+    pub index: u32,
+    /// Its GRES type (`a100`), or `gpu` when it has none.
+    pub model: String,
+    /// Whether SLURM has it allocated.
+    pub allocated: bool,
+    /// The node's state (`idle`, `mixed`, `drained`, `down`, ...).
+    pub state: String,
+    /// Why the node is down or drained, as its administrator said.
+    pub reason: Option<String>,
+}
+
+impl NodeGpu {
+    /// Whether SLURM may give it out (its node is not down, drained or failing).
+    pub fn usable(&self) -> bool {
+        ![
+            "down", "drain", "fail", "maint", "reserved", "inval", "future", "unknown",
+        ]
+        .iter()
+        .any(|s| self.state.contains(s))
+    }
+}
+
+/// Every GPU of every node in `sinfo -h -N -O` [`SINFO_GPUS`] output, node
+/// by node (each once), in the order sinfo lists them.
+pub fn parse_nodes(out: &str) -> Vec<NodeGpu> {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut gpus = Vec::new();
+    for line in out.lines() {
+        let f: Vec<&str> = line.splitn(5, '|').map(str::trim).collect();
+        let [node, gres, used, state, reason] = f[..] else {
+            continue;
+        };
+        if !seen.insert(node.to_string()) {
+            continue;
+        }
+        let allocated = used_indices(used);
+        for entry in gres.split(',') {
+            let n = gpu_count(entry);
+            let model = entry
+                .split('(')
+                .next()
+                .unwrap_or(entry)
+                .split(':')
+                .collect::<Vec<_>>();
+            let model = if model.len() == 3 { model[1] } else { "gpu" };
+            for index in 0..n {
+                gpus.push(NodeGpu {
+                    node: node.to_string(),
+                    index,
+                    model: model.to_string(),
+                    allocated: allocated.contains(&index),
+                    state: state.to_string(),
+                    reason: (!reason.is_empty() && reason != "none").then(|| reason.to_string()),
+                });
+            }
+        }
+    }
+    gpus
+}
+
+/// The GPU indices of a `GresUsed` value: `gpu:2(IDX:0-1)`, `gpu:a100:1(IDX:3)`,
+/// `gpu:3(IDX:0,2-3)`; none for `gpu:0`.
+fn used_indices(used: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for part in used.split("IDX:").skip(1) {
+        let list = part.split(')').next().unwrap_or("");
+        for range in list.split(',') {
+            let mut ends = range.splitn(2, '-').map(|n| n.trim().parse::<u32>());
+            match (ends.next(), ends.next()) {
+                (Some(Ok(a)), Some(Ok(b))) if b >= a && b - a < 4096 => out.extend(a..=b),
+                (Some(Ok(a)), None) => out.push(a),
+                _ => {}
+            }
+        }
+    }
+    out
 }
 
 /// What a job's end means for its run when its supervisor left no status:

@@ -86,13 +86,14 @@ fn time_limits_round_up_to_the_minute_and_carry_days() {
 fn squeue_lines_of_other_daemons_and_users_are_skipped_and_the_newest_job_of_a_run_kept() {
     let tag = "nightjar:vm-1a2b";
     let out = "\
-12|PENDING|Resources|nightjar:vm-1a2b:run:42
-13|RUNNING|None|nightjar:vm-ffff:run:42
-14|COMPLETED|None|(null)
-15|RUNNING|None|nightjar:vm-1a2b:run:43
-11|CANCELLED|None|nightjar:vm-1a2b:run:43
+12|PENDING|Resources||nightjar:vm-1a2b:run:42
+13|RUNNING|None|n1|nightjar:vm-ffff:run:42
+14|COMPLETED|None|n1|(null)
+15|RUNNING|None|n2|nightjar:vm-1a2b:run:43
+11|CANCELLED|None|n2|nightjar:vm-1a2b:run:43
 garbage
-16|PENDING|Priority|nightjar:vm-1a2b:run:x
+16|PENDING|Priority||nightjar:vm-1a2b:run:x
+17|RUNNING|None|n1|a|b|c
 ";
     let l = parse_squeue(out, tag);
     assert_eq!(l.len(), 2, "{l:?}");
@@ -149,4 +150,25 @@ fn sbatch_failures_tell_a_silent_controller_from_a_refused_job() {
     assert!(!transient(
         "sbatch: error: invalid partition specified: nope"
     ));
+}
+
+#[test]
+fn node_gpus_carry_their_model_allocation_and_the_nodes_state() {
+    let out = "\
+n1|gpu:a100:4(S:0-1)|gpu:a100:3(IDX:0,2-3)|mixed|none
+n1|gpu:a100:4(S:0-1)|gpu:a100:3(IDX:0,2-3)|mixed|none
+n2|gpu:2|gpu:0|drained|fan broken
+n3|(null)|gpu:0|idle|none
+";
+    let g = parse_nodes(out);
+    assert_eq!(g.len(), 6, "{g:?}");
+    assert_eq!((g[0].node.as_str(), g[0].model.as_str()), ("n1", "a100"));
+    let allocated: Vec<bool> = g[..4].iter().map(|x| x.allocated).collect();
+    assert_eq!(allocated, [true, false, true, true]);
+    assert!(g[0].usable());
+    assert_eq!(
+        (g[4].model.as_str(), g[4].reason.as_deref()),
+        ("gpu", Some("fan broken"))
+    );
+    assert!(!g[4].usable(), "a drained node's GPUs are not usable");
 }

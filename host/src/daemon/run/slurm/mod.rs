@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use anyhow::{Context, Result};
 
-use super::executor::{Adopted, Executor, Launch, Stop, TryLater};
+use super::executor::{Adopted, Executor, GpuOnNode, Launch, Stop, TryLater};
 use crate::config::ExecutorConfig;
 use crate::daemon::state::{Daemon, lock};
 use crate::sandbox::files;
@@ -61,6 +61,8 @@ struct Job {
     state: String,
     /// SLURM's reason at the last poll.
     reason: String,
+    /// The nodes it runs on, at the last poll.
+    nodes: String,
     /// Whether nightjar asked it to stop.
     asked: bool,
     /// Polls that found it ended with no status yet (a shared folder's
@@ -282,6 +284,7 @@ impl Executor for SlurmExecutor {
                 dir: run.dir.clone(),
                 state: "PENDING".into(),
                 reason: String::new(),
+                nodes: String::new(),
                 asked: false,
                 unreported: 0,
             },
@@ -349,6 +352,41 @@ impl Executor for SlurmExecutor {
         })
     }
 
+    fn gpu_nodes(&self) -> Option<Vec<GpuOnNode>> {
+        let out = match cmd::run("sinfo", &["-h", "-N", "-O", cli::SINFO_GPUS]) {
+            Ok(out) => out,
+            Err(e) => {
+                tracing::warn!("cannot list the cluster's GPUs: {e:#}");
+                return None;
+            }
+        };
+        let jobs: Vec<(i64, String)> = lock(&self.jobs)
+            .iter()
+            .map(|(r, j)| (*r, j.nodes.clone()))
+            .collect();
+        Some(
+            cli::parse_nodes(&out)
+                .into_iter()
+                .map(|g| GpuOnNode {
+                    open: g.usable(),
+                    runs: jobs
+                        .iter()
+                        .filter(|(_, nodes)| on_node(nodes, &g.node))
+                        .map(|(r, _)| *r)
+                        .collect(),
+                    reason: match (&g.reason, g.usable(), g.allocated) {
+                        (Some(r), false, _) => Some(format!("node {}: {r}", g.state)),
+                        (None, false, _) => Some(format!("node {}", g.state)),
+                        (_, true, true) => Some("allocated by SLURM".into()),
+                        _ => None,
+                    },
+                    name: format!("{} gpu {} ({})", g.node, g.index, g.model),
+                    node: g.node,
+                })
+                .collect(),
+        )
+    }
+
     fn describe(&self, run: i64) -> Option<String> {
         let j = lock(&self.jobs).get(&run).cloned()?;
         Some(match j.reason.as_str() {
@@ -367,6 +405,7 @@ impl Executor for SlurmExecutor {
                     dir: PathBuf::from(&run.run_dir),
                     state: "PENDING".into(),
                     reason: String::new(),
+                    nodes: String::new(),
                     asked: false,
                     unreported: 0,
                 },
@@ -394,6 +433,16 @@ fn tombstone(dir: &Path, why: &str) {
     if let Err(e) = files::write_atomic(dir, files::STATUS, &status) {
         tracing::warn!("{}: cannot leave a status: {e}", dir.display());
     }
+}
+
+/// Whether `node` is one of `nodes` (`n1`, `n1,n2`, `n[1-3]` as squeue
+/// gives them; a bracketed range is matched by its prefix).
+fn on_node(nodes: &str, node: &str) -> bool {
+    nodes.split(',').any(|n| {
+        n == node
+            || n.split_once('[')
+                .is_some_and(|(prefix, _)| node.starts_with(prefix) && !prefix.is_empty())
+    })
 }
 
 /// Whether `dir` holds a status its supervisor left.

@@ -84,6 +84,7 @@ impl Poller {
                 j.id = l.job;
                 j.state.clone_from(&l.state);
                 j.reason.clone_from(&l.reason);
+                j.nodes.clone_from(&l.nodes);
                 if !l.ended() {
                     continue;
                 }
