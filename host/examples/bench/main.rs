@@ -31,6 +31,9 @@
 //! - `simulate [JOBS]`: `nightjar simulate` of JOBS (100,000) jobs on 32 GPUs
 //!   vs the Python reference simulator of the same rules on the same trace,
 //!   and through the four-policy wasm chain (passes, time a pass, memory);
+//! - `slurm [N]`: an N-member sweep released to a one-node SLURM cluster
+//!   through the SLURM executor vs `sbatch --array=1-N`, and the daemon's
+//!   CPU with N jobs pending;
 //! - `clients`: `nightjar ls` under 100 waiting clients and a garbage sender;
 //! - `soak [MINUTES]`: database growth with 10,000 deferred tasks, and its
 //!   size after rounds of 10,000 tasks collected by `nightjar gc`.
@@ -49,6 +52,7 @@ mod postrun;
 mod queue;
 mod report;
 mod simulate;
+mod slurm;
 mod sse;
 mod vs;
 
@@ -75,8 +79,21 @@ impl Daemon {
         Self::start_with(config, |_| Ok(()))
     }
 
+    /// Starts a daemon with `env` added to its environment.
+    fn start_env(config: &str, env: &[(&str, &str)]) -> Result<Daemon> {
+        Self::start_full(config, |_| Ok(()), env)
+    }
+
     /// Starts a daemon after `prepare` has set up its state dir.
     fn start_with(config: &str, prepare: impl FnOnce(&Path) -> Result<()>) -> Result<Daemon> {
+        Self::start_full(config, prepare, &[])
+    }
+
+    fn start_full(
+        config: &str,
+        prepare: impl FnOnce(&Path) -> Result<()>,
+        env: &[(&str, &str)],
+    ) -> Result<Daemon> {
         // BENCH_DIR puts the state dir on another file system (e.g. /dev/shm).
         let dir = match std::env::var_os("BENCH_DIR") {
             Some(base) => tempfile::tempdir_in(base)?,
@@ -94,6 +111,7 @@ impl Daemon {
         let child = Command::new(nightjar_bin()?)
             .args(["--config", cfg.to_str().unwrap_or_default(), "daemon"])
             .env("NIGHTJAR_LOG", "warn")
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .spawn()?;
         let socket = state.join("nightjar.sock");
@@ -382,6 +400,7 @@ fn main() -> Result<()> {
         "simulate" => simulate::simulate(n(1, 100_000)),
         "estimate" => estimate::estimate(n(1, 1_000)),
         "accuracy" => accuracy::accuracy(n(1, 60)),
+        "slurm" => slurm::slurm_release(n(1, 1_000)),
         "all" => {
             vs::startup_and_submit(200)?;
             submit_latency(10_000)?;
@@ -404,7 +423,7 @@ fn main() -> Result<()> {
         }
         other => {
             bail!(
-                "unknown benchmark `{other}`: use startup, submit, throughput, queue, gpu, plugins, backfill, simulate, estimate, accuracy, postrun, manifest, archive, report, notify, attack, clients, soak, idle, sse or all"
+                "unknown benchmark `{other}`: use startup, submit, throughput, queue, gpu, plugins, backfill, simulate, estimate, accuracy, slurm, postrun, manifest, archive, report, notify, attack, clients, soak, idle, sse or all"
             )
         }
     }
