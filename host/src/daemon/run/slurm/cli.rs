@@ -325,6 +325,16 @@ fn used_indices(used: &str) -> Vec<u32> {
     out
 }
 
+/// Whether `node` is one of `nodes` (`n1`, `n1,n2`, `n[1-3]` as squeue
+/// gives them; a bracketed range is matched by its prefix).
+pub fn on_node(nodes: &str, node: &str) -> bool {
+    nodes.split(',').any(|n| {
+        n == node
+            || n.split_once('[')
+                .is_some_and(|(prefix, _)| node.starts_with(prefix) && !prefix.is_empty())
+    })
+}
+
 /// What a job's end means for its run when its supervisor left no status:
 /// `state` and `reason` as SLURM gives them (`None`: SLURM no longer knows
 /// the job), `asked`: whether nightjar itself asked it to stop.

@@ -172,3 +172,12 @@ n3|(null)|gpu:0|idle|none
     );
     assert!(!g[4].usable(), "a drained node's GPUs are not usable");
 }
+
+#[test]
+fn a_job_is_on_a_node_by_name_or_by_its_bracketed_range() {
+    assert!(on_node("n1", "n1"));
+    assert!(on_node("n1,n2", "n2"));
+    assert!(on_node("n[1-3]", "n2"));
+    assert!(!on_node("n1", "n10"));
+    assert!(!on_node("", "n1"));
+}

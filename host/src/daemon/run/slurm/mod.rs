@@ -18,6 +18,7 @@
 
 pub mod cli;
 mod cmd;
+mod folder;
 mod poll;
 
 use std::collections::HashMap;
@@ -29,26 +30,8 @@ use anyhow::{Context, Result};
 use super::executor::{Adopted, Executor, GpuOnNode, Launch, Stop, TryLater};
 use crate::config::ExecutorConfig;
 use crate::daemon::state::{Daemon, lock};
-use crate::sandbox::files;
 use crate::sandbox::launch::SupervisorCmd;
 use crate::store::RunRow;
-
-/// The spec file the batch step reads on its stdin.
-const SPEC: &str = "spec.json";
-/// The batch script.
-const SCRIPT: &str = "job.sh";
-/// SLURM's own output of the job (the task's logs are the supervisor's).
-const OUTPUT: &str = "slurm.out";
-/// The run's lock file, in the run folder (the state dir is not shared).
-const LOCK: &str = "run.lock";
-/// The environment a supervisor under SLURM takes from its job rather than
-/// from the spec: the GPUs SLURM allocated and the job's identity.
-pub const FROM_JOB: &[&str] = &[
-    "CUDA_VISIBLE_DEVICES",
-    "SLURM_JOB_ID",
-    "SLURM_JOB_NODELIST",
-    "SLURMD_NODENAME",
-];
 
 /// One of this daemon's jobs.
 #[derive(Debug, Clone)]
@@ -143,40 +126,6 @@ impl SlurmExecutor {
             tokio::spawn(p.run());
         });
     }
-
-    /// Writes the spec, the lock file and the batch script into the run folder.
-    fn prepare(&self, run: &mut Launch) -> Result<PathBuf> {
-        let dir = &run.dir;
-        std::fs::create_dir_all(dir).with_context(|| format!("make {}", dir.display()))?;
-        let lock_file = dir.join(LOCK);
-        std::fs::File::create(&lock_file)
-            .with_context(|| format!("create {}", lock_file.display()))?;
-        let (id, task) = (run.run, run.spec.task_id);
-        let spec = &mut run.spec;
-        spec.lock_file = lock_file;
-        // SLURM confines the job; the login node's cgroups and cores mean
-        // nothing on the node.
-        spec.cgroup = None;
-        spec.cpus.clear();
-        spec.from_job = FROM_JOB.iter().map(|s| s.to_string()).collect();
-        let mut line = serde_json::to_string(spec).context("write the run spec")?;
-        line.push('\n');
-        write_private(&dir.join(SPEC), line.as_bytes())?;
-        let quote = |p: &Path| shell_quote(&p.display().to_string());
-        let mut command = vec![quote(&self.supervisor.program)];
-        command.extend(self.supervisor.prefix.iter().map(|a| shell_quote(a)));
-        command.push(quote(dir));
-        let script = format!(
-            "#!/bin/sh\n# Run {} of task {}: nightjar's supervisor on the node SLURM picked.\nexec {} < {}\n",
-            id,
-            task,
-            command.join(" "),
-            quote(&dir.join(SPEC)),
-        );
-        let path = dir.join(SCRIPT);
-        write_private(&path, script.as_bytes())?;
-        Ok(path)
-    }
 }
 
 /// `cfg` with, under `[executor] kind = "slurm"`, the cluster's cores and
@@ -213,27 +162,6 @@ fn tag(state_dir: &Path) -> String {
     format!("nightjar:{host}-{hex}")
 }
 
-/// Writes a file only the daemon's user reads (the spec holds the task's
-/// environment), replacing any earlier one.
-fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let _ = std::fs::remove_file(path);
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-        .with_context(|| format!("write {}", path.display()))?;
-    f.write_all(bytes)
-        .with_context(|| format!("write {}", path.display()))
-}
-
-/// `s` in single quotes for sh.
-fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
-}
-
 impl Executor for SlurmExecutor {
     fn launch(
         &self,
@@ -241,7 +169,7 @@ impl Executor for SlurmExecutor {
         mut run: Launch,
         started: &mut dyn FnMut(u32),
     ) -> Result<()> {
-        let script = self.prepare(&mut run)?;
+        let script = folder::prepare(&self.supervisor, &mut run)?;
         let res = &run.resources;
         let ask = cli::JobAsk {
             task: run.spec.task_id,
@@ -252,7 +180,7 @@ impl Executor for SlurmExecutor {
             timeout: res.timeout,
             grace: std::time::Duration::from_millis(run.spec.grace_ms),
         };
-        let args = cli::sbatch_args(&self.cfg, &ask, &script, &run.dir.join(OUTPUT));
+        let args = cli::sbatch_args(&self.cfg, &ask, &script, &run.dir.join(folder::OUTPUT));
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let id = match cmd::run("sbatch", &args) {
             Ok(out) => cli::parse_job_id(&out)
@@ -265,7 +193,7 @@ impl Executor for SlurmExecutor {
                     // A tombstone: should the job still land (an sbatch
                     // killed after its request left), its supervisor finds
                     // this status and never starts the task.
-                    tombstone(&run.dir, &format!("{e:#}"));
+                    folder::tombstone(&run.dir, &format!("{e:#}"));
                     let wait = self.cfg.poll.max(BACKOFF);
                     *lock(&self.down_until) = Some(std::time::Instant::now() + wait);
                     return Err(anyhow::Error::new(TryLater(format!(
@@ -371,7 +299,7 @@ impl Executor for SlurmExecutor {
                     open: g.usable(),
                     runs: jobs
                         .iter()
-                        .filter(|(_, nodes)| on_node(nodes, &g.node))
+                        .filter(|(_, nodes)| cli::on_node(nodes, &g.node))
                         .map(|(r, _)| *r)
                         .collect(),
                     reason: match (&g.reason, g.usable(), g.allocated) {
@@ -414,41 +342,4 @@ impl Executor for SlurmExecutor {
         }
         Ok(adopted)
     }
-}
-
-/// Leaves a status in the run folder `dir` of a run given back before its
-/// job was known to land.
-fn tombstone(dir: &Path, why: &str) {
-    let status = files::RunStatus {
-        started_at: 0,
-        finished_at: crate::time::now_ms(),
-        exit_code: None,
-        signal: None,
-        ended_by: files::EndedBy::SpawnFailed,
-        message: Some(format!("given back to the queue: sbatch failed ({why})")),
-        log_dropped: 0,
-        log_error: None,
-        detected: None,
-    };
-    if let Err(e) = files::write_atomic(dir, files::STATUS, &status) {
-        tracing::warn!("{}: cannot leave a status: {e}", dir.display());
-    }
-}
-
-/// Whether `node` is one of `nodes` (`n1`, `n1,n2`, `n[1-3]` as squeue
-/// gives them; a bracketed range is matched by its prefix).
-fn on_node(nodes: &str, node: &str) -> bool {
-    nodes.split(',').any(|n| {
-        n == node
-            || n.split_once('[')
-                .is_some_and(|(prefix, _)| node.starts_with(prefix) && !prefix.is_empty())
-    })
-}
-
-/// Whether `dir` holds a status its supervisor left.
-fn status_in(dir: &Path) -> Option<crate::store::RunOutcome> {
-    files::read_json::<files::RunStatus>(dir, files::STATUS)
-        .ok()
-        .flatten()
-        .map(|s| s.outcome())
 }

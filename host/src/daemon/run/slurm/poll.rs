@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use super::{Job, cli, cmd, status_in};
+use super::folder::status_in;
+use super::{Job, cli, cmd};
 use crate::daemon::run::executor::Adopted;
 use crate::daemon::state::{Daemon, lock};
 use crate::sandbox::files;

@@ -1,0 +1,110 @@
+//! A SLURM run's folder (in the shared folder every node sees): the spec
+//! its batch step reads, the batch script, the lock file, and the status
+//! the supervisor leaves (or the daemon's tombstone of a run given back).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use crate::daemon::run::executor::Launch;
+use crate::sandbox::files;
+use crate::sandbox::launch::SupervisorCmd;
+
+/// The spec file the batch step reads on its stdin.
+pub(super) const SPEC: &str = "spec.json";
+/// The batch script.
+pub(super) const SCRIPT: &str = "job.sh";
+/// SLURM's own output of the job (the task's logs are the supervisor's).
+pub(super) const OUTPUT: &str = "slurm.out";
+/// The run's lock file, in the run folder (the state dir is not shared).
+pub(super) const LOCK: &str = "run.lock";
+/// The environment a supervisor under SLURM takes from its job rather than
+/// from the spec: the GPUs SLURM allocated and the job's identity.
+pub const FROM_JOB: &[&str] = &[
+    "CUDA_VISIBLE_DEVICES",
+    "SLURM_JOB_ID",
+    "SLURM_JOB_NODELIST",
+    "SLURMD_NODENAME",
+];
+
+/// Writes the spec, the lock file and the batch script (which execs
+/// `supervisor` on the run folder) into the run folder; the script's path.
+pub(super) fn prepare(supervisor: &SupervisorCmd, run: &mut Launch) -> Result<PathBuf> {
+    let dir = &run.dir;
+    std::fs::create_dir_all(dir).with_context(|| format!("make {}", dir.display()))?;
+    let lock_file = dir.join(LOCK);
+    std::fs::File::create(&lock_file).with_context(|| format!("create {}", lock_file.display()))?;
+    let (id, task) = (run.run, run.spec.task_id);
+    let spec = &mut run.spec;
+    spec.lock_file = lock_file;
+    // SLURM confines the job; the login node's cgroups and cores mean
+    // nothing on the node.
+    spec.cgroup = None;
+    spec.cpus.clear();
+    spec.from_job = FROM_JOB.iter().map(|s| s.to_string()).collect();
+    let mut line = serde_json::to_string(spec).context("write the run spec")?;
+    line.push('\n');
+    write_private(&dir.join(SPEC), line.as_bytes())?;
+    let quote = |p: &Path| shell_quote(&p.display().to_string());
+    let mut command = vec![quote(&supervisor.program)];
+    command.extend(supervisor.prefix.iter().map(|a| shell_quote(a)));
+    command.push(quote(dir));
+    let script = format!(
+        "#!/bin/sh\n# Run {} of task {}: nightjar's supervisor on the node SLURM picked.\nexec {} < {}\n",
+        id,
+        task,
+        command.join(" "),
+        quote(&dir.join(SPEC)),
+    );
+    let path = dir.join(SCRIPT);
+    write_private(&path, script.as_bytes())?;
+    Ok(path)
+}
+
+/// Writes a file only the daemon's user reads (the spec holds the task's
+/// environment), replacing any earlier one.
+fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let _ = std::fs::remove_file(path);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("write {}", path.display()))?;
+    f.write_all(bytes)
+        .with_context(|| format!("write {}", path.display()))
+}
+
+/// `s` in single quotes for sh.
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// Leaves a status in the run folder `dir` of a run given back before its
+/// job was known to land.
+pub(super) fn tombstone(dir: &Path, why: &str) {
+    let status = files::RunStatus {
+        started_at: 0,
+        finished_at: crate::time::now_ms(),
+        exit_code: None,
+        signal: None,
+        ended_by: files::EndedBy::SpawnFailed,
+        message: Some(format!("given back to the queue: sbatch failed ({why})")),
+        log_dropped: 0,
+        log_error: None,
+        detected: None,
+    };
+    if let Err(e) = files::write_atomic(dir, files::STATUS, &status) {
+        tracing::warn!("{}: cannot leave a status: {e}", dir.display());
+    }
+}
+
+/// Whether `dir` holds a status its supervisor left.
+pub(super) fn status_in(dir: &Path) -> Option<crate::store::RunOutcome> {
+    files::read_json::<files::RunStatus>(dir, files::STATUS)
+        .ok()
+        .flatten()
+        .map(|s| s.outcome())
+}
