@@ -27,10 +27,18 @@ fn cluster() -> &'static str {
             );
         }
         let said = String::from_utf8_lossy(&out.stdout);
-        said.lines()
+        let conf = said
+            .lines()
             .find_map(|l| l.strip_prefix("export SLURM_CONF="))
             .map(str::to_string)
-            .expect("scripts/slurm-dev prints SLURM_CONF")
+            .expect("scripts/slurm-dev prints SLURM_CONF");
+        // Jobs an earlier, failed run of the suite left behind would hold
+        // the cluster's GPUs.
+        let _ = Command::new("scancel")
+            .arg("--partition=debug")
+            .env("SLURM_CONF", &conf)
+            .status();
+        conf
     })
 }
 
@@ -481,4 +489,65 @@ fn no_more_jobs_wait_in_slurm_than_max_pending_and_the_next_says_why() {
     slurm("scancel", &[&hog]);
     assert_eq!(nj.wait(a), 0);
     assert_eq!(nj.wait(b), 0);
+}
+
+#[test]
+fn a_policys_preemption_reaches_the_task_through_scancel_and_it_resumes_from_its_checkpoint() {
+    let _cluster = shared_cluster();
+    let mut nj = Nj::new("");
+    let shared = nj.path("shared");
+    nj.set_config(&format!(
+        "slots = 1\n[executor]\nkind = \"slurm\"\nshared_dir = \"{}\"\npoll = \"300ms\"\n\
+         [plugins]\nchain = [\"fair-share\"]\npreempt_min_runtime = \"100ms\"\n\
+         [plugin.fair-share.config]\npreempt_below = 0.5\n",
+        shared.display()
+    ));
+    nj.env.push(("SLURM_CONF".into(), cluster().into()));
+    nj.start();
+    let work = nj.path("work");
+    // Counts a step a second; on SIGUSR1 it saves its step and exits;
+    // resumed, it says from where and ends.
+    std::fs::write(
+        work.join("train.sh"),
+        "if [ -n \"$1\" ]; then echo \"resumed from $(cat \"$1\")\"; exit 0; fi\n\
+         step=0\ntrap 'echo $step > ckpt/s.ckpt; touch ckpt/s.ckpt.done; echo saved; exit 0' USR1\n\
+         while true; do step=$((step+1)); sleep 0.2; done\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(work.join("ckpt")).unwrap();
+    std::fs::write(
+        work.join("hog.toml"),
+        format!(
+            "name = \"hog\"\nproject = \"hog\"\nworkdir = \"{}\"\ncommand = [\"sh\", \"train.sh\"]\npreemptible = true\n\
+             checkpoint = {{ pattern = \"ckpt/s.ckpt\", resume = \"${{CHECKPOINT}}\", marker = \"{{}}.done\", signal = \"USR1\", grace = \"30s\" }}\n",
+            work.display()
+        ),
+    )
+    .unwrap();
+    let hog = nj.json(&["submit", work.join("hog.toml").to_str().unwrap()])[0]["id"]
+        .as_i64()
+        .expect("the hog's id");
+    job_of(&nj, hog);
+    nj.until("the hog's task began on the node", || {
+        shared.join("runs/1/started").exists()
+    });
+    let starved = nj.submit(&["--project", "starved", "--", "true"]);
+    assert_eq!(
+        nj.wait(starved),
+        0,
+        "the starved project gets the slot: {}",
+        nj.daemon_log()
+    );
+    assert_eq!(nj.wait(hog), 0, "{}", nj.daemon_log());
+    let shown = nj.show(hog);
+    let runs = shown["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 2, "{shown}");
+    assert_eq!(runs[0]["class"], "preempted", "{shown}");
+    let log = read(&Path::new(runs[0]["run_dir"].as_str().unwrap()).join("stdout.log"));
+    assert!(
+        log.contains("saved"),
+        "the task got its own signal through scancel: {log}"
+    );
+    let log = read(&Path::new(runs[1]["run_dir"].as_str().unwrap()).join("stdout.log"));
+    assert!(log.starts_with("resumed from "), "{log}");
 }

@@ -56,14 +56,20 @@ struct Restore<'a>(&'a str);
 
 impl Drop for Restore<'_> {
     fn drop(&mut self) {
-        let _ = slurm(self.0, "scontrol", &["update", "PartitionName=debug", "State=UP"]);
+        let _ = slurm(
+            self.0,
+            "scontrol",
+            &["update", "PartitionName=debug", "State=UP"],
+        );
         let _ = slurm(self.0, "scancel", &["--partition=debug"]);
     }
 }
 
 pub fn slurm_release(n: usize) -> Result<()> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/slurm-dev");
-    let out = Command::new(&script).output().context("run scripts/slurm-dev")?;
+    let out = Command::new(&script)
+        .output()
+        .context("run scripts/slurm-dev")?;
     ensure!(
         out.status.success(),
         "scripts/slurm-dev (as root): {}",
@@ -76,8 +82,14 @@ pub fn slurm_release(n: usize) -> Result<()> {
     let conf = conf.as_str();
     let _restore = Restore(conf);
     slurm(conf, "scancel", &["--partition=debug"])?;
-    slurm(conf, "scontrol", &["update", "PartitionName=debug", "State=DOWN"])?;
-    println!("slurm: a {n}-member sweep released to SLURM (partition held DOWN: every job stays PENDING)");
+    slurm(
+        conf,
+        "scontrol",
+        &["update", "PartitionName=debug", "State=DOWN"],
+    )?;
+    println!(
+        "slurm: a {n}-member sweep released to SLURM (partition held DOWN: every job stays PENDING)"
+    );
     let mut ours = Vec::new();
     let mut array = Vec::new();
     let mut poll_cpu = None;

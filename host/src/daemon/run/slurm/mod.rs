@@ -235,16 +235,33 @@ impl Executor for SlurmExecutor {
             j.clone()
         };
         let id = job.id.to_string();
-        // A job SLURM has not started is simply removed; a running one's
-        // supervisor is signalled (SIGTERM: cancel with the grace; SIGUSR1:
-        // the task's checkpoint signal) and ends the run itself.
-        let args: Vec<&str> = match how {
-            Stop::Kill => vec![&id],
-            _ if cli::waiting(&job.state) => vec![&id],
-            Stop::Cancel => vec!["--batch", "--signal=TERM", &id],
-            Stop::Checkpoint => vec!["--batch", "--signal=USR1", &id],
+        // A supervisor that began its task is signalled (SIGTERM: cancel
+        // with the grace; SIGUSR1: the task's checkpoint signal) and ends the
+        // run itself. Before that (no `started` marker in the run folder),
+        // SLURM may drop a signal: a job it counts as running whose batch
+        // step has not launched on the node yet takes the signal and loses
+        // it. Such a job is cancelled outright (nothing of the task ran;
+        // a supervisor starting at that instant gets SLURM's SIGTERM,
+        // which it takes as a cancel). SLURM refuses a signal to a pending
+        // job: that one is cancelled too.
+        let began = crate::sandbox::files::was_started(&job.dir);
+        let signal = match how {
+            Stop::Kill => None,
+            _ if !began => None,
+            Stop::Cancel => Some("--signal=TERM"),
+            Stop::Checkpoint => Some("--signal=USR1"),
         };
-        if let Err(e) = cmd::run("scancel", &args) {
+        if let Some(signal) = signal {
+            tracing::info!("run {run}: scancel --batch {signal} {id}");
+            match cmd::run("scancel", &["--batch", signal, &id]) {
+                Ok(_) => return,
+                Err(e) => tracing::info!(
+                    "run {run}: SLURM job {id} takes no signal ({e:#}); cancelled instead"
+                ),
+            }
+        }
+        tracing::info!("run {run}: scancel {id}");
+        if let Err(e) = cmd::run("scancel", &[&id]) {
             tracing::warn!("run {run}: scancel of SLURM job {id} failed: {e:#}");
         }
     }
