@@ -551,3 +551,45 @@ fn a_policys_preemption_reaches_the_task_through_scancel_and_it_resumes_from_its
     let log = read(&Path::new(runs[1]["run_dir"].as_str().unwrap()).join("stdout.log"));
     assert!(log.starts_with("resumed from "), "{log}");
 }
+
+#[test]
+fn a_node_that_fails_under_a_job_makes_its_run_lost_with_slurms_reason() {
+    let _alone = CONTROLLER.write().unwrap_or_else(|e| e.into_inner());
+    let nj = world("");
+    let shared = nj.dir.path().join("shared");
+    let id = nj.submit(&["--", "sleep", "300"]);
+    let job = job_of(&nj, id);
+    nj.until("the task began on the node", || {
+        std::fs::read_dir(shared.join("runs"))
+            .map(|d| d.flatten().any(|r| r.path().join("started").exists()))
+            .unwrap_or(false)
+    });
+    let node = slurm("sinfo", &["-h", "-N", "-o", "%N"]).trim().to_string();
+    slurm(
+        "scontrol",
+        &[
+            "update",
+            &format!("NodeName={node}"),
+            "State=DOWN",
+            "Reason=nightjar-test",
+        ],
+    );
+    nj.wait(id);
+    // The node comes back (ReturnToService=2 brings it when slurmd answers).
+    slurm(
+        "scontrol",
+        &["update", &format!("NodeName={node}"), "State=RESUME"],
+    );
+    nj.until("the node is back", || {
+        let s = slurm("sinfo", &["-h", "-N", "-o", "%T"]);
+        s.trim() == "idle" || s.trim() == "mixed"
+    });
+    let run = nj.show(id)["runs"][0].clone();
+    assert_eq!(run["class"], "lost", "{run}");
+    assert!(
+        run["message"]
+            .as_str()
+            .is_some_and(|m| m.contains(&format!("SLURM job {job} ended NODE_FAIL"))),
+        "{run}"
+    );
+}

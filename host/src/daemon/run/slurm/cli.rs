@@ -152,6 +152,12 @@ impl Listed {
     }
 }
 
+/// Whether a job in `state` ended because its node failed (not the task's
+/// doing, and not a cancel, whatever its supervisor recorded).
+pub fn node_failed(state: &str) -> bool {
+    matches!(state, "NODE_FAIL" | "BOOT_FAIL")
+}
+
 /// Whether a job in `state` waits for SLURM to start it.
 pub fn waiting(state: &str) -> bool {
     matches!(
@@ -368,6 +374,10 @@ pub fn unreported_end(
             format!("{said}: it ran out of its memory"),
         ),
         Some("PREEMPTED") => (RunClass::Preempted, format!("{said}: SLURM preempted it")),
+        Some(s) if node_failed(s) => (
+            RunClass::Lost,
+            format!("{said}: its node failed under it; retried per the task's retry settings"),
+        ),
         _ => (
             RunClass::Lost,
             format!(

@@ -181,3 +181,10 @@ fn a_job_is_on_a_node_by_name_or_by_its_bracketed_range() {
     assert!(!on_node("n1", "n10"));
     assert!(!on_node("", "n1"));
 }
+
+#[test]
+fn a_failed_node_is_a_lost_run_whatever_else() {
+    let o = unreported_end(9, Some("NODE_FAIL"), "None", false, 1);
+    assert_eq!(o.class, RunClass::Lost);
+    assert!(node_failed("BOOT_FAIL") && !node_failed("FAILED"));
+}

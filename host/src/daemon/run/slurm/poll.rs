@@ -91,7 +91,17 @@ impl Poller {
                 }
             }
             if let Some(mut out) = status_in(&j.dir) {
-                if let Some(l) = seen.filter(|l| l.state == "CANCELLED" && !j.asked) {
+                if let Some(l) = seen.filter(|l| cli::node_failed(&l.state)) {
+                    // SLURM's SIGTERM reached the supervisor as a cancel:
+                    // the node failed under it, which is a lost run.
+                    out = cli::unreported_end(
+                        l.job,
+                        Some(&l.state),
+                        &l.reason,
+                        false,
+                        out.finished_at,
+                    );
+                } else if let Some(l) = seen.filter(|l| l.state == "CANCELLED" && !j.asked) {
                     let by = format!(
                         "SLURM job {} was cancelled outside nightjar (scancel by a user or an administrator)",
                         l.job
