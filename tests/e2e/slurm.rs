@@ -593,3 +593,138 @@ fn a_node_that_fails_under_a_job_makes_its_run_lost_with_slurms_reason() {
         "{run}"
     );
 }
+
+#[test]
+fn an_sbatch_that_outlives_the_restart_s_wait_lands_a_job_that_never_runs_the_task() {
+    let _cluster = shared_cluster();
+    let mut nj = Nj::new("");
+    let (path, gate) = slow_sbatch(&nj);
+    // Only the first sbatch waits for the test's word; the others go through.
+    let wrapper = nj.path("bin").join("sbatch");
+    let script = read(&wrapper);
+    let real = script
+        .lines()
+        .find_map(|l| l.strip_prefix("exec "))
+        .and_then(|l| l.split_whitespace().next())
+        .expect("the real sbatch")
+        .to_string();
+    let script = script.replacen(
+        "#!/bin/sh\n",
+        &format!(
+            "#!/bin/sh\nmkdir {} 2>/dev/null || exec {real} \"$@\"\n",
+            gate.join("first").display()
+        ),
+        1,
+    );
+    std::fs::write(&wrapper, script).unwrap();
+    let shared = nj.path("shared");
+    nj.set_config(&executor(&shared));
+    nj.env.push(("SLURM_CONF".into(), cluster().into()));
+    nj.env.push(("PATH".into(), path));
+    nj.start();
+    let marks = nj.path("marks");
+    let id = nj.submit(&[
+        "--",
+        "sh",
+        "-c",
+        &format!("echo run >> {}/m", marks.display()),
+    ]);
+    nj.until("sbatch began", || gate.join("pid").exists());
+    let first_run = nj.show(id)["runs"][0]["id"].as_i64().expect("a run");
+    nj.kill9();
+    // The old sbatch is still held back when the next daemon stops waiting
+    // for it (the command limit and a little): the run is given back,
+    // submitted again, and runs.
+    nj.start();
+    assert_eq!(nj.wait(id), 0, "{}", nj.daemon_log());
+    assert_eq!(read(&marks.join("m")), "run\n");
+    // Now the old sbatch lands its job: it must not run the task again.
+    std::fs::write(gate.join("go"), "").unwrap();
+    let comment = job_field(job_of(&nj, id), "Comment").expect("a comment");
+    let old = format!(
+        "{}:run:{first_run}",
+        comment.rsplit_once(":run:").unwrap().0
+    );
+    nj.until_slow("the old sbatch's job ends", || {
+        slurm("squeue", &["-h", "-t", "all", "-o", "%T|%k"])
+            .lines()
+            .filter_map(|l| l.strip_suffix(&format!("|{old}")))
+            .any(|state| !matches!(state, "PENDING" | "CONFIGURING" | "RUNNING" | "COMPLETING"))
+    });
+    assert_eq!(
+        read(&marks.join("m")),
+        "run\n",
+        "the old sbatch's job found its run given back and never started the task"
+    );
+}
+
+#[test]
+fn another_users_job_with_a_runs_comment_is_not_taken_for_the_runs_job() {
+    let _cluster = shared_cluster();
+    let nj = world("");
+    let marks = nj.path("marks");
+    let id = nj.submit(&[
+        "--",
+        "sh",
+        "-c",
+        &format!("echo run >> {}/m; sleep 6", marks.display()),
+    ]);
+    let job = job_of(&nj, id);
+    nj.until("SLURM runs it", || {
+        job_field(job, "JobState").as_deref() == Some("RUNNING")
+    });
+    // Anyone can give a job any comment: nobody's job copies the run's,
+    // and ends at once without a status in the run folder.
+    let comment = job_field(job, "Comment").expect("a comment");
+    let spoof = slurm(
+        "sbatch",
+        &[
+            "--parsable",
+            "--uid=65534",
+            &format!("--comment={comment}"),
+            "--chdir=/tmp",
+            "-o",
+            "/dev/null",
+            "--wrap",
+            "true",
+        ],
+    );
+    let spoof: i64 = spoof.trim().parse().expect("the spoof's job id");
+    nj.until("nobody's job is over", || {
+        job_field(spoof, "JobState").is_some_and(|s| s != "PENDING" && s != "RUNNING")
+    });
+    assert_eq!(nj.wait(id), 0, "{}\n{}", nj.show(id), nj.daemon_log());
+    let show = nj.show(id);
+    assert_eq!(show["runs"].as_array().map(Vec::len), Some(1), "{show}");
+    assert_eq!(show["runs"][0]["class"], "ok", "{show}");
+    assert_eq!(show["runs"][0]["supervisor_pid"], job, "{show}");
+    assert_eq!(read(&marks.join("m")), "run\n");
+}
+
+#[test]
+fn a_job_slurm_ends_at_its_own_time_limit_is_recorded_as_a_timeout_not_a_kill() {
+    let _cluster = shared_cluster();
+    let nj = world("");
+    // No timeout of nightjar's: SLURM's limit (here an administrator's
+    // `scontrol update`; a partition's default) is the one that ends it,
+    // and SLURM's SIGTERM reaches the task before the supervisor.
+    let id = nj.submit(&["--", "sleep", "300"]);
+    let job = job_of(&nj, id);
+    nj.until("SLURM runs it", || {
+        job_field(job, "JobState").as_deref() == Some("RUNNING")
+    });
+    slurm(
+        "scontrol",
+        &["update", &format!("JobId={job}"), "TimeLimit=1"],
+    );
+    nj.wait_within(id, Duration::from_secs(150));
+    let run = nj.show(id)["runs"][0].clone();
+    assert_eq!(job_field(job, "JobState").as_deref(), Some("TIMEOUT"));
+    assert_eq!(run["class"], "timeout", "{run}");
+    assert!(
+        run["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("SLURM's time limit")),
+        "{run}"
+    );
+}

@@ -98,7 +98,18 @@ pub const RESERVED: &[(&str, Option<&str>)] = &[
     ("--ntasks", Some("-n")),
     ("--nodes", Some("-N")),
     ("--kill-on-invalid-dep", None),
+    // The job on another cluster: squeue here would not list it, and the
+    // run would be taken for lost and run again while it runs.
+    ("--clusters", Some("-M")),
+    // sbatch would wait for the job's end, holding up every start.
+    ("--wait", Some("-W")),
+    // No job is submitted: every run would fail.
+    ("--test-only", None),
 ];
+
+/// sbatch's short options that take no value, which may bundle with the
+/// next (`-vt5` is `-v -t5`).
+const SHORT_FLAGS: &[char] = &['h', 'H', 'O', 'Q', 's', 'u', 'v', 'V', 'W'];
 
 impl ExecutorConfig {
     /// Checks the keys (not the cluster: that is done at the daemon's start).
@@ -134,6 +145,11 @@ impl ExecutorConfig {
                     "key `executor.extra_args`: `{a}` sets {long}, which nightjar sets itself from the task or from its own key; remove it (partition, account and qos have keys of their own)"
                 );
             }
+            if a == "--" {
+                bail!(
+                    "key `executor.extra_args`: `--` ends sbatch's options, so what follows it would be taken as the batch script in place of nightjar's own; remove it"
+                );
+            }
             if !a.starts_with('-') {
                 bail!(
                     "key `executor.extra_args`: `{a}` is not an option; every entry is one `--name=value` (a script or command here would replace nightjar's own batch step)"
@@ -145,8 +161,17 @@ impl ExecutorConfig {
 }
 
 /// The reserved option `arg` sets, if it sets one: `--time=1:00`, `--time`,
-/// `-t1:00` and `-t` all set `--time`.
+/// `-t1:00`, `-t` and `-vt1:00` all set `--time`.
 fn reserved(arg: &str) -> Option<&'static (&'static str, Option<&'static str>)> {
+    // The short options of a bundle: the flags, then the first that takes
+    // a value (the rest of the entry is that value).
+    let shorts: Vec<char> = match arg.strip_prefix('-') {
+        Some(rest) if !rest.starts_with('-') => {
+            let n = rest.chars().take_while(|c| SHORT_FLAGS.contains(c)).count();
+            rest.chars().take(n + 1).collect()
+        }
+        _ => Vec::new(),
+    };
     RESERVED.iter().find(|(long, short)| {
         let is_long = arg == *long || arg.starts_with(&format!("{long}="));
         // Any unambiguous prefix of a long option is that option to sbatch
@@ -154,7 +179,7 @@ fn reserved(arg: &str) -> Option<&'static (&'static str, Option<&'static str>)> 
         let is_prefix = arg.starts_with("--")
             && arg.len() > 3
             && long.starts_with(arg.split('=').next().unwrap_or(arg));
-        let is_short = short.is_some_and(|s| arg.starts_with(s));
+        let is_short = short.is_some_and(|s| s.chars().nth(1).is_some_and(|c| shorts.contains(&c)));
         is_long || is_prefix || is_short
     })
 }
@@ -183,6 +208,15 @@ mod tests {
             "-J",
             "--uid=0",
             "--wrap=id",
+            // Bundled after options that take no value.
+            "-vt5",
+            "-QJx",
+            "-vvo/etc/passwd",
+            "-sH",
+            // On another cluster, squeue here would not see the job.
+            "-Mother",
+            "--clusters=other",
+            "--wait",
         ] {
             let e = slurm(&[a]).validate().unwrap_err().to_string();
             assert!(
@@ -191,10 +225,22 @@ mod tests {
             );
         }
         assert!(
-            slurm(&["--constraint=a100", "--exclusive", "--nice=10"])
-                .validate()
-                .is_ok()
+            slurm(&[
+                "--constraint=a100",
+                "--exclusive",
+                "--nice=10",
+                "-Ca100",
+                "-vCt4"
+            ])
+            .validate()
+            .is_ok(),
+            "a value that holds a reserved letter is no option"
         );
+        let e = slurm(&["--", "-xrun.sh"])
+            .validate()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`--` ends sbatch's options"), "{e}");
         let e = slurm(&["run.sh"]).validate().unwrap_err().to_string();
         assert!(e.contains("not an option"), "{e}");
     }

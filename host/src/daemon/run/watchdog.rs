@@ -37,7 +37,7 @@ impl Deadline {
     /// A run's timeout: `timeout` after `started` plus its grace and the slack.
     pub fn timeout(started: Instant, timeout: Duration, grace: Duration) -> Deadline {
         Deadline {
-            at: started + timeout + grace + SLACK,
+            at: later(started, timeout.saturating_add(grace).saturating_add(SLACK)),
             why: EndedBy::Timeout,
             note: format!(
                 "timed out after {}: its supervisor did not stop it within the grace (stopped or hung?), so the daemon killed the run's tree",
@@ -49,7 +49,7 @@ impl Deadline {
     /// A cancel asked now: its grace plus the slack.
     pub fn cancel(grace: Duration) -> Deadline {
         Deadline {
-            at: Instant::now() + grace + SLACK,
+            at: later(Instant::now(), grace.saturating_add(SLACK)),
             why: EndedBy::Cancelled,
             note: "cancelled: its supervisor did not stop it within the grace (stopped or hung?), so the daemon killed the run's tree".into(),
         }
@@ -59,7 +59,7 @@ impl Deadline {
     /// checkpoint's, or the cancel grace) plus the slack.
     pub fn preempt(grace: Duration) -> Deadline {
         Deadline {
-            at: Instant::now() + grace + SLACK,
+            at: later(Instant::now(), grace.saturating_add(SLACK)),
             why: EndedBy::Cancelled,
             note: format!(
                 "preempted: its supervisor did not stop it within its {} grace (stopped or hung?), so the daemon killed the run's tree",
@@ -67,6 +67,14 @@ impl Deadline {
             ),
         }
     }
+}
+
+/// `d` after `from`; a century after it for a `d` too far ahead for the
+/// clock (a task's timeout or grace of centuries, as any user may ask):
+/// such a deadline never comes, as in the supervisor.
+fn later(from: Instant, d: Duration) -> Instant {
+    from.checked_add(d)
+        .unwrap_or_else(|| from + Duration::from_secs(100 * 365 * 86_400))
 }
 
 impl Daemon {
@@ -134,5 +142,21 @@ impl Daemon {
         if !crate::sandbox::liveness::kill_tree(&ids) {
             tracing::error!("run {run}: some of its processes did not die in 5 s");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_timeout_or_grace_too_far_ahead_for_the_clock_never_comes_and_does_not_panic() {
+        let now = Instant::now();
+        let d = Deadline::timeout(now, Duration::MAX, Duration::from_secs(10));
+        assert!(d.at > now + Duration::from_secs(50 * 365 * 86_400));
+        assert!(Deadline::preempt(Duration::MAX).at > now);
+        assert!(Deadline::cancel(Duration::MAX).at > now);
+        let d = Deadline::timeout(now, Duration::from_secs(60), Duration::from_secs(10));
+        assert_eq!(d.at, now + Duration::from_secs(73));
     }
 }

@@ -7,9 +7,16 @@ use std::time::Duration;
 use crate::config::ExecutorConfig;
 use crate::store::{RunClass, RunOutcome};
 
-/// The squeue format this module parses: id, state, reason, nodes, comment
-/// (last: another user's comment may hold a `|`).
-pub const SQUEUE_FORMAT: &str = "%i|%T|%r|%N|%k";
+/// The squeue format this module parses: id, state, reason, nodes, user
+/// id, comment (last: another user's comment may hold a `|`).
+pub const SQUEUE_FORMAT: &str = "%i|%T|%r|%N|%U|%k";
+
+/// `squeue`'s arguments: every job SLURM keeps, ended ones too (`-t all`)
+/// and those in hidden partitions (`-a`: a user's squeue leaves them out,
+/// and a live job missing from the list is taken for one SLURM forgot).
+/// Not `-u`: squeue given a user it cannot resolve lists nothing and exits
+/// 0; [`parse_squeue`] keeps the daemon's user's jobs instead.
+pub const SQUEUE_ARGS: [&str; 6] = ["-h", "-a", "-t", "all", "-o", SQUEUE_FORMAT];
 
 /// The sinfo format [`parse_nodes`] reads.
 pub const SINFO_GPUS: &str = "NodeList:|,Gres:|,GresUsed:|,StateLong:|,Reason:";
@@ -83,7 +90,10 @@ pub fn sbatch_args(
     if let Some(t) = ask.timeout {
         a.push(format!(
             "--time={}",
-            time_limit(t + ask.grace + Duration::from_secs(60))
+            time_limit(
+                t.saturating_add(ask.grace)
+                    .saturating_add(Duration::from_secs(60))
+            )
         ));
     }
     for (key, value) in [
@@ -101,9 +111,13 @@ pub fn sbatch_args(
 }
 
 /// A duration as SLURM's `--time` (`D-HH:MM:SS`), rounded up to a minute
-/// (SLURM's own resolution).
+/// (SLURM's own resolution); `UNLIMITED` past what sbatch can hold (it
+/// reads minutes into an `int`: one more day wraps to a limit of hours).
 pub fn time_limit(d: Duration) -> String {
     let minutes = d.as_secs().div_ceil(60).max(1);
+    if minutes > i32::MAX as u64 {
+        return "UNLIMITED".into();
+    }
     let (days, rest) = (minutes / 1440, minutes % 1440);
     format!("{days}-{:02}:{:02}:00", rest / 60, rest % 60)
 }
@@ -184,18 +198,23 @@ pub fn ended(state: &str) -> bool {
     )
 }
 
-/// This daemon's jobs in `squeue -h -t all -o` [`SQUEUE_FORMAT`] output;
-/// other lines (other users' jobs, other daemons') are skipped. Where a run
-/// has more than one job, the newest (highest id) is kept.
-pub fn parse_squeue(out: &str, tag: &str) -> Vec<Listed> {
+/// This daemon's jobs in `squeue` [`SQUEUE_ARGS`] output: those of its
+/// user `uid` whose comment bears its `tag`. Other lines (other daemons',
+/// and other users' jobs whatever their comment says: anyone can copy a
+/// comment) are skipped. Where a run has more than one job, the newest
+/// (highest id) is kept.
+pub fn parse_squeue(out: &str, tag: &str, uid: u32) -> Vec<Listed> {
     let mut jobs: std::collections::BTreeMap<i64, Listed> = Default::default();
     for line in out.lines() {
-        let mut f = line.splitn(5, '|');
-        let (Some(id), Some(state), Some(reason), Some(nodes), Some(comment)) =
-            (f.next(), f.next(), f.next(), f.next(), f.next())
+        let mut f = line.splitn(6, '|');
+        let (Some(id), Some(state), Some(reason), Some(nodes), Some(user), Some(comment)) =
+            (f.next(), f.next(), f.next(), f.next(), f.next(), f.next())
         else {
             continue;
         };
+        if user.trim().parse::<u32>().ok() != Some(uid) {
+            continue;
+        }
         let (Some(run), Ok(job)) = (run_of(tag, comment.trim()), id.trim().parse::<u64>()) else {
             continue;
         };
@@ -339,6 +358,26 @@ pub fn on_node(nodes: &str, node: &str) -> bool {
             || n.split_once('[')
                 .is_some_and(|(prefix, _)| node.starts_with(prefix) && !prefix.is_empty())
     })
+}
+
+/// What a job's end means for its run whose supervisor left `out`, where
+/// nightjar did not ask it to stop: SLURM's class where SLURM ended it
+/// itself (its time limit, a preemption, its memory limit), whose signal
+/// the supervisor saw as any other (`killed by signal 15`); `out` else.
+pub fn ended_by_slurm(job: u64, state: &str, reason: &str, out: RunOutcome) -> RunOutcome {
+    if !matches!(state, "TIMEOUT" | "PREEMPTED" | "OUT_OF_MEMORY") || out.class == RunClass::Ok {
+        return out;
+    }
+    let slurm = unreported_end(job, Some(state), reason, false, out.finished_at);
+    RunOutcome {
+        message: match (slurm.message, out.message) {
+            (Some(s), Some(m)) => Some(format!("{s}; its supervisor: {m}")),
+            (s, m) => s.or(m),
+        },
+        exit_code: out.exit_code,
+        signal: out.signal,
+        ..slurm
+    }
 }
 
 /// What a job's end means for its run when its supervisor left no status:

@@ -80,22 +80,47 @@ fn time_limits_round_up_to_the_minute_and_carry_days() {
     assert_eq!(time_limit(Duration::from_secs(1)), "0-00:01:00");
     assert_eq!(time_limit(Duration::from_secs(61)), "0-00:02:00");
     assert_eq!(time_limit(Duration::from_secs(26 * 3600)), "1-02:00:00");
+    // sbatch wraps 1491309 days to 21:52:00.
+    assert_eq!(
+        time_limit(Duration::from_secs(1_491_308 * 86400)),
+        "1491308-00:00:00"
+    );
+    assert_eq!(
+        time_limit(Duration::from_secs(1_491_309 * 86400)),
+        "UNLIMITED"
+    );
+}
+
+#[test]
+fn a_timeout_too_long_for_any_clock_is_no_time_limit_not_a_panic() {
+    // `nightjar submit --timeout 18446744073709551615s`: any user can.
+    let ask = JobAsk {
+        timeout: Some(Duration::MAX),
+        ..ask()
+    };
+    let a = sbatch_args(
+        &ExecutorConfig::default(),
+        &ask,
+        "/j".as_ref(),
+        "/o".as_ref(),
+    );
+    assert!(a.iter().any(|x| x == "--time=UNLIMITED"), "{a:?}");
 }
 
 #[test]
 fn squeue_lines_of_other_daemons_and_users_are_skipped_and_the_newest_job_of_a_run_kept() {
     let tag = "nightjar:vm-1a2b";
     let out = "\
-12|PENDING|Resources||nightjar:vm-1a2b:run:42
-13|RUNNING|None|n1|nightjar:vm-ffff:run:42
-14|COMPLETED|None|n1|(null)
-15|RUNNING|None|n2|nightjar:vm-1a2b:run:43
-11|CANCELLED|None|n2|nightjar:vm-1a2b:run:43
+12|PENDING|Resources||0|nightjar:vm-1a2b:run:42
+13|RUNNING|None|n1|0|nightjar:vm-ffff:run:42
+14|COMPLETED|None|n1|0|(null)
+15|RUNNING|None|n2|0|nightjar:vm-1a2b:run:43
+11|CANCELLED|None|n2|0|nightjar:vm-1a2b:run:43
 garbage
-16|PENDING|Priority||nightjar:vm-1a2b:run:x
-17|RUNNING|None|n1|a|b|c
+16|PENDING|Priority||0|nightjar:vm-1a2b:run:x
+17|RUNNING|None|n1|0|a|b|c
 ";
-    let l = parse_squeue(out, tag);
+    let l = parse_squeue(out, tag, 0);
     assert_eq!(l.len(), 2, "{l:?}");
     assert_eq!(
         (l[0].run, l[0].job, l[0].reason.as_str()),
@@ -187,4 +212,63 @@ fn a_failed_node_is_a_lost_run_whatever_else() {
     let o = unreported_end(9, Some("NODE_FAIL"), "None", false, 1);
     assert_eq!(o.class, RunClass::Lost);
     assert!(node_failed("BOOT_FAIL") && !node_failed("FAILED"));
+}
+
+#[test]
+fn another_users_job_never_passes_for_a_run_by_copying_its_comment() {
+    let tag = "nightjar:vm-1a2b";
+    // 21 is the run's job; 22, newer, is another user's with the same comment.
+    let out = "\
+21|RUNNING|None|n1|0|nightjar:vm-1a2b:run:42
+22|COMPLETED|None|n1|1000|nightjar:vm-1a2b:run:42
+23|PENDING|None||1000|nightjar:vm-1a2b:run:43
+";
+    let l = parse_squeue(out, tag, 0);
+    assert_eq!(l.len(), 1, "{l:?}");
+    assert_eq!(
+        (l[0].run, l[0].job, l[0].state.as_str()),
+        (42, 21, "RUNNING")
+    );
+    // The user's own daemon sees only its own, hidden partitions included.
+    assert_eq!(parse_squeue(out, tag, 1000).len(), 2);
+    assert!(SQUEUE_ARGS.contains(&"-a") && SQUEUE_ARGS.contains(&"all"));
+    assert!(
+        !SQUEUE_ARGS
+            .iter()
+            .any(|a| a.starts_with("-u") || a.starts_with("--user")),
+        "an unknown user makes squeue list nothing with exit 0"
+    );
+}
+
+#[test]
+fn a_job_slurm_itself_ended_is_classed_by_slurm_though_its_supervisor_left_a_status() {
+    // SLURM's SIGTERM at its time limit or a preemption reached the task
+    // too: the supervisor saw it killed by signal 15.
+    let killed = RunOutcome {
+        class: RunClass::Killed,
+        exit_code: None,
+        signal: Some(15),
+        finished_at: 9,
+        message: None,
+    };
+    let o = ended_by_slurm(5, "PREEMPTED", "None", killed.clone());
+    assert_eq!(o.class, RunClass::Preempted, "queued again, not failed");
+    assert_eq!((o.signal, o.finished_at), (Some(15), 9));
+    let o = ended_by_slurm(5, "TIMEOUT", "None", killed.clone());
+    assert_eq!(o.class, RunClass::Timeout);
+    assert!(o.message.unwrap().contains("SLURM's time limit"));
+    assert_eq!(
+        ended_by_slurm(5, "OUT_OF_MEMORY", "", killed.clone()).class,
+        RunClass::HostOom
+    );
+    // Ended on its own, or by nightjar: the supervisor's word stands.
+    assert_eq!(ended_by_slurm(5, "COMPLETED", "", killed.clone()), killed);
+    assert_eq!(ended_by_slurm(5, "FAILED", "", killed.clone()), killed);
+    let ok = RunOutcome {
+        class: RunClass::Ok,
+        exit_code: Some(0),
+        signal: None,
+        ..killed
+    };
+    assert_eq!(ended_by_slurm(5, "TIMEOUT", "", ok.clone()), ok);
 }

@@ -108,3 +108,62 @@ pub(super) fn status_in(dir: &Path) -> Option<crate::store::RunOutcome> {
         .flatten()
         .map(|s| s.outcome())
 }
+
+/// Why a user other than the daemon's could change what is in the runs
+/// folder, if one could: the shared folder's and the runs folder's (owner,
+/// mode), `ours` being the owner the file system gives the daemon's files.
+/// The runs folder must be the daemon's and writable by it alone; the
+/// folder above it, where it can be renamed away, the daemon's or root's,
+/// and writable by no other user, or sticky.
+pub(super) fn exposed(shared: (u32, u32), runs: (u32, u32), ours: u32) -> Option<String> {
+    let (owner, mode) = runs;
+    if owner != ours {
+        return Some(format!(
+            "its runs folder is owned by uid {owner}, not by the daemon's user (uid {ours}); `chown {ours}` it"
+        ));
+    }
+    if mode & 0o022 != 0 {
+        return Some(format!(
+            "its runs folder is writable by group or others (mode {:o}); `chmod go-w` it",
+            mode & 0o7777
+        ));
+    }
+    let (owner, mode) = shared;
+    if owner != ours && owner != 0 {
+        return Some(format!(
+            "it is owned by uid {owner}, not by the daemon's user (uid {ours}) or root, and its owner can rename the runs folder"
+        ));
+    }
+    if mode & 0o022 != 0 && mode & 0o1000 == 0 {
+        return Some(format!(
+            "it is writable by group or others (mode {:o}) and not sticky, so they can rename the runs folder; `chmod go-w` it, or `chmod +t`",
+            mode & 0o7777
+        ));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::exposed;
+
+    #[test]
+    fn a_shared_folder_another_user_can_write_runs_into_is_refused() {
+        // The daemon's (root's) runs folder, in a folder only root writes.
+        assert_eq!(exposed((0, 0o40755), (0, 0o40700), 0), None);
+        // A sticky shared scratch: nobody can rename the daemon's runs folder.
+        assert_eq!(exposed((0, 0o41777), (0, 0o40700), 0), None);
+        // Root squashed to nobody on NFS: the owner is what the probe got.
+        assert_eq!(exposed((65534, 0o40755), (65534, 0o40700), 65534), None);
+        // A runs folder another user made first, or opened to others.
+        let why = exposed((0, 0o41777), (1000, 0o40777), 0).unwrap();
+        assert!(why.contains("owned by uid 1000"), "{why}");
+        let why = exposed((0, 0o40755), (0, 0o40777), 0).unwrap();
+        assert!(why.contains("runs folder is writable"), "{why}");
+        // A shared folder the lab's group can write: the runs folder renamed away.
+        let why = exposed((0, 0o40775), (0, 0o40700), 0).unwrap();
+        assert!(why.contains("not sticky"), "{why}");
+        let why = exposed((1000, 0o40755), (0, 0o40700), 0).unwrap();
+        assert!(why.contains("owned by uid 1000"), "{why}");
+    }
+}

@@ -22,6 +22,7 @@ mod folder;
 mod poll;
 
 use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -104,7 +105,20 @@ impl SlurmExecutor {
                 dir.display()
             )
         })?;
+        // What this file system makes the daemon's files (root squashed
+        // to nobody, say): the owner the runs folder must have.
+        let ours = std::fs::metadata(&probe).map(|m| m.uid());
         let _ = std::fs::remove_file(&probe);
+        let owner_mode = |p: &Path| std::fs::metadata(p).map(|m| (m.uid(), m.mode()));
+        if let (Ok(ours), Ok(shared), Ok(runs)) =
+            (ours, owner_mode(dir), owner_mode(&dir.join("runs")))
+            && let Some(why) = folder::exposed(shared, runs, ours)
+        {
+            anyhow::bail!(
+                "key `executor.shared_dir` ({}): another user could put a run folder of their own in place of the daemon's, whose spec the supervisor reads as the daemon's user on the node: {why}",
+                dir.display()
+            );
+        }
         let out = cmd::run("sinfo", &["-h", "-N", "-o", "%N|%c|%G"]).context(
             "executor.kind = \"slurm\": `sinfo` does not answer; is slurmctld up and SLURM_CONF right? (scripts/slurm-dev starts a one-node cluster)",
         )?;

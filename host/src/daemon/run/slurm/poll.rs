@@ -47,7 +47,7 @@ impl Poller {
                         tracing::info!("squeue answers again");
                         failing = false;
                     }
-                    cli::parse_squeue(&out, &self.tag)
+                    cli::parse_squeue(&out, &self.tag, crate::users::euid())
                 }
                 Ok(Err(e)) => {
                     if !failing {
@@ -87,6 +87,9 @@ impl Poller {
                 j.reason.clone_from(&l.reason);
                 j.nodes.clone_from(&l.nodes);
                 if !l.ended() {
+                    // A listing taken before its sbatch returned missed it:
+                    // its end still gets the whole patience.
+                    j.unreported = 0;
                     continue;
                 }
             }
@@ -111,6 +114,9 @@ impl Poller {
                         None => by,
                     });
                 }
+                if let Some(l) = seen.filter(|_| !j.asked) {
+                    out = cli::ended_by_slurm(l.job, &l.state, &l.reason, out);
+                }
                 over.push((run, out));
                 continue;
             }
@@ -129,14 +135,14 @@ impl Poller {
 
 /// This daemon's jobs and the others, as `squeue` lists every job it keeps.
 fn list() -> Result<String> {
-    cmd::run("squeue", &["-h", "-t", "all", "-o", cli::SQUEUE_FORMAT])
+    cmd::run("squeue", &cli::SQUEUE_ARGS)
 }
 
 /// The job SLURM has for run `run` of the daemon tagged `tag`, if any
 /// (an sbatch that failed or was killed after it reached SLURM).
 pub(super) fn find(tag: &str, run: i64) -> Option<u64> {
     let out = list().ok()?;
-    cli::parse_squeue(&out, tag)
+    cli::parse_squeue(&out, tag, crate::users::euid())
         .into_iter()
         .find(|l| l.run == run)
         .map(|l| l.job)
@@ -150,20 +156,31 @@ pub(super) fn adopt(tag: &str, run: &RunRow) -> Result<Adopted> {
     // would be found only once it returns.
     wait_for_sbatch(&comment);
     let out = list()?;
-    let listed = cli::parse_squeue(&out, tag);
+    let listed = cli::parse_squeue(&out, tag, crate::users::euid());
     let job = listed.iter().find(|l| l.run == run.id);
     let at = crate::time::now_ms();
     Ok(match job {
         Some(l) if !l.ended() => Adopted::Live(u32::try_from(l.job).unwrap_or(u32::MAX)),
-        Some(l) => {
-            Adopted::Ended(status_in(dir).unwrap_or_else(|| {
-                cli::unreported_end(l.job, Some(&l.state), &l.reason, false, at)
-            }))
-        }
+        Some(l) => Adopted::Ended(match status_in(dir) {
+            Some(out) => cli::ended_by_slurm(l.job, &l.state, &l.reason, out),
+            None => cli::unreported_end(l.job, Some(&l.state), &l.reason, false, at),
+        }),
         None => match status_in(dir) {
             Some(out) => Adopted::Ended(out),
             // No job, none on its way, and its supervisor never began.
-            None if !files::was_started(dir) => Adopted::NeverStarted,
+            None if !files::was_started(dir) => {
+                // An sbatch of the last daemon's may outlive the wait above
+                // (sbatch retries a busy controller for minutes) and land
+                // once the run is given back: its supervisor finds this
+                // status and never starts the task.
+                if dir.is_dir() {
+                    super::folder::tombstone(
+                        dir,
+                        "the daemon stopped before its job was known to land",
+                    );
+                }
+                Adopted::NeverStarted
+            }
             None => {
                 let job = run.supervisor_pid.unwrap_or(0).max(0) as u64;
                 Adopted::Ended(cli::unreported_end(job, None, "", false, at))
@@ -182,18 +199,125 @@ fn wait_for_sbatch(comment: &str) {
     }
 }
 
-/// Whether a process's argument list holds `arg`.
+/// Whether a process of the daemon's user has `arg` in its argument list
+/// (another user's, which anyone can start with any arguments, would hold
+/// the daemon's start back).
 fn in_flight(arg: &str) -> bool {
+    use std::os::unix::fs::MetadataExt;
     let Ok(procs) = std::fs::read_dir("/proc") else {
         return false;
     };
+    let me = crate::users::euid();
     procs.flatten().any(|p| {
         let is_pid = p
             .file_name()
             .to_str()
             .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()));
         is_pid
+            && std::fs::metadata(p.path()).is_ok_and(|m| m.uid() == me)
             && std::fs::read(p.path().join("cmdline"))
                 .is_ok_and(|c| c.split(|&b| b == 0).any(|a| a == arg.as_bytes()))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_daemons_own_processes_count_as_its_sbatch_in_flight() {
+        use std::os::unix::process::CommandExt;
+        let arg = format!("--comment=nightjar:test-{}:run:1", std::process::id());
+        let start = |uid: Option<u32>| {
+            // `read`, a builtin, waits on the pipe without a child (one
+            // forked but not yet exec'd would carry the argument too).
+            let mut c = std::process::Command::new("sh");
+            c.args(["-c", "read x", "sh", &arg])
+                .stdin(std::process::Stdio::piped());
+            if let Some(u) = uid {
+                c.uid(u).gid(u);
+            }
+            let child = c.spawn().expect("sh");
+            // spawn returns once exec began, maybe before the new argument
+            // list is in place.
+            let cmdline = format!("/proc/{}/cmdline", child.id());
+            let t0 = Instant::now();
+            while !std::fs::read(&cmdline).is_ok_and(|c| c.ends_with(format!("{arg}\0").as_bytes()))
+                && t0.elapsed() < Duration::from_secs(5)
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            child
+        };
+        let mut mine = start(None);
+        assert!(in_flight(&arg));
+        let _ = mine.kill();
+        let _ = mine.wait();
+        assert!(!in_flight(&arg));
+        if crate::users::euid() == 0 {
+            // Anyone can start a process with the run's comment in its arguments.
+            let mut theirs = start(Some(65534));
+            assert!(
+                !in_flight(&arg),
+                "another user's process is no sbatch of ours"
+            );
+            let _ = theirs.kill();
+            let _ = theirs.wait();
+        }
+    }
+
+    #[test]
+    fn a_job_one_listing_missed_keeps_its_whole_patience_for_its_status() {
+        let dir = tempfile::tempdir().unwrap();
+        let poller = Poller {
+            daemon: Weak::new(),
+            jobs: Arc::default(),
+            tag: "nightjar:t".into(),
+            every: Duration::from_secs(1),
+        };
+        lock(&poller.jobs).insert(
+            7,
+            Job {
+                id: 70,
+                dir: dir.path().to_path_buf(),
+                state: "PENDING".into(),
+                reason: String::new(),
+                nodes: String::new(),
+                asked: false,
+                unreported: 0,
+            },
+        );
+        let listed = |state: &str| {
+            vec![cli::Listed {
+                run: 7,
+                job: 70,
+                state: state.into(),
+                reason: "None".into(),
+                nodes: "n1".into(),
+            }]
+        };
+        // Listed before its sbatch returned: not in the listing.
+        assert!(poller.ended(&[], 1).is_empty());
+        assert!(poller.ended(&listed("RUNNING"), 2).is_empty());
+        // Over, its status not yet seen through the shared folder's cache.
+        assert!(
+            poller.ended(&listed("COMPLETED"), 3).is_empty(),
+            "one poll without its status is not yet a lost run"
+        );
+        let status = files::RunStatus {
+            started_at: 1,
+            finished_at: 3,
+            exit_code: Some(0),
+            signal: None,
+            ended_by: files::EndedBy::Exited,
+            message: None,
+            log_dropped: 0,
+            log_error: None,
+            detected: None,
+        };
+        files::write_atomic(dir.path(), files::STATUS, &status).unwrap();
+        let over = poller.ended(&listed("COMPLETED"), 4);
+        assert_eq!(over.len(), 1);
+        assert_eq!(over[0].1.class, crate::store::RunClass::Ok);
+    }
 }
