@@ -128,6 +128,12 @@ impl ExecutorConfig {
                 self.shared_dir.display()
             );
         }
+        if self.shared_dir.to_string_lossy().contains(['%', '\n']) {
+            bail!(
+                "key `executor.shared_dir` ({}) holds a `%` or a newline: sbatch expands `%j`-style patterns in the output path it is given; use a path without them",
+                self.shared_dir.display()
+            );
+        }
         if self.poll < Duration::from_millis(200) || self.poll > Duration::from_secs(600) {
             bail!(
                 "key `executor.poll` ({}) must be between 200ms and 10m",
@@ -143,6 +149,11 @@ impl ExecutorConfig {
             if let Some((long, _)) = reserved(a) {
                 bail!(
                     "key `executor.extra_args`: `{a}` sets {long}, which nightjar sets itself from the task or from its own key; remove it (partition, account and qos have keys of their own)"
+                );
+            }
+            if a.chars().any(char::is_whitespace) {
+                bail!(
+                    "key `executor.extra_args`: `{a}` holds a space; sbatch takes each entry as one argument, so write one option per entry as `--name=value`"
                 );
             }
             if a == "--" {
@@ -241,6 +252,21 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("`--` ends sbatch's options"), "{e}");
+        let e = slurm(&["--time 5"]).validate().unwrap_err().to_string();
+        assert!(e.contains("holds a space"), "{e}");
+        let e = slurm(&["--constraint=a100 b"])
+            .validate()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("holds a space"), "{e}");
+        let mut c = slurm(&[]);
+        c.shared_dir = "/shared/%j".into();
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("holds a `%`")
+        );
         let e = slurm(&["run.sh"]).validate().unwrap_err().to_string();
         assert!(e.contains("not an option"), "{e}");
     }

@@ -420,7 +420,7 @@ pub fn unreported_end(
         _ => (
             RunClass::Lost,
             format!(
-                "{said} without a status from nightjar's supervisor (node failure?); retried per the task's retry settings"
+                "{said} without a status from nightjar's supervisor (a node failure, or the batch step could not start nightjar-supervise: see slurm.out in the run folder); retried per the task's retry settings"
             ),
         ),
     };
