@@ -486,9 +486,21 @@ fn no_more_jobs_wait_in_slurm_than_max_pending_and_the_next_says_why() {
             .contains(&format!("SLURM job {job}: PENDING")),
         "the first's why shows SLURM's side"
     );
+    let freed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_millis() as i64;
     slurm("scancel", &[&hog]);
     assert_eq!(nj.wait(a), 0);
     assert_eq!(nj.wait(b), 0);
+    // Its time PENDING in SLURM is a wait, not run time: the run starts
+    // when its task began on the node.
+    let run = nj.show(a)["runs"][0].clone();
+    let started = run["started_at"].as_i64().expect("a start");
+    assert!(
+        started >= freed,
+        "started {started} before the GPUs were freed at {freed}: {run}"
+    );
 }
 
 #[test]

@@ -77,6 +77,18 @@ impl Store {
         Ok(())
     }
 
+    /// Moves running run `run`'s start later, to `at` (Unix ms): a batch
+    /// system's job that waited before its task began, so the wait is not
+    /// counted as run time. Never earlier, and never once the run ended.
+    pub fn set_run_began(&self, run: i64, at: i64) -> Result<()> {
+        exec(
+            &self.conn,
+            "UPDATE runs SET started_at = ?2 WHERE id = ?1 AND state = 'running' AND started_at < ?2",
+            params![run, at],
+        )?;
+        Ok(())
+    }
+
     /// The free GPU memory task `task` waits for after a gpu-oom, if any.
     pub fn needs_gpu_free(&self, task: i64) -> Result<Option<u64>> {
         let b: Option<i64> = row(

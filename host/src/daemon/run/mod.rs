@@ -50,6 +50,27 @@ pub(in crate::daemon) struct Held {
     pub estimate: Option<i64>,
 }
 
+impl crate::daemon::state::Daemon {
+    /// Records when batch-system runs' tasks began on their nodes (`began`:
+    /// run and Unix ms), as their start: the time their jobs waited is not
+    /// run time (reports, energy, estimates, backfill). A node's clock
+    /// ahead of ours is taken as `now`.
+    pub(in crate::daemon) fn runs_began(&self, began: &[(i64, i64)], now: i64) {
+        for &(run, at) in began {
+            let at = at.min(now);
+            if let Err(e) = self.store().set_run_began(run, at) {
+                tracing::warn!("run {run}: cannot record when its task began: {e}");
+                continue;
+            }
+            if let Some(h) = crate::daemon::state::lock(&self.runs.placed).get_mut(&run)
+                && at > h.started_at
+            {
+                h.started_at = at;
+            }
+        }
+    }
+}
+
 /// The runs' part of the daemon: the runs in progress (read by the
 /// pipeline and the watches too), and what only starting and ending them
 /// uses: cgroups, the executor, validators, energy counters.

@@ -19,6 +19,7 @@
 pub mod cli;
 mod cmd;
 mod folder;
+mod nodes;
 mod poll;
 
 use std::collections::HashMap;
@@ -47,6 +48,8 @@ struct Job {
     reason: String,
     /// The nodes it runs on, at the last poll.
     nodes: String,
+    /// Whether its task's start on the node is recorded as the run's start.
+    began: bool,
     /// Whether nightjar asked it to stop.
     asked: bool,
     /// Polls that found it ended with no status yet (a shared folder's
@@ -227,6 +230,7 @@ impl Executor for SlurmExecutor {
                 state: "PENDING".into(),
                 reason: String::new(),
                 nodes: String::new(),
+                began: false,
                 asked: false,
                 unreported: 0,
             },
@@ -365,6 +369,7 @@ impl Executor for SlurmExecutor {
                     state: "PENDING".into(),
                     reason: String::new(),
                     nodes: String::new(),
+                    began: false,
                     asked: false,
                     unreported: 0,
                 },

@@ -61,6 +61,11 @@ impl Poller {
                 Err(_) => continue,
             };
             let now = daemon.now_ms();
+            let began = self.began();
+            if !began.is_empty() {
+                let me = Arc::clone(&daemon);
+                let _ = tokio::task::spawn_blocking(move || me.runs_began(&began, now)).await;
+            }
             for (run, out) in self.ended(&listed, now) {
                 let me = Arc::clone(&daemon);
                 let reported = tokio::task::spawn_blocking(move || me.report_end(run, &out))
@@ -71,6 +76,23 @@ impl Poller {
                 }
             }
         }
+    }
+
+    /// The runs whose tasks began on their node since the last poll, and
+    /// when (the supervisor's `started` marker, which holds its clock's ms).
+    fn began(&self) -> Vec<(i64, i64)> {
+        let mut jobs = lock(&self.jobs);
+        let mut began = Vec::new();
+        for (&run, j) in jobs.iter_mut().filter(|(_, j)| !j.began) {
+            let Ok(text) = std::fs::read_to_string(j.dir.join(files::STARTED)) else {
+                continue;
+            };
+            j.began = true;
+            if let Ok(at) = text.trim().parse::<i64>() {
+                began.push((run, at));
+            }
+        }
+        began
     }
 
     /// Updates each job from the listing; the runs whose jobs are over and
@@ -283,6 +305,7 @@ mod tests {
                 state: "PENDING".into(),
                 reason: String::new(),
                 nodes: String::new(),
+                began: false,
                 asked: false,
                 unreported: 0,
             },
