@@ -81,6 +81,7 @@ mod retry;
 mod sandbox;
 mod simulate;
 mod slurm;
+mod slurm_faults;
 mod sweep_big;
 mod users_harness;
 mod validators;

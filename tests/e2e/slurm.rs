@@ -2,7 +2,8 @@
 //! and slurmd from Debian's packages, started by `scripts/slurm-dev` (two
 //! GRES "GPUs" backed by stand-in device files). Each run is a SLURM job
 //! whose batch step is nightjar's supervisor; these tests read SLURM's own
-//! account (`squeue`, `scontrol`) beside nightjar's.
+//! account (`squeue`, `scontrol`) beside nightjar's. The crash and fault
+//! cases are `slurm_faults.rs`; the helpers here serve both.
 
 use std::path::Path;
 use std::process::Command;
@@ -12,7 +13,7 @@ use std::time::Duration;
 use crate::harness::{Nj, read};
 
 /// The cluster's `SLURM_CONF`, the cluster started once for the suite.
-fn cluster() -> &'static str {
+pub(crate) fn cluster() -> &'static str {
     static CONF: OnceLock<String> = OnceLock::new();
     CONF.get_or_init(|| {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/slurm-dev");
@@ -43,7 +44,7 @@ fn cluster() -> &'static str {
 }
 
 /// The executor's config, its runs under `shared`.
-fn executor(shared: &Path) -> String {
+pub(crate) fn executor(shared: &Path) -> String {
     format!(
         "slots = 8\n[executor]\nkind = \"slurm\"\nshared_dir = \"{}\"\npoll = \"300ms\"\n",
         shared.display()
@@ -52,14 +53,14 @@ fn executor(shared: &Path) -> String {
 
 /// Taken (shared) by every test here, and alone by the one that stops
 /// slurmctld: the others' sbatch would meet a stopped controller.
-static CONTROLLER: std::sync::RwLock<()> = std::sync::RwLock::new(());
+pub(crate) static CONTROLLER: std::sync::RwLock<()> = std::sync::RwLock::new(());
 
-fn shared_cluster() -> std::sync::RwLockReadGuard<'static, ()> {
+pub(crate) fn shared_cluster() -> std::sync::RwLockReadGuard<'static, ()> {
     CONTROLLER.read().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A daemon on the cluster, started with `env` more in its environment.
-fn world_with(extra: &str, env: &[(&str, String)]) -> Nj {
+pub(crate) fn world_with(extra: &str, env: &[(&str, String)]) -> Nj {
     let conf = cluster();
     let mut nj = Nj::new("");
     let shared = nj.path("shared");
@@ -71,12 +72,12 @@ fn world_with(extra: &str, env: &[(&str, String)]) -> Nj {
     nj
 }
 
-fn world(extra: &str) -> Nj {
+pub(crate) fn world(extra: &str) -> Nj {
     world_with(extra, &[])
 }
 
 /// A SLURM command's stdout, on the test cluster.
-fn slurm(cmd: &str, args: &[&str]) -> String {
+pub(crate) fn slurm(cmd: &str, args: &[&str]) -> String {
     let out = Command::new(cmd)
         .args(args)
         .env("SLURM_CONF", cluster())
@@ -86,7 +87,7 @@ fn slurm(cmd: &str, args: &[&str]) -> String {
 }
 
 /// The SLURM job of task `id`'s last run: the session nightjar recorded.
-fn job_of(nj: &Nj, id: i64) -> i64 {
+pub(crate) fn job_of(nj: &Nj, id: i64) -> i64 {
     nj.until("the run has its SLURM job", || {
         nj.show(id)["runs"]
             .as_array()
@@ -101,7 +102,7 @@ fn job_of(nj: &Nj, id: i64) -> i64 {
 
 /// The comments of every job SLURM keeps whose comment starts with that
 /// of `job` up to its run (the jobs of the same daemon).
-fn jobs_like(job: i64) -> Vec<String> {
+pub(crate) fn jobs_like(job: i64) -> Vec<String> {
     let comment = job_field(job, "Comment").expect("the job has a comment");
     let tag = comment
         .rsplit_once(":run:")
@@ -116,7 +117,7 @@ fn jobs_like(job: i64) -> Vec<String> {
 }
 
 /// `scontrol show job`'s `Key=Value` for `key`.
-fn job_field(job: i64, key: &str) -> Option<String> {
+pub(crate) fn job_field(job: i64, key: &str) -> Option<String> {
     let out = slurm("scontrol", &["show", "job", &job.to_string()]);
     out.split_whitespace()
         .find_map(|kv| kv.strip_prefix(&format!("{key}=")).map(str::to_string))
@@ -251,131 +252,6 @@ fn why_shows_slurms_state_and_reason_beside_nightjars_verdicts() {
 }
 
 #[test]
-fn a_daemon_killed_while_jobs_run_adopts_them_and_records_each_end_once() {
-    let _cluster = shared_cluster();
-    let mut nj = world("");
-    let marks = nj.path("marks");
-    let ids: Vec<i64> = (0..3)
-        .map(|i| {
-            let script = format!("echo run >> {}/t{i}; sleep 3; exit {i}", marks.display());
-            nj.submit(&["--", "sh", "-c", &script])
-        })
-        .collect();
-    let jobs: Vec<i64> = ids.iter().map(|&id| job_of(&nj, id)).collect();
-    nj.until("all three run in SLURM", || {
-        jobs.iter()
-            .all(|&j| job_field(j, "JobState").as_deref() == Some("RUNNING"))
-    });
-    nj.kill9();
-    nj.start();
-    for (i, &id) in ids.iter().enumerate() {
-        assert_eq!(nj.wait(id), i as i32, "{}", nj.daemon_log());
-        let show = nj.show(id);
-        assert_eq!(show["runs"].as_array().map(Vec::len), Some(1), "{show}");
-        assert_eq!(read(&marks.join(format!("t{i}"))), "run\n", "t{i} ran once");
-    }
-    let comments = jobs_like(jobs[0]);
-    assert_eq!(comments.len(), 3, "one job per task: {comments:?}");
-    crate::harness::chaos_row("daemon kill -9 while SLURM jobs run", 3, 0, 0, 0);
-}
-
-/// An `sbatch` that says it began, then waits for the test's word (the
-/// file `go`) before it hands the job to SLURM.
-fn slow_sbatch(nj: &Nj) -> (String, std::path::PathBuf) {
-    let bin = nj.path("bin");
-    let gate = nj.path("gate");
-    let real = String::from_utf8_lossy(
-        &Command::new("sh")
-            .args(["-c", "command -v sbatch"])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .trim()
-    .to_string();
-    std::fs::write(
-        bin.join("sbatch"),
-        format!(
-            "#!/bin/sh\necho $$ > {g}/pid\nwhile [ ! -e {g}/go ]; do sleep 0.05; done\nexec {real} \"$@\"\n",
-            g = gate.display()
-        ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(bin.join("sbatch"), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    (path, gate)
-}
-
-fn killed_in_sbatch(and_sbatch_too: bool) {
-    let mut nj = Nj::new("");
-    let (path, gate) = slow_sbatch(&nj);
-    let shared = nj.path("shared");
-    nj.set_config(&executor(&shared));
-    nj.env.push(("SLURM_CONF".into(), cluster().into()));
-    nj.env.push(("PATH".into(), path));
-    nj.start();
-    let marks = nj.path("marks");
-    let id = nj.submit(&[
-        "--",
-        "sh",
-        "-c",
-        &format!("echo run >> {}/m", marks.display()),
-    ]);
-    nj.until("sbatch began", || gate.join("pid").exists());
-    nj.kill9();
-    let sbatch: i32 = read(&gate.join("pid"))
-        .trim()
-        .parse()
-        .expect("sbatch's pid");
-    if and_sbatch_too {
-        // Nothing reached SLURM: the run must be given back and run once.
-        crate::harness::unsafe_kill(sbatch, libc::SIGKILL);
-        std::fs::write(gate.join("go"), "").unwrap();
-    } else {
-        // The old daemon's sbatch lands while the new one starts: it must
-        // wait for it and adopt its job, not submit a second.
-        let go = gate.join("go");
-        std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_secs(2));
-            std::fs::write(go, "").unwrap();
-        });
-    }
-    nj.start();
-    assert_eq!(nj.wait(id), 0, "{}", nj.daemon_log());
-    nj.until("its end is recorded", || {
-        nj.show(id)["task"]["state"] == "succeeded"
-    });
-    assert_eq!(read(&marks.join("m")), "run\n", "it ran exactly once");
-    let comments = jobs_like(job_of(&nj, id));
-    assert_eq!(comments.len(), 1, "one job for the task: {comments:?}");
-}
-
-#[test]
-fn a_daemon_killed_before_sbatch_reached_slurm_gives_the_run_back_and_it_runs_once() {
-    let _cluster = shared_cluster();
-    killed_in_sbatch(true);
-    crate::harness::chaos_row(
-        "daemon and sbatch kill -9 before the job reached SLURM",
-        1,
-        0,
-        0,
-        0,
-    );
-}
-
-#[test]
-fn a_daemon_killed_while_sbatch_is_in_flight_adopts_the_job_it_lands() {
-    let _cluster = shared_cluster();
-    killed_in_sbatch(false);
-    crate::harness::chaos_row("daemon kill -9 while sbatch is in flight", 1, 0, 0, 0);
-}
-
-#[test]
 fn a_users_task_runs_as_that_user_inside_its_slurm_job() {
     let _cluster = shared_cluster();
     let u = crate::users_harness::users("slurm: a user's job");
@@ -403,50 +279,6 @@ fn a_users_task_runs_as_that_user_inside_its_slurm_job() {
         "the task ran as its owner: {log}"
     );
     assert!(log.contains("job="), "inside its SLURM job: {log}");
-}
-
-#[test]
-fn a_stopped_controller_delays_starts_without_failing_them_and_running_jobs_end_once() {
-    let _alone = CONTROLLER.write().unwrap_or_else(|e| e.into_inner());
-    let nj = world("");
-    let marks = nj.path("marks");
-    let mark = |n: &str| format!("echo run >> {}/{n}; sleep 2", marks.display());
-    let first = nj.submit(&["--", "sh", "-c", &mark("first")]);
-    let job = job_of(&nj, first);
-    nj.until("SLURM runs it", || {
-        job_field(job, "JobState").as_deref() == Some("RUNNING")
-    });
-    let pid_file = Path::new(cluster()).with_file_name("slurmctld.pid");
-    let pid: i32 = read(&pid_file).trim().parse().expect("slurmctld's pid");
-    crate::harness::unsafe_kill(pid, libc::SIGTERM);
-    nj.until("slurmctld is gone", || !crate::harness::alive(pid));
-    let second = nj.submit(&["--", "sh", "-c", &mark("second")]);
-    nj.until("the second waits, saying why", || {
-        let why = nj.ok(&["why", &second.to_string()]);
-        why.contains("SLURM did not")
-    });
-    assert_eq!(
-        nj.show(second)["task"]["state"],
-        "queued",
-        "not failed: {}",
-        nj.show(second)
-    );
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/slurm-dev");
-    let out = Command::new(&script).output().expect("restart slurmctld");
-    assert!(out.status.success(), "{out:?}");
-    assert_eq!(nj.wait(first), 0, "{}", nj.daemon_log());
-    assert_eq!(nj.wait(second), 0, "{}", nj.daemon_log());
-    for n in ["first", "second"] {
-        assert_eq!(read(&marks.join(n)), "run\n", "{n} ran once");
-    }
-    assert_eq!(nj.show(first)["runs"].as_array().map(Vec::len), Some(1));
-    crate::harness::chaos_row(
-        "slurmctld stopped while a job runs and one is submitted",
-        2,
-        0,
-        0,
-        0,
-    );
 }
 
 #[test]
@@ -562,155 +394,6 @@ fn a_policys_preemption_reaches_the_task_through_scancel_and_it_resumes_from_its
     );
     let log = read(&Path::new(runs[1]["run_dir"].as_str().unwrap()).join("stdout.log"));
     assert!(log.starts_with("resumed from "), "{log}");
-}
-
-#[test]
-fn a_node_that_fails_under_a_job_makes_its_run_lost_with_slurms_reason() {
-    let _alone = CONTROLLER.write().unwrap_or_else(|e| e.into_inner());
-    let nj = world("");
-    let shared = nj.dir.path().join("shared");
-    let id = nj.submit(&["--", "sleep", "300"]);
-    let job = job_of(&nj, id);
-    nj.until("the task began on the node", || {
-        std::fs::read_dir(shared.join("runs"))
-            .map(|d| d.flatten().any(|r| r.path().join("started").exists()))
-            .unwrap_or(false)
-    });
-    let node = slurm("sinfo", &["-h", "-N", "-o", "%N"]).trim().to_string();
-    slurm(
-        "scontrol",
-        &[
-            "update",
-            &format!("NodeName={node}"),
-            "State=DOWN",
-            "Reason=nightjar-test",
-        ],
-    );
-    nj.wait(id);
-    // The node comes back (ReturnToService=2 brings it when slurmd answers).
-    slurm(
-        "scontrol",
-        &["update", &format!("NodeName={node}"), "State=RESUME"],
-    );
-    nj.until("the node is back", || {
-        let s = slurm("sinfo", &["-h", "-N", "-o", "%T"]);
-        s.trim() == "idle" || s.trim() == "mixed"
-    });
-    let run = nj.show(id)["runs"][0].clone();
-    assert_eq!(run["class"], "lost", "{run}");
-    assert!(
-        run["message"]
-            .as_str()
-            .is_some_and(|m| m.contains(&format!("SLURM job {job} ended NODE_FAIL"))),
-        "{run}"
-    );
-}
-
-#[test]
-fn an_sbatch_that_outlives_the_restart_s_wait_lands_a_job_that_never_runs_the_task() {
-    let _cluster = shared_cluster();
-    let mut nj = Nj::new("");
-    let (path, gate) = slow_sbatch(&nj);
-    // Only the first sbatch waits for the test's word; the others go through.
-    let wrapper = nj.path("bin").join("sbatch");
-    let script = read(&wrapper);
-    let real = script
-        .lines()
-        .find_map(|l| l.strip_prefix("exec "))
-        .and_then(|l| l.split_whitespace().next())
-        .expect("the real sbatch")
-        .to_string();
-    let script = script.replacen(
-        "#!/bin/sh\n",
-        &format!(
-            "#!/bin/sh\nmkdir {} 2>/dev/null || exec {real} \"$@\"\n",
-            gate.join("first").display()
-        ),
-        1,
-    );
-    std::fs::write(&wrapper, script).unwrap();
-    let shared = nj.path("shared");
-    nj.set_config(&executor(&shared));
-    nj.env.push(("SLURM_CONF".into(), cluster().into()));
-    nj.env.push(("PATH".into(), path));
-    nj.start();
-    let marks = nj.path("marks");
-    let id = nj.submit(&[
-        "--",
-        "sh",
-        "-c",
-        &format!("echo run >> {}/m", marks.display()),
-    ]);
-    nj.until("sbatch began", || gate.join("pid").exists());
-    let first_run = nj.show(id)["runs"][0]["id"].as_i64().expect("a run");
-    nj.kill9();
-    // The old sbatch is still held back when the next daemon stops waiting
-    // for it (the command limit and a little): the run is given back,
-    // submitted again, and runs.
-    nj.start();
-    assert_eq!(nj.wait(id), 0, "{}", nj.daemon_log());
-    assert_eq!(read(&marks.join("m")), "run\n");
-    // Now the old sbatch lands its job: it must not run the task again.
-    std::fs::write(gate.join("go"), "").unwrap();
-    let comment = job_field(job_of(&nj, id), "Comment").expect("a comment");
-    let old = format!(
-        "{}:run:{first_run}",
-        comment.rsplit_once(":run:").unwrap().0
-    );
-    nj.until_slow("the old sbatch's job ends", || {
-        slurm("squeue", &["-h", "-t", "all", "-o", "%T|%k"])
-            .lines()
-            .filter_map(|l| l.strip_suffix(&format!("|{old}")))
-            .any(|state| !matches!(state, "PENDING" | "CONFIGURING" | "RUNNING" | "COMPLETING"))
-    });
-    assert_eq!(
-        read(&marks.join("m")),
-        "run\n",
-        "the old sbatch's job found its run given back and never started the task"
-    );
-}
-
-#[test]
-fn another_users_job_with_a_runs_comment_is_not_taken_for_the_runs_job() {
-    let _cluster = shared_cluster();
-    let nj = world("");
-    let marks = nj.path("marks");
-    let id = nj.submit(&[
-        "--",
-        "sh",
-        "-c",
-        &format!("echo run >> {}/m; sleep 6", marks.display()),
-    ]);
-    let job = job_of(&nj, id);
-    nj.until("SLURM runs it", || {
-        job_field(job, "JobState").as_deref() == Some("RUNNING")
-    });
-    // Anyone can give a job any comment: nobody's job copies the run's,
-    // and ends at once without a status in the run folder.
-    let comment = job_field(job, "Comment").expect("a comment");
-    let spoof = slurm(
-        "sbatch",
-        &[
-            "--parsable",
-            "--uid=65534",
-            &format!("--comment={comment}"),
-            "--chdir=/tmp",
-            "-o",
-            "/dev/null",
-            "--wrap",
-            "true",
-        ],
-    );
-    let spoof: i64 = spoof.trim().parse().expect("the spoof's job id");
-    nj.until("nobody's job is over", || {
-        job_field(spoof, "JobState").is_some_and(|s| s != "PENDING" && s != "RUNNING")
-    });
-    assert_eq!(nj.wait(id), 0, "{}\n{}", nj.show(id), nj.daemon_log());
-    let show = nj.show(id);
-    assert_eq!(show["runs"].as_array().map(Vec::len), Some(1), "{show}");
-    assert_eq!(show["runs"][0]["class"], "ok", "{show}");
-    assert_eq!(show["runs"][0]["supervisor_pid"], job, "{show}");
-    assert_eq!(read(&marks.join("m")), "run\n");
 }
 
 #[test]

@@ -57,6 +57,23 @@ struct Job {
     unreported: u32,
 }
 
+impl Job {
+    /// Job `id` of the run in `dir`, as just submitted (or found): waiting
+    /// until a poll says otherwise.
+    fn new(id: u64, dir: PathBuf) -> Job {
+        Job {
+            id,
+            dir,
+            state: "PENDING".into(),
+            reason: String::new(),
+            nodes: String::new(),
+            began: false,
+            asked: false,
+            unreported: 0,
+        }
+    }
+}
+
 /// Runs each run as a SLURM job.
 pub struct SlurmExecutor {
     cfg: ExecutorConfig,
@@ -222,19 +239,7 @@ impl Executor for SlurmExecutor {
             },
         };
         *lock(&self.down_until) = None;
-        lock(&self.jobs).insert(
-            run.run,
-            Job {
-                id,
-                dir: run.dir.clone(),
-                state: "PENDING".into(),
-                reason: String::new(),
-                nodes: String::new(),
-                began: false,
-                asked: false,
-                unreported: 0,
-            },
-        );
+        lock(&self.jobs).insert(run.run, Job::new(id, run.dir.clone()));
         // The session is the job: recorded now, found by its comment should
         // the record be lost.
         started(u32::try_from(id).unwrap_or(u32::MAX));
@@ -361,19 +366,7 @@ impl Executor for SlurmExecutor {
     fn adopt(&self, daemon: &Arc<Daemon>, run: &RunRow) -> Result<Adopted> {
         let adopted = poll::adopt(&self.tag, run)?;
         if let Adopted::Live(id) = adopted {
-            lock(&self.jobs).insert(
-                run.id,
-                Job {
-                    id: u64::from(id),
-                    dir: PathBuf::from(&run.run_dir),
-                    state: "PENDING".into(),
-                    reason: String::new(),
-                    nodes: String::new(),
-                    began: false,
-                    asked: false,
-                    unreported: 0,
-                },
-            );
+            lock(&self.jobs).insert(run.id, Job::new(u64::from(id), PathBuf::from(&run.run_dir)));
             self.start_poller(daemon);
         }
         Ok(adopted)

@@ -297,19 +297,7 @@ mod tests {
             tag: "nightjar:t".into(),
             every: Duration::from_secs(1),
         };
-        lock(&poller.jobs).insert(
-            7,
-            Job {
-                id: 70,
-                dir: dir.path().to_path_buf(),
-                state: "PENDING".into(),
-                reason: String::new(),
-                nodes: String::new(),
-                began: false,
-                asked: false,
-                unreported: 0,
-            },
-        );
+        lock(&poller.jobs).insert(7, Job::new(70, dir.path().to_path_buf()));
         let listed = |state: &str| {
             vec![cli::Listed {
                 run: 7,
