@@ -3,6 +3,8 @@
 //! estimate), and the runs started lately on each GPU (so a restarted
 //! daemon keeps the stagger).
 
+use rusqlite::OptionalExtension;
+
 use super::{Result, Store};
 
 /// The durations of a name's recent successful runs. Asked for every
@@ -26,6 +28,21 @@ impl Store {
             .query_map(rusqlite::params![name, project, n], |r| r.get(0))?
             .collect::<rusqlite::Result<Vec<i64>>>()?;
         Ok(rows)
+    }
+
+    /// A run that ended `ok`: its task's name and project and how long (ms)
+    /// it ran; `None` for any other run. One lookup by the run's id.
+    pub fn ok_run_duration(&self, run: i64) -> Result<Option<(String, String, i64)>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT t.name, t.project, r.finished_at - r.started_at
+             FROM runs r JOIN tasks t ON t.id = r.task_id
+             WHERE r.id = ?1 AND r.state = 'finished' AND r.class = 'ok'
+               AND r.finished_at IS NOT NULL",
+        )?;
+        let found = stmt
+            .query_row([run], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .optional()?;
+        Ok(found)
     }
 
     /// The mean draw of the last `n` successful runs of tasks named `name`
@@ -142,6 +159,17 @@ mod tests {
         );
         assert_eq!(s.recent_durations("prep", "p", 1).unwrap(), vec![120_000]);
         assert!(s.recent_durations("other", "p", 10).unwrap().is_empty());
+        assert_eq!(
+            s.ok_run_duration(rc).unwrap(),
+            Some(("prep".into(), "p".into(), 120_000)),
+            "what the daemon adds to its cached history when a run succeeds"
+        );
+        assert_eq!(
+            s.ok_run_duration(rb).unwrap(),
+            None,
+            "a failed run is no estimate"
+        );
+        assert_eq!(s.ok_run_duration(9_999).unwrap(), None);
         assert_eq!(
             s.gpu_starts_since(500).unwrap(),
             vec![(a[0], vec![0, 2], 1_000)],

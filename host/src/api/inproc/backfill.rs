@@ -128,6 +128,28 @@ fn a_tasks_estimate_is_the_median_of_its_names_successful_runs() {
 }
 
 #[test]
+fn a_cached_estimate_moves_with_each_success_and_keeps_only_the_newest_runs() {
+    // Two runs make an estimate here; the history is read once, then each
+    // success is added to it (the newest first) and the oldest dropped.
+    let w = world_with("1xA100-80GB", "[scheduler]\nestimate_runs = 2\n");
+    let probe = w.task("prep", &["true"], "hold = true");
+    let mut seen = Vec::new();
+    for ran_ms in [4_000, 1_000, 9_000, 7_000] {
+        let t = w.task("prep", &["true"], "");
+        w.pass();
+        w.advance(ran_ms);
+        w.end(t, RunClass::Ok, 0);
+        let e = w.show(probe).estimate.expect("an estimate after a success");
+        seen.push((e.runs, e.ms));
+    }
+    assert_eq!(
+        seen,
+        vec![(1, 4_000), (2, 2_500), (2, 5_000), (2, 8_000)],
+        "the median of the newest two successes after each end"
+    );
+}
+
+#[test]
 fn the_three_orders_in_the_daemon_strict_first_fit_and_the_old_backfill_key() {
     // GPUs 0-1 held; a 4-GPU job does not fit; a short 1-GPU job behind it.
     let scene = |order: &str| {

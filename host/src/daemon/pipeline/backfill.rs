@@ -14,8 +14,12 @@ use crate::daemon::state::{Daemon, lock};
 use crate::scheduler::backfill::{Backfilled, Behind, Easy, Mode, Reservation, RunningRun};
 use crate::task::model::TaskSpec;
 
-/// Estimates by (name, project): `None` cached too (no history yet).
-pub(in crate::daemon) type EstimateCache = HashMap<(String, String), Option<Estimate>>;
+/// The recent successful durations (ms) by (name, project), newest first,
+/// at most `scheduler.estimate_runs` of them; an empty list is cached too
+/// (no history yet). Read from the store once per name, then kept up to
+/// date as runs succeed (`learn_duration`), so a burst of short runs of
+/// one name does not read the name's whole history at each start.
+pub(in crate::daemon) type EstimateCache = HashMap<(String, String), Vec<i64>>;
 
 /// The scheduler's mode for `[scheduler] order`.
 pub(crate) fn mode_of(order: crate::config::Order) -> Mode {
@@ -39,29 +43,54 @@ impl Daemon {
             });
         }
         let key = (spec.name.clone(), spec.project.clone());
-        if let Some(e) = lock(&self.pipeline.estimates).get(&key) {
-            return e.clone();
+        if let Some(found) = lock(&self.pipeline.estimates)
+            .get(&key)
+            .map(|d| Estimate::median(d))
+        {
+            return found;
         }
         let n = self.cfg.scheduler.estimate_runs;
-        let found = match self.store().recent_durations(&key.0, &key.1, n) {
-            Ok(d) => Estimate::median(&d),
+        let durations = match self.store().recent_durations(&key.0, &key.1, n) {
+            Ok(d) => d,
             Err(e) => {
                 tracing::warn!("cannot read the history of {} ({}): {e}", key.0, key.1);
                 return None;
             }
         };
+        let found = Estimate::median(&durations);
         let mut cache = lock(&self.pipeline.estimates);
         // Bounded: a queue of a million distinct names is not kept whole.
         if cache.len() >= 100_000 {
             cache.clear();
         }
-        cache.insert(key, found.clone());
+        cache.insert(key, durations);
         found
     }
 
-    /// Forgets cached estimates (a run succeeded: its name's median moved).
-    pub(in crate::daemon) fn estimates_changed(&self) {
-        lock(&self.pipeline.estimates).clear();
+    /// A run succeeded: its duration becomes the newest of its name's
+    /// (when that name's history is cached; otherwise it is read from the
+    /// store when next asked). The same list `recent_durations` would read,
+    /// except after a clock stepped back, where it is the order the runs
+    /// ended in rather than the order of their recorded end times.
+    pub(in crate::daemon) fn learn_duration(&self, run: i64) {
+        let found = self.store().ok_run_duration(run);
+        match found {
+            Ok(Some((name, project, ms))) => {
+                let n = self.cfg.scheduler.estimate_runs as usize;
+                let mut cache = lock(&self.pipeline.estimates);
+                if let Some(d) = cache.get_mut(&(name, project)) {
+                    d.insert(0, ms);
+                    d.truncate(n);
+                }
+            }
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(
+                    "run {run}: cannot read its duration ({e}); estimates are read again"
+                );
+                lock(&self.pipeline.estimates).clear();
+            }
+        }
     }
 
     /// This pass's backfill state: every run in progress with its expected end.

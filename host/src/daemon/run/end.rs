@@ -138,8 +138,8 @@ impl Daemon {
         if let Some(h) = held {
             lock(&self.pool).give_back(&h.placement);
         }
-        if out.class == RunClass::Ok {
-            self.estimates_changed();
+        if recorded && out.class == RunClass::Ok {
+            self.learn_duration(run);
         }
         if !records.is_empty()
             && let Err(e) = self.store().record_run_gpus(&records)
