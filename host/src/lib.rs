@@ -26,11 +26,12 @@ pub mod scheduler;
 pub mod secrets;
 pub mod store;
 pub mod sync;
-pub mod sys;
 pub mod tariff;
 pub mod users;
 pub mod web;
 pub use nightjar_core::{task, time};
+/// Thin safe wrappers over the Linux calls the daemon and its supervisors make.
+pub use nightjar_supervise::sys;
 
 #[cfg(test)]
 mod docs_tests;

@@ -222,6 +222,32 @@ fn the_client_binary_links_neither_wasmtime_nor_sqlite() {
 }
 
 #[test]
+fn the_supervisor_binary_links_no_wasmtime_sqlite_http_or_tls() {
+    // Exec'd once per run: only the supervise crate's code. Its symbols and
+    // strings name none of what the daemon links for plugins, the store,
+    // HTTP and TLS (the daemon binary, for contrast, names each).
+    let sup = std::path::Path::new(crate::harness::BIN).with_file_name("nightjar-supervise");
+    let sup = std::fs::read(&sup).unwrap();
+    let daemon = std::fs::read(crate::harness::DAEMON_BIN).unwrap();
+    let has = |bytes: &[u8], needle: &[u8]| bytes.windows(needle.len()).any(|w| w == needle);
+    for needle in [
+        &b"wasmtime"[..],
+        b"cranelift",
+        b"sqlite3_prepare",
+        b"hyper",
+        b"rustls",
+        b"tokio",
+    ] {
+        assert!(
+            !has(&sup, needle),
+            "nightjar-supervise contains {}",
+            String::from_utf8_lossy(needle)
+        );
+        assert!(has(&daemon, needle), "{}", String::from_utf8_lossy(needle));
+    }
+}
+
+#[test]
 fn exit_statuses_name_the_failure_kind() {
     let mut nj = Nj::new("");
     nj.start();

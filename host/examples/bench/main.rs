@@ -5,7 +5,11 @@
 //! - `startup`: `nightjar --version` vs `/bin/true`, one `nightjar submit`
 //!   vs one `tsp` (task-spooler);
 //! - `throughput`: 1,000 `nightjar submit -- true` calls and their runs on 2
-//!   slots vs `xargs -P 2` and `tsp -S 2`;
+//!   slots vs `xargs -P 2` and `tsp -S 2`, and the same 1,000 as one sweep;
+//! - `regress [record]`: the run-path, submit and policy-pass ratios of
+//!   `throughput`, `startup` and `plugins` against the ones recorded for
+//!   this machine kind in `recorded.toml` (fails on one twice its record;
+//!   `record` writes the file instead);
 //! - `idle`: CPU and RSS of an idle daemon over 60 s;
 //! - `gpu`: one round of readings of 8 GPUs through the stand-in NVML library
 //!   (µs per GPU), and the daemon's CPU with 8 GPUs sampled at 1 Hz and 8
@@ -50,6 +54,7 @@ mod notify;
 mod plugins;
 mod postrun;
 mod queue;
+mod regress;
 mod report;
 mod simulate;
 mod slurm;
@@ -378,15 +383,16 @@ fn main() -> Result<()> {
     let n = |i: usize, d: usize| args.get(i).and_then(|s| s.parse().ok()).unwrap_or(d);
     match what {
         "submit" => submit_latency(n(1, 10_000)),
-        "throughput" => vs::throughput(n(1, 1_000)),
+        "throughput" => vs::throughput(n(1, 1_000)).map(drop),
         "queue" => queue::queue(n(1, 10_000)),
         "lsload" => queue::lsload(n(1, 10_000)),
         "paced" => queue::paced(n(1, 10_000)),
-        "startup" => vs::startup_and_submit(n(1, 200)),
+        "startup" => vs::startup_and_submit(n(1, 200)).map(drop),
         "idle" => idle(n(1, 60) as u64),
         "sse" => sse::sse(n(1, 30) as u64),
         "gpu" => gpu(n(1, 20) as u64),
-        "plugins" => plugins::plugins(),
+        "plugins" => plugins::plugins().map(drop),
+        "regress" => regress::regress(args.get(1).map(String::as_str) == Some("record")),
         "attack" => attack::attack(n(1, 10) as u64),
         "clients" => hardening::clients(n(1, 10) as u64),
         "soak" => hardening::soak(n(1, 5) as u64),
@@ -423,7 +429,7 @@ fn main() -> Result<()> {
         }
         other => {
             bail!(
-                "unknown benchmark `{other}`: use startup, submit, throughput, queue, gpu, plugins, backfill, simulate, estimate, accuracy, slurm, postrun, manifest, archive, report, notify, attack, clients, soak, idle, sse or all"
+                "unknown benchmark `{other}`: use regress [record], startup, submit, throughput, queue, gpu, plugins, backfill, simulate, estimate, accuracy, slurm, postrun, manifest, archive, report, notify, attack, clients, soak, idle, sse or all"
             )
         }
     }

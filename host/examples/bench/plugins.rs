@@ -141,8 +141,9 @@ fn host_answer(e: nightjar_sdk::Evaluation) -> nightjar::plugins::policy::Evalua
     }
 }
 
-/// Runs the plugin benchmarks.
-pub fn plugins() -> Result<()> {
+/// Runs the plugin benchmarks; returns the priority policy's wasm/native
+/// ratio per pass.
+pub fn plugins() -> Result<f64> {
     use nightjar::plugins::engine::PluginEngine;
     use nightjar::plugins::pass::Pass;
     use nightjar::plugins::policy::{PluginLimits, PolicyPlugin};
@@ -251,5 +252,5 @@ pub fn plugins() -> Result<()> {
         w / n,
         c / n
     );
-    Ok(())
+    Ok(w / n)
 }

@@ -1,7 +1,11 @@
 //! What a person types, side by side with the tools they would use instead,
 //! in one run: `nightjar --version` against `/bin/true`, one `nightjar
 //! submit` against one `tsp` (task-spooler), and 1,000 `nightjar submit --
-//! true` calls with their runs on 2 slots against `xargs -P 2` and `tsp -S 2`.
+//! true` calls with their runs on 2 slots against `xargs -P 2` and `tsp -S 2`
+//! (and the same 1,000 as one sweep file). Every `nightjar` call runs in the
+//! daemon's temporary folder, outside any git repository, as `xargs` and
+//! `tsp` do: a submit from inside one (which records the repository's
+//! state) is measured on its own, in `startup`.
 //! task-spooler is `apt-get install task-spooler` (its binary is `tsp`);
 //! without it the task-spooler columns are skipped and say so.
 
@@ -75,6 +79,7 @@ impl Drop for Tsp {
 /// `nightjar ARGS` against the daemon `d`; fails on a non-zero exit.
 pub fn nightjar(d: &Daemon, args: &[&str]) -> Result<Output> {
     let out = Command::new(nightjar_bin()?)
+        .current_dir(d.state.parent().unwrap_or(&d.state))
         .arg("--state-dir")
         .arg(&d.state)
         .args(args)
@@ -112,8 +117,18 @@ fn time_ms(k: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
     Ok(median(&t))
 }
 
+/// What `startup` measured, in milliseconds (`tsp` when installed).
+pub struct Startup {
+    /// One `nightjar submit -- true` outside any repository.
+    pub submit: f64,
+    /// The same from a git repository with a large ignored folder.
+    pub in_repo: f64,
+    /// One `tsp true`.
+    pub tsp: Option<f64>,
+}
+
 /// Start-up and one submit, each the median of `k` calls.
-pub fn startup_and_submit(k: usize) -> Result<()> {
+pub fn startup_and_submit(k: usize) -> Result<Startup> {
     let bin = nightjar_bin()?;
     let run = |p: &Path, a: &[&str]| -> Result<()> {
         Command::new(p).args(a).stdout(Stdio::null()).status()?;
@@ -142,18 +157,27 @@ pub fn startup_and_submit(k: usize) -> Result<()> {
         in_repo / ours
     );
     print!("  one `nightjar submit -- true`: {ours:.2} ms");
-    match Tsp::start(1)? {
+    let tsp = match Tsp::start(1)? {
         Some(t) => {
             t.run(&["sleep", "600"])?;
             let theirs = time_ms(k, || t.submit_true().map(drop))?;
             println!(
-                "; one `tsp true`: {theirs:.2} ms: ratio {:.2} (goal <= 1.5)",
-                ours / theirs
+                "; one `tsp true`: {theirs:.2} ms: ratio {:.2}; from the repository {:.2} (goal <= 1.5)",
+                ours / theirs,
+                in_repo / theirs
             );
+            Some(theirs)
         }
-        None => println!("; task-spooler not installed (`apt-get install task-spooler`): no ratio"),
-    }
-    Ok(())
+        None => {
+            println!("; task-spooler not installed (`apt-get install task-spooler`): no ratio");
+            None
+        }
+    };
+    Ok(Startup {
+        submit: ours,
+        in_repo,
+        tsp,
+    })
 }
 
 /// A committed repository with `target/` ignored, holding a 1 GiB sparse
@@ -188,12 +212,46 @@ fn git_repo_with_target() -> Result<tempfile::TempDir> {
     Ok(dir)
 }
 
-/// One throughput round: seconds for xargs, nightjar, and tsp when installed.
-type Round = (f64, f64, Option<f64>);
+/// One throughput round, in seconds: xargs, nightjar's submits, its sweep,
+/// and tsp when installed.
+struct Round {
+    xargs: f64,
+    ours: f64,
+    sweep: f64,
+    tsp: Option<f64>,
+}
 
-/// 1,000 submits of `true` from a shell-like loop, and their runs, on 2 slots.
-pub fn throughput(n: usize) -> Result<()> {
+/// What `throughput` measured (medians of the rounds, seconds).
+pub struct Throughput {
+    /// `seq N | xargs -P 2 true`.
+    pub xargs: f64,
+    /// N `nightjar submit -- true` from a loop, then `nightjar wait`.
+    pub ours: f64,
+    /// The same N as one sweep file, submitted and waited for.
+    pub sweep: f64,
+    /// N `tsp true` and the last two waited for (`tsp -S 2`).
+    pub tsp: Option<f64>,
+    /// The daemon's CPU per run (ms) in the submit loop.
+    pub cpu_per_run_ms: f64,
+}
+
+/// N members of `true` as one sweep file in `d`'s folder.
+fn sweep_file(d: &Daemon, n: usize) -> Result<std::path::PathBuf> {
+    let file = d.state.parent().unwrap_or(&d.state).join("sweep.toml");
+    let vals = (0..n).map(|i| i.to_string()).collect::<Vec<_>>().join(", ");
+    std::fs::write(
+        &file,
+        format!("name = \"s\"\ncommand = \"true ${{i}}\"\n[sweep]\ni = [{vals}]\n"),
+    )?;
+    Ok(file)
+}
+
+/// 1,000 submits of `true` from a shell-like loop, and their runs, on 2
+/// slots; then the same 1,000 as one sweep file.
+pub fn throughput(n: usize) -> Result<Throughput> {
     let mut rounds: Vec<Round> = Vec::new();
+    let mut cpu = Vec::new();
+    let config = "slots = 2\n[sandbox]\nlog_cap = \"1MiB\"\n";
     for _ in 0..3 {
         let xargs = {
             let t = Instant::now();
@@ -221,7 +279,8 @@ pub fn throughput(n: usize) -> Result<()> {
             None => None,
         };
         let ours = {
-            let d = Daemon::start("slots = 2\n[sandbox]\nlog_cap = \"1MiB\"\n")?;
+            let d = Daemon::start(config)?;
+            let cpu0 = super::cpu_secs(d.child.id())?;
             let t = Instant::now();
             let mut ids = Vec::with_capacity(n);
             for _ in 0..n {
@@ -230,30 +289,57 @@ pub fn throughput(n: usize) -> Result<()> {
             let mut args = vec!["wait"];
             args.extend(ids.iter().map(String::as_str));
             nightjar(&d, &args)?;
+            let wall = t.elapsed().as_secs_f64();
+            cpu.push((super::cpu_secs(d.child.id())? - cpu0) * 1e3 / n as f64);
+            wall
+        };
+        let sweep = {
+            let d = Daemon::start(config)?;
+            let file = sweep_file(&d, n)?;
+            let t = Instant::now();
+            let out = nightjar(&d, &["submit", "-f", file.to_str().unwrap_or("")])?;
+            nightjar(&d, &["wait", &id_of(&out)?])?;
             t.elapsed().as_secs_f64()
         };
-        rounds.push((xargs, ours, tsp));
+        rounds.push(Round {
+            xargs,
+            ours,
+            sweep,
+            tsp,
+        });
     }
     let pick = |f: fn(&Round) -> Option<f64>| {
         let v: Vec<f64> = rounds.iter().filter_map(f).collect();
         (!v.is_empty()).then(|| median(&v))
     };
-    let xargs = pick(|r| Some(r.0)).unwrap_or(f64::NAN);
-    let ours = pick(|r| Some(r.1)).unwrap_or(f64::NAN);
+    let got = Throughput {
+        xargs: pick(|r| Some(r.xargs)).unwrap_or(f64::NAN),
+        ours: pick(|r| Some(r.ours)).unwrap_or(f64::NAN),
+        sweep: pick(|r| Some(r.sweep)).unwrap_or(f64::NAN),
+        tsp: pick(|r| r.tsp),
+        cpu_per_run_ms: median(&cpu),
+    };
     println!(
-        "throughput: {n} x `nightjar submit -- true` from a loop, then `nightjar wait`, 2 slots (median of 3 rounds)"
+        "throughput: {n} x `nightjar submit -- true` from a loop, then `nightjar wait`, 2 slots, outside any git repository (median of 3 rounds)"
     );
-    println!("  xargs -P 2:  {xargs:.2} s");
-    match pick(|r| r.2) {
-        Some(tsp) => println!("  tsp -S 2:    {tsp:.2} s ({:.2}x xargs)", tsp / xargs),
+    println!("  xargs -P 2:  {:.2} s", got.xargs);
+    match got.tsp {
+        Some(tsp) => println!("  tsp -S 2:    {tsp:.2} s ({:.2}x xargs)", tsp / got.xargs),
         None => println!("  tsp -S 2:    not installed (`apt-get install task-spooler`)"),
     }
     println!(
-        "  nightjar:    {ours:.2} s ({:.2}x xargs, goal <= 2.0{})",
-        ours / xargs,
-        pick(|r| r.2)
-            .map(|t| format!("; {:.2}x tsp, goal < 1", ours / t))
-            .unwrap_or_default()
+        "  nightjar:    {:.2} s ({:.2}x xargs, goal <= 2.0{}); the daemon's CPU {:.2} ms a run",
+        got.ours,
+        got.ours / got.xargs,
+        got.tsp
+            .map(|t| format!("; {:.2}x tsp, goal < 1", got.ours / t))
+            .unwrap_or_default(),
+        got.cpu_per_run_ms
     );
-    Ok(())
+    println!(
+        "  the same {n} as one sweep file: {:.2} s ({:.2}x xargs, goal <= 1.5)",
+        got.sweep,
+        got.sweep / got.xargs
+    );
+    Ok(got)
 }

@@ -1,18 +1,11 @@
-//! `nightjar-supervise RUN_DIR`: the per-run supervisor as a binary of its
-//! own. It links only the sandbox code, so it starts in a fraction of the
-//! time of `nightjard` (which also accepts `nightjard supervise RUN_DIR` and
-//! is used when this one is missing).
+//! `nightjar-supervise RUN_DIR`: the per-run supervisor. Its code is the
+//! `nightjar-supervise` crate (host/supervise), which links no wasmtime,
+//! SQLite, HTTP or TLS; this file only names it, so that building the
+//! `nightjar` package (the daemon's tests, `scripts/package`) builds it too.
+//! It names nothing of the `nightjar` library, so none of it is linked (an
+//! end-to-end test looks into the binary). `nightjard supervise RUN_DIR` is
+//! the same supervisor, used when this binary is missing.
 
-fn main() {
-    let Some(dir) = std::env::args_os().nth(1) else {
-        eprintln!("usage: nightjar-supervise RUN_DIR (started by the nightjar daemon)");
-        std::process::exit(2);
-    };
-    match nightjar::sandbox::supervisor::main(std::path::Path::new(&dir)) {
-        Ok(()) => {}
-        Err(e) => {
-            eprintln!("nightjar-supervise: {e:#}");
-            std::process::exit(1);
-        }
-    }
+fn main() -> std::process::ExitCode {
+    nightjar_supervise::run_from_args()
 }

@@ -2,8 +2,6 @@
 //! the run's lock already held, talk to it over its stdin and stdout, and
 //! find out later whether a supervisor from before a restart is still alive.
 
-use std::fs::File;
-use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::process::Stdio;
 
@@ -11,7 +9,6 @@ use anyhow::{Context, Result};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
 use super::files::{EndedBy, RunSpec, RunStatus};
-use crate::sys;
 
 /// How to start a supervisor: the slim `nightjar-supervise` binary next to
 /// `nightjard` when it is there, else `nightjard supervise`.
@@ -47,19 +44,6 @@ pub struct Launched {
     pub child: tokio::process::Child,
     /// Its pid.
     pub pid: u32,
-}
-
-/// The run's lock: byte `run` of the state dir's `runs.lock`, on a fresh
-/// open file description (a lock per description, so runs never share one).
-fn open_lock(lock_file: &Path) -> std::io::Result<File> {
-    File::options().read(true).write(true).open(lock_file)
-}
-
-/// Takes run `run`'s lock on a fresh descriptor; `Ok(None)` when it is held
-/// (its supervisor is alive).
-pub fn try_lock(lock_file: &Path, run: i64) -> Result<Option<File>> {
-    let f = open_lock(lock_file).with_context(|| format!("open {}", lock_file.display()))?;
-    Ok(sys::ofd_lock_byte(f.as_raw_fd(), run, false)?.then_some(f))
 }
 
 /// Starts the supervisor on the run folder `dir` with a cleared environment
@@ -182,14 +166,6 @@ pub(super) fn lost_status() -> RunStatus {
         log_error: None,
         detected: None,
     }
-}
-
-/// Blocks until no supervisor holds run `run`'s lock (call it from a blocking
-/// thread). This is how the daemon learns that an adopted run ended.
-pub fn wait_unlocked(lock_file: &Path, run: i64) -> Result<()> {
-    let f = open_lock(lock_file)?;
-    sys::ofd_lock_byte(f.as_raw_fd(), run, true)?;
-    Ok(())
 }
 
 #[cfg(test)]

@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use super::files::{self, EndedBy, RunStatus};
-use super::launch::{Liveness, try_lock};
+use super::launch::Liveness;
+use super::lock::try_lock;
 
 /// What the daemon knows of one run.
 #[derive(Debug, Clone)]

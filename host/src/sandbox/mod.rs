@@ -1,15 +1,11 @@
-//! Running one task: a supervisor process per run, its files, capped logs,
-//! cgroups and the kill path.
+//! Running one task: the supervisor's side is the `nightjar-supervise`
+//! crate (its files, capped logs, cgroups, the kill path), re-exported
+//! here; the daemon's side is starting supervisors and finding out later
+//! whether they live.
 
-pub mod cgroup;
-pub mod classify;
-pub mod container;
-pub mod files;
-pub mod identity;
+pub use nightjar_core::runlog as logs;
+pub use nightjar_supervise::{
+    cgroup, classify, container, files, identity, lock, paths, report, supervisor,
+};
 pub mod launch;
 pub mod liveness;
-pub use nightjar_core::runlog as logs;
-pub mod paths;
-pub mod report;
-mod spawn;
-pub mod supervisor;

@@ -187,9 +187,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let lock = dir.path().join("runs.lock");
         std::fs::write(&lock, "").unwrap();
-        let held = crate::sandbox::launch::try_lock(&lock, 12)
-            .unwrap()
-            .unwrap();
+        let held = crate::sandbox::lock::try_lock(&lock, 12).unwrap().unwrap();
         assert_eq!(locked_bytes(&lock), vec![12]);
         drop(held);
         assert!(locked_bytes(&lock).is_empty());

@@ -12,7 +12,7 @@ use super::Held;
 use super::executor::Adopted;
 use crate::daemon::state::{Daemon, lock};
 use crate::sandbox::files;
-use crate::sandbox::launch::{self, Liveness};
+use crate::sandbox::launch::Liveness;
 use crate::sandbox::liveness::{self, RunIds};
 use crate::scheduler::Placement;
 use crate::store::RunRow;
@@ -88,9 +88,10 @@ impl Daemon {
                     let lock = self.cfg.run_lock_path();
                     tokio::spawn(async move {
                         let id = run.id;
-                        let _ =
-                            tokio::task::spawn_blocking(move || launch::wait_unlocked(&lock, id))
-                                .await;
+                        let _ = tokio::task::spawn_blocking(move || {
+                            crate::sandbox::lock::wait_unlocked(&lock, id)
+                        })
+                        .await;
                         me.record_until_done(run.id, dir).await;
                     });
                 }

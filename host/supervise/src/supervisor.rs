@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use super::cgroup;
-use super::files::{self, EndedBy, RunSpec, RunStatus};
 use super::logs::CappedLog;
+use crate::cgroup;
+use crate::files::{self, EndedBy, RunSpec, RunStatus};
 use crate::sys::{self, Exit};
 use crate::time::now_ms;
 
@@ -99,7 +99,7 @@ fn run(dir: &Path) -> Result<()> {
 
 /// Takes the run's lock, held until we exit.
 fn take_lock(spec: &RunSpec) -> Result<File> {
-    super::launch::try_lock(&spec.lock_file, spec.run_id)?
+    super::lock::try_lock(&spec.lock_file, spec.run_id)?
         .with_context(|| format!("run {} is locked by another supervisor", spec.run_id))
 }
 
