@@ -90,9 +90,9 @@ pub enum CacheCall {
 
 /// The hash cache as the owner's thread sees it: each call asked of the
 /// daemon's thread.
-pub struct Remote<'a>(pub &'a Ask<CacheCall, HashMap<Key, String>>);
+pub struct Remote<'a, 's>(pub &'a Ask<'s, CacheCall, HashMap<Key, String>>);
 
-impl HashCache for Remote<'_> {
+impl HashCache for Remote<'_, '_> {
     fn lookup(&mut self, keys: &[Key]) -> HashMap<Key, String> {
         self.0
             .ask(CacheCall::Lookup(keys.to_vec()))

@@ -165,7 +165,22 @@ fn reasons_aliasing_one_string_are_refused_before_the_host_copies_them() {
 #[test]
 fn a_giant_configure_error_is_refused_not_copied() {
     let engine = PluginEngine::new(None).unwrap();
-    let err = worker(&engine, "config-huge").err().expect("refused");
+    // Building the giant error takes the plugin a while on a loaded
+    // machine: a roomy deadline, so the refusal (not a timeout) is what
+    // this pins.
+    let roomy = PluginLimits {
+        configure_timeout: Duration::from_secs(10),
+        ..limits()
+    };
+    let err = Worker::start(
+        &engine,
+        "hostile",
+        HOSTILE.to_vec(),
+        "config-huge".into(),
+        roomy,
+    )
+    .err()
+    .expect("refused");
     assert_eq!(err.cause(), "invalid-answer", "{err}");
     assert!(
         err.to_string().len() < 1024,

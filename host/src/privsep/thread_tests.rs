@@ -95,3 +95,31 @@ fn with_no_identity_to_take_the_work_runs_as_the_daemon() {
     .unwrap();
     assert_eq!(r, "root only");
 }
+
+#[test]
+fn the_daemons_own_user_works_on_the_calling_thread_and_its_questions_are_answered() {
+    let caller = std::thread::current().id();
+    let mut served = 0;
+    let (on, answers) = as_owner_serving(
+        None,
+        |q: u32| {
+            served += 1;
+            q * 2
+        },
+        |o, ask| {
+            assert_eq!(o.uid(), None, "no identity taken");
+            let answers: Vec<Option<u32>> = (1..=3).map(|q| ask.ask(q)).collect();
+            (std::thread::current().id(), answers)
+        },
+    )
+    .unwrap();
+    assert_eq!(on, caller, "no thread started for the daemon's own user");
+    assert_eq!(answers, vec![Some(2), Some(4), Some(6)]);
+    assert_eq!(served, 3);
+}
+
+#[test]
+fn a_panic_of_the_work_is_an_error_for_the_daemons_own_user_too() {
+    let r: Result<(), String> = as_owner(None, |_| panic!("the work failed"));
+    assert!(r.unwrap_err().contains("panicked"));
+}
