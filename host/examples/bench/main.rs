@@ -148,7 +148,13 @@ impl Drop for Daemon {
     }
 }
 
+/// The client the benchmarks run: `NIGHTJAR_BENCH_BIN` (scripts/bench sets
+/// it to the binaries as the package ships them), else the one beside the
+/// bench's target folder.
 fn nightjar_bin() -> Result<PathBuf> {
+    if let Some(bin) = std::env::var_os("NIGHTJAR_BENCH_BIN") {
+        return Ok(PathBuf::from(bin));
+    }
     let exe = std::env::current_exe()?;
     let dir = exe
         .parent()

@@ -208,8 +208,16 @@ pub fn cloexec_fds_from(from: i32) {
     });
 }
 
+/// The C library's type for a resource name (`RLIMIT_*`): its own enum in
+/// glibc, an int in musl (the static binaries: `scripts/static`).
+#[cfg(target_env = "gnu")]
+pub type Resource = libc::__rlimit_resource_t;
+/// The C library's type for a resource name (`RLIMIT_*`).
+#[cfg(not(target_env = "gnu"))]
+pub type Resource = libc::c_int;
+
 /// A resource limit: `(soft, hard)`.
-pub fn rlimit(resource: libc::__rlimit_resource_t) -> io::Result<(u64, u64)> {
+pub fn rlimit(resource: Resource) -> io::Result<(u64, u64)> {
     let mut lim = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -222,7 +230,7 @@ pub fn rlimit(resource: libc::__rlimit_resource_t) -> io::Result<(u64, u64)> {
 /// Sets a resource limit to `soft` and `hard`. One system call and nothing
 /// else (no allocation, no lock): safe in a `pre_exec` hook between fork
 /// and exec.
-pub fn set_rlimit(resource: libc::__rlimit_resource_t, soft: u64, hard: u64) -> io::Result<()> {
+pub fn set_rlimit(resource: Resource, soft: u64, hard: u64) -> io::Result<()> {
     let lim = libc::rlimit {
         rlim_cur: soft,
         rlim_max: hard,
