@@ -77,12 +77,25 @@ fn every_packaged_source_file_exists_and_the_config_is_the_documented_example() 
         );
     }
     assert_eq!(config, Some("../examples/nightjar.toml"));
-    for bin in ["nightjar", "nightjard", "nightjar-supervise"] {
+    // The daemon as built here; the client and the supervisor as
+    // scripts/package stages them (static builds of host/static).
+    for (bin, from) in [
+        ("nightjard", "target/release/nightjard"),
+        ("nightjar", "target/release/package/bin/nightjar"),
+        (
+            "nightjar-supervise",
+            "target/release/package/bin/nightjar-supervise",
+        ),
+    ] {
         assert!(
-            assets
-                .iter()
-                .any(|a| a[0].as_str() == Some(&format!("target/release/{bin}"))),
-            "{bin} is packaged"
+            assets.iter().any(|a| a[0].as_str() == Some(from)),
+            "{bin} is packaged from {from}"
         );
     }
+    let package = text("scripts/package");
+    assert!(
+        package.contains("--manifest-path host/static/Cargo.toml")
+            && package.contains("$stage/bin/$bin"),
+        "scripts/package stages the static builds"
+    );
 }
