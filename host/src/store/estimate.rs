@@ -13,34 +13,72 @@ use super::{Result, Store};
 /// `CROSS JOIN` keeps tasks the outer loop and `+r.state` keeps SQLite off
 /// `runs_state` (without statistics it prefers that index, a walk of every
 /// finished run: ~15 ms per lookup at 50,000 runs against ~0.1 ms).
-pub(super) const RECENT_SQL: &str = "SELECT r.finished_at - r.started_at
+pub(super) const RECENT_SQL: &str = "SELECT r.finished_at, r.id, r.finished_at - r.started_at
      FROM tasks t INDEXED BY tasks_name_project CROSS JOIN runs r ON r.task_id = t.id
      WHERE t.name = ?1 AND t.project = ?2 AND +r.state = 'finished' AND r.class = 'ok'
        AND r.finished_at IS NOT NULL
      ORDER BY r.finished_at DESC, r.id DESC LIMIT ?3";
 
+/// One successful run in a name's history: when it ended, its id, how
+/// long (ms) it ran. Newest first is `(finished_at, run)` descending.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Recent {
+    /// When it ended (Unix ms).
+    pub finished_at: i64,
+    /// The run's id.
+    pub run: i64,
+    /// How long it ran (ms).
+    pub ms: i64,
+}
+
 impl Store {
     /// How long (ms) the last `n` successful runs of tasks named `name` in
     /// `project` ran, newest first.
     pub fn recent_durations(&self, name: &str, project: &str, n: u32) -> Result<Vec<i64>> {
+        Ok(self
+            .recent_runs(name, project, n)?
+            .into_iter()
+            .map(|r| r.ms)
+            .collect())
+    }
+
+    /// The last `n` successful runs of tasks named `name` in `project`,
+    /// newest first (by end, then id).
+    pub fn recent_runs(&self, name: &str, project: &str, n: u32) -> Result<Vec<Recent>> {
         let mut stmt = self.conn.prepare_cached(RECENT_SQL)?;
         let rows = stmt
-            .query_map(rusqlite::params![name, project, n], |r| r.get(0))?
-            .collect::<rusqlite::Result<Vec<i64>>>()?;
+            .query_map(rusqlite::params![name, project, n], |r| {
+                Ok(Recent {
+                    finished_at: r.get(0)?,
+                    run: r.get(1)?,
+                    ms: r.get(2)?,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
         Ok(rows)
     }
 
-    /// A run that ended `ok`: its task's name and project and how long (ms)
-    /// it ran; `None` for any other run. One lookup by the run's id.
-    pub fn ok_run_duration(&self, run: i64) -> Result<Option<(String, String, i64)>> {
+    /// A run that ended `ok`: its task's name and project and the run as a
+    /// history entry; `None` for any other run. One lookup by the run's id.
+    pub fn ok_run(&self, run: i64) -> Result<Option<(String, String, Recent)>> {
         let mut stmt = self.conn.prepare_cached(
-            "SELECT t.name, t.project, r.finished_at - r.started_at
+            "SELECT t.name, t.project, r.finished_at, r.id, r.finished_at - r.started_at
              FROM runs r JOIN tasks t ON t.id = r.task_id
              WHERE r.id = ?1 AND r.state = 'finished' AND r.class = 'ok'
                AND r.finished_at IS NOT NULL",
         )?;
         let found = stmt
-            .query_row([run], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .query_row([run], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    Recent {
+                        finished_at: r.get(2)?,
+                        run: r.get(3)?,
+                        ms: r.get(4)?,
+                    },
+                ))
+            })
             .optional()?;
         Ok(found)
     }
@@ -159,17 +197,15 @@ mod tests {
         );
         assert_eq!(s.recent_durations("prep", "p", 1).unwrap(), vec![120_000]);
         assert!(s.recent_durations("other", "p", 10).unwrap().is_empty());
+        let recent = s.recent_runs("prep", "p", 10).unwrap();
         assert_eq!(
-            s.ok_run_duration(rc).unwrap(),
-            Some(("prep".into(), "p".into(), 120_000)),
+            s.ok_run(rc).unwrap(),
+            Some(("prep".into(), "p".into(), recent[0])),
             "what the daemon adds to its cached history when a run succeeds"
         );
-        assert_eq!(
-            s.ok_run_duration(rb).unwrap(),
-            None,
-            "a failed run is no estimate"
-        );
-        assert_eq!(s.ok_run_duration(9_999).unwrap(), None);
+        assert_eq!((recent[0].run, recent[0].finished_at), (rc, 220_000));
+        assert_eq!(s.ok_run(rb).unwrap(), None, "a failed run is no estimate");
+        assert_eq!(s.ok_run(9_999).unwrap(), None);
         assert_eq!(
             s.gpu_starts_since(500).unwrap(),
             vec![(a[0], vec![0, 2], 1_000)],

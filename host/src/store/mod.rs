@@ -12,6 +12,7 @@ mod control;
 mod deps;
 mod digest;
 mod estimate;
+pub use estimate::Recent;
 mod finish;
 mod gc;
 mod give_back;

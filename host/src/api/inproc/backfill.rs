@@ -150,6 +150,55 @@ fn a_cached_estimate_moves_with_each_success_and_keeps_only_the_newest_runs() {
 }
 
 #[test]
+fn an_end_reported_again_is_not_counted_again_in_the_names_history() {
+    // A retried report (or a SLURM poll) meets an end already recorded.
+    let w = world_with("1xA100-80GB", "[scheduler]\nestimate_runs = 3\n");
+    let probe = w.task("prep", &["true"], "hold = true");
+    let mut last = 0;
+    for ran_ms in [1_000, 9_000] {
+        last = w.task("prep", &["true"], "");
+        w.pass();
+        w.advance(ran_ms);
+        w.end(last, RunClass::Ok, 0);
+    }
+    let run = w.run(last);
+    let again =
+        crate::store::tests::outcome(RunClass::Ok, 0, crate::daemon::Clock::now_ms(&*w.fx.clock));
+    assert!(
+        w.fx.daemon.report_end(run, &again),
+        "the end stays recorded"
+    );
+    let e = w.show(probe).estimate.expect("an estimate");
+    assert_eq!((e.runs, e.ms), (2, 5_000), "two runs, each once");
+}
+
+#[test]
+fn a_history_keeps_the_stores_order_when_ends_are_recorded_out_of_order() {
+    // Three runs start together; the one that ended first is recorded last
+    // (its validators ran long, or its report was retried): the newest two
+    // by their ends make the estimate, as a fresh read of the store would.
+    let w = world_with("3xA100-80GB", "[scheduler]\nestimate_runs = 2\n");
+    let probe = w.task("prep", &["true"], "hold = true");
+    let ids: Vec<i64> = (0..3).map(|_| w.task("prep", &["true"], "")).collect();
+    w.pass();
+    let start = crate::daemon::Clock::now_ms(&*w.fx.clock);
+    let runs: Vec<i64> = ids.iter().map(|&id| w.run(id)).collect();
+    let end = |run: i64, ms: i64| {
+        let out = crate::store::tests::outcome(RunClass::Ok, 0, start + ms);
+        assert!(w.fx.daemon.report_end(run, &out));
+    };
+    end(runs[0], 5_000);
+    end(runs[1], 9_000);
+    end(runs[2], 1_000);
+    let e = w.show(probe).estimate.expect("an estimate");
+    assert_eq!(
+        (e.runs, e.ms),
+        (2, 7_000),
+        "the 9 s and 5 s runs, not the 1 s one"
+    );
+}
+
+#[test]
 fn the_three_orders_in_the_daemon_strict_first_fit_and_the_old_backfill_key() {
     // GPUs 0-1 held; a 4-GPU job does not fit; a short 1-GPU job behind it.
     let scene = |order: &str| {

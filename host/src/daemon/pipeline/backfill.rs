@@ -12,14 +12,34 @@ use nightjar_core::api::estimate::{Estimate, EstimateSource};
 
 use crate::daemon::state::{Daemon, lock};
 use crate::scheduler::backfill::{Backfilled, Behind, Easy, Mode, Reservation, RunningRun};
+use crate::store::Recent;
 use crate::task::model::TaskSpec;
 
-/// The recent successful durations (ms) by (name, project), newest first,
-/// at most `scheduler.estimate_runs` of them; an empty list is cached too
-/// (no history yet). Read from the store once per name, then kept up to
-/// date as runs succeed (`learn_duration`), so a burst of short runs of
-/// one name does not read the name's whole history at each start.
-pub(in crate::daemon) type EstimateCache = HashMap<(String, String), Vec<i64>>;
+/// Each (name, project)'s recent successful runs, newest first (by end,
+/// then id: the order the store reads them in), at most
+/// `scheduler.estimate_runs` of them; an empty list is cached too (no
+/// history yet). Read from the store once per name, then kept up to date
+/// as runs succeed ([`Daemon::learn_duration`]), so a burst of short runs
+/// of one name does not read the name's whole history at each start.
+#[derive(Default)]
+pub(in crate::daemon) struct EstimateCache {
+    /// Bumped by every success learnt and every forgetting: a history read
+    /// from the store before one of them is used once, not kept (it may
+    /// miss that run, or the run would be added twice).
+    generation: u64,
+    by_name: HashMap<(String, String), Vec<Recent>>,
+    /// Entries kept in all, bounded by [`MAX_CACHED`].
+    held: usize,
+}
+
+/// Most history entries cached in all (a queue of a million distinct names,
+/// or `estimate_runs` at its largest, is not kept whole): 24 MB.
+const MAX_CACHED: usize = 1_000_000;
+
+/// A history's estimate: the median of its durations.
+fn median(rows: &[Recent]) -> Option<Estimate> {
+    Estimate::median(&rows.iter().map(|r| r.ms).collect::<Vec<_>>())
+}
 
 /// The scheduler's mode for `[scheduler] order`.
 pub(crate) fn mode_of(order: crate::config::Order) -> Mode {
@@ -43,54 +63,75 @@ impl Daemon {
             });
         }
         let key = (spec.name.clone(), spec.project.clone());
-        if let Some(found) = lock(&self.pipeline.estimates)
-            .get(&key)
-            .map(|d| Estimate::median(d))
-        {
+        let (cached, generation) = {
+            let cache = lock(&self.pipeline.estimates);
+            (cache.by_name.get(&key).map(|h| median(h)), cache.generation)
+        };
+        if let Some(found) = cached {
             return found;
         }
         let n = self.cfg.scheduler.estimate_runs;
-        let durations = match self.store().recent_durations(&key.0, &key.1, n) {
-            Ok(d) => d,
+        let history = match self.store().recent_runs(&key.0, &key.1, n) {
+            Ok(h) => h,
             Err(e) => {
                 tracing::warn!("cannot read the history of {} ({}): {e}", key.0, key.1);
                 return None;
             }
         };
-        let found = Estimate::median(&durations);
+        let found = median(&history);
         let mut cache = lock(&self.pipeline.estimates);
-        // Bounded: a queue of a million distinct names is not kept whole.
-        if cache.len() >= 100_000 {
-            cache.clear();
+        if cache.generation == generation {
+            if cache.held + history.len() > MAX_CACHED {
+                cache.by_name.clear();
+                cache.held = 0;
+            }
+            cache.held += history.len();
+            cache.by_name.insert(key, history);
         }
-        cache.insert(key, durations);
         found
     }
 
-    /// A run succeeded: its duration becomes the newest of its name's
-    /// (when that name's history is cached; otherwise it is read from the
-    /// store when next asked). The same list `recent_durations` would read,
-    /// except after a clock stepped back, where it is the order the runs
-    /// ended in rather than the order of their recorded end times.
+    /// Run `run` was recorded as succeeded, just now (once per run): it
+    /// takes its place in its name's cached history, if that is cached
+    /// (otherwise the history is read from the store when next asked).
     pub(in crate::daemon) fn learn_duration(&self, run: i64) {
-        let found = self.store().ok_run_duration(run);
+        let found = self.store().ok_run(run);
         match found {
-            Ok(Some((name, project, ms))) => {
+            Ok(Some((name, project, recent))) => {
                 let n = self.cfg.scheduler.estimate_runs as usize;
                 let mut cache = lock(&self.pipeline.estimates);
-                if let Some(d) = cache.get_mut(&(name, project)) {
-                    d.insert(0, ms);
-                    d.truncate(n);
+                cache.generation += 1;
+                let Some(h) = cache.by_name.get_mut(&(name, project)) else {
+                    return;
+                };
+                if h.iter().any(|r| r.run == recent.run) {
+                    return;
                 }
+                let before = h.len();
+                let at = h
+                    .partition_point(|r| (r.finished_at, r.run) > (recent.finished_at, recent.run));
+                h.insert(at, recent);
+                h.truncate(n);
+                let after = h.len();
+                cache.held = cache.held + after - before;
             }
             Ok(None) => {}
             Err(e) => {
                 tracing::warn!(
                     "run {run}: cannot read its duration ({e}); estimates are read again"
                 );
-                lock(&self.pipeline.estimates).clear();
+                self.forget_estimates();
             }
         }
+    }
+
+    /// Forgets every cached history (`gc` deleted runs, or a success could
+    /// not be read).
+    pub(in crate::daemon) fn forget_estimates(&self) {
+        let mut cache = lock(&self.pipeline.estimates);
+        cache.generation += 1;
+        cache.by_name.clear();
+        cache.held = 0;
     }
 
     /// This pass's backfill state: every run in progress with its expected end.

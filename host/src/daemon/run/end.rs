@@ -121,24 +121,25 @@ impl Daemon {
             }
             None => Ok(()),
         };
-        let recorded = match stored.and_then(|()| {
+        // `newly`: this call recorded the end (not an earlier one, which a
+        // retried report or a SLURM poll meets again).
+        let (recorded, newly) = match stored.and_then(|()| {
             self.conclude(run, out, &records)
-                .map(|_| ())
                 .map_err(anyhow::Error::from)
         }) {
-            Ok(()) => true,
+            Ok(finished) => (true, finished.is_some()),
             Err(e) => {
                 tracing::error!(
                     "run {run}: cannot record its end yet ({e:#}); its status is kept and recorded when the store accepts it"
                 );
-                false
+                (false, false)
             }
         };
         let held = lock(&self.runs.placed).remove(&run);
         if let Some(h) = held {
             lock(&self.pool).give_back(&h.placement);
         }
-        if recorded && out.class == RunClass::Ok {
+        if newly && out.class == RunClass::Ok {
             self.learn_duration(run);
         }
         if !records.is_empty()

@@ -65,6 +65,10 @@ impl Daemon {
         let mut report = self
             .store()
             .gc(before(r.ended), before(r.failed), dry_run)?;
+        if !dry_run && report.tasks > 0 {
+            // Their runs were in names' histories.
+            self.forget_estimates();
+        }
         if !dry_run {
             for run in &report.runs {
                 for rel in [
