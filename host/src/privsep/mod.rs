@@ -19,8 +19,9 @@
 //!   ([`open::regular`]).
 //!
 //! When the daemon runs as one user for itself (or the task's owner is
-//! the daemon's own user), [`as_owner`] runs the same code on the same kind
-//! of thread without changing anything: it is the same uid.
+//! the daemon's own user), [`as_owner`] runs the same code on the calling
+//! thread without changing anything: it is the same uid, and no thread is
+//! started for it.
 
 pub mod access;
 pub mod open;

@@ -81,8 +81,13 @@ enum To<'s, Q, A> {
     /// The daemon's thread, which waits on the owner's.
     Thread(mpsc::Sender<(Q, mpsc::SyncSender<A>)>),
     /// The daemon's own user's work runs on the daemon's thread: `serve`
-    /// is called in place.
-    Inline(std::cell::RefCell<&'s mut dyn FnMut(Q) -> A>),
+    /// is called in place. A panic of `serve` (the daemon's side, say a
+    /// lock rule broken) is kept here and raised again once the work is
+    /// done, so it is not mistaken for the work's own.
+    Inline(
+        std::cell::RefCell<&'s mut dyn FnMut(Q) -> A>,
+        std::cell::Cell<Option<Box<dyn std::any::Any + Send>>>,
+    ),
 }
 
 impl<Q, A> Ask<'_, Q, A> {
@@ -94,9 +99,15 @@ impl<Q, A> Ask<'_, Q, A> {
                 tx.send((q, reply)).ok()?;
                 answer.recv().ok()
             }
-            To::Inline(serve) => {
+            To::Inline(serve, panicked) => {
                 let mut serve = serve.try_borrow_mut().ok()?;
-                Some((*serve)(q))
+                match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (*serve)(q))) {
+                    Ok(a) => Some(a),
+                    Err(p) => {
+                        panicked.set(Some(p));
+                        None
+                    }
+                }
             }
         }
     }
@@ -114,12 +125,20 @@ pub fn as_owner_serving<T: Send, Q: Send, A: Send>(
 ) -> Result<T, String> {
     let Some(w) = who else {
         let ask = Ask {
-            to: To::Inline(std::cell::RefCell::new(&mut serve)),
+            to: To::Inline(
+                std::cell::RefCell::new(&mut serve),
+                std::cell::Cell::new(None),
+            ),
         };
-        return std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             f(Owned { who: None }, &ask)
-        }))
-        .map_err(|_| "the work done as the daemon's own user panicked".to_string());
+        }));
+        if let To::Inline(_, panicked) = &ask.to
+            && let Some(p) = panicked.take()
+        {
+            std::panic::resume_unwind(p);
+        }
+        return done.map_err(|_| "the work done as the daemon's own user panicked".to_string());
     };
     std::thread::scope(|s| {
         let (tx, questions) = mpsc::channel();

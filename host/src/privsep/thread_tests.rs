@@ -123,3 +123,18 @@ fn a_panic_of_the_work_is_an_error_for_the_daemons_own_user_too() {
     let r: Result<(), String> = as_owner(None, |_| panic!("the work failed"));
     assert!(r.unwrap_err().contains("panicked"));
 }
+
+#[test]
+fn a_panic_of_the_daemons_side_is_raised_again_not_taken_for_the_works() {
+    // A broken rule on the daemon's side (the lock checker panics) must
+    // reach the caller, as it did when the work ran on a thread of its own.
+    let raised = std::panic::catch_unwind(|| {
+        let _ = as_owner_serving(
+            None,
+            |_: ()| -> u32 { panic!("a lock rule broken") },
+            |_, ask| ask.ask(()),
+        );
+    });
+    let payload = raised.expect_err("the daemon's panic is raised again");
+    assert_eq!(payload.downcast_ref::<&str>(), Some(&"a lock rule broken"));
+}

@@ -53,7 +53,7 @@ pub fn spawn(
     cmd.stdin(Stdio::null())
         .stdout(Stdio::from(out_w))
         .stderr(Stdio::from(err_w));
-    let cpus = spec.cpus.clone();
+    let cpus = sys::CpuMask::new(&spec.cpus);
     let umask = spec.umask;
     let procs_raw = procs_fd.as_ref().map(|f| f.as_raw_fd());
     // SAFETY: the closure only makes async-signal-safe calls (sigprocmask,

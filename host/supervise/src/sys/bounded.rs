@@ -110,7 +110,7 @@ pub fn run(
     // pipes by exiting, a moment before it can be reaped: its pidfd wakes
     // this thread the moment it exits (a fixed sleep here cost every git
     // call 5 ms), else short sleeps growing to 5 ms.
-    let exited = PidFd::open(pid);
+    let mut exited = PidFd::open(pid);
     let mut nap = Duration::from_micros(50);
     let status = loop {
         if let Some(s) = child.try_wait()? {
@@ -125,7 +125,9 @@ pub fn run(
         }
         let left = deadline.saturating_duration_since(Instant::now());
         match &exited {
-            Some(fd) => fd.wait(left.min(Duration::from_millis(200))),
+            // Readable yet not reapable (a traced helper): naps from here.
+            Some(fd) if fd.wait(left.min(Duration::from_millis(200))) => exited = None,
+            Some(_) => {}
             None => {
                 std::thread::sleep(nap.min(left));
                 nap = (nap * 2).min(Duration::from_millis(5));
@@ -156,8 +158,8 @@ impl PidFd {
         Some(PidFd(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) }))
     }
 
-    /// Waits until the process exits or `most` passes.
-    fn wait(&self, most: Duration) {
+    /// Waits until the process exits or `most` passes; whether it exited.
+    fn wait(&self, most: Duration) -> bool {
         let mut fd = libc::pollfd {
             fd: self.0.as_raw_fd(),
             events: libc::POLLIN,
@@ -165,7 +167,7 @@ impl PidFd {
         };
         let ms = most.as_millis().clamp(1, 200) as libc::c_int;
         // SAFETY: poll on a descriptor we own, with a live pollfd.
-        unsafe { libc::poll(&mut fd, 1, ms) };
+        unsafe { libc::poll(&mut fd, 1, ms) == 1 }
     }
 }
 
@@ -218,7 +220,7 @@ mod tests {
     fn a_pidfd_is_readable_once_its_process_exits() {
         let mut child = Command::new("/bin/true").spawn().unwrap();
         let fd = PidFd::open(child.id() as i32).expect("this kernel has pidfds");
-        fd.wait(Duration::from_secs(10));
+        assert!(fd.wait(Duration::from_secs(10)), "it exited");
         let mut p = libc::pollfd {
             fd: fd.0.as_raw_fd(),
             events: libc::POLLIN,
