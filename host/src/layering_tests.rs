@@ -296,6 +296,12 @@ fn the_supervisor_binary_reaches_only_the_sandbox_side() {
     ]);
     let extra: Vec<_> = deps.difference(&allowed).collect();
     assert!(extra.is_empty(), "the supervisor now depends on {extra:?}");
+    for table in ["target", "build-dependencies"] {
+        assert!(
+            !toml.contains_key(table),
+            "supervise/Cargo.toml has [{table}...]: its dependencies belong in the list above"
+        );
+    }
 }
 
 #[test]
