@@ -32,16 +32,6 @@ pub struct Recent {
 }
 
 impl Store {
-    /// How long (ms) the last `n` successful runs of tasks named `name` in
-    /// `project` ran, newest first.
-    pub fn recent_durations(&self, name: &str, project: &str, n: u32) -> Result<Vec<i64>> {
-        Ok(self
-            .recent_runs(name, project, n)?
-            .into_iter()
-            .map(|r| r.ms)
-            .collect())
-    }
-
     /// The last `n` successful runs of tasks named `name` in `project`,
     /// newest first (by end, then id).
     pub fn recent_runs(&self, name: &str, project: &str, n: u32) -> Result<Vec<Recent>> {
@@ -191,12 +181,16 @@ mod tests {
             .unwrap()
             .id;
         finish(&mut s, ro, RunClass::Ok, 9_000_000);
-        assert_eq!(
-            s.recent_durations("prep", "p", 10).unwrap(),
-            vec![120_000, 60_000]
-        );
-        assert_eq!(s.recent_durations("prep", "p", 1).unwrap(), vec![120_000]);
-        assert!(s.recent_durations("other", "p", 10).unwrap().is_empty());
+        let ms = |n| -> Vec<i64> {
+            s.recent_runs("prep", "p", n)
+                .unwrap()
+                .iter()
+                .map(|r| r.ms)
+                .collect()
+        };
+        assert_eq!(ms(10), vec![120_000, 60_000]);
+        assert_eq!(ms(1), vec![120_000]);
+        assert!(s.recent_runs("other", "p", 10).unwrap().is_empty());
         let recent = s.recent_runs("prep", "p", 10).unwrap();
         assert_eq!(
             s.ok_run(rc).unwrap(),
