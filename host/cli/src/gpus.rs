@@ -49,9 +49,7 @@ fn print_table(views: &[GpuView]) {
     let rows: Vec<Vec<String>> = views
         .iter()
         .map(|g| {
-            let free = g.mem_total.map(|t| {
-                t.saturating_sub(g.mem_reserved.max(g.mem_used.unwrap_or(0)) + g.mem_foreign)
-            });
+            let free = g.mem_free();
             let state = match (g.healthy, g.open) {
                 (false, _) => "unhealthy".to_string(),
                 (true, true) => "open".to_string(),

@@ -31,6 +31,9 @@ pub struct PoolGpu {
     pub reserved: u64,
     /// Memory held by processes nightjar did not start.
     pub foreign: u64,
+    /// Memory in use by every process, as the backend last read it (0 when
+    /// unmonitored).
+    pub used: u64,
     /// Runs placed on it.
     pub users: u32,
     /// Held whole by one run.
@@ -48,6 +51,7 @@ impl PoolGpu {
             mem_total: None,
             reserved: 0,
             foreign: 0,
+            used: 0,
             users: 0,
             exclusive: false,
             open: true,
@@ -56,7 +60,7 @@ impl PoolGpu {
 
     pub(crate) fn free_mem(&self) -> Option<u64> {
         self.mem_total
-            .map(|t| t.saturating_sub(self.reserved + self.foreign))
+            .map(|t| nightjar_core::api::views::mem_free(t, self.reserved, self.foreign, self.used))
     }
 }
 
@@ -162,11 +166,36 @@ impl Pool {
         self.cpus.retain(|c| !p.cpus.contains(c));
     }
 
-    /// Updates a GPU from monitoring: open or closed, and foreign memory.
-    pub fn observe(&mut self, index: u32, open: bool, foreign: u64) {
+    /// Updates a GPU from monitoring.
+    pub fn observe(&mut self, index: u32, seen: Seen) {
         if let Some(g) = self.gpus.iter_mut().find(|g| g.index == index) {
-            g.open = open;
-            g.foreign = foreign;
+            g.open = seen.open;
+            g.foreign = seen.foreign;
+            g.used = seen.used;
+        }
+    }
+}
+
+/// What monitoring last saw of a GPU, for the pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Seen {
+    /// May receive new work.
+    pub open: bool,
+    /// Memory held by processes nightjar did not start, bytes.
+    pub foreign: u64,
+    /// Memory in use by every process (foreign ones included), bytes.
+    pub used: u64,
+}
+
+impl Seen {
+    /// An open GPU whose only memory in use is `foreign` bytes held by
+    /// processes nightjar did not start.
+    #[cfg(test)]
+    pub(crate) fn foreign(open: bool, foreign: u64) -> Seen {
+        Seen {
+            open,
+            foreign,
+            used: foreign,
         }
     }
 }
@@ -265,8 +294,8 @@ mod tests {
     #[test]
     fn foreign_memory_counts_as_taken_and_closed_gpus_get_nothing() {
         let mut p = pool(true);
-        p.observe(0, true, 70 << 30);
-        p.observe(1, false, 0);
+        p.observe(0, Seen::foreign(true, 70 << 30));
+        p.observe(1, Seen::foreign(false, 0));
         assert!(
             p.place(&res(1, Some(20))).is_none(),
             "GPU 0 has 10 GiB left, GPU 1 is closed"
@@ -279,9 +308,27 @@ mod tests {
     }
 
     #[test]
+    fn memory_a_run_uses_past_its_reservation_is_not_offered_again() {
+        let mut p = pool(true);
+        let a = p.place(&res(1, Some(20))).unwrap();
+        let gpu = a.gpus[0];
+        // The run reserved 20 GiB of 80 and uses 50: 30 GiB are left, not 60.
+        p.observe(
+            gpu,
+            Seen {
+                open: true,
+                foreign: 0,
+                used: 50 << 30,
+            },
+        );
+        let free = p.gpus.iter().find(|g| g.index == gpu).unwrap().free_mem();
+        assert_eq!(free, Some(30 << 30));
+    }
+
+    #[test]
     fn a_gpu_oom_retry_takes_only_a_gpu_with_more_free_than_the_peak() {
         let mut p = pool(true);
-        p.observe(0, true, 70 << 30);
+        p.observe(0, Seen::foreign(true, 70 << 30));
         let peak = Some(20 << 30);
         assert_eq!(
             p.explain_after(&res(1, None), peak).gpus[0].unusable,
@@ -296,7 +343,7 @@ mod tests {
             vec![1],
             "GPU 0 has 10 GiB free, under the 20 GiB peak"
         );
-        p.observe(1, true, 61 << 30);
+        p.observe(1, Seen::foreign(true, 61 << 30));
         assert_eq!(
             p.explain_after(&res(1, Some(8)), peak).gpus[1].unusable,
             Some(Unusable::BelowPeak {

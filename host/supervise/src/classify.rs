@@ -36,9 +36,14 @@ impl Default for ClassPatterns {
         let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect();
         ClassPatterns {
             gpu_oom: v(&[
+                // PyTorch, cuBLAS, the runtime and the driver API.
                 "CUDA out of memory",
                 "CUBLAS_STATUS_ALLOC_FAILED",
                 "cudaErrorMemoryAllocation",
+                "CUDA_ERROR_OUT_OF_MEMORY",
+                // JAX/XLA and CuPy.
+                "RESOURCE_EXHAUSTED: Out of memory",
+                "OutOfMemoryError: Out of memory allocating",
             ]),
             disk_full: v(&["No space left on device", "ENOSPC"]),
             network: v(&[
@@ -287,6 +292,22 @@ mod tests {
             None,
             "a plain app error"
         );
+    }
+
+    #[test]
+    fn each_frameworks_out_of_memory_error_is_gpu_oom() {
+        // PyTorch's and the driver API's as printed on an H200
+        // (scripts/gpu-check, 2026-12-04), where CuPy's and JAX's runs were
+        // classed gpu-oom too; their lines here are the usual form of those
+        // exceptions' last line.
+        for said in [
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 280.00 GiB.",
+            "CUDA_ERROR_OUT_OF_MEMORY: cuMemAlloc of 280 GiB failed",
+            "cupy.cuda.memory.OutOfMemoryError: Out of memory allocating 300,647,710,720 bytes",
+            "jaxlib._jax.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 300647710720 bytes.",
+        ] {
+            assert_eq!(class(Some(1), 0, said), Some("gpu-oom"), "{said}");
+        }
     }
 
     #[test]

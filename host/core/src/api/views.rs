@@ -43,6 +43,29 @@ pub struct GpuView {
     pub node: Option<String>,
 }
 
+impl GpuView {
+    /// Memory free for placement, as the scheduler counts it (see [`mem_free`]).
+    pub fn mem_free(&self) -> Option<u64> {
+        self.mem_total.map(|t| {
+            mem_free(
+                t,
+                self.mem_reserved,
+                self.mem_foreign,
+                self.mem_used.unwrap_or(0),
+            )
+        })
+    }
+}
+
+/// Memory of a GPU free for new work: what nightjar's placements reserved
+/// plus what processes it did not start hold, or what the GPU says is in use
+/// if that is more (a run past its reservation, the driver's own share).
+/// `used` counts every process, foreign ones too, so it is never added to
+/// `foreign`.
+pub fn mem_free(total: u64, reserved: u64, foreign: u64, used: u64) -> u64 {
+    total.saturating_sub(reserved.saturating_add(foreign).max(used))
+}
+
 /// A member's state, as `nightjar plugins ls` shows it.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct MemberView {
@@ -75,4 +98,25 @@ pub struct MemberView {
     pub last_failure_at: Option<i64>,
     /// CPU used over the last minute, percent of one core.
     pub cpu_percent: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::mem_free;
+
+    const GIB: u64 = 1 << 30;
+
+    #[test]
+    fn foreign_memory_is_counted_once_though_used_includes_it() {
+        // As an H200 read through NVML: 105 GiB held by a process nightjar
+        // did not start, so in use and foreign both.
+        assert_eq!(mem_free(140 * GIB, 0, 105 * GIB, 105 * GIB), 35 * GIB);
+    }
+
+    #[test]
+    fn a_reservation_not_yet_allocated_is_taken_and_use_past_it_too() {
+        assert_eq!(mem_free(80 * GIB, 20 * GIB, 0, GIB), 60 * GIB);
+        assert_eq!(mem_free(80 * GIB, 20 * GIB, 0, 30 * GIB), 50 * GIB);
+        assert_eq!(mem_free(80 * GIB, 20 * GIB, 10 * GIB, 200 * GIB), 0);
+    }
 }

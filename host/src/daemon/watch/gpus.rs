@@ -11,7 +11,7 @@ use crate::config::Config;
 use crate::daemon::state::{Daemon, lock};
 use crate::gpu::monitor::{Monitor, MonitorConfig, RunOnGpus};
 use crate::gpu::{self, GpuBackend, GpuReading};
-use crate::scheduler::PoolGpu;
+use crate::scheduler::{PoolGpu, Seen};
 use crate::time::now_ms;
 
 /// What the daemon starts with: the backend (when it reports GPUs), the
@@ -98,6 +98,7 @@ pub fn setup(cfg: &Config, backend: Box<dyn gpu::GpuBackend>) -> Result<GpuSetup
             mem_total: Some(g.mem_total),
             reserved: 0,
             foreign: 0,
+            used: 0,
             users: 0,
             exclusive: false,
             open: false,
@@ -207,17 +208,24 @@ impl Daemon {
             let mut guard = lock(&self.watch.gpu);
             let Some(m) = guard.as_mut() else { return };
             let fx = m.apply(now, readings, &runs, &owner, host_available());
-            let states: Vec<(u32, bool, u64)> = m
+            let states: Vec<(u32, Seen)> = m
                 .gpus
                 .iter()
-                .map(|g| (g.info.index, g.open, g.foreign_mem))
+                .map(|g| {
+                    let seen = Seen {
+                        open: g.open,
+                        foreign: g.foreign_mem,
+                        used: g.reading.as_ref().map_or(0, |r| r.mem_used),
+                    };
+                    (g.info.index, seen)
+                })
                 .collect();
             (fx, states)
         };
         {
             let mut pool = lock(&self.pool);
-            for (index, open, foreign) in states {
-                pool.observe(index, open, foreign);
+            for (index, seen) in states {
+                pool.observe(index, seen);
             }
         }
         let mut store = self.store();
