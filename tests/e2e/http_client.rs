@@ -114,6 +114,19 @@ pub fn call_with(a: SocketAddr, method: &str, path: &str, headers: &[String], bo
     read_resp(&mut s)
 }
 
+/// The status of a plain GET from 127.0.0.1, or `None` when the connection
+/// fails or is reset (a server at its connection limit answers 429 without
+/// reading the request, and the unread request makes the close a reset).
+pub fn try_get_status(a: SocketAddr, path: &str) -> Option<u16> {
+    let mut s = TcpStream::connect(a).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    let req = format!("GET {path} HTTP/1.1\r\nHost: nightjar\r\nConnection: close\r\n\r\n");
+    s.write_all(req.as_bytes()).ok()?;
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).ok()?;
+    String::from_utf8_lossy(raw.get(9..12)?).parse().ok()
+}
+
 /// Opens an event stream; returns the connection after the response head.
 pub fn open_stream(a: SocketAddr, path: &str, token: &str) -> TcpStream {
     let mut s = TcpStream::connect(a).unwrap();

@@ -80,8 +80,6 @@ mod retention_timer;
 mod retry;
 mod sandbox;
 mod simulate;
-mod slurm;
-mod slurm_faults;
 mod sweep_big;
 mod users_harness;
 mod validators;

@@ -85,9 +85,15 @@ fn shared_bin() -> PathBuf {
     if open {
         return from.to_path_buf();
     }
+    // Copies of earlier runs go; those of a test process still running
+    // (the e2e and slurm targets run at once) stay.
     if let Ok(old) = std::fs::read_dir("/tmp") {
         for e in old.flatten() {
-            if e.file_name().to_string_lossy().starts_with("njtest-bin-") {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Some(pid) = name.strip_prefix("njtest-bin-") else {
+                continue;
+            };
+            if !Path::new("/proc").join(pid).exists() {
                 let _ = std::fs::remove_dir_all(e.path());
             }
         }
@@ -101,6 +107,23 @@ fn shared_bin() -> PathBuf {
         }
     }
     bin
+}
+
+/// An exclusive lock, across processes, on making the accounts: the e2e
+/// and slurm targets run at once, and `useradd` fails while another holds
+/// /etc/passwd's lock. Released when the file is dropped.
+fn accounts_lock() -> std::fs::File {
+    use std::os::fd::AsRawFd;
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open("/tmp/njtest-accounts.lock")
+        .expect("open /tmp/njtest-accounts.lock");
+    // SAFETY: flock on a descriptor this function owns.
+    let locked = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) };
+    assert_eq!(locked, 0, "lock /tmp/njtest-accounts.lock");
+    f
 }
 
 /// The id of group `name`.
@@ -136,6 +159,7 @@ pub fn users(test: &str) -> Users {
     }
     let mut done = SETUP.lock().unwrap_or_else(|e| e.into_inner());
     let made = done.get_or_insert_with(|| {
+        let _accounts = accounts_lock();
         let g = sh("groupadd", &["-f", "njtest-admins"]);
         assert!(g.status.success(), "groupadd: {g:?}");
         let alice = account("njtest-alice", None);
