@@ -91,7 +91,7 @@ fn standin(out: &Path) {
         .args(["-shared", "-fPIC", "-O2", "-Wall", "-Werror", "-o"])
         .arg(&lib)
         .arg(&src)
-        .arg("-lpthread")
+        .args(["-lpthread", "-ldl"])
         .status()
         .expect("run the C compiler for the NVML stand-in");
     assert!(status.success(), "building the NVML stand-in failed");

@@ -25,6 +25,27 @@ pub fn main() -> i32 {
             }
         };
     }
+    // `nightjard gpu-sample RUN_DIR SESSION`: a SLURM run's GPUs sampled on
+    // its node (started by its job script, never typed).
+    let mut args = std::env::args_os().skip(1);
+    if let (Some(verb), Some(dir), Some(session), None) =
+        (args.next(), args.next(), args.next(), args.next())
+        && verb == crate::gpu::node::VERB
+    {
+        let Some(session) = session.to_str().and_then(|s| s.parse().ok()) else {
+            eprintln!("nightjard gpu-sample: the session is not a process id");
+            return 2;
+        };
+        let dir = std::path::PathBuf::from(dir);
+        let status = dir.join(crate::sandbox::files::STATUS);
+        return match crate::gpu::node::sample_main(&dir, session, &|| status.exists()) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("nightjard gpu-sample: {e:#}");
+                1
+            }
+        };
+    }
     // `nightjard compile`: a plugin compile in a process of its own
     // (started by the daemon, never typed).
     let mut args = std::env::args_os().skip(1);

@@ -3,8 +3,10 @@
  * through nvml-wrapper, with the same ABI, and answers from a values file so
  * tests drive the real NVML code path on machines with no GPU.
  *
- * The file named by $NVML_STANDIN_FILE holds `key=value` lines, re-read
- * whenever it changes:
+ * The file named by $NVML_STANDIN_FILE (without it: `nvml-standin-values`
+ * beside this library, for a process whose environment the test does not
+ * set, such as a SLURM job's) holds `key=value` lines, re-read whenever it
+ * changes; a key given again takes the later value:
  *   count=2
  *   0.name=NVIDIA A100-SXM4-80GB      0.uuid=GPU-...
  *   0.mem_total=85899345920           0.mem_used=1073741824   (bytes)
@@ -13,6 +15,8 @@
  *   0.procs=4242:1073741824,4343:2048 (pid:bytes,...)
  *   0.fail=1                          (every call on GPU 0 fails: GPU is lost)
  */
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,9 +73,27 @@ static void parse_procs(struct gpu *g, const char *v) {
     }
 }
 
+/* The values file: $NVML_STANDIN_FILE, else the one beside this library. */
+static const char *values_path(void) {
+    const char *env = getenv("NVML_STANDIN_FILE");
+    if (env) return env;
+    static char beside[4096];
+    Dl_info info;
+    if (!beside[0] && dladdr((void *)values_path, &info) && info.dli_fname) {
+        snprintf(beside, sizeof beside, "%s", info.dli_fname);
+        char *slash = strrchr(beside, '/');
+        if (!slash) {
+            beside[0] = 0;
+            return NULL;
+        }
+        snprintf(slash + 1, sizeof beside - (size_t)(slash + 1 - beside), "nvml-standin-values");
+    }
+    return beside[0] ? beside : NULL;
+}
+
 /* Re-reads the values file if it changed; called with the lock held. */
 static void refresh(void) {
-    const char *path = getenv("NVML_STANDIN_FILE");
+    const char *path = values_path();
     struct stat st;
     if (!path || stat(path, &st) != 0) return;
     if (st.st_size == seen_size && st.st_mtim.tv_sec == seen_mtime.tv_sec &&

@@ -18,5 +18,6 @@ mod harness;
 #[path = "../e2e/users_harness.rs"]
 mod users_harness;
 
+mod node_gpus;
 mod slurm;
 mod slurm_faults;

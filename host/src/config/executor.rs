@@ -44,6 +44,10 @@ pub struct ExecutorConfig {
     /// Most of this daemon's jobs waiting in SLURM at once: the lab's order
     /// is kept by nightjar, not by SLURM's backfill over a flood.
     pub max_pending: u32,
+    /// How the job script reads the node's GPUs, beside the supervisor, for
+    /// a run's GPU record, series and energy: `auto` (NVML where the node
+    /// has a driver), `nvml`, `nvml:/path/to/libnvidia-ml.so`, or `none`.
+    pub node_gpus: String,
 }
 
 impl Default for ExecutorConfig {
@@ -57,6 +61,7 @@ impl Default for ExecutorConfig {
             poll: Duration::from_secs(5),
             shared_dir: PathBuf::new(),
             max_pending: 20,
+            node_gpus: "auto".into(),
         }
     }
 }
@@ -117,6 +122,7 @@ impl ExecutorConfig {
         if self.kind == ExecutorKind::Local {
             return Ok(());
         }
+        crate::gpu::node::check_backend(&self.node_gpus)?;
         if self.shared_dir.as_os_str().is_empty() {
             bail!(
                 "key `executor.shared_dir` is empty: with `kind = \"slurm\"` run folders live in a folder every node sees at the same path; set it (for example \"/shared/nightjar\")"

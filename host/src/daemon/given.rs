@@ -54,6 +54,7 @@ impl Given {
                         &cfg.executor,
                         &exe,
                         &cfg.state_dir,
+                        cfg.gpu.sample_period,
                     )),
                     // The nodes' GPUs are SLURM's to hand out; none is sampled here.
                     gpus: Box::new(crate::gpu::NoGpus),

@@ -3,6 +3,7 @@
 
 pub mod energy;
 pub mod monitor;
+pub mod node;
 pub mod nvml;
 pub mod sim;
 

@@ -101,6 +101,15 @@ impl Daemon {
             .as_mut()
             .map(|m| m.take_run(run))
             .unwrap_or_default();
+        // A run on a cluster node: its GPUs were sampled there.
+        let node = match records.is_empty() && !self.runs.executor.local() {
+            true => self.node_gpus(run),
+            false => None,
+        };
+        let (records, gpu_energy, series) = match node {
+            Some(n) => (n.records, n.energy, n.series),
+            None => (records, gpu_energy, Vec::new()),
+        };
         // Before the end is recorded, so whoever sees the end sees the
         // energy; a store that refuses it refuses the end too, and both are
         // offered again (the energy kept until then).
@@ -147,6 +156,14 @@ impl Daemon {
         {
             tracing::error!("run {run}: cannot store its GPU record: {e}");
         }
+        // Only by the call that recorded the end: a retried report would
+        // store the node's series twice.
+        if newly
+            && !series.is_empty()
+            && let Err(e) = self.store().add_series(&series)
+        {
+            tracing::error!("run {run}: cannot store its GPU series: {e}");
+        }
         if out.class == RunClass::Ok
             && let Err(e) = self.state.remove_all(&runenv::scratch_rel(run))
         {
@@ -157,6 +174,18 @@ impl Daemon {
         }
         self.changed();
         recorded
+    }
+
+    /// What run `run`'s GPUs did on its cluster node, from the samples in
+    /// its run folder (`gpu/node.rs`); none where nothing was sampled.
+    fn node_gpus(&self, run: i64) -> Option<crate::gpu::node::NodeGpus> {
+        let row = self.store().run(run).ok()?;
+        crate::gpu::node::read(
+            Path::new(&row.run_dir),
+            run,
+            crate::daemon::watch::gpus::monitor_config(&self.cfg),
+            Some(self.cfg.tariff()),
+        )
     }
 
     /// An ended run's energy and cost: its GPUs' share from the monitor,

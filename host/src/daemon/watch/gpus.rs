@@ -104,19 +104,24 @@ pub fn setup(cfg: &Config, backend: Box<dyn gpu::GpuBackend>) -> Result<GpuSetup
             open: false,
         })
         .collect();
-    let mcfg = MonitorConfig {
-        foreign_util_max: cfg.gpu.foreign_util_max,
-        foreign_quiet_ms: cfg.gpu.foreign_quiet.as_millis() as i64,
-        host_mem_min_free: cfg.gpu.host_mem_min_free.as_u64(),
-        stall_after_ms: cfg.gpu.stall_after.as_millis() as i64,
-        series_every_ms: cfg.gpu.series_every.as_millis() as i64,
-    };
+    let mcfg = monitor_config(cfg);
     Ok(GpuSetup {
         backend: Some(backend),
         pool,
         monitor: Some(Monitor::new(&inventory, mcfg)),
         facts,
     })
+}
+
+/// The monitor's thresholds, from `[gpu]`.
+pub fn monitor_config(cfg: &Config) -> MonitorConfig {
+    MonitorConfig {
+        foreign_util_max: cfg.gpu.foreign_util_max,
+        foreign_quiet_ms: cfg.gpu.foreign_quiet.as_millis() as i64,
+        host_mem_min_free: cfg.gpu.host_mem_min_free.as_u64(),
+        stall_after_ms: cfg.gpu.stall_after.as_millis() as i64,
+        series_every_ms: cfg.gpu.series_every.as_millis() as i64,
+    }
 }
 
 /// Reads every monitored GPU once (NVML calls block: run off the runtime).

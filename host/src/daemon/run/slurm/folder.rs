@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use crate::daemon::run::executor::Launch;
+use crate::gpu::node;
 use crate::sandbox::files;
 use crate::sandbox::launch::SupervisorCmd;
 
@@ -27,9 +28,25 @@ pub const FROM_JOB: &[&str] = &[
     "SLURMD_NODENAME",
 ];
 
+/// The node's GPU sampler a GPU job's script starts beside the supervisor
+/// (`gpu/node.rs`): the `nightjard` binary (at the same path on every node)
+/// and its orders.
+#[derive(Debug, Clone)]
+pub(super) struct Sampler {
+    /// The `nightjard` binary.
+    pub program: PathBuf,
+    /// Backend and period.
+    pub spec: crate::gpu::node::SamplerSpec,
+}
+
 /// Writes the spec, the lock file and the batch script (which execs
-/// `supervisor` on the run folder) into the run folder; the script's path.
-pub(super) fn prepare(supervisor: &SupervisorCmd, run: &mut Launch) -> Result<PathBuf> {
+/// `supervisor` on the run folder, and for a GPU job first starts
+/// `sampler` beside it) into the run folder; the script's path.
+pub(super) fn prepare(
+    supervisor: &SupervisorCmd,
+    sampler: Option<&Sampler>,
+    run: &mut Launch,
+) -> Result<PathBuf> {
     let dir = &run.dir;
     std::fs::create_dir_all(dir).with_context(|| format!("make {}", dir.display()))?;
     let lock_file = dir.join(LOCK);
@@ -49,10 +66,28 @@ pub(super) fn prepare(supervisor: &SupervisorCmd, run: &mut Launch) -> Result<Pa
     let mut command = vec![quote(&supervisor.program)];
     command.extend(supervisor.prefix.iter().map(|a| shell_quote(a)));
     command.push(quote(dir));
+    // `$$` is the shell's pid, which `exec` hands to the supervisor: the
+    // sampler's parent, whose session holds the run's processes.
+    let sample = match sampler.filter(|_| run.resources.gpus > 0) {
+        Some(s) => {
+            let mut line = serde_json::to_string(&s.spec).context("write the sampler's spec")?;
+            line.push('\n');
+            write_private(&dir.join(node::SPEC), line.as_bytes())?;
+            format!(
+                "{} {} {} $$ </dev/null >/dev/null 2>>{} &\n",
+                quote(&s.program),
+                node::VERB,
+                quote(dir),
+                quote(&dir.join(node::LOG)),
+            )
+        }
+        None => String::new(),
+    };
     let script = format!(
-        "#!/bin/sh\n# Run {} of task {}: nightjar's supervisor on the node SLURM picked.\nexec {} < {}\n",
+        "#!/bin/sh\n# Run {} of task {}: nightjar's supervisor on the node SLURM picked.\n{}exec {} < {}\n",
         id,
         task,
+        sample,
         command.join(" "),
         quote(&dir.join(SPEC)),
     );

@@ -79,6 +79,8 @@ pub struct SlurmExecutor {
     cfg: ExecutorConfig,
     /// The batch step's command (the node must have it at the same path).
     supervisor: SupervisorCmd,
+    /// The GPU sampler a GPU job starts on its node (none: `node_gpus = "none"`).
+    sampler: Option<folder::Sampler>,
     /// This daemon's mark in job comments: `nightjar:<host>-<state dir hash>`.
     tag: String,
     /// The jobs of runs in progress, by run id.
@@ -96,10 +98,24 @@ impl SlurmExecutor {
     /// An executor for `cfg`, its batch step started from the `nightjard`
     /// binary at `exe` (its `nightjar-supervise` sibling when there is one).
     /// `state_dir` names this daemon in its jobs' comments.
-    pub fn new(cfg: &ExecutorConfig, exe: &Path, state_dir: &Path) -> SlurmExecutor {
+    /// A GPU job's node is sampled every `gpu_every` (`[gpu] sample_period`).
+    pub fn new(
+        cfg: &ExecutorConfig,
+        exe: &Path,
+        state_dir: &Path,
+        gpu_every: std::time::Duration,
+    ) -> SlurmExecutor {
+        let sampler = crate::gpu::node::wanted(&cfg.node_gpus).then(|| folder::Sampler {
+            program: exe.to_path_buf(),
+            spec: crate::gpu::node::SamplerSpec {
+                backend: cfg.node_gpus.clone(),
+                every_ms: u64::try_from(gpu_every.as_millis()).unwrap_or(u64::MAX),
+            },
+        });
         SlurmExecutor {
             cfg: cfg.clone(),
             supervisor: SupervisorCmd::for_exe(exe),
+            sampler,
             tag: tag(state_dir),
             jobs: Arc::default(),
             poller: OnceLock::new(),
@@ -203,7 +219,7 @@ impl Executor for SlurmExecutor {
         mut run: Launch,
         started: &mut dyn FnMut(u32),
     ) -> Result<()> {
-        let script = folder::prepare(&self.supervisor, &mut run)?;
+        let script = folder::prepare(&self.supervisor, self.sampler.as_ref(), &mut run)?;
         let res = &run.resources;
         let ask = cli::JobAsk {
             task: run.spec.task_id,

@@ -1,0 +1,291 @@
+//! GPUs read on a cluster node, for a run whose batch step runs there
+//! (`[executor] kind = "slurm"`). The job script starts `nightjard
+//! gpu-sample RUN_DIR SESSION` beside the supervisor: it opens NVML on the
+//! node, reads the GPUs SLURM gave the job (`CUDA_VISIBLE_DEVICES`) every
+//! `every_ms`, and appends each round to `gpu-samples.jsonl` in the run
+//! folder, marking which processes are the run's (those in the
+//! supervisor's session, `SESSION`). When the run ends, the daemon reads
+//! the file back through the same [`Monitor`] local runs go through, so a
+//! node's run gets the same GPU records, series and energy as a local one.
+
+use std::collections::HashSet;
+use std::io::{BufRead, Write};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+
+use super::monitor::{Monitor, MonitorConfig, RunGpuRecord, RunOnGpus, SeriesPoint};
+use super::{BackendSpec, GpuInfo, GpuReading};
+
+/// What the sampler is told, written by the daemon beside the job script.
+pub const SPEC: &str = "gpu-sampler.json";
+/// The rounds, one JSON line each.
+pub const SAMPLES: &str = "gpu-samples.jsonl";
+/// The sampler's own complaints (no NVML on the node, a bad GPU list).
+pub const LOG: &str = "gpu-sampler.log";
+/// The hidden `nightjard` verb the job script runs.
+pub const VERB: &str = "gpu-sample";
+
+/// Rounds written before the sampler starts writing every other one (and
+/// so on, doubling): a run of days keeps a bounded file, its first and last
+/// rounds always in it.
+const FULL_ROUNDS: u64 = 50_000;
+/// The most of the samples file the daemon reads (at about 300 bytes a
+/// GPU a round, far past what the halving lets the sampler write).
+const MAX_READ: u64 = 256 << 20;
+
+/// The sampler's orders.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SamplerSpec {
+    /// The backend on the node: `auto`, `nvml` or `nvml:/path`.
+    pub backend: String,
+    /// Between rounds, ms.
+    pub every_ms: u64,
+}
+
+/// One line of the samples file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+enum Line {
+    /// The run's GPUs, first.
+    Gpus { gpus: Vec<GpuInfo> },
+    /// One reading of each, and which processes on them are the run's.
+    Round {
+        at: i64,
+        readings: Vec<(u32, GpuReading)>,
+        mine: Vec<u32>,
+    },
+}
+
+/// Whether the node's sampler should run for a backend named `backend`
+/// (`[executor] node_gpus`): `none` turns it off.
+pub fn wanted(backend: &str) -> bool {
+    backend != "none"
+}
+
+/// Checks `[executor] node_gpus`: NVML or none (a node's GPUs are real).
+pub fn check_backend(backend: &str) -> Result<()> {
+    match backend.parse::<BackendSpec>() {
+        Ok(BackendSpec::Auto | BackendSpec::Nvml(_) | BackendSpec::None) => Ok(()),
+        Ok(BackendSpec::Sim(_)) => bail!(
+            "key `executor.node_gpus` is `{backend}`: a node's GPUs are read through NVML; use auto, nvml, nvml:/path/to/libnvidia-ml.so or none"
+        ),
+        Err(e) => bail!("key `executor.node_gpus`: {e}"),
+    }
+}
+
+/// `nightjard gpu-sample RUN_DIR SESSION`: samples until the supervisor
+/// (`session`, the sampler's parent) is gone or `ended()` says the run's
+/// status is written, then writes one last round.
+pub fn sample_main(dir: &Path, session: u32, ended: &dyn Fn() -> bool) -> Result<()> {
+    use std::io::Read;
+    let spec_path = dir.join(SPEC);
+    let mut text = String::new();
+    std::fs::File::open(&spec_path)
+        .and_then(|f| f.take(64 << 10).read_to_string(&mut text))
+        .with_context(|| format!("read {}", spec_path.display()))?;
+    let spec: SamplerSpec = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a sampler spec", spec_path.display()))?;
+    let backend_spec: BackendSpec = spec.backend.parse().map_err(anyhow::Error::msg)?;
+    let (mut backend, note) = super::open(&backend_spec, None).map_err(anyhow::Error::msg)?;
+    if let Some(note) = note {
+        bail!("{note}: this run's GPUs are not sampled on this node");
+    }
+    let visible = std::env::var("CUDA_VISIBLE_DEVICES").unwrap_or_default();
+    let gpus = job_gpus(backend.inventory(), &visible)?;
+    if gpus.is_empty() {
+        bail!("the job has no GPUs (CUDA_VISIBLE_DEVICES is `{visible}`): nothing to sample");
+    }
+    let path = dir.join(SAMPLES);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .with_context(|| format!("open {}", path.display()))?;
+    let mut out = std::io::BufWriter::new(file);
+    write_line(&mut out, &Line::Gpus { gpus: gpus.clone() })?;
+    let indices: Vec<u32> = gpus.iter().map(|g| g.index).collect();
+    let every = std::time::Duration::from_millis(spec.every_ms.max(50));
+    // SLURM ends a job's leftover processes with SIGTERM when its batch
+    // step (the supervisor) exits: the sampler takes it as the run's end
+    // and writes its last round.
+    // SAFETY: the handler only stores to an atomic.
+    unsafe { libc::signal(libc::SIGTERM, on_term as *const () as libc::sighandler_t) };
+    let (mut round, mut written, mut stride) = (0u64, 0u64, 1u64);
+    loop {
+        let last = TERM.load(Ordering::Relaxed) || !supervised_by(session) || ended();
+        if last || round % stride == 0 {
+            let readings = indices
+                .iter()
+                .filter_map(|&i| backend.read(i).ok().map(|r| (i, r)))
+                .collect::<Vec<_>>();
+            let mine = readings
+                .iter()
+                .flat_map(|(_, r)| r.processes.iter().map(|p| p.pid))
+                .filter(|&pid| in_session(pid, session) || descends_from(pid, session))
+                .collect::<HashSet<_>>()
+                .into_iter()
+                .collect();
+            let at = crate::time::now_ms();
+            write_line(&mut out, &Line::Round { at, readings, mine })?;
+            written += 1;
+            if written % FULL_ROUNDS == 0 {
+                stride *= 2;
+            }
+        }
+        if last {
+            return Ok(());
+        }
+        round += 1;
+        let wake = std::time::Instant::now() + every;
+        while !TERM.load(Ordering::Relaxed) && std::time::Instant::now() < wake {
+            std::thread::sleep(TICK.min(wake.saturating_duration_since(std::time::Instant::now())));
+        }
+    }
+}
+
+/// Set by SIGTERM.
+static TERM: AtomicBool = AtomicBool::new(false);
+/// How often a sleeping sampler looks at [`TERM`].
+const TICK: std::time::Duration = std::time::Duration::from_millis(20);
+
+extern "C" fn on_term(_: libc::c_int) {
+    TERM.store(true, Ordering::Relaxed);
+}
+
+fn write_line(out: &mut impl Write, line: &Line) -> Result<()> {
+    let mut text = serde_json::to_string(line).context("write a GPU sample")?;
+    text.push('\n');
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .context("append to the GPU samples")
+}
+
+/// The GPUs of `inventory` that `CUDA_VISIBLE_DEVICES` names, by index or
+/// by UUID (as SLURM may set it).
+fn job_gpus(inventory: &[GpuInfo], visible: &str) -> Result<Vec<GpuInfo>> {
+    let mut out = Vec::new();
+    for item in visible.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let found = match item.parse::<u32>() {
+            Ok(index) => inventory.iter().find(|g| g.index == index),
+            Err(_) => inventory.iter().find(|g| g.uuid == item),
+        };
+        match found {
+            Some(g) => out.push(g.clone()),
+            None => {
+                bail!("CUDA_VISIBLE_DEVICES names `{item}`, which NVML on this node does not list")
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Whether the sampler's parent is still the supervisor `session` (the job
+/// script's shell, which became it by `exec`).
+fn supervised_by(session: u32) -> bool {
+    // SAFETY: getppid has no preconditions.
+    let parent = unsafe { libc::getppid() };
+    u32::try_from(parent).is_ok_and(|p| p == session)
+}
+
+/// Whether `pid` is in the session `session` (the supervisor's: its task
+/// and all it starts).
+fn in_session(pid: u32, session: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: getsid has no memory effects; a pid that is gone gives -1.
+    let sid = unsafe { libc::getsid(pid) };
+    u32::try_from(sid).is_ok_and(|s| s == session)
+}
+
+/// Whether `pid` is the supervisor `ancestor` or below it. Under SLURM the
+/// batch step may lead its process group, so the supervisor's `setsid`
+/// fails and the session is not its own; its task's processes are still
+/// its descendants (it is their subreaper).
+fn descends_from(pid: u32, ancestor: u32) -> bool {
+    let mut at = pid;
+    for _ in 0..256 {
+        if at == ancestor {
+            return true;
+        }
+        match parent_of(at) {
+            Some(p) if p > 1 => at = p,
+            _ => return false,
+        }
+    }
+    false
+}
+
+/// A process's parent, from `/proc/PID/stat` (the field after the state,
+/// past the command name in parentheses, which may hold anything).
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// What a node's samples add up to for run `run`.
+#[derive(Debug, Default)]
+pub struct NodeGpus {
+    /// Its GPU records.
+    pub records: Vec<RunGpuRecord>,
+    /// Its share of their energy, priced.
+    pub energy: Option<super::energy::RunEnergy>,
+    /// The downsampled series.
+    pub series: Vec<SeriesPoint>,
+}
+
+/// Reads run `run`'s samples from its folder `dir` (none: the sampler did
+/// not run there, or wrote nothing) through a monitor configured by `cfg`
+/// and priced by `tariff`. Lines that do not parse (one cut short by a
+/// node that failed) are skipped.
+pub fn read(
+    dir: &Path,
+    run: i64,
+    cfg: MonitorConfig,
+    tariff: Option<crate::tariff::Tariff>,
+) -> Option<NodeGpus> {
+    use std::io::Read;
+    let file = std::fs::File::open(dir.join(SAMPLES)).ok()?;
+    let reader = std::io::BufReader::new(file.take(MAX_READ));
+    let mut monitor: Option<Monitor> = None;
+    let mut on = RunOnGpus {
+        run,
+        gpus: Vec::new(),
+        session: 0,
+        log_bytes: 0,
+    };
+    let mut series = Vec::new();
+    for line in reader.lines() {
+        let Ok(line) = line else { break };
+        match serde_json::from_str::<Line>(&line) {
+            Ok(Line::Gpus { gpus }) if monitor.is_none() => {
+                on.gpus = gpus.iter().map(|g| g.index).collect();
+                let mut m = Monitor::new(&gpus, cfg.clone());
+                m.tariff = tariff.clone();
+                monitor = Some(m);
+            }
+            Ok(Line::Round { at, readings, mine }) => {
+                let Some(m) = monitor.as_mut() else { continue };
+                let owner = |pid: u32| mine.contains(&pid).then_some(run);
+                let readings = readings.into_iter().map(|(i, r)| (i, Ok(r))).collect();
+                let fx = m.apply(at, readings, std::slice::from_ref(&on), &owner, None);
+                series.extend(fx.series);
+            }
+            _ => {}
+        }
+    }
+    let (records, energy) = monitor?.take_run(run);
+    Some(NodeGpus {
+        records,
+        energy,
+        series,
+    })
+}
+
+#[cfg(test)]
+#[path = "node_tests.rs"]
+mod tests;
