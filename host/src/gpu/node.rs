@@ -28,13 +28,14 @@ pub const LOG: &str = "gpu-sampler.log";
 /// The hidden `nightjard` verb the job script runs.
 pub const VERB: &str = "gpu-sample";
 
-/// Rounds written before the sampler starts writing every other one (and
-/// so on, doubling): a run of days keeps a bounded file, its first and last
-/// rounds always in it.
-const FULL_ROUNDS: u64 = 50_000;
-/// The most of the samples file the daemon reads (at about 300 bytes a
-/// GPU a round, far past what the halving lets the sampler write).
-const MAX_READ: u64 = 256 << 20;
+/// The most the sampler writes: past half of it, it writes every other
+/// round, past three quarters every fourth, and so on; the last round is
+/// always written. A run of days keeps a bounded file with its first and
+/// last rounds in it.
+const BUDGET: u64 = 64 << 20;
+/// The most of the samples file the daemon reads: its first line, and the
+/// end of a longer file (one the sampler did not write).
+const MAX_READ: u64 = BUDGET + (1 << 20);
 
 /// The sampler's orders.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -56,6 +57,9 @@ enum Line {
         at: i64,
         readings: Vec<(u32, GpuReading)>,
         mine: Vec<u32>,
+        /// GPUs whose reading failed this round, and why.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        failed: Vec<(u32, String)>,
     },
 }
 
@@ -81,6 +85,22 @@ pub fn check_backend(backend: &str) -> Result<()> {
 /// status is written, then writes one last round.
 pub fn sample_main(dir: &Path, session: u32, ended: &dyn Fn() -> bool) -> Result<()> {
     use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    // SLURM ends a job's processes with SIGTERM: the sampler takes it (and
+    // any other ending signal, whatever disposition it inherited) as the
+    // run's end and writes its last round.
+    for sig in [
+        libc::SIGTERM,
+        libc::SIGINT,
+        libc::SIGQUIT,
+        libc::SIGHUP,
+        libc::SIGUSR1,
+        libc::SIGUSR2,
+        libc::SIGALRM,
+    ] {
+        // SAFETY: the handler only stores to an atomic.
+        unsafe { libc::signal(sig, on_term as *const () as libc::sighandler_t) };
+    }
     let spec_path = dir.join(SPEC);
     let mut text = String::new();
     std::fs::File::open(&spec_path)
@@ -102,25 +122,25 @@ pub fn sample_main(dir: &Path, session: u32, ended: &dyn Fn() -> bool) -> Result
     let file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
+        .custom_flags(libc::O_NOFOLLOW)
         .open(&path)
         .with_context(|| format!("open {}", path.display()))?;
     let mut out = std::io::BufWriter::new(file);
-    write_line(&mut out, &Line::Gpus { gpus: gpus.clone() })?;
+    let mut budget = Budget::new(BUDGET);
+    budget.spent(write_line(&mut out, &Line::Gpus { gpus: gpus.clone() })?);
     let indices: Vec<u32> = gpus.iter().map(|g| g.index).collect();
-    let every = std::time::Duration::from_millis(spec.every_ms.max(50));
-    // SLURM ends a job's leftover processes with SIGTERM when its batch
-    // step (the supervisor) exits: the sampler takes it as the run's end
-    // and writes its last round.
-    // SAFETY: the handler only stores to an atomic.
-    unsafe { libc::signal(libc::SIGTERM, on_term as *const () as libc::sighandler_t) };
-    let (mut round, mut written, mut stride) = (0u64, 0u64, 1u64);
+    let every = std::time::Duration::from_millis(spec.every_ms.clamp(50, 3_600_000));
+    let mut round = 0u64;
     loop {
-        let last = TERM.load(Ordering::Relaxed) || !supervised_by(session) || ended();
-        if last || round % stride == 0 {
-            let readings = indices
-                .iter()
-                .filter_map(|&i| backend.read(i).ok().map(|r| (i, r)))
-                .collect::<Vec<_>>();
+        let last = TERM.load(Ordering::Relaxed) || !alive(session) || ended();
+        if last || budget.takes(round) {
+            let (mut readings, mut failed) = (Vec::new(), Vec::new());
+            for &i in &indices {
+                match backend.read(i) {
+                    Ok(r) => readings.push((i, r)),
+                    Err(e) => failed.push((i, e)),
+                }
+            }
             let mine = readings
                 .iter()
                 .flat_map(|(_, r)| r.processes.iter().map(|p| p.pid))
@@ -129,11 +149,13 @@ pub fn sample_main(dir: &Path, session: u32, ended: &dyn Fn() -> bool) -> Result
                 .into_iter()
                 .collect();
             let at = crate::time::now_ms();
-            write_line(&mut out, &Line::Round { at, readings, mine })?;
-            written += 1;
-            if written % FULL_ROUNDS == 0 {
-                stride *= 2;
-            }
+            let line = Line::Round {
+                at,
+                readings,
+                mine,
+                failed,
+            };
+            budget.spent(write_line(&mut out, &line)?);
         }
         if last {
             return Ok(());
@@ -146,7 +168,44 @@ pub fn sample_main(dir: &Path, session: u32, ended: &dyn Fn() -> bool) -> Result
     }
 }
 
-/// Set by SIGTERM.
+/// Which rounds the sampler writes: all of them until half its budget is
+/// spent, then every other one until half the rest is, and so on; none
+/// once under a line's worth is left (the last round is written anyway).
+#[derive(Debug)]
+struct Budget {
+    total: u64,
+    used: u64,
+    /// Past this many bytes the stride doubles.
+    next: u64,
+    stride: u64,
+}
+
+impl Budget {
+    fn new(total: u64) -> Budget {
+        Budget {
+            total,
+            used: 0,
+            next: total / 2,
+            stride: 1,
+        }
+    }
+
+    /// Whether round `round` is written.
+    fn takes(&self, round: u64) -> bool {
+        self.total - self.used.min(self.total) >= 4096 && round.is_multiple_of(self.stride)
+    }
+
+    /// `bytes` more were written.
+    fn spent(&mut self, bytes: u64) {
+        self.used = self.used.saturating_add(bytes);
+        while self.used >= self.next && self.next < self.total {
+            self.stride = self.stride.saturating_mul(2);
+            self.next += (self.total - self.next).div_ceil(2);
+        }
+    }
+}
+
+/// Set by an ending signal.
 static TERM: AtomicBool = AtomicBool::new(false);
 /// How often a sleeping sampler looks at [`TERM`].
 const TICK: std::time::Duration = std::time::Duration::from_millis(20);
@@ -155,12 +214,14 @@ extern "C" fn on_term(_: libc::c_int) {
     TERM.store(true, Ordering::Relaxed);
 }
 
-fn write_line(out: &mut impl Write, line: &Line) -> Result<()> {
+/// Appends `line`; the bytes written.
+fn write_line(out: &mut impl Write, line: &Line) -> Result<u64> {
     let mut text = serde_json::to_string(line).context("write a GPU sample")?;
     text.push('\n');
     out.write_all(text.as_bytes())
         .and_then(|()| out.flush())
-        .context("append to the GPU samples")
+        .context("append to the GPU samples")?;
+    Ok(text.len() as u64)
 }
 
 /// The GPUs of `inventory` that `CUDA_VISIBLE_DEVICES` names, by index or
@@ -182,12 +243,16 @@ fn job_gpus(inventory: &[GpuInfo], visible: &str) -> Result<Vec<GpuInfo>> {
     Ok(out)
 }
 
-/// Whether the sampler's parent is still the supervisor `session` (the job
-/// script's shell, which became it by `exec`).
-fn supervised_by(session: u32) -> bool {
-    // SAFETY: getppid has no preconditions.
-    let parent = unsafe { libc::getppid() };
-    u32::try_from(parent).is_ok_and(|p| p == session)
+/// Whether the supervisor `session` is still there. The sampler is not its
+/// child (the job script starts it detached, so the supervisor neither
+/// signals it with the task's tree nor waits for it): it watches the pid.
+fn alive(session: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(session) else {
+        return false;
+    };
+    // SAFETY: signal 0 only checks that the process exists.
+    let sent = unsafe { libc::kill(pid, 0) } == 0;
+    sent || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
 /// Whether `pid` is in the session `session` (the supervisor's: its task
@@ -222,8 +287,10 @@ fn descends_from(pid: u32, ancestor: u32) -> bool {
 /// A process's parent, from `/proc/PID/stat` (the field after the state,
 /// past the command name in parentheses, which may hold anything).
 fn parent_of(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after = &stat[stat.rfind(')')? + 1..];
+    // Bytes: a process may name itself anything, UTF-8 or not.
+    let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
+    let close = stat.iter().rposition(|&b| b == b')')?;
+    let after = String::from_utf8_lossy(&stat[close + 1..]);
     after.split_whitespace().nth(1)?.parse().ok()
 }
 
@@ -248,9 +315,6 @@ pub fn read(
     cfg: MonitorConfig,
     tariff: Option<crate::tariff::Tariff>,
 ) -> Option<NodeGpus> {
-    use std::io::Read;
-    let file = std::fs::File::open(dir.join(SAMPLES)).ok()?;
-    let reader = std::io::BufReader::new(file.take(MAX_READ));
     let mut monitor: Option<Monitor> = None;
     let mut on = RunOnGpus {
         run,
@@ -259,8 +323,7 @@ pub fn read(
         log_bytes: 0,
     };
     let mut series = Vec::new();
-    for line in reader.lines() {
-        let Ok(line) = line else { break };
+    for line in lines(&dir.join(SAMPLES))? {
         match serde_json::from_str::<Line>(&line) {
             Ok(Line::Gpus { gpus }) if monitor.is_none() => {
                 on.gpus = gpus.iter().map(|g| g.index).collect();
@@ -268,10 +331,19 @@ pub fn read(
                 m.tariff = tariff.clone();
                 monitor = Some(m);
             }
-            Ok(Line::Round { at, readings, mine }) => {
+            Ok(Line::Round {
+                at,
+                readings,
+                mine,
+                failed,
+            }) => {
                 let Some(m) = monitor.as_mut() else { continue };
                 let owner = |pid: u32| mine.contains(&pid).then_some(run);
-                let readings = readings.into_iter().map(|(i, r)| (i, Ok(r))).collect();
+                let readings = readings
+                    .into_iter()
+                    .map(|(i, r)| (i, Ok(r)))
+                    .chain(failed.into_iter().map(|(i, e)| (i, Err(e))))
+                    .collect();
                 let fx = m.apply(at, readings, std::slice::from_ref(&on), &owner, None);
                 series.extend(fx.series);
             }
@@ -284,6 +356,43 @@ pub fn read(
         energy,
         series,
     })
+}
+
+/// The samples file's lines: all of it, or for a file longer than
+/// [`MAX_READ`] its first line and the whole lines of its last
+/// `MAX_READ` bytes. Only a regular file, not followed through a link nor
+/// waited on (a FIFO); none when there is no such file.
+fn lines(path: &Path) -> Option<Vec<String>> {
+    use std::io::{Read, Seek, SeekFrom};
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    let meta = file.metadata().ok()?;
+    if !meta.is_file() {
+        return None;
+    }
+    let mut out = Vec::new();
+    let mut reader = std::io::BufReader::new(&mut file);
+    if meta.len() > MAX_READ {
+        let mut first = Vec::new();
+        reader
+            .by_ref()
+            .take(1 << 20)
+            .read_until(b'\n', &mut first)
+            .ok()?;
+        out.push(String::from_utf8_lossy(&first).into_owned());
+        reader.seek(SeekFrom::Start(meta.len() - MAX_READ)).ok()?;
+        let mut partial = Vec::new();
+        reader.read_until(b'\n', &mut partial).ok()?;
+    }
+    for line in reader.take(MAX_READ).split(b'\n') {
+        let Ok(line) = line else { break };
+        out.push(String::from_utf8_lossy(&line).into_owned());
+    }
+    Some(out)
 }
 
 #[cfg(test)]

@@ -1,3 +1,5 @@
+use std::io::Write as _;
+
 use super::*;
 use crate::gpu::GpuProcess;
 
@@ -52,6 +54,7 @@ fn a_nodes_rounds_make_the_record_a_local_run_would_get() {
         at,
         readings: vec![(2, reading(util, energy, &[(10, 40 << 30), (99, 8 << 30)]))],
         mine: vec![10],
+        failed: vec![],
     };
     write(
         dir.path(),
@@ -87,6 +90,7 @@ fn no_samples_file_or_no_gpus_line_gives_nothing() {
             at: 1,
             readings: vec![(0, reading(1, 1, &[]))],
             mine: vec![],
+            failed: vec![],
         }],
         "",
     );
@@ -163,4 +167,98 @@ fn an_h200s_samples_from_gpu_check_give_the_runs_peak_and_its_counter_energy() {
     assert!((r.energy_j - 3_932.545).abs() < 1e-6, "{}", r.energy_j);
     let energy = got.energy.expect("the run's energy");
     assert!(energy.energy_j > 0.0, "{energy:?}");
+}
+
+#[test]
+fn a_failed_reading_is_not_counted_as_the_last_good_one_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let ok = |at: i64| Line::Round {
+        at,
+        readings: vec![(0, reading(100, 1_000_000 + at as u64, &[(10, 1 << 30)]))],
+        mine: vec![10],
+        failed: vec![],
+    };
+    let lost = |at: i64| Line::Round {
+        at,
+        readings: vec![],
+        mine: vec![],
+        failed: vec![(0, "NVML GPU 0: GPU is lost".into())],
+    };
+    write(
+        dir.path(),
+        &[
+            Line::Gpus { gpus: vec![gpu(0)] },
+            ok(1_000),
+            ok(2_000),
+            lost(3_000),
+            lost(4_000),
+        ],
+        "",
+    );
+    let got = read(dir.path(), 3, cfg(), None).expect("samples");
+    assert_eq!(got.records[0].samples, 2, "{:?}", got.records);
+}
+
+#[test]
+fn the_budget_halves_the_rounds_written_as_it_fills_and_never_passes_its_total() {
+    let mut b = Budget::new(1 << 20);
+    let mut written = 0u64;
+    for round in 0..1_000_000u64 {
+        if b.takes(round) {
+            b.spent(300);
+            written += 1;
+        }
+    }
+    assert!(b.used <= 1 << 20, "{b:?}");
+    assert!(b.stride > 1, "{b:?}");
+    // Everything until half the budget: 1,747 lines of 300 bytes.
+    assert!(written > 1_747 && written < 3_500, "{written}");
+}
+
+#[test]
+fn a_file_past_what_is_read_keeps_its_gpus_and_its_last_rounds() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(SAMPLES);
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    let first = serde_json::to_string(&Line::Gpus { gpus: vec![gpu(0)] }).unwrap();
+    writeln!(f, "{first}").unwrap();
+    let round = |at: i64, energy: u64| Line::Round {
+        at,
+        readings: vec![(0, reading(50, energy, &[(10, 1 << 30)]))],
+        mine: vec![10],
+        failed: vec![],
+    };
+    let filler = serde_json::to_string(&round(1, 5)).unwrap();
+    let mut size = first.len() as u64;
+    while size <= MAX_READ + (1 << 20) {
+        writeln!(f, "{filler}").unwrap();
+        size += filler.len() as u64 + 1;
+    }
+    for (at, energy) in [(10_000, 7_000_000), (11_000, 9_000_000)] {
+        writeln!(f, "{}", serde_json::to_string(&round(at, energy)).unwrap()).unwrap();
+    }
+    drop(f);
+    let got = read(dir.path(), 1, cfg(), None).expect("samples");
+    let r = &got.records[0];
+    assert!(r.samples > 2, "{r:?}");
+    assert_eq!(r.uuid, "GPU-0", "the first line is kept");
+    // From the first round read (energy 5) to the last (9,000,000 mJ).
+    assert!((r.energy_j - 8_999.995).abs() < 1e-6, "{}", r.energy_j);
+}
+
+#[test]
+fn a_link_or_a_fifo_in_place_of_the_samples_is_not_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("elsewhere");
+    std::fs::write(&target, "{\"kind\":\"gpus\",\"gpus\":[]}\n").unwrap();
+    std::os::unix::fs::symlink(&target, dir.path().join(SAMPLES)).unwrap();
+    assert!(read(dir.path(), 1, cfg(), None).is_none());
+    std::fs::remove_file(dir.path().join(SAMPLES)).unwrap();
+    let fifo = std::ffi::CString::new(dir.path().join(SAMPLES).to_str().unwrap()).unwrap();
+    // SAFETY: a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    assert!(
+        read(dir.path(), 1, cfg(), None).is_none(),
+        "no wait on a FIFO"
+    );
 }

@@ -66,15 +66,18 @@ pub(super) fn prepare(
     let mut command = vec![quote(&supervisor.program)];
     command.extend(supervisor.prefix.iter().map(|a| shell_quote(a)));
     command.push(quote(dir));
-    // `$$` is the shell's pid, which `exec` hands to the supervisor: the
-    // sampler's parent, whose session holds the run's processes.
+    // `$$` is the shell's pid, which `exec` hands to the supervisor, whose
+    // session and descendants are the run's processes. The sampler starts
+    // detached (a subshell that leaves it behind), so it is not in the
+    // supervisor's tree: the task's signals and the wait for its processes
+    // do not reach it; SLURM ends it with the job.
     let sample = match sampler.filter(|_| run.resources.gpus > 0) {
         Some(s) => {
             let mut line = serde_json::to_string(&s.spec).context("write the sampler's spec")?;
             line.push('\n');
             write_private(&dir.join(node::SPEC), line.as_bytes())?;
             format!(
-                "{} {} {} $$ </dev/null >/dev/null 2>>{} &\n",
+                "({} {} {} $$ </dev/null >/dev/null 2>>{} &)\n",
                 quote(&s.program),
                 node::VERB,
                 quote(dir),
