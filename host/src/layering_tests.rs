@@ -18,7 +18,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("tariff", &[]),
     ("secrets", &[]),
     ("sync", &[]),
-    ("gpu", &["tariff"]),
+    // A node's sampler walks /proc for a run's processes.
+    ("gpu", &["sys", "tariff"]),
     // The daemon's side of runs (starting supervisors, their liveness) over
     // the supervise crate's modules, which it re-exports. No store, plugin
     // host, HTTP, notifier or daemon code.

@@ -276,22 +276,13 @@ fn descends_from(pid: u32, ancestor: u32) -> bool {
         if at == ancestor {
             return true;
         }
-        match parent_of(at) {
+        let parent = i32::try_from(at).ok().and_then(crate::sys::parent_of);
+        match parent.and_then(|p| u32::try_from(p).ok()) {
             Some(p) if p > 1 => at = p,
             _ => return false,
         }
     }
     false
-}
-
-/// A process's parent, from `/proc/PID/stat` (the field after the state,
-/// past the command name in parentheses, which may hold anything).
-fn parent_of(pid: u32) -> Option<u32> {
-    // Bytes: a process may name itself anything, UTF-8 or not.
-    let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
-    let close = stat.iter().rposition(|&b| b == b')')?;
-    let after = String::from_utf8_lossy(&stat[close + 1..]);
-    after.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// What a node's samples add up to for run `run`.

@@ -11,7 +11,7 @@ mod procfs;
 
 pub use cpus::{CpuMask, MAX_CPU_ID, pin_to_cpus};
 pub use process::{Exit, has_children, kill, killpg, reap, reap_any, set_child_subreaper};
-pub use procfs::{FileLock, descendants, locks_on};
+pub use procfs::{FileLock, descendants, locks_on, parent_of};
 
 /// The host's name (read once; `this host` when the kernel will not say),
 /// for daemon events and mail headers.

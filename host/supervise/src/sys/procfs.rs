@@ -35,10 +35,13 @@ pub fn descendants(root: i32) -> Vec<i32> {
 }
 
 /// The parent pid of `pid` from /proc/PID/stat (None if gone or a zombie).
-fn parent_of(pid: i32) -> Option<i32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+pub fn parent_of(pid: i32) -> Option<i32> {
+    // Bytes: a process names itself anything, UTF-8 or not (a task that
+    // did so was missing from its run's tree, and outlived a cancel).
+    let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
     // The command name may hold spaces and parens; fields follow the last ')'.
-    let rest = &stat[stat.rfind(')')? + 2..];
+    let close = stat.iter().rposition(|&b| b == b')')?;
+    let rest = String::from_utf8_lossy(stat.get(close + 2..)?);
     let mut fields = rest.split(' ');
     let state = fields.next()?;
     if state == "Z" {
@@ -89,6 +92,34 @@ fn parse_locks(text: &str, dev: u64, ino: u64) -> Vec<FileLock> {
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tree_tests {
+    use super::*;
+
+    #[test]
+    fn a_child_whose_name_is_not_utf8_is_still_a_descendant() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        let odd = dir.path().join(std::ffi::OsStr::from_bytes(b"sl\xffeep"));
+        std::fs::copy("/bin/sleep", &odd).unwrap();
+        let mut child = std::process::Command::new(&odd).arg("5").spawn().unwrap();
+        let pid = child.id() as i32;
+        // Until the exec has named the child after the file.
+        for _ in 0..200 {
+            let comm = std::fs::read(format!("/proc/{pid}/comm")).unwrap_or_default();
+            if comm.contains(&0xff) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let me = std::process::id() as i32;
+        assert_eq!(parent_of(pid), Some(me));
+        assert!(descendants(me).contains(&pid));
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
 }
 
 #[cfg(test)]
