@@ -20,4 +20,5 @@ mod users_harness;
 
 mod node_gpus;
 mod slurm;
+mod slurm_arrays;
 mod slurm_faults;

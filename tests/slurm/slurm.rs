@@ -86,8 +86,11 @@ pub(crate) fn slurm(cmd: &str, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// The SLURM job of task `id`'s last run: the session nightjar recorded.
-pub(crate) fn job_of(nj: &Nj, id: i64) -> i64 {
+/// The SLURM job of task `id`'s last run, as scancel and scontrol take
+/// it: the session nightjar recorded (the job, or a job array's), and for
+/// an element of an array its index from the run folder's `batch` mark
+/// (`812_3`).
+pub(crate) fn job_of(nj: &Nj, id: i64) -> String {
     nj.until("the run has its SLURM job", || {
         nj.show(id)["runs"]
             .as_array()
@@ -95,30 +98,41 @@ pub(crate) fn job_of(nj: &Nj, id: i64) -> i64 {
             .is_some_and(|r| r["supervisor_pid"].as_i64().unwrap_or(0) > 0)
     });
     let runs = nj.show(id)["runs"].clone();
-    runs.as_array().and_then(|r| r.last()).expect("a run")["supervisor_pid"]
-        .as_i64()
-        .expect("a job id")
+    let run = runs.as_array().and_then(|r| r.last()).expect("a run");
+    let job = run["supervisor_pid"].as_i64().expect("a job id");
+    let dir = Path::new(run["run_dir"].as_str().expect("a run folder"));
+    match std::fs::read_to_string(dir.join("batch")) {
+        Ok(mark) => {
+            let index = mark.split_whitespace().nth(1).expect("batch index");
+            format!("{job}_{index}")
+        }
+        Err(_) => job.to_string(),
+    }
 }
 
-/// The comments of every job SLURM keeps whose comment starts with that
-/// of `job` up to its run (the jobs of the same daemon).
-pub(crate) fn jobs_like(job: i64) -> Vec<String> {
+/// The comments of every job (each element of a job array) SLURM keeps
+/// whose comment starts with that of `job` up to its run or batch (the
+/// jobs of the same daemon).
+pub(crate) fn jobs_like(job: &str) -> Vec<String> {
     let comment = job_field(job, "Comment").expect("the job has a comment");
     let tag = comment
         .rsplit_once(":run:")
+        .or_else(|| comment.rsplit_once(":batch:"))
         .expect("nightjar's comment")
         .0
         .to_string();
-    slurm("squeue", &["-h", "-t", "all", "-o", "%k"])
+    slurm("squeue", &["-h", "-r", "-t", "all", "-o", "%k"])
         .lines()
-        .filter(|c| c.starts_with(&format!("{tag}:run:")))
+        .filter(|c| {
+            c.starts_with(&format!("{tag}:run:")) || c.starts_with(&format!("{tag}:batch:"))
+        })
         .map(str::to_string)
         .collect()
 }
 
 /// `scontrol show job`'s `Key=Value` for `key`.
-pub(crate) fn job_field(job: i64, key: &str) -> Option<String> {
-    let out = slurm("scontrol", &["show", "job", &job.to_string()]);
+pub(crate) fn job_field(job: &str, key: &str) -> Option<String> {
+    let out = slurm("scontrol", &["show", "job", job]);
     out.split_whitespace()
         .find_map(|kv| kv.strip_prefix(&format!("{key}=")).map(str::to_string))
 }
@@ -146,17 +160,17 @@ fn a_run_is_a_slurm_job_whose_task_sees_the_gpus_slurm_allocated() {
     );
     assert!(log.contains(&format!("job={job}")), "and its job id: {log}");
     assert_eq!(
-        job_field(job, "JobName").as_deref(),
+        job_field(&job, "JobName").as_deref(),
         Some(&*format!("nightjar-{id}"))
     );
-    let comment = job_field(job, "Comment").unwrap_or_default();
+    let comment = job_field(&job, "Comment").unwrap_or_default();
     assert!(
         comment.starts_with("nightjar:")
             && comment.ends_with(&format!(":run:{}", nj.show(id)["runs"][0]["id"])),
         "{comment}"
     );
     assert!(
-        job_field(job, "TresPerNode").is_some_and(|t| t.contains("gpu:2")),
+        job_field(&job, "TresPerNode").is_some_and(|t| t.contains("gpu:2")),
         "SLURM was asked for two GPUs"
     );
     // `gpus` lists the nodes' GPUs as SLURM tells them.
@@ -170,7 +184,7 @@ fn a_run_is_a_slurm_job_whose_task_sees_the_gpus_slurm_allocated() {
                 && g["name"].as_str().is_some_and(|n| n.contains(" gpu "))),
         "{gpus}"
     );
-    // A failing task keeps its exit code and class; a sweep is one job per member.
+    // A failing task keeps its exit code and class.
     let bad = nj.submit(&["--", "sh", "-c", "echo no >&2; exit 3"]);
     assert_eq!(nj.wait(bad), 3);
     let run = &nj.show(bad)["runs"][0];
@@ -187,8 +201,16 @@ fn a_run_is_a_slurm_job_whose_task_sees_the_gpus_slurm_allocated() {
     .unwrap();
     let sweep_id = nj.submit(&["-f", sweep.to_str().unwrap()]);
     assert_eq!(nj.wait(sweep_id), 0, "{}", nj.daemon_log());
-    let jobs = jobs_like(job);
-    assert_eq!(jobs.len(), 5, "each member was its own job: {jobs:?}");
+    // The sweep's members, released in one round and asking alike, are
+    // the three elements of one job array; the two tasks before, one job
+    // each.
+    let jobs = jobs_like(&job);
+    assert_eq!(jobs.len(), 5, "one job or element per run: {jobs:?}");
+    let elements: Vec<&String> = jobs.iter().filter(|c| c.contains(":batch:")).collect();
+    assert!(
+        elements.len() == 3 && elements.iter().all(|c| *c == elements[0]),
+        "{jobs:?}"
+    );
 }
 
 #[test]
@@ -198,7 +220,7 @@ fn cancel_and_timeout_end_the_job_with_nightjars_own_class_and_a_hand_scancel_is
     let long = nj.submit(&["--", "sleep", "300"]);
     let job = job_of(&nj, long);
     nj.until("SLURM runs it", || {
-        job_field(job, "JobState").as_deref() == Some("RUNNING")
+        job_field(&job, "JobState").as_deref() == Some("RUNNING")
     });
     nj.ok(&["cancel", &long.to_string()]);
     nj.wait(long);
@@ -217,15 +239,15 @@ fn cancel_and_timeout_end_the_job_with_nightjars_own_class_and_a_hand_scancel_is
         nj.show(timed)
     );
     assert!(
-        job_field(job_of(&nj, timed), "TimeLimit").is_some_and(|t| t == "00:02:00"),
+        job_field(&job_of(&nj, timed), "TimeLimit").is_some_and(|t| t == "00:02:00"),
         "SLURM's limit backs ours up: 2 s + 1 s grace + 1 min, in minutes"
     );
     let by_hand = nj.submit(&["--", "sleep", "300"]);
     let job = job_of(&nj, by_hand);
     nj.until("SLURM runs it", || {
-        job_field(job, "JobState").as_deref() == Some("RUNNING")
+        job_field(&job, "JobState").as_deref() == Some("RUNNING")
     });
-    slurm("scancel", &[&job.to_string()]);
+    slurm("scancel", &[&job]);
     nj.wait(by_hand);
     let run = nj.show(by_hand)["runs"][0].clone();
     assert_eq!(run["class"], "cancelled", "{run}");
@@ -301,7 +323,7 @@ fn no_more_jobs_wait_in_slurm_than_max_pending_and_the_next_says_why() {
     let a = nj.submit(&["--gpus", "1", "--", "true"]);
     let job = job_of(&nj, a);
     nj.until("SLURM keeps it pending for resources", || {
-        job_field(job, "JobState").as_deref() == Some("PENDING")
+        job_field(&job, "JobState").as_deref() == Some("PENDING")
     });
     let b = nj.submit(&["--gpus", "1", "--", "true"]);
     nj.until("the second waits in nightjar, saying why", || {
@@ -406,7 +428,7 @@ fn a_job_slurm_ends_at_its_own_time_limit_is_recorded_as_a_timeout_not_a_kill() 
     let id = nj.submit(&["--", "sleep", "300"]);
     let job = job_of(&nj, id);
     nj.until("SLURM runs it", || {
-        job_field(job, "JobState").as_deref() == Some("RUNNING")
+        job_field(&job, "JobState").as_deref() == Some("RUNNING")
     });
     slurm(
         "scontrol",
@@ -414,7 +436,7 @@ fn a_job_slurm_ends_at_its_own_time_limit_is_recorded_as_a_timeout_not_a_kill() 
     );
     nj.wait_within(id, Duration::from_secs(150));
     let run = nj.show(id)["runs"][0].clone();
-    assert_eq!(job_field(job, "JobState").as_deref(), Some("TIMEOUT"));
+    assert_eq!(job_field(&job, "JobState").as_deref(), Some("TIMEOUT"));
     assert_eq!(run["class"], "timeout", "{run}");
     assert!(
         run["message"]

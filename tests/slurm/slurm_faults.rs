@@ -24,10 +24,10 @@ fn a_daemon_killed_while_jobs_run_adopts_them_and_records_each_end_once() {
             nj.submit(&["--", "sh", "-c", &script])
         })
         .collect();
-    let jobs: Vec<i64> = ids.iter().map(|&id| job_of(&nj, id)).collect();
+    let jobs: Vec<String> = ids.iter().map(|&id| job_of(&nj, id)).collect();
     nj.until("all three run in SLURM", || {
         jobs.iter()
-            .all(|&j| job_field(j, "JobState").as_deref() == Some("RUNNING"))
+            .all(|j| job_field(j, "JobState").as_deref() == Some("RUNNING"))
     });
     nj.kill9();
     nj.start();
@@ -37,14 +37,14 @@ fn a_daemon_killed_while_jobs_run_adopts_them_and_records_each_end_once() {
         assert_eq!(show["runs"].as_array().map(Vec::len), Some(1), "{show}");
         assert_eq!(read(&marks.join(format!("t{i}"))), "run\n", "t{i} ran once");
     }
-    let comments = jobs_like(jobs[0]);
+    let comments = jobs_like(&jobs[0]);
     assert_eq!(comments.len(), 3, "one job per task: {comments:?}");
     crate::harness::chaos_row("daemon kill -9 while SLURM jobs run", 3, 0, 0, 0);
 }
 
 /// An `sbatch` that says it began, then waits for the test's word (the
 /// file `go`) before it hands the job to SLURM.
-fn slow_sbatch(nj: &Nj) -> (String, std::path::PathBuf) {
+pub(crate) fn slow_sbatch(nj: &Nj) -> (String, std::path::PathBuf) {
     let bin = nj.path("bin");
     let gate = nj.path("gate");
     let real = String::from_utf8_lossy(
@@ -122,7 +122,7 @@ fn killed_in_sbatch(and_sbatch_too: bool) {
         nj.show(id)["task"]["state"] == "succeeded"
     });
     assert_eq!(read(&marks.join("m")), "run\n", "it ran exactly once");
-    let comments = jobs_like(job_of(&nj, id));
+    let comments = jobs_like(&job_of(&nj, id));
     assert_eq!(comments.len(), 1, "one job for the task: {comments:?}");
 }
 
@@ -155,7 +155,7 @@ fn a_stopped_controller_delays_starts_without_failing_them_and_running_jobs_end_
     let first = nj.submit(&["--", "sh", "-c", &mark("first")]);
     let job = job_of(&nj, first);
     nj.until("SLURM runs it", || {
-        job_field(job, "JobState").as_deref() == Some("RUNNING")
+        job_field(&job, "JobState").as_deref() == Some("RUNNING")
     });
     let pid_file = Path::new(cluster()).with_file_name("slurmctld.pid");
     let pid: i32 = read(&pid_file).trim().parse().expect("slurmctld's pid");
@@ -266,7 +266,7 @@ fn an_sbatch_that_outlives_the_restart_s_wait_lands_a_job_that_never_runs_the_ta
     assert_eq!(read(&marks.join("m")), "run\n");
     // Now the old sbatch lands its job: it must not run the task again.
     std::fs::write(gate.join("go"), "").unwrap();
-    let comment = job_field(job_of(&nj, id), "Comment").expect("a comment");
+    let comment = job_field(&job_of(&nj, id), "Comment").expect("a comment");
     let old = format!(
         "{}:run:{first_run}",
         comment.rsplit_once(":run:").unwrap().0
@@ -297,11 +297,11 @@ fn another_users_job_with_a_runs_comment_is_not_taken_for_the_runs_job() {
     ]);
     let job = job_of(&nj, id);
     nj.until("SLURM runs it", || {
-        job_field(job, "JobState").as_deref() == Some("RUNNING")
+        job_field(&job, "JobState").as_deref() == Some("RUNNING")
     });
     // Anyone can give a job any comment: nobody's job copies the run's,
     // and ends at once without a status in the run folder.
-    let comment = job_field(job, "Comment").expect("a comment");
+    let comment = job_field(&job, "Comment").expect("a comment");
     let spoof = slurm(
         "sbatch",
         &[
@@ -317,12 +317,12 @@ fn another_users_job_with_a_runs_comment_is_not_taken_for_the_runs_job() {
     );
     let spoof: i64 = spoof.trim().parse().expect("the spoof's job id");
     nj.until("nobody's job is over", || {
-        job_field(spoof, "JobState").is_some_and(|s| s != "PENDING" && s != "RUNNING")
+        job_field(&spoof.to_string(), "JobState").is_some_and(|s| s != "PENDING" && s != "RUNNING")
     });
     assert_eq!(nj.wait(id), 0, "{}\n{}", nj.show(id), nj.daemon_log());
     let show = nj.show(id);
     assert_eq!(show["runs"].as_array().map(Vec::len), Some(1), "{show}");
     assert_eq!(show["runs"][0]["class"], "ok", "{show}");
-    assert_eq!(show["runs"][0]["supervisor_pid"], job, "{show}");
+    assert_eq!(show["runs"][0]["supervisor_pid"].to_string(), job, "{show}");
     assert_eq!(read(&marks.join("m")), "run\n");
 }

@@ -229,3 +229,55 @@ command = ["sleep", "1d"]
         "no signal of the daemon's own: the executor was asked"
     );
 }
+
+#[test]
+fn a_round_held_for_flush_gets_its_sessions_then_and_one_given_back_frees_its_slot() {
+    let f = daemon(2);
+    f.recorder.hold.store(true, Ordering::SeqCst);
+    f.recorder.later.store(1, Ordering::SeqCst);
+    let ids = f.submit(
+        r#"
+[[task]]
+name = "a"
+command = ["echo", "a"]
+[[task]]
+name = "b"
+command = ["echo", "b"]
+[[task]]
+name = "c"
+command = ["echo", "c"]
+"#,
+    );
+    // Both slots are taken in the pass; its flush gives `a` back (the
+    // batch system did not answer) and hands `b` over.
+    f.pass();
+    let handed = f.handed();
+    assert_eq!(handed.len(), 1, "{handed:?}");
+    assert_eq!(handed[0].1, "echo b");
+    let b = f.daemon.store().show(ids[1]).unwrap();
+    assert_eq!(b.task.state, TaskState::Running);
+    assert_eq!(
+        b.runs[0].supervisor_pid,
+        Some(900_000),
+        "the session recorded at flush"
+    );
+    let a = f.daemon.store().show(ids[0]).unwrap();
+    assert_eq!(a.task.state, TaskState::Queued, "given back: {:?}", a.runs);
+    assert_eq!(a.runs.len(), 1, "{:?}", a.runs);
+    let message = a.runs[0].message.clone().unwrap_or_default();
+    assert!(
+        a.runs[0].class == Some(RunClass::Lost) && message.contains("attempt not counted"),
+        "{message}"
+    );
+    // Its slot is free again: the next pass starts two.
+    f.pass();
+    let handed = f.handed();
+    let argv: Vec<&str> = handed.iter().map(|h| h.1.as_str()).collect();
+    assert_eq!(argv.len(), 2, "{handed:?}");
+    assert!(
+        argv.contains(&"echo b") && argv.contains(&"echo a"),
+        "{argv:?}"
+    );
+    assert_eq!(f.state(ids[0]), TaskState::Running);
+    assert_eq!(f.state(ids[2]), TaskState::Queued, "both slots taken");
+}

@@ -14,7 +14,7 @@ use super::boot::prepare::prepare_state_dir;
 use super::given::Clock;
 use super::pipeline::chain::Chain;
 use super::pipeline::dispatch::Ranking;
-use super::run::executor::{Executor, Launch, Stop};
+use super::run::executor::{Executor, Launch, Started, Stop, TryLater};
 use super::state::Daemon;
 use super::watch::gpus;
 use crate::config::Config;
@@ -59,15 +59,17 @@ pub(crate) struct Recorder {
     pub(crate) refuse: AtomicU32,
     /// What it was asked to stop: (run, session, how).
     pub(crate) stopped: Mutex<Vec<(i64, u32, Stop)>>,
+    /// Hold each launch for `flush`, as a batch system's executor does.
+    pub(crate) hold: std::sync::atomic::AtomicBool,
+    /// The launches held: (run, its argv joined, when, its `started`).
+    held: Mutex<Vec<(i64, String, i64, Started)>>,
+    /// Give back this many held launches at `flush` first, as a batch
+    /// system that did not answer (a [`TryLater`]).
+    pub(crate) later: AtomicU32,
 }
 
 impl Executor for Recorder {
-    fn launch(
-        &self,
-        _: &Arc<Daemon>,
-        run: Launch,
-        started: &mut dyn FnMut(u32),
-    ) -> anyhow::Result<()> {
+    fn launch(&self, _: &Arc<Daemon>, run: Launch, started: Started) -> anyhow::Result<()> {
         let argv = run.spec.argv.join(" ");
         if self
             .refuse
@@ -76,11 +78,34 @@ impl Executor for Recorder {
         {
             anyhow::bail!("no session for `{argv}`: refused by the test");
         }
+        if self.hold.load(Ordering::SeqCst) {
+            self.held
+                .lock_unpoisoned()
+                .push((run.run, argv, run.started_at, started));
+            return Ok(());
+        }
         self.handed
             .lock_unpoisoned()
             .push((run.run, argv, run.started_at));
         started(900_000 + self.next_session.fetch_add(1, Ordering::SeqCst));
         Ok(())
+    }
+
+    fn flush(&self, daemon: &Arc<Daemon>) {
+        let held = std::mem::take(&mut *self.held.lock_unpoisoned());
+        for (run, argv, at, started) in held {
+            if self
+                .later
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok()
+            {
+                let why = TryLater(format!("`{argv}` not taken: given back by the test"));
+                daemon.launch_failed(run, anyhow::Error::new(why));
+                continue;
+            }
+            self.handed.lock_unpoisoned().push((run, argv, at));
+            started(900_000 + self.next_session.fetch_add(1, Ordering::SeqCst));
+        }
     }
 
     fn stop(&self, run: i64, session: u32, _: &std::path::Path, how: Stop) {

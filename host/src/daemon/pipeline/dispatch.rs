@@ -94,8 +94,22 @@ impl Daemon {
     /// task yields to the task it was preempted for until that one has started.
     /// `easy` is the pass's backfill state: the first task that does not
     /// fit reserves its start, and later ones start only if they do not
-    /// delay it.
+    /// delay it. What the executor held of the runs started (a batch
+    /// system's job array) is submitted before it returns, whatever it
+    /// returns.
     pub(in crate::daemon) fn dispatch<'a>(
+        self: &Arc<Self>,
+        order: impl IntoIterator<Item = (&'a Candidate, i64)>,
+        because: impl Fn(i64, i64) -> Option<String>,
+        easy: &mut Easy,
+    ) -> anyhow::Result<Dispatched> {
+        let out = self.dispatch_each(order, because, easy);
+        self.runs.executor().flush(self);
+        out
+    }
+
+    /// [`Daemon::dispatch`]'s starts, one candidate after another.
+    fn dispatch_each<'a>(
         self: &Arc<Self>,
         order: impl IntoIterator<Item = (&'a Candidate, i64)>,
         because: impl Fn(i64, i64) -> Option<String>,

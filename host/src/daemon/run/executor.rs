@@ -28,6 +28,10 @@ pub struct Launch {
     pub steady: std::time::Instant,
 }
 
+/// What an executor calls once a run's session exists, with its id
+/// (`Executor::launch`): the daemon records it.
+pub type Started = Box<dyn FnOnce(u32) + Send>;
+
 /// How a run is asked to stop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stop {
@@ -88,11 +92,15 @@ pub enum Adopted {
 /// The contract:
 /// - `launch` returns once the run's session exists (or with why it
 ///   cannot: then nothing of it started, and the daemon records the run as
-///   failed to prepare, once).
-/// - It calls `started` with the session's id (the local supervisor's pid)
-///   before the task itself begins, holding none of its own locks: the
-///   daemon records the id then, so a daemon restarted at any moment after
-///   finds the run by it.
+///   failed to prepare, once), or once the run is held for
+///   [`Executor::flush`], which the daemon calls after each round of
+///   starts (a batch system submits what a round started as one job
+///   array). A held run that cannot be submitted then is handed to
+///   [`Daemon::launch_failed`] with why, as `launch` would have returned it.
+/// - It calls `started` with the session's id (the local supervisor's pid,
+///   a batch system's job id) before the task itself begins, holding none
+///   of its own locks: the daemon records the id then, so a daemon
+///   restarted at any moment after finds the run by it.
 /// - It reports the run's end through [`Daemon::report_end`] until that
 ///   returns true (the end is judged, recorded and on disk; a repeat of a
 ///   recorded end changes nothing). `report_end` blocks: call it off an
@@ -110,12 +118,12 @@ pub trait Executor: Send + Sync {
     /// Starts `run`. An error means nothing of it started: the daemon
     /// records the run as failed to prepare, or, for a [`TryLater`], gives
     /// it back to the queue.
-    fn launch(
-        &self,
-        daemon: &Arc<Daemon>,
-        run: Launch,
-        started: &mut dyn FnMut(u32),
-    ) -> anyhow::Result<()>;
+    fn launch(&self, daemon: &Arc<Daemon>, run: Launch, started: Started) -> anyhow::Result<()>;
+
+    /// Submits the runs `launch` held (none for an executor that holds
+    /// none). The daemon calls it after each round of starts, and only
+    /// after every claim of the round is on disk.
+    fn flush(&self, _daemon: &Arc<Daemon>) {}
 
     /// Asks run `run` (session `session`, run folder `dir`) to stop, `how`
     /// says. Its end is reported as any other; the daemon keeps its own

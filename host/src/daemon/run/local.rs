@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use super::executor::{Executor, Launch, Stop};
+use super::executor::{Executor, Launch, Started, Stop};
 use crate::daemon::state::{Daemon, lock};
 use crate::sandbox::launch::{self, SupervisorCmd};
 
@@ -32,12 +32,7 @@ impl LocalSupervisor {
 }
 
 impl Executor for LocalSupervisor {
-    fn launch(
-        &self,
-        daemon: &Arc<Daemon>,
-        run: Launch,
-        started: &mut dyn FnMut(u32),
-    ) -> anyhow::Result<()> {
+    fn launch(&self, daemon: &Arc<Daemon>, run: Launch, started: Started) -> anyhow::Result<()> {
         // Known from its first instant: without cgroups, a child of ours
         // that is not a supervisor counts as an orphan. This lock is held
         // across the spawn, and no other is taken meanwhile.

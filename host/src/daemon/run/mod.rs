@@ -115,6 +115,12 @@ impl Parts {
         self.executor.gpu_nodes()
     }
 
+    /// The executor, to hand it what a round of starts held
+    /// ([`executor::Executor::flush`]).
+    pub(in crate::daemon) fn executor(&self) -> Arc<dyn executor::Executor> {
+        Arc::clone(&self.executor)
+    }
+
     /// What the executor says of run `run` in progress (a SLURM job's
     /// state and reason), for `why`.
     pub(in crate::daemon) fn describe(&self, run: i64) -> Option<String> {

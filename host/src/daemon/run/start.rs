@@ -8,7 +8,7 @@ use std::sync::Arc;
 use anyhow::Result;
 
 use super::Held;
-use super::executor::{Launch, TryLater};
+use super::executor::{Launch, Started, TryLater};
 use crate::daemon::run::runenv;
 use crate::daemon::state::{Daemon, lock};
 use crate::scheduler::Placement;
@@ -210,9 +210,10 @@ impl Daemon {
                 started_at: now,
                 steady,
             };
-            let executor = Arc::clone(&self.runs.executor);
-            executor.launch(self, launch, &mut |session| {
-                if let Some(h) = lock(&self.runs.placed).get_mut(&run.id) {
+            let note = self.sandbox_note(spec);
+            let me = Arc::clone(self);
+            let started: Started = Box::new(move |session| {
+                if let Some(h) = lock(&me.runs.placed).get_mut(&run_id) {
                     h.session = session;
                 }
                 // The run's session exists and waits for its spec: a store
@@ -220,58 +221,85 @@ impl Daemon {
                 // timeout) must not strand the run. It goes on; its end is
                 // recorded as every end is, and the session is known in
                 // memory meanwhile.
-                let note = self.sandbox_note(spec);
-                if let Err(e) = self
-                    .store()
-                    .set_run_started(run.id, session, note.as_deref())
-                {
-                    tracing::warn!("run {}: cannot record its supervisor's pid: {e}", run.id);
+                if let Err(e) = me.store().set_run_started(run_id, session, note.as_deref()) {
+                    tracing::warn!("run {run_id}: cannot record its supervisor's pid: {e}");
                 }
                 if let Some(output) = &output
-                    && let Err(e) = self.store().set_run_output(run.id, output)
+                    && let Err(e) = me.store().set_run_output(run_id, output)
                 {
-                    tracing::warn!("run {}: cannot record its output folder: {e}", run.id);
+                    tracing::warn!("run {run_id}: cannot record its output folder: {e}");
                 }
-                self.record_checkpoint(run.id, checkpoint.0.as_deref(), checkpoint.1.as_deref());
-            })
+                me.record_checkpoint(run_id, checkpoint.0.as_deref(), checkpoint.1.as_deref());
+            });
+            let executor = Arc::clone(&self.runs.executor);
+            executor.launch(self, launch, started)
         });
         match launched {
-            Ok(()) => {}
+            Ok(()) => Ok(Some((run_id, now))),
             Err(e) if e.downcast_ref::<TryLater>().is_some() => {
-                // Nothing of it reached the executor (a batch system that did
-                // not answer): the run is given back, the attempt not
-                // counted, and the task waits for a later pass. Its place
-                // is freed by the caller, once.
+                // Its place is freed by the caller, once.
                 lock(&self.runs.placed).remove(&run_id);
-                if !self.give_back(run_id) {
-                    // Found again by the next daemon's start: no job, never started.
-                    tracing::error!("run {run_id}: cannot give it back now; the next start does");
-                }
-                return Err(e);
+                self.not_launched(run_id, &e);
+                Err(e)
             }
             Err(e) => {
-                // The run could not even be prepared: record it as an app error.
-                let out = RunOutcome {
-                    class: RunClass::AppError,
-                    exit_code: None,
-                    signal: None,
-                    finished_at: self.now_ms(),
-                    message: Some(format!("{e:#}")),
-                };
-                if !self.finish(run.id, &out) {
-                    // Nothing else holds this outcome: keep offering it to the store.
-                    let me = Arc::clone(self);
-                    tokio::spawn(async move {
-                        let mut delay = std::time::Duration::from_millis(200);
-                        while !me.finish(run.id, &out) {
-                            tokio::time::sleep(delay).await;
-                            delay = (delay * 2).min(std::time::Duration::from_secs(30));
-                        }
-                    });
-                }
+                self.not_launched(run_id, &e);
+                Ok(Some((run_id, now)))
             }
         }
-        Ok(Some((run_id, now)))
+    }
+
+    /// A run an executor held for [`Executor::flush`](super::executor::Executor::flush)
+    /// could not be submitted, for `why`: given back to the queue, its
+    /// place freed, for a [`TryLater`]; failed to prepare else (as
+    /// `launch` returning the error would have).
+    pub fn launch_failed(self: &Arc<Self>, run: i64, why: anyhow::Error) {
+        if why.downcast_ref::<TryLater>().is_some() {
+            let held = lock(&self.runs.placed).remove(&run);
+            if let Some(h) = held {
+                lock(&self.pool).give_back(&h.placement);
+                self.runs
+                    .start_failures
+                    .failed(&format!("task {} first", h.task), &format!("{why:#}"));
+                lock(&self.pipeline.place_reasons)
+                    .insert(h.task, format!("not started yet: {why:#}"));
+            }
+        }
+        self.not_launched(run, &why);
+    }
+
+    /// What follows a launch's error `e` for run `run` (its place already
+    /// freed for a [`TryLater`]).
+    fn not_launched(self: &Arc<Self>, run: i64, e: &anyhow::Error) {
+        if e.downcast_ref::<TryLater>().is_some() {
+            // Nothing of it reached the executor (a batch system that did
+            // not answer): the run is given back, the attempt not counted,
+            // and the task waits for a later pass.
+            if !self.give_back(run) {
+                // Found again by the next daemon's start: no job, never started.
+                tracing::error!("run {run}: cannot give it back now; the next start does");
+            }
+            return;
+        }
+        // The run could not even be prepared: record it as an app error.
+        let out = RunOutcome {
+            class: RunClass::AppError,
+            exit_code: None,
+            signal: None,
+            finished_at: self.now_ms(),
+            message: Some(format!("{e:#}")),
+        };
+        if !self.finish(run, &out) {
+            // Nothing else holds this outcome: keep offering it to the store.
+            let me = Arc::clone(self);
+            tokio::spawn(async move {
+                let mut delay = std::time::Duration::from_millis(200);
+                while !me.finish(run, &out) {
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(std::time::Duration::from_secs(30));
+                }
+            });
+        }
     }
 
     /// What the sandbox can enforce for a run, for `show`.

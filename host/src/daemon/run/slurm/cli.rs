@@ -7,26 +7,73 @@ use std::time::Duration;
 use crate::config::ExecutorConfig;
 use crate::store::{RunClass, RunOutcome};
 
-/// The squeue format this module parses: id, state, reason, nodes, user
-/// id, comment (last: another user's comment may hold a `|`).
+/// The squeue format this module parses: id (`812`, or `812_3` for an
+/// element of a job array), state, reason, nodes, user id, comment (last:
+/// another user's comment may hold a `|`).
 pub const SQUEUE_FORMAT: &str = "%i|%T|%r|%N|%U|%k";
 
 /// `squeue`'s arguments: every job SLURM keeps, ended ones too (`-t all`)
 /// and those in hidden partitions (`-a`: a user's squeue leaves them out,
-/// and a live job missing from the list is taken for one SLURM forgot).
+/// and a live job missing from the list is taken for one SLURM forgot),
+/// each element of a job array on a line of its own (`-r`: else the
+/// elements still pending are one line, `812_[4-999]`).
 /// Not `-u`: squeue given a user it cannot resolve lists nothing and exits
 /// 0; [`parse_squeue`] keeps the daemon's user's jobs instead.
-pub const SQUEUE_ARGS: [&str; 6] = ["-h", "-a", "-t", "all", "-o", SQUEUE_FORMAT];
+pub const SQUEUE_ARGS: [&str; 7] = ["-h", "-a", "-r", "-t", "all", "-o", SQUEUE_FORMAT];
+
+/// A SLURM job, or one element of a job array (`812_3`): what `scancel`
+/// and `scancel --batch` take, and what `why` shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct JobId {
+    /// The job's id (an array's own id for its elements).
+    pub job: u64,
+    /// The element's index in its array.
+    pub index: Option<u32>,
+}
+
+impl JobId {
+    /// A job of its own (not an array's element).
+    pub fn one(job: u64) -> JobId {
+        JobId { job, index: None }
+    }
+
+    /// `812` or `812_3`, as squeue's `%i` prints it; `None` for anything
+    /// else (a range of pending elements, `812_[4-9]`).
+    pub fn parse(s: &str) -> Option<JobId> {
+        let s = s.trim();
+        match s.split_once('_') {
+            None => Some(JobId::one(s.parse().ok()?)),
+            Some((job, index)) => Some(JobId {
+                job: job.parse().ok()?,
+                index: Some(index.parse().ok()?),
+            }),
+        }
+    }
+}
+
+impl std::fmt::Display for JobId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.index {
+            None => write!(f, "{}", self.job),
+            Some(i) => write!(f, "{}_{i}", self.job),
+        }
+    }
+}
 
 pub use super::nodes::{SINFO_GPUS, on_node, parse_nodes, parse_totals};
 
-/// What a job is asked for, from its task.
+/// What a job is asked for, from its task (or its tasks: a job array's
+/// elements ask alike).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobAsk {
-    /// The task's id (the job's name is `nightjar-<task>`).
-    pub task: i64,
-    /// The comment that finds the job again: [`comment`].
+    /// The job's name: `nightjar-<task>`, or `nightjar-batch-<batch>` for
+    /// a job array.
+    pub name: String,
+    /// The comment that finds the job again: [`comment`] or
+    /// [`batch_comment`].
     pub comment: String,
+    /// A job array of this many elements (indexes `0..n`), one per run.
+    pub array: Option<usize>,
     /// GPUs (`--gres=gpu:N`).
     pub gpus: u32,
     /// Cores (`--cpus-per-task`).
@@ -47,13 +94,29 @@ pub fn comment(tag: &str, run: i64) -> String {
     format!("{tag}:run:{run}")
 }
 
-/// The run a comment marks, when it is one of the daemon tagged `tag`.
-pub fn run_of(tag: &str, comment: &str) -> Option<i64> {
-    comment
-        .strip_prefix(tag)?
-        .strip_prefix(":run:")?
-        .parse()
-        .ok()
+/// The comment that marks the job array of batch `batch` (the first of
+/// its runs) of the daemon tagged `tag`; its element `i` is the batch's
+/// `i`th run (the batch's index file, `batch.rs`).
+pub fn batch_comment(tag: &str, batch: i64) -> String {
+    format!("{tag}:batch:{batch}")
+}
+
+/// What a comment of the daemon tagged `tag` marks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mark {
+    /// One run's job.
+    Run(i64),
+    /// A batch's job array.
+    Batch(i64),
+}
+
+/// What a comment marks, when it is one of the daemon tagged `tag`.
+pub fn mark_of(tag: &str, comment: &str) -> Option<Mark> {
+    let rest = comment.strip_prefix(tag)?;
+    if let Some(run) = rest.strip_prefix(":run:") {
+        return run.parse().ok().map(Mark::Run);
+    }
+    rest.strip_prefix(":batch:")?.parse().ok().map(Mark::Batch)
 }
 
 /// `sbatch`'s arguments for one run whose batch script is `script` and whose
@@ -72,11 +135,14 @@ pub fn sbatch_args(
         // A node failure ends the job; nightjar's retry path (not SLURM's
         // requeue) decides what happens next, so each try is one attempt.
         "--no-requeue".into(),
-        format!("--job-name=nightjar-{}", ask.task),
+        format!("--job-name={}", ask.name),
         format!("--comment={}", ask.comment),
         format!("--output={}", output.display()),
         "--chdir=/".into(),
     ];
+    if let Some(n) = ask.array.filter(|&n| n > 0) {
+        a.push(format!("--array=0-{}", n - 1));
+    }
     if ask.gpus > 0 {
         a.push(format!("--gres=gpu:{}", ask.gpus));
     }
@@ -143,13 +209,15 @@ pub fn transient(said: &str) -> bool {
     .any(|m| said.contains(m))
 }
 
-/// One of this daemon's jobs as `squeue` lists it.
+/// One of this daemon's jobs (or job array elements) as `squeue` lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Listed {
-    /// The run its comment names.
+    /// The run its comment names (with its index, for an array's element).
     pub run: i64,
-    /// The job id.
+    /// The job id (an array's own id for its elements).
     pub job: u64,
+    /// The element's index, for an element of a job array.
+    pub index: Option<u32>,
     /// `PENDING`, `RUNNING`, `COMPLETED`, ...
     pub state: String,
     /// SLURM's reason (`Resources`, `Priority`, `None`).
@@ -159,6 +227,14 @@ pub struct Listed {
 }
 
 impl Listed {
+    /// The job, or the array's element, as scancel takes it.
+    pub fn id(&self) -> JobId {
+        JobId {
+            job: self.job,
+            index: self.index,
+        }
+    }
+
     /// Whether the job is over (SLURM keeps ended jobs for `MinJobAge`).
     pub fn ended(&self) -> bool {
         ended(&self.state)
@@ -200,9 +276,16 @@ pub fn ended(state: &str) -> bool {
 /// This daemon's jobs in `squeue` [`SQUEUE_ARGS`] output: those of its
 /// user `uid` whose comment bears its `tag`. Other lines (other daemons',
 /// and other users' jobs whatever their comment says: anyone can copy a
-/// comment) are skipped. Where a run has more than one job, the newest
-/// (highest id) is kept.
-pub fn parse_squeue(out: &str, tag: &str, uid: u32) -> Vec<Listed> {
+/// comment) are skipped. An element of a batch's job array is its run by
+/// `element(batch, index)` (none: a batch this daemon does not know, or
+/// an index past its runs: skipped). Where a run has more than one job,
+/// the newest (highest id) is kept.
+pub fn parse_squeue(
+    out: &str,
+    tag: &str,
+    uid: u32,
+    element: &dyn Fn(i64, u32) -> Option<i64>,
+) -> Vec<Listed> {
     let mut jobs: std::collections::BTreeMap<i64, Listed> = Default::default();
     for line in out.lines() {
         let mut f = line.splitn(6, '|');
@@ -214,18 +297,27 @@ pub fn parse_squeue(out: &str, tag: &str, uid: u32) -> Vec<Listed> {
         if user.trim().parse::<u32>().ok() != Some(uid) {
             continue;
         }
-        let (Some(run), Ok(job)) = (run_of(tag, comment.trim()), id.trim().parse::<u64>()) else {
+        let (Some(mark), Some(id)) = (mark_of(tag, comment.trim()), JobId::parse(id)) else {
             continue;
+        };
+        let run = match (mark, id.index) {
+            (Mark::Run(run), None) => run,
+            (Mark::Batch(batch), Some(index)) => match element(batch, index) {
+                Some(run) => run,
+                None => continue,
+            },
+            _ => continue,
         };
         let listed = Listed {
             run,
-            job,
+            job: id.job,
+            index: id.index,
             state: state.trim().to_string(),
             reason: reason.trim().to_string(),
             nodes: nodes.trim().to_string(),
         };
         match jobs.get(&run) {
-            Some(old) if old.job > job => {}
+            Some(old) if old.id() > id => {}
             _ => {
                 jobs.insert(run, listed);
             }
@@ -238,7 +330,7 @@ pub fn parse_squeue(out: &str, tag: &str, uid: u32) -> Vec<Listed> {
 /// nightjar did not ask it to stop: SLURM's class where SLURM ended it
 /// itself (its time limit, a preemption, its memory limit), whose signal
 /// the supervisor saw as any other (`killed by signal 15`); `out` else.
-pub fn ended_by_slurm(job: u64, state: &str, reason: &str, out: RunOutcome) -> RunOutcome {
+pub fn ended_by_slurm(job: JobId, state: &str, reason: &str, out: RunOutcome) -> RunOutcome {
     if !matches!(state, "TIMEOUT" | "PREEMPTED" | "OUT_OF_MEMORY") || out.class == RunClass::Ok {
         return out;
     }
@@ -258,7 +350,7 @@ pub fn ended_by_slurm(job: u64, state: &str, reason: &str, out: RunOutcome) -> R
 /// `state` and `reason` as SLURM gives them (`None`: SLURM no longer knows
 /// the job), `asked`: whether nightjar itself asked it to stop.
 pub fn unreported_end(
-    job: u64,
+    job: JobId,
     state: Option<&str>,
     reason: &str,
     asked: bool,
@@ -294,7 +386,7 @@ pub fn unreported_end(
         _ => (
             RunClass::Lost,
             format!(
-                "{said} without a status from nightjar's supervisor (a node failure, or the batch step could not start nightjar-supervise: see slurm.out in the run folder); retried per the task's retry settings"
+                "{said} without a status from nightjar's supervisor (a node failure, or the batch step could not start nightjar-supervise: see SLURM's output of the job: slurm.out in the run folder, or slurm-<index>.out in its batch's folder for an element of a job array); retried per the task's retry settings"
             ),
         ),
     };

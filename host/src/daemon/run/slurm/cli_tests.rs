@@ -3,8 +3,9 @@ use crate::config::ExecutorKind;
 
 fn ask() -> JobAsk {
     JobAsk {
-        task: 7,
+        name: "nightjar-7".into(),
         comment: comment("nightjar:vm-1a2b", 42),
+        array: None,
         gpus: 2,
         cpus: Some(4),
         mem: Some(3 * (1 << 30) + 1),
@@ -47,8 +48,9 @@ fn a_run_becomes_sbatch_arguments_from_its_task_and_the_executor_keys() {
         assert!(a.iter().any(|x| x == want), "{want} missing from {a:?}");
     }
     assert!(
-        !a.iter().any(|x| x.starts_with("--account")),
-        "empty keys are left out: {a:?}"
+        !a.iter()
+            .any(|x| x.starts_with("--account") || x.starts_with("--array")),
+        "empty keys are left out, and one run is no array: {a:?}"
     );
     assert_eq!(
         a.last().map(String::as_str),
@@ -120,7 +122,7 @@ garbage
 16|PENDING|Priority||0|nightjar:vm-1a2b:run:x
 17|RUNNING|None|n1|0|a|b|c
 ";
-    let l = parse_squeue(out, tag, 0);
+    let l = parse_squeue(out, tag, 0, &|_, _| None);
     assert_eq!(l.len(), 2, "{l:?}");
     assert_eq!(
         (l[0].run, l[0].job, l[0].reason.as_str()),
@@ -148,15 +150,18 @@ n3|16|(null)
 
 #[test]
 fn a_job_that_ended_without_a_status_is_classed_by_what_slurm_says() {
-    let o = unreported_end(5, Some("CANCELLED"), "None", false, 1);
+    let o = unreported_end(JobId::one(5), Some("CANCELLED"), "None", false, 1);
     assert_eq!(o.class, RunClass::Cancelled);
     assert!(o.message.unwrap().contains("outside nightjar"));
-    let o = unreported_end(5, Some("NODE_FAIL"), "NodeDown", false, 1);
+    let o = unreported_end(JobId::one(5), Some("NODE_FAIL"), "NodeDown", false, 1);
     assert_eq!(o.class, RunClass::Lost);
     assert!(o.message.unwrap().contains("NODE_FAIL (NodeDown)"));
-    assert_eq!(unreported_end(5, None, "", false, 1).class, RunClass::Lost);
     assert_eq!(
-        unreported_end(5, Some("TIMEOUT"), "", false, 1).class,
+        unreported_end(JobId::one(5), None, "", false, 1).class,
+        RunClass::Lost
+    );
+    assert_eq!(
+        unreported_end(JobId::one(5), Some("TIMEOUT"), "", false, 1).class,
         RunClass::Timeout
     );
 }
@@ -209,7 +214,7 @@ fn a_job_is_on_a_node_by_name_or_by_its_bracketed_range() {
 
 #[test]
 fn a_failed_node_is_a_lost_run_whatever_else() {
-    let o = unreported_end(9, Some("NODE_FAIL"), "None", false, 1);
+    let o = unreported_end(JobId::one(9), Some("NODE_FAIL"), "None", false, 1);
     assert_eq!(o.class, RunClass::Lost);
     assert!(node_failed("BOOT_FAIL") && !node_failed("FAILED"));
 }
@@ -223,14 +228,14 @@ fn another_users_job_never_passes_for_a_run_by_copying_its_comment() {
 22|COMPLETED|None|n1|1000|nightjar:vm-1a2b:run:42
 23|PENDING|None||1000|nightjar:vm-1a2b:run:43
 ";
-    let l = parse_squeue(out, tag, 0);
+    let l = parse_squeue(out, tag, 0, &|_, _| None);
     assert_eq!(l.len(), 1, "{l:?}");
     assert_eq!(
         (l[0].run, l[0].job, l[0].state.as_str()),
         (42, 21, "RUNNING")
     );
     // The user's own daemon sees only its own, hidden partitions included.
-    assert_eq!(parse_squeue(out, tag, 1000).len(), 2);
+    assert_eq!(parse_squeue(out, tag, 1000, &|_, _| None).len(), 2);
     assert!(SQUEUE_ARGS.contains(&"-a") && SQUEUE_ARGS.contains(&"all"));
     assert!(
         !SQUEUE_ARGS
@@ -251,24 +256,116 @@ fn a_job_slurm_itself_ended_is_classed_by_slurm_though_its_supervisor_left_a_sta
         finished_at: 9,
         message: None,
     };
-    let o = ended_by_slurm(5, "PREEMPTED", "None", killed.clone());
+    let o = ended_by_slurm(JobId::one(5), "PREEMPTED", "None", killed.clone());
     assert_eq!(o.class, RunClass::Preempted, "queued again, not failed");
     assert_eq!((o.signal, o.finished_at), (Some(15), 9));
-    let o = ended_by_slurm(5, "TIMEOUT", "None", killed.clone());
+    let o = ended_by_slurm(JobId::one(5), "TIMEOUT", "None", killed.clone());
     assert_eq!(o.class, RunClass::Timeout);
     assert!(o.message.unwrap().contains("SLURM's time limit"));
     assert_eq!(
-        ended_by_slurm(5, "OUT_OF_MEMORY", "", killed.clone()).class,
+        ended_by_slurm(JobId::one(5), "OUT_OF_MEMORY", "", killed.clone()).class,
         RunClass::HostOom
     );
     // Ended on its own, or by nightjar: the supervisor's word stands.
-    assert_eq!(ended_by_slurm(5, "COMPLETED", "", killed.clone()), killed);
-    assert_eq!(ended_by_slurm(5, "FAILED", "", killed.clone()), killed);
+    assert_eq!(
+        ended_by_slurm(JobId::one(5), "COMPLETED", "", killed.clone()),
+        killed
+    );
+    assert_eq!(
+        ended_by_slurm(JobId::one(5), "FAILED", "", killed.clone()),
+        killed
+    );
     let ok = RunOutcome {
         class: RunClass::Ok,
         exit_code: Some(0),
         signal: None,
         ..killed
     };
-    assert_eq!(ended_by_slurm(5, "TIMEOUT", "", ok.clone()), ok);
+    assert_eq!(ended_by_slurm(JobId::one(5), "TIMEOUT", "", ok.clone()), ok);
+}
+
+#[test]
+fn a_batch_becomes_one_job_array_whose_elements_are_its_runs_in_order() {
+    let tag = "nightjar:vm-1a2b";
+    let ask = JobAsk {
+        name: "nightjar-batch-40".into(),
+        comment: batch_comment(tag, 40),
+        array: Some(3),
+        ..ask()
+    };
+    let a = sbatch_args(
+        &ExecutorConfig::default(),
+        &ask,
+        "/s/batches/40/job.sh".as_ref(),
+        "/s/batches/40/slurm-%a.out".as_ref(),
+    );
+    for want in [
+        "--array=0-2",
+        "--job-name=nightjar-batch-40",
+        "--comment=nightjar:vm-1a2b:batch:40",
+        "--output=/s/batches/40/slurm-%a.out",
+    ] {
+        assert!(a.iter().any(|x| x == want), "{want} missing from {a:?}");
+    }
+    assert_eq!(
+        mark_of(tag, "nightjar:vm-1a2b:batch:40"),
+        Some(Mark::Batch(40))
+    );
+    assert_eq!(mark_of(tag, "nightjar:vm-1a2b:run:40"), Some(Mark::Run(40)));
+    assert_eq!(mark_of(tag, "nightjar:vm-ffff:batch:40"), None);
+    assert_eq!(mark_of(tag, "nightjar:vm-1a2b:batch:x"), None);
+    // squeue -r: one line per element, `<array>_<index>`; the batch's
+    // runs are 40, 41 and 45.
+    let out = "\
+90_0|RUNNING|None|n1|0|nightjar:vm-1a2b:batch:40
+90_1|PENDING|Resources||0|nightjar:vm-1a2b:batch:40
+90_2|CANCELLED|None|n1|0|nightjar:vm-1a2b:batch:40
+90_7|PENDING|Resources||0|nightjar:vm-1a2b:batch:40
+90_[3-5]|PENDING|Resources||0|nightjar:vm-1a2b:batch:40
+91_0|PENDING|Resources||0|nightjar:vm-1a2b:batch:77
+92_0|PENDING|Resources||0|nightjar:vm-1a2b:run:46
+93|PENDING|Resources||0|nightjar:vm-1a2b:batch:40
+";
+    let runs = |batch: i64, index: u32| match (batch, index) {
+        (40, 0) => Some(40),
+        (40, 1) => Some(41),
+        (40, 2) => Some(45),
+        _ => None,
+    };
+    let l = parse_squeue(out, tag, 0, &runs);
+    let seen: Vec<(i64, String, &str)> = l
+        .iter()
+        .map(|l| (l.run, l.id().to_string(), l.state.as_str()))
+        .collect();
+    assert_eq!(
+        seen,
+        vec![
+            (40, "90_0".to_string(), "RUNNING"),
+            (41, "90_1".to_string(), "PENDING"),
+            (45, "90_2".to_string(), "CANCELLED"),
+        ],
+        "an index past the batch's runs, a range, another batch, a run's mark on an element and a batch's on a job are skipped"
+    );
+    assert_eq!(
+        JobId::parse("90_2"),
+        Some(JobId {
+            job: 90,
+            index: Some(2)
+        })
+    );
+    assert_eq!(JobId::parse(" 90 "), Some(JobId::one(90)));
+    assert_eq!(JobId::parse("90_[3-5]"), None);
+    assert!(
+        JobId {
+            job: 90,
+            index: Some(2)
+        } > JobId {
+            job: 90,
+            index: Some(1)
+        }
+    );
+    assert!(
+        SQUEUE_ARGS.contains(&"-r"),
+        "pending elements one line each"
+    );
 }

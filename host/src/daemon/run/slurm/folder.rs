@@ -19,13 +19,23 @@ pub(super) const SCRIPT: &str = "job.sh";
 pub(super) const OUTPUT: &str = "slurm.out";
 /// The run's lock file, in the run folder (the state dir is not shared).
 pub(super) const LOCK: &str = "run.lock";
+/// In a run folder of a batch: `<batch> <index>`, the batch (the first of
+/// its runs) whose job array's element `index` runs it. Written before the
+/// array's `sbatch`; a restarted daemon finds the run's job by it.
+pub(super) const BATCH: &str = "batch";
+/// In a batch's folder: its runs' folders, one a line, element `i` on
+/// line `i + 1`.
+pub(super) const INDEX: &str = "index";
 /// The environment a supervisor under SLURM takes from its job rather than
-/// from the spec: the GPUs SLURM allocated and the job's identity.
+/// from the spec: the GPUs SLURM allocated and the job's identity (its
+/// array's and its index there, for an element of a job array).
 pub const FROM_JOB: &[&str] = &[
     "CUDA_VISIBLE_DEVICES",
     "SLURM_JOB_ID",
     "SLURM_JOB_NODELIST",
     "SLURMD_NODENAME",
+    "SLURM_ARRAY_JOB_ID",
+    "SLURM_ARRAY_TASK_ID",
 ];
 
 /// The node's GPU sampler a GPU job's script starts beside the supervisor
@@ -39,19 +49,13 @@ pub(super) struct Sampler {
     pub spec: crate::gpu::node::SamplerSpec,
 }
 
-/// Writes the spec, the lock file and the batch script (which execs
-/// `supervisor` on the run folder, and for a GPU job first starts
-/// `sampler` beside it) into the run folder; the script's path.
-pub(super) fn prepare(
-    supervisor: &SupervisorCmd,
-    sampler: Option<&Sampler>,
-    run: &mut Launch,
-) -> Result<PathBuf> {
+/// Writes the spec, the lock file and, for a GPU job sampled on its node,
+/// the sampler's spec into the run folder.
+pub(super) fn prepare(sampler: Option<&Sampler>, run: &mut Launch) -> Result<()> {
     let dir = &run.dir;
     std::fs::create_dir_all(dir).with_context(|| format!("make {}", dir.display()))?;
     let lock_file = dir.join(LOCK);
     std::fs::File::create(&lock_file).with_context(|| format!("create {}", lock_file.display()))?;
-    let (id, task) = (run.run, run.spec.task_id);
     let spec = &mut run.spec;
     spec.lock_file = lock_file;
     // SLURM confines the job; the login node's cgroups and cores mean
@@ -62,41 +66,126 @@ pub(super) fn prepare(
     let mut line = serde_json::to_string(spec).context("write the run spec")?;
     line.push('\n');
     write_private(&dir.join(SPEC), line.as_bytes())?;
+    if let Some(s) = sampler.filter(|_| run.resources.gpus > 0) {
+        let mut line = serde_json::to_string(&s.spec).context("write the sampler's spec")?;
+        line.push('\n');
+        write_private(&dir.join(node::SPEC), line.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// The script's lines that start a run on its node, the run folder being
+/// `dir` (a quoted path, or `"$dir"`): for a GPU job with a `sampler`, the
+/// node's sampler first, then `exec` of `supervisor` on the folder.
+fn start_lines(supervisor: &SupervisorCmd, sampler: Option<&Sampler>, dir: &str) -> String {
     let quote = |p: &Path| shell_quote(&p.display().to_string());
     let mut command = vec![quote(&supervisor.program)];
     command.extend(supervisor.prefix.iter().map(|a| shell_quote(a)));
-    command.push(quote(dir));
+    command.push(dir.to_string());
     // `$$` is the shell's pid, which `exec` hands to the supervisor, whose
     // session and descendants are the run's processes. The sampler starts
     // detached (a subshell that leaves it behind), so it is not in the
     // supervisor's tree: the task's signals and the wait for its processes
     // do not reach it; SLURM ends it with the job.
-    let sample = match sampler.filter(|_| run.resources.gpus > 0) {
-        Some(s) => {
-            let mut line = serde_json::to_string(&s.spec).context("write the sampler's spec")?;
-            line.push('\n');
-            write_private(&dir.join(node::SPEC), line.as_bytes())?;
-            format!(
-                "({} {} {} $$ </dev/null >/dev/null 2>>{} &)\n",
-                quote(&s.program),
-                node::VERB,
-                quote(dir),
-                quote(&dir.join(node::LOG)),
-            )
-        }
+    let sample = match sampler {
+        Some(s) => format!(
+            "({} {} {dir} $$ </dev/null >/dev/null 2>>{dir}/{} &)\n",
+            quote(&s.program),
+            node::VERB,
+            shell_quote(node::LOG),
+        ),
         None => String::new(),
     };
-    let script = format!(
-        "#!/bin/sh\n# Run {} of task {}: nightjar's supervisor on the node SLURM picked.\n{}exec {} < {}\n",
-        id,
-        task,
-        sample,
+    format!(
+        "{sample}exec {} < {dir}/{}\n",
         command.join(" "),
-        quote(&dir.join(SPEC)),
+        shell_quote(SPEC)
+    )
+}
+
+/// Writes the batch script of `run` submitted as a job of its own (which
+/// execs `supervisor` on its run folder, and for a GPU job sampled on its
+/// node first starts `sampler` beside it); the script's path.
+pub(super) fn run_script(
+    supervisor: &SupervisorCmd,
+    sampler: Option<&Sampler>,
+    run: &Launch,
+) -> Result<PathBuf> {
+    let dir = shell_quote(&run.dir.display().to_string());
+    let sampler = sampler.filter(|_| run.resources.gpus > 0);
+    let script = format!(
+        "#!/bin/sh\n# Run {} of task {}: nightjar's supervisor on the node SLURM picked.\n{}",
+        run.run,
+        run.spec.task_id,
+        start_lines(supervisor, sampler, &dir),
+    );
+    let path = run.dir.join(SCRIPT);
+    write_private(&path, script.as_bytes())?;
+    Ok(path)
+}
+
+/// Makes the folder `dir` of batch `batch` (the runs in the folders
+/// `runs`, all asking alike, become the elements of one job array, in this
+/// order): each run folder's [`BATCH`] mark, the batch's [`INDEX`], and
+/// its script, whose element `i` (SLURM's `SLURM_ARRAY_TASK_ID`) execs
+/// `supervisor` on the run folder on the index's line `i + 1`, as
+/// [`run_script`] does for a run of its own (with the node's `sampler`
+/// for GPU jobs). The script's path.
+pub(super) fn batch_script(
+    supervisor: &SupervisorCmd,
+    sampler: Option<&Sampler>,
+    dir: &Path,
+    batch: i64,
+    runs: &[&Path],
+) -> Result<PathBuf> {
+    // A batch id a fresh database used before (its runs' folders are gone
+    // too): nothing of the old one is kept.
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir).with_context(|| format!("make {}", dir.display()))?;
+    let mut index = String::new();
+    for (i, run) in runs.iter().enumerate() {
+        let path = run.display().to_string();
+        // The index is read a line at a time; `shared_dir` refuses a
+        // newline, and run folders are named by number under it.
+        if path.contains('\n') {
+            anyhow::bail!("run folder {path:?} holds a newline");
+        }
+        write_private(&run.join(BATCH), format!("{batch} {i}\n").as_bytes())?;
+        index.push_str(&path);
+        index.push('\n');
+    }
+    write_private(&dir.join(INDEX), index.as_bytes())?;
+    // Only the shell's builtins: `--export=NIL` leaves no PATH.
+    let script = format!(
+        "#!/bin/sh\n\
+         # Batch {batch} of {n} runs: element i of this job array runs the run\n\
+         # folder on line i + 1 of the index, with nightjar's supervisor.\n\
+         i=0\n\
+         dir=\n\
+         while IFS= read -r line; do\n\
+         \x20 if [ \"$i\" = \"$SLURM_ARRAY_TASK_ID\" ]; then dir=$line; break; fi\n\
+         \x20 i=$((i + 1))\n\
+         done < {index}\n\
+         if [ -z \"$dir\" ]; then\n\
+         \x20 echo \"nightjar: no run folder for array index $SLURM_ARRAY_TASK_ID in \"{index} >&2\n\
+         \x20 exit 1\n\
+         fi\n\
+         {start}",
+        n = runs.len(),
+        index = shell_quote(&dir.join(INDEX).display().to_string()),
+        start = start_lines(supervisor, sampler, "\"$dir\""),
     );
     let path = dir.join(SCRIPT);
     write_private(&path, script.as_bytes())?;
     Ok(path)
+}
+
+/// The batch and index of the job array element that runs the run in
+/// `dir`, when it was released as one ([`BATCH`]).
+pub(super) fn batch_of(dir: &Path) -> Option<(i64, u32)> {
+    let text = std::fs::read_to_string(dir.join(BATCH)).ok()?;
+    let (batch, index) = text.trim().split_once(' ')?;
+    Some((batch.parse().ok()?, index.parse().ok()?))
 }
 
 /// Writes a file only the daemon's user reads (the spec holds the task's
@@ -205,3 +294,7 @@ mod tests {
         assert!(why.contains("owned by uid 1000"), "{why}");
     }
 }
+
+#[cfg(test)]
+#[path = "folder_tests.rs"]
+mod batch_tests;

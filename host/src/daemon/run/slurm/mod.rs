@@ -16,6 +16,7 @@
 //! task's owner could swap. SLURM therefore sees the daemon's user as the
 //! job's user; the owner is in the job's name and comment.
 
+mod batch;
 pub mod cli;
 mod cmd;
 mod folder;
@@ -29,7 +30,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use anyhow::{Context, Result};
 
-use super::executor::{Adopted, Executor, GpuOnNode, Launch, Stop, TryLater};
+use cli::JobId;
+
+use super::executor::{Adopted, Executor, GpuOnNode, Launch, Started, Stop};
 use crate::config::ExecutorConfig;
 use crate::daemon::state::{Daemon, lock};
 use crate::sandbox::launch::SupervisorCmd;
@@ -38,8 +41,10 @@ use crate::store::RunRow;
 /// One of this daemon's jobs.
 #[derive(Debug, Clone)]
 struct Job {
-    /// SLURM's job id.
-    id: u64,
+    /// SLURM's job id (an array's element: its array's and its index).
+    id: JobId,
+    /// An array's element: its batch and index (`folder::BATCH`).
+    element: Option<(i64, u32)>,
     /// The run folder.
     dir: PathBuf,
     /// SLURM's state at the last poll (`PENDING` until one says otherwise).
@@ -58,11 +63,12 @@ struct Job {
 }
 
 impl Job {
-    /// Job `id` of the run in `dir`, as just submitted (or found): waiting
-    /// until a poll says otherwise.
-    fn new(id: u64, dir: PathBuf) -> Job {
+    /// Job `id` of the run in `dir` (an array's `element`), as just
+    /// submitted (or found): waiting until a poll says otherwise.
+    fn new(id: JobId, dir: PathBuf, element: Option<(i64, u32)>) -> Job {
         Job {
             id,
+            element,
             dir,
             state: "PENDING".into(),
             reason: String::new(),
@@ -85,6 +91,11 @@ pub struct SlurmExecutor {
     tag: String,
     /// The jobs of runs in progress, by run id.
     jobs: Arc<Mutex<HashMap<i64, Job>>>,
+    /// The runs of job array elements in progress, by (batch, index).
+    /// Never locked with `jobs` held, nor `jobs` with it held.
+    elements: Arc<Mutex<HashMap<(i64, u32), i64>>>,
+    /// The runs `launch` prepared for the round's `sbatch` (`flush`).
+    held: Mutex<Vec<batch::Held>>,
     /// The poller, started with the first job.
     poller: OnceLock<()>,
     /// Until when no job is submitted: SLURM did not answer the last sbatch.
@@ -118,6 +129,8 @@ impl SlurmExecutor {
             sampler,
             tag: tag(state_dir),
             jobs: Arc::default(),
+            elements: Arc::default(),
+            held: Mutex::default(),
             poller: OnceLock::new(),
             down_until: Mutex::new(None),
         }
@@ -165,11 +178,17 @@ impl SlurmExecutor {
         Ok(totals)
     }
 
+    /// The run of a job array's element, as `cli::parse_squeue` asks.
+    fn element(&self) -> impl Fn(i64, u32) -> Option<i64> + '_ {
+        |batch, index| lock(&self.elements).get(&(batch, index)).copied()
+    }
+
     fn start_poller(&self, daemon: &Arc<Daemon>) {
         self.poller.get_or_init(|| {
             let p = poll::Poller {
                 daemon: Arc::downgrade(daemon),
                 jobs: Arc::clone(&self.jobs),
+                elements: Arc::clone(&self.elements),
                 tag: self.tag.clone(),
                 every: self.cfg.poll,
             };
@@ -213,54 +232,16 @@ fn tag(state_dir: &Path) -> String {
 }
 
 impl Executor for SlurmExecutor {
-    fn launch(
-        &self,
-        daemon: &Arc<Daemon>,
-        mut run: Launch,
-        started: &mut dyn FnMut(u32),
-    ) -> Result<()> {
-        let script = folder::prepare(&self.supervisor, self.sampler.as_ref(), &mut run)?;
-        let res = &run.resources;
-        let ask = cli::JobAsk {
-            task: run.spec.task_id,
-            comment: cli::comment(&self.tag, run.run),
-            gpus: res.gpus,
-            cpus: res.cpus,
-            mem: res.mem.map(|m| m.as_u64()),
-            timeout: res.timeout,
-            grace: std::time::Duration::from_millis(run.spec.grace_ms),
-        };
-        let args = cli::sbatch_args(&self.cfg, &ask, &script, &run.dir.join(folder::OUTPUT));
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let id = match cmd::run("sbatch", &args) {
-            Ok(out) => cli::parse_job_id(&out)
-                .with_context(|| format!("sbatch printed no job id: {out}"))?,
-            // It may have reached SLURM before it failed or was killed: a
-            // job with the run's comment is the run's, whatever sbatch said.
-            Err(e) => match poll::find(&self.tag, run.run) {
-                Some(id) => id,
-                None if cli::transient(&format!("{e:#}")) => {
-                    // A tombstone: should the job still land (an sbatch
-                    // killed after its request left), its supervisor finds
-                    // this status and never starts the task.
-                    folder::tombstone(&run.dir, &format!("{e:#}"));
-                    let wait = self.cfg.poll.max(BACKOFF);
-                    *lock(&self.down_until) = Some(std::time::Instant::now() + wait);
-                    return Err(anyhow::Error::new(TryLater(format!(
-                        "SLURM did not take the job ({e:#}); tried again in {}s",
-                        wait.as_secs()
-                    ))));
-                }
-                None => return Err(e.context("SLURM refused the job")),
-            },
-        };
-        *lock(&self.down_until) = None;
-        lock(&self.jobs).insert(run.run, Job::new(id, run.dir.clone()));
-        // The session is the job: recorded now, found by its comment should
-        // the record be lost.
-        started(u32::try_from(id).unwrap_or(u32::MAX));
-        self.start_poller(daemon);
+    fn launch(&self, _daemon: &Arc<Daemon>, mut run: Launch, started: Started) -> Result<()> {
+        // Submitted by `flush`, with the rest of its round: those that ask
+        // alike as one job array.
+        folder::prepare(self.sampler.as_ref(), &mut run)?;
+        lock(&self.held).push(batch::Held { run, started });
         Ok(())
+    }
+
+    fn flush(&self, daemon: &Arc<Daemon>) {
+        self.submit_held(daemon);
     }
 
     fn stop(&self, run: i64, _session: u32, _dir: &Path, how: Stop) {
@@ -324,10 +305,13 @@ impl Executor for SlurmExecutor {
                 ));
             }
         }
+        // Held for this round's sbatch: waiting in SLURM once it returns.
+        let held = lock(&self.held).len();
         let pending = lock(&self.jobs)
             .values()
             .filter(|j| cli::waiting(&j.state))
-            .count();
+            .count()
+            + held;
         (pending >= self.cfg.max_pending as usize).then(|| {
             format!(
                 "{pending} of this daemon's jobs already wait in SLURM (executor.max_pending = {}): the next is released when one starts",
@@ -380,10 +364,26 @@ impl Executor for SlurmExecutor {
     }
 
     fn adopt(&self, daemon: &Arc<Daemon>, run: &RunRow) -> Result<Adopted> {
-        let adopted = poll::adopt(&self.tag, run)?;
-        if let Adopted::Live(id) = adopted {
-            lock(&self.jobs).insert(run.id, Job::new(u64::from(id), PathBuf::from(&run.run_dir)));
-            self.start_poller(daemon);
+        let dir = PathBuf::from(&run.run_dir);
+        let element = folder::batch_of(&dir);
+        if let Some(e) = element {
+            lock(&self.elements).insert(e, run.id);
+        }
+        let adopted = poll::adopt(&self.tag, run, element, &self.element())?;
+        match adopted {
+            Adopted::Live(id) => {
+                let id = JobId {
+                    job: u64::from(id),
+                    index: element.map(|e| e.1),
+                };
+                lock(&self.jobs).insert(run.id, Job::new(id, dir, element));
+                self.start_poller(daemon);
+            }
+            _ => {
+                if let Some(e) = element {
+                    lock(&self.elements).remove(&e);
+                }
+            }
         }
         Ok(adopted)
     }

@@ -9,12 +9,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
+use super::cli::JobId;
 use super::folder::status_in;
 use super::{Job, cli, cmd};
 use crate::daemon::run::executor::Adopted;
 use crate::daemon::state::{Daemon, lock};
 use crate::sandbox::files;
-use crate::store::{RunOutcome, RunRow};
+use crate::store::{RunClass, RunOutcome, RunRow};
 
 /// Polls that must find a job ended with no status before its run is
 /// recorded from what SLURM says (a shared folder's cache can be late).
@@ -24,6 +25,8 @@ const PATIENCE: u32 = 2;
 pub(super) struct Poller {
     pub daemon: Weak<Daemon>,
     pub jobs: Arc<Mutex<HashMap<i64, Job>>>,
+    /// The runs of job array elements, by (batch, index).
+    pub elements: Arc<Mutex<HashMap<(i64, u32), i64>>>,
     pub tag: String,
     pub every: Duration,
 }
@@ -47,7 +50,8 @@ impl Poller {
                         tracing::info!("squeue answers again");
                         failing = false;
                     }
-                    cli::parse_squeue(&out, &self.tag, crate::users::euid())
+                    let element = |b, i| lock(&self.elements).get(&(b, i)).copied();
+                    cli::parse_squeue(&out, &self.tag, crate::users::euid(), &element)
                 }
                 Ok(Err(e)) => {
                     if !failing {
@@ -72,7 +76,10 @@ impl Poller {
                     .await
                     .unwrap_or(false);
                 if reported {
-                    lock(&self.jobs).remove(&run);
+                    let job = lock(&self.jobs).remove(&run);
+                    if let Some(e) = job.and_then(|j| j.element) {
+                        lock(&self.elements).remove(&e);
+                    }
                 }
             }
         }
@@ -102,9 +109,9 @@ impl Poller {
         let mut jobs = lock(&self.jobs);
         let mut over = Vec::new();
         for (&run, j) in jobs.iter_mut() {
-            let seen = by_run.get(&run).filter(|l| l.job >= j.id);
+            let seen = by_run.get(&run).filter(|l| l.id() >= j.id);
             if let Some(l) = seen {
-                j.id = l.job;
+                j.id = l.id();
                 j.state.clone_from(&l.state);
                 j.reason.clone_from(&l.reason);
                 j.nodes.clone_from(&l.nodes);
@@ -120,7 +127,7 @@ impl Poller {
                     // SLURM's SIGTERM reached the supervisor as a cancel:
                     // the node failed under it, which is a lost run.
                     out = cli::unreported_end(
-                        l.job,
+                        l.id(),
                         Some(&l.state),
                         &l.reason,
                         false,
@@ -129,15 +136,20 @@ impl Poller {
                 } else if let Some(l) = seen.filter(|l| l.state == "CANCELLED" && !j.asked) {
                     let by = format!(
                         "SLURM job {} was cancelled outside nightjar (scancel by a user or an administrator)",
-                        l.job
+                        l.id()
                     );
                     out.message = Some(match out.message {
                         Some(m) => format!("{m}; {by}"),
                         None => by,
                     });
+                    // SLURM's SIGTERM reached the task's shell, whose exit
+                    // (143) is no failure of the task's own.
+                    if out.class != RunClass::Ok {
+                        out.class = RunClass::Cancelled;
+                    }
                 }
                 if let Some(l) = seen.filter(|_| !j.asked) {
-                    out = cli::ended_by_slurm(l.job, &l.state, &l.reason, out);
+                    out = cli::ended_by_slurm(l.id(), &l.state, &l.reason, out);
                 }
                 over.push((run, out));
                 continue;
@@ -161,31 +173,42 @@ fn list() -> Result<String> {
 }
 
 /// The job SLURM has for run `run` of the daemon tagged `tag`, if any
-/// (an sbatch that failed or was killed after it reached SLURM).
-pub(super) fn find(tag: &str, run: i64) -> Option<u64> {
+/// (an sbatch that failed or was killed after it reached SLURM); for an
+/// element of a job array (its run by `element`), the array's.
+pub(super) fn find(tag: &str, run: i64, element: &dyn Fn(i64, u32) -> Option<i64>) -> Option<u64> {
     let out = list().ok()?;
-    cli::parse_squeue(&out, tag, crate::users::euid())
+    cli::parse_squeue(&out, tag, crate::users::euid(), element)
         .into_iter()
         .find(|l| l.run == run)
         .map(|l| l.job)
 }
 
-/// What became of `run` while no daemon watched it.
-pub(super) fn adopt(tag: &str, run: &RunRow) -> Result<Adopted> {
-    let comment = cli::comment(tag, run.id);
+/// What became of `run` while no daemon watched it; `element`: the batch
+/// and index of the job array element that runs it, when one does (its
+/// run found by `runs`).
+pub(super) fn adopt(
+    tag: &str,
+    run: &RunRow,
+    element: Option<(i64, u32)>,
+    runs: &dyn Fn(i64, u32) -> Option<i64>,
+) -> Result<Adopted> {
+    let comment = match element {
+        Some((batch, _)) => cli::batch_comment(tag, batch),
+        None => cli::comment(tag, run.id),
+    };
     let dir = Path::new(&run.run_dir);
     // An sbatch of the last daemon's may still be on its way: its job
     // would be found only once it returns.
     wait_for_sbatch(&comment);
     let out = list()?;
-    let listed = cli::parse_squeue(&out, tag, crate::users::euid());
+    let listed = cli::parse_squeue(&out, tag, crate::users::euid(), runs);
     let job = listed.iter().find(|l| l.run == run.id);
     let at = crate::time::now_ms();
     Ok(match job {
         Some(l) if !l.ended() => Adopted::Live(u32::try_from(l.job).unwrap_or(u32::MAX)),
         Some(l) => Adopted::Ended(match status_in(dir) {
-            Some(out) => cli::ended_by_slurm(l.job, &l.state, &l.reason, out),
-            None => cli::unreported_end(l.job, Some(&l.state), &l.reason, false, at),
+            Some(out) => cli::ended_by_slurm(l.id(), &l.state, &l.reason, out),
+            None => cli::unreported_end(l.id(), Some(&l.state), &l.reason, false, at),
         }),
         None => match status_in(dir) {
             Some(out) => Adopted::Ended(out),
@@ -204,7 +227,10 @@ pub(super) fn adopt(tag: &str, run: &RunRow) -> Result<Adopted> {
                 Adopted::NeverStarted
             }
             None => {
-                let job = run.supervisor_pid.unwrap_or(0).max(0) as u64;
+                let job = JobId {
+                    job: run.supervisor_pid.unwrap_or(0).max(0) as u64,
+                    index: element.map(|e| e.1),
+                };
                 Adopted::Ended(cli::unreported_end(job, None, "", false, at))
             }
         },
@@ -294,14 +320,16 @@ mod tests {
         let poller = Poller {
             daemon: Weak::new(),
             jobs: Arc::default(),
+            elements: Arc::default(),
             tag: "nightjar:t".into(),
             every: Duration::from_secs(1),
         };
-        lock(&poller.jobs).insert(7, Job::new(70, dir.path().to_path_buf()));
+        lock(&poller.jobs).insert(7, Job::new(JobId::one(70), dir.path().to_path_buf(), None));
         let listed = |state: &str| {
             vec![cli::Listed {
                 run: 7,
                 job: 70,
+                index: None,
                 state: state.into(),
                 reason: "None".into(),
                 nodes: "n1".into(),
@@ -330,5 +358,66 @@ mod tests {
         let over = poller.ended(&listed("COMPLETED"), 4);
         assert_eq!(over.len(), 1);
         assert_eq!(over[0].1.class, crate::store::RunClass::Ok);
+    }
+
+    #[test]
+    fn a_hand_scancel_whose_shell_exited_143_is_a_cancel_not_the_tasks_failure() {
+        let dir = tempfile::tempdir().unwrap();
+        let poller = Poller {
+            daemon: Weak::new(),
+            jobs: Arc::default(),
+            elements: Arc::default(),
+            tag: "nightjar:t".into(),
+            every: Duration::from_secs(1),
+        };
+        let id = JobId {
+            job: 44,
+            index: Some(1),
+        };
+        lock(&poller.jobs).insert(7, Job::new(id, dir.path().to_path_buf(), Some((5, 1))));
+        // `sh -c '...; sleep 300'`: SLURM's SIGTERM ends the shell with 143.
+        let status = files::RunStatus {
+            started_at: 1,
+            finished_at: 3,
+            exit_code: Some(143),
+            signal: None,
+            ended_by: files::EndedBy::Exited,
+            message: None,
+            log_dropped: 0,
+            log_error: None,
+            detected: None,
+        };
+        files::write_atomic(dir.path(), files::STATUS, &status).unwrap();
+        let listed = vec![cli::Listed {
+            run: 7,
+            job: 44,
+            index: Some(1),
+            state: "CANCELLED".into(),
+            reason: "None".into(),
+            nodes: "n1".into(),
+        }];
+        let over = poller.ended(&listed, 4);
+        assert_eq!(over.len(), 1);
+        assert_eq!(over[0].1.class, RunClass::Cancelled);
+        let message = over[0].1.message.clone().unwrap_or_default();
+        assert!(
+            message.contains("SLURM job 44_1 was cancelled outside nightjar"),
+            "{message}"
+        );
+        // One nightjar asked for keeps the supervisor's own account.
+        lock(&poller.jobs).insert(8, {
+            let mut j = Job::new(JobId::one(45), dir.path().to_path_buf(), None);
+            j.asked = true;
+            j
+        });
+        let listed = vec![cli::Listed {
+            run: 8,
+            job: 45,
+            index: None,
+            ..listed[0].clone()
+        }];
+        let over = poller.ended(&listed, 5);
+        let mine = over.iter().find(|(r, _)| *r == 8).expect("run 8 over");
+        assert_eq!(mine.1.class, RunClass::AppError, "{:?}", mine.1);
     }
 }

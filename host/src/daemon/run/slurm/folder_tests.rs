@@ -1,0 +1,77 @@
+//! A batch's script, run by a real `sh` as SLURM runs an array's element.
+
+use super::*;
+
+/// Runs `script` as element `index` of its array, with nothing of the
+/// environment but SLURM's variable (`--export=NIL`: no PATH); its stdout
+/// and stderr.
+fn run_element(script: &Path, index: &str) -> (String, String, bool) {
+    let out = std::process::Command::new("/bin/sh")
+        .arg(script)
+        .env_clear()
+        .env("SLURM_ARRAY_TASK_ID", index)
+        .output()
+        .unwrap();
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        out.status.success(),
+    )
+}
+
+#[test]
+fn each_element_of_a_batchs_array_execs_the_supervisor_on_its_own_run_folder() {
+    let shared = tempfile::tempdir().unwrap();
+    // Folders with a space and a quote: the script quotes what it reads.
+    let runs: Vec<PathBuf> = ["7", "8 it's", "12"]
+        .iter()
+        .map(|n| shared.path().join("runs").join(n))
+        .collect();
+    for r in &runs {
+        std::fs::create_dir_all(r).unwrap();
+        std::fs::write(r.join(SPEC), format!("spec of {}\n", r.display())).unwrap();
+    }
+    // A stand-in supervisor that shows its argument and the spec on its stdin.
+    let supervisor = SupervisorCmd {
+        program: shared.path().join("show"),
+        prefix: vec!["supervise".into()],
+    };
+    std::fs::write(
+        &supervisor.program,
+        "#!/bin/sh\necho \"$1|$2|$(while IFS= read -r l; do echo \"$l\"; done)\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &supervisor.program,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let dir = shared.path().join("batches").join("7");
+    let dirs: Vec<&Path> = runs.iter().map(PathBuf::as_path).collect();
+    let script = batch_script(&supervisor, None, &dir, 7, &dirs).unwrap();
+    for (i, r) in runs.iter().enumerate() {
+        let (out, err, ok) = run_element(&script, &i.to_string());
+        assert!(ok, "element {i}: {err}");
+        assert_eq!(
+            out.trim(),
+            format!("supervise|{}|spec of {}", r.display(), r.display()),
+            "element {i}"
+        );
+        assert_eq!(batch_of(r), Some((7, i as u32)), "{}'s mark", r.display());
+    }
+    // An index the batch does not have runs nothing, and says why.
+    let (out, err, ok) = run_element(&script, "3");
+    assert!(!ok && out.is_empty(), "{out}");
+    assert!(err.contains("no run folder for array index 3"), "{err}");
+    // Only the daemon's user reads what the node runs.
+    use std::os::unix::fs::MetadataExt;
+    for f in [&script, &dir.join(INDEX), &runs[0].join(BATCH)] {
+        assert_eq!(
+            std::fs::metadata(f).unwrap().mode() & 0o077,
+            0,
+            "{}",
+            f.display()
+        );
+    }
+    assert_eq!(batch_of(shared.path()), None, "no mark: a job of its own");
+}
