@@ -88,8 +88,7 @@ pub(crate) fn slurm(cmd: &str, args: &[&str]) -> String {
 
 /// The SLURM job of task `id`'s last run, as scancel and scontrol take
 /// it: the session nightjar recorded (the job, or a job array's), and for
-/// an element of an array its index from the run folder's `batch` mark
-/// (`812_3`).
+/// an element of an array its index from the run's spec (`812_3`).
 pub(crate) fn job_of(nj: &Nj, id: i64) -> String {
     nj.until("the run has its SLURM job", || {
         nj.show(id)["runs"]
@@ -101,12 +100,11 @@ pub(crate) fn job_of(nj: &Nj, id: i64) -> String {
     let run = runs.as_array().and_then(|r| r.last()).expect("a run");
     let job = run["supervisor_pid"].as_i64().expect("a job id");
     let dir = Path::new(run["run_dir"].as_str().expect("a run folder"));
-    match std::fs::read_to_string(dir.join("batch")) {
-        Ok(mark) => {
-            let index = mark.split_whitespace().nth(1).expect("batch index");
-            format!("{job}_{index}")
-        }
-        Err(_) => job.to_string(),
+    let spec: serde_json::Value =
+        serde_json::from_str(&read(&dir.join("spec.json"))).expect("the run's spec");
+    match spec["array_element"][1].as_u64() {
+        Some(index) => format!("{job}_{index}"),
+        None => job.to_string(),
     }
 }
 

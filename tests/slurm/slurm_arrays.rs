@@ -102,6 +102,27 @@ fn a_sweep_is_one_job_array_and_a_hand_scancel_of_one_element_ends_that_run_alon
         "three elements of one batch: {elements:?}"
     );
     assert!(index.parse::<u32>().is_ok_and(|k| k < 3), "{job}");
+    // Each element's SLURM output is its run folder's once its end is
+    // recorded, and the batch's folder goes with its last element.
+    let batches = nj.path("shared").join("batches");
+    nj.until("the batch's folder is removed", || {
+        std::fs::read_dir(&batches).is_ok_and(|d| d.count() == 0)
+    });
+    for &id in &members {
+        let show = nj.show(id);
+        let dir = Path::new(show["runs"][0]["run_dir"].as_str().expect("a run folder"));
+        assert!(dir.join("slurm.out").exists(), "{}", dir.display());
+    }
+    let cancelled = nj.show(members[1]);
+    let dir = Path::new(
+        cancelled["runs"][0]["run_dir"]
+            .as_str()
+            .expect("a run folder"),
+    );
+    assert!(
+        read(&dir.join("slurm.out")).contains("CANCELLED"),
+        "SLURM's word on it"
+    );
 }
 
 #[test]
@@ -235,4 +256,33 @@ fn a_daemon_killed_while_an_arrays_sbatch_is_in_flight_adopts_each_element_it_la
         0,
         0,
     );
+}
+
+#[test]
+fn a_batches_folder_another_user_made_in_a_sticky_shared_folder_stops_the_daemon() {
+    use std::os::unix::fs::PermissionsExt;
+    let _cluster = shared_cluster();
+    let mut nj = Nj::new("");
+    // A scratch folder every user may write (sticky, as /tmp): nobody got
+    // there first and made `batches`, whose index would tell the node's
+    // root supervisor which spec to run.
+    let shared = nj.path("scratch");
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let batches = shared.join("batches");
+    std::fs::create_dir(&batches).unwrap();
+    std::os::unix::fs::chown(&batches, Some(65534), Some(65534)).unwrap();
+    nj.set_config(&executor(&shared));
+    nj.env.push(("SLURM_CONF".into(), cluster().into()));
+    let (code, said) = nj.start_refused();
+    assert_ne!(code, 0);
+    assert!(
+        said.contains("its batches folder is owned by uid 65534"),
+        "{said}"
+    );
+    // The daemon's own, in the same scratch folder: it starts.
+    std::os::unix::fs::chown(&batches, Some(0), Some(0)).unwrap();
+    std::fs::set_permissions(&batches, std::fs::Permissions::from_mode(0o700)).unwrap();
+    nj.start();
+    let id = nj.submit(&["--", "true"]);
+    assert_eq!(nj.wait(id), 0, "{}", nj.daemon_log());
 }

@@ -91,8 +91,15 @@ impl Executor for Recorder {
         Ok(())
     }
 
+    fn holds(&self) -> bool {
+        self.hold.load(Ordering::SeqCst)
+    }
+
     fn flush(&self, daemon: &Arc<Daemon>) {
         let held = std::mem::take(&mut *self.held.lock_unpoisoned());
+        if !held.is_empty() {
+            assert!(daemon.durable(), "the round's claims are on disk");
+        }
         for (run, argv, at, started) in held {
             if self
                 .later

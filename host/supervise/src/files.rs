@@ -95,6 +95,11 @@ pub struct RunSpec {
     /// the spec's value.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub from_job: Vec<String>,
+    /// Under SLURM, the batch (its first run's id) and index of the job
+    /// array element that runs it, when one does: how a restarted daemon
+    /// finds its job again. The supervisor does not read it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub array_element: Option<(i64, u32)>,
 }
 
 impl RunSpec {

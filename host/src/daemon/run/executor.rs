@@ -121,9 +121,17 @@ pub trait Executor: Send + Sync {
     fn launch(&self, daemon: &Arc<Daemon>, run: Launch, started: Started) -> anyhow::Result<()>;
 
     /// Submits the runs `launch` held (none for an executor that holds
-    /// none). The daemon calls it after each round of starts, and only
-    /// after every claim of the round is on disk.
+    /// none). The daemon calls it after each round of starts.
     fn flush(&self, _daemon: &Arc<Daemon>) {}
+
+    /// Whether `launch` holds every run for [`Executor::flush`]: then the
+    /// daemon hands it runs whose claims may not be on disk yet, and
+    /// `flush` makes them so ([`Daemon::durable`], one sync for the
+    /// round) before it submits any, or gives each back. Else each claim
+    /// is on disk before `launch` is called.
+    fn holds(&self) -> bool {
+        false
+    }
 
     /// Asks run `run` (session `session`, run folder `dir`) to stop, `how`
     /// says. Its end is reported as any other; the daemon keeps its own

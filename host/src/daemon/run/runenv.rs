@@ -230,6 +230,7 @@ pub fn build(
         run_as,
         container,
         from_job: Vec::new(),
+        array_element: None,
     })
 }
 

@@ -157,8 +157,10 @@ impl Daemon {
             tracing::warn!("run {}: cannot record its cache key: {e}", run.id);
         }
         // The claim is on disk before a supervisor exists to prove it (a
-        // run folder the database does not know stops the next start).
-        if !self.durable() {
+        // run folder the database does not know stops the next start); an
+        // executor that holds its runs for the round's flush syncs once
+        // for the round there, before it submits any.
+        if !self.runs.executor.holds() && !self.durable() {
             self.give_back(run.id);
             return Ok(None);
         }

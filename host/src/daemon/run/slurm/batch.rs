@@ -3,8 +3,9 @@
 //! to `MaxArraySize` runs), a run that asks as no other as a job of its own.
 //!
 //! Exactly once, as for a job of its own: every run is claimed (on disk)
-//! before the array's `sbatch`, and its folder carries the batch and index
-//! that find its element again (`folder::BATCH`), written before it too.
+//! before the array's `sbatch`, and its spec names the batch and index
+//! that find its element again (`RunSpec::array_element`), written before
+//! it too.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -100,6 +101,14 @@ impl SlurmExecutor {
         if held.is_empty() {
             return;
         }
+        // Every claim of the round on disk before any sbatch: one sync.
+        if !daemon.durable() {
+            for h in held {
+                let why = TryLater("the database's log could not be flushed".into());
+                daemon.launch_failed(h.run.run, anyhow::Error::new(why));
+            }
+            return;
+        }
         for group in groups(held, max_array()) {
             if group.len() == 1 {
                 let Some(h) = group.into_iter().next() else {
@@ -126,6 +135,7 @@ impl SlurmExecutor {
 
     /// One run as a job of its own: its job id, or why not.
     fn submit_one(&self, run: &Launch) -> Result<JobId> {
+        folder::write_spec(run)?;
         let script = folder::run_script(&self.supervisor, self.sampler.as_ref(), run)?;
         let ask = self.ask(
             run,
@@ -141,9 +151,16 @@ impl SlurmExecutor {
     }
 
     /// `group` (at least two runs that ask alike) as one job array.
-    fn submit_array(&self, daemon: &Arc<Daemon>, group: Vec<Held>) {
+    fn submit_array(&self, daemon: &Arc<Daemon>, mut group: Vec<Held>) {
         let batch = group.iter().map(|h| h.run.run).min().unwrap_or(0);
-        let dir = self.cfg.shared_dir.join("batches").join(batch.to_string());
+        for (i, h) in group.iter_mut().enumerate() {
+            h.run.spec.array_element = Some((batch, i as u32));
+        }
+        let dir = self
+            .cfg
+            .shared_dir
+            .join(super::BATCHES)
+            .join(batch.to_string());
         let runs: Vec<&Launch> = group.iter().map(|h| &h.run).collect();
         // Known before sbatch: a listing taken meanwhile names its elements.
         {
@@ -154,7 +171,10 @@ impl SlurmExecutor {
         }
         let dirs: Vec<&std::path::Path> = runs.iter().map(|r| r.dir.as_path()).collect();
         let sampler = self.sampler.as_ref().filter(|_| runs[0].resources.gpus > 0);
-        let submitted = folder::batch_script(&self.supervisor, sampler, &dir, batch, &dirs)
+        let submitted = runs
+            .iter()
+            .try_for_each(|r| folder::write_spec(r))
+            .and_then(|()| folder::batch_script(&self.supervisor, sampler, &dir, batch, &dirs))
             .and_then(|script| {
                 let ask = self.ask(
                     runs[0],

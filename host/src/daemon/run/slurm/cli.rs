@@ -386,7 +386,7 @@ pub fn unreported_end(
         _ => (
             RunClass::Lost,
             format!(
-                "{said} without a status from nightjar's supervisor (a node failure, or the batch step could not start nightjar-supervise: see SLURM's output of the job: slurm.out in the run folder, or slurm-<index>.out in its batch's folder for an element of a job array); retried per the task's retry settings"
+                "{said} without a status from nightjar's supervisor (a node failure, or the batch step could not start nightjar-supervise: see slurm.out in the run folder); retried per the task's retry settings"
             ),
         ),
     };

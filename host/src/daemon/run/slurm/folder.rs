@@ -1,6 +1,7 @@
 //! A SLURM run's folder (in the shared folder every node sees): the spec
-//! its batch step reads, the batch script, the lock file, and the status
-//! the supervisor leaves (or the daemon's tombstone of a run given back).
+//! its batch step reads (also its supervisor's lock file), the batch
+//! script of a job of its own, and the status the supervisor leaves (or
+//! the daemon's tombstone of a run given back); and a job array's folder.
 
 use std::path::{Path, PathBuf};
 
@@ -11,18 +12,14 @@ use crate::gpu::node;
 use crate::sandbox::files;
 use crate::sandbox::launch::SupervisorCmd;
 
-/// The spec file the batch step reads on its stdin.
+/// The spec file the batch step reads on its stdin; the supervisor's lock
+/// file too (the state dir, where a local run's lock is, is not shared;
+/// one file less for each run on a shared file system).
 pub(super) const SPEC: &str = "spec.json";
 /// The batch script.
 pub(super) const SCRIPT: &str = "job.sh";
 /// SLURM's own output of the job (the task's logs are the supervisor's).
 pub(super) const OUTPUT: &str = "slurm.out";
-/// The run's lock file, in the run folder (the state dir is not shared).
-pub(super) const LOCK: &str = "run.lock";
-/// In a run folder of a batch: `<batch> <index>`, the batch (the first of
-/// its runs) whose job array's element `index` runs it. Written before the
-/// array's `sbatch`; a restarted daemon finds the run's job by it.
-pub(super) const BATCH: &str = "batch";
 /// In a batch's folder: its runs' folders, one a line, element `i` on
 /// line `i + 1`.
 pub(super) const INDEX: &str = "index";
@@ -49,29 +46,34 @@ pub(super) struct Sampler {
     pub spec: crate::gpu::node::SamplerSpec,
 }
 
-/// Writes the spec, the lock file and, for a GPU job sampled on its node,
-/// the sampler's spec into the run folder.
+/// Makes the run folder (with, for a GPU job sampled on its node, the
+/// sampler's spec) and the run's spec what a SLURM node needs; the spec
+/// is written once the run's job is known ([`write_spec`]).
 pub(super) fn prepare(sampler: Option<&Sampler>, run: &mut Launch) -> Result<()> {
     let dir = &run.dir;
     std::fs::create_dir_all(dir).with_context(|| format!("make {}", dir.display()))?;
-    let lock_file = dir.join(LOCK);
-    std::fs::File::create(&lock_file).with_context(|| format!("create {}", lock_file.display()))?;
     let spec = &mut run.spec;
-    spec.lock_file = lock_file;
+    spec.lock_file = dir.join(SPEC);
     // SLURM confines the job; the login node's cgroups and cores mean
     // nothing on the node.
     spec.cgroup = None;
     spec.cpus.clear();
     spec.from_job = FROM_JOB.iter().map(|s| s.to_string()).collect();
-    let mut line = serde_json::to_string(spec).context("write the run spec")?;
-    line.push('\n');
-    write_private(&dir.join(SPEC), line.as_bytes())?;
     if let Some(s) = sampler.filter(|_| run.resources.gpus > 0) {
         let mut line = serde_json::to_string(&s.spec).context("write the sampler's spec")?;
         line.push('\n');
         write_private(&dir.join(node::SPEC), line.as_bytes())?;
     }
     Ok(())
+}
+
+/// Writes `run`'s spec into its folder (for an element of a job array,
+/// with its batch and index: written before the array's `sbatch`, how a
+/// restarted daemon finds the run's job).
+pub(super) fn write_spec(run: &Launch) -> Result<()> {
+    let mut line = serde_json::to_string(&run.spec).context("write the run spec")?;
+    line.push('\n');
+    write_private(&run.dir.join(SPEC), line.as_bytes())
 }
 
 /// The script's lines that start a run on its node, the run folder being
@@ -126,8 +128,8 @@ pub(super) fn run_script(
 
 /// Makes the folder `dir` of batch `batch` (the runs in the folders
 /// `runs`, all asking alike, become the elements of one job array, in this
-/// order): each run folder's [`BATCH`] mark, the batch's [`INDEX`], and
-/// its script, whose element `i` (SLURM's `SLURM_ARRAY_TASK_ID`) execs
+/// order; each spec names its element): the batch's [`INDEX`], and its
+/// script, whose element `i` (SLURM's `SLURM_ARRAY_TASK_ID`) execs
 /// `supervisor` on the run folder on the index's line `i + 1`, as
 /// [`run_script`] does for a run of its own (with the node's `sampler`
 /// for GPU jobs). The script's path.
@@ -143,14 +145,13 @@ pub(super) fn batch_script(
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir).with_context(|| format!("make {}", dir.display()))?;
     let mut index = String::new();
-    for (i, run) in runs.iter().enumerate() {
+    for run in runs {
         let path = run.display().to_string();
         // The index is read a line at a time; `shared_dir` refuses a
         // newline, and run folders are named by number under it.
         if path.contains('\n') {
             anyhow::bail!("run folder {path:?} holds a newline");
         }
-        write_private(&run.join(BATCH), format!("{batch} {i}\n").as_bytes())?;
         index.push_str(&path);
         index.push('\n');
     }
@@ -180,12 +181,28 @@ pub(super) fn batch_script(
     Ok(path)
 }
 
+/// Moves SLURM's output of element `index` of the batch whose folder is
+/// `batch_dir` into the run folder `run_dir` (as `slurm.out`, where a job
+/// of its own has it), once its run's end is recorded.
+pub(super) fn keep_output(batch_dir: &Path, index: u32, run_dir: &Path) {
+    let from = batch_dir.join(format!("slurm-{index}.out"));
+    if let Err(e) = std::fs::rename(&from, run_dir.join(OUTPUT))
+        && e.kind() != std::io::ErrorKind::NotFound
+    {
+        tracing::debug!("{}: not moved to its run folder: {e}", from.display());
+    }
+}
+
 /// The batch and index of the job array element that runs the run in
-/// `dir`, when it was released as one ([`BATCH`]).
+/// `dir`, when it was released as one (its spec says).
 pub(super) fn batch_of(dir: &Path) -> Option<(i64, u32)> {
-    let text = std::fs::read_to_string(dir.join(BATCH)).ok()?;
-    let (batch, index) = text.trim().split_once(' ')?;
-    Some((batch.parse().ok()?, index.parse().ok()?))
+    #[derive(serde::Deserialize)]
+    struct Element {
+        #[serde(default)]
+        array_element: Option<(i64, u32)>,
+    }
+    let text = std::fs::read(dir.join(SPEC)).ok()?;
+    serde_json::from_slice::<Element>(&text).ok()?.array_element
 }
 
 /// Writes a file only the daemon's user reads (the spec holds the task's

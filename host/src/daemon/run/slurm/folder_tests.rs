@@ -57,7 +57,6 @@ fn each_element_of_a_batchs_array_execs_the_supervisor_on_its_own_run_folder() {
             format!("supervise|{}|spec of {}", r.display(), r.display()),
             "element {i}"
         );
-        assert_eq!(batch_of(r), Some((7, i as u32)), "{}'s mark", r.display());
     }
     // An index the batch does not have runs nothing, and says why.
     let (out, err, ok) = run_element(&script, "3");
@@ -65,7 +64,7 @@ fn each_element_of_a_batchs_array_execs_the_supervisor_on_its_own_run_folder() {
     assert!(err.contains("no run folder for array index 3"), "{err}");
     // Only the daemon's user reads what the node runs.
     use std::os::unix::fs::MetadataExt;
-    for f in [&script, &dir.join(INDEX), &runs[0].join(BATCH)] {
+    for f in [&script, &dir.join(INDEX)] {
         assert_eq!(
             std::fs::metadata(f).unwrap().mode() & 0o077,
             0,
@@ -73,5 +72,22 @@ fn each_element_of_a_batchs_array_execs_the_supervisor_on_its_own_run_folder() {
             f.display()
         );
     }
-    assert_eq!(batch_of(shared.path()), None, "no mark: a job of its own");
+}
+
+#[test]
+fn a_runs_spec_names_the_array_element_that_runs_it_and_only_then() {
+    let dir = tempfile::tempdir().unwrap();
+    // What the supervisor reads, with the daemon's mark in it.
+    std::fs::write(
+        dir.path().join(SPEC),
+        r#"{"run_id":12,"task_id":3,"array_element":[7,2],"env":{"A":"]"}}"#,
+    )
+    .unwrap();
+    assert_eq!(batch_of(dir.path()), Some((7, 2)));
+    std::fs::write(dir.path().join(SPEC), r#"{"run_id":12,"task_id":3}"#).unwrap();
+    assert_eq!(batch_of(dir.path()), None, "a job of its own");
+    std::fs::write(dir.path().join(SPEC), "not json").unwrap();
+    assert_eq!(batch_of(dir.path()), None);
+    std::fs::remove_file(dir.path().join(SPEC)).unwrap();
+    assert_eq!(batch_of(dir.path()), None, "no spec: never prepared");
 }

@@ -102,6 +102,11 @@ pub struct SlurmExecutor {
     down_until: Mutex<Option<std::time::Instant>>,
 }
 
+/// The shared folder's folder of run folders.
+const RUNS: &str = "runs";
+/// The shared folder's folder of job arrays' folders (`batch.rs`).
+const BATCHES: &str = "batches";
+
 /// The least wait after SLURM did not answer an sbatch.
 const BACKOFF: std::time::Duration = std::time::Duration::from_secs(5);
 
@@ -141,12 +146,14 @@ impl SlurmExecutor {
     /// nightjar's placement counts against.
     pub fn check(cfg: &ExecutorConfig) -> Result<(u32, u32)> {
         let dir = &cfg.shared_dir;
-        std::fs::create_dir_all(dir.join("runs")).with_context(|| {
-            format!(
-                "key `executor.shared_dir` ({}): cannot make its runs folder; create it on the shared file system, writable by the daemon's user",
-                dir.display()
-            )
-        })?;
+        for sub in [RUNS, BATCHES] {
+            std::fs::create_dir_all(dir.join(sub)).with_context(|| {
+                format!(
+                    "key `executor.shared_dir` ({}): cannot make its {sub} folder; create it on the shared file system, writable by the daemon's user",
+                    dir.display()
+                )
+            })?;
+        }
         let probe = dir.join(format!(".nightjar-probe-{}", std::process::id()));
         std::fs::write(&probe, b"probe").with_context(|| {
             format!(
@@ -159,14 +166,19 @@ impl SlurmExecutor {
         let ours = std::fs::metadata(&probe).map(|m| m.uid());
         let _ = std::fs::remove_file(&probe);
         let owner_mode = |p: &Path| std::fs::metadata(p).map(|m| (m.uid(), m.mode()));
-        if let (Ok(ours), Ok(shared), Ok(runs)) =
-            (ours, owner_mode(dir), owner_mode(&dir.join("runs")))
-            && let Some(why) = folder::exposed(shared, runs, ours)
-        {
-            anyhow::bail!(
-                "key `executor.shared_dir` ({}): another user could put a run folder of their own in place of the daemon's, whose spec the supervisor reads as the daemon's user on the node: {why}",
-                dir.display()
-            );
+        // A batch's index names the run folders its elements run: as much
+        // the daemon's as the run folders themselves.
+        for sub in [RUNS, BATCHES] {
+            if let (Ok(ours), Ok(shared), Ok(runs)) =
+                (&ours, owner_mode(dir), owner_mode(&dir.join(sub)))
+                && let Some(why) = folder::exposed(shared, runs, *ours)
+            {
+                anyhow::bail!(
+                    "key `executor.shared_dir` ({}): another user could put a run folder of their own in place of the daemon's, whose spec the supervisor reads as the daemon's user on the node: {}",
+                    dir.display(),
+                    why.replace("runs folder", &format!("{sub} folder"))
+                );
+            }
         }
         let out = cmd::run("sinfo", &["-h", "-N", "-o", "%N|%c|%G"]).context(
             "executor.kind = \"slurm\": `sinfo` does not answer; is slurmctld up and SLURM_CONF right? (scripts/slurm-dev starts a one-node cluster)",
@@ -189,6 +201,7 @@ impl SlurmExecutor {
                 daemon: Arc::downgrade(daemon),
                 jobs: Arc::clone(&self.jobs),
                 elements: Arc::clone(&self.elements),
+                batches: self.cfg.shared_dir.join(BATCHES),
                 tag: self.tag.clone(),
                 every: self.cfg.poll,
             };
@@ -242,6 +255,10 @@ impl Executor for SlurmExecutor {
 
     fn flush(&self, daemon: &Arc<Daemon>) {
         self.submit_held(daemon);
+    }
+
+    fn holds(&self) -> bool {
+        true
     }
 
     fn stop(&self, run: i64, _session: u32, _dir: &Path, how: Stop) {
@@ -381,6 +398,8 @@ impl Executor for SlurmExecutor {
             }
             _ => {
                 if let Some(e) = element {
+                    let batch = self.cfg.shared_dir.join(BATCHES).join(e.0.to_string());
+                    folder::keep_output(&batch, e.1, &dir);
                     lock(&self.elements).remove(&e);
                 }
             }

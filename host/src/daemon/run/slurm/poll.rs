@@ -27,6 +27,8 @@ pub(super) struct Poller {
     pub jobs: Arc<Mutex<HashMap<i64, Job>>>,
     /// The runs of job array elements, by (batch, index).
     pub elements: Arc<Mutex<HashMap<(i64, u32), i64>>>,
+    /// The folder of job arrays' folders.
+    pub batches: std::path::PathBuf,
     pub tag: String,
     pub every: Duration,
 }
@@ -70,6 +72,7 @@ impl Poller {
                 let me = Arc::clone(&daemon);
                 let _ = tokio::task::spawn_blocking(move || me.runs_began(&began, now)).await;
             }
+            let mut done = Vec::new();
             for (run, out) in self.ended(&listed, now) {
                 let me = Arc::clone(&daemon);
                 let reported = tokio::task::spawn_blocking(move || me.report_end(run, &out))
@@ -77,10 +80,34 @@ impl Poller {
                     .unwrap_or(false);
                 if reported {
                     let job = lock(&self.jobs).remove(&run);
-                    if let Some(e) = job.and_then(|j| j.element) {
+                    if let Some(j) = job
+                        && let Some(e) = j.element
+                    {
+                        let batch = self.batches.join(e.0.to_string());
+                        super::folder::keep_output(&batch, e.1, &j.dir);
                         lock(&self.elements).remove(&e);
+                        done.push(e.0);
                     }
                 }
+            }
+            self.forget_batches(done);
+        }
+    }
+
+    /// Removes the folders of the batches in `done` none of whose elements
+    /// is in progress any more.
+    fn forget_batches(&self, mut done: Vec<i64>) {
+        done.sort_unstable();
+        done.dedup();
+        if done.is_empty() {
+            return;
+        }
+        let live: std::collections::HashSet<i64> =
+            lock(&self.elements).keys().map(|k| k.0).collect();
+        for b in done.into_iter().filter(|b| !live.contains(b)) {
+            let dir = self.batches.join(b.to_string());
+            if let Err(e) = std::fs::remove_dir_all(&dir) {
+                tracing::debug!("{}: not removed: {e}", dir.display());
             }
         }
     }
@@ -321,6 +348,7 @@ mod tests {
             daemon: Weak::new(),
             jobs: Arc::default(),
             elements: Arc::default(),
+            batches: dir.path().join("batches"),
             tag: "nightjar:t".into(),
             every: Duration::from_secs(1),
         };
@@ -367,6 +395,7 @@ mod tests {
             daemon: Weak::new(),
             jobs: Arc::default(),
             elements: Arc::default(),
+            batches: dir.path().join("batches"),
             tag: "nightjar:t".into(),
             every: Duration::from_secs(1),
         };
