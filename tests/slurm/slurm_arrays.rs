@@ -286,3 +286,83 @@ fn a_batches_folder_another_user_made_in_a_sticky_shared_folder_stops_the_daemon
     let id = nj.submit(&["--", "true"]);
     assert_eq!(nj.wait(id), 0, "{}", nj.daemon_log());
 }
+
+#[test]
+fn a_round_whose_first_sbatch_slurm_does_not_answer_sends_no_other_and_gives_each_run_back() {
+    let _cluster = shared_cluster();
+    let mut nj = Nj::new("");
+    // An sbatch that counts its calls and, while `down` is there, says
+    // what sbatch says when slurmctld does not answer.
+    let (bin, gate) = (nj.path("bin"), nj.path("gate"));
+    let real = String::from_utf8_lossy(
+        &std::process::Command::new("sh")
+            .args(["-c", "command -v sbatch"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .trim()
+    .to_string();
+    std::fs::write(gate.join("down"), "").unwrap();
+    std::fs::write(
+        bin.join("sbatch"),
+        format!(
+            "#!/bin/sh\necho call >> {g}/calls\nif [ -e {g}/down ]; then\n  echo 'sbatch: error: Batch job submission failed: Unable to contact slurm controller (connect failure)' >&2\n  exit 1\nfi\nexec {real} \"$@\"\n",
+            g = gate.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(bin.join("sbatch"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let shared = nj.path("shared");
+    // A backoff (the poll, at least 5 s) long enough to look at the round
+    // before the next one.
+    nj.set_config(&executor(&shared).replace("poll = \"300ms\"", "poll = \"10s\""));
+    nj.env.push(("SLURM_CONF".into(), cluster().into()));
+    let path = std::env::var("PATH").unwrap_or_default();
+    nj.env
+        .push(("PATH".into(), format!("{}:{path}", bin.display())));
+    nj.start();
+    // Three tasks that ask for different time limits: three jobs of their
+    // own, released by one round.
+    let marks = nj.path("marks");
+    let file = nj.path("round").join("round.toml");
+    let tasks: Vec<String> = (0..3)
+        .map(|i| {
+            format!(
+                "[[task]]\nname = \"t{i}\"\ncommand = [\"sh\", \"-c\", \"echo run >> {}/t{i}\"]\n[task.resources]\ntimeout = \"{}h\"\n",
+                marks.display(),
+                i + 1
+            )
+        })
+        .collect();
+    std::fs::write(&file, tasks.concat()).unwrap();
+    let ids: Vec<i64> = nj
+        .json(&["submit", file.to_str().unwrap()])
+        .as_array()
+        .expect("the submitted tasks")
+        .iter()
+        .map(|t| t["id"].as_i64().expect("an id"))
+        .collect();
+    assert_eq!(ids.len(), 3);
+    nj.until("each run is given back", || {
+        ids.iter().all(|&id| {
+            let show = nj.show(id);
+            show["task"]["state"] == "queued"
+                && show["runs"].as_array().is_some_and(|r| r.len() == 1)
+        })
+    });
+    // The first sbatch waited out SLURM's silence; the others of its round
+    // did not each wait it out again (sbatch's own retries: minutes).
+    assert_eq!(
+        read(&gate.join("calls")).lines().count(),
+        1,
+        "{}",
+        nj.daemon_log()
+    );
+    std::fs::remove_file(gate.join("down")).unwrap();
+    for (i, &id) in ids.iter().enumerate() {
+        assert_eq!(nj.wait(id), 0, "t{i}: {}", nj.daemon_log());
+        assert_eq!(read(&marks.join(format!("t{i}"))), "run\n", "t{i} ran once");
+    }
+}

@@ -17,7 +17,7 @@ use super::{Job, SlurmExecutor, cmd, folder, poll};
 use crate::daemon::run::executor::{Launch, Started, TryLater};
 use crate::daemon::state::{Daemon, lock};
 
-/// A prepared run waiting for the round's `sbatch`.
+/// A claimed run waiting for the round's `sbatch` (its folder made then).
 pub(super) struct Held {
     pub run: Launch,
     pub started: Started,
@@ -52,16 +52,20 @@ impl Alike {
 }
 
 /// The largest job array the cluster takes (`MaxArraySize`: indexes
-/// below it), read once from `scontrol show config`; 1,000 when it does
-/// not say.
+/// below it), read from `scontrol show config` once it answers; 1,000
+/// until then.
 fn max_array() -> usize {
     static MAX: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *MAX.get_or_init(|| {
-        cmd::run("scontrol", &["show", "config"])
-            .ok()
-            .and_then(|out| parse_max_array(&out))
-            .unwrap_or(1000)
-    })
+    if let Some(&max) = MAX.get() {
+        return max;
+    }
+    match cmd::run("scontrol", &["show", "config"])
+        .ok()
+        .and_then(|out| parse_max_array(&out))
+    {
+        Some(max) => *MAX.get_or_init(|| max),
+        None => 1000,
+    }
 }
 
 /// `MaxArraySize` in `scontrol show config`'s output (at least 1).
@@ -109,7 +113,30 @@ impl SlurmExecutor {
             }
             return;
         }
+        // Each run's folder only now: one the database might not know
+        // (its claim lost with the log) would stop the next start.
+        let held: Vec<Held> = held
+            .into_iter()
+            .filter_map(
+                |mut h| match folder::prepare(self.sampler.as_ref(), &mut h.run) {
+                    Ok(()) => Some(h),
+                    Err(e) => {
+                        daemon.launch_failed(h.run.run, e);
+                        None
+                    }
+                },
+            )
+            .collect();
         for group in groups(held, max_array()) {
+            // SLURM did not answer an sbatch of this round: the rest are
+            // given back now, not each after sbatch's own time limit.
+            if let Some(why) = self.down() {
+                for h in group {
+                    let why = anyhow::Error::new(TryLater(why.clone()));
+                    daemon.launch_failed(h.run.run, why);
+                }
+                continue;
+            }
             if group.len() == 1 {
                 let Some(h) = group.into_iter().next() else {
                     continue;
@@ -122,6 +149,19 @@ impl SlurmExecutor {
                 self.submit_array(daemon, group);
             }
         }
+    }
+
+    /// Why no job is submitted now (SLURM did not answer the last
+    /// sbatch), if none is.
+    pub(super) fn down(&self) -> Option<String> {
+        let until = (*lock(&self.down_until))?;
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        (!left.is_zero()).then(|| {
+            format!(
+                "SLURM did not answer the last sbatch; trying again in {}s",
+                left.as_secs().max(1)
+            )
+        })
     }
 
     /// Records `h`'s job `id` (an array's element: its batch and index).
@@ -277,3 +317,7 @@ impl SlurmExecutor {
         Ok(id)
     }
 }
+
+#[cfg(test)]
+#[path = "batch_tests.rs"]
+mod tests;

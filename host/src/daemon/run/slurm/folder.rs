@@ -193,6 +193,19 @@ pub(super) fn keep_output(batch_dir: &Path, index: u32, run_dir: &Path) {
     }
 }
 
+/// Whether every run the index of the batch folder `batch_dir` names has
+/// ended: its folder holds a status (its supervisor's, or the daemon's
+/// tombstone), or is gone. No index: nothing in it can start.
+pub(super) fn all_ended(batch_dir: &Path) -> bool {
+    let Ok(index) = std::fs::read_to_string(batch_dir.join(INDEX)) else {
+        return true;
+    };
+    index.lines().all(|run| {
+        let run = Path::new(run);
+        run.join(files::STATUS).exists() || !run.exists()
+    })
+}
+
 /// The batch and index of the job array element that runs the run in
 /// `dir`, when it was released as one (its spec says).
 pub(super) fn batch_of(dir: &Path) -> Option<(i64, u32)> {

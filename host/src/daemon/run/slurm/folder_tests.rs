@@ -91,3 +91,34 @@ fn a_runs_spec_names_the_array_element_that_runs_it_and_only_then() {
     std::fs::remove_file(dir.path().join(SPEC)).unwrap();
     assert_eq!(batch_of(dir.path()), None, "no spec: never prepared");
 }
+
+#[test]
+fn a_batch_has_ended_only_once_every_run_its_index_names_has() {
+    let shared = tempfile::tempdir().unwrap();
+    let runs: Vec<PathBuf> = ["1", "2", "3"]
+        .iter()
+        .map(|n| shared.path().join("runs").join(n))
+        .collect();
+    for r in &runs {
+        std::fs::create_dir_all(r).unwrap();
+    }
+    let supervisor = SupervisorCmd {
+        program: "/bin/true".into(),
+        prefix: Vec::new(),
+    };
+    let dir = shared.path().join("batches").join("1");
+    let dirs: Vec<&Path> = runs.iter().map(PathBuf::as_path).collect();
+    batch_script(&supervisor, None, &dir, 1, &dirs).unwrap();
+    assert!(!all_ended(&dir), "none ended");
+    std::fs::write(runs[0].join(files::STATUS), "{}").unwrap();
+    // The second's folder removed (retention), the third still waiting:
+    // a restarted daemon may not have adopted it yet.
+    std::fs::remove_dir_all(&runs[1]).unwrap();
+    assert!(!all_ended(&dir), "the third has not ended");
+    tombstone(&runs[2], "sbatch failed");
+    assert!(all_ended(&dir));
+    assert!(
+        all_ended(&shared.path().join("batches").join("9")),
+        "no index"
+    );
+}

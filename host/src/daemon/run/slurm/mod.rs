@@ -94,7 +94,8 @@ pub struct SlurmExecutor {
     /// The runs of job array elements in progress, by (batch, index).
     /// Never locked with `jobs` held, nor `jobs` with it held.
     elements: Arc<Mutex<HashMap<(i64, u32), i64>>>,
-    /// The runs `launch` prepared for the round's `sbatch` (`flush`).
+    /// The runs `launch` held for the round's `sbatch` (`flush`), their
+    /// folders not made yet.
     held: Mutex<Vec<batch::Held>>,
     /// The poller, started with the first job.
     poller: OnceLock<()>,
@@ -245,10 +246,11 @@ fn tag(state_dir: &Path) -> String {
 }
 
 impl Executor for SlurmExecutor {
-    fn launch(&self, _daemon: &Arc<Daemon>, mut run: Launch, started: Started) -> Result<()> {
+    fn launch(&self, _daemon: &Arc<Daemon>, run: Launch, started: Started) -> Result<()> {
         // Submitted by `flush`, with the rest of its round: those that ask
-        // alike as one job array.
-        folder::prepare(self.sampler.as_ref(), &mut run)?;
+        // alike as one job array. Its folder is made there too, once the
+        // round's claims are on disk (a run folder the database does not
+        // know stops the next start).
         lock(&self.held).push(batch::Held { run, started });
         Ok(())
     }
@@ -313,14 +315,8 @@ impl Executor for SlurmExecutor {
     }
 
     fn busy(&self) -> Option<String> {
-        if let Some(until) = *lock(&self.down_until) {
-            let left = until.saturating_duration_since(std::time::Instant::now());
-            if !left.is_zero() {
-                return Some(format!(
-                    "SLURM did not answer the last sbatch; trying again in {}s",
-                    left.as_secs().max(1)
-                ));
-            }
+        if let Some(why) = self.down() {
+            return Some(why);
         }
         // Held for this round's sbatch: waiting in SLURM once it returns.
         let held = lock(&self.held).len();

@@ -1,0 +1,154 @@
+//! The poller's and adoption's parts that need no cluster.
+
+use super::*;
+
+#[test]
+fn only_the_daemons_own_processes_count_as_its_sbatch_in_flight() {
+    use std::os::unix::process::CommandExt;
+    let arg = format!("--comment=nightjar:test-{}:run:1", std::process::id());
+    let start = |uid: Option<u32>| {
+        // `read`, a builtin, waits on the pipe without a child (one
+        // forked but not yet exec'd would carry the argument too).
+        let mut c = std::process::Command::new("sh");
+        c.args(["-c", "read x", "sh", &arg])
+            .stdin(std::process::Stdio::piped());
+        if let Some(u) = uid {
+            c.uid(u).gid(u);
+        }
+        let child = c.spawn().expect("sh");
+        // spawn returns once exec began, maybe before the new argument
+        // list is in place.
+        let cmdline = format!("/proc/{}/cmdline", child.id());
+        let t0 = Instant::now();
+        while !std::fs::read(&cmdline).is_ok_and(|c| c.ends_with(format!("{arg}\0").as_bytes()))
+            && t0.elapsed() < Duration::from_secs(5)
+        {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        child
+    };
+    let mut mine = start(None);
+    assert!(in_flight(&arg));
+    let _ = mine.kill();
+    let _ = mine.wait();
+    assert!(!in_flight(&arg));
+    if crate::users::euid() == 0 {
+        // Anyone can start a process with the run's comment in its arguments.
+        let mut theirs = start(Some(65534));
+        assert!(
+            !in_flight(&arg),
+            "another user's process is no sbatch of ours"
+        );
+        let _ = theirs.kill();
+        let _ = theirs.wait();
+    }
+}
+
+#[test]
+fn a_job_one_listing_missed_keeps_its_whole_patience_for_its_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let poller = Poller {
+        daemon: Weak::new(),
+        jobs: Arc::default(),
+        elements: Arc::default(),
+        batches: dir.path().join("batches"),
+        tag: "nightjar:t".into(),
+        every: Duration::from_secs(1),
+    };
+    lock(&poller.jobs).insert(7, Job::new(JobId::one(70), dir.path().to_path_buf(), None));
+    let listed = |state: &str| {
+        vec![cli::Listed {
+            run: 7,
+            job: 70,
+            index: None,
+            state: state.into(),
+            reason: "None".into(),
+            nodes: "n1".into(),
+        }]
+    };
+    // Listed before its sbatch returned: not in the listing.
+    assert!(poller.ended(&[], 1).is_empty());
+    assert!(poller.ended(&listed("RUNNING"), 2).is_empty());
+    // Over, its status not yet seen through the shared folder's cache.
+    assert!(
+        poller.ended(&listed("COMPLETED"), 3).is_empty(),
+        "one poll without its status is not yet a lost run"
+    );
+    let status = files::RunStatus {
+        started_at: 1,
+        finished_at: 3,
+        exit_code: Some(0),
+        signal: None,
+        ended_by: files::EndedBy::Exited,
+        message: None,
+        log_dropped: 0,
+        log_error: None,
+        detected: None,
+    };
+    files::write_atomic(dir.path(), files::STATUS, &status).unwrap();
+    let over = poller.ended(&listed("COMPLETED"), 4);
+    assert_eq!(over.len(), 1);
+    assert_eq!(over[0].1.class, crate::store::RunClass::Ok);
+}
+
+#[test]
+fn a_hand_scancel_whose_shell_exited_143_is_a_cancel_not_the_tasks_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    let poller = Poller {
+        daemon: Weak::new(),
+        jobs: Arc::default(),
+        elements: Arc::default(),
+        batches: dir.path().join("batches"),
+        tag: "nightjar:t".into(),
+        every: Duration::from_secs(1),
+    };
+    let id = JobId {
+        job: 44,
+        index: Some(1),
+    };
+    lock(&poller.jobs).insert(7, Job::new(id, dir.path().to_path_buf(), Some((5, 1))));
+    // `sh -c '...; sleep 300'`: SLURM's SIGTERM ends the shell with 143.
+    let status = files::RunStatus {
+        started_at: 1,
+        finished_at: 3,
+        exit_code: Some(143),
+        signal: None,
+        ended_by: files::EndedBy::Exited,
+        message: None,
+        log_dropped: 0,
+        log_error: None,
+        detected: None,
+    };
+    files::write_atomic(dir.path(), files::STATUS, &status).unwrap();
+    let listed = vec![cli::Listed {
+        run: 7,
+        job: 44,
+        index: Some(1),
+        state: "CANCELLED".into(),
+        reason: "None".into(),
+        nodes: "n1".into(),
+    }];
+    let over = poller.ended(&listed, 4);
+    assert_eq!(over.len(), 1);
+    assert_eq!(over[0].1.class, RunClass::Cancelled);
+    let message = over[0].1.message.clone().unwrap_or_default();
+    assert!(
+        message.contains("SLURM job 44_1 was cancelled outside nightjar"),
+        "{message}"
+    );
+    // One nightjar asked for keeps the supervisor's own account.
+    lock(&poller.jobs).insert(8, {
+        let mut j = Job::new(JobId::one(45), dir.path().to_path_buf(), None);
+        j.asked = true;
+        j
+    });
+    let listed = vec![cli::Listed {
+        run: 8,
+        job: 45,
+        index: None,
+        ..listed[0].clone()
+    }];
+    let over = poller.ended(&listed, 5);
+    let mine = over.iter().find(|(r, _)| *r == 8).expect("run 8 over");
+    assert_eq!(mine.1.class, RunClass::AppError, "{:?}", mine.1);
+}
