@@ -134,9 +134,13 @@ impl ExecutorConfig {
                 self.shared_dir.display()
             );
         }
-        if self.shared_dir.to_string_lossy().contains(['%', '\n']) {
+        if self
+            .shared_dir
+            .to_string_lossy()
+            .contains(['%', '\n', '\\'])
+        {
             bail!(
-                "key `executor.shared_dir` ({}) holds a `%` or a newline: sbatch expands `%j`-style patterns in the output path it is given; use a path without them",
+                "key `executor.shared_dir` ({}) holds a `%`, a backslash or a newline: sbatch expands `%j`-style patterns in the output path it is given (a job array's `%a` among them), and a backslash anywhere in that path stops it; use a path without them",
                 self.shared_dir.display()
             );
         }
@@ -266,13 +270,16 @@ mod tests {
             .to_string();
         assert!(e.contains("holds a space"), "{e}");
         let mut c = slurm(&[]);
-        c.shared_dir = "/shared/%j".into();
-        assert!(
-            c.validate()
-                .unwrap_err()
-                .to_string()
-                .contains("holds a `%`")
-        );
+        for odd in ["/shared/%j", "/shared/a\\b", "/shared/a\nb"] {
+            c.shared_dir = odd.into();
+            assert!(
+                c.validate()
+                    .unwrap_err()
+                    .to_string()
+                    .contains("holds a `%`, a backslash or a newline"),
+                "{odd:?}"
+            );
+        }
         let e = slurm(&["run.sh"]).validate().unwrap_err().to_string();
         assert!(e.contains("not an option"), "{e}");
     }

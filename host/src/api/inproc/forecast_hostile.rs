@@ -19,28 +19,16 @@ fn world(mode: &str, gpus: u32) -> World {
     )
 }
 
-/// A forecast of `ids` that must come back within `limit`.
-fn forecast_within(
-    w: &World,
-    ids: Vec<i64>,
-    limit: Duration,
-) -> crate::api::forecast::ForecastReport {
-    let began = Instant::now();
-    let report = w
-        .call(Forecast {
-            ids,
-            entries: Vec::new(),
-            brief: false,
-        })
-        .expect("forecast");
-    assert!(
-        began.elapsed() < limit,
-        "the forecast took {:?} (passes {}, chain passes {})",
-        began.elapsed(),
-        report.passes,
-        report.chain_passes
-    );
-    report
+/// A forecast of `ids` whose wall-clock limit (30 s through the API) is
+/// set ten minutes off: what must end these forecasts is the wake-up
+/// budget and the stall rule, which count passes, not time, so a loaded
+/// machine does not change what they say (they once hit the API's limit
+/// on a busy CI machine). The API's limit is pinned in `forecast_edges`.
+fn forecast_of(w: &World, ids: Vec<i64>) -> crate::api::forecast::ForecastReport {
+    let every = ids.is_empty();
+    w.fx.daemon
+        .forecast(&ids, Vec::new(), every, Duration::from_secs(600))
+        .expect("forecast")
 }
 
 #[test]
@@ -62,7 +50,7 @@ fn a_policy_that_defers_at_once_for_ever_behind_a_long_run_ends_and_says_unknown
             "resources = { gpus = 1, timeout = \"1h\" }",
         );
         for ids in [vec![deferred], Vec::new()] {
-            let report = forecast_within(&w, ids, Duration::from_secs(60));
+            let report = forecast_of(&w, ids);
             let t = report
                 .tasks
                 .iter()
@@ -93,7 +81,7 @@ fn the_wake_ups_a_forecast_follows_are_capped_in_all_however_many_runs_end() {
         &["true"],
         "resources = { gpus = 1, timeout = \"1h\" }",
     );
-    let report = forecast_within(&w, vec![deferred], Duration::from_secs(60));
+    let report = forecast_of(&w, vec![deferred]);
     assert!(
         report.chain_passes <= 10_100,
         "chain passes: {}",
@@ -173,7 +161,7 @@ fn a_task_held_by_a_failing_closed_policy_is_not_blamed_on_a_task_that_never_sta
     );
     // No timeout, no history: its end is not known, but it never starts either.
     let blind = w.task("blind", &["true"], "resources = { gpus = 1 }");
-    let r = forecast_within(&w, vec![timed], Duration::from_secs(60));
+    let r = forecast_of(&w, vec![timed]);
     let why = r.tasks[0].unknown.as_deref().unwrap_or_default();
     assert!(!why.contains(&format!("task {blind}")), "{why}");
     assert!(why.contains("polic"), "{why}");

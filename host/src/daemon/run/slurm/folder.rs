@@ -195,11 +195,15 @@ pub(super) fn keep_output(batch_dir: &Path, index: u32, run_dir: &Path) {
 
 /// Whether every run the index of the batch folder `batch_dir` names has
 /// ended: its folder holds a status (its supervisor's, or the daemon's
-/// tombstone), or is gone. No index: nothing in it can start.
+/// tombstone), or is gone. No index, or one not whole (being written):
+/// not ended.
 pub(super) fn all_ended(batch_dir: &Path) -> bool {
     let Ok(index) = std::fs::read_to_string(batch_dir.join(INDEX)) else {
-        return true;
+        return false;
     };
+    if !index.ends_with('\n') {
+        return false;
+    }
     index.lines().all(|run| {
         let run = Path::new(run);
         run.join(files::STATUS).exists() || !run.exists()

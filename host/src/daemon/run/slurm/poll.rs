@@ -21,6 +21,11 @@ use crate::store::{RunClass, RunOutcome, RunRow};
 /// recorded from what SLURM says (a shared folder's cache can be late).
 const PATIENCE: u32 = 2;
 
+/// How often the batches folder is swept for folders no run needs any
+/// more (those whose runs all ended while no daemon watched them, or were
+/// given back): at the poller's first round, then hourly.
+const SWEEP_EVERY: Duration = Duration::from_secs(3600);
+
 /// The poller of one executor's jobs.
 pub(super) struct Poller {
     pub daemon: Weak<Daemon>,
@@ -37,11 +42,17 @@ impl Poller {
     /// Polls until the daemon is gone.
     pub async fn run(self) {
         let mut failing = false;
+        let mut swept: Option<Instant> = None;
         loop {
             tokio::time::sleep(self.every).await;
             let Some(daemon) = self.daemon.upgrade() else {
                 return;
             };
+            if swept.is_none_or(|t| t.elapsed() >= SWEEP_EVERY) {
+                swept = Some(Instant::now());
+                let (dir, elements) = (self.batches.clone(), Arc::clone(&self.elements));
+                let _ = tokio::task::spawn_blocking(move || sweep(&dir, &elements)).await;
+            }
             if lock(&self.jobs).is_empty() {
                 continue;
             }
@@ -199,6 +210,36 @@ impl Poller {
         }
         over
     }
+}
+
+/// Removes the folders in `batches` of batches no element of which is in
+/// progress (`elements`) and all of whose runs ended; how many.
+pub(super) fn sweep(batches: &Path, elements: &Mutex<HashMap<(i64, u32), i64>>) -> usize {
+    let Ok(dir) = std::fs::read_dir(batches) else {
+        return 0;
+    };
+    // Listed before the batches in progress are read: a batch made after
+    // the listing is not in it, and one made before it was known before
+    // its folder was made (`batch.rs` registers its elements first).
+    let listed: Vec<(i64, std::path::PathBuf)> = dir
+        .flatten()
+        .filter_map(|e| {
+            let b = e.file_name().to_str()?.parse::<i64>().ok()?;
+            Some((b, e.path()))
+        })
+        .collect();
+    let live: std::collections::HashSet<i64> = lock(elements).keys().map(|k| k.0).collect();
+    let mut removed = 0;
+    for (b, path) in listed {
+        if live.contains(&b) || !super::folder::all_ended(&path) {
+            continue;
+        }
+        match std::fs::remove_dir_all(&path) {
+            Ok(()) => removed += 1,
+            Err(e) => tracing::debug!("{}: not removed: {e}", path.display()),
+        }
+    }
+    removed
 }
 
 /// This daemon's jobs and the others, as `squeue` lists every job it keeps.

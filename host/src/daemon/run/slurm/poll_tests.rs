@@ -152,3 +152,40 @@ fn a_hand_scancel_whose_shell_exited_143_is_a_cancel_not_the_tasks_failure() {
     let mine = over.iter().find(|(r, _)| *r == 8).expect("run 8 over");
     assert_eq!(mine.1.class, RunClass::AppError, "{:?}", mine.1);
 }
+
+#[test]
+fn the_sweep_removes_only_batches_none_in_progress_whose_runs_all_ended() {
+    let shared = tempfile::tempdir().unwrap();
+    let batches = shared.path().join("batches");
+    let run = |n: &str, ended: bool| {
+        let dir = shared.path().join("runs").join(n);
+        std::fs::create_dir_all(&dir).unwrap();
+        if ended {
+            std::fs::write(dir.join(files::STATUS), "{}").unwrap();
+        }
+        dir
+    };
+    let batch = |b: &str, runs: &[&std::path::Path]| {
+        let dir = batches.join(b);
+        std::fs::create_dir_all(&dir).unwrap();
+        let index: String = runs.iter().map(|r| format!("{}\n", r.display())).collect();
+        std::fs::write(dir.join("index"), index).unwrap();
+        dir
+    };
+    // Ended while no daemon watched: removed.
+    let (a, b) = (run("1", true), run("2", true));
+    let over = batch("1", &[&a, &b]);
+    // One element still waiting in SLURM, not adopted yet: kept.
+    let (c, d) = (run("3", true), run("4", false));
+    let waiting = batch("3", &[&c, &d]);
+    // In progress in this daemon: kept, whatever its folders say.
+    let (e, f) = (run("5", true), run("6", true));
+    let live = batch("5", &[&e, &f]);
+    // Not a batch's folder: left alone.
+    std::fs::create_dir_all(batches.join("notes")).unwrap();
+    let elements = Mutex::new(HashMap::from([((5, 0), 5)]));
+    assert_eq!(sweep(&batches, &elements), 1);
+    assert!(!over.exists() && waiting.exists() && live.exists());
+    assert!(batches.join("notes").exists());
+    assert_eq!(sweep(&shared.path().join("none"), &elements), 0);
+}
