@@ -62,13 +62,19 @@ fn a_write_lock_held_elsewhere_while_runs_end_freezes_nothing_and_loses_no_end()
     nj.start();
     let (mut doubled, mut hung, mut lost) = (0, 0, 0);
     let mut latencies: Vec<Duration> = Vec::new();
-    for _ in 0..trials {
+    for trial in 0..trials {
+        // Each run waits for the gate, so all are running at once however
+        // slowly a loaded machine starts them (a `sleep 1` could end before
+        // the last began), and all end while the lock is held.
+        let gate = nj.path("gates").join(trial.to_string());
+        let wait = format!("while [ ! -e {} ]; do sleep 0.05; done", gate.display());
         let ids: Vec<i64> = (0..runs)
-            .map(|_| nj.submit(&["--", "sh", "-c", "sleep 1"]))
+            .map(|_| nj.submit(&["--", "sh", "-c", &wait]))
             .collect();
         nj.until("all running", || nj.running() == runs);
         // Held past the store's busy timeout (5 s) while every run ends.
         let mut holder = hold_write_lock(&nj.state.join("nightjar.db"), hold);
+        std::fs::write(&gate, "").unwrap();
         let t0 = Instant::now();
         while t0.elapsed() < Duration::from_secs_f64(hold - 1.0) {
             let t = Instant::now();
