@@ -7,11 +7,10 @@
 //! by hand. Each counts what ran, and how often.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use crate::harness::{Nj, read};
 use crate::slurm::{cluster, executor, job_field, job_of, jobs_like, shared_cluster, slurm, world};
-use crate::slurm_faults::slow_sbatch;
+use crate::slurm_faults::{kill_in_sbatch, slow_sbatch};
 
 /// Writes a sweep of `n` members (`i` = 0..n) whose member `i` appends a
 /// line to `marks/m<i>` and then runs `then`, with `extra` TOML keys;
@@ -195,24 +194,7 @@ fn killed_in_array_sbatch(and_sbatch_too: bool) {
     let mut nj = Nj::new("");
     let (path, gate) = slow_sbatch(&nj);
     let members = sweep_through(&mut nj, path, &gate);
-    nj.kill9();
-    let sbatch: i32 = read(&gate.join("pid"))
-        .trim()
-        .parse()
-        .expect("sbatch's pid");
-    if and_sbatch_too {
-        // Nothing reached SLURM: every run must be given back and run once.
-        crate::harness::unsafe_kill(sbatch, libc::SIGKILL);
-        std::fs::write(gate.join("go"), "").unwrap();
-    } else {
-        // The old daemon's sbatch lands the array while the new one starts:
-        // it must wait for it and adopt each element, not submit again.
-        let go = gate.join("go");
-        std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_secs(2));
-            std::fs::write(go, "").unwrap();
-        });
-    }
+    kill_in_sbatch(&mut nj, &gate, and_sbatch_too);
     nj.start();
     each_once(&nj, &members);
     let elements = elements_like(&job_of(&nj, members[0]));

@@ -94,28 +94,34 @@ fn submit_through(nj: &mut Nj, path: String, gate: &Path) -> (i64, std::path::Pa
     (id, marks)
 }
 
-fn killed_in_sbatch(and_sbatch_too: bool) {
-    let mut nj = Nj::new("");
-    let (path, gate) = slow_sbatch(&nj);
-    let (id, marks) = submit_through(&mut nj, path, &gate);
+/// Kills the daemon (kill -9) while its sbatch waits at the slow sbatch's
+/// `gate`; then either kills that sbatch too, before anything reached
+/// SLURM (what it would submit must be given back and run once), or lets
+/// it go on 2 s later, while the next daemon starts (which must wait for
+/// it and adopt what it lands, not submit again).
+pub(crate) fn kill_in_sbatch(nj: &mut Nj, gate: &Path, and_sbatch_too: bool) {
     nj.kill9();
     let sbatch: i32 = read(&gate.join("pid"))
         .trim()
         .parse()
         .expect("sbatch's pid");
     if and_sbatch_too {
-        // Nothing reached SLURM: the run must be given back and run once.
         crate::harness::unsafe_kill(sbatch, libc::SIGKILL);
         std::fs::write(gate.join("go"), "").unwrap();
     } else {
-        // The old daemon's sbatch lands while the new one starts: it must
-        // wait for it and adopt its job, not submit a second.
         let go = gate.join("go");
         std::thread::spawn(move || {
             std::thread::sleep(Duration::from_secs(2));
             std::fs::write(go, "").unwrap();
         });
     }
+}
+
+fn killed_in_sbatch(and_sbatch_too: bool) {
+    let mut nj = Nj::new("");
+    let (path, gate) = slow_sbatch(&nj);
+    let (id, marks) = submit_through(&mut nj, path, &gate);
+    kill_in_sbatch(&mut nj, &gate, and_sbatch_too);
     nj.start();
     assert_eq!(nj.wait(id), 0, "{}", nj.daemon_log());
     nj.until("its end is recorded", || {
