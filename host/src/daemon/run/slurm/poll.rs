@@ -117,17 +117,11 @@ impl Poller {
         if done.is_empty() {
             return;
         }
-        let live: std::collections::HashSet<i64> =
-            lock(&self.elements).keys().map(|k| k.0).collect();
-        for b in done.into_iter().filter(|b| !live.contains(b)) {
-            let dir = self.batches.join(b.to_string());
-            if !super::folder::all_ended(&dir) {
-                continue;
-            }
-            if let Err(e) = std::fs::remove_dir_all(&dir) {
-                tracing::debug!("{}: not removed: {e}", dir.display());
-            }
-        }
+        let folders = done
+            .into_iter()
+            .map(|b| (b, self.batches.join(b.to_string())))
+            .collect();
+        remove_ended(folders, &self.elements);
     }
 
     /// The runs whose tasks began on their node since the last poll, and
@@ -228,9 +222,19 @@ pub(super) fn sweep(batches: &Path, elements: &Mutex<HashMap<(i64, u32), i64>>) 
             Some((b, e.path()))
         })
         .collect();
+    remove_ended(listed, elements)
+}
+
+/// Removes, of the batch folders `folders` (batch, folder), those of the
+/// batches none of whose elements is in progress (`elements`, read now)
+/// and all of whose runs ended; how many.
+fn remove_ended(
+    folders: Vec<(i64, std::path::PathBuf)>,
+    elements: &Mutex<HashMap<(i64, u32), i64>>,
+) -> usize {
     let live: std::collections::HashSet<i64> = lock(elements).keys().map(|k| k.0).collect();
     let mut removed = 0;
-    for (b, path) in listed {
+    for (b, path) in folders {
         if live.contains(&b) || !super::folder::all_ended(&path) {
             continue;
         }

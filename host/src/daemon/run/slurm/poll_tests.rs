@@ -44,17 +44,38 @@ fn only_the_daemons_own_processes_count_as_its_sbatch_in_flight() {
     }
 }
 
-#[test]
-fn a_job_one_listing_missed_keeps_its_whole_patience_for_its_status() {
-    let dir = tempfile::tempdir().unwrap();
-    let poller = Poller {
+/// A poller of no daemon, its batches under `dir`.
+fn poller(dir: &std::path::Path) -> Poller {
+    Poller {
         daemon: Weak::new(),
         jobs: Arc::default(),
         elements: Arc::default(),
-        batches: dir.path().join("batches"),
+        batches: dir.join("batches"),
         tag: "nightjar:t".into(),
         every: Duration::from_secs(1),
+    }
+}
+
+/// Leaves in the run folder `dir` the status of a task that exited `code`.
+fn exited(dir: &std::path::Path, code: i32) {
+    let status = files::RunStatus {
+        started_at: 1,
+        finished_at: 3,
+        exit_code: Some(code),
+        signal: None,
+        ended_by: files::EndedBy::Exited,
+        message: None,
+        log_dropped: 0,
+        log_error: None,
+        detected: None,
     };
+    files::write_atomic(dir, files::STATUS, &status).unwrap();
+}
+
+#[test]
+fn a_job_one_listing_missed_keeps_its_whole_patience_for_its_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let poller = poller(dir.path());
     lock(&poller.jobs).insert(7, Job::new(JobId::one(70), dir.path().to_path_buf(), None));
     let listed = |state: &str| {
         vec![cli::Listed {
@@ -74,18 +95,7 @@ fn a_job_one_listing_missed_keeps_its_whole_patience_for_its_status() {
         poller.ended(&listed("COMPLETED"), 3).is_empty(),
         "one poll without its status is not yet a lost run"
     );
-    let status = files::RunStatus {
-        started_at: 1,
-        finished_at: 3,
-        exit_code: Some(0),
-        signal: None,
-        ended_by: files::EndedBy::Exited,
-        message: None,
-        log_dropped: 0,
-        log_error: None,
-        detected: None,
-    };
-    files::write_atomic(dir.path(), files::STATUS, &status).unwrap();
+    exited(dir.path(), 0);
     let over = poller.ended(&listed("COMPLETED"), 4);
     assert_eq!(over.len(), 1);
     assert_eq!(over[0].1.class, crate::store::RunClass::Ok);
@@ -94,32 +104,14 @@ fn a_job_one_listing_missed_keeps_its_whole_patience_for_its_status() {
 #[test]
 fn a_hand_scancel_whose_shell_exited_143_is_a_cancel_not_the_tasks_failure() {
     let dir = tempfile::tempdir().unwrap();
-    let poller = Poller {
-        daemon: Weak::new(),
-        jobs: Arc::default(),
-        elements: Arc::default(),
-        batches: dir.path().join("batches"),
-        tag: "nightjar:t".into(),
-        every: Duration::from_secs(1),
-    };
+    let poller = poller(dir.path());
     let id = JobId {
         job: 44,
         index: Some(1),
     };
     lock(&poller.jobs).insert(7, Job::new(id, dir.path().to_path_buf(), Some((5, 1))));
     // `sh -c '...; sleep 300'`: SLURM's SIGTERM ends the shell with 143.
-    let status = files::RunStatus {
-        started_at: 1,
-        finished_at: 3,
-        exit_code: Some(143),
-        signal: None,
-        ended_by: files::EndedBy::Exited,
-        message: None,
-        log_dropped: 0,
-        log_error: None,
-        detected: None,
-    };
-    files::write_atomic(dir.path(), files::STATUS, &status).unwrap();
+    exited(dir.path(), 143);
     let listed = vec![cli::Listed {
         run: 7,
         job: 44,
