@@ -8,14 +8,14 @@
 use std::time::Duration;
 
 use crate::harness::read;
-use crate::slurm::{job_of, shared_cluster, world};
+use crate::slurm::{gpu_cluster, job_of, shared_cluster, world};
 
 const STANDIN: &str = env!("NIGHTJAR_NVML_STANDIN");
 const GIB: u64 = 1 << 30;
 
 #[test]
 fn a_gpu_jobs_node_is_sampled_and_its_run_gets_its_gpu_record_and_counter_energy() {
-    let _cluster = shared_cluster();
+    let _cluster = gpu_cluster();
     let nvml = tempfile::tempdir().unwrap();
     let lib = nvml.path().join("libnvidia-ml-standin.so");
     std::fs::copy(STANDIN, &lib).unwrap();

@@ -59,6 +59,65 @@ pub(crate) fn shared_cluster() -> std::sync::RwLockReadGuard<'static, ()> {
     CONTROLLER.read().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Taken by every test whose jobs ask for GPUs. The cluster has two: a
+/// test that holds some outside nightjar (a [`Hog`]) needs them as it
+/// left them, and a GPU test beside it would wait in SLURM past its
+/// deadline (each failed that way when they ran at once).
+static GPUS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The cluster shared, and its GPUs alone; released in that order's
+/// reverse (the GPUs first).
+pub(crate) struct GpuCluster {
+    _gpus: std::sync::MutexGuard<'static, ()>,
+    _cluster: std::sync::RwLockReadGuard<'static, ()>,
+}
+
+/// The cluster shared and its GPUs alone (the controller's lock first,
+/// so a test waiting for the GPUs never holds them from one that stops
+/// the controller).
+pub(crate) fn gpu_cluster() -> GpuCluster {
+    let cluster = shared_cluster();
+    GpuCluster {
+        _gpus: GPUS.lock().unwrap_or_else(|e| e.into_inner()),
+        _cluster: cluster,
+    }
+}
+
+/// A job outside nightjar that holds `gpus` GPUs for `secs` seconds;
+/// cancelled when dropped, so a failing test leaves nothing in SLURM for
+/// the tests after it.
+pub(crate) struct Hog(pub(crate) String);
+
+impl Hog {
+    pub(crate) fn start(gpus: u32, secs: u32) -> Hog {
+        let id = slurm(
+            "sbatch",
+            &[
+                "--parsable",
+                &format!("--gres=gpu:{gpus}"),
+                "--wrap",
+                &format!("sleep {secs}"),
+                "-o",
+                "/dev/null",
+            ],
+        );
+        let id = id.trim().to_string();
+        assert!(!id.is_empty(), "sbatch gave the hog no job id");
+        Hog(id)
+    }
+
+    /// Ends it now (again when dropped, which SLURM ignores).
+    pub(crate) fn cancel(&self) {
+        slurm("scancel", &[&self.0]);
+    }
+}
+
+impl Drop for Hog {
+    fn drop(&mut self) {
+        self.cancel();
+    }
+}
+
 /// A daemon on the cluster, started with `env` more in its environment.
 pub(crate) fn world_with(extra: &str, env: &[(&str, String)]) -> Nj {
     let conf = cluster();
@@ -137,7 +196,7 @@ pub(crate) fn job_field(job: &str, key: &str) -> Option<String> {
 
 #[test]
 fn a_run_is_a_slurm_job_whose_task_sees_the_gpus_slurm_allocated() {
-    let _cluster = shared_cluster();
+    let _cluster = gpu_cluster();
     let nj = world("");
     let id = nj.submit(&[
         "--name",
@@ -303,21 +362,10 @@ fn a_users_task_runs_as_that_user_inside_its_slurm_job() {
 
 #[test]
 fn no_more_jobs_wait_in_slurm_than_max_pending_and_the_next_says_why() {
-    let _cluster = shared_cluster();
+    let _cluster = gpu_cluster();
     let nj = world("max_pending = 1\n");
     // Both GPUs taken outside nightjar: its jobs wait in SLURM.
-    let hog = slurm(
-        "sbatch",
-        &[
-            "--parsable",
-            "--gres=gpu:2",
-            "--wrap",
-            "sleep 60",
-            "-o",
-            "/dev/null",
-        ],
-    );
-    let hog = hog.trim().to_string();
+    let hog = Hog::start(2, 60);
     let a = nj.submit(&["--gpus", "1", "--", "true"]);
     let job = job_of(&nj, a);
     nj.until("SLURM keeps it pending for resources", || {
@@ -342,7 +390,7 @@ fn no_more_jobs_wait_in_slurm_than_max_pending_and_the_next_says_why() {
         .duration_since(std::time::UNIX_EPOCH)
         .expect("after 1970")
         .as_millis() as i64;
-    slurm("scancel", &[&hog]);
+    hog.cancel();
     assert_eq!(nj.wait(a), 0);
     assert_eq!(nj.wait(b), 0);
     // Its time PENDING in SLURM is a wait, not run time: the run starts

@@ -9,7 +9,9 @@
 use std::path::{Path, PathBuf};
 
 use crate::harness::{Nj, read};
-use crate::slurm::{cluster, executor, job_field, job_of, jobs_like, shared_cluster, slurm, world};
+use crate::slurm::{
+    Hog, cluster, executor, gpu_cluster, job_field, job_of, jobs_like, shared_cluster, slurm, world,
+};
 use crate::slurm_faults::{kill_in_sbatch, slow_sbatch};
 
 /// Writes a sweep of `n` members (`i` = 0..n) whose member `i` appends a
@@ -126,24 +128,13 @@ fn a_sweep_is_one_job_array_and_a_hand_scancel_of_one_element_ends_that_run_alon
 
 #[test]
 fn a_daemon_killed_while_an_array_is_half_started_adopts_each_element_and_each_runs_once() {
-    let _cluster = shared_cluster();
+    let _cluster = gpu_cluster();
     let mut nj = world("");
     // One GPU of the two taken outside nightjar: one element runs, the
     // other waits in SLURM for it.
-    let hog = slurm(
-        "sbatch",
-        &[
-            "--parsable",
-            "--gres=gpu:1",
-            "--wrap",
-            "sleep 120",
-            "-o",
-            "/dev/null",
-        ],
-    );
-    let hog = hog.trim().to_string();
+    let hog = Hog::start(1, 120);
     nj.until("the hog holds its GPU", || {
-        job_field(&hog, "JobState").as_deref() == Some("RUNNING")
+        job_field(&hog.0, "JobState").as_deref() == Some("RUNNING")
     });
     let members = sweep(&nj, 2, "[resources]\ngpus = 1\n", "sleep 2");
     let jobs: Vec<String> = members.iter().map(|&id| job_of(&nj, id)).collect();
@@ -157,7 +148,7 @@ fn a_daemon_killed_while_an_array_is_half_started_adopts_each_element_and_each_r
     });
     nj.kill9();
     nj.start();
-    slurm("scancel", &[&hog]);
+    hog.cancel();
     each_once(&nj, &members);
     for &id in &members {
         let show = nj.show(id);
