@@ -43,7 +43,14 @@ fn kill9_with_3_running_and_10_queued_loses_nothing_and_runs_nothing_twice() {
 fn sigterm_stops_the_daemon_and_leaves_running_tasks_running() {
     let mut nj = Nj::new("");
     nj.start();
-    let id = nj.submit(&["--", "sh", "-c", "sleep 2; exit 5"]);
+    // The task runs until the test opens its gate, however slowly a loaded
+    // machine stops the daemon (a `sleep 2` ended before the check once).
+    let gate = nj.path("marks").join("gate");
+    let script = format!(
+        "while [ ! -e {} ]; do sleep 0.1; done; exit 5",
+        gate.display()
+    );
+    let id = nj.submit(&["--", "sh", "-c", &script]);
     nj.until("supervisor recorded", || {
         !nj.show(id)["runs"][0]["supervisor_pid"].is_null()
     });
@@ -58,6 +65,7 @@ fn sigterm_stops_the_daemon_and_leaves_running_tasks_running() {
         "the run's supervisor outlives the daemon"
     );
     nj.start();
+    std::fs::write(&gate, "").unwrap();
     assert_eq!(nj.wait(id), 5);
 }
 

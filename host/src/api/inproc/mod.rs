@@ -33,6 +33,7 @@ mod policies;
 mod quotas;
 mod report;
 mod reserve;
+mod retention;
 
 /// A test plugin's wasm file, built by `host/build.rs`.
 pub(crate) const HOSTILE: &str = env!("NIGHTJAR_TEST_PLUGIN_HOSTILE");

@@ -11,7 +11,6 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::daemon::state::Daemon;
 use crate::store::GcReport;
-use crate::time::now_ms;
 
 /// How often the collection thread looks whether the daemon is stopping.
 const DRAIN_CHECK: Duration = Duration::from_secs(1);
@@ -59,7 +58,7 @@ impl Daemon {
 
     /// Collects what `[retention]` says is old enough; `dry_run` only counts.
     pub fn gc(&self, dry_run: bool) -> anyhow::Result<GcReport> {
-        let now = now_ms();
+        let now = self.now_ms();
         let r = &self.cfg.retention;
         let before = |d: Duration| now.saturating_sub(crate::time::span_ms(d));
         let mut report = self

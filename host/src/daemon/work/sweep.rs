@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use crate::daemon::state::Daemon;
 use crate::store::outputs::{ExpiredOutputs, OutputCutoffs};
-use crate::time::now_ms;
 
 /// Runs looked at per sweep batch.
 const BATCH: usize = 500;
@@ -89,7 +88,7 @@ impl Daemon {
         // Removals one at a time; a dry run removes nothing and waits for
         // no collection (a timer's may take minutes).
         let _one = (!dry_run).then(|| crate::daemon::locks::gate(&SWEEPING));
-        let cutoffs = self.cutoffs(now_ms());
+        let cutoffs = self.cutoffs(self.now_ms());
         let (mut runs, mut bytes, mut failed) = (0, 0, 0);
         let mut after = 0usize;
         loop {
@@ -127,7 +126,7 @@ impl Daemon {
             }
             if dry_run {
                 after += fresh.len();
-            } else if let Err(e) = self.store().outputs_removed(&done, now_ms()) {
+            } else if let Err(e) = self.store().outputs_removed(&done, self.now_ms()) {
                 tracing::warn!("retention: cannot record removed outputs: {e}");
                 break;
             } else if done.len() < fresh.len() {
