@@ -73,8 +73,11 @@ fn local_outputs_and_scratch_go_by_outcome_and_logs_stay() {
         let scratch = nj.state.join("scratch").join(run["id"].to_string());
         (dir, scratch)
     };
+    // (Its run may not have begun yet: a loaded machine starts it late.)
     nj.until("the slow task writes", || {
-        folders(slow).0.join("output/o.txt").exists()
+        nj.show(slow)["runs"][0]["run_dir"]
+            .as_str()
+            .is_some_and(|d| std::path::Path::new(d).join("output/o.txt").exists())
     });
     nj.ok(&["cancel", &slow.to_string()]);
     assert_eq!(nj.wait(slow), 130, "cancelled");
