@@ -153,6 +153,36 @@ fn a_daemon_killed_while_sbatch_is_in_flight_adopts_the_job_it_lands() {
 }
 
 #[test]
+fn a_task_cancelled_while_its_sbatch_is_in_flight_is_scancelled_once_the_job_lands() {
+    let _cluster = shared_cluster();
+    let mut nj = Nj::new("");
+    let (path, gate) = slow_sbatch(&nj);
+    let (id, marks) = submit_through(&mut nj, path, &gate);
+    // The run has no job yet: the cancel finds nothing to stop...
+    nj.ok(&["cancel", &id.to_string()]);
+    // ...and once the sbatch lands the job, it is cancelled, before its task runs.
+    std::fs::write(gate.join("go"), "").unwrap();
+    nj.until("the run's end is recorded", || {
+        !nj.show(id)["runs"][0]["finished_at"].is_null()
+    });
+    let show = nj.show(id);
+    assert_eq!(show["task"]["state"], "cancelled", "{show}");
+    assert_eq!(show["runs"][0]["class"], "cancelled", "{show}");
+    let job = job_of(&nj, id);
+    assert_eq!(
+        job_field(&job, "JobState").as_deref(),
+        Some("CANCELLED"),
+        "{}",
+        nj.daemon_log()
+    );
+    assert!(
+        !marks.join("m").exists(),
+        "the cancelled task never ran: {}",
+        nj.daemon_log()
+    );
+}
+
+#[test]
 fn a_stopped_controller_delays_starts_without_failing_them_and_running_jobs_end_once() {
     let _alone = CONTROLLER.write().unwrap_or_else(|e| e.into_inner());
     let nj = world("");

@@ -41,7 +41,7 @@ mod work;
 pub use self::boot::{Server, consistency, mend, run, run_with};
 pub use self::given::{Clock, Given, SystemClock};
 pub use self::run::environment;
-pub use self::run::executor::{Executor, Launch};
+pub use self::run::executor::{Executor, Launch, Stop};
 pub use self::run::local::LocalSupervisor;
 pub use self::run::runenv::uses_var;
 pub use self::state::Daemon;

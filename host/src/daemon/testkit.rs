@@ -66,6 +66,10 @@ pub(crate) struct Recorder {
     /// Give back this many held launches at `flush` first, as a batch
     /// system that did not answer (a [`TryLater`]).
     pub(crate) later: AtomicU32,
+    /// Leave the held launches at the daemon's `flush`, for the test's
+    /// [`Recorder::flush_now`] (a batch system's submission still in
+    /// flight meanwhile).
+    pub(crate) defer: std::sync::atomic::AtomicBool,
 }
 
 impl Executor for Recorder {
@@ -96,6 +100,27 @@ impl Executor for Recorder {
     }
 
     fn flush(&self, daemon: &Arc<Daemon>) {
+        if !self.defer.load(Ordering::SeqCst) {
+            self.flush_held(daemon);
+        }
+    }
+
+    fn stop(&self, run: i64, session: u32, _: &std::path::Path, how: Stop) {
+        self.stopped.lock_unpoisoned().push((run, session, how));
+    }
+
+    fn sessions(&self) -> Vec<i32> {
+        Vec::new()
+    }
+}
+
+impl Recorder {
+    /// The deferred flush: what `flush` would have done, now.
+    pub(crate) fn flush_now(&self, daemon: &Arc<Daemon>) {
+        self.flush_held(daemon);
+    }
+
+    fn flush_held(&self, daemon: &Arc<Daemon>) {
         let held = std::mem::take(&mut *self.held.lock_unpoisoned());
         if !held.is_empty() {
             assert!(daemon.durable(), "the round's claims are on disk");
@@ -113,14 +138,6 @@ impl Executor for Recorder {
             self.handed.lock_unpoisoned().push((run, argv, at));
             started(900_000 + self.next_session.fetch_add(1, Ordering::SeqCst));
         }
-    }
-
-    fn stop(&self, run: i64, session: u32, _: &std::path::Path, how: Stop) {
-        self.stopped.lock_unpoisoned().push((run, session, how));
-    }
-
-    fn sessions(&self) -> Vec<i32> {
-        Vec::new()
     }
 }
 

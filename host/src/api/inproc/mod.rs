@@ -22,6 +22,7 @@ use crate::task::resolve::resolve;
 
 mod access;
 mod backfill;
+mod cancel;
 mod disk_holds;
 mod forecast;
 mod forecast_edges;

@@ -150,6 +150,7 @@ impl Daemon {
                     .unwrap_or_else(std::time::Instant::now);
                 crate::daemon::run::watchdog::Deadline::timeout(started, t, self.cfg.sandbox.grace)
             }),
+            cancel_asked: false,
         };
         lock(&self.runs.placed).insert(run.id, held);
         tracing::info!("run {} of task {}: re-adopted", run.id, run.task_id);

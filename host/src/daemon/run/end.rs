@@ -237,6 +237,17 @@ impl Daemon {
     /// SIGTERM), with a deadline after which the daemon ends the run itself
     /// (a supervisor stopped or hung).
     pub fn cancel_run(&self, run: i64, pid: Option<i64>) {
+        // No session on record: the one in memory, else the word left for
+        // the run's start (`start.rs`), under the lock its start takes.
+        let pid = pid.or_else(|| {
+            let mut placed = crate::daemon::state::lock(&self.runs.placed);
+            let h = placed.get_mut(&run)?;
+            if h.session > 0 {
+                return Some(i64::from(h.session));
+            }
+            h.cancel_asked = true;
+            None
+        });
         self.stop_run(run, pid, crate::daemon::run::executor::Stop::Cancel);
         self.set_deadline(
             run,

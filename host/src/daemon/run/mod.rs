@@ -48,6 +48,10 @@ pub(in crate::daemon) struct Held {
     pub deadline: Option<watchdog::Deadline>,
     /// How long it is expected to run, ms (backfill).
     pub estimate: Option<i64>,
+    /// A user cancelled its task before its session was known (an
+    /// executor that holds its round's runs for one `sbatch`): stopped
+    /// once it is, or not submitted at all.
+    pub cancel_asked: bool,
 }
 
 impl crate::daemon::state::Daemon {

@@ -185,6 +185,7 @@ impl Daemon {
             session: 0,
             dir: PathBuf::from(&run.run_dir),
             owner: self.access.owner_uid(spec.owner.as_ref().map(|o| o.uid)),
+            cancel_asked: false,
         };
         lock(&self.runs.placed).insert(run.id, held);
         self.note_rapl_start(run.id, !placement.gpus.is_empty());
@@ -215,9 +216,12 @@ impl Daemon {
             let note = self.sandbox_note(spec);
             let me = Arc::clone(self);
             let started: Started = Box::new(move |session| {
-                if let Some(h) = lock(&me.runs.placed).get_mut(&run_id) {
+                // Under the same lock as `cancel_run`'s look: a cancel sees
+                // the session, or leaves its word here.
+                let cancel_asked = lock(&me.runs.placed).get_mut(&run_id).is_some_and(|h| {
                     h.session = session;
-                }
+                    std::mem::take(&mut h.cancel_asked)
+                });
                 // The run's session exists and waits for its spec: a store
                 // that refuses these notes now (locked past its busy
                 // timeout) must not strand the run. It goes on; its end is
@@ -232,6 +236,12 @@ impl Daemon {
                     tracing::warn!("run {run_id}: cannot record its output folder: {e}");
                 }
                 me.record_checkpoint(run_id, checkpoint.0.as_deref(), checkpoint.1.as_deref());
+                if cancel_asked {
+                    tracing::info!(
+                        "run {run_id}: its task was cancelled before it started; stopping it"
+                    );
+                    me.cancel_run(run_id, Some(i64::from(session)));
+                }
             });
             let executor = Arc::clone(&self.runs.executor);
             executor.launch(self, launch, started)
@@ -249,6 +259,14 @@ impl Daemon {
                 Ok(Some((run_id, now)))
             }
         }
+    }
+
+    /// Whether a user cancelled `run`'s task while the run had no session
+    /// (an executor holding it for its round's flush leaves it out).
+    pub fn cancel_asked(&self, run: i64) -> bool {
+        lock(&self.runs.placed)
+            .get(&run)
+            .is_some_and(|h| h.cancel_asked)
     }
 
     /// A run an executor held for [`Executor::flush`](super::executor::Executor::flush)

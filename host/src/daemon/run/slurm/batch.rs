@@ -114,9 +114,19 @@ impl SlurmExecutor {
             return;
         }
         // Each run's folder only now: one the database might not know
-        // (its claim lost with the log) would stop the next start.
+        // (its claim lost with the log) would stop the next start. A run
+        // whose task was cancelled meanwhile is given back (its task ends
+        // cancelled), not submitted.
         let held: Vec<Held> = held
             .into_iter()
+            .filter(|h| {
+                let asked = daemon.cancel_asked(h.run.run);
+                if asked {
+                    let why = TryLater("its task was cancelled before it was submitted".into());
+                    daemon.launch_failed(h.run.run, anyhow::Error::new(why));
+                }
+                !asked
+            })
             .filter_map(
                 |mut h| match folder::prepare(self.sampler.as_ref(), &mut h.run) {
                     Ok(()) => Some(h),
