@@ -18,6 +18,7 @@ mod harness;
 #[path = "../e2e/users_harness.rs"]
 mod users_harness;
 
+mod cluster;
 mod node_gpus;
 mod slurm;
 mod slurm_arrays;

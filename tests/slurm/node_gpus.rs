@@ -7,8 +7,8 @@
 
 use std::time::Duration;
 
+use crate::cluster::{gpu_cluster, job_of, shared_cluster, world};
 use crate::harness::read;
-use crate::slurm::{gpu_cluster, job_of, shared_cluster, world};
 
 const STANDIN: &str = env!("NIGHTJAR_NVML_STANDIN");
 const GIB: u64 = 1 << 30;

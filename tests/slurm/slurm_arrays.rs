@@ -8,10 +8,10 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::harness::{Nj, read};
-use crate::slurm::{
+use crate::cluster::{
     Hog, cluster, executor, gpu_cluster, job_field, job_of, jobs_like, shared_cluster, slurm, world,
 };
+use crate::harness::{Nj, read};
 use crate::slurm_faults::{kill_in_sbatch, slow_sbatch};
 
 /// Writes a sweep of `n` members (`i` = 0..n) whose member `i` appends a

@@ -8,10 +8,10 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use crate::harness::{Nj, read};
-use crate::slurm::{
+use crate::cluster::{
     CONTROLLER, cluster, executor, job_field, job_of, jobs_like, shared_cluster, slurm, world,
 };
+use crate::harness::{Nj, read};
 
 #[test]
 fn a_daemon_killed_while_jobs_run_adopts_them_and_records_each_end_once() {

@@ -1,0 +1,193 @@
+//! The one-node cluster the SLURM tests share, and what they read of it:
+//! started once for the suite (`scripts/slurm-dev`), taken shared by every
+//! test and alone by those that stop its controller or its node, its two
+//! GPUs taken alone by the tests that ask for GPUs; SLURM's own account of
+//! a run's job (`squeue`, `scontrol`).
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::OnceLock;
+
+use crate::harness::{Nj, read};
+
+/// The cluster's `SLURM_CONF`, the cluster started once for the suite.
+pub(crate) fn cluster() -> &'static str {
+    static CONF: OnceLock<String> = OnceLock::new();
+    CONF.get_or_init(|| {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/slurm-dev");
+        let out = Command::new(&script).output().expect("run scripts/slurm-dev");
+        if !out.status.success() {
+            crate::harness::needs(
+                "a one-node SLURM cluster",
+                format!(
+                    "scripts/slurm-dev failed (root and Debian's slurmctld, slurmd, slurm-client and munge): {}",
+                    String::from_utf8_lossy(&out.stderr)
+                ),
+            );
+        }
+        let said = String::from_utf8_lossy(&out.stdout);
+        let conf = said
+            .lines()
+            .find_map(|l| l.strip_prefix("export SLURM_CONF="))
+            .map(str::to_string)
+            .expect("scripts/slurm-dev prints SLURM_CONF");
+        // Jobs an earlier, failed run of the suite left behind would hold
+        // the cluster's GPUs.
+        let _ = Command::new("scancel")
+            .arg("--partition=debug")
+            .env("SLURM_CONF", &conf)
+            .status();
+        conf
+    })
+}
+
+/// The executor's config, its runs under `shared`.
+pub(crate) fn executor(shared: &Path) -> String {
+    format!(
+        "slots = 8\n[executor]\nkind = \"slurm\"\nshared_dir = \"{}\"\npoll = \"300ms\"\n",
+        shared.display()
+    )
+}
+
+/// Taken (shared) by every test here, and alone by the one that stops
+/// slurmctld: the others' sbatch would meet a stopped controller.
+pub(crate) static CONTROLLER: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+pub(crate) fn shared_cluster() -> std::sync::RwLockReadGuard<'static, ()> {
+    CONTROLLER.read().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Taken by every test whose jobs ask for GPUs. The cluster has two: a
+/// test that holds some outside nightjar (a [`Hog`]) needs them as it
+/// left them, and a GPU test beside it would wait in SLURM past its
+/// deadline (each failed that way when they ran at once).
+static GPUS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The cluster shared, and its GPUs alone; released in that order's
+/// reverse (the GPUs first).
+pub(crate) struct GpuCluster {
+    _gpus: std::sync::MutexGuard<'static, ()>,
+    _cluster: std::sync::RwLockReadGuard<'static, ()>,
+}
+
+/// The cluster shared and its GPUs alone (the controller's lock first,
+/// so a test waiting for the GPUs never holds them from one that stops
+/// the controller).
+pub(crate) fn gpu_cluster() -> GpuCluster {
+    let cluster = shared_cluster();
+    GpuCluster {
+        _gpus: GPUS.lock().unwrap_or_else(|e| e.into_inner()),
+        _cluster: cluster,
+    }
+}
+
+/// A job outside nightjar that holds `gpus` GPUs for `secs` seconds;
+/// cancelled when dropped, so a failing test leaves nothing in SLURM for
+/// the tests after it.
+pub(crate) struct Hog(pub(crate) String);
+
+impl Hog {
+    pub(crate) fn start(gpus: u32, secs: u32) -> Hog {
+        let id = slurm(
+            "sbatch",
+            &[
+                "--parsable",
+                &format!("--gres=gpu:{gpus}"),
+                "--wrap",
+                &format!("sleep {secs}"),
+                "-o",
+                "/dev/null",
+            ],
+        );
+        let id = id.trim().to_string();
+        assert!(!id.is_empty(), "sbatch gave the hog no job id");
+        Hog(id)
+    }
+
+    /// Ends it now (again when dropped, which SLURM ignores).
+    pub(crate) fn cancel(&self) {
+        slurm("scancel", &[&self.0]);
+    }
+}
+
+impl Drop for Hog {
+    fn drop(&mut self) {
+        self.cancel();
+    }
+}
+
+/// A daemon on the cluster, started with `env` more in its environment.
+pub(crate) fn world_with(extra: &str, env: &[(&str, String)]) -> Nj {
+    let conf = cluster();
+    let mut nj = Nj::new("");
+    let shared = nj.path("shared");
+    nj.set_config(&format!("{}{extra}", executor(&shared)));
+    nj.env.push(("SLURM_CONF".into(), conf.into()));
+    nj.env
+        .extend(env.iter().map(|(k, v)| (k.to_string(), v.clone())));
+    nj.start();
+    nj
+}
+
+pub(crate) fn world(extra: &str) -> Nj {
+    world_with(extra, &[])
+}
+
+/// A SLURM command's stdout, on the test cluster.
+pub(crate) fn slurm(cmd: &str, args: &[&str]) -> String {
+    let out = Command::new(cmd)
+        .args(args)
+        .env("SLURM_CONF", cluster())
+        .output()
+        .unwrap_or_else(|e| panic!("run {cmd}: {e}"));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The SLURM job of task `id`'s last run, as scancel and scontrol take
+/// it: the session nightjar recorded (the job, or a job array's), and for
+/// an element of an array its index from the run's spec (`812_3`).
+pub(crate) fn job_of(nj: &Nj, id: i64) -> String {
+    nj.until("the run has its SLURM job", || {
+        nj.show(id)["runs"]
+            .as_array()
+            .and_then(|r| r.last())
+            .is_some_and(|r| r["supervisor_pid"].as_i64().unwrap_or(0) > 0)
+    });
+    let runs = nj.show(id)["runs"].clone();
+    let run = runs.as_array().and_then(|r| r.last()).expect("a run");
+    let job = run["supervisor_pid"].as_i64().expect("a job id");
+    let dir = Path::new(run["run_dir"].as_str().expect("a run folder"));
+    let spec: serde_json::Value =
+        serde_json::from_str(&read(&dir.join("spec.json"))).expect("the run's spec");
+    match spec["array_element"][1].as_u64() {
+        Some(index) => format!("{job}_{index}"),
+        None => job.to_string(),
+    }
+}
+
+/// The comments of every job (each element of a job array) SLURM keeps
+/// whose comment starts with that of `job` up to its run or batch (the
+/// jobs of the same daemon).
+pub(crate) fn jobs_like(job: &str) -> Vec<String> {
+    let comment = job_field(job, "Comment").expect("the job has a comment");
+    let tag = comment
+        .rsplit_once(":run:")
+        .or_else(|| comment.rsplit_once(":batch:"))
+        .expect("nightjar's comment")
+        .0
+        .to_string();
+    slurm("squeue", &["-h", "-r", "-t", "all", "-o", "%k"])
+        .lines()
+        .filter(|c| {
+            c.starts_with(&format!("{tag}:run:")) || c.starts_with(&format!("{tag}:batch:"))
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+/// `scontrol show job`'s `Key=Value` for `key`.
+pub(crate) fn job_field(job: &str, key: &str) -> Option<String> {
+    let out = slurm("scontrol", &["show", "job", job]);
+    out.split_whitespace()
+        .find_map(|kv| kv.strip_prefix(&format!("{key}=")).map(str::to_string))
+}
