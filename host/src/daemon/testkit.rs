@@ -70,6 +70,11 @@ pub(crate) struct Recorder {
     /// [`Recorder::flush_now`] (a batch system's submission still in
     /// flight meanwhile).
     pub(crate) defer: std::sync::atomic::AtomicBool,
+    /// Called once when the daemon next asks whether launches are held:
+    /// in `start`, between a run's claim and its hold in memory (a test's
+    /// way into that window).
+    #[allow(clippy::type_complexity)]
+    pub(crate) on_holds: Mutex<Option<Box<dyn FnOnce() + Send>>>,
 }
 
 impl Executor for Recorder {
@@ -96,6 +101,10 @@ impl Executor for Recorder {
     }
 
     fn holds(&self) -> bool {
+        let hook = self.on_holds.lock_unpoisoned().take();
+        if let Some(hook) = hook {
+            hook();
+        }
         self.hold.load(Ordering::SeqCst)
     }
 

@@ -85,6 +85,15 @@ impl Store {
         Ok(effect)
     }
 
+    /// Whether a user asked to cancel task `id` while it runs.
+    pub fn cancel_requested(&mut self, id: i64) -> Result<bool> {
+        Ok(self.conn.query_row(
+            "SELECT cancel_requested = ?2 FROM tasks WHERE id = ?1",
+            params![id, super::queue::CANCEL],
+            |r| r.get(0),
+        )?)
+    }
+
     /// Holds waiting tasks: they keep their place but do not start.
     pub fn hold(&mut self, id: i64, now: i64) -> Result<usize> {
         self.move_state(id, now, TaskState::Queued, TaskState::Held, "held")

@@ -63,3 +63,27 @@ fn a_cancel_of_a_run_whose_session_is_known_only_in_memory_stops_it() {
         [(run, session as u32, Stop::Cancel)]
     );
 }
+
+#[test]
+fn a_cancel_between_a_runs_claim_and_its_hold_in_memory_is_not_lost() {
+    // The cancel finds the task running (claimed) but the run not yet held
+    // in memory: neither a session nor a place to leave its word.
+    let w = World::new("slots = 1\n");
+    let id = w.task("t", &["sleep", "600"], "");
+    let d = std::sync::Arc::downgrade(&w.fx.daemon);
+    *w.fx.recorder.on_holds.lock().unwrap() = Some(Box::new(move || {
+        let d = d.upgrade().expect("the daemon");
+        let effect = d.store().cancel(id, d.now_ms()).expect("cancel");
+        for (run, pid) in effect.to_signal {
+            d.cancel_run(run, pid);
+        }
+    }));
+    w.pass();
+    let run = w.run(id);
+    let session = w.show(id).runs[0].supervisor_pid.expect("its session");
+    assert_eq!(
+        *w.fx.recorder.stopped.lock().unwrap(),
+        [(run, session as u32, Stop::Cancel)],
+        "stopped once its session is known"
+    );
+}

@@ -188,6 +188,13 @@ impl Daemon {
             cancel_asked: false,
         };
         lock(&self.runs.placed).insert(run.id, held);
+        // A cancel since the claim that looked for the run before it was
+        // held here left its word nowhere: the store has it.
+        // (One lock at a time: the store's answer first.)
+        let asked = self.store().cancel_requested(task).unwrap_or(false);
+        if asked && let Some(h) = lock(&self.runs.placed).get_mut(&run_id) {
+            h.cancel_asked = true;
+        }
         self.note_rapl_start(run.id, !placement.gpus.is_empty());
         let cgroup = self
             .runs
