@@ -183,6 +183,37 @@ fn a_task_cancelled_while_its_sbatch_is_in_flight_is_scancelled_once_the_job_lan
 }
 
 #[test]
+fn a_task_cancelled_while_its_sbatch_is_in_flight_and_the_daemon_killed_is_scancelled_on_adoption()
+{
+    let _cluster = shared_cluster();
+    let mut nj = Nj::new("");
+    let (path, gate) = slow_sbatch(&nj);
+    let (id, marks) = submit_through(&mut nj, path, &gate);
+    nj.ok(&["cancel", &id.to_string()]);
+    // Killed before the sbatch returns; it lands the job 2 s later, while
+    // the next daemon starts: that one adopts the job, and must stop it.
+    kill_in_sbatch(&mut nj, &gate, false);
+    nj.start();
+    nj.until("the run's end is recorded", || {
+        !nj.show(id)["runs"][0]["finished_at"].is_null()
+    });
+    let show = nj.show(id);
+    assert_eq!(show["task"]["state"], "cancelled", "{show}");
+    let job = job_of(&nj, id);
+    assert_eq!(
+        job_field(&job, "JobState").as_deref(),
+        Some("CANCELLED"),
+        "{}",
+        nj.daemon_log()
+    );
+    assert!(
+        !marks.join("m").exists(),
+        "the cancelled task never ran: {}",
+        nj.daemon_log()
+    );
+}
+
+#[test]
 fn a_stopped_controller_delays_starts_without_failing_them_and_running_jobs_end_once() {
     let _alone = CONTROLLER.write().unwrap_or_else(|e| e.into_inner());
     let nj = world("");

@@ -154,6 +154,14 @@ impl Daemon {
         };
         lock(&self.runs.placed).insert(run.id, held);
         tracing::info!("run {} of task {}: re-adopted", run.id, run.task_id);
+        // Cancelled before the last daemon knew its session (a job whose
+        // sbatch it was killed in): nothing stopped it yet. Stopping one
+        // already stopping again is harmless (its supervisor keeps its
+        // first grace).
+        if self.store().cancel_requested(run.task_id).unwrap_or(false) {
+            tracing::info!("run {}: its task was cancelled; stopping it", run.id);
+            self.cancel_run(run.id, Some(i64::from(session)));
+        }
         Ok(())
     }
 }
