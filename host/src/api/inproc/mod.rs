@@ -31,6 +31,7 @@ mod history;
 mod notify;
 mod ordering;
 mod policies;
+mod preempt;
 mod quotas;
 mod report;
 mod reserve;

@@ -167,6 +167,15 @@ impl Daemon {
             .and_then(|c| c.grace)
             .unwrap_or(self.cfg.sandbox.grace);
         self.set_deadline(run, crate::daemon::run::watchdog::Deadline::preempt(grace));
+        // A session whose note the store refused (busy past its timeout) is
+        // known in memory: stopped all the same.
+        let pid = pid.or_else(|| {
+            crate::daemon::state::lock(&self.runs.placed)
+                .get(&run)
+                .map(|h| h.session)
+                .filter(|&s| s > 0)
+                .map(i64::from)
+        });
         if checkpoint.is_none() {
             return self.stop_run(run, pid, crate::daemon::run::executor::Stop::Cancel);
         }
