@@ -162,24 +162,7 @@ fn a_task_cancelled_while_its_sbatch_is_in_flight_is_scancelled_once_the_job_lan
     nj.ok(&["cancel", &id.to_string()]);
     // ...and once the sbatch lands the job, it is cancelled, before its task runs.
     std::fs::write(gate.join("go"), "").unwrap();
-    nj.until("the run's end is recorded", || {
-        !nj.show(id)["runs"][0]["finished_at"].is_null()
-    });
-    let show = nj.show(id);
-    assert_eq!(show["task"]["state"], "cancelled", "{show}");
-    assert_eq!(show["runs"][0]["class"], "cancelled", "{show}");
-    let job = job_of(&nj, id);
-    assert_eq!(
-        job_field(&job, "JobState").as_deref(),
-        Some("CANCELLED"),
-        "{}",
-        nj.daemon_log()
-    );
-    assert!(
-        !marks.join("m").exists(),
-        "the cancelled task never ran: {}",
-        nj.daemon_log()
-    );
+    ended_cancelled_before_it_ran(&nj, id, &marks);
 }
 
 #[test]
@@ -194,12 +177,19 @@ fn a_task_cancelled_while_its_sbatch_is_in_flight_and_the_daemon_killed_is_scanc
     // the next daemon starts: that one adopts the job, and must stop it.
     kill_in_sbatch(&mut nj, &gate, false);
     nj.start();
+    ended_cancelled_before_it_ran(&nj, id, &marks);
+}
+
+/// Task `id`'s run has ended `cancelled`, its SLURM job is `CANCELLED`,
+/// and the task (which marks `marks/m` when it runs) never ran.
+fn ended_cancelled_before_it_ran(nj: &Nj, id: i64, marks: &Path) {
     nj.until("the run's end is recorded", || {
         !nj.show(id)["runs"][0]["finished_at"].is_null()
     });
     let show = nj.show(id);
     assert_eq!(show["task"]["state"], "cancelled", "{show}");
-    let job = job_of(&nj, id);
+    assert_eq!(show["runs"][0]["class"], "cancelled", "{show}");
+    let job = job_of(nj, id);
     assert_eq!(
         job_field(&job, "JobState").as_deref(),
         Some("CANCELLED"),

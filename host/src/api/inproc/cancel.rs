@@ -53,10 +53,7 @@ fn a_cancel_of_a_run_whose_session_is_known_only_in_memory_stops_it() {
     w.pass();
     let run = w.run(id);
     let session = w.show(id).runs[0].supervisor_pid.expect("a session");
-    rusqlite::Connection::open(w.fx.daemon.cfg.db_path())
-        .expect("a second connection to the store")
-        .execute("UPDATE runs SET supervisor_pid = NULL WHERE id = ?1", [run])
-        .expect("forget the session's note");
+    w.forget_session_note(run);
     w.call(Cancel { id }).expect("cancel");
     assert_eq!(
         *w.fx.recorder.stopped.lock().unwrap(),

@@ -160,6 +160,16 @@ impl World {
             .id
     }
 
+    /// Removes run `run`'s session from the store behind the daemon's back
+    /// (as a store busy past its timeout refuses the note): the daemon
+    /// knows it in memory only.
+    pub(crate) fn forget_session_note(&self, run: i64) {
+        rusqlite::Connection::open(self.fx.daemon.cfg.db_path())
+            .expect("a second connection to the store")
+            .execute("UPDATE runs SET supervisor_pid = NULL WHERE id = ?1", [run])
+            .expect("forget the session's note");
+    }
+
     /// Ends a task's running run now, as `class` with exit `code`.
     pub(crate) fn end(&self, id: i64, class: RunClass, code: i32) {
         let run = self.run(id);

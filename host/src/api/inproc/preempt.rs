@@ -23,10 +23,7 @@ fn a_preemption_stops_a_run_whose_session_is_known_only_in_memory() {
     assert_eq!(w.state(hog), TaskState::Running);
     let run = w.run(hog);
     let session = w.show(hog).runs[0].supervisor_pid.expect("a session");
-    rusqlite::Connection::open(w.fx.daemon.cfg.db_path())
-        .expect("a second connection to the store")
-        .execute("UPDATE runs SET supervisor_pid = NULL WHERE id = ?1", [run])
-        .expect("forget the session's note");
+    w.forget_session_note(run);
     let _starved = w.task("starved", &["true"], "project = \"starved\"");
     w.advance(5_000);
     w.pass();
