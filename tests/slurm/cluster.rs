@@ -191,3 +191,35 @@ pub(crate) fn job_field(job: &str, key: &str) -> Option<String> {
     out.split_whitespace()
         .find_map(|kv| kv.strip_prefix(&format!("{key}=")).map(str::to_string))
 }
+
+/// A wrapper `sbatch` in `nj`'s `bin/` that runs `before` (shell lines,
+/// given the gate folder `nj`'s `gate/`) and then the cluster's own
+/// `sbatch`; the `PATH` that puts it first, and the gate folder.
+pub(crate) fn wrapped_sbatch(
+    nj: &Nj,
+    before: impl Fn(&Path) -> String,
+) -> (String, std::path::PathBuf) {
+    let (bin, gate) = (nj.path("bin"), nj.path("gate"));
+    let real = String::from_utf8_lossy(
+        &Command::new("sh")
+            .args(["-c", "command -v sbatch"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .trim()
+    .to_string();
+    std::fs::write(
+        bin.join("sbatch"),
+        format!("#!/bin/sh\n{}\nexec {real} \"$@\"\n", before(&gate)),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(bin.join("sbatch"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    (path, gate)
+}

@@ -9,7 +9,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::cluster::{
-    Hog, cluster, executor, gpu_cluster, job_field, job_of, jobs_like, shared_cluster, slurm, world,
+    Hog, cluster, executor, gpu_cluster, job_field, job_of, jobs_like, shared_cluster, slurm,
+    world, wrapped_sbatch,
 };
 use crate::harness::{Nj, read};
 use crate::slurm_faults::{kill_in_sbatch, slow_sbatch};
@@ -266,35 +267,19 @@ fn a_round_whose_first_sbatch_slurm_does_not_answer_sends_no_other_and_gives_eac
     let mut nj = Nj::new("");
     // An sbatch that counts its calls and, while `down` is there, says
     // what sbatch says when slurmctld does not answer.
-    let (bin, gate) = (nj.path("bin"), nj.path("gate"));
-    let real = String::from_utf8_lossy(
-        &std::process::Command::new("sh")
-            .args(["-c", "command -v sbatch"])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .trim()
-    .to_string();
-    std::fs::write(gate.join("down"), "").unwrap();
-    std::fs::write(
-        bin.join("sbatch"),
+    let (path, gate) = wrapped_sbatch(&nj, |g| {
         format!(
-            "#!/bin/sh\necho call >> {g}/calls\nif [ -e {g}/down ]; then\n  echo 'sbatch: error: Batch job submission failed: Unable to contact slurm controller (connect failure)' >&2\n  exit 1\nfi\nexec {real} \"$@\"\n",
-            g = gate.display()
-        ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(bin.join("sbatch"), std::fs::Permissions::from_mode(0o755)).unwrap();
+            "echo call >> {g}/calls\nif [ -e {g}/down ]; then\n  echo 'sbatch: error: Batch job submission failed: Unable to contact slurm controller (connect failure)' >&2\n  exit 1\nfi",
+            g = g.display()
+        )
+    });
+    std::fs::write(gate.join("down"), "").unwrap();
     let shared = nj.path("shared");
     // A backoff (the poll, at least 5 s) long enough to look at the round
     // before the next one.
     nj.set_config(&executor(&shared).replace("poll = \"300ms\"", "poll = \"10s\""));
     nj.env.push(("SLURM_CONF".into(), cluster().into()));
-    let path = std::env::var("PATH").unwrap_or_default();
-    nj.env
-        .push(("PATH".into(), format!("{}:{path}", bin.display())));
+    nj.env.push(("PATH".into(), path));
     nj.start();
     // Three tasks that ask for different time limits: three jobs of their
     // own, released by one round.

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use crate::cluster::{
     CONTROLLER, cluster, executor, job_field, job_of, jobs_like, shared_cluster, slurm, world,
+    wrapped_sbatch,
 };
 use crate::harness::{Nj, read};
 
@@ -45,33 +46,12 @@ fn a_daemon_killed_while_jobs_run_adopts_them_and_records_each_end_once() {
 /// An `sbatch` that says it began, then waits for the test's word (the
 /// file `go`) before it hands the job to SLURM.
 pub(crate) fn slow_sbatch(nj: &Nj) -> (String, std::path::PathBuf) {
-    let bin = nj.path("bin");
-    let gate = nj.path("gate");
-    let real = String::from_utf8_lossy(
-        &Command::new("sh")
-            .args(["-c", "command -v sbatch"])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .trim()
-    .to_string();
-    std::fs::write(
-        bin.join("sbatch"),
+    wrapped_sbatch(nj, |g| {
         format!(
-            "#!/bin/sh\necho $$ > {g}/pid\nwhile [ ! -e {g}/go ]; do sleep 0.05; done\nexec {real} \"$@\"\n",
-            g = gate.display()
-        ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(bin.join("sbatch"), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    (path, gate)
+            "echo $$ > {g}/pid\nwhile [ ! -e {g}/go ]; do sleep 0.05; done",
+            g = g.display()
+        )
+    })
 }
 
 /// Starts `nj`'s daemon on the cluster with `path` (the slow sbatch's
