@@ -127,8 +127,9 @@ pub struct Gpu {
 /// A run's use of GPUs, for fair share.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
-    /// Its project.
-    pub project: String,
+    /// Its project (shared: a pass names each of a few projects for up to
+    /// a week of runs).
+    pub project: std::sync::Arc<str>,
     /// GPUs the run held (0 for CPU-only runs).
     pub gpus: u32,
     /// When it started.

@@ -31,23 +31,43 @@ pub struct CallReport {
 
 type Reply = mpsc::SyncSender<CallReport>;
 
-/// A live plugin thread.
+/// A live plugin: on a thread of its own, or (for the simulator) on its
+/// caller's.
 pub struct Worker {
-    jobs: mpsc::Sender<(Arc<Pass>, Reply)>,
+    runs: Runs,
     limits: PluginLimits,
-    life: Arc<Life>,
     /// sha256 of the component.
     pub sha256: String,
     /// The version of the contract it implements.
     pub version: Detected,
 }
 
-/// An `evaluate` in flight.
-pub struct Pending {
-    rx: mpsc::Receiver<CallReport>,
-    life: Arc<Life>,
-    sent: Instant,
-    watchdog: Duration,
+/// Where a worker's calls run.
+enum Runs {
+    /// On its own thread, behind the watchdog (the daemon).
+    Thread {
+        jobs: mpsc::Sender<(Arc<Pass>, Reply)>,
+        life: Arc<Life>,
+    },
+    /// On the caller's thread, under the epoch deadline alone: no thread
+    /// hand-off per call (two wake-ups, most of a small pass's cost).
+    /// For `nightjar simulate`, which asks the chain at every event and
+    /// whose plugins reach no host call that can block (`log`,
+    /// `plugin-name`, `tariff`: computed, bounded).
+    Here(Box<std::sync::Mutex<PolicyPlugin>>),
+}
+
+/// An `evaluate` in flight, or (on the caller's thread) already answered.
+pub struct Pending(Waiting);
+
+enum Waiting {
+    Sent {
+        rx: mpsc::Receiver<CallReport>,
+        life: Arc<Life>,
+        sent: Instant,
+        watchdog: Duration,
+    },
+    Answered(CallReport),
 }
 
 /// The CPU time this thread has used.
@@ -143,9 +163,8 @@ impl Worker {
         let watchdog = limits.compile_timeout + PluginLimits::watchdog(limits.configure_timeout);
         match load_rx.recv_timeout(watchdog) {
             Ok(Ok((sha256, version))) => Ok(Worker {
-                jobs,
+                runs: Runs::Thread { jobs, life },
                 limits,
-                life,
                 sha256,
                 version,
             }),
@@ -160,17 +179,52 @@ impl Worker {
         }
     }
 
+    /// Loads `wasm` as plugin `name` with `config` on this thread; its calls
+    /// run here too (see [`Runs::Here`]): for the simulator only.
+    pub fn here(
+        engine: &PluginEngine,
+        name: &str,
+        wasm: &[u8],
+        config: &str,
+        limits: PluginLimits,
+    ) -> Result<Worker, PluginError> {
+        let plugin = PolicyPlugin::load(engine, name, wasm, config, limits.clone())?;
+        Ok(Worker {
+            sha256: plugin.sha256.clone(),
+            version: plugin.version.clone(),
+            runs: Runs::Here(Box::new(std::sync::Mutex::new(plugin))),
+            limits,
+        })
+    }
+
     /// Sends `pass` to be evaluated; the answer is waited for with
     /// [`Pending::wait`], so several workers can evaluate at once (and share
-    /// what the pass derives from its snapshot).
+    /// what the pass derives from its snapshot). A worker on its caller's
+    /// thread answers before this returns.
     pub fn submit(&self, pass: Arc<Pass>) -> Pending {
-        let (tx, rx) = mpsc::sync_channel(1);
-        let _ = self.jobs.send((pass, tx));
-        Pending {
-            rx,
-            life: Arc::clone(&self.life),
-            sent: Instant::now(),
-            watchdog: PluginLimits::watchdog(self.limits.evaluate_timeout),
+        match &self.runs {
+            Runs::Thread { jobs, life } => {
+                let (tx, rx) = mpsc::sync_channel(1);
+                let _ = jobs.send((pass, tx));
+                Pending(Waiting::Sent {
+                    rx,
+                    life: Arc::clone(life),
+                    sent: Instant::now(),
+                    watchdog: PluginLimits::watchdog(self.limits.evaluate_timeout),
+                })
+            }
+            Runs::Here(plugin) => {
+                let (c0, t0) = (thread_cpu(), Instant::now());
+                // Only this worker's owner calls it, one call at a time; a
+                // call that panicked left nothing half-done the next needs.
+                let mut plugin = plugin.lock().unwrap_or_else(|e| e.into_inner());
+                let result = plugin.evaluate(&pass);
+                Pending(Waiting::Answered(CallReport {
+                    result,
+                    cpu: thread_cpu().saturating_sub(c0),
+                    wall: t0.elapsed(),
+                }))
+            }
         }
     }
 
@@ -184,21 +238,30 @@ impl Pending {
     /// The answer, or [`PluginError::Stuck`] once the watchdog's time has
     /// passed since the call was sent; then the worker must be dropped.
     pub fn wait(self) -> CallReport {
-        let left = self.watchdog.saturating_sub(self.sent.elapsed());
-        match self.rx.recv_timeout(left) {
+        let (rx, life, sent, watchdog) = match self.0 {
+            Waiting::Answered(report) => return report,
+            Waiting::Sent {
+                rx,
+                life,
+                sent,
+                watchdog,
+            } => (rx, life, sent, watchdog),
+        };
+        let left = watchdog.saturating_sub(sent.elapsed());
+        match rx.recv_timeout(left) {
             Ok(report) => report,
             Err(mpsc::RecvTimeoutError::Timeout) => {
-                self.life.abandon();
+                life.abandon();
                 CallReport {
-                    result: Err(PluginError::Stuck(self.watchdog)),
+                    result: Err(PluginError::Stuck(watchdog)),
                     cpu: Duration::ZERO,
-                    wall: self.sent.elapsed(),
+                    wall: sent.elapsed(),
                 }
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => CallReport {
                 result: Err(PluginError::Trap("the plugin thread ended".into())),
                 cpu: Duration::ZERO,
-                wall: self.sent.elapsed(),
+                wall: sent.elapsed(),
             },
         }
     }

@@ -29,7 +29,7 @@ pub struct RunningInfo {
 #[derive(Debug, Clone)]
 pub struct UsageInfo {
     /// Project.
-    pub project: String,
+    pub project: std::sync::Arc<str>,
     /// GPUs held.
     pub gpus: u32,
     /// Started (Unix ms).
@@ -76,7 +76,7 @@ impl Store {
         let rows = stmt
             .query_map([since], |r| {
                 Ok(UsageInfo {
-                    project: r.get(0)?,
+                    project: r.get::<_, String>(0)?.into(),
                     gpus: gpu_list(r.get(1)?).len() as u32,
                     started_at: r.get(2)?,
                     ended_at: r.get(3)?,

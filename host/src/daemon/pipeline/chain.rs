@@ -73,6 +73,8 @@ pub struct Chain {
     explain: bool,
     /// The daemon's tariff, handed to every pass (the policies' `tariff` import).
     tariff: Arc<crate::tariff::Tariff>,
+    /// Members run on the caller's thread ([`Chain::load_here`]).
+    here: bool,
 }
 
 /// Starts a worker for `name` (its config from `cfg`) from `wasm`.
@@ -82,14 +84,19 @@ pub(in crate::daemon) fn start_member(
     cfg: &Config,
     name: &str,
     wasm: Result<Vec<u8>, String>,
+    here: bool,
 ) -> Result<(Worker, Loaded), StartError> {
     let entry = cfg.plugin.get(name).cloned().unwrap_or_default();
     let config = toml::to_string(&entry.config).unwrap_or_default();
     let engine = engine.ok_or_else(|| StartError::Source("no plugin engine".into()))?;
     let wasm = Arc::new(wasm.map_err(StartError::Source)?);
     let sha = sha256(&wasm);
-    let worker = Worker::start(engine, name, wasm.to_vec(), config.clone(), limits.clone())
-        .map_err(StartError::Plugin)?;
+    let worker = if here {
+        Worker::here(engine, name, &wasm, &config, limits.clone())
+    } else {
+        Worker::start(engine, name, wasm.to_vec(), config.clone(), limits.clone())
+    }
+    .map_err(StartError::Plugin)?;
     let version = worker.version.clone();
     Ok((
         worker,
@@ -106,6 +113,18 @@ impl Chain {
     /// Loads every plugin in `plugins.chain`. A plugin that fails to load is
     /// kept as failed (its on_failure applies) and says why in `plugins ls`.
     pub fn load(cfg: &Config, engine: Option<&PluginEngine>) -> Chain {
+        Chain::load_on(cfg, engine, false)
+    }
+
+    /// Loads the chain with its members on the caller's thread: each call
+    /// answers under its epoch deadline with no thread hand-off and no
+    /// watchdog. For `nightjar simulate`, which asks at every event of a
+    /// trace and runs no daemon that a stuck call could stall.
+    pub fn load_here(cfg: &Config, engine: Option<&PluginEngine>) -> Chain {
+        Chain::load_on(cfg, engine, true)
+    }
+
+    fn load_on(cfg: &Config, engine: Option<&PluginEngine>, here: bool) -> Chain {
         let mut chain = Chain {
             members: Vec::new(),
             urgent_bypass: cfg.plugins.urgent_bypass.clone(),
@@ -117,6 +136,7 @@ impl Chain {
             min_interval_ms: cfg.plugins.min_pass_interval.as_millis() as i64,
             explain: true,
             tariff: Arc::new(cfg.tariff()),
+            here,
         };
         for name in &cfg.plugins.chain {
             let entry = cfg.plugin.get(name).cloned().unwrap_or_default();
@@ -133,7 +153,7 @@ impl Chain {
                 startup_problem: None,
             };
             let missing = wasm.is_err() && m.source == "built-in";
-            match start_member(chain.engine.as_ref(), &chain.limits, cfg, name, wasm) {
+            match start_member(chain.engine.as_ref(), &chain.limits, cfg, name, wasm, here) {
                 Ok((worker, loaded)) => {
                     tracing::info!("policy {name} loaded ({})", m.source);
                     m.worker = Some(worker);
@@ -315,13 +335,19 @@ impl Chain {
                 && let Some(loaded) = &m.loaded
                 && let Some(engine) = &self.engine
             {
-                match Worker::start(
-                    engine,
-                    &m.name,
-                    loaded.wasm.to_vec(),
-                    loaded.config.clone(),
-                    self.limits.clone(),
-                ) {
+                let (name, limits) = (&m.name, self.limits.clone());
+                let started = if self.here {
+                    Worker::here(engine, name, &loaded.wasm, &loaded.config, limits)
+                } else {
+                    Worker::start(
+                        engine,
+                        name,
+                        loaded.wasm.to_vec(),
+                        loaded.config.clone(),
+                        limits,
+                    )
+                };
+                match started {
                     Ok(w) => m.worker = Some(w),
                     Err(e) => m.last_error = Some(format!("{e} ({})", e.cause())),
                 }

@@ -69,7 +69,14 @@ impl Pending {
                 let started = changed
                     .into_iter()
                     .map(|c| Started {
-                        result: start_member(engine.as_ref(), &limits, &cfg, &c.name, c.wasm),
+                        result: start_member(
+                            engine.as_ref(),
+                            &limits,
+                            &cfg,
+                            &c.name,
+                            c.wasm,
+                            false,
+                        ),
                         index: c.index,
                         name: c.name,
                         source: c.source,

@@ -75,7 +75,7 @@ impl Sim<'_> {
             .collect();
         let mut usage: Vec<UsageInfo> = self.ended.iter().cloned().collect();
         usage.extend(self.running.iter().map(|r| UsageInfo {
-            project: self.jobs[r.job].project.to_string(),
+            project: Arc::clone(&self.jobs[r.job].project),
             gpus: self.jobs[r.job].gpus,
             started_at: r.start,
             ended_at: None,

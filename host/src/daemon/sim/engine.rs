@@ -364,7 +364,7 @@ impl<'a> Sim<'a> {
             self.hold(r.job, r.placement.gpus.len() as u32, false);
             let job = &self.jobs[r.job];
             self.ended.push_back(UsageInfo {
-                project: job.project.to_string(),
+                project: std::sync::Arc::clone(&job.project),
                 gpus: job.gpus,
                 started_at: r.start,
                 ended_at: Some(r.end),

@@ -61,7 +61,7 @@ pub fn simulate(cfg: &Config, trace: &Trace, opts: Options) -> Result<Simulated>
         // does not own, and loading native code from it would trust its
         // writer; a simulation compiles its components afresh instead.
         let engine = PluginEngine::new(None).context("starting the plugin host")?;
-        let chain = Chain::load(&cfg, Some(&engine));
+        let chain = Chain::load_here(&cfg, Some(&engine));
         if let Some(m) = chain.views().into_iter().find(|m| m.state == "disabled") {
             bail!(
                 "policy {} did not load ({}): fix it or take it out of plugins.chain to simulate without it",

@@ -63,7 +63,7 @@ impl Sim<'_> {
                 .map_or(0, |c| (now - start) / c * c);
             self.remaining[i] = self.remaining[i].saturating_sub(done).max(0);
             self.ended.push_back(UsageInfo {
-                project: job.project.to_string(),
+                project: std::sync::Arc::clone(&job.project),
                 gpus: job.gpus,
                 started_at: start,
                 ended_at: Some(now),

@@ -290,3 +290,18 @@ fn ten_thousand_gpus_are_simulated_and_their_work_fits_as_it_should() {
     }
     assert!(s.summary.utilisation > 0.0 && s.summary.utilisation <= 1.0);
 }
+
+#[test]
+fn a_policy_that_loops_or_sleeps_is_stopped_on_the_simulators_thread() {
+    // The simulator runs its chain on its own thread, with no watchdog
+    // thread: the epoch deadline stops a loop, and an import that would
+    // block traps at once. Either way the member fails, is disabled after
+    // `max_failures`, and the simulation ends with its jobs run by the
+    // rest of the chain, on its failure rule (`open` by default).
+    for mode in ["loop", "sleep-forever"] {
+        let (mut c, _dir) = with_hostile(&["priority", "hostile"], mode);
+        c.plugins.evaluate_timeout = std::time::Duration::from_millis(200);
+        let s = simulate(&c, &trace(THREE), opts(2, Mode::Easy)).unwrap();
+        assert_eq!(s.outcome.runs.len(), 3, "{mode}: every job ran");
+    }
+}
