@@ -51,9 +51,10 @@ enum Runs {
     },
     /// On the caller's thread, under the epoch deadline alone: no thread
     /// hand-off per call (two wake-ups, most of a small pass's cost).
-    /// For `nightjar simulate`, which asks the chain at every event and
-    /// whose plugins reach no host call that can block (`log`,
-    /// `plugin-name`, `tariff`: computed, bounded).
+    /// For `nightjar simulate`, which asks the chain at every event. A
+    /// policy reaches no host call that can block (`log`, `plugin-name` and
+    /// `tariff` are computed and bounded; WASI's blocking imports trap, see
+    /// `wasi.rs`), so the epoch deadline alone ends any call.
     Here(Box<std::sync::Mutex<PolicyPlugin>>),
 }
 
