@@ -121,9 +121,11 @@ impl SlurmExecutor {
             .into_iter()
             .filter(|h| {
                 let asked = daemon.cancel_asked(h.run.run);
-                if asked {
-                    let why = TryLater("its task was cancelled before it was submitted".into());
-                    daemon.launch_failed(h.run.run, anyhow::Error::new(why));
+                // Given back with no start failure said: the store ends
+                // the task cancelled, as a cancel of a queued task.
+                if asked && !daemon.give_back(h.run.run) {
+                    let run = h.run.run;
+                    tracing::error!("run {run}: cannot give it back now; the next start does");
                 }
                 !asked
             })
