@@ -165,14 +165,14 @@ pub enum Verdict {
     /// Not now.
     Defer(Deferral),
     /// Never: the task fails with this reason.
-    Reject(String),
+    Reject(std::sync::Arc<str>),
 }
 
 /// Why a task waits, and until when.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Deferral {
-    /// Why.
-    pub reason: String,
+    /// Why (shared: one reason often answers a whole queue).
+    pub reason: std::sync::Arc<str>,
     /// When to ask again (none: at the next pass).
     pub until: Option<Timestamp>,
 }

@@ -110,10 +110,10 @@ pub fn evaluation(e: p::Evaluation) -> m::Evaluation {
                 verdict: match v.verdict {
                     p::Verdict::Allow(score) => m::Verdict::Allow(score),
                     p::Verdict::Defer(d) => m::Verdict::Defer(m::Deferral {
-                        reason: d.reason,
+                        reason: d.reason.into(),
                         until: d.until,
                     }),
-                    p::Verdict::Reject(why) => m::Verdict::Reject(why),
+                    p::Verdict::Reject(why) => m::Verdict::Reject(why.into()),
                 },
             })
             .collect(),

@@ -102,7 +102,7 @@ fn a_0_1_component_loads_and_its_answer_is_read_by_id() {
     ]);
     let e = p.evaluate(&s.into()).unwrap();
     assert!(
-        matches!(&e.verdicts[0].verdict, Verdict::Defer(d) if d.reason == "held by the 0.1 plugin p")
+        matches!(&e.verdicts[0].verdict, Verdict::Defer(d) if &*d.reason == "held by the 0.1 plugin p")
     );
     assert_eq!(e.verdicts[1].task, 9);
     assert!(matches!(e.verdicts[1].verdict, Verdict::Allow(1000)));
@@ -130,7 +130,7 @@ fn a_component_of_the_frozen_0_2_0_contract_loads_on_the_0_2_1_bindings() {
         "positions read back as ids"
     );
     assert!(
-        matches!(&e.verdicts[0].verdict, Verdict::Defer(d) if d.reason == "held by the 0.2.0 plugin p"),
+        matches!(&e.verdicts[0].verdict, Verdict::Defer(d) if &*d.reason == "held by the 0.2.0 plugin p"),
         "{:?}",
         e.verdicts[0]
     );

@@ -6,6 +6,8 @@
 //! make the daemon spin or sleep through its own wake-ups.
 
 use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::sync::Arc;
 
 use crate::plugins::policy as p;
 
@@ -18,9 +20,27 @@ pub enum Judgement {
     /// May start, with this summed score.
     Eligible(i64),
     /// Waits: why.
-    Deferred(String),
+    Deferred(Deferred),
     /// Fails: why.
     Rejected(String),
+}
+
+/// Why a task waits: the policy that deferred it and its reason, both
+/// shared (one reason often answers a whole queue), written out as
+/// "deferred by NAME: REASON" only where it is read: the daemon's wait
+/// reasons, not the simulator's or a forecast's passes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Deferred {
+    /// The policy.
+    pub by: Arc<str>,
+    /// Its reason.
+    pub reason: Arc<str>,
+}
+
+impl fmt::Display for Deferred {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "deferred by {}: {}", self.by, self.reason)
+    }
 }
 
 /// The chain's answer for one pass.
@@ -96,19 +116,23 @@ pub fn combine(
     min_interval_ms: i64,
     explain: bool,
 ) {
-    let urgent: HashSet<i64> = snapshot
-        .queue
-        .iter()
-        .filter(|t| t.priority == p::Priority::Urgent)
-        .map(|t| t.id)
-        .collect();
+    // Read only for a bypassing policy's deferrals.
+    let urgent: HashSet<i64> = if urgent_bypass.is_empty() {
+        HashSet::new()
+    } else {
+        (snapshot.queue.iter())
+            .filter(|t| t.priority == p::Priority::Urgent)
+            .map(|t| t.id)
+            .collect()
+    };
     for (name, e) in answers {
+        let by: Arc<str> = name.as_str().into();
         for v in e.verdicts {
             if explain {
                 let (kind, reason) = match &v.verdict {
                     p::Verdict::Allow(s) => ("allow", format!("score {s}")),
-                    p::Verdict::Defer(d) => ("defer", d.reason.clone()),
-                    p::Verdict::Reject(r) => ("reject", r.clone()),
+                    p::Verdict::Defer(d) => ("defer", d.reason.to_string()),
+                    p::Verdict::Reject(r) => ("reject", r.to_string()),
                 };
                 answer
                     .verdicts
@@ -139,7 +163,10 @@ pub fn combine(
                         answer.wake_at = Some(answer.wake_at.map_or(until, |w| w.min(until)));
                     }
                     if let Judgement::Eligible(_) = j {
-                        *j = Judgement::Deferred(format!("deferred by {name}: {}", d.reason));
+                        *j = Judgement::Deferred(Deferred {
+                            by: Arc::clone(&by),
+                            reason: d.reason,
+                        });
                     }
                 }
                 p::Verdict::Reject(r) => {
@@ -287,9 +314,9 @@ mod tests {
             Some(snap.now + 1000),
             "now + the minimum interval"
         );
-        assert_eq!(
-            answer.judgements[&1],
-            Judgement::Deferred("deferred by x: later".into())
-        );
+        match &answer.judgements[&1] {
+            Judgement::Deferred(d) => assert_eq!(d.to_string(), "deferred by x: later"),
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -198,7 +198,8 @@ impl Daemon {
                     }
                     order.push((score, c));
                 }
-                Judgement::Deferred(reason) => {
+                Judgement::Deferred(why) => {
+                    let reason = why.to_string();
                     let before = lock(&self.pipeline.wait_reasons).get(&c.id).cloned();
                     if before.as_ref() != Some(&reason) {
                         // The store learns a reason when its cause changes (with an

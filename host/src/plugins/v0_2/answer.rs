@@ -46,8 +46,10 @@ pub fn read(
     if let Some(i) = reasons.iter().position(|r| r.len() > MAX_REASON) {
         return bad(format!("reason {i} is longer than {MAX_REASON} bytes"));
     }
-    let reason = |i: u32| match reasons.get(i as usize) {
-        Some(r) => Ok(r.clone()),
+    // Each reason made shareable once: one reason often answers every task.
+    let shared: Vec<std::sync::Arc<str>> = reasons.iter().map(|r| r.as_str().into()).collect();
+    let reason = |i: u32| match shared.get(i as usize) {
+        Some(r) => Ok(std::sync::Arc::clone(r)),
         None => bad(format!(
             "names reason {i}, but the answer has {} reasons",
             reasons.len()
@@ -87,7 +89,7 @@ pub fn read(
         }
         out.closed_gpus.push(p::ClosedGpu {
             index: g.index,
-            reason: reason(g.reason)?,
+            reason: reason(g.reason)?.to_string(),
         });
     }
     for q in preempt {
@@ -100,7 +102,7 @@ pub fn read(
         };
         out.preempt.push(p::Preemption {
             task: task.id,
-            reason: reason(q.reason)?,
+            reason: reason(q.reason)?.to_string(),
         });
     }
     Ok(out)
@@ -149,7 +151,7 @@ mod tests {
             .verdicts
             .iter()
             .map(|v| match &v.verdict {
-                p::Verdict::Defer(d) => (v.task, d.reason.clone()),
+                p::Verdict::Defer(d) => (v.task, d.reason.to_string()),
                 other => panic!("{other:?}"),
             })
             .collect();
