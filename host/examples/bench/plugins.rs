@@ -129,10 +129,10 @@ fn host_answer(e: nightjar_sdk::Evaluation) -> nightjar::plugins::policy::Evalua
                 verdict: match v.verdict {
                     nightjar_sdk::Verdict::Allow(n) => p::Verdict::Allow(n),
                     nightjar_sdk::Verdict::Defer(d) => p::Verdict::Defer(p::Deferral {
-                        reason: reason(d.reason),
+                        reason: reason(d.reason).into(),
                         until: d.until,
                     }),
-                    nightjar_sdk::Verdict::Reject(r) => p::Verdict::Reject(reason(r)),
+                    nightjar_sdk::Verdict::Reject(r) => p::Verdict::Reject(reason(r).into()),
                 },
             })
             .collect(),
