@@ -52,13 +52,43 @@ fn timed(cmd: &mut Command) -> Result<(Duration, String)> {
     Ok((took, String::from_utf8_lossy(&out.stdout).into_owned()))
 }
 
-/// The largest resident set of any child waited for so far, MiB.
-fn children_peak_mib() -> f64 {
-    // SAFETY: getrusage writes the struct it is given.
+/// Runs `cmd` to its end: its wall time, stdout, and the peak resident set
+/// of it and the children it waited for (MiB), from its own `wait4`. (Not
+/// `RUSAGE_CHILDREN`: this process is `scripts/bench`'s shell after `exec`,
+/// whose children's peak already counts the `cargo build` before it.)
+fn timed_peak(cmd: &mut Command) -> Result<(Duration, String, f64)> {
+    use std::io::Read;
+    let t0 = Instant::now();
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .context("run")?;
+    // Both pipes drained at once: neither can fill while the other is read.
+    let stderr = child.stderr.take();
+    let errs = std::thread::spawn(move || {
+        let mut err = String::new();
+        if let Some(mut e) = stderr {
+            let _ = e.read_to_string(&mut err);
+        }
+        err
+    });
+    let mut out = String::new();
+    if let Some(mut o) = child.stdout.take() {
+        o.read_to_string(&mut out)?;
+    }
+    let err = errs.join().unwrap_or_default();
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: wait4 writes the status and the struct it is given.
     let mut u: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: as above; RUSAGE_CHILDREN is a valid selector.
-    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut u) };
-    u.ru_maxrss as f64 / 1024.0
+    // SAFETY: as above; `pid` is our child, not yet waited for.
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut u) };
+    let took = t0.elapsed();
+    if waited != pid || !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
+        bail!("{cmd:?} failed: {err}");
+    }
+    Ok((took, out, u.ru_maxrss as f64 / 1024.0))
 }
 
 pub fn simulate(jobs: usize) -> Result<()> {
@@ -76,9 +106,7 @@ pub fn simulate(jobs: usize) -> Result<()> {
          [plugin.offpeak-tariff.config]\nmax_wait = \"1d\"\n",
     )?;
     let reference = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/support/sim_reference.py");
-    // The four-policy chain first: the only child so far, so the peak RSS
-    // of the children is its own.
-    let (chain_took, out) = timed(
+    let (chain_took, out, peak) = timed_peak(
         Command::new(&bin)
             .arg("--config")
             .arg(&four)
@@ -86,7 +114,6 @@ pub fn simulate(jobs: usize) -> Result<()> {
             .arg(&path)
             .args(["--gpus", &GPUS.to_string()]),
     )?;
-    let peak = children_peak_mib();
     let v: serde_json::Value = serde_json::from_str(&out)?;
     let passes = v["passes"].as_u64().unwrap_or(0);
     let ours = || {
