@@ -55,7 +55,7 @@ enum Runs {
     /// policy reaches no host call that can block (`log`, `plugin-name` and
     /// `tariff` are computed and bounded; WASI's blocking imports trap, see
     /// `wasi.rs`), so the epoch deadline alone ends any call.
-    Here(Box<std::sync::Mutex<PolicyPlugin>>),
+    Here(Box<std::sync::Mutex<Option<PolicyPlugin>>>),
 }
 
 /// An `evaluate` in flight, or (on the caller's thread) already answered.
@@ -193,7 +193,7 @@ impl Worker {
         Ok(Worker {
             sha256: plugin.sha256.clone(),
             version: plugin.version.clone(),
-            runs: Runs::Here(Box::new(std::sync::Mutex::new(plugin))),
+            runs: Runs::Here(Box::new(std::sync::Mutex::new(Some(plugin)))),
             limits,
         })
     }
@@ -216,10 +216,24 @@ impl Worker {
             }
             Runs::Here(plugin) => {
                 let (c0, t0) = (thread_cpu(), Instant::now());
-                // Only this worker's owner calls it, one call at a time; a
-                // call that panicked left nothing half-done the next needs.
-                let mut plugin = plugin.lock().unwrap_or_else(|e| e.into_inner());
-                let result = plugin.evaluate(&pass);
+                // Only this worker's owner calls it, one call at a time.
+                let mut slot = plugin.lock().unwrap_or_else(|e| e.into_inner());
+                // A panic in the host's side of a call ends this plugin, as
+                // it ends a worker's thread: its calls fail from then on
+                // (the chain counts them and disables it), and the caller
+                // goes on.
+                let result = match slot.as_mut() {
+                    Some(p) => {
+                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| p.evaluate(&pass)))
+                            .unwrap_or_else(|_| {
+                                *slot = None;
+                                Err(PluginError::Trap("the host panicked in its call".into()))
+                            })
+                    }
+                    None => Err(PluginError::Trap(
+                        "the host panicked in an earlier call".into(),
+                    )),
+                };
                 Pending(Waiting::Answered(CallReport {
                     result,
                     cpu: thread_cpu().saturating_sub(c0),
