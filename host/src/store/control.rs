@@ -128,7 +128,7 @@ impl Store {
                 &tx,
                 "UPDATE tasks SET state = 'queued', reason = NULL, attempts = 0, not_before = NULL,
                         finished_at = NULL, cancel_requested = 0, needs_gpu_free = NULL,
-                        cache_bypass = ?2 WHERE id = ?1",
+                        cache_bypass = ?2, held_when_blocked = 0 WHERE id = ?1",
                 params![task, no_cache],
             )?;
             let note = if no_cache {

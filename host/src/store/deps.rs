@@ -26,9 +26,12 @@ pub(super) fn block_dependants_of(tx: &Transaction, failed: i64, now: i64) -> Re
         for d in dependants {
             let reason =
                 format!("dependency {id} ({name}) did not succeed; `nightjar retry {id}` unblocks");
+            // A held task remembers its hold (the old state is read on
+            // the right of `=`).
             exec(
                 tx,
-                "UPDATE tasks SET state = 'blocked', reason = ?2 WHERE id = ?1",
+                "UPDATE tasks SET state = 'blocked', reason = ?2, held_when_blocked = (state = 'held')
+                 WHERE id = ?1",
                 params![d, reason],
             )?;
             event(tx, now, Some(d), None, "blocked", &reason)?;
@@ -68,7 +71,8 @@ pub(super) fn block_if_dependency_failed(tx: &Transaction, task: i64, now: i64) 
             format!("dependency {id} ({name}) did not succeed; `nightjar retry {id}` unblocks");
         exec(
             tx,
-            "UPDATE tasks SET state = 'blocked', reason = ?2 WHERE id = ?1 AND state IN ('queued', 'held')",
+            "UPDATE tasks SET state = 'blocked', reason = ?2, held_when_blocked = (state = 'held')
+             WHERE id = ?1 AND state IN ('queued', 'held')",
             params![task, reason],
         )?;
         event(tx, now, Some(task), None, "blocked", &reason)?;
@@ -97,22 +101,79 @@ pub(super) fn unblock_dependants(tx: &Transaction, id: i64, now: i64) -> Result<
                 |r| r.get(0),
             )?;
             if !still_bad {
+                // Held when it was blocked: held again, to start only once released.
+                let held: bool = row(
+                    tx,
+                    "SELECT held_when_blocked = 1 FROM tasks WHERE id = ?1",
+                    [d],
+                    |r| r.get(0),
+                )?;
                 exec(
                     tx,
-                    "UPDATE tasks SET state = 'queued', reason = NULL WHERE id = ?1",
+                    "UPDATE tasks SET state = CASE WHEN held_when_blocked = 1 THEN 'held' ELSE 'queued' END,
+                            reason = NULL, held_when_blocked = 0 WHERE id = ?1",
                     [d],
                 )?;
-                event(
-                    tx,
-                    now,
-                    Some(d),
-                    None,
-                    "unblocked",
-                    &format!("dependency {id} queued again"),
-                )?;
+                let note = if held {
+                    format!(
+                        "dependency {id} queued again; held, as it was (`nightjar release {d}` starts it)"
+                    )
+                } else {
+                    format!("dependency {id} queued again")
+                };
+                event(tx, now, Some(d), None, "unblocked", &note)?;
                 stack.push(d);
             }
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::store::tests::{outcome, store, submit};
+    use crate::store::{NewRun, RunClass, TaskState};
+
+    #[test]
+    fn a_held_task_blocked_by_its_dependency_is_held_again_once_the_dependency_is_retried() {
+        let (dir, mut s) = store();
+        let ids = submit(
+            &mut s,
+            "[[task]]\nname = \"a\"\ncommand = \"false\"\n\
+             [[task]]\nname = \"b\"\ncommand = \"true\"\nafter = [\"a\"]\n\
+             [[task]]\nname = \"c\"\ncommand = \"true\"\nafter = [\"a\"]\n",
+        );
+        let (a, b, c) = (ids[0], ids[1], ids[2]);
+        s.hold(b, 1_500).unwrap();
+        let run = s
+            .claim(a, &NewRun::default(), dir.path(), 2_000)
+            .unwrap()
+            .unwrap();
+        s.finish_run(run.id, &outcome(RunClass::AppError, 1, 3_000))
+            .unwrap();
+        assert_eq!(s.task(b).unwrap().state, TaskState::Blocked);
+        assert_eq!(s.task(c).unwrap().state, TaskState::Blocked);
+        s.retry(a, 4_000, false).unwrap();
+        // b was held by its user: it does not start until released.
+        assert_eq!(s.task(b).unwrap().state, TaskState::Held);
+        assert_eq!(
+            s.task(c).unwrap().state,
+            TaskState::Queued,
+            "c was not held"
+        );
+        s.release(b, 5_000).unwrap();
+        assert_eq!(s.task(b).unwrap().state, TaskState::Queued);
+        // Blocked again, then retried itself by its user: queued, the old
+        // hold forgotten with the block.
+        s.hold(b, 6_000).unwrap();
+        let run = s
+            .claim(a, &NewRun::default(), dir.path(), 7_000)
+            .unwrap()
+            .unwrap();
+        s.finish_run(run.id, &outcome(RunClass::AppError, 1, 8_000))
+            .unwrap();
+        assert_eq!(s.task(b).unwrap().state, TaskState::Blocked);
+        s.retry(b, 9_000, false).unwrap();
+        assert_eq!(s.task(b).unwrap().state, TaskState::Queued);
+    }
 }

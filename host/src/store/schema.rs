@@ -335,4 +335,10 @@ INSERT INTO store_meta (store_id, tasks_issued, runs_issued)
             (SELECT COALESCE(MAX(id), 0) FROM tasks),
             (SELECT COALESCE(MAX(id), 0) FROM runs));
 "#,
+    r#"
+-- A hold kept through a block (nightjar 0.8): a held task whose after-ok
+-- dependency failed is blocked, and once the dependency is retried it is
+-- held again, not queued (it ran without being released before).
+ALTER TABLE tasks ADD COLUMN held_when_blocked INTEGER NOT NULL DEFAULT 0;
+"#,
 ];
