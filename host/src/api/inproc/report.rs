@@ -117,3 +117,34 @@ fn a_period_without_runs_reports_nothing_and_is_well_formed() {
     assert_eq!(acc.total.cost, 0.0);
     assert_eq!(acc.total.wait_p50_ms, None, "no waits to take a median of");
 }
+
+#[test]
+fn a_repeated_end_keeps_the_energy_the_first_one_recorded() {
+    let w = world();
+    w.fx.clock.set(T0 + 11 * HOUR);
+    let a = w.task("train", &["true"], "resources = { cpus = 1 }");
+    w.pass();
+    w.advance(HOUR);
+    let run = w.run(a);
+    w.end(a, RunClass::Ok, 0);
+    let first = w.show(a).runs[0].energy.clone().expect("an estimate");
+    assert!(
+        close(first.energy_j, 36_000.0),
+        "10 W for an hour: {first:?}"
+    );
+    // What a GPU run's first end records (the monitor's share, taken from
+    // it once), written behind the daemon's back.
+    rusqlite::Connection::open(w.fx.daemon.cfg.db_path())
+        .unwrap()
+        .execute(
+            "UPDATE runs SET energy_j = 123.0, energy_source = 'nvml' WHERE id = ?1",
+            [run],
+        )
+        .unwrap();
+    // The end reported again an hour later (a retried report, a SLURM poll).
+    w.advance(HOUR);
+    assert!(w.fx.end(run, RunClass::Ok, 0), "already recorded");
+    let again = w.show(a).runs[0].energy.clone().expect("kept");
+    assert!(close(again.energy_j, 123.0), "{again:?}");
+    assert_eq!(again.source, "nvml");
+}

@@ -198,9 +198,14 @@ impl Daemon {
     ) -> Option<crate::gpu::energy::RunEnergy> {
         match gpu {
             Some(e) => Some(e),
+            // Only the first end's: a repeated one (a retried report, a
+            // SLURM poll meeting the end again) finds the GPU monitor's
+            // share already taken and must not replace it, nor read RAPL
+            // past the run's end.
             None => {
                 let row = self.store().run(run).ok();
-                row.and_then(|row| self.cpu_energy(&row, end))
+                row.filter(|row| row.energy.is_none())
+                    .and_then(|row| self.cpu_energy(&row, end))
             }
         }
     }
