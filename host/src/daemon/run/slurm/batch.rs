@@ -260,6 +260,17 @@ impl SlurmExecutor {
                 drop(elements);
                 let why = format!("{e:#}");
                 let try_later = e.downcast_ref::<TryLater>().is_some();
+                // Refused for good, and no job of it found: no element will
+                // ever read the batch's index, so its folder goes now (a
+                // controller that did not answer may still land the job:
+                // that folder stays for its elements, and goes with the
+                // sweep once every run in it has a status).
+                if !try_later
+                    && let Err(e) = std::fs::remove_dir_all(&dir)
+                    && e.kind() != std::io::ErrorKind::NotFound
+                {
+                    tracing::warn!("{}: not removed: {e}", dir.display());
+                }
                 for h in group {
                     let e = if try_later {
                         anyhow::Error::new(TryLater(why.clone()))

@@ -246,13 +246,34 @@ fn shell_quote(s: &str) -> String {
 /// Leaves a status in the run folder `dir` of a run given back before its
 /// job was known to land.
 pub(super) fn tombstone(dir: &Path, why: &str) {
+    leave_status(
+        dir,
+        format!("given back to the queue: sbatch failed ({why})"),
+    );
+}
+
+/// Leaves the daemon's status in the run folder `dir` of a run whose end
+/// it recorded from SLURM's word alone (its supervisor left none): the run
+/// has ended for whoever reads the folder, and its batch's folder can go
+/// ([`all_ended`]).
+pub(super) fn ended_without_status(dir: &Path) {
+    if dir.join(files::STATUS).exists() {
+        return;
+    }
+    leave_status(
+        dir,
+        "its supervisor left no status; the daemon recorded its end from SLURM".into(),
+    );
+}
+
+fn leave_status(dir: &Path, message: String) {
     let status = files::RunStatus {
         started_at: 0,
         finished_at: crate::time::now_ms(),
         exit_code: None,
         signal: None,
         ended_by: files::EndedBy::SpawnFailed,
-        message: Some(format!("given back to the queue: sbatch failed ({why})")),
+        message: Some(message),
         log_dropped: 0,
         log_error: None,
         detected: None,

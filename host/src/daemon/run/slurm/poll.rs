@@ -96,6 +96,7 @@ impl Poller {
                     {
                         let batch = self.batches.join(e.0.to_string());
                         super::folder::keep_output(&batch, e.1, &j.dir);
+                        super::folder::ended_without_status(&j.dir);
                         lock(&self.elements).remove(&e);
                         done.push(e.0);
                     }
