@@ -22,4 +22,5 @@ mod cluster;
 mod node_gpus;
 mod slurm;
 mod slurm_arrays;
+mod slurm_batches;
 mod slurm_faults;

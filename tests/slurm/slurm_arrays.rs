@@ -18,7 +18,7 @@ use crate::slurm_faults::{kill_in_sbatch, slow_sbatch};
 /// Writes a sweep of `n` members (`i` = 0..n) whose member `i` appends a
 /// line to `marks/m<i>` and then runs `then`, with `extra` TOML keys;
 /// submits it; the members' ids, in order.
-fn sweep(nj: &Nj, n: usize, extra: &str, then: &str) -> Vec<i64> {
+pub(crate) fn sweep(nj: &Nj, n: usize, extra: &str, then: &str) -> Vec<i64> {
     let marks = nj.path("marks");
     let file = nj.path("sweep").join("sweep.toml");
     let values: Vec<String> = (0..n).map(|i| format!("\"{i}\"")).collect();
@@ -323,49 +323,4 @@ fn a_round_whose_first_sbatch_slurm_does_not_answer_sends_no_other_and_gives_eac
         assert_eq!(nj.wait(id), 0, "t{i}: {}", nj.daemon_log());
         assert_eq!(read(&marks.join(format!("t{i}"))), "run\n", "t{i} ran once");
     }
-}
-
-/// The batch folders left under the daemon's shared folder.
-fn batches_left(nj: &Nj) -> Vec<PathBuf> {
-    std::fs::read_dir(nj.path("shared").join("batches"))
-        .map(|d| d.flatten().map(|e| e.path()).collect())
-        .unwrap_or_default()
-}
-
-#[test]
-fn an_array_slurm_refuses_fails_its_runs_and_leaves_no_batch_folder() {
-    let _cluster = shared_cluster();
-    // No such partition: sbatch refuses the array for good.
-    let nj = world("partition = \"nosuch\"\n");
-    let members = sweep(&nj, 2, "", "true");
-    for &id in &members {
-        assert_ne!(nj.wait(id), 0, "{}", nj.daemon_log());
-        let show = nj.show(id);
-        let message = show["runs"][0]["message"].as_str().unwrap_or_default();
-        assert!(message.contains("SLURM refused the job"), "{message}");
-    }
-    assert!(!nj.path("marks").join("m0").exists(), "nothing ran");
-    let left = batches_left(&nj);
-    assert!(left.is_empty(), "no job will read its index: {left:?}");
-}
-
-#[test]
-fn an_array_whose_elements_end_without_a_status_leaves_no_batch_folder() {
-    let _cluster = shared_cluster();
-    // More memory than the node has: SLURM takes the array and fails each
-    // element before its batch step starts (BadConstraints), so no
-    // supervisor leaves a status.
-    let nj = world("");
-    let members = sweep(&nj, 2, "resources = { mem = \"64TiB\" }\n", "true");
-    for &id in &members {
-        assert_ne!(nj.wait(id), 0, "{}", nj.daemon_log());
-        let show = nj.show(id);
-        assert_eq!(show["runs"][0]["class"], "lost", "{show}");
-        let message = show["runs"][0]["message"].as_str().unwrap_or_default();
-        assert!(message.contains("without a status"), "{message}");
-    }
-    assert!(!nj.path("marks").join("m0").exists(), "nothing ran");
-    nj.until("the batch's folder is removed", || {
-        batches_left(&nj).is_empty()
-    });
 }

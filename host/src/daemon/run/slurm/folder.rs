@@ -246,40 +246,58 @@ fn shell_quote(s: &str) -> String {
 /// Leaves a status in the run folder `dir` of a run given back before its
 /// job was known to land.
 pub(super) fn tombstone(dir: &Path, why: &str) {
-    leave_status(
-        dir,
+    let status = status(
+        files::EndedBy::SpawnFailed,
         format!("given back to the queue: sbatch failed ({why})"),
     );
+    if let Err(e) = files::write_atomic(dir, files::STATUS, &status) {
+        tracing::warn!("{}: cannot leave a status: {e}", dir.display());
+    }
 }
 
 /// Leaves the daemon's status in the run folder `dir` of a run whose end
 /// it recorded from SLURM's word alone (its supervisor left none): the run
 /// has ended for whoever reads the folder, and its batch's folder can go
 /// ([`all_ended`]).
+///
+/// Never over a status already there: one its supervisor leaves late (a
+/// shared folder's cache) is kept, whole (written aside, then linked in
+/// only where no status is). Read back (a daemon stopped before the end
+/// was recorded), it says `lost`, as SLURM's word does.
 pub(super) fn ended_without_status(dir: &Path) {
-    if dir.join(files::STATUS).exists() {
+    if dir.join(files::STATUS).exists() || !dir.is_dir() {
         return;
     }
-    leave_status(
-        dir,
+    let status = status(
+        files::EndedBy::Lost,
         "its supervisor left no status; the daemon recorded its end from SLURM".into(),
     );
+    let aside = dir.join(".status.daemon.tmp");
+    let linked = serde_json::to_vec_pretty(&status)
+        .map_err(std::io::Error::other)
+        .and_then(|bytes| std::fs::write(&aside, bytes))
+        .and_then(|()| std::fs::hard_link(&aside, dir.join(files::STATUS)));
+    let _ = std::fs::remove_file(&aside);
+    match linked {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+            tracing::warn!("{}: cannot leave a status: {e}", dir.display());
+        }
+        _ => {}
+    }
 }
 
-fn leave_status(dir: &Path, message: String) {
-    let status = files::RunStatus {
+/// A status the daemon leaves, ended now.
+fn status(ended_by: files::EndedBy, message: String) -> files::RunStatus {
+    files::RunStatus {
         started_at: 0,
         finished_at: crate::time::now_ms(),
         exit_code: None,
         signal: None,
-        ended_by: files::EndedBy::SpawnFailed,
+        ended_by,
         message: Some(message),
         log_dropped: 0,
         log_error: None,
         detected: None,
-    };
-    if let Err(e) = files::write_atomic(dir, files::STATUS, &status) {
-        tracing::warn!("{}: cannot leave a status: {e}", dir.display());
     }
 }
 

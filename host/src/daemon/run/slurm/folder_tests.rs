@@ -123,3 +123,30 @@ fn a_batch_has_ended_only_once_every_run_its_index_names_has() {
     std::fs::write(other.join(INDEX), "").unwrap();
     assert!(!all_ended(&other), "an index not yet written");
 }
+
+#[test]
+fn the_daemons_status_of_an_end_without_one_reads_lost_and_never_replaces_a_status() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("run");
+    std::fs::create_dir(&dir).unwrap();
+    ended_without_status(&dir);
+    let out = status_in(&dir).expect("a status");
+    assert_eq!(out.class, crate::store::RunClass::Lost);
+    assert!(
+        !dir.join(".status.daemon.tmp").exists(),
+        "nothing left aside"
+    );
+    // A status already there (its supervisor's, late) is kept as it is.
+    let other = root.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    std::fs::write(other.join(files::STATUS), b"{\"kept\": true}").unwrap();
+    ended_without_status(&other);
+    assert_eq!(
+        std::fs::read(other.join(files::STATUS)).unwrap(),
+        b"{\"kept\": true}"
+    );
+    // No folder: none is made.
+    let gone = root.path().join("gone");
+    ended_without_status(&gone);
+    assert!(!gone.exists());
+}

@@ -396,7 +396,15 @@ impl Executor for SlurmExecutor {
                 if let Some(e) = element {
                     let batch = self.cfg.shared_dir.join(BATCHES).join(e.0.to_string());
                     folder::keep_output(&batch, e.1, &dir);
+                    // Ended with no status of its supervisor's: the
+                    // daemon's, so its batch's folder can go.
+                    if matches!(adopted, Adopted::Ended(_)) {
+                        folder::ended_without_status(&dir);
+                    }
                     lock(&self.elements).remove(&e);
+                    // The batch's last element to end goes with its folder
+                    // (no poller may run to sweep it: nothing else is live).
+                    poll::remove_ended(vec![(e.0, batch)], &self.elements);
                 }
             }
         }

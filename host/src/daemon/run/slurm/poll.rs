@@ -229,7 +229,7 @@ pub(super) fn sweep(batches: &Path, elements: &Mutex<HashMap<(i64, u32), i64>>) 
 /// Removes, of the batch folders `folders` (batch, folder), those of the
 /// batches none of whose elements is in progress (`elements`, read now)
 /// and all of whose runs ended; how many.
-fn remove_ended(
+pub(super) fn remove_ended(
     folders: Vec<(i64, std::path::PathBuf)>,
     elements: &Mutex<HashMap<(i64, u32), i64>>,
 ) -> usize {
