@@ -144,13 +144,17 @@ mod tests {
              [[task]]\nname = \"c\"\ncommand = \"true\"\nafter = [\"a\"]\n",
         );
         let (a, b, c) = (ids[0], ids[1], ids[2]);
+        // One attempt of `a`, claimed at `at` and failed a second later.
+        let fail_a = |s: &mut crate::store::Store, at: i64| {
+            let run = s
+                .claim(a, &NewRun::default(), dir.path(), at)
+                .unwrap()
+                .unwrap();
+            s.finish_run(run.id, &outcome(RunClass::AppError, 1, at + 1_000))
+                .unwrap();
+        };
         s.hold(b, 1_500).unwrap();
-        let run = s
-            .claim(a, &NewRun::default(), dir.path(), 2_000)
-            .unwrap()
-            .unwrap();
-        s.finish_run(run.id, &outcome(RunClass::AppError, 1, 3_000))
-            .unwrap();
+        fail_a(&mut s, 2_000);
         assert_eq!(s.task(b).unwrap().state, TaskState::Blocked);
         assert_eq!(s.task(c).unwrap().state, TaskState::Blocked);
         s.retry(a, 4_000, false).unwrap();
@@ -166,12 +170,7 @@ mod tests {
         // Blocked again, then retried itself by its user: queued, the old
         // hold forgotten with the block.
         s.hold(b, 6_000).unwrap();
-        let run = s
-            .claim(a, &NewRun::default(), dir.path(), 7_000)
-            .unwrap()
-            .unwrap();
-        s.finish_run(run.id, &outcome(RunClass::AppError, 1, 8_000))
-            .unwrap();
+        fail_a(&mut s, 7_000);
         assert_eq!(s.task(b).unwrap().state, TaskState::Blocked);
         s.retry(b, 9_000, false).unwrap();
         assert_eq!(s.task(b).unwrap().state, TaskState::Queued);
