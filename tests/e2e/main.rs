@@ -81,3 +81,4 @@ mod sweep_big;
 mod users_harness;
 mod validators;
 mod versions;
+mod wait_progress;

@@ -31,6 +31,7 @@ mod submit;
 pub mod table;
 mod token;
 mod wait;
+mod wait_live;
 
 use std::path::{Path, PathBuf};
 
@@ -143,8 +144,14 @@ pub enum Verb {
         no_cache: bool,
     },
     /// Wait until tasks end; the exit status mirrors their outcome.
+    ///
+    /// On a terminal, one live line on stderr shows how many have ended,
+    /// failed, run and wait, the time since the wait began, and when the
+    /// last is expected to end (from the tasks' estimates, as `nightjar
+    /// estimate` forecasts them; "unknown" where one has none). Nothing of
+    /// it on a pipe or with `--json`.
     Wait {
-        /// Task ids.
+        /// Task ids (a sweep's id waits for all its members).
         #[arg(required = true)]
         ids: Vec<i64>,
     },

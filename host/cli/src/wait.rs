@@ -18,9 +18,20 @@ use super::Ctx;
 use nightjar_core::api::wire::{RunClass, TaskState};
 use nightjar_core::api::{self, WaitResult};
 
-/// Waits and returns the mirrored exit status.
+/// Waits and returns the mirrored exit status. On a terminal (stdout and
+/// stderr both, no `--json`), a live line on stderr says how far the tasks
+/// are while it waits ([`super::wait_live`]).
 pub fn run(mut ctx: Ctx, ids: &[i64]) -> Result<i32> {
-    let results = ctx.client.call(api::Wait { ids: ids.to_vec() })?;
+    use std::io::IsTerminal;
+    let live = (!ctx.json && std::io::stdout().is_terminal() && std::io::stderr().is_terminal())
+        .then(|| ctx.client.another().ok())
+        .flatten()
+        .map(|c| super::wait_live::Live::start(c, ids));
+    let results = ctx.client.call(api::Wait { ids: ids.to_vec() });
+    if let Some(live) = live {
+        live.finish();
+    }
+    let results = results?;
     if ctx.json {
         super::print_json(&results)?;
     } else {

@@ -129,6 +129,17 @@ impl Client {
         Client::on(stream, REPLY_WITHIN, STALL).map_err(not_running)
     }
 
+    /// A second connection to the daemon this one is connected to: for
+    /// requests made while this one waits on a long call (`wait`'s
+    /// progress line).
+    pub fn another(&self) -> std::io::Result<Client> {
+        let addr = self.writer.peer_addr()?;
+        let path = addr
+            .as_pathname()
+            .ok_or_else(|| std::io::Error::other("the daemon's socket has no path"))?;
+        Client::on(UnixStream::connect(path)?, self.within, self.stall)
+    }
+
     /// A client on a connected stream.
     fn on(stream: UnixStream, within: Duration, stall: Duration) -> std::io::Result<Client> {
         stream.set_write_timeout(Some(stall))?;

@@ -91,6 +91,7 @@ pub async fn route(api: &Api, caller: &Caller, req: Request) -> Vec<u8> {
         PluginReload,
         Gc,
         Wait,
+        WaitProgress,
         NotifyList,
         NotifyRetry,
         NotifyTest,

@@ -141,6 +141,8 @@ requests! {
     Gc = "gc" => GcReport;
     /// Reply once every task named has ended (or is blocked).
     Wait = "wait" => Vec<WaitResult>, reads;
+    /// How many of the tasks a `wait` names are in each state (`wait`'s progress line).
+    WaitProgress = "wait-progress" => Vec<StateCount>, reads;
     /// The notifiers and their dead letters.
     NotifyList = "notify-list" => NotifyReport, reads;
     /// Queue a dead letter again.
@@ -336,6 +338,13 @@ pub struct Gc {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Wait {
     /// Task ids (a sweep id waits for all members).
+    pub ids: Vec<i64>,
+}
+
+/// `wait-progress`: the tasks `wait` would wait for, counted by state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WaitProgress {
+    /// Task ids, as `wait` takes them (a sweep id counts its members).
     pub ids: Vec<i64>,
 }
 

@@ -52,6 +52,7 @@ fn every_request() -> Vec<Request> {
         PluginReload {}.into(),
         Gc { dry_run: true }.into(),
         Wait { ids: vec![7, 8] }.into(),
+        WaitProgress { ids: vec![7, 8] }.into(),
         Rerun {
             id: 9,
             run: Some(10),

@@ -1,4 +1,5 @@
-//! `wait`: reply once every task named has ended (or is blocked).
+//! `wait`: reply once every task named has ended (or is blocked); and
+//! `wait-progress`: how far those tasks are, for `wait`'s progress line.
 
 use std::sync::Arc;
 
@@ -32,9 +33,41 @@ impl super::Handler for crate::api::Wait {
     }
 }
 
-/// The tasks `ids` stand for, once each has ended or is blocked.
-async fn wait(d: &Arc<Daemon>, ids: &[i64]) -> anyhow::Result<Vec<WaitResult>> {
-    // Each task once, however often it is named (directly or through its sweep).
+impl super::Handler for crate::api::WaitProgress {
+    async fn handle(
+        self,
+        d: &Arc<Daemon>,
+        _: &crate::access::Caller,
+    ) -> anyhow::Result<Vec<crate::api::StateCount>> {
+        progress(d, &self.ids).await
+    }
+}
+
+/// Each task `ids` stand for (as [`wait`] counts them: once each), by
+/// state; states none is in are left out.
+async fn progress(d: &Arc<Daemon>, ids: &[i64]) -> anyhow::Result<Vec<crate::api::StateCount>> {
+    let targets = targets(d, ids).await?;
+    let mut counts: std::collections::BTreeMap<&'static str, (TaskState, u32)> =
+        std::collections::BTreeMap::new();
+    for chunk in targets.chunks(WAIT_CHUNK) {
+        {
+            let store = d.store();
+            for &id in chunk {
+                let state = store.task(id)?.state;
+                counts.entry(state.as_str()).or_insert((state, 0)).1 += 1;
+            }
+        }
+        tokio::task::yield_now().await;
+    }
+    Ok(counts
+        .into_values()
+        .map(|(state, count)| crate::api::StateCount { state, count })
+        .collect())
+}
+
+/// The tasks `ids` stand for, each once however often it is named
+/// (directly or through its sweep), in the order named.
+async fn targets(d: &Arc<Daemon>, ids: &[i64]) -> anyhow::Result<Vec<i64>> {
     let mut asked = std::collections::HashSet::new();
     let mut seen = std::collections::HashSet::new();
     let mut targets = Vec::new();
@@ -46,6 +79,12 @@ async fn wait(d: &Arc<Daemon>, ids: &[i64]) -> anyhow::Result<Vec<WaitResult>> {
             tokio::task::yield_now().await;
         }
     }
+    Ok(targets)
+}
+
+/// The tasks `ids` stand for, once each has ended or is blocked.
+async fn wait(d: &Arc<Daemon>, ids: &[i64]) -> anyhow::Result<Vec<WaitResult>> {
+    let targets = targets(d, ids).await?;
     let mut rx = d.changes.subscribe();
     // Tasks are checked in order and dropped once ended, so a long wait costs
     // each change only the tasks still pending at the front.
