@@ -10,7 +10,7 @@ use chrono::{DateTime, Local, NaiveDate, TimeZone};
 
 use super::{Ctx, table};
 use nightjar_core::api::report::{Accounting, Group, Report};
-use nightjar_core::api::wire::{RunClass, fmt_energy};
+use nightjar_core::api::wire::{RunClass, fixed, fmt_cost, fmt_energy};
 use nightjar_core::time::{fmt_local, fmt_span, span_ms};
 
 /// The period when none is given.
@@ -165,15 +165,6 @@ fn key_name(by: By) -> &'static str {
     }
 }
 
-/// Money for people: two decimals, four under a hundredth, the sign kept.
-fn money(c: f64) -> String {
-    if c.abs() >= 0.01 || c == 0.0 {
-        format!("{c:.2}")
-    } else {
-        format!("{c:.4}")
-    }
-}
-
 fn cells(g: &Group) -> Vec<String> {
     let ok = g.outcomes.get("ok").copied().unwrap_or(0);
     let wait = |w: Option<i64>| w.map_or_else(|| "-".into(), fmt_span);
@@ -183,7 +174,7 @@ fn cells(g: &Group) -> Vec<String> {
         g.runs.to_string(),
         ok.to_string(),
         (g.runs - ok.min(g.runs)).to_string(),
-        format!("{:.2}", g.gpu_hours),
+        fixed(g.gpu_hours, 2),
         wait(g.wait_p50_ms),
         wait(g.wait_p95_ms),
         if g.estimated_kwh > 0.0 {
@@ -191,8 +182,8 @@ fn cells(g: &Group) -> Vec<String> {
         } else {
             energy
         },
-        money(g.cost),
-        money(g.savings),
+        fmt_cost(g.cost),
+        fmt_cost(g.savings),
     ]
 }
 

@@ -79,8 +79,8 @@ pub fn render(f: &Map<String, Value>, lang: Language, host: &str, tz: Tz) -> (St
             let runs = p.get("runs").and_then(Value::as_i64).unwrap_or(0);
             let hours = p.get("gpu_hours").and_then(Value::as_f64).unwrap_or(0.0);
             let energy = match (p.get("energy_kwh").and_then(Value::as_f64), zh) {
-                (Some(k), false) => format!("{k:.3} kWh"),
-                (Some(k), true) => format!("{k:.3} 千瓦时"),
+                (Some(k), false) => format!("{} kWh", nightjar_core::api::wire::fixed(k, 3)),
+                (Some(k), true) => format!("{} 千瓦时", nightjar_core::api::wire::fixed(k, 3)),
                 (None, false) => "energy not measured".into(),
                 (None, true) => "未测量能耗".into(),
             };

@@ -4,7 +4,7 @@
 use nightjar_core::api::report::{Accounting, Group};
 use plotters::prelude::*;
 
-use super::charts::{Area, Drawn, FONT, finite, label, svg, top};
+use super::charts::{Area, Drawn, FONT, axis_label, finite, label, svg, top};
 
 /// Most bars of the cost-by-project chart (the rest are summed as `other`).
 const MAX_BARS: usize = 12;
@@ -14,6 +14,7 @@ const MAX_BARS: usize = 12;
 fn bars(root: &Area, caption: &str, unit: &str, bars: &[(String, f64)], counts: bool) -> Drawn {
     let n = bars.len();
     let max = bars.iter().map(|b| finite(b.1)).fold(0.0, f64::max);
+    let span = top(max);
     // x in tenths of a bar (plotters formats no f64 axis with key points).
     let centers: Vec<i32> = (0..n as i32).map(|i| i * 10 + 5).collect();
     let color = if counts {
@@ -26,7 +27,7 @@ fn bars(root: &Area, caption: &str, unit: &str, bars: &[(String, f64)], counts: 
         .margin(10)
         .x_label_area_size(40)
         .y_label_area_size(60)
-        .build_cartesian_2d((0..n as i32 * 10).with_key_points(centers), 0f64..top(max))?;
+        .build_cartesian_2d((0..n as i32 * 10).with_key_points(centers), 0f64..span)?;
     chart
         .configure_mesh()
         .disable_x_mesh()
@@ -38,7 +39,7 @@ fn bars(root: &Area, caption: &str, unit: &str, bars: &[(String, f64)], counts: 
         .y_label_formatter(&|y| match counts {
             true if y.fract() != 0.0 => String::new(),
             true => format!("{y:.0}"),
-            false => format!("{y:.2}"),
+            false => axis_label(*y, span),
         })
         .y_desc(unit)
         .label_style((FONT, 12))
@@ -114,11 +115,13 @@ pub fn energy_by_hour(acc: &Accounting) -> Option<Result<String, String>> {
             .configure_mesh()
             .disable_x_mesh()
             .x_label_formatter(&|h| format!("{:02}:00", h / 10))
+            .y_label_formatter(&|y| axis_label(*y, emax))
             .y_desc("kWh")
             .label_style((FONT, 12))
             .draw()?;
         chart
             .configure_secondary_axes()
+            .y_label_formatter(&|y| axis_label(*y, pmax - pmin))
             .y_desc(price_unit.as_str())
             .label_style((FONT, 12))
             .draw()?;

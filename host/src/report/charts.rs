@@ -35,6 +35,23 @@ pub(crate) fn top(max: f64) -> f64 {
     if m <= 0.0 { 1.0 } else { m * 1.1 }
 }
 
+/// Decimals the labels of an axis spanning `span` need to read apart: its
+/// ticks are about a tenth of it apart (plotters picks 1, 2 or 5 times a
+/// power of ten), so one decimal per power of ten below that; none from a
+/// span of 10 up, at most 6.
+pub(crate) fn axis_digits(span: f64) -> usize {
+    let step = finite(span).abs() / 10.0;
+    if step <= 0.0 {
+        return 0;
+    }
+    (-step.log10()).ceil().clamp(0.0, 6.0) as usize
+}
+
+/// A label of an axis spanning `span` (see [`axis_digits`]); never `-0`.
+pub(crate) fn axis_label(y: f64, span: f64) -> String {
+    nightjar_core::api::wire::fixed(y, axis_digits(span))
+}
+
 /// `s` cut to `MAX_LABEL` characters.
 pub(super) fn label(s: &str) -> String {
     if s.chars().count() <= MAX_LABEL {
@@ -195,6 +212,11 @@ pub fn queue(acc: &Accounting, tz: Tz) -> Option<Result<String, String>> {
         chart
             .configure_mesh()
             .x_label_formatter(&|t| local(*t, tz, fmt))
+            // Whole tasks only: a fractional tick is left blank.
+            .y_label_formatter(&|y| match y.fract() == 0.0 {
+                true => format!("{y:.0}"),
+                false => String::new(),
+            })
             .y_desc("tasks waiting")
             .label_style((FONT, 12))
             .draw()?;
@@ -243,5 +265,23 @@ mod tests {
         assert!(oct.contains(&"10-27 00:00".to_string()), "{oct:?}");
         // A degenerate period draws no labels rather than failing.
         assert!(time_ticks(from, from, tz).is_empty());
+    }
+
+    #[test]
+    fn axis_labels_take_the_decimals_their_span_needs_and_never_read_minus_zero() {
+        // A demo's cost axis: a few thousandths of a yuan, ticks 0.0005 apart.
+        let ticks: Vec<String> = [0.0, 0.0005, 0.001, 0.0015]
+            .iter()
+            .map(|&y| axis_label(y, top(0.0016)))
+            .collect();
+        assert_eq!(ticks, ["0.0000", "0.0005", "0.0010", "0.0015"]);
+        let unique: std::collections::BTreeSet<_> = ticks.iter().collect();
+        assert_eq!(unique.len(), ticks.len(), "no two ticks read alike");
+        assert_eq!(axis_label(20.0, top(120.0)), "20");
+        assert_eq!(axis_label(0.5, top(5.0)), "0.5");
+        assert_eq!(axis_label(-0.000_01, top(0.0016)), "0.0000");
+        assert_eq!(axis_digits(0.0), 0);
+        assert_eq!(axis_digits(f64::NAN), 0);
+        assert_eq!(axis_digits(1e-300), 6, "at most 6");
     }
 }

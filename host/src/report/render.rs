@@ -49,10 +49,20 @@ figure{margin:1em 0}figure svg{width:100%;height:auto;max-width:800px;display:bl
  section+section{break-before:page}figure,tr{break-inside:avoid}.scroll{overflow:visible}}
 ";
 
-/// A number with `digits` decimals, `–` when it is not finite.
+/// A number with `digits` decimals (never `-0.00`), `–` when it is not finite.
 fn num(x: f64, digits: usize) -> String {
     if x.is_finite() {
-        format!("{x:.digits$}")
+        nightjar_core::api::wire::fixed(x, digits)
+    } else {
+        "–".into()
+    }
+}
+
+/// Money as the CLI's report writes it (four decimals under a hundredth),
+/// `–` when it is not finite.
+fn money(x: f64) -> String {
+    if x.is_finite() {
+        nightjar_core::api::wire::fmt_cost(x)
     } else {
         "–".into()
     }
@@ -200,8 +210,8 @@ pub fn summary(p: &mut String, acc: &Accounting) {
                 num(t.estimated_kwh, 3)
             ),
         ),
-        ("Cost", format!("{} {cur}", num(t.cost, 2))),
-        ("Savings", format!("{} {cur}", num(t.savings, 2))),
+        ("Cost", format!("{} {cur}", money(t.cost))),
+        ("Savings", format!("{} {cur}", money(t.savings))),
         (
             "Wait p50 / p95",
             format!("{} / {}", duration(t.wait_p50_ms), duration(t.wait_p95_ms)),
@@ -240,8 +250,8 @@ fn table(p: &mut String, heading: &str, first: &str, rows: &[Group], acc: &Accou
             duration(g.wait_p50_ms),
             duration(g.wait_p95_ms),
             num(g.energy_kwh, 3),
-            num(g.cost, 2),
-            num(g.savings, 2),
+            money(g.cost),
+            money(g.savings),
         );
     }
     p.push_str("</tbody></table></div>\n");

@@ -14,6 +14,7 @@ pub mod board;
 pub mod class;
 pub mod diff;
 pub mod estimate;
+pub mod figures;
 pub mod findings;
 pub mod forecast;
 pub mod gc;

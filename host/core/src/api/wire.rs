@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::task::model::{DepKind, TaskSpec};
 
 pub use super::class::RunClass;
+pub use super::figures::{fixed, fmt_cost, fmt_energy};
 pub use super::gc::GcReport;
 
 /// Where a task stands.
@@ -287,25 +288,6 @@ impl RunEnergy {
             ));
         }
         s
-    }
-}
-
-/// Energy for people: `0.42 kWh`, or `12.3 Wh` under a hundredth of a kWh.
-pub fn fmt_energy(joules: f64) -> String {
-    let kwh = joules / 3_600_000.0;
-    if kwh >= 0.01 {
-        format!("{kwh:.2} kWh")
-    } else {
-        format!("{:.1} Wh", joules / 3600.0)
-    }
-}
-
-/// A cost for people: two decimals, four under a hundredth.
-pub fn fmt_cost(c: f64) -> String {
-    if c >= 0.01 || c == 0.0 {
-        format!("{c:.2}")
-    } else {
-        format!("{c:.4}")
     }
 }
 
