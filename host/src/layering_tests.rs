@@ -18,6 +18,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("tariff", &[]),
     ("secrets", &[]),
     ("sync", &[]),
+    // The Prometheus metrics' instruments and text: read in by the daemon.
+    ("metrics", &[]),
     // A node's sampler walks /proc for a run's processes.
     ("gpu", &["sys", "tariff"]),
     // The daemon's side of runs (starting supervisors, their liveness) over
@@ -59,6 +61,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "config",
             "gpu",
             "manifest",
+            "metrics",
             "notify",
             "plugins",
             "postrun",
@@ -80,7 +83,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     // The HTTP server mounts the dashboard's pages on its router.
-    ("http", &["access", "api", "users", "web"]),
+    ("http", &["access", "api", "metrics", "users", "web"]),
     ("web", &["access", "api", "report"]),
     // The daemon binary's wiring may use anything.
     (

@@ -15,6 +15,7 @@ pub mod daemon;
 pub mod gpu;
 pub mod http;
 pub mod manifest;
+pub mod metrics;
 pub mod nightjard;
 pub mod notify;
 pub mod plugins;

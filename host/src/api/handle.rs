@@ -84,6 +84,15 @@ impl Api {
         self.d.store().state_counts().unwrap_or_default()
     }
 
+    /// The daemon's metrics as OpenMetrics text (`GET /metrics`); blocking,
+    /// so it runs on a blocking thread.
+    pub async fn metrics(&self) -> anyhow::Result<String> {
+        let d = Arc::clone(&self.d);
+        tokio::task::spawn_blocking(move || d.metrics_text())
+            .await
+            .map_err(|e| anyhow::anyhow!("the metrics' reading did not finish: {e}"))?
+    }
+
     /// The uid a live API token belongs to (marking it used), or why it is
     /// refused.
     pub fn token_owner(&self, token: &str) -> Result<u32, super::handlers::tokens::Refused> {

@@ -37,6 +37,11 @@ pub struct HttpConfig {
     /// How long a connection may take to send its next request's headers.
     #[serde(with = "humantime_serde_compat")]
     pub idle_timeout: Duration,
+    /// Serve Prometheus metrics at `/metrics`.
+    pub metrics: bool,
+    /// Addresses that may read `/metrics` without a token (besides loopback):
+    /// the Prometheus servers that scrape it.
+    pub metrics_allow: Vec<String>,
 }
 
 impl Default for HttpConfig {
@@ -51,6 +56,8 @@ impl Default for HttpConfig {
             max_streams: 64,
             max_streams_per_user: 16,
             idle_timeout: Duration::from_secs(60),
+            metrics: false,
+            metrics_allow: Vec::new(),
         }
     }
 }
@@ -120,6 +127,21 @@ impl HttpConfig {
                 "keys `http.max_connections`, `http.max_connections_per_peer`, `http.max_streams` and `http.max_streams_per_user` must be at least 1"
             );
         }
+        if let Some(a) = self
+            .metrics_allow
+            .iter()
+            .find(|a| a.parse::<IpAddr>().is_err())
+        {
+            bail!(
+                "key `http.metrics_allow`: `{}` is not an IP address (list the Prometheus server's address, for example \"10.0.0.5\")",
+                a.escape_debug()
+            );
+        }
+        if !self.metrics && !self.metrics_allow.is_empty() {
+            bail!(
+                "key `http.metrics_allow` is set but `http.metrics` is not: set `metrics = true` to serve /metrics"
+            );
+        }
         if self.idle_timeout < Duration::from_secs(1) {
             bail!("key `http.idle_timeout` must be at least 1s");
         }
@@ -165,5 +187,24 @@ mod tests {
         c.validate().unwrap();
         c.trusted_proxies = vec!["proxy.lab".into()];
         assert!(c.validate().unwrap_err().to_string().contains("not an IP"));
+    }
+
+    #[test]
+    fn metrics_allow_takes_addresses_only_and_only_with_metrics_on() {
+        let mut c = HttpConfig {
+            listen: "127.0.0.1:0".into(),
+            metrics_allow: vec!["10.0.0.5".into()],
+            ..HttpConfig::default()
+        };
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("`http.metrics` is not"), "{e}");
+        c.metrics = true;
+        c.validate().unwrap();
+        c.metrics_allow.push("prometheus.lab".into());
+        let e = c.validate().unwrap_err().to_string();
+        assert!(
+            e.contains("http.metrics_allow") && e.contains("prometheus.lab"),
+            "{e}"
+        );
     }
 }

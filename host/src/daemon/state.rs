@@ -72,6 +72,8 @@ pub struct Daemon {
     pub(super) watch: super::watch::Parts,
     /// The workers' wake-ups.
     pub(super) work: super::work::Parts,
+    /// What `/metrics` counts as it happens (runs ended, passes, plugin calls).
+    pub metrics: crate::metrics::Metrics,
 }
 
 impl Daemon {
@@ -135,6 +137,7 @@ impl Daemon {
             watch: crate::daemon::watch::Parts::new(monitor, facts),
             clock,
             work: crate::daemon::work::Parts::default(),
+            metrics: crate::metrics::Metrics::default(),
         }))
     }
 

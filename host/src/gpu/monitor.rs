@@ -126,7 +126,15 @@ pub struct Monitor {
     pub host_mem_ok: bool,
     /// The tariff runs' energy is priced by (none: no cost).
     pub tariff: Option<crate::tariff::Tariff>,
+    /// Each GPU's energy summed from its power readings (J), and its last
+    /// reading's time and power (ms, mW): the metrics' energy for a GPU
+    /// without an energy counter.
+    summed: HashMap<u32, (f64, Option<(i64, u32)>)>,
 }
+
+/// The longest gap between two readings whose power is summed: a longer
+/// one (a stopped daemon, a clock step) adds this much at most.
+const MAX_GAP_MS: i64 = 60_000;
 
 impl Monitor {
     /// A monitor for `inventory`.
@@ -151,6 +159,7 @@ impl Monitor {
             runs: HashMap::new(),
             host_mem_ok: true,
             tariff: None,
+            summed: HashMap::new(),
         }
     }
 
@@ -189,6 +198,12 @@ impl Monitor {
                     if foreign_util >= self.cfg.foreign_util_max {
                         g.foreign_busy_at = Some(now);
                     }
+                    let summed = self.summed.entry(index).or_default();
+                    if let Some((at, mw)) = summed.1 {
+                        let ms = now.saturating_sub(at).clamp(0, MAX_GAP_MS);
+                        summed.0 += f64::from(mw) * ms as f64 / 1e6;
+                    }
+                    summed.1 = Some((now, r.power_mw));
                     g.healthy = true;
                     g.error = None;
                     g.reading = Some(r);
@@ -234,6 +249,22 @@ impl Monitor {
         }
         self.account(now, runs, owner, &mut fx);
         fx
+    }
+
+    /// GPU `index`'s energy since counting began (J): its driver's counter
+    /// where it has one, else the sum of its power readings since the
+    /// daemon started; `None` before its first reading.
+    pub fn energy_j(&self, index: u32) -> Option<f64> {
+        let counter = self
+            .gpus
+            .iter()
+            .find(|g| g.info.index == index)
+            .and_then(|g| g.reading.as_ref())
+            .and_then(|r| r.energy_mj);
+        match counter {
+            Some(mj) => Some(mj as f64 / 1000.0),
+            None => self.summed.get(&index).map(|s| s.0),
+        }
     }
 
     fn account(

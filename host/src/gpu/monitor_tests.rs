@@ -174,3 +174,36 @@ fn no_utilisation_and_no_log_growth_marks_stalled_and_activity_clears_it() {
         "log growth is a sign of life"
     );
 }
+
+#[test]
+fn a_gpus_energy_is_its_counter_where_it_has_one_else_its_power_summed_with_gaps_capped() {
+    let mut m = Monitor::new(&[info(0), info(1)], cfg());
+    let none = |_: u32| None;
+    assert_eq!(m.energy_j(0), None, "nothing before the first reading");
+    let counted = |mj| GpuReading {
+        energy_mj: Some(mj),
+        ..reading(0, &[])
+    };
+    m.apply(
+        0,
+        vec![(0, Ok(reading(0, &[]))), (1, Ok(counted(5_000)))],
+        &[],
+        &none,
+        None,
+    );
+    assert_eq!(m.energy_j(0), Some(0.0));
+    // 100 W for 2 s.
+    m.apply(
+        2_000,
+        vec![(0, Ok(reading(0, &[]))), (1, Ok(counted(9_000)))],
+        &[],
+        &none,
+        None,
+    );
+    assert_eq!(m.energy_j(0), Some(200.0));
+    assert_eq!(m.energy_j(1), Some(9.0), "the driver's counter, in J");
+    // A read that fails adds nothing; an hour's gap adds at most a minute.
+    m.apply(3_000, vec![(0, Err("gone".into()))], &[], &none, None);
+    m.apply(3_602_000, vec![(0, Ok(reading(0, &[])))], &[], &none, None);
+    assert_eq!(m.energy_j(0), Some(200.0 + 6_000.0));
+}

@@ -13,6 +13,7 @@
 
 mod api;
 pub mod auth;
+mod metrics;
 #[cfg(test)]
 mod openapi_tests;
 mod peer;
@@ -99,7 +100,8 @@ pub fn router(d: Api) -> Router {
             ),
         );
     }
-    api.merge(crate::web::routes())
+    api.route(metrics::PATH, get(metrics::metrics))
+        .merge(crate::web::routes())
         .fallback(no_route)
         .layer(axum::middleware::from_fn_with_state(
             d.clone(),

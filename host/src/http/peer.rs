@@ -25,13 +25,17 @@ pub enum Client {
     LocalUser(u32),
 }
 
+/// `ip` as IPv4 where it is an IPv4 address mapped into IPv6.
+pub fn plain(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    }
+}
+
 impl Client {
     /// The client of a connection from `peer` to our `local` address.
     pub fn of(peer: SocketAddr, local: SocketAddr) -> Client {
-        let plain = |ip: IpAddr| match ip {
-            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
-            v4 => v4,
-        };
         let (p, l) = (plain(peer.ip()), plain(local.ip()));
         let from = SocketAddr::new(p, peer.port());
         let to = SocketAddr::new(l, local.port());

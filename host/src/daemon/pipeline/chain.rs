@@ -367,6 +367,7 @@ impl Chain {
             let result = match pending {
                 Some(call) => {
                     let report = call.wait();
+                    answer.calls.push((m.name.clone(), report.wall));
                     if matches!(report.result, Err(PluginError::Stuck(_))) {
                         // Never joined: the thread ends on its own if the call returns.
                         m.worker = None;

@@ -66,6 +66,9 @@ pub struct ChainAnswer {
     /// Each policy's verdict per task this pass: (task, plugin) -> (verdict,
     /// reason) (kept only when the chain explains).
     pub verdicts: HashMap<(i64, String), (String, String)>,
+    /// How long each member's call took (wall time), in chain order: the
+    /// members called this pass.
+    pub calls: Vec<(String, std::time::Duration)>,
 }
 
 /// A deferral's `until` as the host honours it: a time in the past (or now)

@@ -149,6 +149,9 @@ impl Daemon {
             &self.cfg, now, &queue, &running, gpus, &usage,
         ));
         let mut answer = chain.evaluate(snap, now);
+        for (name, took) in &answer.calls {
+            self.metrics.plugin_call_took(name, *took);
+        }
         self.record_verdicts(&answer.verdicts, now)?;
         {
             let mut status = lock(&self.pipeline.chain_status);

@@ -127,7 +127,10 @@ pub fn run(
         // one that ends while the pass runs (starting other tasks takes a
         // while) was not eligible to it, and nothing else would wake it.
         let began = d.now_ms();
-        match d.pass(chain.as_mut(), &mut ranking) {
+        let timer = std::time::Instant::now();
+        let passed = d.pass(chain.as_mut(), &mut ranking);
+        d.metrics.pass_took(timer.elapsed());
+        match passed {
             Ok(()) => {
                 d.pipeline.pass_failures.cleared();
             }

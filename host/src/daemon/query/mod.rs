@@ -3,4 +3,5 @@
 
 pub(in crate::daemon) mod forecast;
 mod forecast_rows;
+mod metrics;
 pub(in crate::daemon) mod why;

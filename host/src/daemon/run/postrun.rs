@@ -185,6 +185,10 @@ impl Daemon {
             disks: &disks,
             disk_free: self.cfg.classes.disk_free.as_u64(),
         };
-        self.store().end_run(run, &end)
+        let finished = self.store().end_run(run, &end)?;
+        if finished.is_some() {
+            self.metrics.run_ended(out.class.as_str(), &spec.project);
+        }
+        Ok(finished)
     }
 }
