@@ -52,6 +52,7 @@ mod input;
 mod listing;
 mod manifest;
 mod manifest_hostile;
+mod metrics;
 mod multiuser;
 mod multiuser_access;
 mod multiuser_breaker;

@@ -108,3 +108,67 @@ fn projects_past_the_cap_are_counted_as_other() {
         "{text}"
     );
 }
+
+/// Every series name a full scrape writes (histograms with their
+/// `_bucket`, `_sum` and `_count`).
+fn names(text: &str) -> std::collections::BTreeSet<String> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .filter_map(|l| l.split(['{', ' ']).next())
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn the_grafana_dashboard_parses_and_names_only_series_the_daemon_writes() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/grafana/nightjar-dashboard.json"
+    );
+    let dash: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap())
+        .expect("the dashboard is JSON");
+    let m = Metrics::default();
+    m.run_ended("ok", "p");
+    m.pass_took(Duration::from_millis(1));
+    m.plugin_call_took("priority", Duration::from_millis(1));
+    let written = names(&m.render(&reading()).unwrap());
+    let exprs: Vec<&str> = dash["panels"]
+        .as_array()
+        .expect("panels")
+        .iter()
+        .flat_map(|p| p["targets"].as_array().into_iter().flatten())
+        .filter_map(|t| t["expr"].as_str())
+        .collect();
+    assert!(exprs.len() >= 12, "{exprs:?}");
+    let mut used = std::collections::BTreeSet::new();
+    for e in &exprs {
+        for (at, _) in e.match_indices("nightjar_") {
+            let name: String = e[at..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            assert!(
+                written.contains(&name),
+                "{name} (in {e}) is not a series the daemon writes: {written:?}"
+            );
+            used.insert(name);
+        }
+    }
+    // Every family is on the dashboard.
+    for family in [
+        "nightjar_tasks",
+        "nightjar_runs_ended_total",
+        "nightjar_gpu_utilization_ratio",
+        "nightjar_gpu_memory_used_bytes",
+        "nightjar_gpu_temperature_celsius",
+        "nightjar_gpu_power_watts",
+        "nightjar_gpu_energy_joules_total",
+        "nightjar_pass_duration_seconds_bucket",
+        "nightjar_plugin_call_duration_seconds_bucket",
+        "nightjar_outbox_pending",
+        "nightjar_outbox_dead",
+        "nightjar_archive_backlog",
+    ] {
+        assert!(used.contains(family), "{family} is not on the dashboard");
+    }
+}

@@ -53,7 +53,7 @@ mod tests {
             "-5.00",
             "four decimals only under a hundredth"
         );
-        assert_eq!(fmt_cost(3.14159), "3.14");
+        assert_eq!(fmt_cost(12.345), "12.35");
         assert_eq!(fmt_energy(-1.0), "0.0 Wh");
         assert_eq!(fmt_energy(18_000.0), "5.0 Wh");
         assert_eq!(fmt_energy(3_600_000.0), "1.00 kWh");
