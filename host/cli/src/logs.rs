@@ -50,6 +50,7 @@ pub fn run(mut ctx: Ctx, a: Args) -> Result<i32> {
             attempt,
             stderr: a.stderr,
             cursor,
+            tail: None,
         })?;
         // Follow the run first read, even when a retry starts meanwhile.
         attempt = Some(chunk.attempt);

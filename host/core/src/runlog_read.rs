@@ -67,6 +67,23 @@ fn ino_len(f: &Option<File>) -> io::Result<(u64, u64)> {
 /// Reads at most `max` bytes of the log at `path` after `cursor` (none:
 /// from the beginning).
 pub fn read_from(path: &Path, cursor: Option<LogCursor>, max: usize) -> io::Result<LogRead> {
+    read(path, From::Cursor(cursor), max)
+}
+
+/// Reads the last `n` bytes of the log at `path` (at most `max`; the
+/// rotated half's end included when the current file is shorter), with a
+/// cursor after them for following on.
+pub fn read_tail(path: &Path, n: u64, max: usize) -> io::Result<LogRead> {
+    read(path, From::Tail(n.min(max as u64)), max)
+}
+
+/// Where a read begins.
+enum From {
+    Cursor(Option<LogCursor>),
+    Tail(u64),
+}
+
+fn read(path: &Path, from: From, max: usize) -> io::Result<LogRead> {
     let rotated_path = CappedLog::rotated_path(path);
     // Open the current file first: a rotation between the two opens shows
     // as the rotated half being the file just opened; then open again.
@@ -84,13 +101,18 @@ pub fn read_from(path: &Path, cursor: Option<LogCursor>, max: usize) -> io::Resu
     }
     let (cur_ino, cur_len) = ino_len(&cur)?;
     let (rot_ino, rot_len) = ino_len(&rot)?;
-    let (start, missed) = match cursor {
-        None => (0, false),
-        Some(c) if c.inode == 0 => (0, false),
-        Some(c) if c.inode == cur_ino => (c.offset, false),
+    let cursor = match from {
+        From::Cursor(c) => c,
+        From::Tail(_) => None,
+    };
+    let (start, missed) = match (from, cursor) {
+        (From::Tail(n), _) => ((rot_len + cur_len).saturating_sub(n), false),
+        (_, None) => (0, false),
+        (_, Some(c)) if c.inode == 0 => (0, false),
+        (_, Some(c)) if c.inode == cur_ino => (c.offset, false),
         // Rotated once: the reader's file is now the rotated half.
-        Some(c) if c.inode == rot_ino => (c.offset.saturating_sub(c.rotated), false),
-        Some(_) => (0, true),
+        (_, Some(c)) if c.inode == rot_ino => (c.offset.saturating_sub(c.rotated), false),
+        (_, Some(_)) => (0, true),
     };
     let mut data = Vec::new();
     let mut pos = start;
@@ -187,5 +209,35 @@ mod tests {
         let mut cursor = None;
         let (all, _) = drain(&path, &mut cursor, 3);
         assert_eq!(all, crate::runlog::read_all(&path).unwrap());
+    }
+
+    #[test]
+    fn a_tail_is_the_last_bytes_across_the_rotated_half_and_a_cursor_follows_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("stderr.log");
+        assert!(
+            read_tail(&path, 8, 100).unwrap().data.is_empty(),
+            "no log yet"
+        );
+        let mut log = CappedLog::new(&path, 20); // halves of 10 bytes
+        log.write(b"0123456789");
+        log.write(b"abcdef");
+        let all = crate::runlog::read_all(&path).unwrap();
+        let t = read_tail(&path, 8, 100).unwrap();
+        assert_eq!(t.data, all[all.len() - 8..], "both halves' ends");
+        assert_eq!(
+            read_tail(&path, 1_000, 100).unwrap().data,
+            all,
+            "shorter than asked: all"
+        );
+        assert_eq!(
+            read_tail(&path, 1_000, 4).unwrap().data.len(),
+            4,
+            "at most max"
+        );
+        log.write(b"XY");
+        let mut cursor = Some(t.cursor);
+        let (next, missed) = drain(&path, &mut cursor, 100);
+        assert_eq!((next.as_slice(), missed), (&b"XY"[..], false));
     }
 }

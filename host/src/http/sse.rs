@@ -308,6 +308,7 @@ pub async fn logs(
         attempt,
         stderr: flag(&q, "stderr"),
         cursor: None::<LogCursor>,
+        tail: None,
     };
     let permit = match slot(&streams, &d, &caller) {
         Ok(p) => p,

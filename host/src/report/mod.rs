@@ -11,3 +11,4 @@ pub mod compute;
 pub mod groups;
 pub mod render;
 pub mod series;
+pub mod timeline;

@@ -25,6 +25,11 @@ pub struct Logs {
     /// Where the last reply left off (none: from the beginning).
     #[serde(default)]
     pub cursor: Option<LogCursor>,
+    /// Without a cursor: only the last this many bytes (at most a chunk),
+    /// as the dashboard's stderr tail asks. Added in protocol 2 (an older
+    /// daemon ignores it and reads from the beginning).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tail: Option<u64>,
 }
 
 /// Some bytes of a run's log.

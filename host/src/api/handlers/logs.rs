@@ -47,8 +47,11 @@ fn logs(d: &Daemon, caller: &Caller, r: &Logs) -> anyhow::Result<LogChunk> {
     let running = run.state == "running";
     // A read that fails is the daemon's (its own run folder), kept typed so
     // the error says so (`error_kind.rs`).
-    let read = nightjar_core::runlog_read::read_from(&path, r.cursor, MAX_CHUNK)
-        .with_context(|| format!("read {}", path.display()))?;
+    let read = match (r.cursor, r.tail) {
+        (None, Some(n)) => nightjar_core::runlog_read::read_tail(&path, n, MAX_CHUNK),
+        (cursor, _) => nightjar_core::runlog_read::read_from(&path, cursor, MAX_CHUNK),
+    }
+    .with_context(|| format!("read {}", path.display()))?;
     let mut chunk = LogChunk::new(
         run.id,
         run.attempt,

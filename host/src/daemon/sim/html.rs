@@ -12,6 +12,7 @@ use plotters::prelude::*;
 use super::{Job, Outcome};
 use crate::report::charts::{FONT, local, svg_sized, time_format, time_ticks, top};
 use crate::report::render::escape;
+use crate::report::timeline;
 use crate::tariff::Tariff;
 
 /// Most bars the Gantt draws (runs x GPUs): past this the page says how
@@ -79,87 +80,45 @@ fn queue_len(p: &Page) -> Vec<(i64, f64)> {
         .collect()
 }
 
-/// A drawn Gantt chart: the SVG, the runs left out, and each project's colour.
-struct Gantt {
-    svg: String,
-    left: usize,
-    projects: Vec<(String, RGBAColor)>,
-}
-
-/// The Gantt chart: GPU index up, time across; a strip above the GPUs
-/// marks the tariff's cheaper hours.
-fn gantt(p: &Page) -> Result<Gantt, String> {
+/// The Gantt chart (`report::timeline`, as the report draws its own): GPU
+/// index up, time across; a strip above the GPUs marks the tariff's
+/// cheaper hours.
+fn gantt(p: &Page) -> Result<timeline::Drawn, String> {
     let (from, to) = period(p);
-    let fmt = time_format(to - from);
-    let height = (120 + 14 * p.gpus.min(64)).clamp(240, 1000);
-    let mut projects: BTreeMap<&str, usize> = BTreeMap::new();
-    let mut drawn = 0usize;
-    let mut left = 0usize;
-    let chart = svg_sized((1000, height), |root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(
-                "GPUs over time (a bar per run; top strip: cheaper electricity)",
-                (FONT, 18),
-            )
-            .margin(10)
-            .x_label_area_size(30)
-            .y_label_area_size(50)
-            .build_cartesian_2d(
-                (from..to).with_key_points(time_ticks(from, to, p.tz)),
-                -0.5f64..(f64::from(p.gpus) + 0.5),
-            )?;
-        let gpus = f64::from(p.gpus);
-        chart
-            .configure_mesh()
-            .disable_y_mesh()
-            .x_label_formatter(&|t| local(*t, p.tz, fmt))
-            .y_label_formatter(&|v| {
-                if *v >= gpus - 0.25 {
-                    "cheap".into()
-                } else if (v - v.round()).abs() < 1e-6 {
-                    format!("{}", v.round() as i64)
-                } else {
-                    String::new()
-                }
-            })
-            .y_desc("GPU")
-            .label_style((FONT, 12))
-            .draw()?;
-        let base = p.tariff.price;
-        let cheap = p.tariff.spans(from, to).into_iter().filter(|s| s.2 < base);
-        chart.draw_series(cheap.map(|(a, b, _)| {
-            Rectangle::new([(a, gpus - 0.3), (b, gpus + 0.3)], GREEN.mix(0.6).filled())
-        }))?;
-        let mut bars = Vec::new();
-        for r in &p.outcome.runs {
-            if drawn + r.gpus.len() > MAX_BARS {
-                left += 1;
-                continue;
-            }
-            let next = projects.len();
+    let bars: Vec<timeline::Bar> = p
+        .outcome
+        .runs
+        .iter()
+        .flat_map(|r| {
             let project = &*p.jobs[r.job].project;
-            let colour = Palette99::pick(*projects.entry(project).or_insert(next)).to_rgba();
-            for &g in &r.gpus {
-                let y = f64::from(g);
-                bars.push(Rectangle::new(
-                    [(r.start, y - 0.4), (r.end.max(r.start + 1), y + 0.4)],
-                    colour.filled(),
-                ));
-            }
-            drawn += r.gpus.len();
-        }
-        chart.draw_series(bars)?;
-        Ok(())
-    })?;
-    let mut projects: Vec<(String, RGBAColor)> = projects
-        .into_iter()
-        .map(|(name, i)| (name.to_string(), Palette99::pick(i).to_rgba()))
+            r.gpus.iter().map(move |&g| timeline::Bar {
+                lane: g,
+                start: r.start,
+                end: r.end,
+                group: project,
+                failed: false,
+            })
+        })
         .collect();
-    projects.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(Gantt {
-        svg: chart,
-        left,
-        projects,
+    let base = p.tariff.price;
+    let cheap: Vec<(i64, i64)> = p
+        .tariff
+        .spans(from, to)
+        .into_iter()
+        .filter(|s| s.2 < base)
+        .map(|(a, b, _)| (a, b))
+        .collect();
+    timeline::draw(&timeline::Timeline {
+        caption: "GPUs over time (a bar per run; top strip: cheaper electricity)",
+        lanes: p.gpus,
+        lane_name: "GPU",
+        from,
+        to,
+        tz: p.tz,
+        bars: &bars,
+        cheap: &cheap,
+        max_bars: MAX_BARS,
+        width: 1000,
     })
 }
 
@@ -199,27 +158,16 @@ fn queue(p: &Page) -> Result<String, String> {
 
 /// The whole page.
 pub fn page(p: &Page) -> Result<String, String> {
-    let Gantt {
+    let timeline::Drawn {
         svg: gantt,
         left,
-        projects,
+        groups,
     } = gantt(p)?;
     let queue = queue(p)?;
-    let legend: String = projects
-        .iter()
-        .map(|(name, c)| {
-            format!(
-                "<span style=\"display:inline-block;margin-right:1.2em\"><span style=\"display:inline-block;width:1em;height:1em;vertical-align:middle;background:rgb({},{},{})\"></span> {}</span>",
-                c.0,
-                c.1,
-                c.2,
-                escape(name)
-            )
-        })
-        .collect();
+    let legend = timeline::legend(&groups, false);
     let cut = if left > 0 {
         format!(
-            "<p>The chart draws the first {MAX_BARS} GPU bars; {left} later runs are not drawn.</p>"
+            "<p>The chart draws the first {MAX_BARS} GPU bars; {left} later ones are not drawn.</p>"
         )
     } else {
         String::new()
@@ -306,7 +254,7 @@ mod tests {
         let (trace, outcome) = line(MAX_BARS + 123, "p");
         let html = render(&trace, &outcome, "big");
         assert!(
-            html.contains("123 later runs are not drawn"),
+            html.contains("123 later ones are not drawn"),
             "{}",
             &html[..400]
         );
