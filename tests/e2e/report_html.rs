@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use nightjar_cli::report_files;
-use nightjar_core::api::report::{Accounting, GpuUtil, Group, Series, Wait};
+use nightjar_core::api::report::{Accounting, GpuUtil, Group, Series, TimelineBar, Wait};
 
 const HOSTILE: &str = "<script>alert(1)</script>";
 
@@ -89,6 +89,22 @@ fn day() -> Accounting {
                 ("gpu-oom".into(), 1),
                 (HOSTILE.into(), 1),
             ]),
+            // The night on two GPUs: a run an hour and a half, the projects
+            // in turn (one named like an attack), every fifth failed.
+            timeline: (0..28)
+                .map(|i: i64| TimelineBar {
+                    gpu: (i % 2) as u32,
+                    task: 200 + i,
+                    project: ["vision", HOSTILE, "nlp"][(i % 3) as usize].into(),
+                    start: from + (i / 2) * 5_400_000,
+                    end: from + (i / 2) * 5_400_000 + 5_000_000,
+                    class: Some(if i % 5 == 4 { "app-error" } else { "ok" }.into()),
+                })
+                .collect(),
+            timeline_left: 0,
+            // 23:00 to 07:00 in Shanghai: the first 23 hours of the day
+            // drawn hold it from 08:00 - so from 23:00 (+15 h) to the end.
+            cheap: vec![(from + 15 * 3_600_000, to)],
         },
         longest_waits: (0..10)
             .map(|i| Wait {
@@ -213,11 +229,18 @@ fn the_report_prints_to_pdf_and_renders_in_chromium_with_its_charts_and_escaped_
     let (dom, log) = run(chromium(&browser, profile.path())
         .args(["--dump-dom", "--enable-logging=stderr", "--v=0"])
         .arg(format!("file://{}", html.display())));
-    assert_eq!(dom.matches("<svg").count(), 5, "five charts");
-    for id in ["gpu-util", "queue", "cost", "energy", "failures"] {
+    assert_eq!(dom.matches("<svg").count(), 6, "six charts");
+    for id in [
+        "timeline", "gpu-util", "queue", "cost", "energy", "failures",
+    ] {
         assert!(dom.contains(&format!("<figure id=\"{id}\"><svg")), "{id}");
     }
     assert!(dom.contains("<table id=\"waits\">"));
+    assert!(dom.contains("did not succeed"), "the timeline's legend");
+    assert!(
+        dom.contains("&lt;script&gt;alert(1)&lt;/script&gt;</span>"),
+        "the hostile project in the timeline's legend, as text"
+    );
     assert_eq!(dom.matches("<tr><td>#").count(), 10, "ten waits");
     assert!(
         !dom.contains("<script") && !dom.contains("<b>bold"),

@@ -136,3 +136,6 @@ pub fn from_rows(
 #[cfg(test)]
 #[path = "compute_tests.rs"]
 mod tests;
+#[cfg(test)]
+#[path = "timeline_tests.rs"]
+mod timeline_tests;

@@ -24,11 +24,11 @@ use crate::tariff::{Tariff, Window};
 use crate::task::file::{Format, parse};
 use crate::task::resolve::resolve;
 
-const D: i64 = 1_704_067_200_000;
-const H: i64 = 3_600_000;
+pub(super) const D: i64 = 1_704_067_200_000;
+pub(super) const H: i64 = 3_600_000;
 const M: i64 = 60_000;
 
-fn tariff() -> Tariff {
+pub(super) fn tariff() -> Tariff {
     let w = |from: u32, to: u32, price: f64| Window {
         from_s: from * 3600,
         to_s: to * 3600,
@@ -45,9 +45,9 @@ fn tariff() -> Tariff {
     .unwrap()
 }
 
-struct World {
+pub(super) struct World {
     dir: tempfile::TempDir,
-    s: Store,
+    pub(super) s: Store,
 }
 
 impl World {
@@ -110,7 +110,7 @@ impl World {
 }
 
 /// The world of the table above; returns (A, C) task ids.
-fn world() -> (World, i64, i64) {
+pub(super) fn world() -> (World, i64, i64) {
     let mut w = World::new();
     let h = w.task("old", "beta", D - 5 * H, 1);
     let r = w.start(h, D - 4 * H, "0");
@@ -191,7 +191,7 @@ fn close(a: f64, b: f64) -> bool {
     (a - b).abs() < 1e-9
 }
 
-fn names() -> BTreeMap<u32, String> {
+pub(super) fn names() -> BTreeMap<u32, String> {
     BTreeMap::from([(0, "A100".to_string())])
 }
 

@@ -154,6 +154,12 @@ pub fn chart_groups(acc: &Accounting, tz: Tz) -> [String; 3] {
     let mut machine = String::new();
     figure(
         &mut machine,
+        "timeline",
+        super::timeline::of_report(acc, tz),
+        "no run held a GPU in this period",
+    );
+    figure(
+        &mut machine,
         "gpu-util",
         charts::gpu_util(acc, tz),
         "no GPU samples in this period",

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use nightjar_core::api::report::{GpuUtil, Series};
+use nightjar_core::api::report::{GpuUtil, MAX_TIMELINE, Series, TimelineBar};
 
 use super::clock::{DAY_MS, HOUR_MS, hour_of, hour_pieces};
 use super::groups::RunFigures;
@@ -53,6 +53,7 @@ pub fn series(
     tariff: &Tariff,
     gpu_names: &BTreeMap<u32, String>,
 ) -> Series {
+    let (timeline, timeline_left) = timeline(rows, from, to, now);
     let mut failures = BTreeMap::new();
     for f in figs.iter().filter(|f| f.class != "ok") {
         *failures.entry(f.class.to_string()).or_default() += 1;
@@ -64,7 +65,50 @@ pub fn series(
         energy_by_hour: energy_by_hour(figs, tariff.tz),
         price_by_hour: price_by_hour(tariff, from, to),
         failures,
+        timeline,
+        timeline_left,
+        cheap: cheap(tariff, from, to),
     }
+}
+
+/// The tariff's spans under its base price within `[from, to)`.
+fn cheap(tariff: &Tariff, from: i64, to: i64) -> Vec<(i64, i64)> {
+    if to <= from {
+        return Vec::new();
+    }
+    tariff
+        .spans(from, to)
+        .into_iter()
+        .filter(|s| s.2 < tariff.price)
+        .map(|(a, b, _)| (a, b))
+        .collect()
+}
+
+/// The timeline's bars: each run that ran in `[from, to)` on each GPU it
+/// held, by start, at most [`MAX_TIMELINE`]; and how many were left out.
+fn timeline(rows: &ReportRows, from: i64, to: i64, now: i64) -> (Vec<TimelineBar>, u32) {
+    let mut runs: Vec<_> = rows
+        .runs
+        .iter()
+        .filter(|r| !r.gpu_ids.is_empty())
+        .map(|r| (r, r.finished_at.unwrap_or(now).max(r.started_at)))
+        .filter(|(r, end)| r.started_at < to && *end > from)
+        .collect();
+    runs.sort_by_key(|(r, _)| (r.started_at, r.task, r.attempt));
+    let bars = runs.iter().flat_map(|(r, end)| {
+        r.gpu_ids.iter().map(move |&gpu| TimelineBar {
+            gpu,
+            task: r.task,
+            project: r.project.clone(),
+            start: r.started_at,
+            end: *end,
+            class: r.class.clone(),
+        })
+    });
+    let total: usize = runs.iter().map(|(r, _)| r.gpu_ids.len()).sum();
+    let kept: Vec<TimelineBar> = bars.take(MAX_TIMELINE).collect();
+    let left = u32::try_from(total - kept.len()).unwrap_or(u32::MAX);
+    (kept, left)
 }
 
 fn gpu_util(

@@ -12,6 +12,9 @@ use plotters::prelude::*;
 
 use super::charts::{FONT, local, svg_sized, time_format, time_ticks};
 
+/// The outline of a bar whose run did not succeed.
+const FAILED: RGBColor = RGBColor(0xb0, 0x00, 0x00);
+
 /// One bar: a run on one lane.
 #[derive(Debug, Clone)]
 pub struct Bar<'a> {
@@ -85,7 +88,7 @@ pub fn draw(t: &Timeline) -> Result<Drawn, String> {
             .disable_y_mesh()
             .x_label_formatter(&|x| local(*x, t.tz, fmt))
             .y_label_formatter(&|v| {
-                if *v >= lanes - 0.25 {
+                if (v - lanes).abs() < 1e-6 {
                     "cheap".into()
                 } else if (v - v.round()).abs() < 1e-6 && *v >= 0.0 {
                     format!("{}", v.round() as i64)
@@ -131,7 +134,7 @@ pub fn draw(t: &Timeline) -> Result<Drawn, String> {
             ];
             fills.push(Rectangle::new(corners, colour.filled()));
             if b.failed {
-                outlines.push(Rectangle::new(corners, RED.stroke_width(2)));
+                outlines.push(Rectangle::new(corners, FAILED.stroke_width(3)));
             }
         }
         chart.draw_series(fills)?;
@@ -162,10 +165,67 @@ pub fn legend(groups: &[(String, RGBAColor)], failures: bool) -> String {
         .collect();
     if failures {
         out.push_str(
-            "<span style=\"display:inline-block\"><span style=\"display:inline-block;width:1em;height:1em;vertical-align:middle;border:2px solid red\"></span> did not succeed</span>",
+            "<span style=\"display:inline-block\"><span style=\"display:inline-block;width:1em;height:1em;vertical-align:middle;border:3px solid #b00000\"></span> did not succeed</span>",
         );
     }
     out
+}
+
+/// The report's timeline of the period (`acc.series.timeline`), with its
+/// legend; `None` when no run held a GPU in it.
+pub fn of_report(
+    acc: &nightjar_core::api::report::Accounting,
+    tz: Tz,
+) -> Option<Result<String, String>> {
+    let s = &acc.series;
+    if s.timeline.is_empty() {
+        return None;
+    }
+    let lanes = s
+        .timeline
+        .iter()
+        .map(|b| b.gpu + 1)
+        .chain(s.gpu_util.iter().map(|g| g.index + 1))
+        .max()
+        .unwrap_or(1);
+    let bars: Vec<Bar> = s
+        .timeline
+        .iter()
+        .map(|b| Bar {
+            lane: b.gpu,
+            start: b.start,
+            end: b.end,
+            group: &b.project,
+            failed: b.class.as_deref().is_some_and(|c| c != "ok"),
+        })
+        .collect();
+    let failures = bars.iter().any(|b| b.failed);
+    let drawn = draw(&Timeline {
+        caption: "GPUs over the period (a bar per run; top strip: cheaper electricity)",
+        lanes,
+        lane_name: "GPU",
+        from: acc.from,
+        to: acc.to,
+        tz,
+        bars: &bars,
+        cheap: &s.cheap,
+        max_bars: usize::MAX,
+        width: 800,
+    });
+    Some(drawn.map(|d| {
+        let cut = match s.timeline_left {
+            0 => String::new(),
+            n => format!(
+                " The timeline holds the first {} bars; {n} later ones are not drawn.",
+                s.timeline.len()
+            ),
+        };
+        format!(
+            "{}<figcaption>{}{cut}</figcaption>",
+            d.svg,
+            legend(&d.groups, failures)
+        )
+    }))
 }
 
 #[cfg(test)]
@@ -212,7 +272,7 @@ mod tests {
         let names: Vec<&str> = d.groups.iter().map(|g| g.0.as_str()).collect();
         assert_eq!(names, ["nlp", "vision"], "only the groups drawn, by name");
         assert_eq!(d.left, 0);
-        let red = d.svg.matches("stroke=\"#FF0000\"").count();
+        let red = d.svg.matches("stroke=\"#B00000\"").count();
         assert_eq!(red, 1, "one failed bar outlined: {}", d.svg);
         let legend = legend(&d.groups, true);
         assert!(legend.contains("nlp") && legend.contains("did not succeed"));

@@ -35,6 +35,8 @@ pub struct ReportRun {
     pub class: Option<String>,
     /// How many GPUs it held.
     pub gpus: u32,
+    /// Which (their indices; a cluster run's are its node's).
+    pub gpu_ids: Vec<u32>,
     /// Energy used, joules (none on rows older than energy accounting).
     pub energy_j: Option<f64>,
     /// How the energy was measured (`counter`, `integrated`, `rapl`, `estimate`).
@@ -98,8 +100,11 @@ fn report_run(r: &rusqlite::Row) -> rusqlite::Result<ReportRun> {
         started_at: r.get(6)?,
         finished_at: r.get(7)?,
         class: r.get(8)?,
-        gpus: gpus.map_or(0, |g| {
+        gpus: gpus.as_deref().map_or(0, |g| {
             g.split(',').filter(|s| !s.trim().is_empty()).count() as u32
+        }),
+        gpu_ids: gpus.as_deref().map_or_else(Vec::new, |g| {
+            g.split(',').filter_map(|s| s.trim().parse().ok()).collect()
         }),
         energy_j: r.get(10)?,
         energy_source: r.get(11)?,

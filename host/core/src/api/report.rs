@@ -115,6 +115,39 @@ pub struct Series {
     pub price_by_hour: Vec<f64>,
     /// The period's runs that did not end `ok`, by class.
     pub failures: BTreeMap<String, u64>,
+    /// The timeline: a bar per run and GPU it held, for the runs that ran
+    /// in the period (those still running end now), by start; at most
+    /// `MAX_TIMELINE` bars.
+    #[serde(default)]
+    pub timeline: Vec<TimelineBar>,
+    /// Bars left out of `timeline` past its cap.
+    #[serde(default)]
+    pub timeline_left: u32,
+    /// The period's spans of cheaper electricity (Unix ms): the tariff's
+    /// windows priced under its base price.
+    #[serde(default)]
+    pub cheap: Vec<(i64, i64)>,
+}
+
+/// Most bars a report's timeline holds.
+pub const MAX_TIMELINE: usize = 5_000;
+
+/// One run on one GPU, for the timeline.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimelineBar {
+    /// The GPU's index.
+    pub gpu: u32,
+    /// The run's task.
+    pub task: i64,
+    /// Its project.
+    pub project: String,
+    /// Started (Unix ms).
+    pub start: i64,
+    /// Ended (now for a run still running).
+    pub end: i64,
+    /// How it ended (none: still running).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<String>,
 }
 
 /// One GPU's utilisation over the period.
