@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use fantoccini::{ClientBuilder, Locator};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::dashboard_driver::{B, Driver, free_port, nobody_token, post_cancel, token_of, tools};
 use crate::harness::Nj;
@@ -62,7 +62,26 @@ fn the_dashboard_in_chromium_logs_in_shows_the_queue_streams_a_log_and_guards_it
         "-c",
         "i=0; while [ $i -lt 600 ]; do echo line-$i; i=$((i+1)); sleep 0.2; done",
     ]);
+    // A task that leaves output files and says something on stderr.
+    let out = nj.path("writer-out");
+    let writer = nj.submit(&[
+        "--priority",
+        "urgent",
+        "--name",
+        "writer",
+        "--output",
+        out.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        &format!(
+            "echo 'loss 0.25' > {0}/metrics.txt; head -c 2048 /dev/zero > {0}/weights.bin; \
+             echo 'warning: <b>late</b> epoch' >&2",
+            out.display()
+        ),
+    ]);
     nj.wait(done);
+    nj.wait(writer);
     nj.until_slow("the tariff's deferral", || {
         nj.show(waiting)["task"]["reason"]
             .as_str()
@@ -129,6 +148,7 @@ fn the_dashboard_in_chromium_logs_in_shows_the_queue_streams_a_log_and_guards_it
             shots,
         };
         browse(&b, &nj, &admin, other.as_deref(), (done, waiting, logger)).await;
+        task_page(&b, &admin, writer).await;
         let _ = b.c.close().await;
     });
     nj.ok(&["cancel", &logger.to_string()]);
@@ -139,6 +159,13 @@ async fn browse(b: &B, nj: &Nj, admin: &str, other: Option<&str>, ids: (i64, i64
     // No session: every page sends the browser to the login form.
     b.go("/gpus").await;
     b.until_text("main h1", "Log in").await;
+    // The login page opens no event stream (it would be refused: a 401 in
+    // the browser's console).
+    assert_eq!(
+        b.js("return document.getElementById('frag').getAttribute('data-live')")
+            .await,
+        Value::Null
+    );
     b.shot("login", 1280, 900).await;
     // A wrong token shows the form again, saying so.
     let input = b.c.find(Locator::Css("#token")).await.expect("token field");
@@ -334,4 +361,35 @@ async fn browse(b: &B, nj: &Nj, admin: &str, other: Option<&str>, ids: (i64, i64
         );
         assert_eq!(nj.show(logger)["task"]["state"], "running");
     }
+}
+
+/// The task page of a run that wrote files and stderr: its
+/// folders, output files with sizes and digests, what it ran, the end of
+/// its stderr (escaped), and its runs' timeline.
+async fn task_page(b: &B, admin: &str, id: i64) {
+    b.login(admin).await;
+    b.go(&format!("/task/{id}")).await;
+    b.until_text("#stderr-tail", "warning: <b>late</b> epoch")
+        .await;
+    let html = b
+        .js("return document.getElementById('frag').innerHTML")
+        .await;
+    let html = html.as_str().unwrap_or_default();
+    assert!(
+        html.contains("&lt;b&gt;late&lt;/b&gt;"),
+        "stderr is text, not markup"
+    );
+    b.until_text("#output", "writer-out").await;
+    b.until_text("#workdir", "/").await;
+    let files = b.until_text("#output-files", "metrics.txt").await;
+    assert!(
+        files.contains("weights.bin") && files.contains("2.0 KiB"),
+        "{files}"
+    );
+    b.until_text("#manifest-code", "git").await;
+    assert!(
+        html.contains("id=\"task-timeline\"><svg"),
+        "the runs' timeline"
+    );
+    b.shot("task-detail", 1280, 1600).await;
 }

@@ -38,6 +38,8 @@ pub struct Timeline<'a> {
     pub lanes: u32,
     /// What a lane is, for the axis (`GPU`).
     pub lane_name: &'a str,
+    /// The number the first lane is labelled with (0 for GPUs, 1 for attempts).
+    pub lane_base: u32,
     /// The period drawn (Unix ms; `to` after `from`).
     pub from: i64,
     /// Its end.
@@ -88,12 +90,17 @@ pub fn draw(t: &Timeline) -> Result<Drawn, String> {
             .disable_y_mesh()
             .x_label_formatter(&|x| local(*x, t.tz, fmt))
             .y_label_formatter(&|v| {
-                if (v - lanes).abs() < 1e-6 {
-                    "cheap".into()
-                } else if (v - v.round()).abs() < 1e-6 && *v >= 0.0 {
-                    format!("{}", v.round() as i64)
-                } else {
+                let lane = v.round();
+                if (v - lane).abs() > 1e-6 || lane < 0.0 {
                     String::new()
+                } else if lane >= lanes {
+                    if t.cheap.is_empty() {
+                        String::new()
+                    } else {
+                        "cheap".into()
+                    }
+                } else {
+                    format!("{}", lane as i64 + i64::from(t.lane_base))
                 }
             })
             .y_desc(t.lane_name)
@@ -116,6 +123,8 @@ pub fn draw(t: &Timeline) -> Result<Drawn, String> {
         let mut fills = Vec::new();
         let mut outlines = Vec::new();
         let mut drawn = 0usize;
+        // A run of a few seconds in a night is still a visible sliver.
+        let least = ((to - from) / 400).max(1);
         for b in t.bars {
             if b.lane >= t.lanes || b.end < from || b.start > to {
                 continue;
@@ -128,9 +137,10 @@ pub fn draw(t: &Timeline) -> Result<Drawn, String> {
             let next = groups.len();
             let colour = Palette99::pick(*groups.entry(b.group).or_insert(next)).to_rgba();
             let y = f64::from(b.lane);
+            let left_edge = b.start.max(from);
             let corners = [
-                (b.start.max(from), y - 0.4),
-                (b.end.min(to).max(b.start.max(from) + 1), y + 0.4),
+                (left_edge, y - 0.4),
+                (b.end.min(to).max(left_edge + least).min(to), y + 0.4),
             ];
             fills.push(Rectangle::new(corners, colour.filled()));
             if b.failed {
@@ -204,6 +214,7 @@ pub fn of_report(
         caption: "GPUs over the period (a bar per run; top strip: cheaper electricity)",
         lanes,
         lane_name: "GPU",
+        lane_base: 0,
         from: acc.from,
         to: acc.to,
         tz,
@@ -237,6 +248,7 @@ mod tests {
             caption: "GPUs",
             lanes: 2,
             lane_name: "GPU",
+            lane_base: 0,
             from: 0,
             to: 3_600_000,
             tz: chrono_tz::UTC,

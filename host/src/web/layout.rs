@@ -88,7 +88,13 @@ impl Page {
             "</nav></header><main><h1>{}</h1><div id=\"frag\"{}>{}</div>{}</main>\
              <script src=\"/assets/app.js\"></script></body></html>",
             escape(&self.title),
-            if self.live { " data-live=\"1\"" } else { "" },
+            // Live only for a caller: a page without one (the login form)
+            // opens no event stream, which would be refused.
+            if self.live && caller.is_some() {
+                " data-live=\"1\""
+            } else {
+                ""
+            },
             self.body,
             self.tail
         );

@@ -20,6 +20,7 @@ pub mod queue;
 mod report;
 pub mod runs;
 mod task;
+mod task_more;
 
 /// The dashboard's routes, merged into the HTTP server's router.
 pub fn routes() -> Router<Api> {

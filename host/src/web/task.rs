@@ -12,6 +12,7 @@ use super::auth::{Session, to_login};
 use super::call::{call, error_page};
 use super::layout::{Page, escape, html, num, when};
 use super::queue::{Params, actions};
+use super::task_more;
 use crate::access::Caller;
 use crate::api::Api;
 use crate::api::wire::TaskDetail;
@@ -65,6 +66,11 @@ pub async fn page(
             }
         }
         runs(&mut body, &d, &detail);
+        task_more::timeline(&mut body, &d, &detail);
+        task_more::folders(&mut body, &detail);
+        task_more::outputs(&mut body, &detail);
+        task_more::manifest(&mut body, &detail);
+        task_more::stderr(&mut body, &d, &s.caller, &detail).await;
         if detail.runs.is_empty() {
             tail.push_str(
                 "<h2>Log</h2><p class=\"none\" id=\"no-log\">no output yet: the log \
@@ -73,7 +79,7 @@ pub async fn page(
         } else {
             let _ = write!(
                 tail,
-                "<h2>Log</h2><pre class=\"log\" id=\"log\" data-empty=\"1\" \
+                "<h2>Log (stdout)</h2><pre class=\"log\" id=\"log\" data-empty=\"1\" \
              data-src=\"/api/v2/logs/{id}?follow=1\">(waiting for output)</pre>"
             );
         }

@@ -112,6 +112,7 @@ fn gantt(p: &Page) -> Result<timeline::Drawn, String> {
         caption: "GPUs over time (a bar per run; top strip: cheaper electricity)",
         lanes: p.gpus,
         lane_name: "GPU",
+        lane_base: 0,
         from,
         to,
         tz: p.tz,
