@@ -89,6 +89,16 @@ fn run(cli: Cli) -> Result<i32> {
             }
         }
         Verb::Simulate(args) => crate::daemon::sim::main(cli.config.as_deref(), cli.json, args),
+        Verb::ProtocolSchema => {
+            use std::io::Write;
+            // A closed pipe (`| head`) ends the output quietly.
+            let _ = writeln!(
+                std::io::stdout().lock(),
+                "{:#}",
+                nightjar_core::api::schema()
+            );
+            Ok(0)
+        }
         Verb::Plugins(Cmd::Check {
             file,
             plugin_config,
@@ -118,7 +128,7 @@ fn run(cli: Cli) -> Result<i32> {
             (None, None) => anyhow::bail!("give --snapshot S.json or --trace T.csv"),
         },
         _ => anyhow::bail!(
-            "nightjard runs the daemon (`nightjard daemon`), the offline plugin checks (`plugins check`, `plugins test`) and `simulate`; every other verb is the client's: `nightjar {}`",
+            "nightjard runs the daemon (`nightjard daemon`), the offline plugin checks (`plugins check`, `plugins test`), `simulate` and `protocol-schema`; every other verb is the client's: `nightjar {}`",
             // Lossy: an argument that is not UTF-8 (a path) is shown, not a panic.
             std::env::args_os()
                 .skip(1)

@@ -68,6 +68,7 @@ mod plugins_compile;
 mod policies;
 mod privsep;
 mod privsep_races;
+mod python_client;
 mod report;
 mod report_html;
 mod rerun_diff;

@@ -186,6 +186,10 @@ pub enum Verb {
     /// processes; prints waits, completion times, makespan, utilisation, use
     /// by project and user, and energy and cost at the tariff (runs `nightjard`).
     Simulate(simulate::Args),
+    /// Print the socket protocol's JSON Schema (every request and each
+    /// verb's reply, from the daemon's own types), for clients in other
+    /// languages (runs `nightjard`).
+    ProtocolSchema,
     /// Change a task's priority (administrators; written to the audit log).
     Priority {
         /// Task id (a sweep's id changes its waiting members too).
@@ -266,6 +270,7 @@ fn run(cli: Cli) -> Result<i32> {
         }
         Verb::Daemon { .. }
         | Verb::Simulate(_)
+        | Verb::ProtocolSchema
         | Verb::Plugins(plugins::Cmd::Check { .. } | plugins::Cmd::Test { .. }) => {
             return exec::nightjard();
         }
@@ -349,7 +354,10 @@ fn run(cli: Cli) -> Result<i32> {
                 _ => plugins::ls(&mut ctx.client, ctx.json),
             }
         }
-        Verb::Daemon { .. } | Verb::Completions { .. } | Verb::Simulate(_) => Ok(0),
+        Verb::Daemon { .. }
+        | Verb::Completions { .. }
+        | Verb::Simulate(_)
+        | Verb::ProtocolSchema => Ok(0),
     }
 }
 

@@ -16,6 +16,7 @@ use crate::runlog::CappedLog;
 
 /// Where a reader is in a log.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct LogCursor {
     /// The current file's identity when read (its inode mixed with its
     /// birth time; 0: there was none yet).

@@ -7,6 +7,7 @@ use crate::task::model::Priority as Level;
 
 /// `audit [--since]`: the log, oldest first.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Audit {
     /// Only entries at or after this (Unix ms).
     #[serde(default)]
@@ -18,6 +19,7 @@ pub struct Audit {
 
 /// One administrative action.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct AuditRow {
     /// Entry id (increasing).
     pub id: i64,
@@ -38,6 +40,7 @@ pub struct AuditRow {
 
 /// `priority ID LEVEL` (administrators only).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Priority {
     /// Task id (a sweep's id changes its waiting members too).
     pub id: i64,

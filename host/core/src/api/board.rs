@@ -10,6 +10,7 @@ pub const MAX_ROWS: u32 = 1000;
 
 /// `queue`: a page of the waiting and running tasks.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Queue {
     /// Rows on the page (at most [`MAX_ROWS`]; 0, null or absent: 100).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -21,6 +22,7 @@ pub struct Queue {
 
 /// One page of the waiting and running tasks, and the counts of all.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct QueuePage {
     /// The tasks on this page: running first, then queued, then held; by id.
     pub rows: Vec<TaskRow>,
@@ -39,6 +41,7 @@ impl QueuePage {
 
 /// `runs`: the runs that ended since a moment, newest first.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Runs {
     /// Ended at or after this (Unix ms).
     pub since: i64,
@@ -49,6 +52,7 @@ pub struct Runs {
 
 /// A run that ended, as the dashboard's `/runs` lists it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct FinishedRun {
     /// Its task.
     pub task: i64,

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum RunClass {
     /// Exit status 0.
@@ -36,6 +37,7 @@ pub enum RunClass {
 /// The end of one run, as the supervisor (or adoption) reports it: what
 /// `status.json` in the run folder holds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RunOutcome {
     /// The class the run falls in.
     pub class: RunClass,

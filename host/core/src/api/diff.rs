@@ -21,6 +21,7 @@ use sections::{Normal, code, gpus, inputs, outputs, python, system};
 
 /// `diff RUN1 RUN2`: both runs' manifests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Diff {
     /// The first run's id.
     pub a: i64,
@@ -30,6 +31,7 @@ pub struct Diff {
 
 /// The reply to [`Diff`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RunPair {
     /// The first run.
     pub a: RunRecord,
@@ -39,6 +41,7 @@ pub struct RunPair {
 
 /// What one run recorded.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RunRecord {
     /// The run.
     pub run: i64,
@@ -55,6 +58,7 @@ pub struct RunRecord {
 
 /// A part of what a run is made of, in the order the table prints them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Section {
     /// The workdir's git state.
@@ -113,6 +117,7 @@ impl Section {
 
 /// How one item differs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum ChangeKind {
     /// Both runs have it, with different values.
@@ -125,6 +130,7 @@ pub enum ChangeKind {
 
 /// One difference.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Change {
     /// Where.
     pub section: Section,
@@ -140,6 +146,7 @@ pub struct Change {
 
 /// Which run is which.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Side {
     /// The run.
     pub run: i64,
@@ -149,6 +156,7 @@ pub struct Side {
 
 /// Everything that differs between two runs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RunDiff {
     /// The first run.
     pub a: Side,

@@ -6,6 +6,7 @@ use crate::time::fmt_span;
 
 /// Where an estimate comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum EstimateSource {
     /// The task's `timeout`: it ends by then at the latest.
@@ -16,6 +17,7 @@ pub enum EstimateSource {
 
 /// How long a task is expected to run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Estimate {
     /// Expected runtime, ms.
     pub ms: i64,

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 /// How much a finding weighs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     /// Shown; changes nothing.
@@ -28,6 +29,7 @@ impl Severity {
 
 /// One thing a validator found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Finding {
     /// The validator that found it (`outputs`, or a plugin file's stem).
     pub validator: String,

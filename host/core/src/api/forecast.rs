@@ -14,6 +14,7 @@ use crate::time::{fmt_local, fmt_span};
 /// `forecast`: the waiting tasks named, a task not yet queued, or (neither)
 /// every waiting task.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Forecast {
     /// Tasks to forecast (queued, held or waiting on dependencies; a
     /// sweep's id stands for its members).
@@ -34,6 +35,7 @@ pub struct Forecast {
 
 /// The forecast: one row per task asked about, and what it rests on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ForecastReport {
     /// When it was made (Unix ms).
     pub now: i64,
@@ -56,6 +58,7 @@ pub struct ForecastReport {
 
 /// One task's forecast.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TaskForecast {
     /// The task (`None`: the submission not queued).
     pub id: Option<i64>,
@@ -92,6 +95,7 @@ pub struct TaskForecast {
 
 /// A run's expected draw.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Power {
     /// Watts (the whole run: every GPU it holds).
     pub watts: f64,

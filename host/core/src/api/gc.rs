@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 /// What one collection removed (or, dry, would remove).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct GcReport {
     /// Tasks deleted (sweep parents included).
     pub tasks: usize,

@@ -11,6 +11,7 @@ pub const MAX_TRACE_ROWS: usize = 1_000_000;
 
 /// `run-trace`: the runs that became eligible in `[from, to)` and have ended.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RunTrace {
     /// Start of the period (Unix ms): the trace's second 0.
     pub from: i64,
@@ -20,6 +21,7 @@ pub struct RunTrace {
 
 /// The period's runs.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TraceRows {
     /// Second 0 (Unix ms).
     pub from: i64,
@@ -36,6 +38,7 @@ pub struct TraceRows {
 
 /// One finished run as a trace job.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TraceRow {
     /// The run (the job's id in the trace).
     pub run: i64,

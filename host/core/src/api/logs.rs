@@ -13,6 +13,7 @@ pub const MAX_CHUNK: usize = 1024 * 1024;
 
 /// `logs ID`: the next bytes of one stream of one run.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Logs {
     /// Task id.
     pub id: i64,
@@ -34,6 +35,7 @@ pub struct Logs {
 
 /// Some bytes of a run's log.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct LogChunk {
     /// The run read.
     pub run: i64,

@@ -19,6 +19,7 @@ pub const FILE: &str = "manifest.json";
 
 /// When a manifest was captured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Phase {
     /// At submit: what was asked.
@@ -29,6 +30,7 @@ pub enum Phase {
 
 /// One capture.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Manifest {
     /// [`FORMAT`].
     pub format: String,
@@ -107,6 +109,7 @@ pub struct Manifest {
 
 /// The environment a run ran in.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct EnvironmentRecord {
     /// `venv`, `conda` or `container`.
     pub kind: String,
@@ -135,6 +138,7 @@ pub struct EnvironmentRecord {
 
 /// Where a task made by `nightjar rerun` came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RerunOf {
     /// The task rerun.
     pub task: i64,
@@ -147,6 +151,7 @@ pub struct RerunOf {
 
 /// The daemon settings that shaped a run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Limits {
     /// GPU indices given.
     pub gpus: Vec<u32>,
@@ -166,6 +171,7 @@ pub struct Limits {
 
 /// The git state of the workdir's repository.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct GitRecord {
     /// The repository's top folder (absent: not a repository, or git failed).
     pub repo: Option<PathBuf>,
@@ -190,6 +196,7 @@ pub struct GitRecord {
 
 /// One input file.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct InputRecord {
     /// Absolute path, as the task names it.
     pub path: PathBuf,
@@ -223,6 +230,7 @@ pub struct InputRecord {
 
 /// An input that is not what it was at submit.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct InputChange {
     /// The input.
     pub path: PathBuf,
@@ -236,6 +244,7 @@ pub struct InputChange {
 
 /// A Python environment.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct PythonEnv {
     /// `venv` (VIRTUAL_ENV) or `conda` (CONDA_PREFIX).
     pub kind: String,
@@ -252,6 +261,7 @@ pub struct PythonEnv {
 
 /// The machine.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SystemInfo {
     /// Host name.
     pub hostname: String,
@@ -263,6 +273,7 @@ pub struct SystemInfo {
 
 /// The GPUs of a run.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct GpuRecord {
     /// Driver version (NVML).
     pub driver: Option<String>,
@@ -274,6 +285,7 @@ pub struct GpuRecord {
 
 /// One GPU of a run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct GpuDevice {
     /// Index.
     pub index: u32,
@@ -285,6 +297,7 @@ pub struct GpuDevice {
 
 /// One member of the policy chain.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct PolicyRecord {
     /// Name in the chain.
     pub name: String,
@@ -298,6 +311,7 @@ pub struct PolicyRecord {
 
 /// What a capture cost.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CaptureStats {
     /// Input files read and hashed by this capture.
     pub hashed: u64,
@@ -309,6 +323,7 @@ pub struct CaptureStats {
 
 /// A task's manifests, as `show` carries them.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Manifests {
     /// What was asked at submit (for a sweep member or a recurring
     /// instance, captured once for the whole submission).

@@ -51,6 +51,7 @@ pub const MAX_REQUEST: usize = 1024 * 1024;
 
 /// A request as it travels: the version, then the request.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RequestLine {
     /// The client's protocol version.
     pub v: u32,
@@ -61,6 +62,7 @@ pub struct RequestLine {
 /// What kind of failure an error reply reports; the CLI's exit status
 /// follows from it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum ErrorKind {
     /// The request names a task or run that does not exist.
@@ -101,6 +103,7 @@ impl ErrorKind {
 
 /// An error reply: what kind, and what to do, for a person.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[error("{message}")]
 pub struct ApiError {
     /// What kind of failure.
@@ -137,6 +140,7 @@ impl ApiError {
 
 /// A reply as it travels: the version, then the result or the error.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ReplyLine<T> {
     /// The daemon's protocol version (absent from nightjar 0.1's replies).
     #[serde(default)]

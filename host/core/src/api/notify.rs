@@ -6,10 +6,12 @@ use serde::{Deserialize, Serialize};
 
 /// `notify ls`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct NotifyList {}
 
 /// `notify retry ID`: a dead letter queued again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct NotifyRetry {
     /// The dead letter's id (`notify ls`).
     pub id: i64,
@@ -17,6 +19,7 @@ pub struct NotifyRetry {
 
 /// `notify test NAME`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct NotifyTest {
     /// The notifier (`[notifier.NAME]`).
     pub name: String,
@@ -24,10 +27,12 @@ pub struct NotifyTest {
 
 /// `notify digest`: a digest now, of the period since the last scheduled one.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct NotifyDigest {}
 
 /// The period a `notify digest` told.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct DigestWritten {
     /// Its start (Unix ms).
     pub from: i64,
@@ -37,6 +42,7 @@ pub struct DigestWritten {
 
 /// What `notify ls` shows.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct NotifyReport {
     /// Each configured notifier.
     pub notifiers: Vec<NotifierView>,
@@ -46,6 +52,7 @@ pub struct NotifyReport {
 
 /// One notifier's state.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct NotifierView {
     /// Its name.
     pub name: String,
@@ -67,6 +74,7 @@ pub struct NotifierView {
 
 /// A delivery given up on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct DeadLetterView {
     /// Its id (`notify retry ID`).
     pub id: i64,
@@ -88,6 +96,7 @@ pub struct DeadLetterView {
 
 /// What `notify test` got.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct NotifyTestReply {
     /// The notifier accepted the message.
     pub delivered: bool,

@@ -15,6 +15,7 @@ pub const FILE: &str = "outputs.json";
 
 /// One regular file of an output folder.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct OutputFile {
     /// Relative to the output folder, `/`-separated.
     pub path: String,
@@ -26,6 +27,7 @@ pub struct OutputFile {
 
 /// A run's outputs as hashed when it ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct OutputManifest {
     /// [`FORMAT`].
     pub format: String,
@@ -65,6 +67,7 @@ impl OutputManifest {
 
 /// Where a run's archive stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum ArchiveState {
     /// Not yet verified: waiting for its turn, or for its next try after a failure.
@@ -94,6 +97,7 @@ impl ArchiveState {
 
 /// What went wrong with an archive, as its own class (retried on a schedule).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum ArchiveFailure {
     /// The archive root is missing, not a folder, or not a mount point when one is required.
@@ -131,6 +135,7 @@ impl ArchiveFailure {
 
 /// A run's archive as `show` prints it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ArchiveView {
     /// The archive root it goes to.
     pub root: PathBuf,
@@ -152,6 +157,7 @@ pub struct ArchiveView {
 
 /// What became of a run's local outputs and scratch.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RunOutputs {
     /// The output manifest (absent: the run had no output folder, or ended
     /// before nightjar 0.3).

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 /// `report [--since 7d | --from T --to T] [--html FILE | --pdf FILE]`: the
 /// runs that ended in `[from, to)`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Report {
     /// Start of the period (Unix ms, inclusive): runs that ended at or after
     /// it. At most `to` (equal: an empty period).
@@ -23,6 +24,7 @@ pub struct Report {
 
 /// A period's accounting.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Accounting {
     /// The period, as asked (Unix ms).
     pub from: i64,
@@ -56,6 +58,7 @@ pub struct Accounting {
 
 /// The runs of one project, user or task name (or all of them).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Group {
     /// The project, user or task name (`all` for the total).
     pub key: String,
@@ -94,6 +97,7 @@ pub struct Group {
 
 /// The series the charts draw.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Series {
     /// Width of one bucket of the time series, ms: a round width (1 min to
     /// 1 day, then whole days) giving the period at most 200 buckets, the
@@ -134,6 +138,7 @@ pub const MAX_TIMELINE: usize = 5_000;
 
 /// One run on one GPU, for the timeline.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TimelineBar {
     /// The GPU's index.
     pub gpu: u32,
@@ -152,6 +157,7 @@ pub struct TimelineBar {
 
 /// One GPU's utilisation over the period.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct GpuUtil {
     /// The GPU's index.
     pub index: u32,
@@ -163,6 +169,7 @@ pub struct GpuUtil {
 
 /// One long wait.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Wait {
     /// The task.
     pub task: i64,

@@ -57,6 +57,7 @@ macro_rules! requests {
         /// A request to the daemon, tagged by `verb`. A renamed verb's
         /// earlier name is read as the new one (protocol 2 keeps both).
         #[derive(Debug, Clone, Serialize, Deserialize)]
+        #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
         #[serde(tag = "verb")]
         pub enum Request {
             $($(#[$doc])* #[serde(rename = $name $(, alias = $was)?)] $verb($verb),)*
@@ -73,6 +74,33 @@ macro_rules! requests {
                 reply: stringify!($reply),
             },)*
         ];
+
+        /// The protocol's JSON Schema (draft 2020-12), from these types:
+        /// `request` is a request line (`{"v":2,"req":{"verb":...}}`),
+        /// `replies` each verb's reply line (`{"v":2,"ok":...}` or an error
+        /// with its `kind`), `$defs` every type they name. `nightjard
+        /// protocol-schema` prints it; the Python client is checked against it.
+        #[cfg(feature = "schema")]
+        pub fn schema() -> serde_json::Value {
+            let mut g = schemars::generate::SchemaSettings::draft2020_12().into_generator();
+            let request = g.subschema_for::<super::RequestLine>();
+            let mut replies = serde_json::Map::new();
+            $(
+                replies.insert(
+                    $name.to_string(),
+                    g.subschema_for::<super::ReplyLine<$reply>>().to_value(),
+                );
+            )*
+            let defs = g.take_definitions(true);
+            serde_json::json!({
+                "$schema": "https://json-schema.org/draft/2020-12/schema",
+                "title": format!("nightjar protocol {}", super::PROTOCOL),
+                "protocol": super::PROTOCOL,
+                "request": request.to_value(),
+                "replies": replies,
+                "$defs": defs,
+            })
+        }
 
         impl Request {
             /// This request's verb (its `verb` tag).
@@ -177,10 +205,12 @@ requests! {
 
 /// `ping`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Ping {}
 
 /// The daemon is there: its pid and version.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Pong {
     /// The daemon's process id.
     pub pid: u32,
@@ -192,6 +222,7 @@ pub struct Pong {
 
 /// `submit`: checked entries, all or nothing.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Submit {
     /// The entries; the reply holds one id per entry.
     pub entries: Vec<NewEntry>,
@@ -202,6 +233,7 @@ pub struct Submit {
 
 /// `ls`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TaskList {
     /// Which tasks.
     pub filter: ListFilter,
@@ -213,6 +245,7 @@ pub struct TaskList {
 
 /// `ls`'s count of the rows its filter matches.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TaskCount {
     /// Which tasks.
     pub filter: ListFilter,
@@ -220,6 +253,7 @@ pub struct TaskCount {
 
 /// How many of the rows a listing matches are in one state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct StateCount {
     /// The state.
     pub state: TaskState,
@@ -231,6 +265,7 @@ macro_rules! by_id {
     ($($(#[$doc:meta])* $name:ident;)*) => {$(
         $(#[$doc])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+        #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
         pub struct $name {
             /// Task id.
             pub id: i64,
@@ -253,6 +288,7 @@ by_id! {
 
 /// `retry ID [--no-cache]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Retry {
     /// Task id.
     pub id: i64,
@@ -264,6 +300,7 @@ pub struct Retry {
 
 /// What `cancel` did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Cancelled {
     /// Tasks cancelled at once.
     pub cancelled: Vec<i64>,
@@ -273,6 +310,7 @@ pub struct Cancelled {
 
 /// What `hold`, `release` or `retry` did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Changed {
     /// Tasks changed.
     pub tasks: usize,
@@ -280,18 +318,22 @@ pub struct Changed {
 
 /// `gpus`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct GpuList {}
 
 /// `plugins ls`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct PluginList {}
 
 /// `plugins reload`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct PluginReload {}
 
 /// What a reload did to one chain member.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ReloadChange {
     /// The policy.
     pub plugin: String,
@@ -303,6 +345,7 @@ pub struct ReloadChange {
 
 /// Whether a changed plugin file was taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum ReloadOutcome {
     /// The new version runs now.
@@ -328,6 +371,7 @@ impl std::fmt::Display for ReloadChange {
 
 /// `gc [--dry-run]`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Gc {
     /// Only count.
     #[serde(default)]
@@ -336,6 +380,7 @@ pub struct Gc {
 
 /// `wait ID...`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Wait {
     /// Task ids (a sweep id waits for all members).
     pub ids: Vec<i64>,
@@ -343,6 +388,7 @@ pub struct Wait {
 
 /// `wait-progress`: the tasks `wait` would wait for, counted by state.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct WaitProgress {
     /// Task ids, as `wait` takes them (a sweep id counts its members).
     pub ids: Vec<i64>,
@@ -350,6 +396,7 @@ pub struct WaitProgress {
 
 /// How one waited-for task ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct WaitResult {
     /// Task id.
     pub id: i64,
@@ -365,10 +412,12 @@ pub struct WaitResult {
 
 /// `whoami`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Whoami {}
 
 /// Who the daemon takes the caller for, and how it serves users.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Identity {
     /// The caller's uid (from the kernel, or the token's).
     pub uid: u32,

@@ -7,6 +7,7 @@ use super::manifest::RerunOf;
 
 /// `rerun ID [--run RUN] [--allow-changed] [--name NAME]`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Rerun {
     /// The task (a plain task, a sweep member or a recurring instance).
     pub id: i64,
@@ -23,6 +24,7 @@ pub struct Rerun {
 
 /// What `rerun` queued.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Rerunning {
     /// The new task.
     pub id: i64,

@@ -334,3 +334,43 @@ fn a_renamed_verbs_earlier_name_is_read_as_the_new_one_and_written_new() {
         assert_eq!(req.verb(), name);
     }
 }
+
+#[cfg(feature = "schema")]
+#[test]
+fn the_protocol_schema_has_every_verbs_request_and_reply() {
+    let s = schema();
+    assert_eq!(s["protocol"], PROTOCOL);
+    let replies = s["replies"].as_object().expect("replies");
+    for v in VERBS {
+        assert!(
+            replies.contains_key(v.name),
+            "no reply schema for {}",
+            v.name
+        );
+    }
+    assert_eq!(replies.len(), VERBS.len());
+    let defs = s["$defs"].as_object().expect("$defs");
+    let request = &defs["Request"];
+    let tags: Vec<&str> = request["oneOf"]
+        .as_array()
+        .expect("a request is one of the verbs")
+        .iter()
+        .filter_map(|v| v["properties"]["verb"]["const"].as_str())
+        .collect();
+    for v in VERBS {
+        assert!(
+            tags.contains(&v.name),
+            "the request schema lacks {}",
+            v.name
+        );
+    }
+    // Every `$ref` resolves.
+    let text = s.to_string();
+    for part in text.split("\"$ref\":\"#/$defs/").skip(1) {
+        let name = part.split('"').next().unwrap_or_default();
+        assert!(
+            defs.contains_key(name),
+            "{name} is referenced but not defined"
+        );
+    }
+}

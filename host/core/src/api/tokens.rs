@@ -9,6 +9,7 @@ pub const MAX_NAME: usize = 100;
 
 /// `token-create [--name N]`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TokenCreate {
     /// What the token is for, for a person (`laptop`, `dashboard`).
     #[serde(default)]
@@ -17,6 +18,7 @@ pub struct TokenCreate {
 
 /// A token just made: the only time its secret is shown.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct NewToken {
     /// The token's id (for `token revoke`).
     pub id: i64,
@@ -27,10 +29,12 @@ pub struct NewToken {
 
 /// `token-list`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TokenList {}
 
 /// `token-revoke ID`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TokenRevoke {
     /// The token's id.
     pub id: i64,
@@ -38,6 +42,7 @@ pub struct TokenRevoke {
 
 /// One token, without its secret.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TokenRow {
     /// Its id.
     pub id: i64,

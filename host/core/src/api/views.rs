@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 /// One GPU as `nightjar gpus` shows it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct GpuView {
     /// Index.
     pub index: u32,
@@ -68,6 +69,7 @@ pub fn mem_free(total: u64, reserved: u64, foreign: u64, used: u64) -> u64 {
 
 /// A member's state, as `nightjar plugins ls` shows it.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct MemberView {
     /// Name.
     pub name: String,

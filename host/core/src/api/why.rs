@@ -7,6 +7,7 @@ use crate::time::{fmt_local, fmt_span};
 
 /// Why a GPU cannot take a task now.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Unusable {
     /// Closed to new work by a policy this pass (e.g. thermal).
@@ -51,6 +52,7 @@ pub enum Unusable {
 
 /// One GPU as a task sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct GpuFit {
     /// Index.
     pub index: u32,
@@ -60,6 +62,7 @@ pub struct GpuFit {
 
 /// Whether a task fits what is free now, and what stands in the way.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Fit {
     /// Free slots.
     pub slots_free: u32,
@@ -89,6 +92,7 @@ impl Fit {
 
 /// A dependency the task still waits for.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct WaitingDep {
     /// Its id.
     pub id: i64,
@@ -100,6 +104,7 @@ pub struct WaitingDep {
 
 /// One policy's current verdict on the task.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct PolicyVerdict {
     /// The policy, in chain order.
     pub plugin: String,
@@ -113,6 +118,7 @@ pub struct PolicyVerdict {
 
 /// The task's latest run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RunWhy {
     /// Run id.
     pub id: i64,
@@ -137,6 +143,7 @@ pub struct RunWhy {
 
 /// Why a task is where it is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct WhyReport {
     /// Task id.
     pub id: i64,

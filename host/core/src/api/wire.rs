@@ -11,6 +11,7 @@ pub use super::gc::GcReport;
 
 /// Where a task stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum TaskState {
     /// Waiting to start (dependencies, backoff or a free slot).
@@ -77,6 +78,7 @@ impl TaskState {
 /// What a row of the task table is. The kind never changes after submit;
 /// the state ([`TaskState`]) does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum TaskKind {
     /// A task: it runs, or waits to.
@@ -110,6 +112,7 @@ impl TaskKind {
 
 /// Member counts of a sweep, by state.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Counts {
     /// Members in all.
     pub total: u32,
@@ -149,6 +152,7 @@ impl Counts {
 
 /// One task as `ls` shows it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TaskRow {
     /// Task id.
     pub id: i64,
@@ -205,6 +209,7 @@ pub struct TaskRow {
 
 /// One run (attempt) of a task.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RunRow {
     /// Run id.
     pub id: i64,
@@ -264,6 +269,7 @@ pub struct RunRow {
 
 /// A run's energy and what it cost.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RunEnergy {
     /// Joules: the run's share of its GPUs' energy, or its CPU energy.
     pub energy_j: f64,
@@ -293,6 +299,7 @@ impl RunEnergy {
 
 /// A dependency edge as `show` prints it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct DepRow {
     /// The task depended on.
     pub dep_id: i64,
@@ -306,6 +313,7 @@ pub struct DepRow {
 
 /// One recorded event.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct EventRow {
     /// When (Unix ms).
     pub at: i64,
@@ -319,6 +327,7 @@ pub struct EventRow {
 
 /// Everything `show` prints about a task.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TaskDetail {
     /// The row.
     pub task: TaskRow,
@@ -349,6 +358,7 @@ pub struct TaskDetail {
 /// A recurring template's schedule as written, and the time zone its wall
 /// times are read in (the daemon's `timezone`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ScheduleInfo {
     /// As written: `daily@03:00`, a cron line, ...
     pub expr: String,
@@ -362,6 +372,7 @@ pub struct ScheduleInfo {
 
 /// The GPU record of one run on one GPU, stored when the run ends.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RunGpuRecord {
     /// Run id.
     pub run: i64,
@@ -388,6 +399,7 @@ pub struct RunGpuRecord {
 
 /// Which tasks `ls` lists.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ListFilter {
     /// Only this state.
     pub state: Option<TaskState>,

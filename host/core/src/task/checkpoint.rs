@@ -61,6 +61,7 @@ pub struct CheckpointDef {
 
 /// `checkpoint` as the daemon stores it (checked; `${VARS}` still in place).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct CheckpointSpec {
     /// Glob of the checkpoints; relative paths start at the workdir.
@@ -71,6 +72,7 @@ pub struct CheckpointSpec {
     pub resume: Option<String>,
     /// A checkpoint untouched this long is complete (when no `marker`).
     #[serde(with = "humantime_serde_compat", default = "default_settle")]
+    #[cfg_attr(feature = "schema", schemars(with = "String"))]
     pub settle: Duration,
     /// A checkpoint is complete once this file exists (`{}` is its path).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -84,6 +86,7 @@ pub struct CheckpointSpec {
         default,
         skip_serializing_if = "Option::is_none"
     )]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<String>"))]
     pub grace: Option<Duration>,
 }
 

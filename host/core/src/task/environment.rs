@@ -20,6 +20,7 @@ pub const MAX_MOUNTS: usize = 64;
 
 /// The resolved environment, as stored with the task.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Environment {
     /// A Python virtual environment (its folder holds `pyvenv.cfg` and `bin/python`).
@@ -41,6 +42,7 @@ pub enum Environment {
 
 /// A container a task runs in.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Container {
     /// The image reference (podman/docker), or an image file or URI (apptainer).
     pub image: String,
@@ -54,6 +56,7 @@ pub struct Container {
 
 /// A container runtime.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Runtime {
     /// `podman run` (rootful or rootless: it runs as the task's owner).
@@ -92,6 +95,7 @@ impl std::str::FromStr for Runtime {
 
 /// One bind mount: a host folder or file seen at `target` in the container.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Mount {
     /// The host path, absolute and without symlinks.
     pub host: PathBuf,

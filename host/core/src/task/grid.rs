@@ -19,6 +19,7 @@ pub const MAX_EXPANDED: usize = 256 << 20;
 
 /// A sweep's template and values.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Grid {
     /// Every member's spec before its parameters are substituted (its
     /// name is the sweep's; its `params` empty).

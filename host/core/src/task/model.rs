@@ -14,6 +14,7 @@ use crate::humantime_serde_compat;
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
 )]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Priority {
     /// Runs when nothing else waits.
@@ -76,6 +77,7 @@ impl std::str::FromStr for Priority {
 
 /// What to execute.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum CommandSpec {
     /// Run through `/bin/sh -c`.
@@ -114,26 +116,31 @@ impl CommandSpec {
 
 /// What a task needs to run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields, default)]
 pub struct Resources {
     /// Number of GPUs.
     pub gpus: u32,
     /// GPU memory per GPU (reserved at placement once GPU monitoring lands).
+    #[cfg_attr(feature = "schema", schemars(with = "Option<String>"))]
     pub gpu_mem: Option<ByteSize>,
     /// Number of CPU cores the task is pinned to.
     pub cpus: Option<u32>,
     /// Memory limit, enforced through the cgroup where the memory controller is available.
+    #[cfg_attr(feature = "schema", schemars(with = "Option<String>"))]
     pub mem: Option<ByteSize>,
     /// Wall-clock limit; on expiry SIGTERM, grace, SIGKILL.
     #[serde(
         with = "humantime_serde_compat::option",
         skip_serializing_if = "Option::is_none"
     )]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<String>"))]
     pub timeout: Option<Duration>,
 }
 
 /// How often a failed task is tried again, and how long to wait between tries.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields, default)]
 pub struct RetryPolicy {
     /// Attempts in all, the first included (1 = never retry).
@@ -146,9 +153,11 @@ pub struct RetryPolicy {
     pub on: Vec<RunClass>,
     /// Wait before the second attempt; doubled for each later one.
     #[serde(with = "humantime_serde_compat")]
+    #[cfg_attr(feature = "schema", schemars(with = "String"))]
     pub backoff: Duration,
     /// The longest wait between attempts.
     #[serde(with = "humantime_serde_compat")]
+    #[cfg_attr(feature = "schema", schemars(with = "String"))]
     pub backoff_max: Duration,
 }
 
@@ -222,6 +231,7 @@ impl RetryPolicy {
 /// A task as the daemon stores it: every path absolute, sweep parameters
 /// substituted; `${TASK_ID}`-style variables still in place until dispatch.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TaskSpec {
     /// Human name (unique names are not required).
     pub name: String,
@@ -286,6 +296,7 @@ pub const MAX_SEED: u64 = i64::MAX as u64;
 
 /// The local user a task belongs to.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Owner {
     /// The user id, from the kernel (`SO_PEERCRED`).
     pub uid: u32,
@@ -295,6 +306,7 @@ pub struct Owner {
 
 /// A result validator a task's runs are judged by.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ValidatorRef {
     /// A built-in validator's name (`outputs`) or the absolute path of a
     /// `.wasm` result validator.
@@ -306,6 +318,7 @@ pub struct ValidatorRef {
 
 /// The kind of a dependency edge.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum DepKind {
     /// Start only after the dependency succeeded; its failure blocks this task.
@@ -326,6 +339,7 @@ impl DepKind {
 
 /// The target of a dependency in a submission.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum DepTarget {
     /// A task already in the store (a sweep id means all its members).
@@ -336,6 +350,7 @@ pub enum DepTarget {
 
 /// One entry of a submission: a plain task, a sweep or a recurring task.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct NewEntry {
     /// The entry's name (for sweeps and recurring tasks the group's name).
     pub name: String,

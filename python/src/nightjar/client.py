@@ -1,0 +1,269 @@
+"""``Client``: the daemon's verbs from Python."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Iterable, Mapping, Optional, Sequence, Union
+
+from .errors import Invalid, NightjarError, WaitTimeout
+from .transport import HttpTransport, SocketTransport, find_socket
+from .types import Progress, Task, TaskDetail, WaitResult, Why
+
+Ids = Union[int, Iterable[int]]
+
+#: The retry classes the daemon retries by default (as `nightjar submit` sends them).
+DEFAULT_RETRY_ON = ["network", "lost", "preempted", "gpu-oom"]
+
+
+def _ids(ids: Ids) -> list:
+    return [int(ids)] if isinstance(ids, int) else [int(i) for i in ids]
+
+
+def _span(seconds: Optional[float]) -> Optional[str]:
+    """A duration as the daemon reads it (`90s`)."""
+    if seconds is None:
+        return None
+    if seconds < 0:
+        raise Invalid(f"a duration must not be negative ({seconds} s)")
+    return f"{int(round(seconds))}s"
+
+
+class Client:
+    """A connection to a nightjar daemon.
+
+    ``Client()`` finds the daemon's socket as the ``nightjar`` CLI does
+    (``NIGHTJAR_SOCKET``; the ``config``/``state_dir`` given, or
+    ``NIGHTJAR_CONFIG``/``NIGHTJAR_STATE_DIR``; else the user's own daemon,
+    then the lab-wide one). ``Client("http://host:8421", token="nj_...")``
+    uses the daemon's HTTP API instead. Every call raises a
+    :class:`nightjar.NightjarError` carrying the daemon's error kind.
+    """
+
+    def __init__(self, url: Optional[str] = None, *, token: Optional[str] = None,
+                 config: Optional[str] = None, state_dir: Optional[str] = None,
+                 socket: Optional[str] = None, timeout: float = 30.0):
+        if url is not None:
+            if not url.startswith(("http://", "https://")):
+                raise Invalid(f"`{url}` is not an http:// or https:// URL (give `socket=` for a socket)")
+            self._t = HttpTransport(url, token or os.environ.get("NIGHTJAR_TOKEN"), timeout)
+        else:
+            if socket is not None:
+                path, fallback = Path(socket), False
+            else:
+                path, fallback = find_socket(config, state_dir)
+            self._t = SocketTransport(path, fallback, timeout)
+        self._config = config
+        self._state_dir = state_dir
+
+    # The protocol's verbs ------------------------------------------------
+
+    def call(self, verb: str, timeout: Optional[float] = -1, **fields) -> object:
+        """Any verb of the protocol (``nightjard protocol-schema`` lists
+        them), its ``ok`` value as plain data."""
+        return self._t.call(verb, fields, timeout)
+
+    def ping(self) -> dict:
+        """The daemon's pid, release and protocol version."""
+        return self.call("ping")
+
+    def submit(self, command: Union[Sequence[str], str, None] = None, *,
+               file: Union[str, os.PathLike, None] = None, name: Optional[str] = None,
+               project: str = "default", gpus: int = 0, gpu_mem: Optional[str] = None,
+               cpus: Optional[int] = None, mem: Optional[str] = None,
+               timeout: Optional[float] = None, priority: str = "normal",
+               env: Optional[Mapping[str, str]] = None, workdir: Union[str, os.PathLike, None] = None,
+               output: Optional[str] = None, inputs: Sequence[str] = (),
+               sweep: Optional[Mapping[str, Sequence[object]]] = None,
+               after: Sequence[int] = (), after_any: Sequence[int] = (),
+               attempts: int = 1, hold: bool = False, preemptible: bool = False):
+        """Queues a task and returns its id (a sweep's id, with ``sweep``).
+
+        ``command`` is a list (run directly) or a string (run by ``/bin/sh
+        -c``); ``sweep={"lr": [0.1, 0.01]}`` makes one member per value, each
+        with ``${lr}`` replaced in the command, name, env and output.
+        ``file=`` queues a task file (TOML or YAML) instead, through the
+        ``nightjar`` CLI (its parser is the daemon's own), and returns the
+        list of ids it made.
+        """
+        if file is not None:
+            if command is not None:
+                raise Invalid("give `command` or `file`, not both")
+            return self._submit_file(Path(file), hold)
+        if command is None:
+            raise Invalid("give `command` (a list, or a shell line) or `file`")
+        if isinstance(command, str):
+            cmd = {"shell": command}
+            default_name = command.split()[0] if command.split() else "task"
+        else:
+            argv = [str(a) for a in command]
+            if not argv:
+                raise Invalid("`command` is empty")
+            cmd = {"argv": argv}
+            default_name = Path(argv[0]).name
+        name = name or default_name
+        spec = {
+            "name": name,
+            "project": project,
+            "command": cmd,
+            "workdir": str(Path(workdir or os.getcwd()).resolve()),
+            "env": {str(k): str(v) for k, v in (env or {}).items()},
+            "inputs": [str(i) for i in inputs],
+            "output": output,
+            "priority": priority,
+            "resources": {
+                "gpus": int(gpus),
+                "gpu_mem": gpu_mem,
+                "cpus": cpus,
+                "mem": mem,
+                **({"timeout": _span(timeout)} if timeout is not None else {}),
+            },
+            "retry": {
+                "max_attempts": int(attempts),
+                "on": list(DEFAULT_RETRY_ON),
+                "backoff": "10s",
+                "backoff_max": "1h",
+            },
+            "params": {},
+            "preemptible": bool(preemptible),
+            "umask": _umask(),
+        }
+        deps = [[{"existing": int(i)}, "after-ok"] for i in after]
+        deps += [[{"existing": int(i)}, "after-any"] for i in after_any]
+        entry = {
+            "name": name,
+            "project": project,
+            "members": [] if sweep else [spec],
+            "is_sweep": bool(sweep),
+            "schedule": None,
+            "deps": deps,
+            "held": bool(hold),
+        }
+        if sweep:
+            values = {str(k): [str(v) for v in vs] for k, vs in sweep.items()}
+            if not values or any(not vs for vs in values.values()):
+                raise Invalid("`sweep` needs at least one parameter with at least one value")
+            entry["grid"] = {"template": spec, "values": values}
+        ids = self.call("submit", entries=[entry], verify=False)
+        return ids[0]
+
+    def _submit_file(self, path: Path, hold: bool) -> list:
+        cli = shutil.which("nightjar")
+        if cli is None:
+            raise NightjarError("a task file is read by the `nightjar` CLI, which is not on PATH", "other")
+        args = [cli, "--json"]
+        if self._config:
+            args += ["--config", str(self._config)]
+        if self._state_dir:
+            args += ["--state-dir", str(self._state_dir)]
+        args += ["submit"] + (["--hold"] if hold else []) + [str(path)]
+        env = dict(os.environ)
+        if isinstance(self._t, SocketTransport):
+            env["NIGHTJAR_SOCKET"] = str(self._t.path)
+        r = subprocess.run(args, capture_output=True, text=True, env=env)
+        if r.returncode != 0:
+            raise Invalid(r.stderr.strip() or f"nightjar submit exited {r.returncode}")
+        return [int(e["id"]) for e in json.loads(r.stdout)]
+
+    def ls(self, *, state: Optional[str] = None, project: Optional[str] = None,
+           all: bool = False, user: Optional[str] = None, limit: Optional[int] = None) -> list:
+        """Tasks as ``nightjar ls`` lists them (sweeps as one row)."""
+        rows = self.call("task-list", filter={
+            "state": state, "project": project, "all": all, "since": 0,
+            **({"user": user} if user else {}),
+        }, limit=limit)
+        return [Task.from_wire(r) for r in rows]
+
+    def show(self, id: int) -> TaskDetail:
+        """Everything about one task: spec, runs, members, events."""
+        return TaskDetail.from_wire(self.call("show", id=int(id)))
+
+    def why(self, id: int) -> Why:
+        """Why a task waits, or where and why it started."""
+        return Why.from_wire(self.call("why", id=int(id)))
+
+    def cancel(self, id: int) -> dict:
+        """Cancels a task, a sweep (its members) or a recurring template."""
+        return self.call("cancel", id=int(id))
+
+    def progress(self, ids: Ids) -> Progress:
+        """How far the tasks are: ended, failed, running, waiting."""
+        return Progress.from_counts(self.call("wait-progress", ids=_ids(ids)))
+
+    def wait(self, ids: Ids, timeout: Optional[float] = None, *, progress: bool = False,
+             poll: float = 1.0) -> list:
+        """Waits until every task named (a sweep's id: its members) has ended
+        or is blocked, and returns a :class:`WaitResult` per task.
+
+        ``timeout`` (seconds) raises :class:`nightjar.WaitTimeout` when it
+        passes first; ``progress=True`` draws a bar with ``tqdm`` where it is
+        installed.
+        """
+        ids = _ids(ids)
+        if timeout is None and not progress:
+            return [WaitResult.from_wire(r) for r in self.call("wait", timeout=None, ids=ids)]
+        bar = _bar() if progress else None
+        deadline = None if timeout is None else time.monotonic() + timeout
+        try:
+            while True:
+                p = self.progress(ids)
+                if bar is not None:
+                    bar.total = p.total
+                    bar.n = p.ended
+                    bar.set_postfix(failed=p.failed, running=p.running, waiting=p.waiting, refresh=False)
+                    bar.refresh()
+                if p.ended >= p.total:
+                    break
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise WaitTimeout(
+                        f"{p.ended} of {p.total} tasks ended within {timeout} s",
+                        p.ended, p.total)
+                left = poll if deadline is None else max(0.0, min(poll, deadline - time.monotonic()))
+                time.sleep(left)
+        finally:
+            if bar is not None:
+                bar.close()
+        return [WaitResult.from_wire(r) for r in self.call("wait", ids=ids)]
+
+    def logs(self, id: int, *, stderr: bool = False, attempt: Optional[int] = None,
+             tail: Optional[int] = None) -> str:
+        """A run's output as text (the newest run's, or ``attempt``'s):
+        everything written so far, or its last ``tail`` bytes."""
+        return self.log_bytes(id, stderr=stderr, attempt=attempt, tail=tail).decode("utf-8", "replace")
+
+    def log_bytes(self, id: int, *, stderr: bool = False, attempt: Optional[int] = None,
+                  tail: Optional[int] = None) -> bytes:
+        """As :meth:`logs`, the bytes as written."""
+        out = bytearray()
+        cursor = None
+        while True:
+            fields = {"id": int(id), "attempt": attempt, "stderr": stderr, "cursor": cursor}
+            if tail is not None and cursor is None:
+                fields["tail"] = int(tail)
+            chunk = self.call("logs", **fields)
+            data = base64.b64decode(chunk.get("data", ""))
+            out += data
+            cursor = chunk.get("cursor")
+            if attempt is None:
+                attempt = chunk.get("attempt")
+            if not data:
+                return bytes(out)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _bar():
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=0, unit="task", desc="nightjar")
