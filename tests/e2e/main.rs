@@ -53,6 +53,7 @@ mod listing;
 mod manifest;
 mod manifest_hostile;
 mod metrics;
+mod money;
 mod multiuser;
 mod multiuser_access;
 mod multiuser_breaker;

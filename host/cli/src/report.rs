@@ -10,7 +10,7 @@ use chrono::{DateTime, Local, NaiveDate, TimeZone};
 
 use super::{Ctx, table};
 use nightjar_core::api::report::{Accounting, Group, Report};
-use nightjar_core::api::wire::{RunClass, fixed, fmt_cost, fmt_energy};
+use nightjar_core::api::wire::{RunClass, fmt_amount, fmt_cost, fmt_energy};
 use nightjar_core::time::{fmt_local, fmt_span, span_ms};
 
 /// The period when none is given.
@@ -174,7 +174,7 @@ fn cells(g: &Group) -> Vec<String> {
         g.runs.to_string(),
         ok.to_string(),
         (g.runs - ok.min(g.runs)).to_string(),
-        fixed(g.gpu_hours, 2),
+        fmt_amount(g.gpu_hours),
         wait(g.wait_p50_ms),
         wait(g.wait_p95_ms),
         if g.estimated_kwh > 0.0 {

@@ -58,8 +58,8 @@ fn num(x: f64, digits: usize) -> String {
     }
 }
 
-/// Money as the CLI's report writes it (four decimals under a hundredth),
-/// `–` when it is not finite.
+/// An amount (money, GPU-hours) as the CLI's report writes it (four
+/// decimals under a hundredth), `–` when it is not finite.
 fn money(x: f64) -> String {
     if x.is_finite() {
         nightjar_core::api::wire::fmt_cost(x)
@@ -207,7 +207,7 @@ pub fn summary(p: &mut String, acc: &Accounting) {
         ("Runs", t.runs.to_string()),
         ("Succeeded", ok.to_string()),
         ("Did not succeed", t.runs.saturating_sub(ok).to_string()),
-        ("GPU-hours", num(t.gpu_hours, 2)),
+        ("GPU-hours", money(t.gpu_hours)),
         (
             "Energy",
             format!(
@@ -252,7 +252,7 @@ fn table(p: &mut String, heading: &str, first: &str, rows: &[Group], acc: &Accou
             escape(&g.key),
             g.runs,
             g.runs.saturating_sub(ok),
-            num(g.gpu_hours, 2),
+            money(g.gpu_hours),
             duration(g.wait_p50_ms),
             duration(g.wait_p95_ms),
             num(g.energy_kwh, 3),

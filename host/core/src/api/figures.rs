@@ -23,15 +23,20 @@ pub fn fmt_energy(joules: f64) -> String {
     }
 }
 
-/// Money for people (a cost, a saving): two decimals, four under a
-/// hundredth (so a small sum does not read as nothing), the sign kept
+/// An amount for people (money, GPU-hours): two decimals, four under a
+/// hundredth (so a small amount does not read as nothing), the sign kept
 /// where the figure is not zero once rounded.
-pub fn fmt_cost(c: f64) -> String {
-    if c.abs() >= 0.01 || c.abs() < 0.000_05 {
-        fixed(c, 2)
+pub fn fmt_amount(x: f64) -> String {
+    if x.abs() >= 0.01 || x.abs() < 0.000_05 {
+        fixed(x, 2)
     } else {
-        fixed(c, 4)
+        fixed(x, 4)
     }
+}
+
+/// Money for people (a cost, a saving): as [`fmt_amount`].
+pub fn fmt_cost(c: f64) -> String {
+    fmt_amount(c)
 }
 
 #[cfg(test)]

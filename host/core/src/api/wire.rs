@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::task::model::{DepKind, TaskSpec};
 
 pub use super::class::RunClass;
-pub use super::figures::{fixed, fmt_cost, fmt_energy};
+pub use super::figures::{fixed, fmt_amount, fmt_cost, fmt_energy};
 pub use super::gc::GcReport;
 
 /// Where a task stands.
