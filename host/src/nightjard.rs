@@ -158,6 +158,9 @@ async fn front_ends(
     let api = crate::api::Api::new(d);
     let mut servers: Vec<crate::daemon::Server> =
         vec![Box::pin(crate::api::server::serve(api.clone(), listener))];
+    if let Some(l) = crate::http::bind_metrics(&api).await? {
+        servers.push(Box::pin(crate::http::serve_metrics(api.clone(), l)));
+    }
     if let Some(l) = crate::http::bind(&api).await? {
         servers.push(Box::pin(crate::http::serve(api, l)));
     }

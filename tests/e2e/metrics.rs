@@ -219,3 +219,53 @@ fn metrics_are_off_unless_configured_and_the_answer_says_how() {
     r.body.as_slice().read_to_string(&mut body).unwrap();
     assert!(body.contains("metrics = true"), "{body}");
 }
+
+#[test]
+fn the_metrics_own_listener_serves_metrics_only_and_only_to_whom_it_is_open() {
+    let mut nj = Nj::new(
+        "[http]\nmetrics = true\nmetrics_listen = \"127.0.0.1:0\"\ntrusted_proxy_header = \"X-Remote-User\"\ntrusted_proxies = [\"127.0.0.2\"]\n",
+    );
+    nj.start();
+    let file = nj.state.join("metrics.addr");
+    let t0 = Instant::now();
+    let a: SocketAddr = loop {
+        if let Ok(text) = std::fs::read_to_string(&file)
+            && let Ok(a) = text.trim().parse()
+        {
+            break a;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "no {}",
+            file.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let r = call(a, "GET", "/metrics", None, "");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(r.text().contains("nightjar_pass_duration_seconds_count"));
+    // No API there, token or not.
+    assert_eq!(call(a, "GET", "/api/v2/health", None, "").status, 404);
+    assert_eq!(
+        call(a, "POST", "/api/v2/ping", Some("nj_x"), "{}").status,
+        404
+    );
+    // Not open to a peer that is neither loopback-local nor allowed.
+    let mut s = connect_from("127.0.0.2".parse::<IpAddr>().unwrap(), a);
+    send(
+        &mut s,
+        "GET",
+        "/metrics",
+        &["Authorization: Bearer nj_anything".into()],
+        b"",
+    );
+    let refused = read_resp(&mut s);
+    assert_eq!(refused.status, 403, "{}", refused.text());
+    assert!(
+        refused.text().contains("metrics_allow"),
+        "{}",
+        refused.text()
+    );
+    // And the API's server is off: `listen` is not set.
+    assert!(!nj.state.join("http.addr").exists());
+}

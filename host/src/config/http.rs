@@ -42,6 +42,11 @@ pub struct HttpConfig {
     /// Addresses that may read `/metrics` without a token (besides loopback):
     /// the Prometheus servers that scrape it.
     pub metrics_allow: Vec<String>,
+    /// `host:port` of a listener of its own that serves `/metrics` only
+    /// (no API, no tokens: loopback and `metrics_allow` alone may read it);
+    /// empty: none. Port 0 takes any free one, written to
+    /// `<state_dir>/metrics.addr`.
+    pub metrics_listen: String,
 }
 
 impl Default for HttpConfig {
@@ -58,6 +63,7 @@ impl Default for HttpConfig {
             idle_timeout: Duration::from_secs(60),
             metrics: false,
             metrics_allow: Vec::new(),
+            metrics_listen: String::new(),
         }
     }
 }
@@ -73,6 +79,20 @@ impl HttpConfig {
             Err(_) => bail!(
                 "key `http.listen`: `{}` is not an address and port (for example `127.0.0.1:8421`)",
                 self.listen.escape_debug()
+            ),
+        }
+    }
+
+    /// The metrics' own listener's address, or `None` when it has none.
+    pub fn metrics_addr(&self) -> Result<Option<SocketAddr>> {
+        if self.metrics_listen.trim().is_empty() {
+            return Ok(None);
+        }
+        match self.metrics_listen.trim().parse::<SocketAddr>() {
+            Ok(a) => Ok(Some(a)),
+            Err(_) => bail!(
+                "key `http.metrics_listen`: `{}` is not an address and port (for example `0.0.0.0:9464`)",
+                self.metrics_listen.escape_debug()
             ),
         }
     }
@@ -137,9 +157,17 @@ impl HttpConfig {
                 a.escape_debug()
             );
         }
-        if !self.metrics && !self.metrics_allow.is_empty() {
+        if !self.metrics && (!self.metrics_allow.is_empty() || !self.metrics_listen.is_empty()) {
             bail!(
-                "key `http.metrics_allow` is set but `http.metrics` is not: set `metrics = true` to serve /metrics"
+                "keys `http.metrics_allow` and `http.metrics_listen` need `http.metrics`: set `metrics = true` to serve /metrics"
+            );
+        }
+        if let Some(a) = self.metrics_addr()?
+            && !a.ip().is_loopback()
+            && self.metrics_allow.is_empty()
+        {
+            bail!(
+                "key `http.metrics_listen`: `{a}` is not a loopback address, but only loopback may read it: list the Prometheus server's address in `http.metrics_allow`"
             );
         }
         if self.idle_timeout < Duration::from_secs(1) {
@@ -197,9 +225,28 @@ mod tests {
             ..HttpConfig::default()
         };
         let e = c.validate().unwrap_err().to_string();
-        assert!(e.contains("`http.metrics` is not"), "{e}");
+        assert!(e.contains("need `http.metrics`"), "{e}");
         c.metrics = true;
         c.validate().unwrap();
+        c.metrics_listen = "0.0.0.0:9464".into();
+        c.validate().unwrap();
+        c.metrics_allow.clear();
+        let e = c.validate().unwrap_err().to_string();
+        assert!(
+            e.contains("metrics_allow"),
+            "a remote listener only loopback may read: {e}"
+        );
+        c.metrics_listen = "127.0.0.1:0".into();
+        c.validate().unwrap();
+        c.metrics_listen = "metrics.lab:9464".into();
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("http.metrics_listen")
+        );
+        c.metrics_listen.clear();
+        c.metrics_allow = vec!["10.0.0.5".into()];
         c.metrics_allow.push("prometheus.lab".into());
         let e = c.validate().unwrap_err().to_string();
         assert!(

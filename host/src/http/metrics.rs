@@ -33,12 +33,24 @@ pub fn open_to(allow: &[String], proxies: &[IpAddr], peer: IpAddr) -> bool {
             .any(|a| plain(a) == peer)
 }
 
-/// `GET /metrics`.
+/// `GET /metrics` on the metrics' own listener (`http.metrics_listen`):
+/// no API there and no tokens, so loopback and `metrics_allow` alone.
+pub async fn exporter(State(d): State<Api>, peer: Option<Extension<Peer>>) -> Response {
+    answer(d, None, peer).await
+}
+
+/// `GET /metrics` on the API's server.
 pub async fn metrics(
     State(d): State<Api>,
     caller: Option<Extension<Caller>>,
     peer: Option<Extension<Peer>>,
 ) -> Response {
+    answer(d, Some(caller.is_some()), peer).await
+}
+
+/// The metrics, for a peer they are open to, or (where tokens are taken:
+/// `authorised` is `Some`) a caller with credentials.
+async fn answer(d: Api, authorised: Option<bool>, peer: Option<Extension<Peer>>) -> Response {
     if !d.config().http.metrics {
         return error_response(
             StatusCode::NOT_FOUND,
@@ -46,17 +58,24 @@ pub async fn metrics(
             "the metrics are off: set `metrics = true` under `[http]` in the daemon's config",
         );
     }
-    let allowed = caller.is_some()
+    let allowed = authorised == Some(true)
         || peer.is_some_and(|Extension(Peer(p))| {
             let http = &d.config().http;
             open_to(&http.metrics_allow, &http.proxies(), p.ip())
         });
     if !allowed {
-        return error_response(
-            StatusCode::UNAUTHORIZED,
-            ErrorKind::Forbidden,
-            "the metrics are open without a token only from this machine (loopback) and from the addresses in `http.metrics_allow`: list the Prometheus server's address there, or send an API token as `Authorization: Bearer <token>`",
-        );
+        return match authorised {
+            Some(_) => error_response(
+                StatusCode::UNAUTHORIZED,
+                ErrorKind::Forbidden,
+                "the metrics are open without a token only from this machine (loopback) and from the addresses in `http.metrics_allow`: list the Prometheus server's address there, or send an API token as `Authorization: Bearer <token>`",
+            ),
+            None => error_response(
+                StatusCode::FORBIDDEN,
+                ErrorKind::Forbidden,
+                "this listener (`http.metrics_listen`) serves the metrics to this machine (loopback) and to the addresses in `http.metrics_allow` only: list the Prometheus server's address there",
+            ),
+        };
     }
     match d.metrics().await {
         Ok(text) => {

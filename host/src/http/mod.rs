@@ -149,12 +149,43 @@ pub async fn bind(d: &Api) -> Result<Option<TcpListener>> {
     Ok(Some(listener))
 }
 
+/// Binds `[http] metrics_listen` when set (the metrics' own listener), and
+/// writes the address bound to `<state_dir>/metrics.addr`.
+pub async fn bind_metrics(d: &Api) -> Result<Option<TcpListener>> {
+    let Some(addr) = d.config().http.metrics_addr()? else {
+        return Ok(None);
+    };
+    let listener = TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("bind the metrics to {addr} (`http.metrics_listen`)"))?;
+    let local = listener.local_addr()?;
+    let file = d.config().state_dir.join("metrics.addr");
+    std::fs::write(&file, format!("{local}\n"))
+        .with_context(|| format!("write {}", file.display()))?;
+    tracing::info!("metrics on http://{local}{}", metrics::PATH);
+    Ok(Some(listener))
+}
+
 /// Accepts HTTP connections until the daemon stops.
 pub async fn serve(d: Api, listener: TcpListener) {
+    let app = router(d.clone());
+    serve_app(d, listener, app).await
+}
+
+/// Accepts connections to the metrics' own listener: `/metrics` only.
+pub async fn serve_metrics(d: Api, listener: TcpListener) {
+    let app = Router::new()
+        .route(metrics::PATH, get(metrics::exporter))
+        .fallback(no_route)
+        .with_state(d.clone());
+    serve_app(d, listener, app).await
+}
+
+/// Serves `app` on `listener` within `[http]`'s connection limits.
+async fn serve_app(d: Api, listener: TcpListener, app: Router) {
     let cfg = d.config().http.clone();
     let slots = Arc::new(Semaphore::new(cfg.max_connections));
     let peers = peer::PeerCount::default();
-    let app = router(d.clone());
     loop {
         let (stream, peer) = match listener.accept().await {
             Ok(x) => x,
