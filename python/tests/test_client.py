@@ -169,3 +169,69 @@ def test_pip_installs_the_package_from_the_repository(tmp_path):
     r = subprocess.run([str(py), "-c", "import nightjar, sys; print(nightjar.__version__, nightjar.Client)"],
                        capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 0 and r.stdout.startswith("0.2.0"), r.stderr
+
+
+def test_bad_arguments_are_refused_before_anything_is_sent(tmp_path):
+    c = nightjar.Client(socket=str(tmp_path / "no-daemon.sock"))
+    for ids in ["135", True, [1, "2"], b"1"]:
+        with pytest.raises(nightjar.Invalid):
+            c.progress(ids)
+    for kwargs in [
+        {"timeout": float("nan")},
+        {"timeout": float("inf")},
+        {"timeout": 0.2},
+        {"sweep": {"lr": "abc"}},
+        {"sweep": {}},
+        {"sweep": {"lr": []}},
+        {"sweep": {"lr": [True]}},
+        {"env": {"X": None}},
+        {"inputs": [str(tmp_path / "missing")]},
+        {"after": ["3"]},
+    ]:
+        with pytest.raises(nightjar.Invalid):
+            c.submit(["true"], **kwargs)
+
+
+def test_a_reply_of_another_shape_is_a_nightjar_error(tmp_path):
+    import socket as so
+    import threading
+
+    path = tmp_path / "odd.sock"
+    srv = so.socket(so.AF_UNIX)
+    srv.bind(str(path))
+    srv.listen(8)
+    replies = [b'{"v":2}\n', b'{"v":2,"error":"x","kind":["x"]}\n',
+               b'{"v":2,"ok":[{"state":"queued","count":"NaN"}]}\n', b'{"v":2,"ok":{}}\n']
+
+    def serve():
+        for r in replies:
+            conn, _ = srv.accept()
+            conn.recv(65536)
+            conn.sendall(r)
+            conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    c = nightjar.Client(socket=str(path))
+    with pytest.raises(nightjar.NightjarError, match="neither"):
+        c.submit(["true"])
+    with pytest.raises(nightjar.NightjarError) as e:
+        c.ping()
+    assert e.value.kind == "other"
+    with pytest.raises(nightjar.NightjarError, match="not what this client reads"):
+        c.progress(1)
+    with pytest.raises(nightjar.NightjarError, match="not what this client reads"):
+        c.show(1)
+    srv.close()
+
+
+def test_a_symlinked_config_finds_the_socket_the_cli_finds(tmp_path, monkeypatch):
+    from nightjar.transport import find_socket
+
+    monkeypatch.delenv("NIGHTJAR_SOCKET", raising=False)
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").mkdir()
+    (tmp_path / "real" / "nj.toml").write_text('state_dir = "st"\n')
+    (tmp_path / "link" / "nj.toml").symlink_to(tmp_path / "real" / "nj.toml")
+    sock, _ = find_socket(tmp_path / "link" / "nj.toml")
+    # The file's own folder, the link not followed (Rust's std::path::absolute).
+    assert sock == tmp_path / "link" / "st" / "nightjar.sock"

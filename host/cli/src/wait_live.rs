@@ -177,6 +177,11 @@ fn draw(mut client: Client, ids: &[i64], bar: &ProgressBar, stop: &Receiver<()>)
     let mut eta_asked: Option<Instant> = None;
     while let Ok(counts) = client.call(api::WaitProgress { ids: ids.to_vec() }) {
         let tally = Tally::of(&counts);
+        // The forecast is minutes old at most: no more tasks lack an
+        // estimate than are left.
+        if let Eta::Unknown(n) = &mut eta {
+            *n = (*n).min(tally.total().saturating_sub(tally.ended()) as usize);
+        }
         if eta_asked.is_none_or(|at| at.elapsed() >= ETA_EVERY) && tally.ended() < tally.total() {
             eta_asked = Some(Instant::now());
             let asked = api::forecast::Forecast {

@@ -39,6 +39,15 @@ pub async fn exporter(State(d): State<Api>, peer: Option<Extension<Peer>>) -> Re
     answer(d, None, peer).await
 }
 
+/// Any other path on the metrics' own listener.
+pub async fn elsewhere() -> Response {
+    error_response(
+        StatusCode::NOT_FOUND,
+        ErrorKind::NotFound,
+        "this listener (`http.metrics_listen`) serves /metrics only; the API and dashboard are on `http.listen`",
+    )
+}
+
 /// `GET /metrics` on the API's server.
 pub async fn metrics(
     State(d): State<Api>,

@@ -176,7 +176,7 @@ pub async fn serve(d: Api, listener: TcpListener) {
 pub async fn serve_metrics(d: Api, listener: TcpListener) {
     let app = Router::new()
         .route(metrics::PATH, get(metrics::exporter))
-        .fallback(no_route)
+        .fallback(metrics::elsewhere)
         .with_state(d.clone());
     serve_app(d, listener, app).await
 }

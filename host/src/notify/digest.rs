@@ -85,9 +85,15 @@ pub fn render(f: &Map<String, Value>, lang: Language, host: &str, tz: Tz) -> (St
                 (None, true) => "未测量能耗".into(),
             };
             lines.push(if zh {
-                format!("项目 {name}：{runs} 次运行，{hours:.2} GPU 小时，{energy}")
+                format!(
+                    "项目 {name}：{runs} 次运行，{} GPU 小时，{energy}",
+                    nightjar_core::api::wire::fmt_amount(hours)
+                )
             } else {
-                format!("Project {name}: {runs} runs, {hours:.2} GPU-hours, {energy}")
+                format!(
+                    "Project {name}: {runs} runs, {} GPU-hours, {energy}",
+                    nightjar_core::api::wire::fmt_amount(hours)
+                )
             });
         }
     }

@@ -94,7 +94,9 @@ pub fn local(ms: i64, tz: Tz, fmt: &str) -> String {
 
 /// A time axis' label format for a period of `span` ms.
 pub(crate) fn time_format(span: i64) -> &'static str {
-    if span <= 36 * 3_600_000 {
+    if span < 2 * 60_000 {
+        "%H:%M:%S"
+    } else if span <= 36 * 3_600_000 {
         "%H:%M"
     } else {
         "%m-%d %H:%M"
@@ -110,6 +112,9 @@ const STEPS_H: [i64; 11] = [1, 2, 3, 4, 6, 12, 24, 48, 168, 336, 720];
 pub(crate) fn time_ticks(from: i64, to: i64, tz: Tz) -> Vec<i64> {
     use chrono::Timelike;
     const H: i64 = 3_600_000;
+    if to - from < 2 * H {
+        return short_ticks(from, to);
+    }
     let span_h = (to - from) / H;
     let step = STEPS_H
         .iter()
@@ -137,6 +142,28 @@ pub(crate) fn time_ticks(from: i64, to: i64, tz: Tz) -> Vec<i64> {
         t += H;
     }
     out
+}
+
+/// Steps between a short axis' labels, in seconds: the first that gives
+/// at most 8 labels.
+const STEPS_S: [i64; 11] = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900];
+
+/// The labels of a time axis under two hours long: whole seconds or
+/// minutes about 8 apart (every zone's offset is whole minutes, so these
+/// are local whole minutes too).
+fn short_ticks(from: i64, to: i64) -> Vec<i64> {
+    let span_s = (to - from).max(0) / 1000;
+    let step = STEPS_S
+        .iter()
+        .copied()
+        .find(|s| span_s / s <= 8)
+        .unwrap_or(1800)
+        * 1000;
+    let first = (from + step - 1).div_euclid(step) * step;
+    (0..12)
+        .map(|i| first + i * step)
+        .take_while(|&t| t < to)
+        .collect()
 }
 
 /// The period's time axis: `[from, to)`, never empty.
@@ -265,6 +292,32 @@ mod tests {
         assert!(oct.contains(&"10-27 00:00".to_string()), "{oct:?}");
         // A degenerate period draws no labels rather than failing.
         assert!(time_ticks(from, from, tz).is_empty());
+    }
+
+    #[test]
+    fn a_period_inside_one_hour_is_labelled_at_whole_minutes_or_seconds() {
+        let tz: Tz = "Asia/Shanghai".parse().unwrap();
+        let from = 1_764_460_800_000 + 5 * 60_000 + 30_000; // 08:05:30
+        let ten_min = labels_between(from, from + 10 * 60_000, tz);
+        assert_eq!(
+            ten_min,
+            ["08:06", "08:08", "08:10", "08:12", "08:14"],
+            "every 2 minutes"
+        );
+        let half_minute = labels_between(from, from + 30_000, tz);
+        assert_eq!(half_minute.len(), 6, "{half_minute:?}");
+        assert!(
+            half_minute.iter().all(|l| l.len() == 8),
+            "seconds shown: {half_minute:?}"
+        );
+    }
+
+    fn labels_between(from: i64, to: i64, tz: Tz) -> Vec<String> {
+        let fmt = time_format(to - from);
+        time_ticks(from, to, tz)
+            .into_iter()
+            .map(|t| local(t, tz, fmt))
+            .collect()
     }
 
     #[test]

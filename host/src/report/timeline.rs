@@ -34,7 +34,8 @@ pub struct Bar<'a> {
 pub struct Timeline<'a> {
     /// Its caption.
     pub caption: &'a str,
-    /// How many lanes (bars on a lane past it are not drawn).
+    /// How many lanes (bars on a lane past it are not drawn, and counted
+    /// in [`Drawn::left`]).
     pub lanes: u32,
     /// What a lane is, for the axis (`GPU`).
     pub lane_name: &'a str,
@@ -61,7 +62,7 @@ pub struct Timeline<'a> {
 pub struct Drawn {
     /// The chart.
     pub svg: String,
-    /// Bars not drawn (past `max_bars`).
+    /// Bars not drawn (past `max_bars`, or on a lane past `lanes`).
     pub left: usize,
     /// Each group and its colour.
     pub groups: Vec<(String, RGBAColor)>,
@@ -126,10 +127,10 @@ pub fn draw(t: &Timeline) -> Result<Drawn, String> {
         // A run of a few seconds in a night is still a visible sliver.
         let least = ((to - from) / 400).max(1);
         for b in t.bars {
-            if b.lane >= t.lanes || b.end < from || b.start > to {
+            if b.end < from || b.start > to {
                 continue;
             }
-            if drawn == t.max_bars {
+            if b.lane >= t.lanes || drawn == t.max_bars {
                 left += 1;
                 continue;
             }
@@ -283,7 +284,10 @@ mod tests {
         let d = draw(&timeline(&bars, &cheap, 100)).unwrap();
         let names: Vec<&str> = d.groups.iter().map(|g| g.0.as_str()).collect();
         assert_eq!(names, ["nlp", "vision"], "only the groups drawn, by name");
-        assert_eq!(d.left, 0);
+        assert_eq!(
+            d.left, 1,
+            "the bar on a lane past the last is counted, the late one is off the period"
+        );
         let red = d.svg.matches("stroke=\"#B00000\"").count();
         assert_eq!(red, 1, "one failed bar outlined: {}", d.svg);
         let legend = legend(&d.groups, true);

@@ -13,6 +13,9 @@ use crate::api::Logs;
 use crate::api::wire::TaskDetail;
 use crate::time::now_ms;
 
+/// Most runs the task's timeline draws (the newest; the rest are counted).
+const MAX_LANES: usize = 64;
+
 /// Most output files listed (the rest are counted).
 const MAX_FILES: usize = 50;
 
@@ -36,7 +39,7 @@ pub fn folders(o: &mut String, t: &TaskDetail) {
             );
         }
         None => o.push_str(
-            "<dt>Output folder</dt><dd class=\"none\">none set (`output` in the task file)</dd>",
+            "<dt>Output folder</dt><dd class=\"none\">none set (<code>output</code> in the task file)</dd>",
         ),
     }
     o.push_str("</dl>");
@@ -102,7 +105,7 @@ pub fn outputs(o: &mut String, t: &TaskDetail) {
     if more > 0 {
         let _ = write!(
             o,
-            "<p class=\"meta\">and {more} more (`nightjar show {} --json` lists those the manifest holds)</p>",
+            "<p class=\"meta\">and {more} more (<code>nightjar show {} --json</code> lists those the manifest holds)</p>",
             t.task.id
         );
     }
@@ -171,6 +174,14 @@ pub fn manifest(o: &mut String, t: &TaskDetail) {
     );
 }
 
+/// Whether `c` of a run's stderr is shown as it is: not a control
+/// character (but a line feed or tab) and not a bidirectional-text control,
+/// which would reorder what the page shows around it.
+fn shown_as_is(c: char) -> bool {
+    let bidi = matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    (!c.is_control() || c == '\n' || c == '\t') && !bidi
+}
+
 /// The last [`STDERR_TAIL`] bytes of the newest run's stderr.
 pub async fn stderr(o: &mut String, d: &Api, caller: &Caller, t: &TaskDetail) {
     if t.runs.is_empty() {
@@ -193,13 +204,7 @@ pub async fn stderr(o: &mut String, d: &Api, caller: &Caller, t: &TaskDetail) {
             }
             let text: String = String::from_utf8_lossy(&bytes)
                 .chars()
-                .map(|c| {
-                    if c.is_control() && c != '\n' && c != '\t' {
-                        '\u{fffd}'
-                    } else {
-                        c
-                    }
-                })
+                .map(|c| if shown_as_is(c) { c } else { '\u{fffd}' })
                 .collect();
             let _ = write!(
                 o,
@@ -225,16 +230,17 @@ pub fn timeline(o: &mut String, d: &Api, t: &TaskDetail) {
         return;
     }
     let now = now_ms();
-    let classes: Vec<String> = t
-        .runs
+    // The newest runs, the rest counted.
+    let shown = &t.runs[t.runs.len().saturating_sub(MAX_LANES)..];
+    let earlier = t.runs.len() - shown.len();
+    let classes: Vec<String> = shown
         .iter()
         .map(|r| {
             r.class
                 .map_or_else(|| "running".to_string(), |c| c.as_str().to_string())
         })
         .collect();
-    let bars: Vec<Bar> = t
-        .runs
+    let bars: Vec<Bar> = shown
         .iter()
         .zip(&classes)
         .enumerate()
@@ -256,24 +262,33 @@ pub fn timeline(o: &mut String, d: &Api, t: &TaskDetail) {
     let pad = (to - from) / 20;
     let drawn = draw(&Timeline {
         caption: "Its runs (a lane per attempt)",
-        lanes: t.runs.len().min(64) as u32,
+        lanes: shown.len() as u32,
         lane_name: "attempt",
-        lane_base: 1,
+        lane_base: shown
+            .first()
+            .map_or(1, |r| u32::try_from(r.attempt).unwrap_or(1)),
         from: from - pad,
         to: to + pad,
         tz: d.config().tz(),
         bars: &bars,
         cheap: &[],
-        max_bars: 64,
+        max_bars: MAX_LANES,
         width: 800,
     });
     o.push_str("<h2 id=\"runs-timeline\">Timeline</h2>");
     match drawn {
         Ok(g) => {
             let failed = bars.iter().any(|b| b.failed);
+            let cut = match earlier {
+                0 => String::new(),
+                n => format!(
+                    " The newest {} runs; {n} earlier ones are not drawn.",
+                    shown.len()
+                ),
+            };
             let _ = write!(
                 o,
-                "<figure id=\"task-timeline\">{}<figcaption>{}</figcaption></figure>",
+                "<figure id=\"task-timeline\">{}<figcaption>{}{cut}</figcaption></figure>",
                 g.svg,
                 legend(&g.groups, failed)
             );
@@ -281,5 +296,19 @@ pub fn timeline(o: &mut String, d: &Api, t: &TaskDetail) {
         Err(e) => {
             let _ = write!(o, "<p class=\"error\">{}</p>", escape(&e));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shown_as_is;
+
+    #[test]
+    fn stderr_keeps_text_lines_and_tabs_but_not_controls_or_bidi_overrides() {
+        let shown: String = "a\tb\nc\u{1b}[31m\u{202e}dcba\u{7}é"
+            .chars()
+            .map(|c| if shown_as_is(c) { c } else { '?' })
+            .collect();
+        assert_eq!(shown, "a\tb\nc?[31m?dcba?é");
     }
 }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -21,17 +22,48 @@ Ids = Union[int, Iterable[int]]
 DEFAULT_RETRY_ON = ["network", "lost", "preempted", "gpu-oom"]
 
 
+def _id(i: object) -> int:
+    """A task id: an int (not a bool, not a string of digits)."""
+    if isinstance(i, bool) or not isinstance(i, int):
+        raise Invalid(f"task ids are ints, not {i!r}")
+    return i
+
+
 def _ids(ids: Ids) -> list:
-    return [int(ids)] if isinstance(ids, int) else [int(i) for i in ids]
+    if isinstance(ids, (str, bytes)):
+        raise Invalid(f"task ids are ints, not {ids!r}")
+    if isinstance(ids, int):
+        return [_id(ids)]
+    return [_id(i) for i in ids]
 
 
 def _span(seconds: Optional[float]) -> Optional[str]:
-    """A duration as the daemon reads it (`90s`)."""
+    """A duration as the daemon reads it (`90s`): whole seconds, at least 1."""
     if seconds is None:
         return None
-    if seconds < 0:
-        raise Invalid(f"a duration must not be negative ({seconds} s)")
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds):
+        raise Invalid(f"a duration is a finite number of seconds, not {seconds!r}")
+    if seconds < 1:
+        raise Invalid(f"a timeout must be at least 1 s ({seconds} s)")
     return f"{int(round(seconds))}s"
+
+
+def _text(what: str, v: object) -> str:
+    """A value the daemon takes as text: a string, or a number (not a bool, not None)."""
+    if isinstance(v, str):
+        return v
+    if isinstance(v, bool) or v is None or not isinstance(v, (int, float)):
+        raise Invalid(f"{what}: {v!r} is not a string or a number")
+    return repr(v) if isinstance(v, float) else str(v)
+
+
+def _read(verb: str, make, value):
+    """``make(value)``: a reply read into its dataclass; a reply of another
+    shape (a daemon too new or broken) is a NightjarError, not a TypeError."""
+    try:
+        return make(value)
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise NightjarError(f"the daemon's reply to `{verb}` is not what this client reads: {e!r}") from e
 
 
 class Client:
@@ -112,8 +144,8 @@ class Client:
             "project": project,
             "command": cmd,
             "workdir": str(Path(workdir or os.getcwd()).resolve()),
-            "env": {str(k): str(v) for k, v in (env or {}).items()},
-            "inputs": [str(i) for i in inputs],
+            "env": {str(k): _text(f"env {k}", v) for k, v in (env or {}).items()},
+            "inputs": [_input(i, workdir) for i in inputs],
             "output": output,
             "priority": priority,
             "resources": {
@@ -133,24 +165,28 @@ class Client:
             "preemptible": bool(preemptible),
             "umask": _umask(),
         }
-        deps = [[{"existing": int(i)}, "after-ok"] for i in after]
-        deps += [[{"existing": int(i)}, "after-any"] for i in after_any]
+        deps = [[{"existing": _id(i)}, "after-ok"] for i in after]
+        deps += [[{"existing": _id(i)}, "after-any"] for i in after_any]
         entry = {
             "name": name,
             "project": project,
-            "members": [] if sweep else [spec],
-            "is_sweep": bool(sweep),
+            "members": [] if sweep is not None else [spec],
+            "is_sweep": sweep is not None,
             "schedule": None,
             "deps": deps,
             "held": bool(hold),
         }
-        if sweep:
-            values = {str(k): [str(v) for v in vs] for k, vs in sweep.items()}
+        if sweep is not None:
+            values = {}
+            for k, vs in dict(sweep).items():
+                if isinstance(vs, (str, bytes)) or not isinstance(vs, (list, tuple)):
+                    raise Invalid(f"sweep `{k}`: its values are a list, not {vs!r}")
+                values[str(k)] = [_text(f"sweep `{k}`", v) for v in vs]
             if not values or any(not vs for vs in values.values()):
                 raise Invalid("`sweep` needs at least one parameter with at least one value")
             entry["grid"] = {"template": spec, "values": values}
         ids = self.call("submit", entries=[entry], verify=False)
-        return ids[0]
+        return _read("submit", lambda i: _id(i[0]), ids)
 
     def _submit_file(self, path: Path, hold: bool) -> list:
         cli = shutil.which("nightjar")
@@ -177,23 +213,23 @@ class Client:
             "state": state, "project": project, "all": all, "since": 0,
             **({"user": user} if user else {}),
         }, limit=limit)
-        return [Task.from_wire(r) for r in rows]
+        return _read("task-list", lambda rs: [Task.from_wire(r) for r in rs], rows)
 
     def show(self, id: int) -> TaskDetail:
         """Everything about one task: spec, runs, members, events."""
-        return TaskDetail.from_wire(self.call("show", id=int(id)))
+        return _read("show", TaskDetail.from_wire, self.call("show", id=_id(id)))
 
     def why(self, id: int) -> Why:
         """Why a task waits, or where and why it started."""
-        return Why.from_wire(self.call("why", id=int(id)))
+        return _read("why", Why.from_wire, self.call("why", id=_id(id)))
 
     def cancel(self, id: int) -> dict:
         """Cancels a task, a sweep (its members) or a recurring template."""
-        return self.call("cancel", id=int(id))
+        return self.call("cancel", id=_id(id))
 
     def progress(self, ids: Ids) -> Progress:
         """How far the tasks are: ended, failed, running, waiting."""
-        return Progress.from_counts(self.call("wait-progress", ids=_ids(ids)))
+        return _read("wait-progress", Progress.from_counts, self.call("wait-progress", ids=_ids(ids)))
 
     def wait(self, ids: Ids, timeout: Optional[float] = None, *, progress: bool = False,
              poll: float = 1.0) -> list:
@@ -206,7 +242,8 @@ class Client:
         """
         ids = _ids(ids)
         if timeout is None and not progress:
-            return [WaitResult.from_wire(r) for r in self.call("wait", timeout=None, ids=ids)]
+            return _read("wait", lambda rs: [WaitResult.from_wire(r) for r in rs],
+                         self.call("wait", timeout=None, ids=ids))
         bar = _bar() if progress else None
         deadline = None if timeout is None else time.monotonic() + timeout
         try:
@@ -228,7 +265,7 @@ class Client:
         finally:
             if bar is not None:
                 bar.close()
-        return [WaitResult.from_wire(r) for r in self.call("wait", ids=ids)]
+        return _read("wait", lambda rs: [WaitResult.from_wire(r) for r in rs], self.call("wait", ids=ids))
 
     def logs(self, id: int, *, stderr: bool = False, attempt: Optional[int] = None,
              tail: Optional[int] = None) -> str:
@@ -242,17 +279,28 @@ class Client:
         out = bytearray()
         cursor = None
         while True:
-            fields = {"id": int(id), "attempt": attempt, "stderr": stderr, "cursor": cursor}
+            fields = {"id": _id(id), "attempt": attempt, "stderr": stderr, "cursor": cursor}
             if tail is not None and cursor is None:
                 fields["tail"] = int(tail)
             chunk = self.call("logs", **fields)
-            data = base64.b64decode(chunk.get("data", ""))
+            data = _read("logs", lambda c: base64.b64decode(c.get("data", ""), validate=True), chunk)
             out += data
             cursor = chunk.get("cursor")
             if attempt is None:
                 attempt = chunk.get("attempt")
             if not data:
                 return bytes(out)
+
+
+def _input(path: object, workdir) -> str:
+    """An input as `nightjar submit` takes it: an existing file or folder,
+    relative to the workdir, sent absolute (the daemon hashes it at start)."""
+    p = Path(os.fspath(path))
+    if not p.is_absolute():
+        p = Path(workdir or os.getcwd()) / p
+    if not p.exists():
+        raise Invalid(f"input {path}: must exist (relative inputs start at the workdir)")
+    return str(p.absolute())
 
 
 def _umask() -> int:

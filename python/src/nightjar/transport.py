@@ -69,16 +69,17 @@ def find_socket(config: str | os.PathLike | None = None,
             table = _keys(path.read_text())
         except (OSError, ValueError) as e:
             raise NightjarError(f"config file {path}: {e}", "invalid") from e
-        base = path.resolve().parent
+        # As the CLI: the file's own folder, symbolic links not followed.
+        base = path.absolute().parent
         for key in ("state_dir", "socket"):
             value = table.get(key)
             if value is not None and not isinstance(value, str):
                 raise NightjarError(
                     f"config file {path}: key `{key}` must be a path in quotes", "invalid")
-        if table.get("state_dir"):
-            file_dir = base / table["state_dir"]
-        if table.get("socket"):
-            file_socket = base / table["socket"]
+        if table.get("state_dir") is not None:
+            file_dir = base / table["state_dir"] if table["state_dir"] else Path("")
+        if table.get("socket") is not None:
+            file_socket = base / table["socket"] if table["socket"] else Path("")
     dir_ = file_dir or _default_state_dir()
     sock = file_socket or _default_socket(dir_)
     if state_dir:
@@ -108,8 +109,11 @@ def _reply(line: bytes, verb: str) -> Any:
     if not isinstance(reply, dict):
         raise NightjarError(f"the daemon's reply to `{verb}` is not an object")
     if "error" in reply:
-        raise from_reply(str(reply["error"]), reply.get("kind"))
-    return reply.get("ok")
+        kind = reply.get("kind")
+        raise from_reply(str(reply["error"]), kind if isinstance(kind, str) else None)
+    if "ok" not in reply:
+        raise NightjarError(f"the daemon's reply to `{verb}` has neither `ok` nor `error`")
+    return reply["ok"]
 
 
 class SocketTransport:
@@ -155,6 +159,10 @@ class SocketTransport:
                 buf += chunk
                 if len(buf) > MAX_REPLY:
                     raise NightjarError(f"the daemon's reply to `{verb}` is over {MAX_REPLY} bytes")
+        except (TimeoutError, socket.timeout) as e:
+            raise NightjarError(f"the daemon did not answer `{verb}` in time", "unavailable") from e
+        except OSError as e:
+            raise NightjarError(f"the connection to the daemon broke during `{verb}`: {e}", "unavailable") from e
         finally:
             s.close()
         if not buf:
@@ -189,4 +197,6 @@ class HttpTransport:
                 raise NightjarError(f"HTTP {e.code} from {self.url} for `{verb}`") from e
         except urllib.error.URLError as e:
             raise NotRunning(f"no nightjar daemon answers at {self.url}: {e.reason}") from e
+        except (TimeoutError, OSError) as e:
+            raise NightjarError(f"{self.url} did not answer `{verb}`: {e}", "unavailable") from e
         return _reply(body, verb)

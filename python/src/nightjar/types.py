@@ -166,7 +166,9 @@ class Progress:
     def from_counts(cls, counts: list) -> "Progress":
         p = cls()
         for c in counts:
-            state, n = c.get("state"), int(c.get("count", 0))
+            state, n = c.get("state"), c.get("count", 0)
+            if isinstance(n, bool) or not isinstance(n, int):
+                raise ValueError(f"a count is not a whole number: {n!r}")
             if state == "succeeded":
                 p.succeeded += n
             elif state in ("failed", "cancelled"):
