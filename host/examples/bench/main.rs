@@ -50,6 +50,7 @@ mod dashboard;
 mod estimate;
 mod hardening;
 mod manifest;
+mod metrics;
 mod notify;
 mod plugins;
 mod postrun;
@@ -408,6 +409,7 @@ fn main() -> Result<()> {
         "archive" => archive::archive(n(1, 512)),
         "report" => report::report(n(1, 100_000)),
         "dashboard" => dashboard::dashboard(n(1, 10_000)),
+        "metrics" => metrics::metrics(n(1, 10_000)),
         "backfill" => backfill::backfill(n(1, 400)),
         "simulate" => simulate::simulate(n(1, 100_000)),
         "estimate" => estimate::estimate(n(1, 1_000)),

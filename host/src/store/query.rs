@@ -152,6 +152,23 @@ impl Store {
         Ok(row)
     }
 
+    /// A sweep's (or recurring template's) members and their states, by id.
+    pub fn member_states(&self, parent: i64) -> Result<Vec<(i64, TaskState)>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT id, state FROM tasks WHERE parent_id = ?1 ORDER BY id")?;
+        let rows = stmt.query_map([parent], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, state) = row?;
+            // As a task's row reads it (the schema's CHECK allows no other).
+            out.push((id, TaskState::parse(&state).unwrap_or(TaskState::Failed)));
+        }
+        Ok(out)
+    }
+
     /// Everything about one task.
     pub fn show(&self, id: i64) -> Result<TaskDetail> {
         let task = self.task(id)?;

@@ -44,20 +44,37 @@ impl super::Handler for crate::api::WaitProgress {
 }
 
 /// Each task `ids` stand for (as [`wait`] counts them: once each), by
-/// state; states none is in are left out.
+/// state; states none is in are left out. A sweep's members are read in
+/// one statement on the reader's connection (`nightjar wait`'s live line
+/// asks this every second).
 async fn progress(d: &Arc<Daemon>, ids: &[i64]) -> anyhow::Result<Vec<crate::api::StateCount>> {
-    let targets = targets(d, ids).await?;
+    let mut asked = std::collections::HashSet::new();
+    let mut seen = std::collections::HashSet::new();
     let mut counts: std::collections::BTreeMap<&'static str, (TaskState, u32)> =
         std::collections::BTreeMap::new();
-    for chunk in targets.chunks(WAIT_CHUNK) {
-        {
-            let store = d.store();
-            for &id in chunk {
-                let state = store.task(id)?.state;
+    for (i, &id) in ids.iter().enumerate() {
+        if !asked.insert(id) {
+            continue;
+        }
+        let states = {
+            let store = d.reader();
+            let task = store.task(id)?;
+            match task.kind {
+                TaskKind::Sweep => store.member_states(id)?,
+                TaskKind::Recurring => anyhow::bail!(
+                    "task {id} is a recurring template: it never ends; wait for one of its instances"
+                ),
+                TaskKind::Task => vec![(id, task.state)],
+            }
+        };
+        for (member, state) in states {
+            if seen.insert(member) {
                 counts.entry(state.as_str()).or_insert((state, 0)).1 += 1;
             }
         }
-        tokio::task::yield_now().await;
+        if i % WAIT_CHUNK == WAIT_CHUNK - 1 {
+            tokio::task::yield_now().await;
+        }
     }
     Ok(counts
         .into_values()
