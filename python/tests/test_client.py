@@ -186,10 +186,28 @@ def test_bad_arguments_are_refused_before_anything_is_sent(tmp_path):
         {"sweep": {"lr": [True]}},
         {"env": {"X": None}},
         {"inputs": [str(tmp_path / "missing")]},
+        {"inputs": [None]},
         {"after": ["3"]},
+        {"after": 5.0},
+        {"gpus": "abc"},
+        {"gpus": 1.7},
+        {"attempts": 0},
+        {"env": [("A", "1")]},
+        {"sweep": [1, 2]},
+        {"sweep": {"TASK_ID": [1]}},
+        {"workdir": str(tmp_path / "no-such-folder")},
+        {"workdir": 123},
     ]:
         with pytest.raises(nightjar.Invalid):
             c.submit(["true"], **kwargs)
+    for command in [123, [None], [], "  "]:
+        with pytest.raises(nightjar.Invalid):
+            c.submit(command)
+    for timeout in [float("nan"), "5", -1]:
+        with pytest.raises(nightjar.Invalid):
+            c.wait(1, timeout=timeout)
+    with pytest.raises(nightjar.Invalid):
+        c.logs(1, tail="x")
 
 
 def test_a_reply_of_another_shape_is_a_nightjar_error(tmp_path):
@@ -235,3 +253,58 @@ def test_a_symlinked_config_finds_the_socket_the_cli_finds(tmp_path, monkeypatch
     sock, _ = find_socket(tmp_path / "link" / "nj.toml")
     # The file's own folder, the link not followed (Rust's std::path::absolute).
     assert sock == tmp_path / "link" / "st" / "nightjar.sock"
+
+
+def test_a_default_name_is_made_as_the_cli_makes_it(nj, tmp_path):
+    script = tmp_path / "my script!.sh"
+    script.write_text("#!/bin/sh\ntrue\n")
+    script.chmod(0o755)
+    tid = nj.submit([str(script)])
+    assert nj.show(tid).task.name == "my_script_.sh"
+    assert nj.show(nj.submit("FOO=1 true")).task.name == "FOO_1"
+
+
+def test_http_follows_no_redirect_and_file_needs_the_socket(tmp_path):
+    import http.server
+    import threading
+
+    stolen = []
+
+    class Capture(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            stolen.append(self.headers.get("Authorization"))
+            self.send_response(200)
+            self.end_headers()
+
+        do_POST = do_GET
+
+        def log_message(self, *a):
+            pass
+
+    capture = http.server.HTTPServer(("127.0.0.1", 0), Capture)
+    target = f"http://127.0.0.1:{capture.server_port}/steal"
+
+    class Redirect(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.send_response(307)
+            self.send_header("Location", target)
+            self.end_headers()
+
+        def log_message(self, *a):
+            pass
+
+    redirect = http.server.HTTPServer(("127.0.0.1", 0), Redirect)
+    for srv in (capture, redirect):
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        c = nightjar.Client(f"http://127.0.0.1:{redirect.server_port}", token="nj_SECRET")
+        with pytest.raises(nightjar.NightjarError, match="redirects are not followed"):
+            c.ping()
+        assert stolen == [], "the token went to the redirect's target"
+        f = tmp_path / "t.toml"
+        f.write_text('command = "true"\n')
+        with pytest.raises(nightjar.Invalid, match="socket"):
+            c.submit(file=f)
+    finally:
+        capture.shutdown()
+        redirect.shutdown()

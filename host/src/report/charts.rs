@@ -94,7 +94,7 @@ pub fn local(ms: i64, tz: Tz, fmt: &str) -> String {
 
 /// A time axis' label format for a period of `span` ms.
 pub(crate) fn time_format(span: i64) -> &'static str {
-    if span < 2 * 60_000 {
+    if span < SHORT && short_step(span) < 60_000 {
         "%H:%M:%S"
     } else if span <= 36 * 3_600_000 {
         "%H:%M"
@@ -112,7 +112,7 @@ const STEPS_H: [i64; 11] = [1, 2, 3, 4, 6, 12, 24, 48, 168, 336, 720];
 pub(crate) fn time_ticks(from: i64, to: i64, tz: Tz) -> Vec<i64> {
     use chrono::Timelike;
     const H: i64 = 3_600_000;
-    if to - from < 2 * H {
+    if to - from < SHORT {
         return short_ticks(from, to);
     }
     let span_h = (to - from) / H;
@@ -148,17 +148,26 @@ pub(crate) fn time_ticks(from: i64, to: i64, tz: Tz) -> Vec<i64> {
 /// at most 8 labels.
 const STEPS_S: [i64; 11] = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900];
 
-/// The labels of a time axis under two hours long: whole seconds or
-/// minutes about 8 apart (every zone's offset is whole minutes, so these
-/// are local whole minutes too).
-fn short_ticks(from: i64, to: i64) -> Vec<i64> {
-    let span_s = (to - from).max(0) / 1000;
-    let step = STEPS_S
+/// Axes shorter than this (ms) are labelled by [`short_ticks`].
+const SHORT: i64 = 2 * 3_600_000;
+
+/// The step between a short axis' labels, ms: the first of [`STEPS_S`]
+/// giving at most 8 labels.
+fn short_step(span: i64) -> i64 {
+    let span_s = span.max(0) / 1000;
+    STEPS_S
         .iter()
         .copied()
         .find(|s| span_s / s <= 8)
         .unwrap_or(1800)
-        * 1000;
+        * 1000
+}
+
+/// The labels of a time axis under two hours long: whole seconds or
+/// minutes about 8 apart (today's zones' offsets are whole minutes, so
+/// these are local whole minutes too).
+fn short_ticks(from: i64, to: i64) -> Vec<i64> {
+    let step = short_step(to - from);
     let first = (from + step - 1).div_euclid(step) * step;
     (0..12)
         .map(|i| first + i * step)

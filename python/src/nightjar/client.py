@@ -6,6 +6,7 @@ import base64
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -34,7 +35,10 @@ def _ids(ids: Ids) -> list:
         raise Invalid(f"task ids are ints, not {ids!r}")
     if isinstance(ids, int):
         return [_id(ids)]
-    return [_id(i) for i in ids]
+    try:
+        return [_id(i) for i in ids]
+    except TypeError:
+        raise Invalid(f"task ids are an int or a list of ints, not {ids!r}") from None
 
 
 def _span(seconds: Optional[float]) -> Optional[str]:
@@ -46,6 +50,24 @@ def _span(seconds: Optional[float]) -> Optional[str]:
     if seconds < 1:
         raise Invalid(f"a timeout must be at least 1 s ({seconds} s)")
     return f"{int(round(seconds))}s"
+
+
+#: The variables a sweep parameter must not shadow (the daemon's built-ins).
+BUILTINS = {"INPUT_PATH", "INPUTS", "OUTPUT_PATH", "TASK_ID", "RUN_ID", "SCRATCH",
+            "WORKDIR", "TASK_NAME", "PROJECT"}
+
+
+def _count(what: str, v: object, least: int = 0) -> int:
+    """A whole number of at least ``least`` (not a bool, not a float)."""
+    if isinstance(v, bool) or not isinstance(v, int) or v < least:
+        raise Invalid(f"{what}: {v!r} is not a whole number of at least {least}")
+    return v
+
+
+def sanitize_name(raw: str) -> str:
+    """A default task name as the CLI makes it from a program's file name."""
+    s = re.sub(r"[^A-Za-z0-9._-]", "_", raw.lstrip("."))[:120]
+    return s or "task"
 
 
 def _text(what: str, v: object) -> str:
@@ -126,37 +148,53 @@ class Client:
         if file is not None:
             if command is not None:
                 raise Invalid("give `command` or `file`, not both")
-            return self._submit_file(Path(file), hold)
+            return self._submit_file(Path(os.fspath(file)), hold)
         if command is None:
             raise Invalid("give `command` (a list, or a shell line) or `file`")
         if isinstance(command, str):
-            cmd = {"shell": command}
-            default_name = command.split()[0] if command.split() else "task"
-        else:
-            argv = [str(a) for a in command]
-            if not argv:
+            if not command.strip():
                 raise Invalid("`command` is empty")
+            cmd = {"shell": command}
+            default_name = Path(command.split()[0]).name
+        elif isinstance(command, (list, tuple)):
+            if not command or not all(isinstance(a, (str, os.PathLike)) for a in command):
+                raise Invalid("`command` is a non-empty list of strings (or one shell line)")
+            argv = [os.fspath(a) for a in command]
             cmd = {"argv": argv}
             default_name = Path(argv[0]).name
-        name = name or default_name
+        else:
+            raise Invalid(f"`command` is a list of strings or a shell line, not {command!r}")
+        if env is not None and not isinstance(env, Mapping):
+            raise Invalid("`env` is a mapping of names to values")
+        if sweep is not None and not isinstance(sweep, Mapping):
+            raise Invalid("`sweep` is a mapping of parameters to lists of values")
+        if not isinstance(workdir, (str, os.PathLike, type(None))):
+            raise Invalid(f"`workdir` is a path, not {workdir!r}")
+        # As the CLI: made absolute without resolving symbolic links.
+        wd = os.path.abspath(os.fspath(workdir) if workdir is not None else os.getcwd())
+        if not os.path.isdir(wd):
+            raise Invalid(f"workdir {wd} does not exist (or is not a folder)")
+        name = name or sanitize_name(default_name)
+        resources = {
+            "gpus": _count("gpus", gpus),
+            "gpu_mem": gpu_mem,
+            "cpus": None if cpus is None else _count("cpus", cpus, 1),
+            "mem": mem,
+        }
+        if timeout is not None:
+            resources["timeout"] = _span(timeout)
         spec = {
             "name": name,
             "project": project,
             "command": cmd,
-            "workdir": str(Path(workdir or os.getcwd()).resolve()),
+            "workdir": wd,
             "env": {str(k): _text(f"env {k}", v) for k, v in (env or {}).items()},
-            "inputs": [_input(i, workdir) for i in inputs],
+            "inputs": [_input(i, wd) for i in inputs],
             "output": output,
             "priority": priority,
-            "resources": {
-                "gpus": int(gpus),
-                "gpu_mem": gpu_mem,
-                "cpus": cpus,
-                "mem": mem,
-                **({"timeout": _span(timeout)} if timeout is not None else {}),
-            },
+            "resources": resources,
             "retry": {
-                "max_attempts": int(attempts),
+                "max_attempts": _count("attempts", attempts, 1),
                 "on": list(DEFAULT_RETRY_ON),
                 "backoff": "10s",
                 "backoff_max": "1h",
@@ -165,8 +203,8 @@ class Client:
             "preemptible": bool(preemptible),
             "umask": _umask(),
         }
-        deps = [[{"existing": _id(i)}, "after-ok"] for i in after]
-        deps += [[{"existing": _id(i)}, "after-any"] for i in after_any]
+        deps = [[{"existing": i}, "after-ok"] for i in _ids(after)]
+        deps += [[{"existing": i}, "after-any"] for i in _ids(after_any)]
         entry = {
             "name": name,
             "project": project,
@@ -179,6 +217,8 @@ class Client:
         if sweep is not None:
             values = {}
             for k, vs in dict(sweep).items():
+                if str(k) in BUILTINS:
+                    raise Invalid(f"sweep parameter `{k}` shadows a built-in variable; rename it")
                 if isinstance(vs, (str, bytes)) or not isinstance(vs, (list, tuple)):
                     raise Invalid(f"sweep `{k}`: its values are a list, not {vs!r}")
                 values[str(k)] = [_text(f"sweep `{k}`", v) for v in vs]
@@ -189,6 +229,8 @@ class Client:
         return _read("submit", lambda i: _id(i[0]), ids)
 
     def _submit_file(self, path: Path, hold: bool) -> list:
+        if not isinstance(self._t, SocketTransport):
+            raise Invalid("`file=` goes through the local `nightjar` CLI and its socket: use a socket client (Client()), or `submit(command, ...)` over HTTP")
         cli = shutil.which("nightjar")
         if cli is None:
             raise NightjarError("a task file is read by the `nightjar` CLI, which is not on PATH", "other")
@@ -241,6 +283,9 @@ class Client:
         installed.
         """
         ids = _ids(ids)
+        if timeout is not None:
+            if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) or timeout < 0:
+                raise Invalid(f"a wait's timeout is a finite number of seconds, not {timeout!r}")
         if timeout is None and not progress:
             return _read("wait", lambda rs: [WaitResult.from_wire(r) for r in rs],
                          self.call("wait", timeout=None, ids=ids))
@@ -281,7 +326,7 @@ class Client:
         while True:
             fields = {"id": _id(id), "attempt": attempt, "stderr": stderr, "cursor": cursor}
             if tail is not None and cursor is None:
-                fields["tail"] = int(tail)
+                fields["tail"] = _count("tail", tail)
             chunk = self.call("logs", **fields)
             data = _read("logs", lambda c: base64.b64decode(c.get("data", ""), validate=True), chunk)
             out += data
@@ -292,12 +337,14 @@ class Client:
                 return bytes(out)
 
 
-def _input(path: object, workdir) -> str:
+def _input(path: object, workdir: str) -> str:
     """An input as `nightjar submit` takes it: an existing file or folder,
     relative to the workdir, sent absolute (the daemon hashes it at start)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise Invalid(f"an input is a path, not {path!r}")
     p = Path(os.fspath(path))
     if not p.is_absolute():
-        p = Path(workdir or os.getcwd()) / p
+        p = Path(workdir) / p
     if not p.exists():
         raise Invalid(f"input {path}: must exist (relative inputs start at the workdir)")
     return str(p.absolute())

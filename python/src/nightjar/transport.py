@@ -4,6 +4,7 @@ with a token). Both answer with the same reply line."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import re
@@ -13,7 +14,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from .errors import NightjarError, NotRunning, from_reply
+from .errors import Invalid, NightjarError, NotRunning, from_reply
 
 try:  # Python 3.11 and later
     import tomllib
@@ -170,6 +171,17 @@ class SocketTransport:
         return _reply(bytes(buf), verb)
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Follows no redirect: one would carry the token to another host (or
+    from https to http)."""
+
+    def redirect_request(self, *args, **kwargs):
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect)
+
+
 class HttpTransport:
     """The daemon's HTTP API: ``POST {url}/api/v2/{verb}`` with a bearer token."""
 
@@ -179,24 +191,42 @@ class HttpTransport:
         self.timeout = timeout
 
     def call(self, verb: str, fields: dict, timeout: float | None = -1) -> Any:
-        req = urllib.request.Request(
-            f"{self.url}/api/v2/{verb}",
-            data=json.dumps(fields).encode(),
-            method="POST",
-            headers={"Content-Type": "application/json"},
-        )
-        if self.token:
-            req.add_header("Authorization", f"Bearer {self.token}")
-        limit = self.timeout if timeout == -1 else timeout
         try:
-            with urllib.request.urlopen(req, timeout=limit) as r:
+            req = urllib.request.Request(
+                f"{self.url}/api/v2/{verb}",
+                data=json.dumps(fields).encode(),
+                method="POST",
+                headers={"Content-Type": "application/json"},
+            )
+            if self.token:
+                req.add_header("Authorization", f"Bearer {self.token}")
+        except ValueError as e:
+            raise Invalid(f"{self.url}: {e}") from e
+        limit = self.timeout if timeout == -1 else timeout
+        status = 200
+        try:
+            with _OPENER.open(req, timeout=limit) as r:
                 body = r.read(MAX_REPLY + 1)
         except urllib.error.HTTPError as e:
+            status = e.code
+            if 300 <= e.code < 400:
+                raise NightjarError(
+                    f"HTTP {e.code} from {self.url} for `{verb}`: redirects are not followed "
+                    "(they would carry the token elsewhere); give the daemon's own URL") from e
             body = e.read(MAX_REPLY + 1)
             if not body:
                 raise NightjarError(f"HTTP {e.code} from {self.url} for `{verb}`") from e
+        except (ValueError, http.client.InvalidURL) as e:
+            raise Invalid(f"{self.url}: {e}") from e
         except urllib.error.URLError as e:
             raise NotRunning(f"no nightjar daemon answers at {self.url}: {e.reason}") from e
-        except (TimeoutError, OSError) as e:
+        except (TimeoutError, OSError, http.client.HTTPException) as e:
             raise NightjarError(f"{self.url} did not answer `{verb}`: {e}", "unavailable") from e
+        if len(body) > MAX_REPLY:
+            raise NightjarError(f"the reply from {self.url} to `{verb}` is over {MAX_REPLY} bytes")
+        try:
+            json.loads(body)
+        except ValueError:
+            raise NightjarError(
+                f"HTTP {status} from {self.url} for `{verb}` is not a nightjar reply (is it the daemon's URL?)") from None
         return _reply(body, verb)
