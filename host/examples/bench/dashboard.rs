@@ -15,12 +15,14 @@ use nightjar::api;
 use super::vs::{nightjar, nightjar_text};
 use super::{Daemon, entries, median};
 
-/// One `GET path` with the session cookie: status line and body size.
-fn get(port: u16, path: &str, token: &str) -> Result<(String, usize)> {
+/// One `GET path`, with the session cookie when a token is given: status
+/// line and body size.
+pub(super) fn get(port: u16, path: &str, token: Option<&str>) -> Result<(String, usize)> {
     let mut s = TcpStream::connect(("127.0.0.1", port))?;
+    let cookie = token.map_or_else(String::new, |t| format!("Cookie: nj_session={t}\r\n"));
     write!(
         s,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nCookie: nj_session={token}\r\nConnection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{cookie}Connection: close\r\n\r\n"
     )?;
     let mut buf = Vec::new();
     s.read_to_end(&mut buf)?;
@@ -68,7 +70,7 @@ pub fn dashboard(tasks: usize) -> Result<()> {
         .last()
         .context("`nightjar token create` printed no token")?
         .to_string();
-    let (status, bytes) = get(port, "/", &token)?;
+    let (status, bytes) = get(port, "/", Some(&token))?;
     if !status.contains(" 200") {
         bail!("GET / answered {status}");
     }
@@ -76,7 +78,7 @@ pub fn dashboard(tasks: usize) -> Result<()> {
     let mut page = Vec::with_capacity(reps);
     for _ in 0..reps {
         let s = Instant::now();
-        get(port, "/", &token)?;
+        get(port, "/", Some(&token))?;
         page.push(s.elapsed().as_secs_f64());
     }
     let mut ls = Vec::with_capacity(reps);
@@ -89,7 +91,7 @@ pub fn dashboard(tasks: usize) -> Result<()> {
     let last_page = tasks.div_ceil(100).max(1);
     for _ in 0..reps {
         let s = Instant::now();
-        get(port, &format!("/?page={last_page}"), &token)?;
+        get(port, &format!("/?page={last_page}"), Some(&token))?;
         last.push(s.elapsed().as_secs_f64());
     }
     let (page, ls, last) = (median(&page), median(&ls), median(&last));

@@ -4,31 +4,14 @@
 //! `wait-progress` (`nightjar wait`'s live line asks it every second) of a
 //! 1,000-member sweep against `show` of the sweep. Each the median of 21.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::Instant;
 
 use anyhow::{Result, bail};
 use nightjar::api;
 
+use super::dashboard::get;
 use super::vs::nightjar;
 use super::{Daemon, entries, median};
-
-/// One plain `GET path`: status line and body size.
-fn get(port: u16, path: &str) -> Result<(String, usize)> {
-    let mut s = TcpStream::connect(("127.0.0.1", port))?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
-    )?;
-    let mut buf = Vec::new();
-    s.read_to_end(&mut buf)?;
-    let text = String::from_utf8_lossy(&buf);
-    Ok((
-        text.lines().next().unwrap_or_default().to_string(),
-        buf.len(),
-    ))
-}
 
 /// The median of `reps` timings of `f`, seconds.
 fn timed(reps: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
@@ -72,12 +55,12 @@ pub fn metrics(tasks: usize) -> Result<()> {
         })?;
         left -= k;
     }
-    let (status, bytes) = get(port, "/metrics")?;
+    let (status, bytes) = get(port, "/metrics", None)?;
     if !status.contains(" 200") {
         bail!("GET /metrics answered {status}");
     }
     let reps = 21;
-    let scrape = timed(reps, || get(port, "/metrics").map(drop))?;
+    let scrape = timed(reps, || get(port, "/metrics", None).map(drop))?;
     let ls = timed(reps, || nightjar(&d, &["ls"]).map(drop))?;
     println!(
         "  GET /metrics: {:.1} ms ({bytes} bytes); `nightjar ls` of the same queue: {:.1} ms; scrape/ls {:.2}",

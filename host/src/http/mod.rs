@@ -135,13 +135,8 @@ pub async fn bind(d: &Api) -> Result<Option<TcpListener>> {
     let Some(addr) = d.config().http.addr()? else {
         return Ok(None);
     };
-    let listener = TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("bind the HTTP API to {addr} (`http.listen`)"))?;
-    let local = listener.local_addr()?;
-    let file = d.config().state_dir.join("http.addr");
-    std::fs::write(&file, format!("{local}\n"))
-        .with_context(|| format!("write {}", file.display()))?;
+    let (listener, local, file) =
+        bind_at(d, addr, "the HTTP API", "http.listen", "http.addr").await?;
     tracing::info!(
         "HTTP API on http://{local}{PREFIX}/ (address in {})",
         file.display()
@@ -155,15 +150,35 @@ pub async fn bind_metrics(d: &Api) -> Result<Option<TcpListener>> {
     let Some(addr) = d.config().http.metrics_addr()? else {
         return Ok(None);
     };
-    let listener = TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("bind the metrics to {addr} (`http.metrics_listen`)"))?;
-    let local = listener.local_addr()?;
-    let file = d.config().state_dir.join("metrics.addr");
-    std::fs::write(&file, format!("{local}\n"))
-        .with_context(|| format!("write {}", file.display()))?;
+    let (listener, local, _) = bind_at(
+        d,
+        addr,
+        "the metrics",
+        "http.metrics_listen",
+        "metrics.addr",
+    )
+    .await?;
     tracing::info!("metrics on http://{local}{}", metrics::PATH);
     Ok(Some(listener))
+}
+
+/// Binds `addr` (what listens there and the config key, for the error)
+/// and writes the address bound to `<state_dir>/{file}`.
+async fn bind_at(
+    d: &Api,
+    addr: SocketAddr,
+    what: &str,
+    key: &str,
+    file: &str,
+) -> Result<(TcpListener, SocketAddr, std::path::PathBuf)> {
+    let listener = TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("bind {what} to {addr} (`{key}`)"))?;
+    let local = listener.local_addr()?;
+    let file = d.config().state_dir.join(file);
+    std::fs::write(&file, format!("{local}\n"))
+        .with_context(|| format!("write {}", file.display()))?;
+    Ok((listener, local, file))
 }
 
 /// Accepts HTTP connections until the daemon stops.
