@@ -99,7 +99,9 @@ impl Store {
         self.move_state(id, now, TaskState::Queued, TaskState::Held, "held")
     }
 
-    /// Releases held tasks back into the queue.
+    /// Releases held tasks back into the queue. A blocked task's remembered
+    /// hold (it was held when its dependency failed) is dropped, so it is
+    /// queued, not held, once the dependency is retried.
     pub fn release(&mut self, id: i64, now: i64) -> Result<usize> {
         self.move_state(id, now, TaskState::Held, TaskState::Queued, "released")
     }
@@ -168,6 +170,27 @@ impl Store {
         let tx = self.conn.transaction()?;
         let mut n = 0;
         for (task, state) in targets(&tx, id)? {
+            if state == TaskState::Blocked {
+                // Blocked stays blocked: the hold it takes when unblocked
+                // is what `hold` and `release` change.
+                let remember = to == TaskState::Held;
+                let changed = exec(
+                    &tx,
+                    "UPDATE tasks SET held_when_blocked = ?2
+                     WHERE id = ?1 AND state = 'blocked' AND held_when_blocked != ?2",
+                    params![task, remember],
+                )?;
+                if changed > 0 {
+                    let note = if remember {
+                        "held by user while blocked: it is held, not queued, once its dependency is retried"
+                    } else {
+                        "released by user while blocked: it is queued once its dependency is retried"
+                    };
+                    event(&tx, now, Some(task), None, verb, note)?;
+                    n += 1;
+                    continue;
+                }
+            }
             if state != from {
                 if targets_single(id, task) {
                     return Err(StoreError::Invalid(format!(

@@ -175,4 +175,42 @@ mod tests {
         s.retry(b, 9_000, false).unwrap();
         assert_eq!(s.task(b).unwrap().state, TaskState::Queued);
     }
+
+    #[test]
+    fn a_blocked_tasks_remembered_hold_is_dropped_by_release_and_taken_by_hold() {
+        let (dir, mut s) = store();
+        let ids = submit(
+            &mut s,
+            "[[task]]\nname = \"a\"\ncommand = \"false\"\n\
+             [[task]]\nname = \"b\"\ncommand = \"true\"\nafter = [\"a\"]\n",
+        );
+        let (a, b) = (ids[0], ids[1]);
+        let fail_a = |s: &mut crate::store::Store, at: i64| {
+            let run = s
+                .claim(a, &NewRun::default(), dir.path(), at)
+                .unwrap()
+                .unwrap();
+            s.finish_run(run.id, &outcome(RunClass::AppError, 1, at + 1_000))
+                .unwrap();
+        };
+        s.hold(b, 1_500).unwrap();
+        fail_a(&mut s, 2_000);
+        assert_eq!(s.task(b).unwrap().state, TaskState::Blocked);
+        // Released while blocked: still blocked, and queued once unblocked.
+        assert_eq!(s.release(b, 3_000).unwrap(), 1);
+        assert_eq!(s.task(b).unwrap().state, TaskState::Blocked);
+        assert!(
+            s.release(b, 3_100).is_err(),
+            "nothing left to release: refused as before"
+        );
+        s.retry(a, 4_000, false).unwrap();
+        assert_eq!(s.task(b).unwrap().state, TaskState::Queued);
+        // Held while blocked: held once unblocked.
+        fail_a(&mut s, 5_000);
+        assert_eq!(s.task(b).unwrap().state, TaskState::Blocked);
+        assert_eq!(s.hold(b, 6_000).unwrap(), 1);
+        assert_eq!(s.task(b).unwrap().state, TaskState::Blocked);
+        s.retry(a, 7_000, false).unwrap();
+        assert_eq!(s.task(b).unwrap().state, TaskState::Held);
+    }
 }
