@@ -27,6 +27,9 @@ pub struct CallReport {
     pub cpu: Duration,
     /// Wall time from sending the call to its answer.
     pub wall: Duration,
+    /// The worker is gone (its thread ended, or a panic in the host's side
+    /// of a call dropped its plugin): its owner starts it again.
+    pub ended: bool,
 }
 
 type Reply = mpsc::SyncSender<CallReport>;
@@ -154,6 +157,7 @@ impl Worker {
                         result,
                         cpu: thread_cpu().saturating_sub(c0),
                         wall: t0.elapsed(),
+                        ended: false,
                     };
                     if reply.send(report).is_err() {
                         return;
@@ -238,6 +242,7 @@ impl Worker {
                     result,
                     cpu: thread_cpu().saturating_sub(c0),
                     wall: t0.elapsed(),
+                    ended: slot.is_none(),
                 }))
             }
         }
@@ -271,12 +276,14 @@ impl Pending {
                     result: Err(PluginError::Stuck(watchdog)),
                     cpu: Duration::ZERO,
                     wall: sent.elapsed(),
+                    ended: true,
                 }
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => CallReport {
                 result: Err(PluginError::Trap("the plugin thread ended".into())),
                 cpu: Duration::ZERO,
                 wall: sent.elapsed(),
+                ended: true,
             },
         }
     }
@@ -313,6 +320,27 @@ pub fn contained<R: Send + 'static>(
         }
         Err(mpsc::RecvTimeoutError::Disconnected) => {
             Err(PluginError::Trap("the plugin thread ended".into()))
+        }
+    }
+}
+
+#[cfg(test)]
+impl Worker {
+    /// A worker whose thread has ended, as a panic in the host's side of
+    /// a call leaves one (no plugin can be made to cause that panic).
+    pub(crate) fn ended(limits: PluginLimits) -> Worker {
+        let (jobs, _) = mpsc::channel();
+        Worker {
+            runs: Runs::Thread {
+                jobs,
+                life: Arc::new(Life::new(Budget::daemon(super::budget::Kind::Policy))),
+            },
+            limits,
+            sha256: String::new(),
+            version: Detected {
+                api: super::version::ApiVersion::V0_2_1,
+                declared: None,
+            },
         }
     }
 }

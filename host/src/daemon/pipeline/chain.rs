@@ -9,8 +9,9 @@
 //! reloaded. While a plugin fails or is disabled its `on_failure` applies:
 //! `open` ignores it, `closed` starts nothing.
 
+mod reload_apply;
+
 use crate::daemon::MemberView;
-use nightjar_core::api::{ReloadChange, ReloadOutcome};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -178,77 +179,6 @@ impl Chain {
         (self.engine.clone(), self.limits.clone())
     }
 
-    /// The members whose file changed (or that are disabled), with what a
-    /// reload would start them from.
-    pub(in crate::daemon) fn changed(
-        &self,
-        cfg: &Config,
-    ) -> Vec<crate::daemon::pipeline::chain_reload::Changed> {
-        let mut out = Vec::new();
-        for (index, m) in self.members.iter().enumerate() {
-            let (source, wasm) = source_of(cfg, &m.name);
-            let sha = wasm.as_ref().ok().map(|w| sha256(w));
-            let running = m.loaded.as_ref().map(|l| &l.sha256);
-            if running == sha.as_ref() && m.source == source && !m.disabled {
-                continue;
-            }
-            out.push(crate::daemon::pipeline::chain_reload::Changed {
-                index,
-                name: m.name.clone(),
-                source,
-                wasm,
-            });
-        }
-        out
-    }
-
-    /// Puts in place what a reload started: a member that started replaces
-    /// the old one; one that failed leaves the old one running and says why.
-    pub(in crate::daemon) fn apply(
-        &mut self,
-        started: Vec<crate::daemon::pipeline::chain_reload::Started>,
-    ) -> Vec<ReloadChange> {
-        let mut changes = Vec::new();
-        for s in started {
-            let (i, name, source) = (s.index, s.name, s.source);
-            if self.members.get(i).is_none_or(|m| m.name != name) {
-                continue;
-            }
-            match s.result {
-                Ok((worker, loaded)) => {
-                    let m = &mut self.members[i];
-                    m.worker = Some(worker);
-                    m.loaded = Some(loaded);
-                    m.source = source;
-                    m.disabled = false;
-                    m.health.reset();
-                    m.last_error = None;
-                    changes.push(ReloadChange {
-                        plugin: name.clone(),
-                        outcome: ReloadOutcome::Loaded,
-                        detail: m.source.clone(),
-                    });
-                }
-                Err(e) => {
-                    let e = named(&source, &e);
-                    let m = &mut self.members[i];
-                    let kept = if m.worker.is_some() || m.loaded.is_some() {
-                        "; the previous version keeps running"
-                    } else {
-                        ""
-                    };
-                    m.last_error = Some(format!("new version rejected: {e}{kept}"));
-                    changes.push(ReloadChange {
-                        plugin: name.clone(),
-                        outcome: ReloadOutcome::Rejected,
-                        detail: format!("{e}{kept}"),
-                    });
-                }
-            }
-        }
-        changes
-    }
-
     /// Faults in the config found at load, each naming the file, line and
     /// key: the daemon does not start with any.
     pub fn startup_problems(&self) -> Vec<String> {
@@ -273,6 +203,15 @@ impl Chain {
                 Some((m.mode(), m.len(), m.modified().ok()?))
             })
             .collect()
+    }
+
+    /// Ends member `name`'s worker thread, as a panic in the host's side of
+    /// a call would.
+    #[cfg(test)]
+    pub(in crate::daemon) fn end_worker(&mut self, name: &str) {
+        for m in self.members.iter_mut().filter(|m| m.name == name) {
+            m.worker = Some(Worker::ended(self.limits.clone()));
+        }
     }
 
     /// The members' states.
@@ -368,8 +307,10 @@ impl Chain {
                 Some(call) => {
                     let report = call.wait();
                     answer.calls.push((m.name.clone(), report.wall));
-                    if matches!(report.result, Err(PluginError::Stuck(_))) {
-                        // Never joined: the thread ends on its own if the call returns.
+                    if report.ended {
+                        // Started again at the next pass, from its cached
+                        // code. A stuck thread is never joined: it ends on
+                        // its own if the call returns.
                         m.worker = None;
                     }
                     let mut result = report.result;

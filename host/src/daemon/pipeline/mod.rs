@@ -9,6 +9,8 @@ pub(in crate::daemon) mod cache_key;
 pub(in crate::daemon) mod chain;
 pub(in crate::daemon) mod chain_reload;
 #[cfg(test)]
+mod chain_restart_tests;
+#[cfg(test)]
 mod chain_versions_tests;
 pub(in crate::daemon) mod combine;
 pub(in crate::daemon) mod dispatch;
