@@ -253,6 +253,12 @@ def test_a_symlinked_config_finds_the_socket_the_cli_finds(tmp_path, monkeypatch
     sock, _ = find_socket(tmp_path / "link" / "nj.toml")
     # The file's own folder, the link not followed (Rust's std::path::absolute).
     assert sock == tmp_path / "link" / "st" / "nightjar.sock"
+    # Past 1 MiB (`--config /dev/zero`, a wrong file): refused, as the CLI does.
+    big = tmp_path / "big.toml"
+    big.write_bytes(b"#" * ((1 << 20) + 1))
+    for config in [big, "/dev/zero"]:
+        with pytest.raises(nightjar.NightjarError, match="1 MiB"):
+            find_socket(config)
 
 
 def test_a_default_name_is_made_as_the_cli_makes_it(nj, tmp_path):

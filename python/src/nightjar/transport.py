@@ -28,6 +28,9 @@ PROTOCOL = 2
 SYSTEM_SOCKET = "/run/nightjar/nightjar.sock"
 SYSTEM_STATE_DIR = "/var/lib/nightjar"
 
+#: Longest config file read (as the CLI: 1 MiB).
+MAX_CONFIG = 1 << 20
+
 #: Longest reply read (a sweep's `show` can be large, a log chunk is 64 KiB).
 MAX_REPLY = 256 * 1024 * 1024
 
@@ -67,7 +70,11 @@ def find_socket(config: str | os.PathLike | None = None,
     if config:
         path = Path(config)
         try:
-            table = _keys(path.read_text())
+            with open(path, "rb") as f:
+                raw = f.read(MAX_CONFIG + 1)
+            if len(raw) > MAX_CONFIG:
+                raise ValueError(f"larger than {MAX_CONFIG >> 20} MiB: is it the right file?")
+            table = _keys(raw.decode("utf-8"))
         except (OSError, ValueError) as e:
             raise NightjarError(f"config file {path}: {e}", "invalid") from e
         # As the CLI: the file's own folder, symbolic links not followed.
