@@ -32,7 +32,7 @@ pub(super) fn get(port: u16, path: &str, token: Option<&str>) -> Result<(String,
 }
 
 /// A free TCP port on 127.0.0.1.
-fn free_port() -> Result<u16> {
+pub(super) fn free_port() -> Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port())

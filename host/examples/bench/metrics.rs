@@ -9,7 +9,7 @@ use std::time::Instant;
 use anyhow::{Result, bail};
 use nightjar::api;
 
-use super::dashboard::get;
+use super::dashboard::{free_port, get};
 use super::vs::nightjar;
 use super::{Daemon, entries, median};
 
@@ -26,9 +26,7 @@ fn timed(reps: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
 
 pub fn metrics(tasks: usize) -> Result<()> {
     println!("== metrics: GET /metrics and wait-progress over {tasks} waiting tasks ==");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port();
+    let port = free_port()?;
     let d = Daemon::start(&format!(
         "slots = 1\n[http]\nlisten = \"127.0.0.1:{port}\"\nmetrics = true\n"
     ))?;

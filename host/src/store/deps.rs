@@ -132,7 +132,14 @@ pub(super) fn unblock_dependants(tx: &Transaction, id: i64, now: i64) -> Result<
 #[cfg(test)]
 mod tests {
     use crate::store::tests::{outcome, store, submit};
-    use crate::store::{NewRun, RunClass, TaskState};
+    use crate::store::{NewRun, RunClass, Store, TaskState};
+
+    /// One attempt of `task`, claimed at `at` and failed a second later.
+    fn fail(s: &mut Store, dir: &std::path::Path, task: i64, at: i64) {
+        let run = s.claim(task, &NewRun::default(), dir, at).unwrap().unwrap();
+        s.finish_run(run.id, &outcome(RunClass::AppError, 1, at + 1_000))
+            .unwrap();
+    }
 
     #[test]
     fn a_held_task_blocked_by_its_dependency_is_held_again_once_the_dependency_is_retried() {
@@ -144,15 +151,7 @@ mod tests {
              [[task]]\nname = \"c\"\ncommand = \"true\"\nafter = [\"a\"]\n",
         );
         let (a, b, c) = (ids[0], ids[1], ids[2]);
-        // One attempt of `a`, claimed at `at` and failed a second later.
-        let fail_a = |s: &mut crate::store::Store, at: i64| {
-            let run = s
-                .claim(a, &NewRun::default(), dir.path(), at)
-                .unwrap()
-                .unwrap();
-            s.finish_run(run.id, &outcome(RunClass::AppError, 1, at + 1_000))
-                .unwrap();
-        };
+        let fail_a = |s: &mut Store, at: i64| fail(s, dir.path(), a, at);
         s.hold(b, 1_500).unwrap();
         fail_a(&mut s, 2_000);
         assert_eq!(s.task(b).unwrap().state, TaskState::Blocked);
@@ -185,14 +184,7 @@ mod tests {
              [[task]]\nname = \"b\"\ncommand = \"true\"\nafter = [\"a\"]\n",
         );
         let (a, b) = (ids[0], ids[1]);
-        let fail_a = |s: &mut crate::store::Store, at: i64| {
-            let run = s
-                .claim(a, &NewRun::default(), dir.path(), at)
-                .unwrap()
-                .unwrap();
-            s.finish_run(run.id, &outcome(RunClass::AppError, 1, at + 1_000))
-                .unwrap();
-        };
+        let fail_a = |s: &mut Store, at: i64| fail(s, dir.path(), a, at);
         s.hold(b, 1_500).unwrap();
         fail_a(&mut s, 2_000);
         assert_eq!(s.task(b).unwrap().state, TaskState::Blocked);
