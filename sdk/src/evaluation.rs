@@ -68,6 +68,15 @@ pub struct Preemption {
 }
 
 impl Evaluation {
+    /// An empty answer with room for `verdicts` verdicts (a policy that
+    /// judges every queued task: `Evaluation::with_capacity(s.queue.len())`).
+    pub fn with_capacity(verdicts: usize) -> Evaluation {
+        Evaluation {
+            verdicts: Vec::with_capacity(verdicts),
+            ..Evaluation::default()
+        }
+    }
+
     /// Allows a task with a score (higher starts first).
     pub fn allow(&mut self, task: i64, score: i32) {
         self.verdicts.push(TaskVerdict {
@@ -165,10 +174,14 @@ impl Reasons {
     }
 }
 
-/// Writes `e` for the host: tasks by position in `s`, reasons in one table.
-/// An id that is not in `s` is sent as a position that is not there (so the
-/// host refuses the answer) and logged.
-pub(crate) fn to_abi(s: &Snapshot<'_>, e: Evaluation) -> abi::Evaluation {
+/// Writes `e` for the host as the answer for `generation`: scores as one
+/// column by position in `s` (none when every score is 0), deferrals and
+/// rejections as columns, reasons in one table. A verdict that cannot be
+/// written (its id is not in `s`, or a second verdict for one task) is sent
+/// as a deferral of a position that is not there, so the host refuses the
+/// answer, and is logged.
+pub(crate) fn to_abi(s: &Snapshot<'_>, e: Evaluation, generation: u64) -> abi::Evaluation {
+    let n = s.queue.len();
     let mut positions = Positions {
         queue: &s.queue,
         next: 0,
@@ -176,21 +189,81 @@ pub(crate) fn to_abi(s: &Snapshot<'_>, e: Evaluation) -> abi::Evaluation {
     };
     let mut reasons = Reasons::default();
     let mut unknown = None;
-    let mut verdicts = Vec::with_capacity(e.verdicts.len());
-    for v in e.verdicts {
-        let task = positions.of(v.task).unwrap_or_else(|| {
+    let mut twice = None;
+    let mut scores: Vec<i32> = Vec::new();
+    let mut deferred = abi::Deferrals {
+        task: Vec::new(),
+        reason: Vec::new(),
+        until: Vec::new(),
+    };
+    let mut rejected = abi::Rejections {
+        task: Vec::new(),
+        reason: Vec::new(),
+    };
+    let mut verdicts = e.verdicts.into_iter().peekable();
+    // The usual answer first: allows in queue order, one per task, written
+    // straight into the score column.
+    let mut k = 0usize;
+    while let Some(v) = verdicts.next_if(|v| {
+        matches!(v.verdict, Verdict::Allow(_)) && s.queue.get(k).is_some_and(|t| t.id == v.task)
+    }) {
+        if let Verdict::Allow(score) = v.verdict
+            && score != 0
+        {
+            if scores.is_empty() {
+                scores = vec![0; n];
+            }
+            if let Some(slot) = scores.get_mut(k) {
+                *slot = score;
+            }
+        }
+        k += 1;
+    }
+    positions.next = k;
+    // Then any other verdict, by id.
+    let mut judged: Vec<bool> = Vec::new();
+    for v in verdicts {
+        if judged.is_empty() {
+            judged = vec![false; n];
+            judged[..k].fill(true);
+        }
+        let Some(at) = positions.of(v.task) else {
             unknown.get_or_insert(v.task);
-            NOT_THERE
-        });
-        let verdict = match v.verdict {
-            Verdict::Allow(n) => abi::Verdict::Allow(n),
-            Verdict::Defer(d) => abi::Verdict::Defer(abi::Deferral {
-                reason: reasons.add(d.reason),
-                until: d.until,
-            }),
-            Verdict::Reject(r) => abi::Verdict::Reject(reasons.add(r)),
+            deferred.task.push(NOT_THERE);
+            deferred.reason.push(0);
+            deferred.until.push(0);
+            continue;
         };
-        verdicts.push(abi::TaskVerdict { task, verdict });
+        if let Some(seen) = judged.get_mut(at as usize)
+            && std::mem::replace(seen, true)
+        {
+            twice.get_or_insert(v.task);
+            deferred.task.push(NOT_THERE);
+            deferred.reason.push(0);
+            deferred.until.push(0);
+            continue;
+        }
+        match v.verdict {
+            Verdict::Allow(0) => {}
+            Verdict::Allow(score) => {
+                if scores.is_empty() {
+                    scores = vec![0; n];
+                }
+                if let Some(slot) = scores.get_mut(at as usize) {
+                    *slot = score;
+                }
+            }
+            Verdict::Defer(d) => {
+                deferred.task.push(at);
+                deferred.reason.push(reasons.add(d.reason));
+                // 0 is "not said" on the wire; no one defers to 1970.
+                deferred.until.push(d.until.unwrap_or(0));
+            }
+            Verdict::Reject(r) => {
+                rejected.task.push(at);
+                rejected.reason.push(reasons.add(r));
+            }
+        }
     }
     let closed_gpus = e
         .closed_gpus
@@ -225,9 +298,18 @@ pub(crate) fn to_abi(s: &Snapshot<'_>, e: Evaluation) -> abi::Evaluation {
             &format!("the answer names task {id}, which is not in the snapshot"),
         );
     }
+    if let Some(id) = twice {
+        crate::log(
+            crate::Level::Error,
+            &format!("the answer gives task {id} two verdicts"),
+        );
+    }
     abi::Evaluation {
+        generation,
         reasons: reasons.table,
-        verdicts,
+        scores,
+        deferred,
+        rejected,
         closed_gpus,
         preempt,
     }
@@ -254,21 +336,38 @@ mod tests {
         // Out of order: found through the index of every id.
         e.allow(40, 1);
         e.allow(999, 1);
+        e.allow(10, 2);
         e.preempt(70, "never");
         e.preempt(71, "gone");
-        let w = to_abi(&s, e);
+        let w = to_abi(&s, e, 7);
+        assert_eq!(w.generation, 7);
         assert_eq!(w.reasons, ["later", "never", "gone"]);
-        let tasks: Vec<u32> = w.verdicts.iter().map(|v| v.task).collect();
-        assert_eq!(tasks, [0, 1, 2, 39, 3, NOT_THERE]);
-        assert!(matches!(
-            w.verdicts[2].verdict,
-            abi::Verdict::Defer(abi::Deferral {
-                reason: 0,
-                until: Some(9)
-            })
-        ));
-        assert!(matches!(w.verdicts[3].verdict, abi::Verdict::Reject(1)));
+        assert_eq!(w.scores.len(), 40);
+        assert_eq!((w.scores[0], w.scores[3], w.scores[4]), (5, 1, 0));
+        assert_eq!(
+            w.deferred.task,
+            [1, 2, NOT_THERE, NOT_THERE],
+            "an unknown id and a second verdict are sent as positions that are not there"
+        );
+        assert_eq!(w.deferred.reason[..2], [0, 0]);
+        assert_eq!(w.deferred.until[..2], [0, 9], "0: not said");
+        assert_eq!(
+            (w.rejected.task.clone(), w.rejected.reason.clone()),
+            (vec![39], vec![1])
+        );
         let pre: Vec<(u32, u32)> = w.preempt.iter().map(|p| (p.task, p.reason)).collect();
         assert_eq!(pre, [(0, 1), (NOT_THERE, 2)]);
+    }
+
+    #[test]
+    fn an_answer_of_zero_scores_sends_no_score_column() {
+        let s = SnapshotBuilder::at(0)
+            .queued(1, "p", Priority::Normal, 0)
+            .queued(2, "p", Priority::Normal, 0)
+            .build();
+        let mut e = Evaluation::default();
+        e.allow(1, 0);
+        assert!(to_abi(&s, e, 1).scores.is_empty());
+        assert!(to_abi(&s, Evaluation::default(), 1).scores.is_empty());
     }
 }

@@ -44,11 +44,14 @@
 //! tariff with [`tariff::prices`] (natively, a [`tariff::TariffMock`]
 //! answers).
 //!
-//! The SDK builds components against `nightjar:plugin@0.2.1`
-//! (`wit/nightjar-plugin@0.2.1`), whose snapshot is compact: text comes once
-//! in a string table and tasks are named by position. The SDK turns that
-//! into the types here (a task's `project` is a `&str`, verdicts name tasks
-//! by id), and [`export_policy!`] writes the version into the component's
+//! The SDK builds components against `nightjar:plugin@0.2.2`
+//! (`wit/nightjar-plugin@0.2.2`); a policy exports its `incremental-policy`:
+//! the plugin keeps the snapshot from one pass to the next, the host sends
+//! each pass as a change (text once in a string table, tasks named by
+//! position), and scores go back as one column. The SDK keeps and updates
+//! the types here (a task's `project` is a `&str`, verdicts name tasks by
+//! id), so a pass where little changed costs the plugin little, and
+//! [`export_policy!`] writes the version into the component's
 //! `nightjar-api-version` custom section, which `nightjar plugins ls` shows.
 //!
 //! # Result validators
@@ -83,8 +86,8 @@
 #[doc(hidden)]
 pub mod bindings {
     wit_bindgen::generate!({
-        path: "../wit/nightjar-plugin@0.2.1",
-        world: "scheduling-policy",
+        path: "../wit/nightjar-plugin@0.2.2",
+        world: "incremental-scheduling-policy",
         pub_export_macro: true,
         export_macro_name: "__export_scheduling_policy",
         default_bindings_module: "nightjar_sdk::bindings",
@@ -98,14 +101,14 @@ pub mod bindings {
 #[doc(hidden)]
 pub mod validator_bindings {
     wit_bindgen::generate!({
-        path: "../wit/nightjar-plugin@0.2.1",
+        path: "../wit/nightjar-plugin@0.2.2",
         world: "result-validator",
         pub_export_macro: true,
         export_macro_name: "__export_result_validator",
         default_bindings_module: "nightjar_sdk::validator_bindings",
         with: {
-            "nightjar:plugin/types@0.2.1": crate::bindings::nightjar::plugin::types,
-            "nightjar:plugin/host@0.2.1": crate::bindings::nightjar::plugin::host,
+            "nightjar:plugin/types@0.2.2": crate::bindings::nightjar::plugin::types,
+            "nightjar:plugin/host@0.2.2": crate::bindings::nightjar::plugin::host,
         },
         generate_all,
     });
@@ -117,14 +120,14 @@ pub mod validator_bindings {
 #[doc(hidden)]
 pub mod notifier_bindings {
     wit_bindgen::generate!({
-        path: "../wit/nightjar-plugin@0.2.1",
+        path: "../wit/nightjar-plugin@0.2.2",
         world: "notifier",
         pub_export_macro: true,
         export_macro_name: "__export_notifier",
         default_bindings_module: "nightjar_sdk::notifier_bindings",
         with: {
-            "nightjar:plugin/types@0.2.1": crate::bindings::nightjar::plugin::types,
-            "nightjar:plugin/host@0.2.1": crate::bindings::nightjar::plugin::host,
+            "nightjar:plugin/types@0.2.2": crate::bindings::nightjar::plugin::types,
+            "nightjar:plugin/host@0.2.2": crate::bindings::nightjar::plugin::host,
         },
         generate_all,
     });
@@ -133,6 +136,7 @@ pub mod notifier_bindings {
 pub mod config;
 mod evaluation;
 pub mod http;
+mod kept;
 pub mod mail;
 pub mod notifier;
 mod policy;
@@ -146,7 +150,7 @@ pub mod validator;
 /// The contract's own types, as the host sends and reads them (indices
 /// into string tables and lists); plugin code uses the SDK's types instead.
 #[doc(hidden)]
-pub use bindings::exports::nightjar::plugin::policy as abi;
+pub use bindings::exports::nightjar::plugin::incremental_policy as abi;
 
 /// The validator interface's own types, as the host sends and reads them;
 /// validator code uses [`Run`] and [`Finding`] instead.
@@ -182,10 +186,10 @@ pub use policy::private as __private;
 pub use validator::private as __private_validator;
 
 /// The version of the contract this SDK builds plugins against.
-pub const API_VERSION: &str = "0.2.1";
+pub const API_VERSION: &str = "0.2.2";
 
 /// The WIT package plugins are written against.
-pub const WIT_PACKAGE: &str = "nightjar:plugin@0.2.1";
+pub const WIT_PACKAGE: &str = "nightjar:plugin@0.2.2";
 
 /// The custom section a built plugin carries its [`API_VERSION`] in.
 pub const API_VERSION_SECTION: &str = "nightjar-api-version";

@@ -142,20 +142,66 @@ pub mod private {
         }
     }
 
-    /// The exported `evaluate` on the contract's own types: the snapshot
-    /// read into the SDK's, [`evaluate_with`], the answer written back.
+    /// The snapshot the plugin keeps between passes (one policy per
+    /// component; an instance is single-threaded).
+    static KEPT: Mutex<crate::kept::Kept> = Mutex::new(crate::kept::Kept::new());
+
+    /// The exported `evaluate` on the contract's own types: the change
+    /// applied to the kept snapshot, [`evaluate_with`] on it, the answer
+    /// written back. A change the plugin cannot apply (a base it does not
+    /// hold) is answered with generation 0 and nothing else: the host then
+    /// sends the whole snapshot.
     pub fn evaluate_abi<P: Policy>(
         slot: &ConfigSlot<P::Config>,
-        snapshot: &abi::Snapshot,
+        change: abi::Snapshot,
     ) -> abi::Evaluation {
-        let view = crate::snapshot::view(snapshot);
-        let e = evaluate_with::<P>(slot, &view);
-        crate::evaluation::to_abi(&view, e)
+        let mut kept = KEPT.lock().unwrap_or_else(|p| p.into_inner());
+        if kept.apply(change).is_err() {
+            return not_held();
+        }
+        let generation = kept.generation();
+        let view = kept.snapshot();
+        let e = evaluate_with::<P>(slot, view);
+        crate::evaluation::to_abi(view, e, generation)
+    }
+
+    /// The snapshot the kept snapshot is (for a plugin's own export glue
+    /// that answers some passes itself): `f` with the change applied, or
+    /// `None` when it could not be.
+    pub fn with_kept<T>(
+        change: abi::Snapshot,
+        f: impl FnOnce(&crate::Snapshot<'_>, u64) -> T,
+    ) -> Option<T> {
+        let mut kept = KEPT.lock().unwrap_or_else(|p| p.into_inner());
+        kept.apply(change).ok()?;
+        let generation = kept.generation();
+        Some(f(kept.snapshot(), generation))
+    }
+
+    /// The answer of a plugin that does not hold the change's base.
+    pub fn not_held() -> abi::Evaluation {
+        abi::Evaluation {
+            generation: 0,
+            reasons: Vec::new(),
+            scores: Vec::new(),
+            deferred: abi::Deferrals {
+                task: Vec::new(),
+                reason: Vec::new(),
+                until: Vec::new(),
+            },
+            rejected: abi::Rejections {
+                task: Vec::new(),
+                reason: Vec::new(),
+            },
+            closed_gpus: Vec::new(),
+            preempt: Vec::new(),
+        }
     }
 }
 
-/// Exports a [`Policy`] as the component's `nightjar:plugin/policy@0.2.1`
-/// interface and writes the API version into its `nightjar-api-version`
+/// Exports a [`Policy`] as the component's
+/// `nightjar:plugin/incremental-policy@0.2.2` interface (the snapshot kept
+/// between passes, each pass sent as a change) and writes the API version into its `nightjar-api-version`
 /// custom section (on wasm only: natively the same crate builds for unit
 /// tests, and the macro only checks that the type is a [`Policy`]).
 #[macro_export]
@@ -182,8 +228,8 @@ macro_rules! export_policy {
                     $crate::__private::configure_into::<$policy>(&CONFIG, &text)
                 }
 
-                fn evaluate(snapshot: $crate::abi::Snapshot) -> $crate::abi::Evaluation {
-                    $crate::__private::evaluate_abi::<$policy>(&CONFIG, &snapshot)
+                fn evaluate(change: $crate::abi::Snapshot) -> $crate::abi::Evaluation {
+                    $crate::__private::evaluate_abi::<$policy>(&CONFIG, change)
                 }
             }
 

@@ -38,6 +38,7 @@ macro_rules! host_imports {
 pub mod budget;
 pub mod compile;
 pub mod engine;
+pub mod incremental;
 mod versioned;
 
 /// The sha256 of `bytes`, as 64 lowercase hex digits (a plugin's identity

@@ -1,14 +1,19 @@
 //! One scheduling pass as the plugins see it: the host's snapshot, and what
 //! is derived from it once per pass however many plugins are called (the
 //! random seed, the ids answers are checked against, the 0.1 and 0.2
-//! forms), each made the first time a plugin needs it.
+//! forms, the incremental change from each snapshot plugins hold), each made
+//! the first time a plugin needs it.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
+use super::incremental::{self, Change, Held};
 use super::policy::{Snapshot, seed_of};
 use super::validate::Ids;
 use super::wasi::SeedSource;
 use super::{v0_1, v0_2};
+
+/// A change made for a pass, or why none could be.
+type Made = Result<Arc<Change>, String>;
 
 /// A snapshot shared by every plugin of a pass.
 pub struct Pass {
@@ -17,6 +22,9 @@ pub struct Pass {
     ids: OnceLock<Ids>,
     v0_1: OnceLock<v0_1::exports::nightjar::plugin::policy::Snapshot>,
     v0_2: OnceLock<Result<v0_2::types::Snapshot, String>>,
+    /// The changes made so far, by the generation they start from (0: from
+    /// nothing): every plugin of a chain usually holds the same one.
+    changes: Mutex<Vec<(u64, Made)>>,
     tariff: Option<Arc<crate::tariff::Tariff>>,
 }
 
@@ -29,6 +37,7 @@ impl Pass {
             ids: OnceLock::new(),
             v0_1: OnceLock::new(),
             v0_2: OnceLock::new(),
+            changes: Mutex::new(Vec::new()),
             tariff: None,
         }
     }
@@ -78,6 +87,20 @@ impl Pass {
             .get_or_init(|| v0_2::wire(&self.snapshot))
             .as_ref()
             .map_err(String::as_str)
+    }
+
+    /// The change to this pass's snapshot from `held` (what an incremental
+    /// plugin holds; none: from nothing), made once per pass for every
+    /// plugin holding the same one.
+    pub fn incremental(&self, held: Option<&Arc<Held>>) -> Result<Arc<Change>, String> {
+        let base = held.map_or(0, |h| h.generation);
+        let mut changes = self.changes.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, c)) = changes.iter().find(|(b, _)| *b == base) {
+            return c.clone();
+        }
+        let c = incremental::feed::change(held.map(|h| &**h), &self.snapshot).map(Arc::new);
+        changes.push((base, c.clone()));
+        c
     }
 
     /// Tasks and GPUs in the snapshot: what bounds the size of an answer.

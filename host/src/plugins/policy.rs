@@ -41,7 +41,7 @@ pub enum PluginError {
     World(String),
     /// A scheduling policy of a version of the contract this host does not load.
     #[error(
-        "implements nightjar:plugin/policy@{found}, a version this host does not load (it loads {supported}); rebuild it with an SDK for one of those, or upgrade nightjar"
+        "implements nightjar:plugin/{found}, a version this host does not load (it loads {supported}); rebuild it with an SDK for one of those, or upgrade nightjar"
     )]
     Version {
         /// The version the component exports.
@@ -121,6 +121,10 @@ pub struct PolicyPlugin {
     rng: SeededRng,
     log_budget: LogBudget,
     live: Option<(Store<PluginState>, Live)>,
+    /// What the live instance holds, for an incremental plugin: the
+    /// snapshot the next pass is sent as a change from. None with no
+    /// instance, and after any failed call.
+    held: Option<std::sync::Arc<super::incremental::Held>>,
 }
 
 impl PolicyPlugin {
@@ -139,7 +143,7 @@ impl PolicyPlugin {
         if let Some(note) = version.note() {
             tracing::warn!(plugin = %name, "{note}");
         }
-        let pre = Pre::new(&engine.engine, &component, version.api)?;
+        let pre = Pre::new(&engine.engine, &component, version.adapter())?;
         let sha256 = super::sha256(wasm);
         let mut p = PolicyPlugin {
             name: name.to_string(),
@@ -153,6 +157,7 @@ impl PolicyPlugin {
             sink: LogSink::default(),
             rng: SeededRng::default(),
             live: None,
+            held: None,
         };
         p.instantiate()?;
         Ok(p)
@@ -182,6 +187,7 @@ impl PolicyPlugin {
     /// A fresh instance, configured. The old one (if any) is dropped first.
     pub fn instantiate(&mut self) -> Result<(), PluginError> {
         self.live = None;
+        self.held = None;
         let mut store = self.new_store();
         self.rng.seed(0);
         store.set_epoch_deadline(PluginEngine::ticks(self.limits.configure_timeout));
@@ -217,12 +223,15 @@ impl PolicyPlugin {
         }
         // The pass's form for this version is made once per pass, before
         // this plugin's deadline starts.
-        match self.version.api.adapter() {
+        match self.version.adapter() {
             Adapter::V0_1 => {
                 let _ = pass.v0_1();
             }
             Adapter::V0_2 => {
                 let _ = pass.v0_2();
+            }
+            Adapter::Incremental => {
+                let _ = pass.incremental(self.held.as_ref());
             }
         }
         let timeout = self.limits.evaluate_timeout;
@@ -242,16 +251,39 @@ impl PolicyPlugin {
         store.set_epoch_deadline(PluginEngine::ticks(timeout));
         // What a valid answer can hold is all the answer may copy to the host.
         store.set_hostcall_fuel(answer_transfer(pass.items()));
-        let result = engine.with_deadline(|| live.evaluate(&mut *store, pass));
+        let held = &mut self.held;
+        let result = engine.with_deadline(|| live.evaluate(&mut *store, pass, held));
         store.set_hostcall_fuel(MAX_CALL_TRANSFER);
         self.flush_output();
         match result {
             Ok(answer) => answer,
             Err(e) => {
                 self.live = None;
+                self.held = None;
                 Err(classify(e, timeout, memory))
             }
         }
+    }
+
+    /// What the live instance holds, for the benchmark that prepares a
+    /// pass's change before timing the call.
+    #[doc(hidden)]
+    pub fn held_for_bench(&self) -> Option<&std::sync::Arc<super::incremental::Held>> {
+        self.held.as_ref()
+    }
+
+    /// What the live instance holds (an incremental plugin's last confirmed
+    /// snapshot), for tests.
+    #[cfg(test)]
+    pub(crate) fn held(&self) -> Option<&std::sync::Arc<super::incremental::Held>> {
+        self.held.as_ref()
+    }
+
+    /// Makes the host believe the instance holds `held`, for tests of a
+    /// plugin that does not.
+    #[cfg(test)]
+    pub(crate) fn forge_held(&mut self, held: std::sync::Arc<super::incremental::Held>) {
+        self.held = Some(held);
     }
 
     /// Writes what the guest printed to the daemon's log, within its budget.

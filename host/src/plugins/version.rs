@@ -1,6 +1,7 @@
 //! Which version of the contract a component implements. The interface it
-//! exports decides (`nightjar:plugin/policy@0.1.0`, `@0.2.0` or `@0.2.1`):
-//! that is what the host calls. The `nightjar-api-version` custom section the SDK
+//! exports decides (`nightjar:plugin/policy@0.1.0`, `@0.2.0`, `@0.2.1` or
+//! `@0.2.2`, or 0.2.2's `nightjar:plugin/incremental-policy@0.2.2`): that is
+//! what the host calls. The `nightjar-api-version` custom section the SDK
 //! writes is read too and shown; where it disagrees with the exports, the
 //! exports win and a note says so.
 
@@ -8,6 +9,9 @@ use super::policy::PluginError;
 
 /// The exported interface a scheduling policy implements, without version.
 pub const POLICY_INTERFACE: &str = "nightjar:plugin/policy";
+
+/// The interface an incremental policy exports (0.2.2 on).
+pub const INCREMENTAL_INTERFACE: &str = "nightjar:plugin/incremental-policy";
 
 /// The custom section in which the SDK writes the version it built for.
 pub const SECTION: &str = "nightjar-api-version";
@@ -17,7 +21,7 @@ const MAX_DECLARED: usize = 32;
 
 /// A version of the contract this host loads: one per released folder
 /// under `wit/`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ApiVersion {
     /// `nightjar:plugin@0.1.0` (`wit/nightjar-plugin@0.1.0`).
     V0_1_0,
@@ -27,6 +31,9 @@ pub enum ApiVersion {
     /// `nightjar:plugin@0.2.1` (`wit/nightjar-plugin@0.2.1`): 0.2.0 plus the
     /// `tariff` import and the validator and notifier worlds.
     V0_2_1,
+    /// `nightjar:plugin@0.2.2` (`wit/nightjar-plugin@0.2.2`): 0.2.1 plus the
+    /// incremental policy (`incremental-scheduling-policy`).
+    V0_2_2,
 }
 
 /// The code that calls a version: each adapter converts the host's model
@@ -35,18 +42,26 @@ pub enum ApiVersion {
 pub enum Adapter {
     /// `plugins::v0_1`: the 0.1 bindings.
     V0_1,
-    /// `plugins::v0_2`: the 0.2.1 bindings, which also call 0.2.0
-    /// components (wasmtime matches `@0.2.0` names to `@0.2.1` ones by
-    /// semver, and 0.2.1 only adds to 0.2.0).
+    /// `plugins::v0_2`: the 0.2.2 bindings of `policy`, which also call
+    /// 0.2.0 and 0.2.1 components (wasmtime matches their names to
+    /// `@0.2.2` ones by semver, and each 0.2.x only adds to the one before).
     V0_2,
+    /// `plugins::incremental`: 0.2.2's incremental policy, changes in and
+    /// score columns out.
+    Incremental,
 }
 
 impl ApiVersion {
     /// Every version this host loads, oldest first.
-    pub const ALL: [ApiVersion; 3] = [ApiVersion::V0_1_0, ApiVersion::V0_2_0, ApiVersion::V0_2_1];
+    pub const ALL: [ApiVersion; 4] = [
+        ApiVersion::V0_1_0,
+        ApiVersion::V0_2_0,
+        ApiVersion::V0_2_1,
+        ApiVersion::V0_2_2,
+    ];
 
     /// The newest: the one the SDK builds and `wit/` adds to next.
-    pub const LATEST: ApiVersion = ApiVersion::V0_2_1;
+    pub const LATEST: ApiVersion = ApiVersion::V0_2_2;
 
     /// The version as WIT spells it (`0.2.0`).
     pub fn as_str(self) -> &'static str {
@@ -54,6 +69,7 @@ impl ApiVersion {
             ApiVersion::V0_1_0 => "0.1.0",
             ApiVersion::V0_2_0 => "0.2.0",
             ApiVersion::V0_2_1 => "0.2.1",
+            ApiVersion::V0_2_2 => "0.2.2",
         }
     }
 
@@ -61,7 +77,7 @@ impl ApiVersion {
     pub fn adapter(self) -> Adapter {
         match self {
             ApiVersion::V0_1_0 => Adapter::V0_1,
-            ApiVersion::V0_2_0 | ApiVersion::V0_2_1 => Adapter::V0_2,
+            ApiVersion::V0_2_0 | ApiVersion::V0_2_1 | ApiVersion::V0_2_2 => Adapter::V0_2,
         }
     }
 
@@ -100,12 +116,24 @@ impl std::fmt::Display for ApiVersion {
 pub struct Detected {
     /// The version the host calls it as: the one it exports.
     pub api: ApiVersion,
+    /// Whether it exports the incremental policy (0.2.2's
+    /// `incremental-policy`) rather than `policy`.
+    pub incremental: bool,
     /// What its `nightjar-api-version` section says, if it has one (files
     /// built before 0.2, or without the SDK, have none).
     pub declared: Option<String>,
 }
 
 impl Detected {
+    /// The adapter that calls it.
+    pub fn adapter(&self) -> Adapter {
+        if self.incremental {
+            Adapter::Incremental
+        } else {
+            self.api.adapter()
+        }
+    }
+
     /// A note when the section disagrees with the exports.
     pub fn note(&self) -> Option<String> {
         let declared = self.declared.as_deref()?;
@@ -118,15 +146,19 @@ impl Detected {
     }
 }
 
-/// The version a component with these export names implements.
-pub fn from_exports<'a>(
-    names: impl IntoIterator<Item = &'a str>,
-) -> Result<ApiVersion, PluginError> {
+/// The version a component with these export names implements, and
+/// whether it is an incremental policy (its `declared` is left empty).
+pub fn from_exports<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<Detected, PluginError> {
     let names: Vec<&str> = names.into_iter().collect();
-    let prefix = format!("{POLICY_INTERFACE}@");
-    let found: Vec<&str> = names
+    let plain = format!("{POLICY_INTERFACE}@");
+    let incremental = format!("{INCREMENTAL_INTERFACE}@");
+    let found: Vec<(&str, bool)> = names
         .iter()
-        .filter_map(|n| n.strip_prefix(&prefix))
+        .filter_map(|n| {
+            n.strip_prefix(&plain)
+                .map(|v| (v, false))
+                .or_else(|| n.strip_prefix(&incremental).map(|v| (v, true)))
+        })
         .collect();
     match found.as_slice() {
         [] => {
@@ -141,19 +173,41 @@ pub fn from_exports<'a>(
                     .join(", ")
             };
             Err(PluginError::World(format!(
-                "exports no `{POLICY_INTERFACE}@VERSION` interface, so it is not a scheduling policy (it exports {listed}); this host loads versions {}",
+                "exports no `{POLICY_INTERFACE}@VERSION` or `{INCREMENTAL_INTERFACE}@VERSION` interface, so it is not a scheduling policy (it exports {listed}); this host loads versions {}",
                 ApiVersion::supported()
             )))
         }
-        [one] => ApiVersion::parse(one).ok_or_else(|| PluginError::Version {
-            found: one.escape_debug().to_string(),
-            supported: ApiVersion::supported(),
-        }),
+        [(one, incremental)] => {
+            let api = ApiVersion::parse(one)
+                // The incremental interface is new in 0.2.2.
+                .filter(|v| !incremental || *v >= ApiVersion::V0_2_2)
+                .ok_or_else(|| PluginError::Version {
+                    found: format!(
+                        "{}@{}",
+                        if *incremental {
+                            "incremental-policy"
+                        } else {
+                            "policy"
+                        },
+                        one.escape_debug()
+                    ),
+                    supported: ApiVersion::supported(),
+                })?;
+            Ok(Detected {
+                api,
+                incremental: *incremental,
+                declared: None,
+            })
+        }
         many => Err(PluginError::World(format!(
-            "exports `{POLICY_INTERFACE}` at {} versions ({}); a plugin implements exactly one, so the host cannot tell which to call",
+            "exports a policy interface {} times ({}); a plugin implements exactly one, so the host cannot tell which to call",
             many.len(),
             many.iter()
-                .map(|v| v.escape_debug().to_string())
+                .map(|(v, inc)| format!(
+                    "{}@{}",
+                    if *inc { "incremental-policy" } else { "policy" },
+                    v.escape_debug()
+                ))
                 .collect::<Vec<_>>()
                 .join(", ")
         ))),
@@ -204,10 +258,10 @@ pub fn detect(
     wasm: &[u8],
 ) -> Result<Detected, PluginError> {
     let ty = component.component_type();
-    let api = from_exports(ty.exports(engine).map(|(name, _)| name))?;
+    let found = from_exports(ty.exports(engine).map(|(name, _)| name))?;
     Ok(Detected {
-        api,
         declared: declared(wasm),
+        ..found
     })
 }
 
@@ -218,14 +272,31 @@ mod tests {
     #[test]
     fn the_exported_interface_names_the_version() {
         let v = from_exports(["wasi:cli/run@0.2.0", "nightjar:plugin/policy@0.2.0"]);
-        assert_eq!(v, Ok(ApiVersion::V0_2_0));
+        let api =
+            |names: &[&str]| from_exports(names.iter().copied()).map(|d| (d.api, d.adapter()));
+        assert_eq!(v.map(|d| d.api), Ok(ApiVersion::V0_2_0));
         assert_eq!(
-            from_exports(["nightjar:plugin/policy@0.2.1"]),
-            Ok(ApiVersion::V0_2_1)
+            api(&["nightjar:plugin/policy@0.2.1"]),
+            Ok((ApiVersion::V0_2_1, Adapter::V0_2))
         );
         assert_eq!(
-            from_exports(["nightjar:plugin/policy@0.1.0"]),
-            Ok(ApiVersion::V0_1_0)
+            api(&["nightjar:plugin/policy@0.1.0"]),
+            Ok((ApiVersion::V0_1_0, Adapter::V0_1))
+        );
+        assert_eq!(
+            api(&["nightjar:plugin/policy@0.2.2"]),
+            Ok((ApiVersion::V0_2_2, Adapter::V0_2)),
+            "0.2.2's plain policy is called as any 0.2 one"
+        );
+        assert_eq!(
+            api(&["nightjar:plugin/incremental-policy@0.2.2"]),
+            Ok((ApiVersion::V0_2_2, Adapter::Incremental))
+        );
+        let early = from_exports(["nightjar:plugin/incremental-policy@0.2.1"]).unwrap_err();
+        assert_eq!(early.cause(), "version", "the interface is new in 0.2.2");
+        assert!(
+            early.to_string().contains("incremental-policy@0.2.1"),
+            "{early}"
         );
         assert_eq!(ApiVersion::V0_2_0.adapter(), ApiVersion::V0_2_1.adapter());
         assert_ne!(ApiVersion::V0_1_0.adapter(), ApiVersion::V0_2_1.adapter());
@@ -237,7 +308,8 @@ mod tests {
         assert_eq!(e.cause(), "version");
         let text = e.to_string();
         assert!(
-            text.contains("nightjar:plugin/policy@0.3.0") && text.contains("0.1.0, 0.2.0, 0.2.1"),
+            text.contains("nightjar:plugin/policy@0.3.0")
+                && text.contains("0.1.0, 0.2.0, 0.2.1, 0.2.2"),
             "{text}"
         );
     }
@@ -250,7 +322,16 @@ mod tests {
         ])
         .unwrap_err();
         assert_eq!(both.cause(), "world");
-        assert!(both.to_string().contains("0.1.0, 0.2.0"), "{both}");
+        assert!(
+            both.to_string().contains("policy@0.1.0, policy@0.2.0"),
+            "{both}"
+        );
+        let plain_and_incremental = from_exports([
+            "nightjar:plugin/policy@0.2.2",
+            "nightjar:plugin/incremental-policy@0.2.2",
+        ])
+        .unwrap_err();
+        assert_eq!(plain_and_incremental.cause(), "world");
         let patch_levels = from_exports([
             "nightjar:plugin/policy@0.2.0",
             "nightjar:plugin/policy@0.2.1",
@@ -276,12 +357,14 @@ mod tests {
     fn a_section_that_disagrees_is_noted_and_the_exports_win() {
         let d = Detected {
             api: ApiVersion::V0_1_0,
+            incremental: false,
             declared: Some("0.2.0".into()),
         };
         let note = d.note().unwrap();
         assert!(note.contains("the exported interface wins"), "{note}");
         let agrees = Detected {
             api: ApiVersion::V0_2_1,
+            incremental: false,
             declared: Some("0.2.1".into()),
         };
         assert_eq!(agrees.note(), None);

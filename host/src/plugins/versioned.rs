@@ -9,20 +9,22 @@ use wasmtime::{Engine, Store};
 use super::pass::Pass;
 use super::policy::{ConfigError, Evaluation, PluginError};
 use super::state::PluginState;
-use super::version::{Adapter, ApiVersion};
-use super::{v0_1, v0_2, validate};
+use super::version::Adapter;
+use super::{incremental, v0_1, v0_2, validate};
 
 /// A component linked against the host imports of its version.
 #[derive(Clone)]
 pub(super) enum Pre {
     V0_1(v0_1::SchedulingPolicyPre<PluginState>),
     V0_2(v0_2::SchedulingPolicyPre<PluginState>),
+    Incremental(incremental::IncrementalSchedulingPolicyPre<PluginState>),
 }
 
 /// A live instance.
 pub(super) enum Live {
     V0_1(v0_1::SchedulingPolicy),
     V0_2(v0_2::SchedulingPolicy),
+    Incremental(incremental::IncrementalSchedulingPolicy),
 }
 
 fn world(e: wasmtime::Error) -> PluginError {
@@ -36,19 +38,23 @@ impl Pre {
     pub(super) fn new(
         engine: &Engine,
         component: &Component,
-        api: ApiVersion,
+        adapter: Adapter,
     ) -> Result<Pre, PluginError> {
         let mut linker: Linker<PluginState> = Linker::new(engine);
         super::wasi::add_to_linker(&mut linker).map_err(world)?;
-        match api.adapter() {
+        match adapter {
             Adapter::V0_1 => v0_1::link(&mut linker),
             Adapter::V0_2 => v0_2::link(&mut linker),
+            Adapter::Incremental => incremental::link(&mut linker),
         }
         .map_err(world)?;
         let pre = linker.instantiate_pre(component).map_err(world)?;
-        Ok(match api.adapter() {
+        Ok(match adapter {
             Adapter::V0_1 => Pre::V0_1(v0_1::SchedulingPolicyPre::new(pre).map_err(world)?),
             Adapter::V0_2 => Pre::V0_2(v0_2::SchedulingPolicyPre::new(pre).map_err(world)?),
+            Adapter::Incremental => Pre::Incremental(
+                incremental::IncrementalSchedulingPolicyPre::new(pre).map_err(world)?,
+            ),
         })
     }
 
@@ -57,6 +63,7 @@ impl Pre {
         Ok(match self {
             Pre::V0_1(pre) => Live::V0_1(pre.instantiate(store)?),
             Pre::V0_2(pre) => Live::V0_2(pre.instantiate(store)?),
+            Pre::Incremental(pre) => Live::Incremental(pre.instantiate(store)?),
         })
     }
 }
@@ -80,6 +87,13 @@ impl Live {
                     key: e.key,
                     message: e.message,
                 })),
+            Live::Incremental(b) => Ok(b
+                .nightjar_plugin_incremental_policy()
+                .call_configure(store, config)?
+                .map_err(|e| ConfigError {
+                    key: e.key,
+                    message: e.message,
+                })),
         }
     }
 
@@ -89,6 +103,7 @@ impl Live {
         &self,
         store: &mut Store<PluginState>,
         pass: &Pass,
+        held: &mut Option<std::sync::Arc<incremental::Held>>,
     ) -> wasmtime::Result<Result<Evaluation, PluginError>> {
         match self {
             Live::V0_1(b) => {
@@ -106,6 +121,7 @@ impl Live {
                 let e = b.nightjar_plugin_policy().call_evaluate(store, snapshot)?;
                 Ok(v0_2::read(pass.snapshot(), snapshot, e))
             }
+            Live::Incremental(b) => incremental::evaluate(b, store, pass, held),
         }
     }
 }

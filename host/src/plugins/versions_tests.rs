@@ -57,7 +57,11 @@ fn every_first_party_plugin_is_the_latest_version_and_says_so_in_its_section() {
     for (name, wasm) in super::first_party::FIRST_PARTY {
         let p = load(wasm, "").unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(p.version.api, ApiVersion::LATEST, "{name}");
-        assert_eq!(p.version.declared.as_deref(), Some("0.2.1"), "{name}");
+        assert_eq!(p.version.declared.as_deref(), Some("0.2.2"), "{name}");
+        assert!(
+            p.version.incremental,
+            "{name}: the SDK exports the incremental policy"
+        );
         assert_eq!(p.version.note(), None);
     }
 }
@@ -79,7 +83,7 @@ fn a_0_2_policy_without_the_tariff_import_loads_as_one_with_it_does() {
             .map(|(n, _)| n.to_string())
             .collect()
     };
-    let tariff = "nightjar:plugin/tariff@0.2.1".to_string();
+    let tariff = "nightjar:plugin/tariff@0.2.2".to_string();
     assert!(!imports("priority").contains(&tariff));
     assert!(imports("offpeak-tariff").contains(&tariff));
     for name in ["priority", "offpeak-tariff"] {
@@ -152,7 +156,8 @@ fn a_component_exporting_both_versions_or_neither_is_refused() {
     let err = load(&both, "").err().unwrap();
     assert_eq!(err.cause(), "world", "{err}");
     assert!(
-        err.to_string().contains("at 2 versions (0.1.0, 0.2.0)"),
+        err.to_string()
+            .contains("a policy interface 2 times (policy@0.1.0, policy@0.2.0)"),
         "{err}"
     );
     let neither = wat::parse_str("(component)").unwrap();

@@ -25,6 +25,12 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "nightjar-plugin.wit",
         "416d1d4ee9f97f708bae7050324f2e4541bf46f1fe2a819e2348f40c8a2fd401",
     ),
+    // 0.2.1 and the incremental policy.
+    (
+        "nightjar-plugin@0.2.2",
+        "nightjar-plugin.wit",
+        "61c78f8123d3274c356ab14bb64033b3009c149382da131ece20e4f423a91146",
+    ),
 ];
 
 /// Every file under `wit/` (but its README), by (folder, file).

@@ -338,7 +338,8 @@ impl Worker {
             limits,
             sha256: String::new(),
             version: Detected {
-                api: super::version::ApiVersion::V0_2_1,
+                api: super::version::ApiVersion::V0_2_2,
+                incremental: true,
                 declared: None,
             },
         }

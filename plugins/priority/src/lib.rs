@@ -75,7 +75,7 @@ impl Policy for PriorityPolicy {
     type Config = Config;
 
     fn evaluate(cfg: &Config, s: &Snapshot) -> Evaluation {
-        let mut e = Evaluation::default();
+        let mut e = Evaluation::with_capacity(s.queue.len());
         for t in &s.queue {
             e.allow(t.id, score(cfg, t, s.now));
         }

@@ -27,7 +27,7 @@ use super::wasi::SeededRng;
 
 mod bindings {
     wasmtime::component::bindgen!({
-        path: "../wit/nightjar-plugin@0.2.1",
+        path: "../wit/nightjar-plugin@0.2.2",
         world: "notifier",
         with: {
             "nightjar:plugin/types": crate::plugins::v0_2::nightjar::plugin::types,
@@ -145,8 +145,8 @@ pub struct NotifierPlugin {
     pub name: String,
     /// sha256 of the component.
     pub sha256: String,
-    /// The contract version it exports its interface at (`0.2.1`, or
-    /// `0.2.0` for components built before 0.2.1).
+    /// The contract version it exports its interface at (`0.2.2`, or
+    /// `0.2.0` and `0.2.1` for components built before 0.2.2).
     pub contract: String,
     engine: PluginEngine,
     pre: bindings::NotifierPre<PluginState>,

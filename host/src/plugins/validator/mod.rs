@@ -28,7 +28,7 @@ pub use registry::{ValidatorRef, Validators};
 
 mod bindings {
     wasmtime::component::bindgen!({
-        path: "../wit/nightjar-plugin@0.2.1",
+        path: "../wit/nightjar-plugin@0.2.2",
         world: "result-validator",
         with: {
             "nightjar:plugin/types": crate::plugins::v0_2::nightjar::plugin::types,
@@ -85,8 +85,8 @@ pub struct ValidatorPlugin {
     pub name: String,
     /// sha256 of the component.
     pub sha256: String,
-    /// The contract version it exports its interface at (`0.2.1`, or
-    /// `0.2.0` for components built before 0.2.1).
+    /// The contract version it exports its interface at (`0.2.2`, or
+    /// `0.2.0` and `0.2.1` for components built before 0.2.2).
     pub contract: String,
     engine: PluginEngine,
     pre: bindings::ResultValidatorPre<PluginState>,

@@ -243,37 +243,46 @@ fn mode_of(config: &str) -> String {
         .to_string()
 }
 
-/// The answers of the modes that break the contract's form, written on its
-/// own types; `None` for every other mode.
+/// The modes whose answers break the contract's form.
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
-fn raw(mode: &str, s: &abi::Snapshot) -> Option<abi::Evaluation> {
-    let defer = |task: u32, reason: u32| abi::TaskVerdict {
-        task,
-        verdict: abi::Verdict::Defer(abi::Deferral {
-            reason,
-            until: None,
-        }),
-    };
-    let mut e = abi::Evaluation {
-        reasons: vec!["hostile".into()],
-        verdicts: Vec::new(),
-        closed_gpus: Vec::new(),
-        preempt: Vec::new(),
+const RAW: [&str; 5] = [
+    "bad-task-index",
+    "bad-reason-index",
+    "bad-running-index",
+    "reasons-huge",
+    "alias",
+];
+
+/// The answer of a mode of [`RAW`], written on the contract's own types for
+/// a snapshot of `queued` and `running` tasks, as the answer for
+/// `generation`.
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+fn raw(mode: &str, queued: usize, running: usize, generation: u64) -> abi::Evaluation {
+    let mut e = nightjar_sdk::__private::not_held();
+    e.generation = generation;
+    e.reasons = vec!["hostile".into()];
+    let mut defer = |task: u32, reason: u32| {
+        e.deferred.task.push(task);
+        e.deferred.reason.push(reason);
+        e.deferred.until.push(0);
     };
     match mode {
-        "bad-task-index" => e.verdicts.push(defer(s.queue.id.len() as u32, 0)),
-        "bad-reason-index" => e.verdicts.push(defer(0, 5)),
+        "bad-task-index" => defer(queued as u32, 0),
+        "bad-reason-index" => defer(0, 5),
         "bad-running-index" => e.preempt.push(abi::Preemption {
-            task: s.running.len() as u32 + 3,
+            task: running as u32 + 3,
             reason: 0,
         }),
         "reasons-huge" => {
-            e.verdicts.push(defer(0, 0));
+            defer(0, 0);
             e.reasons.resize(1_000_000, String::new());
         }
-        "alias" => {
-            // One 16 MiB string, 64 reasons that all point at it: the plugin
-            // holds 16 MiB, a host that copies each holds 1 GiB.
+        _ => {
+            // `alias`: one 16 MiB string, 64 reasons that all point at it:
+            // the plugin holds 16 MiB, a host that copies each holds 1 GiB.
+            for i in 0..64 {
+                defer(i, i);
+            }
             let big = std::mem::ManuallyDrop::new("a".repeat(16 << 20));
             e.reasons = (0..64)
                 .map(|_| {
@@ -284,11 +293,9 @@ fn raw(mode: &str, s: &abi::Snapshot) -> Option<abi::Evaluation> {
                     }
                 })
                 .collect();
-            e.verdicts = (0..64).map(|i| defer(i, i)).collect();
         }
-        _ => return None,
     }
-    Some(e)
+    e
 }
 
 nightjar_sdk::api_version_section!();
@@ -297,7 +304,7 @@ nightjar_sdk::api_version_section!();
 mod export {
     use std::sync::Mutex;
 
-    use nightjar_sdk::__private::{ConfigSlot, configure_into, evaluate_abi};
+    use nightjar_sdk::__private::{ConfigSlot, configure_into, evaluate_abi, not_held, with_kept};
     use nightjar_sdk::{ConfigError, abi};
 
     static CONFIG: ConfigSlot<String> = ConfigSlot::new();
@@ -312,9 +319,15 @@ mod export {
             Ok(())
         }
 
-        fn evaluate(s: abi::Snapshot) -> abi::Evaluation {
+        fn evaluate(change: abi::Snapshot) -> abi::Evaluation {
             let mode = MODE.lock().unwrap_or_else(|p| p.into_inner()).clone();
-            super::raw(&mode, &s).unwrap_or_else(|| evaluate_abi::<super::Hostile>(&CONFIG, &s))
+            if !super::RAW.contains(&mode.as_str()) {
+                return evaluate_abi::<super::Hostile>(&CONFIG, change);
+            }
+            with_kept(change, |s, generation| {
+                super::raw(&mode, s.queue.len(), s.running.len(), generation)
+            })
+            .unwrap_or_else(not_held)
         }
     }
 

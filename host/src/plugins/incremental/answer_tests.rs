@@ -1,0 +1,154 @@
+//! Reading an incremental answer: columns become verdicts by id, and every
+//! malformed answer is an invalid answer, never a panic.
+
+use super::*;
+use crate::plugins::tests::{snapshot, task};
+
+fn three() -> p::Snapshot {
+    snapshot(vec![
+        task(10, "a", p::Priority::Normal, 0),
+        task(20, "a", p::Priority::Normal, 1),
+        task(30, "a", p::Priority::Normal, 2),
+    ])
+}
+
+fn answer(scores: Vec<i32>, reasons: &[&str]) -> w::Evaluation {
+    w::Evaluation {
+        generation: 1,
+        reasons: reasons.iter().map(|r| r.to_string()).collect(),
+        scores,
+        deferred: w::Deferrals {
+            task: vec![],
+            reason: vec![],
+            until: vec![],
+        },
+        rejected: w::Rejections {
+            task: vec![],
+            reason: vec![],
+        },
+        closed_gpus: vec![],
+        preempt: vec![],
+    }
+}
+
+#[test]
+fn scores_by_position_become_allows_by_id_and_deferrals_override_them() {
+    let mut e = answer(vec![5, 6, 7], &["later", "never"]);
+    e.deferred = w::Deferrals {
+        task: vec![1],
+        reason: vec![0],
+        until: vec![99],
+    };
+    e.rejected = w::Rejections {
+        task: vec![2],
+        reason: vec![1],
+    };
+    let got = read(&three(), e).unwrap();
+    let want = vec![
+        p::TaskVerdict {
+            task: 10,
+            verdict: p::Verdict::Allow(5),
+        },
+        p::TaskVerdict {
+            task: 20,
+            verdict: p::Verdict::Defer(p::Deferral {
+                reason: "later".into(),
+                until: Some(99),
+            }),
+        },
+        p::TaskVerdict {
+            task: 30,
+            verdict: p::Verdict::Reject("never".into()),
+        },
+    ];
+    assert_eq!(got.verdicts, want);
+}
+
+#[test]
+fn no_scores_means_no_allow_verdicts_and_until_zero_is_not_said() {
+    let mut e = answer(vec![], &["later"]);
+    e.deferred = w::Deferrals {
+        task: vec![0],
+        reason: vec![0],
+        until: vec![0],
+    };
+    let got = read(&three(), e).unwrap();
+    assert_eq!(got.verdicts.len(), 1);
+    assert!(matches!(
+        &got.verdicts[0].verdict,
+        p::Verdict::Defer(d) if d.until.is_none()
+    ));
+}
+
+#[test]
+fn malformed_answers_are_invalid_with_what_was_wrong() {
+    let s = three();
+    let defer = |task: Vec<u32>, reason: Vec<u32>, until: Vec<i64>| {
+        let mut e = answer(vec![], &["x"]);
+        e.deferred = w::Deferrals {
+            task,
+            reason,
+            until,
+        };
+        e
+    };
+    let mut reject_twice = answer(vec![], &["x"]);
+    reject_twice.rejected = w::Rejections {
+        task: vec![0, 0],
+        reason: vec![0, 0],
+    };
+    let mut both = defer(vec![1], vec![0], vec![0]);
+    both.rejected = w::Rejections {
+        task: vec![1],
+        reason: vec![0],
+    };
+    let mut gpu = answer(vec![], &["x"]);
+    gpu.closed_gpus.push(w::ClosedGpu {
+        index: 9,
+        reason: 0,
+    });
+    let mut preempt = answer(vec![], &["x"]);
+    preempt.preempt.push(w::Preemption { task: 0, reason: 0 });
+    for (e, says) in [
+        (answer(vec![1, 2], &[]), "2 scores for 3 queued tasks"),
+        (
+            defer(vec![0], vec![], vec![0]),
+            "with 0 reasons and 1 times",
+        ),
+        (
+            defer(vec![0], vec![0], vec![]),
+            "with 1 reasons and 0 times",
+        ),
+        (defer(vec![3], vec![0], vec![0]), "queue index 3"),
+        (defer(vec![u32::MAX], vec![0], vec![0]), "not in the queue"),
+        (defer(vec![0], vec![1], vec![0]), "names reason 1"),
+        (
+            defer(vec![0, 1, 2, 0], vec![0; 4], vec![0; 4]),
+            "4 deferrals and rejections for 3",
+        ),
+        (reject_twice, "twice"),
+        (both, "defers or rejects task 20 twice"),
+        (answer(vec![], &["x"]), "1 reasons for 0"),
+        (gpu, "GPU 9 which does not exist"),
+        (preempt, "tasks preempted than exist"),
+        (
+            defer(vec![0], vec![0], vec![0]).tap_reason(&"r".repeat(MAX_REASON + 1)),
+            "longer than 4096",
+        ),
+    ] {
+        let err = read(&s, e).unwrap_err();
+        assert_eq!(err.cause(), "invalid-answer");
+        assert!(err.to_string().contains(says), "{says}: {err}");
+    }
+}
+
+trait TapReason {
+    fn tap_reason(self, r: &str) -> Self;
+}
+
+impl TapReason for w::Evaluation {
+    fn tap_reason(mut self, r: &str) -> Self {
+        self.reasons = vec![r.to_string()];
+        self
+    }
+}

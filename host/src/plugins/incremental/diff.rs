@@ -1,0 +1,332 @@
+//! How one list became another, as the `edit` of the incremental contract:
+//! the positions that left the old list and the positions the newcomers
+//! take in the new one. Any edit these functions return rebuilds `new` from
+//! `old` exactly; they differ in how small it is for the way each list
+//! changes between passes.
+
+use std::cmp::Ordering;
+
+/// Positions removed from the old list (ascending) and positions of the new
+/// list that hold added items (ascending).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Edit {
+    /// Positions in the old list.
+    pub removed: Vec<u32>,
+    /// Positions in the new list.
+    pub added_at: Vec<u32>,
+}
+
+impl Edit {
+    /// Whether the lists are the same.
+    pub fn is_empty(&self) -> bool {
+        self.removed.is_empty() && self.added_at.is_empty()
+    }
+
+    /// The edit that drops all of `old` and adds all of `new`.
+    pub fn replace_all(old: usize, new: usize) -> Edit {
+        Edit {
+            removed: (0..old).map(pos).collect(),
+            added_at: (0..new).map(pos).collect(),
+        }
+    }
+}
+
+/// A position as the contract writes it. Lists past `u32::MAX` items never
+/// reach here: the snapshot's text would pass its table's limit first.
+fn pos(i: usize) -> u32 {
+    u32::try_from(i).unwrap_or(u32::MAX)
+}
+
+/// Whether `l` is in strictly increasing order of `key`.
+pub fn sorted<T, K: Ord>(l: &[T], key: impl Fn(&T) -> K) -> bool {
+    l.windows(2).all(|w| key(&w[0]) < key(&w[1]))
+}
+
+/// The edit for two lists each in strictly increasing order of `key` (the
+/// host's queue order, whose key ends with the task id), and whether `new`
+/// is in that order. `old_sorted` says whether `old` is (the caller checked
+/// it when `old` was new). Items equal in both (`==` implies equal keys)
+/// are kept; an item whose key is in both but which changed is removed and
+/// added again. Lists out of order get [`Edit::replace_all`], which is
+/// always right.
+///
+/// The common pass changes little: the equal items at the front are
+/// skipped without computing a key, their order known from `old`'s.
+pub fn by_key<T: PartialEq, K: Ord>(
+    old: &[T],
+    old_sorted: bool,
+    new: &[T],
+    key: impl Fn(&T) -> K,
+) -> (Edit, bool) {
+    let whole = |key: &dyn Fn(&T) -> K| {
+        let new_sorted = sorted(new, key);
+        (Edit::replace_all(old.len(), new.len()), new_sorted)
+    };
+    if !old_sorted {
+        return whole(&key);
+    }
+    let front = old.iter().zip(new).take_while(|(a, b)| a == b).count();
+    let mut edit = Edit::default();
+    let (mut i, mut j) = (front, front);
+    // The last key taken from each list: each must be above it.
+    let start = front.checked_sub(1).map(|p| key(&old[p]));
+    let (mut last_old, mut last_new) = (start, None::<K>);
+    if let Some(k) = &last_old {
+        last_new = Some(key(&new[front - 1]));
+        debug_assert!(last_new.as_ref() == Some(k));
+    }
+    while i < old.len() && j < new.len() {
+        let (a, b) = (key(&old[i]), key(&new[j]));
+        if last_old.as_ref().is_some_and(|l| *l >= a) || last_new.as_ref().is_some_and(|l| *l >= b)
+        {
+            return whole(&key);
+        }
+        match a.cmp(&b) {
+            Ordering::Less => {
+                edit.removed.push(pos(i));
+                i += 1;
+                last_old = Some(a);
+            }
+            Ordering::Greater => {
+                edit.added_at.push(pos(j));
+                j += 1;
+                last_new = Some(b);
+            }
+            Ordering::Equal => {
+                if old[i] != new[j] {
+                    edit.removed.push(pos(i));
+                    edit.added_at.push(pos(j));
+                }
+                i += 1;
+                j += 1;
+                last_old = Some(a);
+                last_new = Some(b);
+            }
+        }
+    }
+    let sorted_from = |l: &[T], from: usize, last: Option<K>| {
+        let mut last = last;
+        l[from..].iter().all(|t| {
+            let k = key(t);
+            let ok = last.as_ref().is_none_or(|l| *l < k);
+            last = Some(k);
+            ok
+        })
+    };
+    if !sorted_from(old, i, last_old) || !sorted_from(new, j, last_new) {
+        return whole(&key);
+    }
+    edit.removed.extend((i..old.len()).map(pos));
+    edit.added_at.extend((j..new.len()).map(pos));
+    (edit, true)
+}
+
+/// The edit for a list that moves like a window (the usage: runs in the
+/// order they were recorded, the oldest leaving at the front, new ones
+/// arriving at the back, a run's end changing its record in place): the old
+/// items before the first one equal to `new`'s first leave, then the two
+/// are walked side by side, an unequal pair being one removal and one
+/// addition.
+pub fn aligned<T: PartialEq>(old: &[T], new: &[T]) -> Edit {
+    let skip = new
+        .first()
+        .and_then(|first| old.iter().position(|o| o == first))
+        .unwrap_or(old.len());
+    let mut edit = Edit {
+        removed: (0..skip).map(pos).collect(),
+        added_at: Vec::new(),
+    };
+    let (mut i, mut j) = (skip, 0);
+    while i < old.len() && j < new.len() {
+        if old[i] != new[j] {
+            edit.removed.push(pos(i));
+            edit.added_at.push(pos(j));
+        }
+        i += 1;
+        j += 1;
+    }
+    edit.removed.extend((i..old.len()).map(pos));
+    edit.added_at.extend((j..new.len()).map(pos));
+    edit
+}
+
+/// `old` with `edit` applied, taking added items from `added` in order, or
+/// `None` when the edit does not fit the lists: what a plugin does with an
+/// edit, written once here to check the host's edits against.
+pub fn apply<T: Clone>(old: &[T], edit: &Edit, added: &[T]) -> Option<Vec<T>> {
+    let increasing = |l: &[u32]| l.windows(2).all(|w| w[0] < w[1]);
+    if !increasing(&edit.removed) || !increasing(&edit.added_at) {
+        return None;
+    }
+    if edit.added_at.len() != added.len()
+        || edit
+            .removed
+            .last()
+            .is_some_and(|&r| r as usize >= old.len())
+    {
+        return None;
+    }
+    let len = old.len() - edit.removed.len() + added.len();
+    if edit.added_at.last().is_some_and(|&a| a as usize >= len) {
+        return None;
+    }
+    let mut removed = edit.removed.iter().peekable();
+    let mut kept = old.iter().enumerate().filter_map(|(i, t)| {
+        if removed.peek().is_some_and(|&&r| r as usize == i) {
+            removed.next();
+            None
+        } else {
+            Some(t)
+        }
+    });
+    let mut at = edit.added_at.iter().zip(added).peekable();
+    let mut out = Vec::with_capacity(len);
+    for k in 0..len {
+        match at.peek() {
+            Some((a, item)) if **a as usize == k => {
+                out.push((*item).clone());
+                at.next();
+            }
+            _ => out.push(kept.next()?.clone()),
+        }
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// (key, value): the key orders, the value is a field that may change.
+    type Item = (u32, u8);
+
+    fn added<T: Clone>(new: &[T], e: &Edit) -> Vec<T> {
+        e.added_at
+            .iter()
+            .map(|&a| new[a as usize].clone())
+            .collect()
+    }
+
+    fn rebuilds<T: Clone + PartialEq + std::fmt::Debug>(old: &[T], new: &[T], e: &Edit) {
+        assert_eq!(apply(old, e, &added(new, e)).as_deref(), Some(new), "{e:?}");
+    }
+
+    /// A small deterministic generator: the lists the properties run over.
+    struct Lcg(u64);
+
+    impl Lcg {
+        fn next(&mut self, below: u64) -> u64 {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (self.0 >> 33) % below
+        }
+    }
+
+    #[test]
+    fn an_unchanged_list_is_an_empty_edit() {
+        let l: Vec<Item> = (0..100).map(|k| (k, 0)).collect();
+        assert!(by_key(&l, true, &l, |x| x.0).0.is_empty());
+        assert!(aligned(&l, &l).is_empty());
+    }
+
+    #[test]
+    fn by_key_keeps_what_stayed_and_names_only_what_moved() {
+        let old: Vec<Item> = vec![(1, 0), (2, 0), (3, 0), (5, 0)];
+        let new: Vec<Item> = vec![(2, 0), (3, 9), (4, 0), (5, 0), (6, 0)];
+        let (e, _) = by_key(&old, true, &new, |x| x.0);
+        assert_eq!(e.removed, [0, 2], "1 left; 3 changed a field");
+        assert_eq!(e.added_at, [1, 2, 4], "3 again, 4 and 6 are new");
+        rebuilds(&old, &new, &e);
+    }
+
+    #[test]
+    fn lists_out_of_key_order_are_replaced_whole_and_still_rebuilt() {
+        let old: Vec<Item> = vec![(3, 0), (1, 0)];
+        let new: Vec<Item> = vec![(1, 0), (3, 0)];
+        let (e, new_sorted) = by_key(&old, sorted(&old, |x| x.0), &new, |x| x.0);
+        assert_eq!(e, Edit::replace_all(2, 2));
+        assert!(new_sorted);
+        let (e, new_sorted) = by_key(&new, true, &old, |x| x.0);
+        assert_eq!(e, Edit::replace_all(2, 2), "the new list out of order");
+        assert!(!new_sorted);
+        rebuilds(&old, &new, &e);
+    }
+
+    #[test]
+    fn aligned_drops_the_front_and_appends_the_back_of_a_window() {
+        let old: Vec<Item> = vec![(1, 0), (2, 0), (3, 0), (4, 0)];
+        let new: Vec<Item> = vec![(3, 0), (4, 1), (5, 0)];
+        let e = aligned(&old, &new);
+        assert_eq!(e.removed, [0, 1, 3]);
+        assert_eq!(e.added_at, [1, 2]);
+        rebuilds(&old, &new, &e);
+        rebuilds(&old, &[], &aligned(&old, &[]));
+        rebuilds(&[], &new, &aligned(&[], &new));
+    }
+
+    #[test]
+    fn every_edit_of_random_lists_rebuilds_the_new_list() {
+        let mut r = Lcg(7);
+        for round in 0..2_000 {
+            let mut old: Vec<Item> = Vec::new();
+            for k in 0..r.next(30) as u32 {
+                if r.next(3) > 0 {
+                    old.push((k, r.next(2) as u8));
+                }
+            }
+            let mut new: Vec<Item> = Vec::new();
+            for &(k, v) in &old {
+                if r.next(4) > 0 {
+                    new.push((k, if r.next(5) == 0 { v + 1 } else { v }));
+                }
+            }
+            for _ in 0..r.next(4) {
+                let k = r.next(40) as u32;
+                if !new.iter().any(|x| x.0 == k) {
+                    new.push((k, 0));
+                }
+            }
+            if round % 2 == 0 {
+                new.sort();
+            }
+            let (e, new_sorted) = by_key(&old, sorted(&old, |x| x.0), &new, |x| x.0);
+            assert_eq!(new_sorted, sorted(&new, |x| x.0));
+            rebuilds(&old, &new, &e);
+            rebuilds(&old, &new, &aligned(&old, &new));
+        }
+    }
+
+    #[test]
+    fn edits_that_do_not_fit_are_refused_not_applied() {
+        let old: Vec<Item> = vec![(1, 0), (2, 0)];
+        let bad = [
+            Edit {
+                removed: vec![2],
+                added_at: vec![],
+            },
+            Edit {
+                removed: vec![1, 0],
+                added_at: vec![],
+            },
+            Edit {
+                removed: vec![0, 0],
+                added_at: vec![],
+            },
+            Edit {
+                removed: vec![],
+                added_at: vec![3],
+            },
+            Edit {
+                removed: vec![],
+                added_at: vec![0],
+            },
+        ];
+        for e in &bad {
+            let n = e.added_at.len();
+            let items = vec![(9, 0); if e.added_at == [0] { 0 } else { n }];
+            assert_eq!(apply(&old, e, &items), None, "{e:?}");
+        }
+    }
+}

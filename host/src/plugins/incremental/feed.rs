@@ -1,0 +1,309 @@
+//! What the host sends an incremental plugin: the change from the snapshot
+//! the plugin holds ([`Held`]) to this pass's, made once per pass for every
+//! plugin that holds the same one. The host keeps what it sent, not what the
+//! plugin says it has: the plugin's answer only confirms the generation.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::diff::{self, Edit};
+use super::types as w;
+use crate::plugins::policy as p;
+use crate::plugins::v0_2::MAX_TEXT;
+
+/// Generations are numbered for the whole process, so a plugin can never
+/// confirm a snapshot another one was sent.
+static GENERATIONS: AtomicU64 = AtomicU64::new(1);
+
+/// Strings the table may hold past what the snapshot names before the next
+/// change starts from nothing.
+const SLACK_STRINGS: usize = 4096;
+
+/// What a plugin instance holds once it has applied a change.
+#[derive(Debug)]
+pub struct Held {
+    /// The generation it confirms.
+    pub generation: u64,
+    /// Its queue, as what tells a task's change.
+    rows: Vec<Row>,
+    /// Whether `rows` is in the host's queue order.
+    sorted: bool,
+    /// Its usage.
+    usage: Vec<p::Usage>,
+    /// Strings in its table.
+    strings: usize,
+    /// Bytes of text in its table.
+    bytes: usize,
+    /// The table's position of every string sent as shared (projects, the
+    /// time zone, GPU names and uuids, running tasks' names, policy names).
+    shared: HashMap<String, u32>,
+}
+
+impl Held {
+    /// A record of a snapshot no plugin was ever sent (its generation is
+    /// new), for tests of a plugin that does not hold what the host thinks.
+    #[cfg(test)]
+    pub(crate) fn forged(snapshot: &p::Snapshot) -> Held {
+        Held {
+            generation: GENERATIONS.fetch_add(1, Ordering::Relaxed),
+            rows: snapshot.queue.iter().map(row).collect(),
+            sorted: false,
+            usage: snapshot.usage.clone(),
+            strings: 0,
+            bytes: 0,
+            shared: HashMap::new(),
+        }
+    }
+}
+
+/// One pass's change, and what the plugin holds once it applies it.
+pub struct Change {
+    /// The change as the contract writes it.
+    pub wire: w::Snapshot,
+    /// What the plugin holds after it.
+    pub held: Arc<Held>,
+}
+
+/// The string table's growth in this change.
+struct Table {
+    chars: String,
+    ends: Vec<u32>,
+    /// Strings the plugin holds before the change.
+    first: usize,
+    /// Bytes it holds before the change.
+    bytes: usize,
+    shared: HashMap<String, u32>,
+}
+
+impl Table {
+    fn push(&mut self, s: &str) -> u32 {
+        self.chars.push_str(s);
+        self.ends
+            .push(u32::try_from(self.chars.len()).unwrap_or(u32::MAX));
+        u32::try_from(self.first + self.ends.len() - 1).unwrap_or(u32::MAX)
+    }
+
+    fn shared(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.shared.get(s) {
+            return i;
+        }
+        let i = self.push(s);
+        self.shared.insert(s.to_string(), i);
+        i
+    }
+}
+
+/// A queued task as the change compares it, in a few contiguous bytes:
+/// its place in the host's order (priority, submit time, id) and what a
+/// plugin is sent of it that can change while it waits. A task's name and
+/// project are fixed when it is submitted (nothing in the store updates
+/// them), so only their lengths are kept, as a guard: comparing the text of
+/// 10,000 tasks, each string a read of its own, was a third of a change's
+/// cost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Row {
+    rank: u8,
+    submitted_at: i64,
+    id: i64,
+    eligible_at: i64,
+    attempts: u32,
+    gpus: u32,
+    gpu_mem: u64,
+    estimated_runtime: u64,
+    name_len: usize,
+    project_len: usize,
+}
+
+fn row(t: &p::QueuedTask) -> Row {
+    Row {
+        rank: rank(t.priority),
+        submitted_at: t.submitted_at,
+        id: t.id,
+        eligible_at: t.eligible_at,
+        attempts: t.attempts,
+        gpus: t.resources.gpus,
+        gpu_mem: t.resources.gpu_mem.unwrap_or(0),
+        estimated_runtime: t.estimated_runtime.unwrap_or(0),
+        name_len: t.name.len(),
+        project_len: t.project.len(),
+    }
+}
+
+/// The host's queue order: priority (highest first), submit time, id.
+fn queue_key(r: &Row) -> (std::cmp::Reverse<u8>, i64, i64) {
+    (std::cmp::Reverse(r.rank), r.submitted_at, r.id)
+}
+
+/// The case of `p`, counted from 0, as the queue's `priority` column says it.
+fn rank(p: p::Priority) -> u8 {
+    match p {
+        p::Priority::Low => 0,
+        p::Priority::Normal => 1,
+        p::Priority::High => 2,
+        p::Priority::Urgent => 3,
+    }
+}
+
+fn priority(p: p::Priority) -> super::super::v0_2::nightjar::plugin::types::Priority {
+    use super::super::v0_2::nightjar::plugin::types::Priority as W;
+    match p {
+        p::Priority::Low => W::Low,
+        p::Priority::Normal => W::Normal,
+        p::Priority::High => W::High,
+        p::Priority::Urgent => W::Urgent,
+    }
+}
+
+fn edit(e: &Edit) -> w::Edit {
+    w::Edit {
+        removed: e.removed.clone(),
+        added_at: e.added_at.clone(),
+    }
+}
+
+/// Whether a plugin holding `held` should start again from nothing for `s`:
+/// when its table holds far more strings than `s` names (every queued
+/// task's name stays in the table after the task leaves).
+fn worn(held: &Held, s: &p::Snapshot) -> bool {
+    let live = s.queue.len() + held.shared.len();
+    held.strings > 2 * live + SLACK_STRINGS
+}
+
+/// The change from `base` (what the plugin holds; none: from nothing) to `s`.
+pub fn change(base: Option<&Held>, s: &Arc<p::Snapshot>) -> Result<Change, String> {
+    let base = base.filter(|h| !worn(h, s));
+    let rows: Vec<Row> = s.queue.iter().map(row).collect();
+    let (old_rows, old_sorted, old_usage) = match base {
+        Some(h) => (&h.rows[..], h.sorted, &h.usage[..]),
+        None => (&[][..], true, &[][..]),
+    };
+    let (queue_edit, sorted) = diff::by_key(old_rows, old_sorted, &rows, queue_key);
+    let usage_edit = diff::aligned(old_usage, &s.usage);
+    let mut t = Table {
+        chars: String::new(),
+        ends: Vec::new(),
+        first: base.map_or(0, |h| h.strings),
+        bytes: base.map_or(0, |h| h.bytes),
+        shared: base.map(|h| h.shared.clone()).unwrap_or_default(),
+    };
+    let time_zone = t.shared(&s.time_zone);
+    let n = queue_edit.added_at.len();
+    let mut queue = w::Queue {
+        id: Vec::with_capacity(n),
+        name: Vec::with_capacity(n),
+        project: Vec::with_capacity(n),
+        priority: Vec::with_capacity(n),
+        gpus: Vec::with_capacity(n),
+        gpu_mem: Vec::with_capacity(n),
+        submitted_at: Vec::with_capacity(n),
+        eligible_at: Vec::with_capacity(n),
+        attempts: Vec::with_capacity(n),
+        estimated_runtime: Vec::with_capacity(n),
+    };
+    for &at in &queue_edit.added_at {
+        let q = &s.queue[at as usize];
+        queue.id.push(q.id);
+        queue.name.push(t.push(&q.name));
+        queue.project.push(t.shared(&q.project));
+        queue.priority.push(rank(q.priority));
+        queue.gpus.push(q.resources.gpus);
+        queue.gpu_mem.push(q.resources.gpu_mem.unwrap_or(0));
+        queue.submitted_at.push(q.submitted_at);
+        queue.eligible_at.push(q.eligible_at);
+        queue.attempts.push(q.attempts);
+        queue
+            .estimated_runtime
+            .push(q.estimated_runtime.unwrap_or(0));
+    }
+    let running = s
+        .running
+        .iter()
+        .map(|r| w::RunningTask {
+            id: r.id,
+            name: t.shared(&r.name),
+            project: t.shared(&r.project),
+            priority: priority(r.priority),
+            gpus: r.gpus.clone(),
+            started_at: r.started_at,
+            preemptible: r.preemptible,
+        })
+        .collect();
+    let gpus = s
+        .gpus
+        .iter()
+        .map(|g| w::Gpu {
+            index: g.index,
+            uuid: t.shared(&g.uuid),
+            name: t.shared(&g.name),
+            mem_total: g.mem_total,
+            mem_used: g.mem_used,
+            mem_reserved: g.mem_reserved,
+            util: g.util,
+            temperature: g.temperature,
+            power: g.power,
+            healthy: g.healthy,
+            closed_by: g.closed_by.iter().map(|c| t.shared(c)).collect(),
+        })
+        .collect();
+    let m = usage_edit.added_at.len();
+    let mut usage = w::Usage {
+        project: Vec::with_capacity(m),
+        gpus: Vec::with_capacity(m),
+        started_at: Vec::with_capacity(m),
+        ended_at: Vec::with_capacity(m),
+    };
+    for &at in &usage_edit.added_at {
+        let u = &s.usage[at as usize];
+        usage.project.push(t.shared(&u.project));
+        usage.gpus.push(u.gpus);
+        usage.started_at.push(u.started_at);
+        usage.ended_at.push(u.ended_at.unwrap_or(0));
+    }
+    let bytes = t.bytes.saturating_add(t.chars.len());
+    if bytes > MAX_TEXT {
+        if base.is_some() {
+            // The table is full of what earlier passes named: start again.
+            return change(None, s);
+        }
+        return Err(format!(
+            "the snapshot's text is {bytes} bytes, over the {MAX_TEXT} a string table can index"
+        ));
+    }
+    let generation = GENERATIONS.fetch_add(1, Ordering::Relaxed);
+    let held = Arc::new(Held {
+        generation,
+        rows,
+        sorted,
+        usage: s.usage.clone(),
+        strings: t.first + t.ends.len(),
+        bytes,
+        shared: t.shared,
+    });
+    let wire = w::Snapshot {
+        generation,
+        base: base.map_or(0, |h| h.generation),
+        now: s.now,
+        time_zone,
+        utc_offset: s.utc_offset,
+        strings: w::Strings {
+            chars: t.chars,
+            ends: t.ends,
+        },
+        queue: w::QueueChange {
+            edit: edit(&queue_edit),
+            added: queue,
+        },
+        running,
+        gpus,
+        usage: w::UsageChange {
+            edit: edit(&usage_edit),
+            added: usage,
+        },
+    };
+    Ok(Change { wire, held })
+}
+
+#[cfg(test)]
+#[path = "feed_tests.rs"]
+mod tests;

@@ -1,0 +1,181 @@
+//! The change the host sends: applied as a plugin applies it, it rebuilds
+//! the snapshot; an unchanged pass sends nothing; a worn table starts again.
+
+use std::sync::Arc;
+
+use super::*;
+use crate::plugins::tests::{snapshot, task};
+
+/// A plugin's table and queue, kept as the SDK keeps them: the queue as
+/// (id, name, project) with text resolved.
+#[derive(Default)]
+struct Plugin {
+    generation: u64,
+    strings: Vec<String>,
+    queue: Vec<(i64, String, String)>,
+    usage: Vec<(String, u32, i64, i64)>,
+}
+
+impl Plugin {
+    fn apply(&mut self, c: &w::Snapshot) {
+        if c.base == 0 {
+            *self = Plugin::default();
+        }
+        assert_eq!(c.base, self.generation, "sent a change from what it holds");
+        let mut start = 0;
+        for &end in &c.strings.ends {
+            self.strings
+                .push(c.strings.chars[start..end as usize].to_string());
+            start = end as usize;
+        }
+        let text = |i: u32| self.strings[i as usize].clone();
+        let q = &c.queue.added;
+        let added: Vec<_> = (0..q.id.len())
+            .map(|i| (q.id[i], text(q.name[i]), text(q.project[i])))
+            .collect();
+        let e = Edit {
+            removed: c.queue.edit.removed.clone(),
+            added_at: c.queue.edit.added_at.clone(),
+        };
+        self.queue = diff::apply(&self.queue, &e, &added).expect("the edit fits");
+        let u = &c.usage.added;
+        let added: Vec<_> = (0..u.project.len())
+            .map(|i| {
+                (
+                    text(u.project[i]),
+                    u.gpus[i],
+                    u.started_at[i],
+                    u.ended_at[i],
+                )
+            })
+            .collect();
+        let e = Edit {
+            removed: c.usage.edit.removed.clone(),
+            added_at: c.usage.edit.added_at.clone(),
+        };
+        self.usage = diff::apply(&self.usage, &e, &added).expect("the usage edit fits");
+        assert_eq!(self.strings[c.time_zone as usize], "UTC");
+        self.generation = c.generation;
+    }
+
+    fn holds(&self, s: &p::Snapshot) {
+        let want: Vec<_> = s
+            .queue
+            .iter()
+            .map(|t| (t.id, t.name.clone(), t.project.clone()))
+            .collect();
+        assert_eq!(self.queue, want);
+        let want: Vec<_> = s
+            .usage
+            .iter()
+            .map(|u| {
+                (
+                    u.project.to_string(),
+                    u.gpus,
+                    u.started_at,
+                    u.ended_at.unwrap_or(0),
+                )
+            })
+            .collect();
+        assert_eq!(self.usage, want);
+    }
+}
+
+fn usage(project: &str, started_at: i64, ended_at: Option<i64>) -> p::Usage {
+    p::Usage {
+        project: project.into(),
+        gpus: 1,
+        started_at,
+        ended_at,
+    }
+}
+
+/// Sends `s` to `plugin` from `held`, checks what it then holds, and
+/// returns what the host now records.
+fn send(plugin: &mut Plugin, held: Option<&Held>, s: p::Snapshot) -> (Arc<Held>, w::Snapshot) {
+    let s = Arc::new(s);
+    let c = change(held, &s).unwrap();
+    plugin.apply(&c.wire);
+    plugin.holds(&s);
+    (c.held, c.wire)
+}
+
+#[test]
+fn a_series_of_passes_is_rebuilt_exactly_by_the_changes() {
+    let mut plugin = Plugin::default();
+    let mut s = snapshot(
+        (1..=50)
+            .map(|i| task(i, "vision", p::Priority::Normal, i))
+            .collect(),
+    );
+    s.usage = vec![usage("vision", 1, Some(2)), usage("bio", 3, None)];
+    let (mut held, first) = send(&mut plugin, None, s.clone());
+    assert_eq!(first.base, 0);
+    assert_eq!(first.queue.added.id.len(), 50);
+    for round in 0..20i64 {
+        // Two start, one arrives urgent, one changes priority, a run ends
+        // and another starts; the oldest run leaves the window.
+        s.queue.drain(0..2);
+        s.queue.insert(
+            0,
+            task(100 + round, "bio", p::Priority::Urgent, 1000 + round),
+        );
+        if let Some(t) = s.queue.get_mut(10) {
+            t.priority = p::Priority::High;
+        }
+        s.queue
+            .sort_by_key(|t| (std::cmp::Reverse(t.priority), t.submitted_at, t.id));
+        s.usage.retain(|u| u.started_at > round);
+        if let Some(u) = s.usage.last_mut() {
+            u.ended_at = Some(round + 5);
+        }
+        s.usage.push(usage("bio", round + 4, None));
+        s.now += 1;
+        let (next, c) = send(&mut plugin, Some(&held), s.clone());
+        assert_eq!(c.base, held.generation, "a change, not the whole snapshot");
+        assert!(c.queue.added.id.len() <= 3, "{:?}", c.queue.added.id);
+        held = next;
+    }
+}
+
+#[test]
+fn an_unchanged_pass_sends_no_task_and_no_string() {
+    let s = snapshot(
+        (1..=100)
+            .map(|i| task(i, "vision", p::Priority::Low, i))
+            .collect(),
+    );
+    let mut plugin = Plugin::default();
+    let (held, _) = send(&mut plugin, None, s.clone());
+    // The same content in a new allocation, as the daemon reads it each pass.
+    let (_, c) = send(&mut plugin, Some(&held), s.clone());
+    assert!(c.queue.edit.removed.is_empty() && c.queue.added.id.is_empty());
+    assert!(
+        c.strings.ends.is_empty(),
+        "every string is held: {:?}",
+        c.strings
+    );
+}
+
+#[test]
+fn a_table_worn_by_departed_names_starts_again_from_nothing() {
+    let mut plugin = Plugin::default();
+    let mut held: Option<Arc<Held>> = None;
+    let mut froms_nothing = 0;
+    for round in 0..100i64 {
+        // A queue of 100 that is entirely new each pass: 100 names left behind.
+        let s = snapshot(
+            (0..100)
+                .map(|i| task(round * 100 + i, "p", p::Priority::Low, round * 100 + i))
+                .collect(),
+        );
+        let (h, c) = send(&mut plugin, held.as_deref(), s);
+        froms_nothing += usize::from(c.base == 0);
+        assert!(plugin.strings.len() <= 2 * (100 + 8) + SLACK_STRINGS + 200);
+        held = Some(h);
+    }
+    assert!(
+        froms_nothing >= 2,
+        "the table was reset {froms_nothing} times"
+    );
+}

@@ -1,0 +1,79 @@
+//! The incremental policy of contract 0.2.2 (`incremental-scheduling-policy`):
+//! the plugin keeps the snapshot between passes, the host sends each pass as
+//! a change from the one the plugin holds ([`feed`]), and scores come back
+//! as one column ([`answer`]). Its `host` and `tariff` imports are 0.2's,
+//! linked once.
+
+use std::sync::Arc;
+
+use wasmtime::Store;
+use wasmtime::component::{HasSelf, Linker};
+
+use super::pass::Pass;
+use super::policy::{Evaluation, PluginError};
+use super::state::PluginState;
+
+mod answer;
+pub mod diff;
+pub mod feed;
+
+pub use feed::{Change, Held};
+
+wasmtime::component::bindgen!({
+    path: "../wit/nightjar-plugin@0.2.2",
+    world: "incremental-scheduling-policy",
+    with: {
+        "nightjar:plugin/types": super::v0_2::nightjar::plugin::types,
+        "nightjar:plugin/host": super::v0_2::nightjar::plugin::host,
+        "nightjar:plugin/tariff": super::v0_2::nightjar::plugin::tariff,
+    },
+});
+
+pub use exports::nightjar::plugin::incremental_policy as types;
+
+/// Adds the imports of the incremental world (0.2's `host` and `tariff`) to
+/// `linker`.
+pub(super) fn link(linker: &mut Linker<PluginState>) -> wasmtime::Result<()> {
+    IncrementalSchedulingPolicy::add_to_linker::<_, HasSelf<_>>(linker, |s| s)
+}
+
+/// Calls `evaluate` on `live` with this pass's change from `held` (what the
+/// instance holds), and updates `held` to what it holds after: the new
+/// generation when the answer confirms it and reads as valid, nothing
+/// otherwise (the next call starts from nothing). A plugin that answers that
+/// it does not hold the base is sent the whole snapshot at once.
+pub(super) fn evaluate(
+    live: &IncrementalSchedulingPolicy,
+    store: &mut Store<PluginState>,
+    pass: &Pass,
+    held: &mut Option<Arc<Held>>,
+) -> wasmtime::Result<Result<Evaluation, PluginError>> {
+    let base = held.take();
+    let mut change = match pass.incremental(base.as_ref()) {
+        Ok(c) => c,
+        Err(why) => return Ok(Err(PluginError::Snapshot(why))),
+    };
+    let policy = live.nightjar_plugin_incremental_policy();
+    let mut e = policy.call_evaluate(&mut *store, &change.wire)?;
+    if e.generation == 0 && change.wire.base != 0 {
+        change = match pass.incremental(None) {
+            Ok(c) => c,
+            Err(why) => return Ok(Err(PluginError::Snapshot(why))),
+        };
+        e = policy.call_evaluate(&mut *store, &change.wire)?;
+    }
+    if e.generation != change.wire.generation {
+        return Ok(Err(PluginError::Invalid(format!(
+            "answers for snapshot {}, but was sent snapshot {}",
+            e.generation, change.wire.generation
+        ))));
+    }
+    let read = answer::read(pass.snapshot(), e);
+    if read.is_ok() {
+        *held = Some(Arc::clone(&change.held));
+    }
+    Ok(read)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,142 @@
+//! The incremental policy through real components (the first-party
+//! plugins, built with the SDK): an instance fed changes pass after pass
+//! answers exactly as a fresh instance sent the whole snapshot does, and a
+//! plugin that does not hold what the host believes is sent everything at
+//! once.
+
+use std::sync::Arc;
+
+use crate::plugins::engine::PluginEngine;
+use crate::plugins::pass::Pass;
+use crate::plugins::policy::{PluginLimits, PolicyPlugin, Priority, Snapshot, Usage};
+use crate::plugins::tests::{snapshot, task};
+
+fn load(engine: &PluginEngine, name: &str, wasm: &[u8]) -> PolicyPlugin {
+    let limits = PluginLimits {
+        evaluate_timeout: std::time::Duration::from_secs(10),
+        ..PluginLimits::default()
+    };
+    PolicyPlugin::load(engine, name, wasm, "", limits).unwrap()
+}
+
+/// A queue of `n` tasks over three projects and a week of usage, in the
+/// host's order.
+fn lab(n: i64) -> Snapshot {
+    let projects = ["vision", "bio", "nlp"];
+    let mut s = snapshot(
+        (0..n)
+            .map(|i| {
+                let mut t = task(i, projects[i as usize % 3], Priority::Normal, i * 1000);
+                t.resources.gpus = (i % 3) as u32;
+                t.estimated_runtime = (i % 2 == 0).then_some(600_000);
+                t
+            })
+            .collect(),
+    );
+    s.usage = (0..40)
+        .map(|i| Usage {
+            project: projects[i % 3].into(),
+            gpus: 1,
+            started_at: i as i64 * 60_000,
+            ended_at: (i < 38).then_some(i as i64 * 60_000 + 30_000),
+        })
+        .collect();
+    order(&mut s);
+    s
+}
+
+fn order(s: &mut Snapshot) {
+    s.queue
+        .sort_by_key(|t| (std::cmp::Reverse(t.priority), t.submitted_at, t.id));
+}
+
+/// One pass later: two tasks start, two arrive (one urgent), one is
+/// reprioritised, a run ends and another starts, the clock moves on and a
+/// GPU warms.
+fn next(s: &mut Snapshot, round: i64) {
+    s.queue.drain(0..2.min(s.queue.len()));
+    let mut urgent = task(10_000 + round, "bio", Priority::Urgent, 500_000 + round);
+    urgent.name = format!("urgent-{round}");
+    s.queue.push(urgent);
+    s.queue.push(task(
+        20_000 + round,
+        "new-project",
+        Priority::Low,
+        900_000 + round,
+    ));
+    if let Some(t) = s.queue.get_mut(5) {
+        t.priority = Priority::High;
+    }
+    order(s);
+    if let Some(u) = s.usage.iter_mut().find(|u| u.ended_at.is_none()) {
+        u.ended_at = Some(s.now);
+    }
+    s.usage.remove(0);
+    s.usage.push(Usage {
+        project: "bio".into(),
+        gpus: 2,
+        started_at: s.now,
+        ended_at: None,
+    });
+    s.now += 3_600_000;
+    s.gpus[0].temperature = 40 + round as u32 * 3;
+}
+
+#[test]
+fn changes_pass_after_pass_answer_as_the_whole_snapshot_does() {
+    let engine = PluginEngine::new(None).unwrap();
+    for (name, wasm) in crate::plugins::first_party::FIRST_PARTY {
+        let mut kept = load(&engine, name, wasm);
+        let mut s = lab(300);
+        for round in 0..12 {
+            if round > 0 {
+                next(&mut s, round);
+            }
+            let before = kept.held().cloned();
+            let pass = Pass::new(Arc::new(s.clone()));
+            let got = kept.evaluate(&pass).unwrap();
+            let want = load(&engine, name, wasm).evaluate(&pass).unwrap();
+            assert_eq!(got, want, "{name}, pass {round}");
+            // The plugin was sent the change from what it held, and confirmed it.
+            let change = pass.incremental(before.as_ref()).unwrap();
+            assert_eq!(
+                change.wire.base,
+                before.as_ref().map_or(0, |h| h.generation),
+                "{name}, pass {round}"
+            );
+            assert!(
+                Arc::ptr_eq(&change.held, kept.held().unwrap()),
+                "{name}, pass {round}: holds what it was sent"
+            );
+            if round > 0 {
+                assert!(
+                    change.wire.queue.added.id.len() <= 3,
+                    "{name}, pass {round}: {} tasks sent",
+                    change.wire.queue.added.id.len()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_plugin_that_does_not_hold_the_base_is_sent_everything_at_once() {
+    let engine = PluginEngine::new(None).unwrap();
+    let (name, wasm) = crate::plugins::first_party::FIRST_PARTY[0];
+    let mut p = load(&engine, name, wasm);
+    let s = Arc::new(lab(50));
+    p.evaluate(&Pass::new(Arc::clone(&s))).unwrap();
+    // The host believes the plugin holds a snapshot it was never sent.
+    let forged = Arc::new(crate::plugins::incremental::Held::forged(&s));
+    p.forge_held(Arc::clone(&forged));
+    let pass = Pass::new(Arc::new((*s).clone()));
+    let got = p.evaluate(&pass).unwrap();
+    assert_eq!(got, load(&engine, name, wasm).evaluate(&pass).unwrap());
+    let held = p.held().unwrap();
+    assert_ne!(held.generation, forged.generation);
+    assert_eq!(
+        pass.incremental(None).unwrap().held.generation,
+        held.generation,
+        "it holds the whole snapshot it was sent"
+    );
+}

@@ -1,0 +1,177 @@
+//! The kept snapshot: changes applied in turn give the records the host
+//! meant; a change from a base not held, or one whose edit does not fit,
+//! leaves nothing held.
+
+use super::*;
+use crate::Priority;
+
+fn strings(list: &[&str]) -> abi::Strings {
+    let mut chars = String::new();
+    let mut ends = Vec::new();
+    for s in list {
+        chars.push_str(s);
+        ends.push(chars.len() as u32);
+    }
+    abi::Strings { chars, ends }
+}
+
+fn queue(ids: &[i64], name: u32, project: u32) -> abi::Queue {
+    let n = ids.len();
+    abi::Queue {
+        id: ids.to_vec(),
+        name: vec![name; n],
+        project: vec![project; n],
+        priority: vec![1; n],
+        gpus: vec![1; n],
+        gpu_mem: vec![0; n],
+        submitted_at: ids.to_vec(),
+        eligible_at: ids.to_vec(),
+        attempts: vec![0; n],
+        estimated_runtime: vec![600; n],
+    }
+}
+
+fn change(
+    base: u64,
+    generation: u64,
+    text: &[&str],
+    removed: Vec<u32>,
+    added_at: Vec<u32>,
+    added: abi::Queue,
+) -> abi::Snapshot {
+    abi::Snapshot {
+        generation,
+        base,
+        now: 1_000,
+        time_zone: 0,
+        utc_offset: 0,
+        strings: strings(text),
+        queue: abi::QueueChange {
+            edit: abi::Edit { removed, added_at },
+            added,
+        },
+        running: Vec::new(),
+        gpus: Vec::new(),
+        usage: abi::UsageChange {
+            edit: abi::Edit {
+                removed: vec![],
+                added_at: vec![],
+            },
+            added: abi::Usage {
+                project: vec![],
+                gpus: vec![],
+                started_at: vec![],
+                ended_at: vec![],
+            },
+        },
+    }
+}
+
+fn ids(k: &Kept) -> Vec<i64> {
+    k.snapshot().queue.iter().map(|t| t.id).collect()
+}
+
+#[test]
+fn changes_applied_in_turn_give_the_host_s_queue() {
+    let mut k = Kept::new();
+    k.apply(change(
+        0,
+        5,
+        &["UTC", "t", "vision"],
+        vec![],
+        vec![0, 1, 2],
+        queue(&[1, 2, 3], 1, 2),
+    ))
+    .unwrap();
+    assert_eq!(ids(&k), [1, 2, 3]);
+    let t = &k.snapshot().queue[0];
+    assert_eq!(
+        (t.name, t.project, t.priority),
+        ("t", "vision", Priority::Normal)
+    );
+    assert_eq!(t.estimated_runtime, Some(600));
+    assert_eq!(k.snapshot().time_zone, "UTC");
+    // 1 starts; 4 arrives in front, in a string of its own; 5 at the end.
+    k.apply(change(
+        5,
+        6,
+        &["bio"],
+        vec![0],
+        vec![0, 3],
+        queue(&[4, 5], 1, 3),
+    ))
+    .unwrap();
+    assert_eq!(ids(&k), [4, 2, 3, 5]);
+    assert_eq!(k.snapshot().queue[0].project, "bio", "the string added");
+    assert_eq!(k.snapshot().queue[1].project, "vision", "a string kept");
+    // Nothing changed: nothing sent.
+    k.apply(change(6, 7, &[], vec![], vec![], queue(&[], 0, 0)))
+        .unwrap();
+    assert_eq!((ids(&k), k.generation()), (vec![4, 2, 3, 5], 7));
+    // From nothing again: everything before forgotten.
+    k.apply(change(
+        0,
+        8,
+        &["Asia/Shanghai", "x"],
+        vec![],
+        vec![0],
+        queue(&[9], 1, 1),
+    ))
+    .unwrap();
+    assert_eq!(ids(&k), [9]);
+    assert_eq!(k.snapshot().time_zone, "Asia/Shanghai");
+}
+
+#[test]
+fn a_base_not_held_or_an_edit_that_does_not_fit_leaves_nothing_held() {
+    let full = || {
+        change(
+            0,
+            5,
+            &["UTC", "t"],
+            vec![],
+            vec![0, 1],
+            queue(&[1, 2], 1, 1),
+        )
+    };
+    let mut k = Kept::new();
+    k.apply(full()).unwrap();
+    assert_eq!(
+        k.apply(change(4, 6, &[], vec![], vec![], queue(&[], 0, 0))),
+        Err(NotHeld)
+    );
+    assert_eq!((k.generation(), ids(&k)), (0, vec![]));
+    let bad = [
+        change(5, 6, &[], vec![2], vec![], queue(&[], 0, 0)),
+        change(5, 6, &[], vec![1, 0], vec![], queue(&[], 0, 0)),
+        change(5, 6, &[], vec![], vec![5], queue(&[3], 1, 1)),
+        change(5, 6, &[], vec![], vec![0, 0], queue(&[3, 4], 1, 1)),
+        change(5, 6, &[], vec![], vec![0], queue(&[3, 4], 1, 1)),
+    ];
+    for (i, c) in bad.into_iter().enumerate() {
+        k.apply(full()).unwrap();
+        assert_eq!(k.apply(c), Err(NotHeld), "edit {i}");
+        assert_eq!((k.generation(), ids(&k)), (0, vec![]), "edit {i}");
+    }
+    let mut short = full();
+    short.queue.added.attempts.pop();
+    assert_eq!(Kept::new().apply(short), Err(NotHeld), "a short column");
+}
+
+#[test]
+fn strings_out_of_range_or_inside_a_character_read_as_empty() {
+    let mut k = Kept::new();
+    let mut c = change(0, 1, &[], vec![], vec![0, 1, 2], queue(&[1, 2, 3], 0, 0));
+    c.strings = abi::Strings {
+        chars: "é".into(),
+        ends: vec![1, 2],
+    };
+    c.queue.added.name = vec![0, 1, 99];
+    k.apply(c).unwrap();
+    let names: Vec<&str> = k.snapshot().queue.iter().map(|t| t.name).collect();
+    assert_eq!(
+        names,
+        ["", "", ""],
+        "inside é, from 1 to 2, and no such string"
+    );
+}
