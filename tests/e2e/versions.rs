@@ -56,7 +56,7 @@ fn a_0_1_plugin_runs_beside_a_0_2_plugin_and_its_verdicts_take_effect() {
             )
         })
         .collect();
-    assert_eq!(versions, [("priority", "0.2.1"), ("legacy", "0.1.0")]);
+    assert_eq!(versions, [("priority", "0.2.2"), ("legacy", "0.1.0")]);
     let table = nj.ok(&["plugins", "ls"]);
     assert!(table.contains("API") && table.contains("0.1.0"), "{table}");
 }
@@ -73,9 +73,12 @@ fn check(file: &str) -> Output {
 #[test]
 fn plugins_check_reports_the_version_of_each_plugin() {
     let nj = Nj::new("");
-    for (file, version) in [
-        (V0_1, "0.1.0"),
-        (env!("NIGHTJAR_EXAMPLE_POLICY_WEEKENDS"), "0.2.1"),
+    for (file, world) in [
+        (V0_1, "scheduling-policy, nightjar:plugin@0.1.0"),
+        (
+            env!("NIGHTJAR_EXAMPLE_POLICY_WEEKENDS"),
+            "incremental-scheduling-policy, nightjar:plugin@0.2.2",
+        ),
     ] {
         let out = check(file);
         let text = String::from_utf8_lossy(&out.stdout);
@@ -85,7 +88,7 @@ fn plugins_check_reports_the_version_of_each_plugin() {
             String::from_utf8_lossy(&out.stderr)
         );
         assert!(
-            text.contains(&format!("ok (scheduling-policy, nightjar:plugin@{version}")),
+            text.contains(&format!("ok ({world}")),
             "{text}"
         );
     }
@@ -106,7 +109,7 @@ fn plugins_check_reports_the_version_of_each_plugin() {
     assert!(
         err.contains(&future.display().to_string())
             && err.contains("nightjar:plugin/policy@0.3.0")
-            && err.contains("0.1.0, 0.2.0, 0.2.1"),
+            && err.contains("0.1.0, 0.2.0, 0.2.1, 0.2.2"),
         "{err}"
     );
 }

@@ -1,6 +1,7 @@
 //! Plugins: the wasmtime engine, limits and loading, and the scheduling-policy
 //! host for every version of the contract it loads (`wit/nightjar-plugin@0.1.0`,
-//! `@0.2.0` and `@0.2.1`). Every plugin answer is validated here before the scheduler
+//! `@0.2.0`, `@0.2.1` and `@0.2.2`, whose incremental policy is sent each
+//! pass as a change: `incremental/`). Every plugin answer is validated here before the scheduler
 //! uses it.
 
 /// The host imports every contract version declares alike (`log`,

@@ -92,8 +92,13 @@ pub fn check(file: &Path, config: Option<&Path>, limits: &PluginLimits) -> Resul
         },
     };
     println!(
-        "{}: ok (scheduling-policy, nightjar:plugin@{}, sha256 {})",
+        "{}: ok ({}, nightjar:plugin@{}, sha256 {})",
         file.display(),
+        if p.version.incremental {
+            "incremental-scheduling-policy"
+        } else {
+            "scheduling-policy"
+        },
         p.version.api,
         p.sha256
     );
