@@ -36,8 +36,9 @@ pub struct Held {
     /// Bytes of text in its table.
     bytes: usize,
     /// The table's position of every string sent as shared (projects, the
-    /// time zone, GPU names and uuids, running tasks' names, policy names).
-    shared: HashMap<String, u32>,
+    /// time zone, GPU names and uuids, policy names: a few, that recur),
+    /// shared with the changes after this one until one adds to it.
+    shared: Arc<HashMap<String, u32>>,
 }
 
 impl Held {
@@ -52,7 +53,7 @@ impl Held {
             usage: snapshot.usage.clone(),
             strings: 0,
             bytes: 0,
-            shared: HashMap::new(),
+            shared: Arc::default(),
         }
     }
 }
@@ -73,7 +74,10 @@ struct Table {
     first: usize,
     /// Bytes it holds before the change.
     bytes: usize,
-    shared: HashMap<String, u32>,
+    /// The shared strings held before the change.
+    shared: Arc<HashMap<String, u32>>,
+    /// Shared strings this change adds.
+    added: HashMap<String, u32>,
 }
 
 impl Table {
@@ -85,12 +89,23 @@ impl Table {
     }
 
     fn shared(&mut self, s: &str) -> u32 {
-        if let Some(&i) = self.shared.get(s) {
+        if let Some(&i) = self.shared.get(s).or_else(|| self.added.get(s)) {
             return i;
         }
         let i = self.push(s);
-        self.shared.insert(s.to_string(), i);
+        self.added.insert(s.to_string(), i);
         i
+    }
+
+    /// The shared strings held after the change: the same map unless this
+    /// change added to it.
+    fn shared_after(&mut self) -> Arc<HashMap<String, u32>> {
+        if self.added.is_empty() {
+            return Arc::clone(&self.shared);
+        }
+        let mut all = (*self.shared).clone();
+        all.extend(self.added.drain());
+        Arc::new(all)
     }
 }
 
@@ -185,7 +200,8 @@ pub fn change(base: Option<&Held>, s: &Arc<p::Snapshot>) -> Result<Change, Strin
         ends: Vec::new(),
         first: base.map_or(0, |h| h.strings),
         bytes: base.map_or(0, |h| h.bytes),
-        shared: base.map(|h| h.shared.clone()).unwrap_or_default(),
+        shared: base.map(|h| Arc::clone(&h.shared)).unwrap_or_default(),
+        added: HashMap::new(),
     };
     let time_zone = t.shared(&s.time_zone);
     let n = queue_edit.added_at.len();
@@ -221,7 +237,9 @@ pub fn change(base: Option<&Held>, s: &Arc<p::Snapshot>) -> Result<Change, Strin
         .iter()
         .map(|r| w::RunningTask {
             id: r.id,
-            name: t.shared(&r.name),
+            // A running task's name is its own, so it is not kept as
+            // shared: the few of each pass are written again.
+            name: t.push(&r.name),
             project: t.shared(&r.project),
             priority: priority(r.priority),
             gpus: r.gpus.clone(),
@@ -278,7 +296,7 @@ pub fn change(base: Option<&Held>, s: &Arc<p::Snapshot>) -> Result<Change, Strin
         usage: s.usage.clone(),
         strings: t.first + t.ends.len(),
         bytes,
-        shared: t.shared,
+        shared: t.shared_after(),
     });
     let wire = w::Snapshot {
         generation,
