@@ -87,10 +87,7 @@ fn plugins_check_reports_the_version_of_each_plugin() {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        assert!(
-            text.contains(&format!("ok ({world}")),
-            "{text}"
-        );
+        assert!(text.contains(&format!("ok ({world}")), "{text}");
     }
     // A component of a version this host does not load: named, with the
     // version found and those supported.
