@@ -19,9 +19,11 @@ pub(crate) struct Kept {
     /// String `i` of the table.
     texts: Vec<&'static str>,
     /// The text of every change since the last change from nothing, each
-    /// never changed once kept (a `Box<str>`'s bytes stay where they are
-    /// when the `Vec` holding it grows).
-    chunks: Vec<Box<str>>,
+    /// never changed once kept (a `String`'s bytes stay where they are when
+    /// the `String` moves or the `Vec` holding it grows). Not `Box<str>`:
+    /// moving a `Box` asserts it is the only pointer to its bytes, which
+    /// the references in `texts` already are (Miri: undefined behaviour).
+    chunks: Vec<String>,
 }
 
 /// Why a change could not be applied; the plugin then holds nothing and
@@ -190,13 +192,15 @@ impl Kept {
         if strings.ends.is_empty() {
             return;
         }
-        let chunk: Box<str> = strings.chars.into_boxed_str();
-        // SAFETY: the bytes of a `Box<str>` never move or change while it
-        // lives; it lives in `self.chunks` until `clear`, which empties
-        // every record and `texts` (the only holders of these references)
-        // first. Nothing outside `Kept` sees them as `'static`: the
-        // snapshot is lent out only for as long as `&self` is borrowed.
-        let whole: &'static str = unsafe { &*(&*chunk as *const str) };
+        let chunk: String = strings.chars;
+        // SAFETY: the bytes of a `String` never move or change while it
+        // lives unmutated (moving the `String` moves only its pointer); it
+        // lives in `self.chunks`, never mutated, until `clear`, which
+        // empties every record and `texts` (the only holders of these
+        // references) first. Nothing outside `Kept` sees them as
+        // `'static`: the snapshot is lent out only for as long as `&self`
+        // is borrowed.
+        let whole: &'static str = unsafe { &*(chunk.as_str() as *const str) };
         let mut start = 0usize;
         self.texts.reserve(strings.ends.len());
         for &end in &strings.ends {
