@@ -175,3 +175,115 @@ fn strings_out_of_range_or_inside_a_character_read_as_empty() {
         "inside é, from 1 to 2, and no such string"
     );
 }
+
+#[test]
+fn a_change_refused_after_its_strings_and_queue_applied_leaves_nothing_then_reads_right() {
+    let mut k = Kept::new();
+    k.apply(change(
+        0,
+        5,
+        &["UTC", "t", "p"],
+        vec![],
+        vec![0],
+        queue(&[1], 1, 2),
+    ))
+    .unwrap();
+    // Strings kept and a task added, then a usage column short.
+    let mut c = change(5, 6, &["late"], vec![], vec![1], queue(&[2], 3, 2));
+    c.usage.added.project = vec![2];
+    assert_eq!(k.apply(c), Err(NotHeld));
+    assert_eq!((k.generation(), ids(&k)), (0, vec![]));
+    assert!(k.snapshot().time_zone.is_empty() && k.texts.is_empty() && k.chunks.is_empty());
+    // Running tasks and GPUs name strings too: all read from the new table.
+    let mut c = change(
+        0,
+        7,
+        &["Europe/Paris", "n", "q"],
+        vec![],
+        vec![0],
+        queue(&[3], 1, 2),
+    );
+    c.running.push(abi::RunningTask {
+        id: 9,
+        name: 1,
+        project: 2,
+        priority: Priority::High,
+        gpus: vec![0],
+        started_at: 0,
+        preemptible: true,
+    });
+    k.apply(c).unwrap();
+    let s = k.snapshot();
+    assert_eq!(
+        (s.time_zone, s.queue[0].name, s.queue[0].project),
+        ("Europe/Paris", "n", "q")
+    );
+    assert_eq!((s.running[0].name, s.running[0].project), ("n", "q"));
+}
+
+/// What an edit should give, written plainly: `None` when it does not fit.
+fn model(list: &[u32], removed: &[u32], added_at: &[u32], added: &[u32]) -> Option<Vec<u32>> {
+    let up = |l: &[u32]| l.windows(2).all(|w| w[0] < w[1]);
+    if !up(removed) || !up(added_at) || added.len() != added_at.len() {
+        return None;
+    }
+    if removed.iter().any(|&r| r as usize >= list.len()) {
+        return None;
+    }
+    let mut kept: Vec<u32> = (0..list.len())
+        .filter(|i| !removed.contains(&(*i as u32)))
+        .map(|i| list[i])
+        .collect();
+    let len = kept.len() + added.len();
+    if added_at.iter().any(|&a| a as usize >= len) {
+        return None;
+    }
+    for (&a, &x) in added_at.iter().zip(added) {
+        kept.insert(a as usize, x);
+    }
+    Some(kept)
+}
+
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self, below: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % below
+    }
+
+    /// `n` positions below `below`: mostly ascending and distinct.
+    fn positions(&mut self, n: u64, below: u64) -> Vec<u32> {
+        let mut l: Vec<u32> = (0..n).map(|_| self.next(below) as u32).collect();
+        if self.next(4) > 0 {
+            l.sort();
+            l.dedup();
+        }
+        l
+    }
+}
+
+#[test]
+fn any_edit_is_applied_exactly_or_refused_never_half_or_a_panic() {
+    let mut r = Lcg(3);
+    for _ in 0..20_000 {
+        let list: Vec<u32> = (0..r.next(7) as u32).collect();
+        let (n, m) = (r.next(4), r.next(4));
+        let removed = r.positions(n, 8);
+        let added_at = r.positions(m, 10);
+        let extra = u32::from(r.next(5) == 0);
+        let added: Vec<u32> = (0..added_at.len() as u32 + extra)
+            .map(|i| 100 + i)
+            .collect();
+        let mut got = list.clone();
+        let done = edit_list(&mut got, &removed, &added_at, added.iter().copied());
+        let case = format!("{list:?} {removed:?} {added_at:?} {added:?}");
+        match model(&list, &removed, &added_at, &added) {
+            Some(want) => assert_eq!((done, got), (Ok(()), want), "{case}"),
+            None => assert_eq!(done, Err(NotHeld), "{case}"),
+        }
+    }
+}

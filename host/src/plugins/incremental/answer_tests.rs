@@ -152,3 +152,58 @@ impl TapReason for w::Evaluation {
         self
     }
 }
+
+#[test]
+fn the_other_malformed_columns_and_indexes_are_invalid_too() {
+    let mut s = three();
+    s.running = vec![p::RunningTask {
+        id: 70,
+        name: "r".into(),
+        project: "a".into(),
+        priority: p::Priority::Normal,
+        gpus: vec![0],
+        started_at: 0,
+        preemptible: true,
+    }];
+    let mut short_reasons = answer(vec![], &["x"]);
+    short_reasons.rejected = w::Rejections {
+        task: vec![0, 1],
+        reason: vec![0],
+    };
+    let mut reject_past = answer(vec![1, 2, 3], &["x"]);
+    reject_past.rejected = w::Rejections {
+        task: vec![7],
+        reason: vec![0],
+    };
+    let mut preempt_past = answer(vec![], &["x"]);
+    preempt_past
+        .preempt
+        .push(w::Preemption { task: 1, reason: 0 });
+    let mut gpu_reason = answer(vec![], &["x"]);
+    gpu_reason.closed_gpus.push(w::ClosedGpu {
+        index: 0,
+        reason: u32::MAX,
+    });
+    let mut huge = answer(vec![], &["x"]);
+    huge.deferred = w::Deferrals {
+        task: vec![0; 1 << 20],
+        reason: vec![0; 1 << 20],
+        until: vec![0; 1 << 20],
+    };
+    let far = format!("names reason {}", u32::MAX);
+    for (e, says) in [
+        (answer(vec![1, 2, 3, 4], &[]), "4 scores for 3 queued tasks"),
+        (short_reasons, "rejections of 2 tasks with 1 reasons"),
+        (reject_past, "queue index 7"),
+        (
+            preempt_past,
+            "preempts running index 1, which is not running",
+        ),
+        (gpu_reason, far.as_str()),
+        (huge, "1048576 deferrals and rejections for 3 queued tasks"),
+    ] {
+        let err = read(&s, e).unwrap_err();
+        assert_eq!(err.cause(), "invalid-answer", "{says}");
+        assert!(err.to_string().contains(says), "{says}: {err}");
+    }
+}

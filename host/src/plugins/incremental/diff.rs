@@ -298,6 +298,37 @@ mod tests {
         }
     }
 
+    /// Lists of any shape: keys repeated, out of order, empty, or a list
+    /// that shrinks to nothing; `old_sorted` as the caller would compute it.
+    #[test]
+    fn every_edit_rebuilds_lists_with_repeated_keys_any_order_and_any_length() {
+        let mut r = Lcg(11);
+        let list = |r: &mut Lcg, len: u64| -> Vec<Item> {
+            let n = r.next(len + 1);
+            (0..n)
+                .map(|_| (r.next(8) as u32, r.next(2) as u8))
+                .collect()
+        };
+        for round in 0..5_000 {
+            let old = list(&mut r, 12);
+            let mut new = match round % 4 {
+                0 => Vec::new(),
+                1 => old.clone(),
+                _ => list(&mut r, 12),
+            };
+            if round % 3 == 0 {
+                new.sort();
+            }
+            let (e, new_sorted) = by_key(&old, sorted(&old, |x| x.0), &new, |x| x.0);
+            assert_eq!(new_sorted, sorted(&new, |x| x.0), "{old:?} -> {new:?}");
+            rebuilds(&old, &new, &e);
+            rebuilds(&old, &new, &aligned(&old, &new));
+            if old == new {
+                assert!(aligned(&old, &new).is_empty());
+            }
+        }
+    }
+
     #[test]
     fn edits_that_do_not_fit_are_refused_not_applied() {
         let old: Vec<Item> = vec![(1, 0), (2, 0)];

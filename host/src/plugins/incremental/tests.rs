@@ -140,3 +140,164 @@ fn a_plugin_that_does_not_hold_the_base_is_sent_everything_at_once() {
         "it holds the whole snapshot it was sent"
     );
 }
+
+/// The hostile test plugin in `mode`.
+fn hostile(engine: &PluginEngine, mode: &str) -> PolicyPlugin {
+    let wasm = std::fs::read(env!("NIGHTJAR_TEST_PLUGIN_HOSTILE")).unwrap();
+    let limits = PluginLimits {
+        evaluate_timeout: std::time::Duration::from_secs(10),
+        ..PluginLimits::default()
+    };
+    PolicyPlugin::load(engine, "hostile", &wasm, mode, limits).unwrap()
+}
+
+/// `lab(n)` with its first task held by the hostile plugin's `ok` answer.
+fn held_lab(n: i64) -> Snapshot {
+    let mut s = lab(n);
+    s.queue[0].project = "held-by-plugin".into();
+    s
+}
+
+#[test]
+fn a_plugin_that_answers_zero_forever_is_resent_the_whole_snapshot_once_then_refused() {
+    let engine = PluginEngine::new(None).unwrap();
+    let mut p = hostile(&engine, "lie-zero");
+    let mut s = held_lab(20);
+    p.evaluate(&Pass::new(Arc::new(s.clone()))).unwrap();
+    assert!(p.held().is_some(), "the first answer is true");
+    for round in 1..4 {
+        next(&mut s, round);
+        let pass = Pass::new(Arc::new(s.clone()));
+        let err = p.evaluate(&pass).unwrap_err();
+        assert_eq!(err.cause(), "invalid-answer", "pass {round}");
+        // What it was last sent is the whole snapshot, once.
+        let whole = pass.incremental(None).unwrap().held.generation;
+        assert!(
+            err.to_string().contains(&format!(
+                "answers for snapshot 0, but was sent snapshot {whole}"
+            )),
+            "pass {round}: {err}"
+        );
+        assert!(p.held().is_none(), "pass {round}: the host holds nothing");
+    }
+}
+
+#[test]
+fn an_answer_for_another_generation_is_refused_and_the_next_pass_starts_from_nothing() {
+    let engine = PluginEngine::new(None).unwrap();
+    // The base it was sent echoed back as if it were the new snapshot.
+    let mut p = hostile(&engine, "lie-base");
+    let mut s = held_lab(20);
+    p.evaluate(&Pass::new(Arc::new(s.clone()))).unwrap();
+    let base = p.held().unwrap().generation;
+    next(&mut s, 1);
+    let pass = Pass::new(Arc::new(s.clone()));
+    let err = p.evaluate(&pass).unwrap_err();
+    assert_eq!(err.cause(), "invalid-answer");
+    assert!(
+        err.to_string().contains(&format!(
+            "answers for snapshot {base}, but was sent snapshot"
+        )),
+        "{err}"
+    );
+    assert!(p.held().is_none());
+
+    // A generation it was never sent, every second call; the calls between
+    // are true, and the one after a refused answer is from nothing.
+    let mut p = hostile(&engine, "lie-next");
+    let mut s = held_lab(20);
+    for round in 0..6 {
+        if round > 0 {
+            next(&mut s, round);
+            // A task arrives that the plugin must see to answer right.
+            let mut t = task(30_000 + round, "held-by-plugin", Priority::Urgent, round);
+            t.name = format!("late-{round}");
+            s.queue.push(t);
+            order(&mut s);
+        }
+        let before = p.held().cloned();
+        let pass = Pass::new(Arc::new(s.clone()));
+        let got = p.evaluate(&pass);
+        if round % 2 == 1 {
+            let err = got.unwrap_err();
+            assert_eq!(err.cause(), "invalid-answer", "pass {round}");
+            assert!(err.to_string().contains("answers for snapshot"), "{err}");
+            assert!(p.held().is_none(), "pass {round}");
+            continue;
+        }
+        let fresh = hostile(&engine, "ok").evaluate(&pass).unwrap();
+        assert_eq!(got.unwrap(), fresh, "pass {round}");
+        assert!(
+            before.is_none(),
+            "pass {round}: after a refused answer the host holds nothing"
+        );
+        let change = pass.incremental(before.as_ref()).unwrap();
+        assert!(Arc::ptr_eq(&change.held, p.held().unwrap()), "pass {round}");
+    }
+}
+
+#[test]
+fn after_a_trap_the_next_pass_is_sent_from_nothing_to_a_fresh_instance() {
+    let engine = PluginEngine::new(None).unwrap();
+    let mut p = hostile(&engine, "flaky");
+    let mut s = held_lab(20);
+    p.evaluate(&Pass::new(Arc::new(s.clone()))).unwrap();
+    assert!(p.held().is_some());
+    next(&mut s, 1);
+    let err = p.evaluate(&Pass::new(Arc::new(s.clone()))).unwrap_err();
+    assert_eq!(err.cause(), "trap", "{err}");
+    assert!(p.held().is_none(), "a trap leaves the host holding nothing");
+    next(&mut s, 2);
+    let pass = Pass::new(Arc::new(s.clone()));
+    let got = p.evaluate(&pass).unwrap();
+    assert_eq!(got, hostile(&engine, "ok").evaluate(&pass).unwrap());
+    let whole = pass.incremental(None).unwrap();
+    assert_eq!(whole.wire.base, 0);
+    assert!(Arc::ptr_eq(&whole.held, p.held().unwrap()));
+}
+
+#[test]
+fn one_pass_sends_chain_members_holding_different_snapshots_each_its_own_change() {
+    let engine = PluginEngine::new(None).unwrap();
+    let plugins = crate::plugins::first_party::FIRST_PARTY;
+    let (a_name, a_wasm) = plugins[0];
+    let (b_name, b_wasm) = plugins[1 % plugins.len()];
+    let mut a = load(&engine, a_name, a_wasm);
+    let mut s = lab(100);
+    a.evaluate(&Pass::new(Arc::new(s.clone()))).unwrap();
+    // `b` joins the chain a pass later, and `c` holds what `a` holds.
+    let mut b = load(&engine, b_name, b_wasm);
+    let mut c = load(&engine, a_name, a_wasm);
+    c.forge_held(Arc::clone(a.held().unwrap()));
+    for round in 1..5 {
+        next(&mut s, round);
+        let pass = Pass::new(Arc::new(s.clone()));
+        let (ha, hb) = (a.held().cloned(), b.held().cloned());
+        let got_a = a.evaluate(&pass).unwrap();
+        let got_b = b.evaluate(&pass).unwrap();
+        assert_eq!(
+            got_a,
+            load(&engine, a_name, a_wasm).evaluate(&pass).unwrap()
+        );
+        assert_eq!(
+            got_b,
+            load(&engine, b_name, b_wasm).evaluate(&pass).unwrap()
+        );
+        let (ca, cb) = (
+            pass.incremental(ha.as_ref()).unwrap(),
+            pass.incremental(hb.as_ref()).unwrap(),
+        );
+        assert_ne!(ca.held.generation, cb.held.generation, "pass {round}");
+        assert!(Arc::ptr_eq(&ca.held, a.held().unwrap()), "pass {round}");
+        assert!(Arc::ptr_eq(&cb.held, b.held().unwrap()), "pass {round}");
+        if round == 1 {
+            // `c` holds the same generation as `a` (it was never sent it:
+            // it answers 0 and is sent the whole snapshot).
+            assert_eq!(c.evaluate(&pass).unwrap(), got_a);
+            assert!(Arc::ptr_eq(
+                &pass.incremental(None).unwrap().held,
+                c.held().unwrap()
+            ));
+        }
+    }
+}

@@ -37,6 +37,10 @@
 //!   naming a queue position, reason or running position that is not there
 //!   (written on the contract's own types, past the SDK)
 //! - `reasons-huge`: one verdict and a reason table of a million strings
+//! - `lie-zero`, `lie-base`, `lie-next`: answers as `ok` does, for the
+//!   generation it was sent on the first call; then `lie-zero` answers 0 on
+//!   every call, `lie-base` the change's base, and `lie-next` a generation
+//!   it was never sent on every second call
 //! - `ok` (or empty): defers every task whose project is `held-by-plugin`
 //!
 //! The modes that break the answer's form are written on the contract's own
@@ -253,6 +257,23 @@ const RAW: [&str; 5] = [
     "alias",
 ];
 
+/// The modes whose answers are right but name another generation.
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+const LIES: [&str; 3] = ["lie-zero", "lie-base", "lie-next"];
+
+/// The generation a mode of [`LIES`] answers on call `call` (from 0) of a
+/// change from `base` to `generation`.
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+fn lie(mode: &str, call: u64, base: u64, generation: u64) -> u64 {
+    match mode {
+        _ if call == 0 => generation,
+        "lie-zero" => 0,
+        "lie-base" => base,
+        _ if call % 2 == 1 => generation.wrapping_add(1_000_000),
+        _ => generation,
+    }
+}
+
 /// The answer of a mode of [`RAW`], written on the contract's own types for
 /// a snapshot of `queued` and `running` tasks, as the answer for
 /// `generation`.
@@ -321,6 +342,15 @@ mod export {
 
         fn evaluate(change: abi::Snapshot) -> abi::Evaluation {
             let mode = MODE.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            if super::LIES.contains(&mode.as_str()) {
+                let call = super::CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let (base, generation) = (change.base, change.generation);
+                let mut e = evaluate_abi::<super::Hostile>(&CONFIG, change);
+                if e.generation != 0 {
+                    e.generation = super::lie(&mode, call, base, generation);
+                }
+                return e;
+            }
             if !super::RAW.contains(&mode.as_str()) {
                 return evaluate_abi::<super::Hostile>(&CONFIG, change);
             }
