@@ -84,7 +84,12 @@ fn made_and_checked(dir: &Path, name: &str, kind: &str, world: &str) -> PathBuf 
 #[test]
 fn a_new_policy_builds_passes_check_and_its_reason_shows_in_why() {
     let dir = tempfile::tempdir().unwrap();
-    let wasm = made_and_checked(dir.path(), "night-hold", "policy", "scheduling-policy");
+    let wasm = made_and_checked(
+        dir.path(),
+        "night-hold",
+        "policy",
+        "incremental-scheduling-policy",
+    );
     let mut nj = Nj::new(
         "[plugins]\nchain = [\"priority\", \"night_hold\"]\n[plugin.night_hold.config]\nhold = [\"render\"]\n",
     );

@@ -137,9 +137,14 @@ impl Detected {
     /// A note when the section disagrees with the exports.
     pub fn note(&self) -> Option<String> {
         let declared = self.declared.as_deref()?;
+        let interface = if self.incremental {
+            INCREMENTAL_INTERFACE
+        } else {
+            POLICY_INTERFACE
+        };
         (declared != self.api.as_str()).then(|| {
             format!(
-                "its {SECTION} section says {declared:?} but it exports {POLICY_INTERFACE}@{}: the exported interface wins",
+                "its {SECTION} section says {declared:?} but it exports {interface}@{}: the exported interface wins",
                 self.api
             )
         })
@@ -368,5 +373,15 @@ mod tests {
             declared: Some("0.2.1".into()),
         };
         assert_eq!(agrees.note(), None);
+        let incremental = Detected {
+            api: ApiVersion::V0_2_2,
+            incremental: true,
+            declared: Some("0.2.1".into()),
+        };
+        let note = incremental.note().unwrap();
+        assert!(
+            note.contains("exports nightjar:plugin/incremental-policy@0.2.2"),
+            "the note names the interface the component exports: {note}"
+        );
     }
 }
