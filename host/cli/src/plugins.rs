@@ -19,8 +19,8 @@ pub enum Cmd {
     /// Reload the chain's plugin files now (also on SIGHUP and on a change in the folder).
     Reload,
     /// Check a component offline: it compiles, implements a world this host
-    /// loads (scheduling-policy, result-validator or notifier) and accepts
-    /// its config.
+    /// loads (scheduling-policy, incremental-scheduling-policy,
+    /// result-validator or notifier) and accepts its config.
     Check {
         /// The `.wasm` component.
         file: PathBuf,
