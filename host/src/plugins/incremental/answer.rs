@@ -152,28 +152,13 @@ pub fn read(s: &p::Snapshot, e: w::Evaluation) -> Result<p::Evaluation, PluginEr
             });
         }
     }
-    for g in closed_gpus {
-        if !s.gpus.iter().any(|x| x.index == g.index) {
-            return bad(format!("closes GPU {} which does not exist", g.index));
-        }
-        out.closed_gpus.push(p::ClosedGpu {
-            index: g.index,
-            reason: reason(g.reason)?.to_string(),
-        });
-    }
-    for q in preempt {
-        let Some(task) = s.running.get(q.task as usize) else {
-            return bad(format!(
-                "preempts running index {}, which is not running ({} running)",
-                q.task,
-                s.running.len()
-            ));
-        };
-        out.preempt.push(p::Preemption {
-            task: task.id,
-            reason: reason(q.reason)?.to_string(),
-        });
-    }
+    crate::plugins::v0_2::closures_and_preemptions(
+        s,
+        closed_gpus.iter().map(|g| (g.index, g.reason)),
+        preempt.iter().map(|q| (q.task, q.reason)),
+        reason,
+        &mut out,
+    )?;
     Ok(out)
 }
 

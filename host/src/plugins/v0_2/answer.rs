@@ -83,29 +83,49 @@ pub fn read(
         };
         out.verdicts.push(p::TaskVerdict { task, verdict });
     }
-    for g in closed_gpus {
-        if !s.gpus.iter().any(|x| x.index == g.index) {
-            return bad(format!("closes GPU {} which does not exist", g.index));
+    closures_and_preemptions(
+        s,
+        closed_gpus.iter().map(|g| (g.index, g.reason)),
+        preempt.iter().map(|q| (q.task, q.reason)),
+        reason,
+        &mut out,
+    )?;
+    Ok(out)
+}
+
+/// Reads an answer's closed GPUs (`(GPU index, reason)`) and preemptions
+/// (`(position in s.running, reason)`) into `out`, each checked: the GPU
+/// must exist, the running task be there, the reason be in the answer.
+/// The same in 0.2's answers and the incremental policy's.
+pub(crate) fn closures_and_preemptions(
+    s: &p::Snapshot,
+    closed: impl Iterator<Item = (u32, u32)>,
+    preempt: impl Iterator<Item = (u32, u32)>,
+    reason: impl Fn(u32) -> Result<std::sync::Arc<str>, PluginError>,
+    out: &mut p::Evaluation,
+) -> Result<(), PluginError> {
+    for (index, r) in closed {
+        if !s.gpus.iter().any(|x| x.index == index) {
+            return bad(format!("closes GPU {index} which does not exist"));
         }
         out.closed_gpus.push(p::ClosedGpu {
-            index: g.index,
-            reason: reason(g.reason)?.to_string(),
+            index,
+            reason: reason(r)?.to_string(),
         });
     }
-    for q in preempt {
-        let Some(task) = s.running.get(q.task as usize) else {
+    for (at, r) in preempt {
+        let Some(task) = s.running.get(at as usize) else {
             return bad(format!(
-                "preempts running index {}, which is not running ({} running)",
-                q.task,
+                "preempts running index {at}, which is not running ({} running)",
                 s.running.len()
             ));
         };
         out.preempt.push(p::Preemption {
             task: task.id,
-            reason: reason(q.reason)?.to_string(),
+            reason: reason(r)?.to_string(),
         });
     }
-    Ok(out)
+    Ok(())
 }
 
 #[cfg(test)]

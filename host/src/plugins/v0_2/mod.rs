@@ -11,6 +11,7 @@ use wasmtime::component::{HasSelf, Linker};
 use super::state::{LogLevel, PluginState};
 
 mod answer;
+pub(crate) use answer::closures_and_preemptions;
 mod snapshot;
 
 pub use answer::read;
