@@ -5,11 +5,9 @@
 //! item rejects the whole answer, with what was wrong; nothing a plugin
 //! sends can make the host panic.
 
-use std::sync::Arc;
-
 use super::types as w;
-use crate::plugins::limits::MAX_REASON;
 use crate::plugins::policy::{self as p, PluginError};
+use crate::plugins::v0_2::{Reasons, closures_and_preemptions};
 
 fn bad<T>(message: String) -> Result<T, PluginError> {
     Err(PluginError::Invalid(message))
@@ -61,24 +59,12 @@ pub fn read(s: &p::Snapshot, e: w::Evaluation) -> Result<p::Evaluation, PluginEr
         return bad("more GPUs closed or tasks preempted than exist".into());
     }
     let uses = deferred.task.len() + rejected.task.len() + closed_gpus.len() + preempt.len();
-    if reasons.len() > uses {
-        return bad(format!(
-            "{} reasons for {uses} deferrals, rejections, closed GPUs and preemptions",
-            reasons.len()
-        ));
-    }
-    if let Some(i) = reasons.iter().position(|r| r.len() > MAX_REASON) {
-        return bad(format!("reason {i} is longer than {MAX_REASON} bytes"));
-    }
-    // Each reason made shareable once: one reason often answers every task.
-    let shared: Vec<Arc<str>> = reasons.iter().map(|r| r.as_str().into()).collect();
-    let reason = |i: u32| match shared.get(i as usize) {
-        Some(r) => Ok(Arc::clone(r)),
-        None => bad(format!(
-            "names reason {i}, but the answer has {} reasons",
-            shared.len()
-        )),
-    };
+    let reasons = Reasons::read(
+        &reasons,
+        uses,
+        "deferrals, rejections, closed GPUs and preemptions",
+    )?;
+    let reason = |i: u32| reasons.get(i);
     // The task is checked before the reason: a plugin that names a task
     // that is not there is told so first.
     let in_queue = |at: u32| {
@@ -152,7 +138,7 @@ pub fn read(s: &p::Snapshot, e: w::Evaluation) -> Result<p::Evaluation, PluginEr
             });
         }
     }
-    crate::plugins::v0_2::closures_and_preemptions(
+    closures_and_preemptions(
         s,
         closed_gpus.iter().map(|g| (g.index, g.reason)),
         preempt.iter().map(|q| (q.task, q.reason)),

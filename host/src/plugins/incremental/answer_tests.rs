@@ -2,6 +2,7 @@
 //! malformed answer is an invalid answer, never a panic.
 
 use super::*;
+use crate::plugins::limits::MAX_REASON;
 use crate::plugins::tests::{snapshot, task};
 
 fn three() -> p::Snapshot {

@@ -37,24 +37,8 @@ pub fn read(
         return bad("more GPUs closed or tasks preempted than exist".into());
     }
     let uses = verdicts.len() + closed_gpus.len() + preempt.len();
-    if reasons.len() > uses {
-        return bad(format!(
-            "{} reasons for {uses} verdicts, closed GPUs and preemptions",
-            reasons.len()
-        ));
-    }
-    if let Some(i) = reasons.iter().position(|r| r.len() > MAX_REASON) {
-        return bad(format!("reason {i} is longer than {MAX_REASON} bytes"));
-    }
-    // Each reason made shareable once: one reason often answers every task.
-    let shared: Vec<std::sync::Arc<str>> = reasons.iter().map(|r| r.as_str().into()).collect();
-    let reason = |i: u32| match shared.get(i as usize) {
-        Some(r) => Ok(std::sync::Arc::clone(r)),
-        None => bad(format!(
-            "names reason {i}, but the answer has {} reasons",
-            reasons.len()
-        )),
-    };
+    let reasons = Reasons::read(&reasons, uses, "verdicts, closed GPUs and preemptions")?;
+    let reason = |i: u32| reasons.get(i);
     let mut judged = vec![false; ids.len()];
     let mut out = p::Evaluation {
         verdicts: Vec::with_capacity(verdicts.len()),
@@ -91,6 +75,40 @@ pub fn read(
         &mut out,
     )?;
     Ok(out)
+}
+
+/// An answer's reasons, each checked for size and made shareable once (one
+/// reason often answers every task). The same in 0.2's answers and the
+/// incremental policy's.
+pub(crate) struct Reasons(Vec<std::sync::Arc<str>>);
+
+impl Reasons {
+    /// Checks `reasons` (no more than the `uses` items that name one, which
+    /// `what` lists; none over [`MAX_REASON`] bytes) and keeps them.
+    pub(crate) fn read(
+        reasons: &[String],
+        uses: usize,
+        what: &str,
+    ) -> Result<Reasons, PluginError> {
+        if reasons.len() > uses {
+            return bad(format!("{} reasons for {uses} {what}", reasons.len()));
+        }
+        if let Some(i) = reasons.iter().position(|r| r.len() > MAX_REASON) {
+            return bad(format!("reason {i} is longer than {MAX_REASON} bytes"));
+        }
+        Ok(Reasons(reasons.iter().map(|r| r.as_str().into()).collect()))
+    }
+
+    /// Reason `i`, or why the answer is refused.
+    pub(crate) fn get(&self, i: u32) -> Result<std::sync::Arc<str>, PluginError> {
+        match self.0.get(i as usize) {
+            Some(r) => Ok(std::sync::Arc::clone(r)),
+            None => bad(format!(
+                "names reason {i}, but the answer has {} reasons",
+                self.0.len()
+            )),
+        }
+    }
 }
 
 /// Reads an answer's closed GPUs (`(GPU index, reason)`) and preemptions

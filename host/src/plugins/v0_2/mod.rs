@@ -11,7 +11,7 @@ use wasmtime::component::{HasSelf, Linker};
 use super::state::{LogLevel, PluginState};
 
 mod answer;
-pub(crate) use answer::closures_and_preemptions;
+pub(crate) use answer::{Reasons, closures_and_preemptions};
 mod snapshot;
 
 pub use answer::read;
