@@ -238,31 +238,48 @@ fn edit_list<T>(
         list.extend(added);
         return Ok(());
     }
-    let mut old = std::mem::take(list).into_iter();
-    let mut removed = removed.iter().peekable();
+    // The oldest records leaving the usage's window: one move of the rest.
+    let lead = (removed.iter().enumerate())
+        .take_while(|&(i, &r)| r as usize == i)
+        .count();
+    list.drain(..lead);
+    let removed = &removed[lead..];
+    // Items before the first position touched stay where they are; only
+    // the tail from there is rebuilt (a queue's pass touches its end, and
+    // the running part of the usage is its end).
+    let first = match (removed.first(), added_at.first()) {
+        (Some(&r), Some(&a)) => (r as usize - lead).min(a as usize),
+        (Some(&r), None) => r as usize - lead,
+        (None, Some(&a)) => a as usize,
+        (None, None) => return Ok(()),
+    };
+    if first > list.len() {
+        return Err(NotHeld);
+    }
+    let mut old = list.drain(first..).collect::<Vec<T>>().into_iter();
+    let mut removed = removed.iter().map(|&r| r as usize - lead - first).peekable();
     let mut at = added_at.iter().zip(added).peekable();
-    let mut out = Vec::with_capacity(len);
+    list.reserve(len - first);
     let mut i = 0usize;
-    for k in 0..len {
+    for k in first..len {
         if at.peek().is_some_and(|(a, _)| **a as usize == k) {
             if let Some((_, item)) = at.next() {
-                out.push(item);
+                list.push(item);
             }
             continue;
         }
         loop {
             let item = old.next().ok_or(NotHeld)?;
-            let gone = removed.peek().is_some_and(|&&r| r as usize == i);
+            let gone = removed.peek().is_some_and(|&r| r == i);
             i += 1;
             if gone {
                 removed.next();
             } else {
-                out.push(item);
+                list.push(item);
                 break;
             }
         }
     }
-    *list = out;
     Ok(())
 }
 

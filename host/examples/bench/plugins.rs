@@ -95,7 +95,7 @@ fn unordered_snapshot(n: usize) -> nightjar::plugins::policy::Snapshot {
                 closed_by: Vec::new(),
             })
             .collect(),
-        usage: Vec::new(),
+        usage: Vec::new().into(),
     }
 }
 

@@ -154,7 +154,9 @@ pub struct Snapshot {
     /// The GPUs.
     pub gpus: Vec<Gpu>,
     /// Runs that started in the host's usage window (default 7 days).
-    pub usage: Vec<Usage>,
+    /// Shared: a pass that changed no run hands on the last pass's list,
+    /// and what a plugin was sent is kept without a copy.
+    pub usage: std::sync::Arc<[Usage]>,
 }
 
 /// A policy's answer for one task.

@@ -67,7 +67,7 @@ pub(crate) fn snapshot(queue: Vec<QueuedTask>) -> Snapshot {
             healthy: true,
             closed_by: Vec::new(),
         }],
-        usage: Vec::new(),
+        usage: Vec::new().into(),
     }
 }
 

@@ -48,17 +48,26 @@ impl Default for Config {
     }
 }
 
-/// Decayed usage per project, in GPU-hours.
+/// Decayed usage per project, in GPU-hours. Summed per project in the
+/// usage's order; the projects found by [`Projects`] (a week of runs names
+/// a few projects: a map lookup by name per run was most of a pass).
 fn usage<'a>(cfg: &Config, s: &Snapshot<'a>) -> BTreeMap<&'a str, f64> {
-    let mut out = BTreeMap::new();
+    let mut projects = Projects::default();
+    let mut sums: Vec<f64> = Vec::new();
     for u in &s.usage {
         let end = u.ended_at.unwrap_or(s.now).min(s.now);
         let hours = (end - u.started_at).max(0) as f64 / 3_600_000.0;
         let age = (s.now - end).max(0) as f64;
         let decay = 0.5f64.powf(age / cfg.half_life.ms() as f64);
-        *out.entry(u.project).or_insert(0.0) += hours * u.gpus.max(1) as f64 * decay;
+        let k = projects.of(u.project);
+        if k == sums.len() {
+            sums.push(0.0);
+        }
+        if let Some(sum) = sums.get_mut(k) {
+            *sum += hours * u.gpus.max(1) as f64 * decay;
+        }
     }
-    out
+    projects.names.into_iter().zip(sums).collect()
 }
 
 /// The distinct projects of a snapshot, by first appearance. The SDK hands

@@ -146,7 +146,12 @@ impl Daemon {
             })
             .collect();
         let snap = Arc::new(crate::daemon::pipeline::snapshot::snapshot(
-            &self.cfg, now, &queue, &running, gpus, &usage,
+            &self.cfg,
+            now,
+            &queue,
+            &running,
+            gpus,
+            crate::daemon::pipeline::snapshot::usage(&usage),
         ));
         let mut answer = chain.evaluate(snap, now);
         for (name, took) in &answer.calls {

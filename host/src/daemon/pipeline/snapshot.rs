@@ -25,7 +25,7 @@ pub fn snapshot(
     queue: &[Candidate],
     running: &[RunningInfo],
     gpus: Vec<p::Gpu>,
-    usage: &[UsageInfo],
+    usage: std::sync::Arc<[p::Usage]>,
 ) -> p::Snapshot {
     let tz = cfg.tz();
     let offset = tz
@@ -72,14 +72,19 @@ pub fn snapshot(
             })
             .collect(),
         gpus,
-        usage: usage
-            .iter()
-            .map(|u| p::Usage {
-                project: u.project.clone(),
-                gpus: u.gpus,
-                started_at: u.started_at,
-                ended_at: u.ended_at,
-            })
-            .collect(),
+        usage,
     }
+}
+
+/// The usage a pass shows, from the store's records.
+pub fn usage(usage: &[UsageInfo]) -> std::sync::Arc<[p::Usage]> {
+    usage
+        .iter()
+        .map(|u| p::Usage {
+            project: u.project.clone(),
+            gpus: u.gpus,
+            started_at: u.started_at,
+            ended_at: u.ended_at,
+        })
+        .collect()
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use super::engine::Sim;
 use crate::daemon::pipeline::combine::{self, Judgement, Ranked};
 use crate::plugins::policy as p;
-use crate::store::{Candidate, RunningInfo, UsageInfo};
+use crate::store::{Candidate, RunningInfo};
 
 /// One chain pass in this many (after the first three) asks twice, to
 /// catch a policy that is not pure.
@@ -58,7 +58,8 @@ impl Sim<'_> {
             })
             .collect();
         let running: Vec<RunningInfo> = self
-            .running
+            .runs
+            .running()
             .iter()
             .map(|r| {
                 let job = &self.jobs[r.job];
@@ -73,16 +74,10 @@ impl Sim<'_> {
                 }
             })
             .collect();
-        let mut usage: Vec<UsageInfo> = self.ended.iter().cloned().collect();
-        usage.extend(self.running.iter().map(|r| UsageInfo {
-            project: Arc::clone(&self.jobs[r.job].project),
-            gpus: self.jobs[r.job].gpus,
-            started_at: r.start,
-            ended_at: None,
-        }));
+        let usage = self.runs.usage(self.jobs);
         let gpus = self.gpu_views();
         let snap = Arc::new(crate::daemon::pipeline::snapshot::snapshot(
-            self.cfg, now, &queue, &running, gpus, &usage,
+            self.cfg, now, &queue, &running, gpus, usage,
         ));
         let Some(chain) = self.chain.as_deref_mut() else {
             return Ok(None);
@@ -134,7 +129,7 @@ impl Sim<'_> {
     fn gpu_views(&self) -> Vec<p::Gpu> {
         let mut draw: HashMap<u32, f64> = HashMap::new();
         let mut heat: HashMap<u32, f64> = HashMap::new();
-        for r in &self.running {
+        for r in self.runs.running() {
             let job = &self.jobs[r.job];
             let w = job.power_w.unwrap_or(0.0);
             for g in &r.placement.gpus {

@@ -46,7 +46,9 @@ impl Sim<'_> {
     pub(super) fn nothing_can_start(&self) -> bool {
         // A pass can preempt whatever is free: with a chain and a
         // preemptible run, every pass is made (as the daemon makes it).
-        if self.chain.is_some() && (self.running.iter()).any(|r| self.jobs[r.job].preemptible) {
+        if self.chain.is_some()
+            && (self.runs.running().iter()).any(|r| self.jobs[r.job].preemptible)
+        {
             return false;
         }
         if self.pool.slots == 0 {
@@ -66,7 +68,8 @@ impl Sim<'_> {
     /// Starts `order` in order while it fits, backfilling by the mode.
     pub(super) fn dispatch(&mut self, order: &[usize], now: i64) {
         let runs = self
-            .running
+            .runs
+            .running()
             .iter()
             .map(|r| RunningRun {
                 run: self.jobs[r.job].id,
@@ -170,7 +173,7 @@ impl Sim<'_> {
             gpus: placement.gpus.clone(),
             preempted: false,
         });
-        self.running.push(Running {
+        self.runs.start(Running {
             job: i,
             start: now,
             end,

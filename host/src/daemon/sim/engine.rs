@@ -8,17 +8,17 @@
 //! to start + duration. Nothing sleeps and nothing reads the wall clock, so
 //! one trace and config give the same schedule every time.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::runs::Runs;
 use super::trace::Job;
 use super::wakes::Wakes;
 use crate::config::Config;
 use crate::daemon::pipeline::chain::Chain;
 use crate::scheduler::backfill::Mode;
 use crate::scheduler::{Placement, Pool, PoolGpu, Stagger};
-use crate::store::UsageInfo;
 use crate::task::model::{CommandSpec, Owner, Resources, RetryPolicy, TaskSpec};
 
 /// Why a job did not start when the simulation simply ran out of events
@@ -127,9 +127,8 @@ pub struct Sim<'a> {
     pub(super) ages: Option<Vec<i64>>,
     /// When the simulation stops, done or not ([`Sim::deadline`]).
     pub(super) deadline: Option<std::time::Instant>,
-    pub(super) running: Vec<Running>,
-    /// Runs that ended within the chain's usage window, oldest first.
-    pub(super) ended: VecDeque<UsageInfo>,
+    /// The running runs, and those that ended within the chain's usage window.
+    pub(super) runs: Runs,
     /// The GPUs the chain closed in its last pass, by whom.
     pub(super) closed_by: HashMap<u32, Vec<String>>,
     /// When the chain asked to look again.
@@ -218,8 +217,7 @@ impl<'a> Sim<'a> {
             wake_budget: None,
             ages: None,
             deadline: None,
-            running: Vec::new(),
-            ended: VecDeque::new(),
+            runs: Runs::default(),
             closed_by: HashMap::new(),
             wake: None,
             out: Outcome::default(),
@@ -295,7 +293,7 @@ impl<'a> Sim<'a> {
                 }
             }
             // A run of unknown length holds its GPUs past every event.
-            let ends = (self.running.iter().map(|r| r.end))
+            let ends = (self.runs.running().iter().map(|r| r.end))
                 .filter(|&e| e < t0.saturating_add(UNKNOWN_MS))
                 .min();
             let arrives = arrivals
@@ -353,31 +351,18 @@ impl<'a> Sim<'a> {
     fn end_runs(&mut self, now: i64) {
         let window = self.cfg.plugins.usage_window.as_millis() as i64;
         let mut i = 0;
-        while i < self.running.len() {
-            if self.running[i].end > now {
+        while i < self.runs.running().len() {
+            if self.runs.running()[i].end > now {
                 i += 1;
                 continue;
             }
-            let r = self.running.swap_remove(i);
+            let r = self.runs.take(i);
             self.pool.give_back(&r.placement);
             self.busy -= r.placement.gpus.len() as u32;
             self.hold(r.job, r.placement.gpus.len() as u32, false);
-            let job = &self.jobs[r.job];
-            self.ended.push_back(UsageInfo {
-                project: std::sync::Arc::clone(&job.project),
-                gpus: job.gpus,
-                started_at: r.start,
-                ended_at: Some(r.end),
-            });
+            self.runs.ended(&self.jobs[r.job], r.start, r.end);
         }
-        let since = now.saturating_sub(window);
-        while self
-            .ended
-            .front()
-            .is_some_and(|u| u.ended_at.unwrap_or(now) < since)
-        {
-            self.ended.pop_front();
-        }
+        self.runs.forget_before(now.saturating_sub(window));
     }
 
     /// One pass at `now`: the order, then starts in it.

@@ -29,7 +29,13 @@ impl Sim<'_> {
     /// The runs that ended before the simulation begins, oldest first (the
     /// chain's usage window reads them).
     pub fn with_usage(mut self, ended: Vec<UsageInfo>) -> Self {
-        self.ended = ended.into();
+        self.runs
+            .set_ended(ended.into_iter().map(|u| crate::plugins::policy::Usage {
+                project: u.project,
+                gpus: u.gpus,
+                started_at: u.started_at,
+                ended_at: u.ended_at,
+            }));
         self
     }
 
@@ -40,7 +46,7 @@ impl Sim<'_> {
         self.busy += placement.gpus.len() as u32;
         self.hold(i, placement.gpus.len() as u32, true);
         let end = start.saturating_add(self.jobs[i].duration);
-        self.running.push(Running {
+        self.runs.start(Running {
             job: i,
             start,
             end,

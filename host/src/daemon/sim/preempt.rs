@@ -10,7 +10,6 @@
 //! may be honoured.
 
 use super::engine::Sim;
-use crate::store::UsageInfo;
 
 impl Sim<'_> {
     /// Honours the chain's `requests` (task ids) at `now` against the jobs
@@ -20,10 +19,11 @@ impl Sim<'_> {
             i64::try_from(self.cfg.plugins.preempt_min_runtime.as_millis()).unwrap_or(i64::MAX);
         let mut out = Vec::new();
         for id in requests {
-            let Some(k) = (self.running.iter()).position(|r| self.jobs[r.job].id == *id) else {
+            let Some(k) = (self.runs.running().iter()).position(|r| self.jobs[r.job].id == *id)
+            else {
                 continue;
             };
-            let (i, start) = (self.running[k].job, self.running[k].start);
+            let (i, start) = (self.runs.running()[k].job, self.runs.running()[k].start);
             if !self.jobs[i].preemptible || out.contains(&i) {
                 continue;
             }
@@ -40,14 +40,14 @@ impl Sim<'_> {
                 continue;
             }
             let mut pool = self.pool.clone();
-            pool.give_back(&self.running[k].placement);
+            pool.give_back(&self.runs.running()[k].placement);
             let used = (order.iter())
                 .filter(|&&w| w != i)
                 .any(|&w| pool.place(&self.specs[w].resources).is_some());
             if !used {
                 continue;
             }
-            let r = self.running.swap_remove(k);
+            let r = self.runs.take(k);
             self.pool.give_back(&r.placement);
             self.busy -= r.placement.gpus.len() as u32;
             self.hold(i, r.placement.gpus.len() as u32, false);
@@ -62,12 +62,7 @@ impl Sim<'_> {
                 .filter(|c| *c > 0)
                 .map_or(0, |c| (now - start) / c * c);
             self.remaining[i] = self.remaining[i].saturating_sub(done).max(0);
-            self.ended.push_back(UsageInfo {
-                project: std::sync::Arc::clone(&job.project),
-                gpus: job.gpus,
-                started_at: start,
-                ended_at: Some(now),
-            });
+            self.runs.ended(job, start, now);
             self.preempted_at.insert(i, now);
             self.out.preemptions += 1;
             out.push(i);

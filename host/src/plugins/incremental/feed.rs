@@ -29,8 +29,8 @@ pub struct Held {
     rows: Vec<Row>,
     /// Whether `rows` is in the host's queue order.
     sorted: bool,
-    /// Its usage.
-    usage: Vec<p::Usage>,
+    /// Its usage (the pass's own list, shared).
+    usage: Arc<[p::Usage]>,
     /// Strings in its table.
     strings: usize,
     /// Bytes of text in its table.

@@ -108,7 +108,7 @@ fn a_series_of_passes_is_rebuilt_exactly_by_the_changes() {
             .map(|i| task(i, "vision", p::Priority::Normal, i))
             .collect(),
     );
-    s.usage = vec![usage("vision", 1, Some(2)), usage("bio", 3, None)];
+    s.usage = vec![usage("vision", 1, Some(2)), usage("bio", 3, None)].into();
     let (mut held, first) = send(&mut plugin, None, s.clone());
     assert_eq!(first.base, 0);
     assert_eq!(first.queue.added.id.len(), 50);
@@ -125,11 +125,13 @@ fn a_series_of_passes_is_rebuilt_exactly_by_the_changes() {
         }
         s.queue
             .sort_by_key(|t| (std::cmp::Reverse(t.priority), t.submitted_at, t.id));
-        s.usage.retain(|u| u.started_at > round);
-        if let Some(u) = s.usage.last_mut() {
+        let mut used = s.usage.to_vec();
+        used.retain(|u| u.started_at > round);
+        if let Some(u) = used.last_mut() {
             u.ended_at = Some(round + 5);
         }
-        s.usage.push(usage("bio", round + 4, None));
+        used.push(usage("bio", round + 4, None));
+        s.usage = used.into();
         s.now += 1;
         let (next, c) = send(&mut plugin, Some(&held), s.clone());
         assert_eq!(c.base, held.generation, "a change, not the whole snapshot");

@@ -68,16 +68,18 @@ fn next(s: &mut Snapshot, round: i64) {
         t.priority = Priority::High;
     }
     order(s);
-    if let Some(u) = s.usage.iter_mut().find(|u| u.ended_at.is_none()) {
+    let mut used = s.usage.to_vec();
+    if let Some(u) = used.iter_mut().find(|u| u.ended_at.is_none()) {
         u.ended_at = Some(s.now);
     }
-    s.usage.remove(0);
-    s.usage.push(Usage {
+    used.remove(0);
+    used.push(Usage {
         project: "bio".into(),
         gpus: 2,
         started_at: s.now,
         ended_at: None,
     });
+    s.usage = used.into();
     s.now += 3_600_000;
     s.gpus[0].temperature = 40 + round as u32 * 3;
 }

@@ -178,7 +178,7 @@ fn wire_within(s: &p::Snapshot, limit: usize) -> Result<w::Snapshot, String> {
         started_at: Vec::with_capacity(s.usage.len()),
         ended_at: Vec::with_capacity(s.usage.len()),
     };
-    for u in &s.usage {
+    for u in s.usage.iter() {
         usage.project.push(t.shared(&u.project));
         usage.gpus.push(u.gpus);
         usage.started_at.push(u.started_at);
@@ -235,7 +235,8 @@ mod tests {
                 started_at: 3,
                 ended_at: None,
             },
-        ];
+        ]
+        .into();
         let s = wire(&host).unwrap();
         let q = &s.queue;
         assert_eq!(q.id, [1, 2, 3, 4]);
