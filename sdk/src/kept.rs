@@ -257,7 +257,10 @@ fn edit_list<T>(
         return Err(NotHeld);
     }
     let mut old = list.drain(first..).collect::<Vec<T>>().into_iter();
-    let mut removed = removed.iter().map(|&r| r as usize - lead - first).peekable();
+    let mut removed = removed
+        .iter()
+        .map(|&r| r as usize - lead - first)
+        .peekable();
     let mut at = added_at.iter().zip(added).peekable();
     list.reserve(len - first);
     let mut i = 0usize;

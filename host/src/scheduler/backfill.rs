@@ -280,8 +280,17 @@ impl Pool {
         peak: Option<u64>,
         avoid: &[u32],
     ) -> Option<Placement> {
-        let mut without = self.clone();
         let avoided = super::member(avoid);
+        // Most tasks behind a reservation fit nowhere: say so before the
+        // pool is copied (a copy per waiting task was a tenth of a pass).
+        let mem = res.gpu_mem.map(|m| m.as_u64());
+        let usable = (self.gpus.iter())
+            .filter(|g| !avoided(g.index) && self.gpu_unusable_after(g, mem, peak).is_none())
+            .count();
+        if usable < res.gpus as usize {
+            return None;
+        }
+        let mut without = self.clone();
         without.gpus.retain(|g| !avoided(g.index));
         let p = without.place_after(res, peak)?;
         self.take_adopted(&p);

@@ -47,7 +47,7 @@ impl fmt::Display for Deferred {
 #[derive(Debug, Default)]
 pub struct ChainAnswer {
     /// Per task (tasks not listed are eligible with score 0).
-    pub judgements: HashMap<i64, Judgement>,
+    pub judgements: rustc_hash::FxHashMap<i64, Judgement>,
     /// GPUs closed to new work this pass, with the reason.
     pub closed_gpus: HashMap<u32, String>,
     /// Per GPU, the policies that closed it.
