@@ -214,8 +214,8 @@ impl Kept {
 
 /// Applies an edit to `list`: drops the items at `removed` (ascending
 /// positions in `list`), then places the items of `added` at `added_at`
-/// (ascending positions in the result). Refused, with `list` unchanged or
-/// left to be cleared, when the positions do not fit.
+/// (ascending positions in the result). Refused, with `list` unchanged,
+/// when the positions do not fit (checked before anything moves).
 fn edit_list<T>(
     list: &mut Vec<T>,
     removed: &[u32],
@@ -242,7 +242,6 @@ fn edit_list<T>(
     let lead = (removed.iter().enumerate())
         .take_while(|&(i, &r)| r as usize == i)
         .count();
-    list.drain(..lead);
     let removed = &removed[lead..];
     // Items before the first position touched stay where they are; only
     // the tail from there is rebuilt (a queue's pass touches its end, and
@@ -251,11 +250,15 @@ fn edit_list<T>(
         (Some(&r), Some(&a)) => (r as usize - lead).min(a as usize),
         (Some(&r), None) => r as usize - lead,
         (None, Some(&a)) => a as usize,
-        (None, None) => return Ok(()),
+        (None, None) => {
+            list.drain(..lead);
+            return Ok(());
+        }
     };
-    if first > list.len() {
+    if lead + first > list.len() {
         return Err(NotHeld);
     }
+    list.drain(..lead);
     let mut old = list.drain(first..).collect::<Vec<T>>().into_iter();
     let mut removed = removed
         .iter()
