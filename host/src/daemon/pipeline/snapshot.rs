@@ -78,13 +78,15 @@ pub fn snapshot(
 
 /// The usage a pass shows, from the store's records.
 pub fn usage(usage: &[UsageInfo]) -> std::sync::Arc<[p::Usage]> {
-    usage
-        .iter()
-        .map(|u| p::Usage {
-            project: u.project.clone(),
-            gpus: u.gpus,
-            started_at: u.started_at,
-            ended_at: u.ended_at,
-        })
-        .collect()
+    usage.iter().map(usage_of).collect()
+}
+
+/// One of the store's usage records as a policy sees it.
+pub fn usage_of(u: &UsageInfo) -> p::Usage {
+    p::Usage {
+        project: u.project.clone(),
+        gpus: u.gpus,
+        started_at: u.started_at,
+        ended_at: u.ended_at,
+    }
 }

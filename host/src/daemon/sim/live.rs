@@ -29,13 +29,10 @@ impl Sim<'_> {
     /// The runs that ended before the simulation begins, oldest first (the
     /// chain's usage window reads them).
     pub fn with_usage(mut self, ended: Vec<UsageInfo>) -> Self {
-        self.runs
-            .set_ended(ended.into_iter().map(|u| crate::plugins::policy::Usage {
-                project: u.project,
-                gpus: u.gpus,
-                started_at: u.started_at,
-                ended_at: u.ended_at,
-            }));
+        let ended = ended
+            .iter()
+            .map(crate::daemon::pipeline::snapshot::usage_of);
+        self.runs.set_ended(ended);
         self
     }
 
