@@ -195,12 +195,11 @@ impl Easy {
         let Some(p) = placed else {
             return Decision::NoFit;
         };
-        let mut at = r.at_start.clone();
-        at.take_adopted(&p);
-        if at.could_place(&r.res, r.peak) {
-            r.at_start = at;
+        let taken = Taken::take(&mut r.at_start, &p);
+        if r.at_start.could_place(&r.res, r.peak) {
             return Decision::Start(p, Some(Backfilled::Beside { head: r.task }));
         }
+        taken.undo(&mut r.at_start);
         pool.give_back(&p);
         Decision::Held(Behind::WouldDelay {
             head: r.task,
@@ -237,11 +236,6 @@ fn reserve(
     let mut sim = pool.clone();
     // A stagger passes within seconds; it is not what the head waits for.
     sim.stagger = Default::default();
-    let mut idle = sim.clone();
-    for r in running {
-        idle.give_back(&r.placement);
-    }
-    idle.place_after(res, peak)?;
     let mut order: Vec<&RunningRun> = running.iter().collect();
     order.sort_by_key(|r| (r.end.is_none(), r.end, r.run));
     let (mut start, mut after, mut unknown) = (Some(now), Vec::new(), Vec::new());
@@ -259,7 +253,10 @@ fn reserve(
             }
         }
     }
-    let gpus = sim.clone().place_after(res, peak)?.gpus;
+    // With every run given back the pool is the idle machine: a head that
+    // does not fit even there reserves nothing.
+    let chosen = sim.choose(res, peak, |_| true)?;
+    let gpus = chosen.iter().map(|&i| sim.gpus[i].index).collect();
     Some(Reservation {
         task,
         start,
@@ -281,20 +278,44 @@ impl Pool {
         avoid: &[u32],
     ) -> Option<Placement> {
         let avoided = super::member(avoid);
-        // Most tasks behind a reservation fit nowhere: say so before the
-        // pool is copied (a copy per waiting task was a tenth of a pass).
-        let mem = res.gpu_mem.map(|m| m.as_u64());
-        let usable = (self.gpus.iter())
-            .filter(|g| !avoided(g.index) && self.gpu_unusable_after(g, mem, peak).is_none())
-            .count();
-        if usable < res.gpus as usize {
-            return None;
+        self.place_where(res, peak, |g| !avoided(g.index))
+    }
+}
+
+/// A placement taken from the pool a reservation expects at its start, with
+/// what it changed, so a backfill that would delay the head is undone
+/// exactly (no copy of the pool per candidate).
+struct Taken {
+    slots: u32,
+    cpus: Vec<u32>,
+    gpus: Vec<(usize, u32, u64, bool)>,
+}
+
+impl Taken {
+    /// Takes `p` from `pool` as an adopted run would.
+    fn take(pool: &mut Pool, p: &Placement) -> Taken {
+        let held = super::member(&p.gpus);
+        let gpus = (pool.gpus.iter().enumerate())
+            .filter(|(_, g)| held(g.index))
+            .map(|(i, g)| (i, g.users, g.reserved, g.exclusive))
+            .collect();
+        let taken = Taken {
+            slots: pool.slots,
+            cpus: pool.cpus.clone(),
+            gpus,
+        };
+        pool.take_adopted(p);
+        taken
+    }
+
+    /// Puts `pool` back as it was before [`Taken::take`].
+    fn undo(self, pool: &mut Pool) {
+        pool.slots = self.slots;
+        pool.cpus = self.cpus;
+        for (i, users, reserved, exclusive) in self.gpus {
+            let g = &mut pool.gpus[i];
+            (g.users, g.reserved, g.exclusive) = (users, reserved, exclusive);
         }
-        let mut without = self.clone();
-        without.gpus.retain(|g| !avoided(g.index));
-        let p = without.place_after(res, peak)?;
-        self.take_adopted(&p);
-        Some(p)
     }
 }
 

@@ -69,15 +69,8 @@ impl Pool {
 
     /// Whether [`Pool::place_after`] would place `res` now (nothing taken).
     pub fn could_place(&self, res: &Resources, peak: Option<u64>) -> bool {
-        let mem = res.gpu_mem.map(|m| m.as_u64());
-        self.slots > 0
-            && self.cpus.len() >= res.cpus.unwrap_or(0) as usize
-            && self
-                .gpus
-                .iter()
-                .filter(|g| self.gpu_unusable_after(g, mem, peak).is_none())
-                .count()
-                >= res.gpus as usize
+        let want = res.gpus as usize;
+        (self.usable(res, peak, |_| true)).is_some_and(|gpus| gpus.take(want).count() == want)
     }
 
     /// When `res` would be placed now but for `[gpu] stagger`: why, in the

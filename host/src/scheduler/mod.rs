@@ -105,23 +105,18 @@ impl Pool {
     /// As [`Pool::place`], for a retry after a gpu-oom whose run peaked at
     /// `peak` bytes: only GPUs with more free memory than that are taken.
     pub fn place_after(&mut self, res: &Resources, peak: Option<u64>) -> Option<Placement> {
-        let want = res.gpus as usize;
-        let cpus = res.cpus.unwrap_or(0) as usize;
-        if self.slots == 0 || self.cpus.len() < cpus {
-            return None;
-        }
+        self.place_where(res, peak, |_| true)
+    }
+
+    /// As [`Pool::place_after`], on the GPUs `keep` accepts only.
+    pub(crate) fn place_where(
+        &mut self,
+        res: &Resources,
+        peak: Option<u64>,
+        keep: impl Fn(&PoolGpu) -> bool,
+    ) -> Option<Placement> {
+        let chosen = self.choose(res, peak, keep)?;
         let mem = res.gpu_mem.map(|m| m.as_u64());
-        let chosen: Vec<usize> = self
-            .gpus
-            .iter()
-            .enumerate()
-            .filter(|(_, g)| self.gpu_unusable_after(g, mem, peak).is_none())
-            .map(|(i, _)| i)
-            .take(want)
-            .collect();
-        if chosen.len() < want {
-            return None;
-        }
         let exclusive = mem.is_none() || !self.share;
         for &i in &chosen {
             let g = &mut self.gpus[i];
@@ -130,13 +125,46 @@ impl Pool {
             g.exclusive = exclusive;
         }
         self.slots -= 1;
+        let cpus = res.cpus.unwrap_or(0) as usize;
         Some(Placement {
             gpus: chosen.iter().map(|&i| self.gpus[i].index).collect(),
             uuids: chosen.iter().map(|&i| self.gpus[i].uuid.clone()).collect(),
-            gpu_mem: if want > 0 { mem } else { None },
-            exclusive: want > 0 && exclusive,
+            gpu_mem: if chosen.is_empty() { None } else { mem },
+            exclusive: !chosen.is_empty() && exclusive,
             cpus: self.cpus.drain(..cpus).collect(),
         })
+    }
+
+    /// The positions in `gpus` that [`Pool::place_where`] would give `res`,
+    /// or `None` when it does not fit; nothing is taken.
+    pub(crate) fn choose(
+        &self,
+        res: &Resources,
+        peak: Option<u64>,
+        keep: impl Fn(&PoolGpu) -> bool,
+    ) -> Option<Vec<usize>> {
+        let want = res.gpus as usize;
+        let chosen: Vec<usize> = self.usable(res, peak, keep)?.take(want).collect();
+        (chosen.len() == want).then_some(chosen)
+    }
+
+    /// The positions of the GPUs that could take `res`, in order, or `None`
+    /// when a slot or the cores are missing: the one test behind
+    /// [`Pool::choose`] and [`Pool::could_place`].
+    pub(crate) fn usable(
+        &self,
+        res: &Resources,
+        peak: Option<u64>,
+        keep: impl Fn(&PoolGpu) -> bool,
+    ) -> Option<impl Iterator<Item = usize>> {
+        if self.slots == 0 || self.cpus.len() < res.cpus.unwrap_or(0) as usize {
+            return None;
+        }
+        let mem = res.gpu_mem.map(|m| m.as_u64());
+        let usable = (self.gpus.iter().enumerate())
+            .filter(move |(_, g)| keep(g) && self.gpu_unusable_after(g, mem, peak).is_none())
+            .map(|(i, _)| i);
+        Some(usable)
     }
 
     /// Gives a placement's resources back.
