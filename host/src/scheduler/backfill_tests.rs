@@ -228,3 +228,43 @@ fn over_a_mixed_workload_the_big_jobs_never_start_after_their_reservation() {
         longest(&pass_over)
     );
 }
+
+#[test]
+fn a_backfill_that_would_delay_the_head_leaves_the_heads_pool_exactly_as_it_was() {
+    // Shared GPUs with memory: GPU 0 has a 10 GiB run and is not exclusive.
+    // Taking a whole-GPU placement then giving it back would leave it marked
+    // exclusive (its earlier user is still there); the undo must not.
+    let mut p = Pool {
+        share: true,
+        cpus: vec![0, 1, 2, 3],
+        gpus: (0..2)
+            .map(|i| PoolGpu {
+                mem_total: Some(80 << 30),
+                ..PoolGpu::unmonitored(i)
+            })
+            .collect(),
+        ..pool(0)
+    };
+    let shared = Resources {
+        gpus: 1,
+        gpu_mem: Some(bytesize::ByteSize::gib(10)),
+        ..Default::default()
+    };
+    p.place(&shared).expect("room for the shared run");
+    let before = p.clone();
+    let whole = Placement {
+        gpus: vec![0, 1],
+        uuids: vec![String::new(), String::new()],
+        gpu_mem: None,
+        exclusive: true,
+        cpus: vec![1, 3],
+    };
+    let taken = Taken::take(&mut p, &whole);
+    assert!(p.gpus.iter().all(|g| g.exclusive), "taken as held whole");
+    assert_eq!(p.cpus, vec![0, 2]);
+    taken.undo(&mut p);
+    assert_eq!(
+        p, before,
+        "slots, cores and every GPU's users, memory and exclusivity restored"
+    );
+}
