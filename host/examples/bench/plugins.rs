@@ -58,8 +58,8 @@ fn unordered_snapshot(n: usize) -> nightjar::plugins::policy::Snapshot {
         queue: (0..n)
             .map(|i| p::QueuedTask {
                 id: i as i64 + 1,
-                name: format!("t{i}"),
-                project: format!("p{}", i % 5),
+                name: format!("t{i}").into(),
+                project: format!("p{}", i % 5).into(),
                 priority: [
                     p::Priority::Low,
                     p::Priority::Normal,

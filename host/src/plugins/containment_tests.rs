@@ -36,7 +36,7 @@ fn snapshot(now: i64, tasks: &[i64], running: &[i64]) -> Arc<Snapshot> {
             .iter()
             .map(|&id| RunningTask {
                 id,
-                name: format!("r{id}"),
+                name: format!("r{id}").into(),
                 project: "p".into(),
                 priority: Priority::Normal,
                 gpus: vec![],

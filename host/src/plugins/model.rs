@@ -59,10 +59,10 @@ pub struct ConfigError {
 pub struct QueuedTask {
     /// Its id.
     pub id: TaskId,
-    /// Its name.
-    pub name: String,
-    /// Its project.
-    pub project: String,
+    /// Its name (shared: a pass hands the same text on).
+    pub name: std::sync::Arc<str>,
+    /// Its project (shared).
+    pub project: std::sync::Arc<str>,
     /// Its priority class.
     pub priority: Priority,
     /// What it asks for.
@@ -82,10 +82,10 @@ pub struct QueuedTask {
 pub struct RunningTask {
     /// Its id.
     pub id: TaskId,
-    /// Its name.
-    pub name: String,
-    /// Its project.
-    pub project: String,
+    /// Its name (shared: a pass hands the same text on).
+    pub name: std::sync::Arc<str>,
+    /// Its project (shared).
+    pub project: std::sync::Arc<str>,
     /// Its priority class.
     pub priority: Priority,
     /// The GPUs it holds.

@@ -29,7 +29,7 @@ fn limits() -> PluginLimits {
 pub(crate) fn task(id: i64, project: &str, priority: Priority, submitted_at: i64) -> QueuedTask {
     QueuedTask {
         id,
-        name: format!("t{id}"),
+        name: format!("t{id}").into(),
         project: project.into(),
         priority,
         resources: Resources {

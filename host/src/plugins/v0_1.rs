@@ -40,8 +40,8 @@ pub fn snapshot(s: &m::Snapshot) -> p::Snapshot {
             .iter()
             .map(|q| p::QueuedTask {
                 id: q.id,
-                name: q.name.clone(),
-                project: q.project.clone(),
+                name: q.name.to_string(),
+                project: q.project.to_string(),
                 priority: priority(q.priority),
                 resources: t::Resources {
                     gpus: q.resources.gpus,
@@ -61,8 +61,8 @@ pub fn snapshot(s: &m::Snapshot) -> p::Snapshot {
             .iter()
             .map(|r| p::RunningTask {
                 id: r.id,
-                name: r.name.clone(),
-                project: r.project.clone(),
+                name: r.name.to_string(),
+                project: r.project.to_string(),
                 priority: priority(r.priority),
                 gpus: r.gpus.clone(),
                 started_at: r.started_at,

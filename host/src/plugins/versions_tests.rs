@@ -257,7 +257,7 @@ fn a_string_table_larger_than_the_plugins_memory_fails_as_memory() {
     // 10,000 names of 8 KiB: 80 MiB of text for a plugin capped at 64 MiB.
     let queue = (0..10_000)
         .map(|i| QueuedTask {
-            name: format!("{i:08}").repeat(1024),
+            name: format!("{i:08}").repeat(1024).into(),
             ..task(i, "a", Priority::Normal, 0)
         })
         .collect();

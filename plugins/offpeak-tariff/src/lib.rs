@@ -276,8 +276,25 @@ impl Policy for OffpeakTariff {
             )),
             _ => None,
         };
-        // Inside one, the reason depends on the run time only: written once per run time.
-        let mut overruns: BTreeMap<u64, Option<Reason>> = BTreeMap::new();
+        // Inside one, a task waits if it would run past the span's end by
+        // more than the margin; the reason depends on its run time only, and
+        // all but the overrun is the same for every task: written once.
+        let inside = match (current, next) {
+            (Some((_, end, _)), Some((start, _, price))) => Some(Inside {
+                end,
+                start,
+                fits: end.saturating_add(cfg.margin.ms()).saturating_sub(s.now),
+                end_text: hhmm(s, end),
+                next_text: format!(
+                    "; next window {} (in {}) at {}",
+                    hhmm(s, start),
+                    span_text(start - s.now),
+                    money(&currency, price)
+                ),
+            }),
+            _ => None,
+        };
+        let mut overruns: BTreeMap<i64, Reason> = BTreeMap::new();
         for t in &s.queue {
             if t.priority == Priority::Urgent {
                 continue;
@@ -289,45 +306,49 @@ impl Policy for OffpeakTariff {
                 continue;
             }
             let until = |start: i64| Some(limit.map_or(start, |l| l.min(start)));
-            match (current, next) {
-                (None, _) => {
-                    if let Some((reason, start)) = &waiting {
-                        e.defer(t.id, reason.clone(), until(*start));
-                    }
-                }
-                (Some((_, end, _)), Some((start, _, price))) => {
+            match (&inside, &waiting) {
+                (None, Some((reason, start))) => e.defer(t.id, reason.clone(), until(*start)),
+                (Some(w), _) => {
                     let Some(runtime) = t.estimated_runtime else {
                         continue;
                     };
                     let runtime = i64::try_from(runtime).unwrap_or(i64::MAX);
-                    if runtime > longest {
-                        // No window ahead can hold it: this one is as good as any.
+                    // It ends in time, or no window ahead can hold it (this
+                    // one is as good as any).
+                    if runtime <= w.fits || runtime > longest {
                         continue;
                     }
-                    let reason = overruns.entry(runtime as u64).or_insert_with(|| {
-                        let finish = s.now.saturating_add(runtime);
-                        (finish > end + cfg.margin.ms()).then(|| {
-                            Reason::from(format!(
-                                "would run {} past the cheap window's end at {}; next window {} (in {}) at {}",
-                                span_text(finish - end),
-                                hhmm(s, end),
-                                hhmm(s, start),
-                                span_text(start - s.now),
-                                money(&currency, price)
-                            ))
-                        })
+                    let reason = overruns.entry(runtime).or_insert_with(|| {
+                        let over = s.now.saturating_add(runtime) - w.end;
+                        Reason::from(format!(
+                            "would run {} past the cheap window's end at {}{}",
+                            span_text(over),
+                            w.end_text,
+                            w.next_text
+                        ))
                     });
-                    if let Some(reason) = reason {
-                        e.defer(t.id, reason.clone(), until(start));
-                    }
+                    e.defer(t.id, reason.clone(), until(w.start));
                 }
-                (Some(_), None) => {}
+                (None, None) => {}
             }
         }
         e
     }
 }
 
+/// This pass's cheap span, when `now` is inside one and another follows.
+struct Inside {
+    /// When it ends.
+    end: i64,
+    /// When the next one starts.
+    start: i64,
+    /// The longest run time that ends in it, margin included.
+    fits: i64,
+    /// Its end as wall time.
+    end_text: String,
+    /// What the reason says of the next span.
+    next_text: String,
+}
 export_policy!(OffpeakTariff);
 
 #[cfg(test)]

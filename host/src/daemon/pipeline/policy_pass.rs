@@ -145,13 +145,14 @@ impl Daemon {
                 closed_by: closed_by.get(&g.index).cloned().unwrap_or_default(),
             })
             .collect();
-        let snap = Arc::new(crate::daemon::pipeline::snapshot::snapshot(
+        use crate::daemon::pipeline::snapshot;
+        let snap = Arc::new(snapshot::snapshot(
             &self.cfg,
             now,
-            &queue,
-            &running,
+            queue.iter().map(snapshot::queued).collect(),
+            running.iter().map(snapshot::running).collect(),
             gpus,
-            crate::daemon::pipeline::snapshot::usage(&usage),
+            snapshot::usage(&usage),
         ));
         let mut answer = chain.evaluate(snap, now);
         for (name, took) in &answer.calls {

@@ -1,6 +1,8 @@
 //! The snapshot a policy pass hands to the chain: the queue, the running
 //! tasks, the GPUs, recent usage and the time, in the contract's types.
 
+use std::sync::Arc;
+
 use chrono::{Offset, TimeZone};
 
 use crate::config::Config;
@@ -9,7 +11,7 @@ use crate::store::{Candidate, RunningInfo, UsageInfo};
 use crate::task::model::Priority;
 
 /// The plugin-facing priority.
-fn priority(p: Priority) -> p::Priority {
+pub fn priority(p: Priority) -> p::Priority {
     match p {
         Priority::Low => p::Priority::Low,
         Priority::Normal => p::Priority::Normal,
@@ -22,10 +24,10 @@ fn priority(p: Priority) -> p::Priority {
 pub fn snapshot(
     cfg: &Config,
     now: i64,
-    queue: &[Candidate],
-    running: &[RunningInfo],
+    queue: Vec<p::QueuedTask>,
+    running: Vec<p::RunningTask>,
     gpus: Vec<p::Gpu>,
-    usage: std::sync::Arc<[p::Usage]>,
+    usage: Arc<[p::Usage]>,
 ) -> p::Snapshot {
     let tz = cfg.tz();
     let offset = tz
@@ -36,48 +38,60 @@ pub fn snapshot(
         now,
         time_zone: cfg.timezone.clone(),
         utc_offset: offset,
-        queue: queue
-            .iter()
-            .map(|c| {
-                let r = &c.spec.resources;
-                p::QueuedTask {
-                    id: c.id,
-                    name: c.spec.name.clone(),
-                    project: c.spec.project.clone(),
-                    priority: priority(c.spec.priority),
-                    resources: p::Resources {
-                        gpus: r.gpus,
-                        gpu_mem: r.gpu_mem.map(|m| m.as_u64()),
-                        cpus: r.cpus,
-                        mem: r.mem.map(|m| m.as_u64()),
-                        timeout: r.timeout.map(|t| t.as_millis() as u64),
-                    },
-                    submitted_at: c.submitted_at,
-                    eligible_at: c.eligible_at,
-                    attempts: c.attempts.max(0) as u32,
-                    estimated_runtime: r.timeout.map(|t| t.as_millis() as u64),
-                }
-            })
-            .collect(),
-        running: running
-            .iter()
-            .map(|t| p::RunningTask {
-                id: t.id,
-                name: t.name.clone(),
-                project: t.project.clone(),
-                priority: priority(t.priority),
-                gpus: t.gpus.clone(),
-                started_at: t.started_at,
-                preemptible: t.preemptible,
-            })
-            .collect(),
+        queue,
+        running,
         gpus,
         usage,
     }
 }
 
+/// A waiting task as a policy sees it.
+pub fn queued(c: &Candidate) -> p::QueuedTask {
+    queued_as(
+        c,
+        c.spec.name.as_str().into(),
+        c.spec.project.as_str().into(),
+    )
+}
+
+/// As [`queued`], with the task's name and project already shared (the
+/// simulator keeps them so, and hands them on each pass without a copy).
+pub fn queued_as(c: &Candidate, name: Arc<str>, project: Arc<str>) -> p::QueuedTask {
+    let r = &c.spec.resources;
+    p::QueuedTask {
+        id: c.id,
+        name,
+        project,
+        priority: priority(c.spec.priority),
+        resources: p::Resources {
+            gpus: r.gpus,
+            gpu_mem: r.gpu_mem.map(|m| m.as_u64()),
+            cpus: r.cpus,
+            mem: r.mem.map(|m| m.as_u64()),
+            timeout: r.timeout.map(|t| t.as_millis() as u64),
+        },
+        submitted_at: c.submitted_at,
+        eligible_at: c.eligible_at,
+        attempts: c.attempts.max(0) as u32,
+        estimated_runtime: r.timeout.map(|t| t.as_millis() as u64),
+    }
+}
+
+/// A running task as a policy sees it.
+pub fn running(t: &RunningInfo) -> p::RunningTask {
+    p::RunningTask {
+        id: t.id,
+        name: t.name.as_str().into(),
+        project: t.project.as_str().into(),
+        priority: priority(t.priority),
+        gpus: t.gpus.clone(),
+        started_at: t.started_at,
+        preemptible: t.preemptible,
+    }
+}
+
 /// The usage a pass shows, from the store's records.
-pub fn usage(usage: &[UsageInfo]) -> std::sync::Arc<[p::Usage]> {
+pub fn usage(usage: &[UsageInfo]) -> Arc<[p::Usage]> {
     usage.iter().map(usage_of).collect()
 }
 

@@ -8,8 +8,9 @@ use std::sync::Arc;
 
 use super::engine::Sim;
 use crate::daemon::pipeline::combine::{self, Judgement, Ranked};
+use crate::daemon::pipeline::snapshot;
 use crate::plugins::policy as p;
-use crate::store::{Candidate, RunningInfo};
+use crate::store::Candidate;
 
 /// One chain pass in this many (after the first three) asks twice, to
 /// catch a policy that is not pure.
@@ -57,17 +58,21 @@ impl Sim<'_> {
                 needs_gpu_free: None,
             })
             .collect();
-        let running: Vec<RunningInfo> = self
-            .runs
-            .running()
-            .iter()
+        // Names and projects are the jobs' own, shared: no copy per pass.
+        let tasks = (queue.iter().zip(&self.waiting))
+            .map(|(c, &(.., i))| {
+                let job = &self.jobs[i];
+                snapshot::queued_as(c, Arc::clone(&job.name), Arc::clone(&job.project))
+            })
+            .collect();
+        let running = (self.runs.running().iter())
             .map(|r| {
                 let job = &self.jobs[r.job];
-                RunningInfo {
+                p::RunningTask {
                     id: job.id,
-                    name: job.name.to_string(),
-                    project: job.project.to_string(),
-                    priority: job.priority,
+                    name: Arc::clone(&job.name),
+                    project: Arc::clone(&job.project),
+                    priority: snapshot::priority(job.priority),
                     gpus: r.placement.gpus.clone(),
                     started_at: r.start,
                     preemptible: job.preemptible,
@@ -76,8 +81,8 @@ impl Sim<'_> {
             .collect();
         let usage = self.runs.usage(self.jobs);
         let gpus = self.gpu_views();
-        let snap = Arc::new(crate::daemon::pipeline::snapshot::snapshot(
-            self.cfg, now, &queue, &running, gpus, usage,
+        let snap = Arc::new(snapshot::snapshot(
+            self.cfg, now, tasks, running, gpus, usage,
         ));
         let Some(chain) = self.chain.as_deref_mut() else {
             return Ok(None);

@@ -62,7 +62,7 @@ impl Plugin {
         let want: Vec<_> = s
             .queue
             .iter()
-            .map(|t| (t.id, t.name.clone(), t.project.clone()))
+            .map(|t| (t.id, t.name.to_string(), t.project.to_string()))
             .collect();
         assert_eq!(self.queue, want);
         let want: Vec<_> = s

@@ -56,7 +56,7 @@ fn order(s: &mut Snapshot) {
 fn next(s: &mut Snapshot, round: i64) {
     s.queue.drain(0..2.min(s.queue.len()));
     let mut urgent = task(10_000 + round, "bio", Priority::Urgent, 500_000 + round);
-    urgent.name = format!("urgent-{round}");
+    urgent.name = format!("urgent-{round}").into();
     s.queue.push(urgent);
     s.queue.push(task(
         20_000 + round,
@@ -213,7 +213,7 @@ fn an_answer_for_another_generation_is_refused_and_the_next_pass_starts_from_not
             next(&mut s, round);
             // A task arrives that the plugin must see to answer right.
             let mut t = task(30_000 + round, "held-by-plugin", Priority::Urgent, round);
-            t.name = format!("late-{round}");
+            t.name = format!("late-{round}").into();
             s.queue.push(t);
             order(&mut s);
         }
