@@ -128,6 +128,8 @@ pub fn combine(
             .map(|t| t.id)
             .collect()
     };
+    // A verdict per task and policy: one map for all of them, sized once.
+    answer.judgements.reserve(snapshot.queue.len());
     for (name, e) in answers {
         let by: Arc<str> = name.as_str().into();
         for v in e.verdicts {

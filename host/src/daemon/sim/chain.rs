@@ -109,12 +109,12 @@ impl Sim<'_> {
         }
         let mut order: Vec<(Ranked, usize)> = Vec::with_capacity(queue.len());
         for (c, &(_, _, _, i)) in queue.iter().zip(self.waiting.iter()) {
-            let judgement = answer
-                .judgements
-                .get(&c.id)
-                .cloned()
-                .unwrap_or(Judgement::Eligible(0));
-            if let Judgement::Eligible(score) = judgement {
+            let score = match answer.judgements.get(&c.id) {
+                None => Some(0),
+                Some(Judgement::Eligible(score)) => Some(*score),
+                Some(_) => None,
+            };
+            if let Some(score) = score {
                 let rank = Ranked {
                     id: c.id,
                     score,
@@ -124,7 +124,8 @@ impl Sim<'_> {
                 order.push((rank, i));
             }
         }
-        order.sort_by(|a, b| combine::start_order(&a.0, &b.0));
+        // Ids are unique, so the order is total: no need for a stable sort.
+        order.sort_unstable_by(|a, b| combine::start_order(&a.0, &b.0));
         Ok(Some(order.into_iter().map(|(_, i)| i).collect()))
     }
 
