@@ -53,6 +53,7 @@ mod manifest;
 mod metrics;
 mod notify;
 mod plugins;
+mod policies;
 mod postrun;
 mod queue;
 mod regress;
@@ -398,7 +399,7 @@ fn main() -> Result<()> {
         "idle" => idle(n(1, 60) as u64),
         "sse" => sse::sse(n(1, 30) as u64),
         "gpu" => gpu(n(1, 20) as u64),
-        "plugins" => plugins::plugins().map(drop),
+        "plugins" => plugins::plugins().and_then(|_| policies::each()),
         "regress" => regress::regress(args.get(1).map(String::as_str) == Some("record")),
         "attack" => attack::attack(n(1, 10) as u64),
         "clients" => hardening::clients(n(1, 10) as u64),
@@ -421,6 +422,7 @@ fn main() -> Result<()> {
             vs::throughput(1_000)?;
             gpu(20)?;
             plugins::plugins()?;
+            policies::each()?;
             postrun::postrun(1_000)?;
             manifest::manifest(10_000)?;
             archive::archive(512)?;
