@@ -58,6 +58,7 @@ mod postrun;
 mod queue;
 mod regress;
 mod report;
+mod rss;
 mod simulate;
 mod slurm;
 mod sse;
@@ -397,6 +398,7 @@ fn main() -> Result<()> {
         "paced" => queue::paced(n(1, 10_000)),
         "startup" => vs::startup_and_submit(n(1, 200)).map(drop),
         "idle" => idle(n(1, 60) as u64),
+        "rss" => rss::rss_with(n(1, 10_000)),
         "sse" => sse::sse(n(1, 30) as u64),
         "gpu" => gpu(n(1, 20) as u64),
         "plugins" => plugins::plugins().and_then(|_| policies::each()),
@@ -439,7 +441,7 @@ fn main() -> Result<()> {
         }
         other => {
             bail!(
-                "unknown benchmark `{other}`: use regress [record], startup, submit, throughput, queue, gpu, plugins, backfill, simulate, estimate, accuracy, slurm, postrun, manifest, archive, report, notify, attack, clients, soak, idle, sse or all"
+                "unknown benchmark `{other}`: use regress [record], startup, submit, throughput, queue, gpu, plugins, rss, backfill, simulate, estimate, accuracy, slurm, postrun, manifest, archive, report, notify, attack, clients, soak, idle, sse or all"
             )
         }
     }

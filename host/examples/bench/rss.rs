@@ -1,0 +1,107 @@
+//! `rss [TASKS]`: the daemon's resident memory with TASKS (10,000) tasks
+//! waiting, against the same daemon empty (the baseline, measured first in
+//! the same run): after the submits and a few passes, then after a reader
+//! (`nightjar ls` of the whole queue) and a forecast (`nightjar estimate`)
+//! have touched it. Eight simulated GPUs are held by urgent `sleep` runs,
+//! so the rest wait; the default policy chain. Each figure is split as
+//! Linux counts it (/proc/PID/status): anonymous memory (the heap, the
+//! plugins' linear memory, SQLite's page cache) and file pages mapped (the
+//! binary's code as far as it ran, the database where a reader maps it).
+
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use nightjar::api;
+
+use super::vs::nightjar_text;
+use super::{Daemon, entries};
+
+/// (VmRSS, RssAnon, RssFile) of `pid`, KiB.
+fn rss(pid: u32) -> Result<(u64, u64, u64)> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let field = |name: &str| {
+        (status.lines())
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or_default()
+    };
+    Ok((field("VmRSS:"), field("RssAnon:"), field("RssFile:")))
+}
+
+fn row(what: &str, (total, anon, file): (u64, u64, u64)) {
+    println!(
+        "  {what:<44} {:6.1} MiB  (anonymous {:5.1}, file {:5.1})",
+        total as f64 / 1024.0,
+        anon as f64 / 1024.0,
+        file as f64 / 1024.0
+    );
+}
+
+pub fn rss_with(tasks: usize) -> Result<()> {
+    let d = Daemon::start(
+        "slots = 16\n[gpu]\nbackend = \"sim:8xA100-80GB\"\nhost_mem_min_free = \"1MiB\"\n",
+    )?;
+    let pid = d.child.id();
+    let mut c = d.client()?;
+    let hold = entries(
+        "name = \"hold\"\ncommand = \"sleep 3600\"\npriority = \"urgent\"\nresources = { gpus = 1 }\n",
+    )?;
+    let _: Vec<i64> = c.call(api::Submit {
+        entries: (0..8).flat_map(|_| hold.clone()).collect(),
+        verify: false,
+    })?;
+    let t0 = Instant::now();
+    while nightjar_text(&d, &["ls", "--state", "running"])?
+        .lines()
+        .count()
+        < 9
+    {
+        anyhow::ensure!(
+            t0.elapsed().as_secs() < 30,
+            "the eight holding runs did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    println!("rss: the daemon's resident memory, {tasks} tasks waiting (goal < 30 MB)");
+    let empty = rss(pid)?;
+    row("8 runs, nothing waiting (baseline)", empty);
+    // In requests under the daemon's 1 MiB cap.
+    let mut left = tasks;
+    let mut k = 0;
+    while left > 0 {
+        let n = left.min(1_000);
+        let mut batch = Vec::new();
+        for _ in 0..n {
+            let toml = format!(
+                "name = \"job-{}\"\nproject = \"p{}\"\ncommand = \"true\"\nresources = {{ gpus = {}, timeout = \"{}m\" }}\n",
+                k % 50,
+                k % 3,
+                1 + k % 4,
+                10 + (k * 37) % 170
+            );
+            batch.extend(entries(&toml)?);
+            k += 1;
+        }
+        let _: Vec<i64> = c.call(api::Submit {
+            entries: batch,
+            verify: false,
+        })?;
+        left -= n;
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    let queued = rss(pid)?;
+    row(&format!("{tasks} waiting, after a few passes"), queued);
+    nightjar_text(&d, &["ls", "--limit", "0"])?;
+    nightjar_text(&d, &["estimate", "1"])?;
+    std::thread::sleep(Duration::from_secs(1));
+    let read = rss(pid)?;
+    row("the same, after `ls --limit 0` and `estimate`", read);
+    println!(
+        "  grew by {:.1} MiB for the queue, {:.1} MiB more once read and forecast",
+        (queued.0 as f64 - empty.0 as f64) / 1024.0,
+        (read.0 as f64 - queued.0 as f64) / 1024.0
+    );
+    Ok(())
+}
