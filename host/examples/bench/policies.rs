@@ -5,6 +5,11 @@
 //! names (`fair_share.wasm`, ...; a build of another contract, say) are
 //! timed beside the built-in ones, A B A B, and the ratio printed: how much
 //! each policy gained from a contract change, measured in one run.
+//!
+//! The clock is the `plugins` snapshot's, 16:00 UTC, and a pass carries
+//! no tariff, so offpeak-tariff judges by its fallback window (23:00 to
+//! 07:00): outside it on every unchanged pass; the churned passes move the
+//! clock an hour each, some inside.
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -1,8 +1,8 @@
 //! `rss [TASKS]`: the daemon's resident memory with TASKS (10,000) tasks
 //! waiting, against the same daemon empty (the baseline, measured first in
 //! the same run): after the submits and a few passes, then after a reader
-//! (`nightjar ls` of the whole queue) and a forecast (`nightjar estimate`)
-//! have touched it. Eight simulated GPUs are held by urgent `sleep` runs,
+//! (`nightjar ls` of the whole queue) and a forecast (`nightjar estimate`
+//! of the last task, which plays the whole queue) have touched it. Eight simulated GPUs are held by urgent `sleep` runs,
 //! so the rest wait; the default policy chain. Each figure is split as
 //! Linux counts it (/proc/PID/status): anonymous memory (the heap, the
 //! plugins' linear memory, SQLite's page cache) and file pages mapped (the
@@ -64,12 +64,12 @@ pub fn rss_with(tasks: usize) -> Result<()> {
         std::thread::sleep(Duration::from_millis(50));
     }
     std::thread::sleep(Duration::from_secs(2));
-    println!("rss: the daemon's resident memory, {tasks} tasks waiting (goal < 30 MB)");
+    println!("rss: the daemon's resident memory, {tasks} tasks waiting (goal < 30 MB, 28.6 MiB)");
     let empty = rss(pid)?;
     row("8 runs, nothing waiting (baseline)", empty);
     // In requests under the daemon's 1 MiB cap.
     let mut left = tasks;
-    let mut k = 0;
+    let (mut k, mut last) = (0, 0);
     while left > 0 {
         let n = left.min(1_000);
         let mut batch = Vec::new();
@@ -84,20 +84,22 @@ pub fn rss_with(tasks: usize) -> Result<()> {
             batch.extend(entries(&toml)?);
             k += 1;
         }
-        let _: Vec<i64> = c.call(api::Submit {
+        let ids: Vec<i64> = c.call(api::Submit {
             entries: batch,
             verify: false,
         })?;
+        last = ids.last().copied().unwrap_or(last);
         left -= n;
     }
     std::thread::sleep(Duration::from_secs(3));
     let queued = rss(pid)?;
     row(&format!("{tasks} waiting, after a few passes"), queued);
     nightjar_text(&d, &["ls", "--limit", "0"])?;
-    nightjar_text(&d, &["estimate", "1"])?;
+    // The last task waits behind every other: its forecast plays them all.
+    nightjar_text(&d, &["estimate", &last.to_string()])?;
     std::thread::sleep(Duration::from_secs(1));
     let read = rss(pid)?;
-    row("the same, after `ls --limit 0` and `estimate`", read);
+    row("the same, after `ls` and `estimate LAST`", read);
     println!(
         "  grew by {:.1} MiB for the queue, {:.1} MiB more once read and forecast",
         (queued.0 as f64 - empty.0 as f64) / 1024.0,

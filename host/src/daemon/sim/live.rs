@@ -19,9 +19,15 @@ impl Sim<'_> {
     }
 
     /// The policies see `specs` (one per job, the tasks' own) instead of
-    /// specs made from the trace's columns.
+    /// specs made from the trace's columns. A job's name and project are
+    /// its spec's (the snapshot hands on the job's shared copies of them).
     pub fn with_specs(mut self, specs: Vec<Arc<TaskSpec>>) -> Self {
         assert_eq!(specs.len(), self.jobs.len(), "one spec per job");
+        assert!(
+            (specs.iter().zip(self.jobs))
+                .all(|(s, j)| s.name == *j.name && s.project == *j.project),
+            "a job's name and project are its spec's"
+        );
         self.specs = specs;
         self
     }
