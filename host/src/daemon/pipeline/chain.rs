@@ -252,9 +252,6 @@ impl Chain {
             .collect()
     }
 
-    /// Runs every policy on `snapshot` (all at once, each on its thread,
-    /// sharing what the pass derives from the snapshot) and combines their
-    /// answers, which each worker has checked against the snapshot.
     /// Whether answers from now on keep each policy's verdict and score
     /// part (`ChainAnswer::verdicts` and `parts`). The daemon always does;
     /// the simulator, which explains nothing, asks only when it compares two
@@ -263,6 +260,9 @@ impl Chain {
         self.explain = explain;
     }
 
+    /// Runs every policy on `snapshot` (all at once, each on its thread,
+    /// sharing what the pass derives from the snapshot) and combines their
+    /// answers, which each worker has checked against the snapshot.
     pub fn evaluate(&mut self, snapshot: Arc<p::Snapshot>, now: i64) -> ChainAnswer {
         let pass =
             Arc::new(Pass::new(Arc::clone(&snapshot)).with_tariff(Some(Arc::clone(&self.tariff))));
