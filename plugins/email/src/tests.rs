@@ -6,11 +6,11 @@ use super::*;
 
 fn config(extra: &str) -> Config {
     let text = format!("to = [\"team@lab.example.edu\"]\n{extra}");
-    configure_notifier::<Email>(&text).unwrap_or_else(|e| panic!("{text}: {e:?}"))
+    Email::configure(&text).unwrap_or_else(|e| panic!("{text}: {e:?}"))
 }
 
 fn key_of(text: &str) -> String {
-    let e = configure_notifier::<Email>(text).expect_err(text);
+    let e = Email::configure(text).expect_err(text);
     e.key
         .unwrap_or_else(|| panic!("{text}: no key in {}", e.message))
 }

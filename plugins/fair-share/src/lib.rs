@@ -226,7 +226,7 @@ mod tests {
     }
 
     fn parse(text: &str) -> Result<Config, ConfigError> {
-        configure::<FairShare>(text)
+        FairShare::configure(text)
     }
 
     #[test]

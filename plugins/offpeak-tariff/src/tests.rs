@@ -9,7 +9,7 @@ const HOUR: i64 = 3_600_000;
 const MONDAY: i64 = 1_796_083_200_000 - DAY_MS;
 
 fn parse(text: &str) -> Result<Config, ConfigError> {
-    configure::<OffpeakTariff>(text)
+    OffpeakTariff::configure(text)
 }
 
 fn evaluate(s: Snapshot<'_>) -> Evaluation {

@@ -4,11 +4,11 @@ use nightjar_sdk::*;
 use super::Outputs;
 
 fn config(text: &str) -> super::Config {
-    configure_validator::<Outputs>(text).unwrap_or_else(|e| panic!("{text}: {e:?}"))
+    Outputs::configure(text).unwrap_or_else(|e| panic!("{text}: {e:?}"))
 }
 
 fn key_of(text: &str) -> String {
-    let e = configure_validator::<Outputs>(text).expect_err(text);
+    let e = Outputs::configure(text).expect_err(text);
     e.key
         .unwrap_or_else(|| panic!("{text}: no key in {}", e.message))
 }

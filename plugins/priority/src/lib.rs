@@ -106,7 +106,7 @@ mod tests {
     use nightjar_sdk::testing::SnapshotBuilder;
 
     fn parse(text: &str) -> Result<Config, ConfigError> {
-        configure::<PriorityPolicy>(text)
+        PriorityPolicy::configure(text)
     }
 
     fn scores(s: Snapshot<'_>) -> Vec<(i64, i32)> {

@@ -9,7 +9,7 @@ const HOUR: i64 = 3_600_000;
 const MONDAY: i64 = 1_796_083_200_000 - DAY_MS;
 
 fn parse(text: &str) -> Result<Config, ConfigError> {
-    configure::<Reserve>(text)
+    Reserve::configure(text)
 }
 
 fn task(id: i64, project: &str, priority: Priority, gpus: u32) -> QueuedTask<'static> {

@@ -91,7 +91,7 @@ mod tests {
     use nightjar_sdk::testing::SnapshotBuilder;
 
     fn parse(text: &str) -> Result<Config, ConfigError> {
-        configure::<Thermal>(text)
+        Thermal::configure(text)
     }
 
     fn evaluate(s: Snapshot<'_>) -> Evaluation {

@@ -8,7 +8,7 @@ use super::*;
 const URL: &str = "https://hooks.example.org/nightjar?token=t0p";
 
 fn config(text: &str) -> Config {
-    configure_notifier::<Webhook>(text).unwrap_or_else(|e| panic!("{text}: {e:?}"))
+    Webhook::configure(text).unwrap_or_else(|e| panic!("{text}: {e:?}"))
 }
 
 fn plain() -> Config {
@@ -16,7 +16,7 @@ fn plain() -> Config {
 }
 
 fn key_of(text: &str) -> String {
-    let e = configure_notifier::<Webhook>(text).expect_err(text);
+    let e = Webhook::configure(text).expect_err(text);
     e.key
         .unwrap_or_else(|| panic!("{text}: no key in {}", e.message))
 }
@@ -95,8 +95,7 @@ fn configuration_errors_name_the_key() {
         key_of(&format!("{u}secrets = {{ singing = \"x\" }}")),
         "secrets.singing"
     );
-    let e = configure_notifier::<Webhook>(&format!("{u}secrets = {{ signing = \"whsec_!!\" }}"))
-        .unwrap_err();
+    let e = Webhook::configure(&format!("{u}secrets = {{ signing = \"whsec_!!\" }}")).unwrap_err();
     assert!(
         !e.message.contains("!!"),
         "no secret in the message: {}",

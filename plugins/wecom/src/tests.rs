@@ -10,11 +10,11 @@ const OK: &str = r#"{"errcode":0,"errmsg":"ok"}"#;
 
 fn config(extra: &str) -> Config {
     let text = format!("secrets = {{ key = {KEY:?} }}\n{extra}");
-    configure_notifier::<Wecom>(&text).unwrap_or_else(|e| panic!("{text}: {e:?}"))
+    Wecom::configure(&text).unwrap_or_else(|e| panic!("{text}: {e:?}"))
 }
 
 fn key_of(text: &str) -> String {
-    let e = configure_notifier::<Wecom>(text).expect_err(text);
+    let e = Wecom::configure(text).expect_err(text);
     e.key
         .unwrap_or_else(|| panic!("{text}: no key in {}", e.message))
 }
@@ -71,8 +71,7 @@ fn configuration_errors_name_the_key() {
         key_of(&format!("{k}mention = {{ default = [\"a b\"] }}")),
         "mention.default[0]"
     );
-    let e = configure_notifier::<Wecom>(&format!("{k}mention = {{ default = [\"@all\"] }}"))
-        .unwrap_err();
+    let e = Wecom::configure(&format!("{k}mention = {{ default = [\"@all\"] }}")).unwrap_err();
     assert!(e.message.contains("format = \"text\""), "{}", e.message);
     // Text messages take every kind of mention.
     config(
