@@ -27,12 +27,9 @@ fn timed(d: &Daemon, args: &[&str]) -> Result<f64> {
     Ok(median(&t))
 }
 
-/// One daemon under `chain`: the queue, then the four timings.
-fn round(tasks: usize, chain: &str, what: &str) -> Result<()> {
-    let d = Daemon::start(&format!(
-        "slots = 16\ntimezone = \"Asia/Shanghai\"\n[gpu]\nbackend = \"sim:8xA100-80GB\"\nhost_mem_min_free = \"1MiB\"\n[plugins]\nchain = {chain}\nurgent_bypass = [\"offpeak-tariff\"]\n[tariff]\ncurrency = \"CNY\"\nprice = 1.20\n[[tariff.windows]]\nfrom = \"23:00\"\nto = \"07:00\"\nprice = 0.35\n"
-    ))?;
-    let mut c = d.client()?;
+/// Eight urgent two-hour runs, one on each of the daemon's eight simulated
+/// GPUs, started before this returns: what comes after them waits.
+pub(super) fn hold_every_gpu(d: &Daemon, c: &mut nightjar_core::client::Client) -> Result<()> {
     let hold = entries(
         "name = \"hold\"\ncommand = \"sleep 3600\"\npriority = \"urgent\"\nresources = { gpus = 1, timeout = \"2h\" }\n",
     )?;
@@ -40,28 +37,43 @@ fn round(tasks: usize, chain: &str, what: &str) -> Result<()> {
         entries: (0..8).flat_map(|_| hold.clone()).collect(),
         verify: false,
     })?;
-    // Until the eight hold every GPU, so the rest wait.
     let t0 = Instant::now();
-    while super::vs::nightjar_text(&d, &["ls", "--state", "running"])?
+    while super::vs::nightjar_text(d, &["ls", "--state", "running"])?
         .lines()
         .count()
         < 9
     {
-        if t0.elapsed().as_secs() > 30 {
-            anyhow::bail!("the eight holding runs did not start");
-        }
+        anyhow::ensure!(
+            t0.elapsed().as_secs() < 30,
+            "the eight holding runs did not start"
+        );
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
+    Ok(())
+}
+
+/// Waiting task `i` of the benches' queues: 1 to 4 GPUs for 10 minutes to
+/// 3 hours, in 50 names and 3 projects (fixed, varied by index).
+pub(super) fn waiting_task(i: usize) -> Result<Vec<nightjar::task::model::NewEntry>> {
+    entries(&format!(
+        "name = \"job-{}\"\nproject = \"p{}\"\ncommand = \"true\"\nresources = {{ gpus = {}, timeout = \"{}m\" }}\n",
+        i % 50,
+        i % 3,
+        1 + i % 4,
+        10 + (i * 37) % 170
+    ))
+}
+
+/// One daemon under `chain`: the queue, then the four timings.
+fn round(tasks: usize, chain: &str, what: &str) -> Result<()> {
+    let d = Daemon::start(&format!(
+        "slots = 16\ntimezone = \"Asia/Shanghai\"\n[gpu]\nbackend = \"sim:8xA100-80GB\"\nhost_mem_min_free = \"1MiB\"\n[plugins]\nchain = {chain}\nurgent_bypass = [\"offpeak-tariff\"]\n[tariff]\ncurrency = \"CNY\"\nprice = 1.20\n[[tariff.windows]]\nfrom = \"23:00\"\nto = \"07:00\"\nprice = 0.35\n"
+    ))?;
+    let mut c = d.client()?;
+    hold_every_gpu(&d, &mut c)?;
     let mut batch = Vec::new();
     for i in 0..tasks {
-        let toml = format!(
-            "name = \"job-{}\"\nproject = \"p{}\"\ncommand = \"true\"\nresources = {{ gpus = {}, timeout = \"{}m\" }}\n",
-            i % 50,
-            i % 3,
-            1 + i % 4,
-            10 + (i * 37) % 170
-        );
-        batch.extend(entries(&toml)?);
+        batch.extend(waiting_task(i)?);
     }
     let ids: Vec<i64> = c.call(api::Submit {
         entries: batch,

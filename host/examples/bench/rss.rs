@@ -8,13 +8,13 @@
 //! plugins' linear memory, SQLite's page cache) and file pages mapped (the
 //! binary's code as far as it ran, the database where a reader maps it).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Result;
 use nightjar::api;
 
+use super::Daemon;
 use super::vs::nightjar_text;
-use super::{Daemon, entries};
 
 /// (VmRSS, RssAnon, RssFile) of `pid`, KiB.
 fn rss(pid: u32) -> Result<(u64, u64, u64)> {
@@ -44,25 +44,7 @@ pub fn rss_with(tasks: usize) -> Result<()> {
     )?;
     let pid = d.child.id();
     let mut c = d.client()?;
-    let hold = entries(
-        "name = \"hold\"\ncommand = \"sleep 3600\"\npriority = \"urgent\"\nresources = { gpus = 1 }\n",
-    )?;
-    let _: Vec<i64> = c.call(api::Submit {
-        entries: (0..8).flat_map(|_| hold.clone()).collect(),
-        verify: false,
-    })?;
-    let t0 = Instant::now();
-    while nightjar_text(&d, &["ls", "--state", "running"])?
-        .lines()
-        .count()
-        < 9
-    {
-        anyhow::ensure!(
-            t0.elapsed().as_secs() < 30,
-            "the eight holding runs did not start"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    super::estimate::hold_every_gpu(&d, &mut c)?;
     std::thread::sleep(Duration::from_secs(2));
     println!("rss: the daemon's resident memory, {tasks} tasks waiting (goal < 30 MB, 28.6 MiB)");
     let empty = rss(pid)?;
@@ -74,14 +56,7 @@ pub fn rss_with(tasks: usize) -> Result<()> {
         let n = left.min(1_000);
         let mut batch = Vec::new();
         for _ in 0..n {
-            let toml = format!(
-                "name = \"job-{}\"\nproject = \"p{}\"\ncommand = \"true\"\nresources = {{ gpus = {}, timeout = \"{}m\" }}\n",
-                k % 50,
-                k % 3,
-                1 + k % 4,
-                10 + (k * 37) % 170
-            );
-            batch.extend(entries(&toml)?);
+            batch.extend(super::estimate::waiting_task(k)?);
             k += 1;
         }
         let ids: Vec<i64> = c.call(api::Submit {

@@ -283,7 +283,7 @@ impl Policy for OffpeakTariff {
             (Some((_, end, _)), Some((start, _, price))) => Some(Inside {
                 end,
                 start,
-                fits: end.saturating_add(cfg.margin.ms()).saturating_sub(s.now),
+                end_by: end.saturating_add(cfg.margin.ms()),
                 end_text: hhmm(s, end),
                 next_text: format!(
                     "; next window {} (in {}) at {}",
@@ -315,7 +315,7 @@ impl Policy for OffpeakTariff {
                     let runtime = i64::try_from(runtime).unwrap_or(i64::MAX);
                     // It ends in time, or no window ahead can hold it (this
                     // one is as good as any).
-                    if runtime <= w.fits || runtime > longest {
+                    if s.now.saturating_add(runtime) <= w.end_by || runtime > longest {
                         continue;
                     }
                     let reason = overruns.entry(runtime).or_insert_with(|| {
@@ -342,8 +342,8 @@ struct Inside {
     end: i64,
     /// When the next one starts.
     start: i64,
-    /// The longest run time that ends in it, margin included.
-    fits: i64,
+    /// When a run must end by, margin included.
+    end_by: i64,
     /// Its end as wall time.
     end_text: String,
     /// What the reason says of the next span.

@@ -292,3 +292,29 @@ fn max_wait_bounds_how_long_a_task_is_deferred_and_wakes_the_host_at_that_moment
         [(2, Some(MONDAY + 21 * HOUR)), (3, Some(MONDAY + 23 * HOUR))]
     );
 }
+
+#[test]
+fn extreme_margins_and_run_times_inside_a_window_neither_overflow_nor_defer() {
+    // A margin as long as a duration can be: every run time ends "in time".
+    let cfg = parse(
+        "margin = \"9223372036854775807ms\"\n[[windows]]\nstart = \"23:00\"\nend = \"07:00\"\nprice = 0.35\n",
+    )
+    .expect("the longest margin is a duration");
+    let mut endless = queued_task(2, "p", Priority::Normal, 0);
+    endless.estimated_runtime = Some(u64::MAX);
+    let s = SnapshotBuilder::at(MONDAY + 5 * HOUR)
+        .queued_task(with_runtime(1, Priority::Normal, 3))
+        .queued_task(endless.clone())
+        .build();
+    let e = OffpeakTariff::evaluate(&cfg, &s);
+    assert!(e.verdicts.is_empty(), "nothing overruns: {:?}", e.verdicts);
+    // With the usual margin, a run time past every window is not held for
+    // ever (no window can hold it); the 3-hour task still waits.
+    let s = SnapshotBuilder::at(MONDAY + 5 * HOUR)
+        .queued_task(with_runtime(1, Priority::Normal, 3))
+        .queued_task(endless)
+        .build();
+    let e = evaluate(s);
+    let deferred: Vec<i64> = e.verdicts.iter().map(|v| v.task).collect();
+    assert_eq!(deferred, vec![1]);
+}
