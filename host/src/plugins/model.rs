@@ -216,3 +216,7 @@ pub struct Evaluation {
     /// Running tasks to preempt.
     pub preempt: Vec<Preemption>,
 }
+
+#[cfg(test)]
+#[path = "model_tests.rs"]
+mod tests;

@@ -1,0 +1,79 @@
+//! The snapshot's JSON (`nightjar plugins test --snapshot S.json`): shared
+//! names read and written as plain strings, hostile text refused or kept
+//! exactly.
+
+use super::*;
+
+fn with_names(name: &str, project: &str) -> Snapshot {
+    let mut s = crate::plugins::tests::snapshot(vec![crate::plugins::tests::task(
+        7,
+        project,
+        Priority::Normal,
+        1_000,
+    )]);
+    s.queue[0].name = name.into();
+    s.running.push(RunningTask {
+        id: 8,
+        name: name.into(),
+        project: project.into(),
+        priority: Priority::High,
+        gpus: vec![0],
+        started_at: 500,
+        preemptible: true,
+    });
+    s
+}
+
+#[test]
+fn shared_names_are_plain_json_strings_and_round_trip_exactly() {
+    // Text a hostile task file can carry: NUL, bidi override, emoji, quotes.
+    let name = "a\u{0}b\u{202e}c\u{1F600}\"d\\";
+    let s = with_names(name, "p\u{0}q");
+    let json = serde_json::to_string(&s).unwrap();
+    let escaped = serde_json::to_string(name).unwrap();
+    assert!(
+        json.contains(&format!("\"name\":{escaped}")),
+        "a name is a JSON string, as it was as a String: {json}"
+    );
+    let back: Snapshot = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, s);
+    assert_eq!(&*back.queue[0].name, name);
+    assert_eq!(&*back.running[0].project, "p\u{0}q");
+}
+
+#[test]
+fn a_snapshot_with_a_name_that_is_not_text_is_refused_naming_it() {
+    let json = serde_json::to_string(&with_names("t", "p")).unwrap();
+    for (bad, what) in [
+        (
+            json.replacen("\"name\":\"t\"", "\"name\":17", 1),
+            "a number",
+        ),
+        (json.replacen("\"name\":\"t\"", "\"name\":null", 1), "null"),
+        (
+            json.replacen("\"name\":\"t\"", "\"name\":[\"t\"]", 1),
+            "a list",
+        ),
+        // A lone surrogate is no Unicode text at all.
+        (
+            json.replacen("\"name\":\"t\"", "\"name\":\"\\ud800\"", 1),
+            "a lone surrogate",
+        ),
+        (
+            json.replacen("\"project\":\"p\"", "\"project\":{}", 1),
+            "an object",
+        ),
+    ] {
+        assert_ne!(bad, json, "the case {what} changed the text");
+        let e = serde_json::from_str::<Snapshot>(&bad).expect_err(what);
+        let msg = e.to_string();
+        assert!(
+            msg.contains("invalid type") || msg.contains("hex escape"),
+            "{what}: {msg}"
+        );
+        assert!(
+            msg.contains("line 1 column"),
+            "{what}: the place is named: {msg}"
+        );
+    }
+}
