@@ -2,6 +2,8 @@
 //! daemon's machinery (no wasmtime, no SQLite): the socket protocol and its
 //! wire types, the task-file model, times, and where the state lives.
 
+#[cfg(target_env = "musl")]
+pub mod alloc;
 pub mod api;
 pub mod client;
 pub mod humantime_serde_compat;
