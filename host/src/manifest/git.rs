@@ -20,29 +20,62 @@ use crate::sys::bounded;
 use nightjar_core::api::manifest::GitRecord;
 
 /// The git state of the repository `workdir` is in; what cannot be learnt
-/// within `timeout` (all calls together) is left out with a note.
-pub fn capture(workdir: &Path, timeout: Duration, owned: Owned<'_>) -> GitRecord {
+/// within `timeout` (all calls together) is left out with a note. With
+/// `kept`, a state captured before is reused while nothing it was read from
+/// has changed ([`super::git_cache`]).
+pub fn capture(
+    workdir: &Path,
+    timeout: Duration,
+    owned: Owned<'_>,
+    kept: Option<&super::git_cache::GitCache>,
+) -> GitRecord {
     let deadline = Instant::now() + timeout;
-    let mut rec = GitRecord::default();
-    if let Err(note) = fill(&mut rec, workdir, deadline, timeout, owned) {
+    // No `.git` in the workdir or above it: not a repository, and no git
+    // process is started at all (most workdirs of a queue of `true` runs).
+    let Some(top) = find_repo(workdir) else {
+        return GitRecord {
+            note: Some("not a git repository".into()),
+            ..GitRecord::default()
+        };
+    };
+    let at = At {
+        top: &top,
+        workdir,
+        deadline,
+        timeout,
+    };
+    match kept {
+        Some(k) => k.capture(&at, owned),
+        None => fresh(&at, owned),
+    }
+}
+
+/// Where and until when one capture asks git.
+pub(super) struct At<'a> {
+    /// The repository's top folder.
+    pub top: &'a Path,
+    /// The task's workdir in it (git runs there).
+    pub workdir: &'a Path,
+    /// When every git call of the capture must be done.
+    pub deadline: Instant,
+    /// The whole allowance (for notes).
+    pub timeout: Duration,
+}
+
+/// The repository's state, asked of git now.
+pub(super) fn fresh(at: &At<'_>, owned: Owned<'_>) -> GitRecord {
+    let mut rec = GitRecord {
+        repo: Some(at.top.to_path_buf()),
+        ..GitRecord::default()
+    };
+    if let Err(note) = fill(&mut rec, at, owned) {
         rec.note = Some(note);
     }
     rec
 }
 
-fn fill(
-    rec: &mut GitRecord,
-    workdir: &Path,
-    deadline: Instant,
-    timeout: Duration,
-    owned: Owned<'_>,
-) -> Result<(), String> {
-    // No `.git` in the workdir or above it: not a repository, and no git
-    // process is started at all (most workdirs of a queue of `true` runs).
-    let Some(top) = find_repo(workdir) else {
-        return Err("not a git repository".into());
-    };
-    rec.repo = Some(top.clone());
+fn fill(rec: &mut GitRecord, at: &At<'_>, owned: Owned<'_>) -> Result<(), String> {
+    let (top, workdir, deadline, timeout) = (at.top, at.workdir, at.deadline, at.timeout);
     let mut st = StatusLines::default();
     let status = bounded::run(
         git(workdir, owned)?.args([
@@ -68,7 +101,7 @@ fn fill(
     rec.changed_files = Some(changed);
     rec.dirty = Some(changed > 0);
     // Read from the repository's config file: a git process less per capture.
-    rec.remote = remote_url(&top).map(|u| without_credentials(&u));
+    rec.remote = remote_url(top).map(|u| without_credentials(&u));
     if changed == 0 {
         return Ok(());
     }
@@ -133,7 +166,7 @@ fn remote_url(top: &Path) -> Option<String> {
 }
 
 /// A small text file (at most 1 MiB), or nothing.
-fn read_small(path: &Path) -> Option<String> {
+pub(super) fn read_small(path: &Path) -> Option<String> {
     use std::io::Read;
     let mut text = String::new();
     // A regular file only (a FIFO as `.git/config` would block), opened once.
@@ -144,6 +177,47 @@ fn read_small(path: &Path) -> Option<String> {
         .read_to_string(&mut text)
         .ok()?;
     Some(text)
+}
+
+/// The index's entries of the repository at `top`, as `git ls-files
+/// --stage` lists them: (mode, path from the top); `None` past `most`
+/// entries, or when git cannot answer by `deadline`.
+pub(super) fn tracked(
+    top: &Path,
+    deadline: Instant,
+    most: usize,
+    owned: Owned<'_>,
+) -> Option<Vec<(u32, PathBuf)>> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut rest: Vec<u8> = Vec::new();
+    let mut entries: Vec<(u32, PathBuf)> = Vec::new();
+    let mut bad = false;
+    let ran = bounded::run(
+        git(top, owned).ok()?.args(["ls-files", "-z", "--stage"]),
+        deadline,
+        |b| {
+            rest.extend_from_slice(b);
+            while let Some(end) = rest.iter().position(|&c| c == 0) {
+                let line: Vec<u8> = rest.drain(..=end).collect();
+                // `MODE OBJECT STAGE<TAB>PATH<NUL>`
+                let parsed = line[..end]
+                    .iter()
+                    .position(|&c| c == b'\t')
+                    .and_then(|tab| {
+                        let head = std::str::from_utf8(&line[..tab]).ok()?;
+                        let mode = u32::from_str_radix(head.split(' ').next()?, 8).ok()?;
+                        let path = std::ffi::OsStr::from_bytes(&line[tab + 1..end]);
+                        Some((mode, PathBuf::from(path)))
+                    });
+                match parsed {
+                    Some(e) if entries.len() < most => entries.push(e),
+                    _ => bad = true,
+                }
+            }
+        },
+    )
+    .ok()?;
+    (ran.ok() && !bad && rest.is_empty()).then_some(entries)
 }
 
 /// The folder holding `.git` (a folder, or a file in a worktree or

@@ -45,6 +45,7 @@ fn a_clean_repository_gives_commit_branch_and_remote_without_credentials() {
         &dir.path().join("sub"),
         Duration::from_secs(10),
         Owned::own(),
+        None,
     );
     assert_eq!(g.note, None);
     assert_eq!(g.repo.as_deref(), Some(dir.path()));
@@ -63,7 +64,7 @@ fn a_dirty_repository_gives_the_sha256_of_git_diff_head() {
     std::fs::write(dir.path().join("train.py"), "print(2)\n").unwrap();
     // Untracked files do not make it dirty (git diff HEAD does not show them).
     std::fs::write(dir.path().join("notes.txt"), "x").unwrap();
-    let g = capture(dir.path(), Duration::from_secs(10), Owned::own());
+    let g = capture(dir.path(), Duration::from_secs(10), Owned::own(), None);
     assert_eq!((g.dirty, g.changed_files), (Some(true), Some(1)));
     let diff = Command::new("git")
         .arg("-C")
@@ -87,14 +88,14 @@ fn a_dirty_repository_gives_the_sha256_of_git_diff_head() {
     // Detached: no branch.
     std::fs::write(dir.path().join("train.py"), "print(1)\n").unwrap();
     git_in(dir.path(), &["checkout", "-q", "--detach"]);
-    let g = capture(dir.path(), Duration::from_secs(10), Owned::own());
+    let g = capture(dir.path(), Duration::from_secs(10), Owned::own(), None);
     assert_eq!((g.branch, g.dirty), (None, Some(false)));
 }
 
 #[test]
 fn a_folder_outside_any_repository_is_said_so_without_running_git() {
     let dir = tempfile::tempdir().unwrap();
-    let g = capture(dir.path(), Duration::from_secs(10), Owned::own());
+    let g = capture(dir.path(), Duration::from_secs(10), Owned::own(), None);
     assert_eq!(g.note.as_deref(), Some("not a git repository"));
     assert_eq!(g.repo, None);
 }
@@ -109,7 +110,7 @@ fn a_diff_too_large_for_the_deadline_is_cut_off_in_time_and_said_so() {
         .unwrap();
     f.set_len(1 << 30).unwrap();
     let t0 = Instant::now();
-    let g = capture(dir.path(), Duration::from_millis(700), Owned::own());
+    let g = capture(dir.path(), Duration::from_millis(700), Owned::own(), None);
     assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
     assert_eq!(g.dirty, Some(true));
     assert_eq!(g.diff_sha256, None);
@@ -133,7 +134,7 @@ fn a_linked_worktree_reads_its_main_repositorys_remote() {
             path.to_str().unwrap(),
         ],
     );
-    let g = capture(&path, Duration::from_secs(10), Owned::own());
+    let g = capture(&path, Duration::from_secs(10), Owned::own(), None);
     assert_eq!(g.note, None);
     assert_eq!(g.branch.as_deref(), Some("side"));
     assert_eq!(g.repo.as_deref(), Some(path.as_path()));

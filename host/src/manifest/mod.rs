@@ -9,6 +9,7 @@
 //! the owner.
 
 pub mod git;
+pub mod git_cache;
 pub mod inputs;
 pub mod python;
 pub mod system;
@@ -24,13 +25,16 @@ use crate::privsep::thread::Ask;
 
 pub use inputs::{Earlier, HashCache, Key};
 
-/// What a capture may cost.
-#[derive(Debug, Clone, Copy)]
-pub struct Budget {
+/// What a capture may cost, and what it may reuse.
+#[derive(Clone, Copy)]
+pub struct Budget<'a> {
     /// All git calls together.
     pub git: Duration,
     /// pip freeze.
     pub python: Duration,
+    /// Repositories' git states kept from earlier captures (none: git is
+    /// asked every time).
+    pub repos: Option<&'a git_cache::GitCache>,
 }
 
 /// What one capture looks at.
@@ -52,12 +56,12 @@ pub fn capture(
     earlier: Option<&Manifest>,
     cache: &mut dyn HashCache,
     verify: bool,
-    budget: Budget,
+    budget: Budget<'_>,
     owned: Owned<'_>,
 ) -> Manifest {
     let t0 = Instant::now();
     let mut m = Manifest::new(phase, crate::time::now_ms(), subject.workdir.to_path_buf());
-    m.git = git::capture(subject.workdir, budget.git, owned);
+    m.git = git::capture(subject.workdir, budget.git, owned, budget.repos);
     let before = earlier.map(|e| Earlier {
         inputs: &e.inputs,
         at_ms: e.captured_at,

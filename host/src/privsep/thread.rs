@@ -58,6 +58,15 @@ impl Owned<'_> {
     pub fn uid(&self) -> Option<u32> {
         self.who.map(|w| w.uid)
     }
+
+    /// The home folder of whom this thread acts as: the owner's, else the
+    /// daemon's `HOME` (what [`Owned::command`]'s programs see).
+    pub fn home(&self) -> Option<std::path::PathBuf> {
+        match self.who {
+            Some(w) => Some(w.home.clone()),
+            None => std::env::var_os("HOME").map(std::path::PathBuf::from),
+        }
+    }
 }
 
 /// Runs `f` on a fresh thread acting as `who` on the filesystem (see the

@@ -59,10 +59,11 @@ impl HashCache for StoreCache<'_> {
 }
 
 impl Daemon {
-    fn budget(&self) -> Budget {
+    fn budget(&self) -> Budget<'_> {
         Budget {
             git: self.cfg.manifest.git_timeout,
             python: self.cfg.manifest.python_timeout,
+            repos: Some(&self.runs.repos),
         }
     }
 

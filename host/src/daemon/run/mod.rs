@@ -94,6 +94,8 @@ pub struct Parts {
     pending_energy: Mutex<HashMap<i64, crate::gpu::energy::RunEnergy>>,
     /// Starts that fail (a full disk, a locked store), logged per change.
     start_failures: Condition,
+    /// Repositories' git states kept between captures (submits and starts).
+    pub(in crate::daemon) repos: crate::manifest::git_cache::GitCache,
 }
 
 impl Parts {
@@ -111,6 +113,7 @@ impl Parts {
             rapl_start: Mutex::default(),
             pending_energy: Mutex::default(),
             start_failures: Condition::new("cannot start tasks"),
+            repos: Default::default(),
         }
     }
 
