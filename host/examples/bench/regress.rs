@@ -42,7 +42,14 @@ fn measure() -> Result<BTreeMap<&'static str, (f64, &'static str)>> {
         "submit_in_repo_vs_outside",
         (
             up.in_repo / up.submit,
-            "one submit from a git repository with a 1 GiB ignored folder / one outside",
+            "one submit from a git repository with a 1 GiB ignored folder, unchanged since the submit before / one outside",
+        ),
+    );
+    m.insert(
+        "submit_in_repo_edited_vs_outside",
+        (
+            up.in_repo_edited / up.submit,
+            "the same right after a tracked file was written (git status and diff asked) / one outside",
         ),
     );
     if let Some(tsp) = up.tsp {

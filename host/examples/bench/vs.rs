@@ -11,7 +11,7 @@
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
@@ -121,8 +121,12 @@ fn time_ms(k: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
 pub struct Startup {
     /// One `nightjar submit -- true` outside any repository.
     pub submit: f64,
-    /// The same from a git repository with a large ignored folder.
+    /// The same from a git repository with a large ignored folder, its
+    /// state kept from the submit before (nothing changed since).
     pub in_repo: f64,
+    /// The same with a tracked file written just before each submit (git
+    /// asked every time).
+    pub in_repo_edited: f64,
     /// One `tsp true`.
     pub tsp: Option<f64>,
 }
@@ -149,11 +153,25 @@ pub fn startup_and_submit(k: usize) -> Result<Startup> {
     // sparse file and 2,000 small ones): the capture runs git as the owner.
     let repo = git_repo_with_target()?;
     let w = repo.path().to_str().context("utf-8 temp path")?.to_string();
+    let script = repo.path().join("train.py");
+    // A tracked file written before each submit: git is asked each time
+    // (the write, about 30 us, is inside the timing).
+    let mut n = 0u64;
+    let in_repo_edited = time_ms(k, || {
+        n += 1;
+        std::fs::write(&script, format!("print({n})\n"))?;
+        nightjar(&d, &["submit", "--workdir", &w, "--", "true"]).map(drop)
+    })?;
+    // Nothing written since the edit above for longer than the daemon's
+    // margin (files changed within it may change again unseen, so their
+    // state is not kept: src/manifest/git_cache.rs): from here the state
+    // captured at one submit is reused at the next.
+    std::thread::sleep(nightjar::manifest::git_cache::RACY + Duration::from_millis(500));
     let in_repo = time_ms(k, || {
         nightjar(&d, &["submit", "--workdir", &w, "--", "true"]).map(drop)
     })?;
     println!(
-        "  one submit from a git repository with a 1 GiB ignored target/: {in_repo:.2} ms, outside any: {ours:.2} ms: ratio {:.2} (goal <= 2)",
+        "  one submit from a git repository with a 1 GiB ignored target/: {in_repo:.2} ms (its git state kept), {in_repo_edited:.2} ms right after an edit (git status, and diff: the repository is dirty); outside any: {ours:.2} ms: ratio {:.2} (goal <= 2)",
         in_repo / ours
     );
     print!("  one `nightjar submit -- true`: {ours:.2} ms");
@@ -162,9 +180,10 @@ pub fn startup_and_submit(k: usize) -> Result<Startup> {
             t.run(&["sleep", "600"])?;
             let theirs = time_ms(k, || t.submit_true().map(drop))?;
             println!(
-                "; one `tsp true`: {theirs:.2} ms: ratio {:.2}; from the repository {:.2} (goal <= 1.5)",
+                "; one `tsp true`: {theirs:.2} ms: ratio {:.2}; from the repository {:.2} (goal <= 1.5), {:.2} right after an edit",
                 ours / theirs,
-                in_repo / theirs
+                in_repo / theirs,
+                in_repo_edited / theirs
             );
             Some(theirs)
         }
@@ -176,6 +195,7 @@ pub fn startup_and_submit(k: usize) -> Result<Startup> {
     Ok(Startup {
         submit: ours,
         in_repo,
+        in_repo_edited,
         tsp,
     })
 }
