@@ -181,17 +181,18 @@ pub(super) fn read_small(path: &Path) -> Option<String> {
 
 /// The index's entries of the repository at `top`, as `git ls-files
 /// --stage` lists them: (mode, path from the top); `None` past `most`
-/// entries, or when git cannot answer by `deadline`.
+/// entries or `most_bytes` of paths, or when git cannot answer by `deadline`.
 pub(super) fn tracked(
     top: &Path,
     deadline: Instant,
-    most: usize,
+    (most, most_bytes): (usize, usize),
     owned: Owned<'_>,
 ) -> Option<Vec<(u32, PathBuf)>> {
     use std::os::unix::ffi::OsStrExt;
     let mut rest: Vec<u8> = Vec::new();
     let mut entries: Vec<(u32, PathBuf)> = Vec::new();
     let mut bad = false;
+    let mut bytes = 0usize;
     let ran = bounded::run(
         git(top, owned).ok()?.args(["ls-files", "-z", "--stage"]),
         deadline,
@@ -209,8 +210,9 @@ pub(super) fn tracked(
                         let path = std::ffi::OsStr::from_bytes(&line[tab + 1..end]);
                         Some((mode, PathBuf::from(path)))
                     });
+                bytes += line.len();
                 match parsed {
-                    Some(e) if entries.len() < most => entries.push(e),
+                    Some(e) if entries.len() < most && bytes <= most_bytes => entries.push(e),
                     _ => bad = true,
                 }
             }

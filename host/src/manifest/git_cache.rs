@@ -21,9 +21,10 @@
 //! systems); a capture right after an edit asks git, and the next keeps it.
 //!
 //! Not kept at all (git is asked every time): worktrees and submodules
-//! (`.git` is a file), repositories with submodules (gitlinks), unmerged
-//! entries or reftable refs, more than [`MAX_TRACKED`] tracked files, and
-//! a capture that was incomplete (a timeout, git failing). Kept per
+//! (`.git` is a file), repositories with submodules (gitlinks) or
+//! reftable refs, more than [`MAX_TRACKED`] tracked files (or
+//! [`MAX_PATH_BYTES`] of their paths), a witness not taken by the capture's
+//! deadline, and a capture that was incomplete (a timeout, git failing). Kept per
 //! repository and per user (the stats run as the task's owner, as git
 //! does), at most [`MAX_REPOS`] repositories, least recently used first
 //! out. Not watched: config files that a config includes (`include.path`)
@@ -34,7 +35,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use nightjar_core::api::manifest::GitRecord;
 
@@ -47,6 +48,9 @@ pub const MAX_REPOS: usize = 8;
 /// Tracked files above which a repository's state is not kept (its witness
 /// would cost memory and stats like git's own walk).
 pub const MAX_TRACKED: usize = 20_000;
+/// Bytes of tracked paths above which a repository's state is not kept
+/// (the paths are held with the witness).
+pub const MAX_PATH_BYTES: usize = 2 << 20;
 /// How long before the witness a file must have been last changed for a
 /// capture to be kept.
 pub const RACY: Duration = Duration::from_secs(3);
@@ -104,12 +108,12 @@ impl GitCache {
         // The index's entries: the kept ones while the index is unchanged.
         let entries = match &before {
             Some(k) if k.witness.controls.index == controls.index => Some(Arc::clone(&k.entries)),
-            _ => tracked(at.top, at.deadline, MAX_TRACKED, owned).map(Arc::from),
+            _ => tracked(at.top, at.deadline, (MAX_TRACKED, MAX_PATH_BYTES), owned).map(Arc::from),
         };
         let Some(entries) = entries.filter(|e| e.iter().all(|(mode, _)| *mode != GITLINK)) else {
             return fresh(at, owned);
         };
-        let Some(witness) = Witness::take(at.top, controls, &entries) else {
+        let Some(witness) = Witness::take(at.top, controls, &entries, at.deadline) else {
             return fresh(at, owned);
         };
         if let Some(k) = before.filter(|k| k.witness == witness) {
@@ -276,7 +280,14 @@ struct Witness {
 }
 
 impl Witness {
-    fn take(top: &Path, controls: Controls, entries: &[(u32, PathBuf)]) -> Option<Witness> {
+    /// `None` when a file cannot be looked at, or past `deadline` (a
+    /// slow file system: git, asked instead, is bounded by it).
+    fn take(
+        top: &Path,
+        controls: Controls,
+        entries: &[(u32, PathBuf)],
+        deadline: Instant,
+    ) -> Option<Witness> {
         let mut folders: Vec<&Path> = vec![Path::new("")];
         for (_, p) in entries {
             let mut parent = p.parent();
@@ -288,7 +299,10 @@ impl Witness {
         folders.sort_unstable();
         folders.dedup();
         let mut files = Vec::with_capacity(entries.len() + folders.len());
-        for (_, p) in entries {
+        for (i, (_, p)) in entries.iter().enumerate() {
+            if i % 256 == 255 && Instant::now() >= deadline {
+                return None;
+            }
             files.push(stamp(&top.join(p)).ok()?);
         }
         let mut ids = Vec::with_capacity(folders.len());

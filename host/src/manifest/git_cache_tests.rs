@@ -241,3 +241,37 @@ fn at_most_max_repos_are_kept_the_least_recently_used_leaving_first() {
     kept(&cache, repos[MAX_REPOS].path());
     assert_eq!(hits(&cache), 1, "the last is still kept");
 }
+
+#[test]
+fn a_witness_not_taken_by_the_deadline_keeps_nothing() {
+    let dir = repo();
+    let d = dir.path();
+    let controls = Controls::take(d, &Owned::own()).expect("a plain repository");
+    let entries: Vec<(u32, PathBuf)> = (0..600)
+        .map(|i| (0o100644, PathBuf::from(format!("f{i}"))))
+        .collect();
+    let past = Instant::now();
+    assert!(Witness::take(d, controls, &entries, past).is_none());
+    let controls = Controls::take(d, &Owned::own()).expect("a plain repository");
+    let later = Instant::now() + Duration::from_secs(60);
+    assert!(Witness::take(d, controls, &entries, later).is_some());
+}
+
+#[test]
+fn the_index_listing_is_refused_past_its_entry_or_byte_bound() {
+    let dir = repo();
+    let d = dir.path();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let all = tracked(d, deadline, (10, 1 << 20), Owned::own()).expect("two entries");
+    let mut paths: Vec<_> = all.iter().map(|(m, p)| (*m, p.clone())).collect();
+    paths.sort();
+    assert_eq!(
+        paths,
+        vec![
+            (0o100644, PathBuf::from("lib/util.py")),
+            (0o100644, PathBuf::from("train.py")),
+        ]
+    );
+    assert!(tracked(d, deadline, (1, 1 << 20), Owned::own()).is_none());
+    assert!(tracked(d, deadline, (10, 40), Owned::own()).is_none());
+}
