@@ -232,6 +232,44 @@ fn a_clean_repository_and_a_folder_outside_any_are_told_apart() {
     assert_eq!(g["commit"], Value::Null);
 }
 
+#[test]
+fn a_same_size_edit_between_two_submits_from_a_settled_repository_is_seen() {
+    let mut nj = Nj::new("");
+    let repo = repo(&nj);
+    // Older than the daemon's margin: the first submit's git state is kept.
+    std::thread::sleep(Duration::from_millis(3600));
+    nj.start();
+    let w = repo.to_str().unwrap();
+    let first = nj.submit(&["--hold", "--workdir", w, "--", "true"]);
+    let second = nj.submit(&["--hold", "--workdir", w, "--", "true"]);
+    // Same length, so only the times tell the file changed.
+    std::fs::write(repo.join("train.sh"), "echo ran\n").unwrap();
+    let third = nj.submit(&["--hold", "--workdir", w, "--", "true"]);
+    let git = |id| nj.show(id)["manifests"]["submit"]["git"].clone();
+    let (a, b, c) = (git(first), git(second), git(third));
+    assert_eq!(a, b, "nothing changed between the first two");
+    assert_eq!(a["dirty"], false);
+    assert_eq!(
+        (&c["dirty"], &c["changed_files"]),
+        (&Value::from(true), &Value::from(1))
+    );
+    let diff = Command::new("git")
+        .arg("-C")
+        .arg(&repo)
+        .args([
+            "diff",
+            "HEAD",
+            "--binary",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--no-color",
+        ])
+        .output()
+        .unwrap()
+        .stdout;
+    assert_eq!(c["diff_sha256"], sha256(&diff).as_str());
+}
+
 /// A held task whose input is rewritten before it is released.
 fn changed_input(nj: &mut Nj) -> (i64, std::path::PathBuf) {
     let work = nj.path("w");
