@@ -82,7 +82,22 @@ pub fn read_resp(s: &mut TcpStream) -> Resp {
     s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
     let mut raw = Vec::new();
     s.read_to_end(&mut raw).unwrap();
+    parse_resp(&raw)
+}
+
+/// [`read_resp`] for a server that may not be ready yet (a poll): `None`
+/// when the connection fails or ends before a whole header.
+pub fn try_read_resp(s: &mut TcpStream) -> Option<Resp> {
+    s.set_read_timeout(Some(Duration::from_secs(60))).ok()?;
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).ok()?;
     let text = String::from_utf8_lossy(&raw);
+    text.find("\r\n\r\n").filter(|&end| end >= 12)?;
+    Some(parse_resp(&raw))
+}
+
+fn parse_resp(raw: &[u8]) -> Resp {
+    let text = String::from_utf8_lossy(raw);
     let end = text
         .find("\r\n\r\n")
         .unwrap_or_else(|| panic!("no header end in {text}"));

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::dashboard_driver::free_port;
 use crate::harness::{Nj, needs};
-use crate::http_client::{addr, call, connect_from, read_resp, send};
+use crate::http_client::{addr, call, connect_from, read_resp, send, try_read_resp};
 
 /// A Prometheus server, killed when dropped.
 struct Prometheus {
@@ -77,7 +77,8 @@ impl Prometheus {
             &[],
             b"",
         );
-        let r = read_resp(&mut s);
+        // Prometheus may reset a connection while it starts: not yet.
+        let r = try_read_resp(&mut s)?;
         let v: Value = serde_json::from_slice(&r.body).ok()?;
         (v["status"] == "success")
             .then(|| v["data"]["result"].as_array().cloned().unwrap_or_default())
