@@ -179,49 +179,6 @@ pub(super) fn read_small(path: &Path) -> Option<String> {
     Some(text)
 }
 
-/// The index's entries of the repository at `top`, as `git ls-files
-/// --stage` lists them: (mode, path from the top); `None` past `most`
-/// entries or `most_bytes` of paths, or when git cannot answer by `deadline`.
-pub(super) fn tracked(
-    top: &Path,
-    deadline: Instant,
-    (most, most_bytes): (usize, usize),
-    owned: Owned<'_>,
-) -> Option<Vec<(u32, PathBuf)>> {
-    use std::os::unix::ffi::OsStrExt;
-    let mut rest: Vec<u8> = Vec::new();
-    let mut entries: Vec<(u32, PathBuf)> = Vec::new();
-    let mut bad = false;
-    let mut bytes = 0usize;
-    let ran = bounded::run(
-        git(top, owned).ok()?.args(["ls-files", "-z", "--stage"]),
-        deadline,
-        |b| {
-            rest.extend_from_slice(b);
-            while let Some(end) = rest.iter().position(|&c| c == 0) {
-                let line: Vec<u8> = rest.drain(..=end).collect();
-                // `MODE OBJECT STAGE<TAB>PATH<NUL>`
-                let parsed = line[..end]
-                    .iter()
-                    .position(|&c| c == b'\t')
-                    .and_then(|tab| {
-                        let head = std::str::from_utf8(&line[..tab]).ok()?;
-                        let mode = u32::from_str_radix(head.split(' ').next()?, 8).ok()?;
-                        let path = std::ffi::OsStr::from_bytes(&line[tab + 1..end]);
-                        Some((mode, PathBuf::from(path)))
-                    });
-                bytes += line.len();
-                match parsed {
-                    Some(e) if entries.len() < most && bytes <= most_bytes => entries.push(e),
-                    _ => bad = true,
-                }
-            }
-        },
-    )
-    .ok()?;
-    (ran.ok() && !bad && rest.is_empty()).then_some(entries)
-}
-
 /// The folder holding `.git` (a folder, or a file in a worktree or
 /// submodule) at `workdir` or above it.
 fn find_repo(workdir: &Path) -> Option<PathBuf> {
@@ -232,7 +189,7 @@ fn find_repo(workdir: &Path) -> Option<PathBuf> {
 }
 
 /// `git -C workdir` with the capture's settings.
-fn git(workdir: &Path, owned: Owned<'_>) -> Result<Command, String> {
+pub(super) fn git(workdir: &Path, owned: Owned<'_>) -> Result<Command, String> {
     let mut c = owned.command("git")?;
     c.arg("-C")
         .arg(workdir)

@@ -5,9 +5,11 @@
 //!
 //! A capture is kept with its **witness**: taken *before* git is asked,
 //! the `lstat` of every file the answer depends on (the index, `HEAD` and
-//! its content, the ref it names, `packed-refs`, the repository's and the
-//! user's git config and attributes files, every tracked file, each
-//! tracked folder's identity and its `.gitattributes`). A later capture
+//! its content, the refs it resolves through, `packed-refs`,
+//! `refs/replace`, the repository's and the user's git config and
+//! attributes files and the targets of those that are links, every
+//! tracked file, each tracked folder's identity and its `.gitattributes`;
+//! [`super::git_witness`]). A later capture
 //! reuses the answer only if the witness taken then is identical: any
 //! write to any of those files moves its modification or change time (or
 //! its size, inode, mode or owner), so an identical witness means nothing
@@ -21,27 +23,39 @@
 //! systems); a capture right after an edit asks git, and the next keeps it.
 //!
 //! Not kept at all (git is asked every time): worktrees and submodules
-//! (`.git` is a file), repositories with submodules (gitlinks) or
-//! reftable refs, more than [`MAX_TRACKED`] tracked files (or
+//! (`.git` is a file), a `.git` with a `commondir` or one git would pass
+//! over for a repository further up (no `objects`, an invalid `HEAD`),
+//! repositories with submodules (gitlinks) or reftable refs, more than [`MAX_TRACKED`] tracked files (or
 //! [`MAX_PATH_BYTES`] of their paths), a witness not taken by the capture's
 //! deadline, and a capture that was incomplete (a timeout, git failing). Kept per
 //! repository and per user (the stats run as the task's owner, as git
 //! does), at most [`MAX_REPOS`] repositories, least recently used first
-//! out. Not watched: config files that a config includes (`include.path`)
-//! and the `git` binary itself.
+//! out.
+//!
+//! Nor is a capture kept when git's configuration (as `git config --list
+//! --show-origin` gives it) comes from a file outside the witness (an
+//! `include.path`, a git installed elsewhere than `/usr`), includes one
+//! (`include.*`, `includeIf.*`: a file that does not exist yet is read
+//! once it does), or names a file or folder the witness does not cover
+//! (`core.worktree`, `core.attributesFile`, `diff.orderFile`, `attr.tree`,
+//! `extensions.worktreeConfig`), or when `diff.relative` makes the diff
+//! depend on the folder git runs in (a state is kept per repository).
+//! Not watched: the `git` binary itself, and programs a config runs
+//! (`filter.*.clean`).
 
 use std::collections::HashMap;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime};
 
 use nightjar_core::api::manifest::GitRecord;
 
-use super::git::{At, fresh, read_small, tracked};
+use super::git::{At, fresh, git};
+use super::git_witness::{Controls, Witness};
 use crate::privsep::Owned;
 use crate::sync::LockUnpoisoned;
+use crate::sys::bounded;
 
 /// Repositories kept at once.
 pub const MAX_REPOS: usize = 8;
@@ -122,7 +136,10 @@ impl GitCache {
             return k.record.clone();
         }
         let record = fresh(at, owned);
-        if record.note.is_none() && !witness.racy(since, self.margin) {
+        if record.note.is_none()
+            && !witness.racy(since, self.margin)
+            && config_covered(at.top, &witness.controls.configs, at.deadline, owned)
+        {
             self.keep(key, witness, record.clone(), entries);
         }
         record
@@ -173,174 +190,169 @@ impl GitCache {
 /// A submodule's entry in the index.
 const GITLINK: u32 = 0o160000;
 
-/// What a file's `lstat` says that a write changes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Stamp {
-    dev: u64,
-    ino: u64,
-    mode: u32,
-    uid: u32,
-    gid: u32,
-    size: u64,
-    mtime: (i64, i64),
-    ctime: (i64, i64),
+/// The index's entries of the repository at `top`, as `git ls-files
+/// --stage` lists them: (mode, path from the top); `None` past `most`
+/// entries or `most_bytes` of paths, or when git cannot answer by `deadline`.
+pub(super) fn tracked(
+    top: &Path,
+    deadline: Instant,
+    (most, most_bytes): (usize, usize),
+    owned: Owned<'_>,
+) -> Option<Vec<(u32, PathBuf)>> {
+    let mut listing = Listing::new(most, most_bytes);
+    let ran = bounded::run(
+        git(top, owned).ok()?.args(["ls-files", "-z", "--stage"]),
+        deadline,
+        |b| listing.feed(b),
+    )
+    .ok()?;
+    if !ran.ok() {
+        return None;
+    }
+    listing.end()
 }
 
-/// `path`'s stamp: `Ok(None)` when nothing is there; `Err` when it cannot
-/// be looked at (then nothing is kept, and nothing kept is reused).
-fn stamp(path: &Path) -> Result<Option<Stamp>, ()> {
-    match std::fs::symlink_metadata(path) {
-        Ok(m) => Ok(Some(Stamp {
-            dev: m.dev(),
-            ino: m.ino(),
-            mode: m.mode(),
-            uid: m.uid(),
-            gid: m.gid(),
-            size: m.size(),
-            mtime: (m.mtime(), m.mtime_nsec()),
-            ctime: (m.ctime(), m.ctime_nsec()),
-        })),
-        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT) | Some(libc::ENOTDIR)) => Ok(None),
-        Err(_) => Err(()),
+/// `git ls-files -z --stage` read as it streams, within its bounds: an
+/// entry is never held past `most_bytes` (an index can hold a path of any
+/// length), and each byte is looked at once.
+pub(super) struct Listing {
+    entries: Vec<(u32, PathBuf)>,
+    /// The entry being read.
+    rest: Vec<u8>,
+    bytes: usize,
+    most: usize,
+    most_bytes: usize,
+    bad: bool,
+}
+
+impl Listing {
+    pub(super) fn new(most: usize, most_bytes: usize) -> Listing {
+        Listing {
+            entries: Vec::new(),
+            rest: Vec::new(),
+            bytes: 0,
+            most,
+            most_bytes,
+            bad: false,
+        }
+    }
+
+    pub(super) fn feed(&mut self, mut b: &[u8]) {
+        while !self.bad && !b.is_empty() {
+            let (part, more) = match b.iter().position(|&c| c == 0) {
+                Some(end) => (&b[..end], Some(&b[end + 1..])),
+                None => (b, None),
+            };
+            self.rest.extend_from_slice(part);
+            if self.bytes + self.rest.len() >= self.most_bytes {
+                self.refuse();
+                return;
+            }
+            match more {
+                Some(m) => {
+                    self.entry();
+                    b = m;
+                }
+                None => return,
+            }
+        }
+    }
+
+    /// `MODE OBJECT STAGE<TAB>PATH`, ended.
+    fn entry(&mut self) {
+        use std::os::unix::ffi::OsStrExt;
+        let line = std::mem::take(&mut self.rest);
+        self.bytes += line.len() + 1;
+        let parsed = line.iter().position(|&c| c == b'\t').and_then(|tab| {
+            let head = std::str::from_utf8(&line[..tab]).ok()?;
+            let mode = u32::from_str_radix(head.split(' ').next()?, 8).ok()?;
+            let path = std::ffi::OsStr::from_bytes(&line[tab + 1..]);
+            Some((mode, PathBuf::from(path)))
+        });
+        match parsed {
+            Some(e) if self.entries.len() < self.most && self.bytes <= self.most_bytes => {
+                self.entries.push(e)
+            }
+            _ => self.refuse(),
+        }
+    }
+
+    fn refuse(&mut self) {
+        self.bad = true;
+        self.rest = Vec::new();
+        self.entries = Vec::new();
+    }
+
+    /// The entries, if all were read whole within the bounds.
+    pub(super) fn end(self) -> Option<Vec<(u32, PathBuf)>> {
+        (!self.bad && self.rest.is_empty()).then_some(self.entries)
+    }
+
+    /// Bytes held (for tests).
+    #[cfg(test)]
+    pub(super) fn held(&self) -> usize {
+        self.rest.capacity() + self.entries.capacity()
     }
 }
 
-/// The repository's own files and the user's git files.
-#[derive(Debug, PartialEq, Eq)]
-struct Controls {
-    index: Option<Stamp>,
-    /// `HEAD`'s text.
-    head: String,
-    /// The other files, in a fixed order.
-    files: Vec<Option<Stamp>>,
-}
+/// Settings whose value is a file or folder the witness does not cover,
+/// or that make git's answer depend on the folder it runs in.
+const UNCOVERED: [&str; 6] = [
+    "core.worktree",
+    "core.attributesfile",
+    "diff.orderfile",
+    "diff.relative",
+    "attr.tree",
+    "extensions.worktreeconfig",
+];
 
-impl Controls {
-    /// `None`: a repository whose state is not kept (see the module's doc).
-    fn take(top: &Path, owned: &Owned<'_>) -> Option<Controls> {
-        let git = top.join(".git");
-        if !std::fs::symlink_metadata(&git).ok()?.is_dir() || git.join("reftable").exists() {
-            return None;
-        }
-        let head = read_small(&git.join("HEAD"))?;
-        let mut paths = vec![
-            git.join("HEAD"),
-            git.join("packed-refs"),
-            git.join("config"),
-            git.join("info/attributes"),
-            PathBuf::from("/etc/gitconfig"),
-            PathBuf::from("/etc/gitattributes"),
-        ];
-        if let Some(r) = head.trim().strip_prefix("ref: ") {
-            // A ref outside refs/ (`..`) is git's refusal to make, not ours to follow.
-            if !r.starts_with("refs/") || r.split('/').any(|p| p == ".." || p.is_empty()) {
-                return None;
+/// Whether git's configuration for the repository at `top` comes only
+/// from `configs` (or the command line) and names nothing outside the
+/// witness (see the module's doc). `false` when git cannot say by `deadline`.
+fn config_covered(top: &Path, configs: &[PathBuf], deadline: Instant, owned: Owned<'_>) -> bool {
+    let Ok(mut cmd) = git(top, owned) else {
+        return false;
+    };
+    let mut text = Vec::new();
+    let mut over = false;
+    let ran = bounded::run(
+        cmd.args(["config", "--list", "--show-origin", "-z"]),
+        deadline,
+        |b| {
+            over |= text.len() + b.len() > 1 << 20;
+            if !over {
+                text.extend_from_slice(b);
             }
-            paths.push(git.join(r));
-        }
-        let home = owned.home();
-        let xdg = std::env::var_os("XDG_CONFIG_HOME")
-            .map(PathBuf::from)
-            .or_else(|| home.as_ref().map(|h| h.join(".config")));
-        if let Some(h) = &home {
-            paths.push(h.join(".gitconfig"));
-        }
-        if let Some(x) = &xdg {
-            paths.push(x.join("git/config"));
-            paths.push(x.join("git/attributes"));
-        }
-        for var in ["GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM"] {
-            if let Some(p) = std::env::var_os(var) {
-                paths.push(PathBuf::from(p));
-            }
-        }
-        let files = paths
-            .iter()
-            .map(|p| stamp(p))
-            .collect::<Result<_, _>>()
-            .ok()?;
-        Some(Controls {
-            index: stamp(&git.join("index")).ok()?,
-            head,
-            files,
-        })
+        },
+    );
+    if over || !ran.is_ok_and(|r| r.ok()) {
+        return false;
     }
-}
-
-/// Everything a capture's answer depends on, looked at before git answers.
-#[derive(Debug, PartialEq, Eq)]
-struct Witness {
-    controls: Controls,
-    /// Every tracked file's stamp, then each tracked folder's
-    /// `.gitattributes`, in the entries' order.
-    files: Vec<Option<Stamp>>,
-    /// Each tracked folder's (device, inode, type): a folder replaced (by
-    /// a link elsewhere, or another folder) is another folder.
-    folders: Vec<Option<(u64, u64, u32)>>,
-}
-
-impl Witness {
-    /// `None` when a file cannot be looked at, or past `deadline` (a
-    /// slow file system: git, asked instead, is bounded by it).
-    fn take(
-        top: &Path,
-        controls: Controls,
-        entries: &[(u32, PathBuf)],
-        deadline: Instant,
-    ) -> Option<Witness> {
-        let mut folders: Vec<&Path> = vec![Path::new("")];
-        for (_, p) in entries {
-            let mut parent = p.parent();
-            while let Some(d) = parent.filter(|d| !d.as_os_str().is_empty()) {
-                folders.push(d);
-                parent = d.parent();
-            }
-        }
-        folders.sort_unstable();
-        folders.dedup();
-        let mut files = Vec::with_capacity(entries.len() + folders.len());
-        for (i, (_, p)) in entries.iter().enumerate() {
-            if i % 256 == 255 && Instant::now() >= deadline {
-                return None;
-            }
-            files.push(stamp(&top.join(p)).ok()?);
-        }
-        let mut ids = Vec::with_capacity(folders.len());
-        for d in &folders {
-            let dir = top.join(d);
-            files.push(stamp(&dir.join(".gitattributes")).ok()?);
-            ids.push(
-                stamp(&dir)
-                    .ok()?
-                    .map(|s| (s.dev, s.ino, s.mode & libc::S_IFMT)),
-            );
-        }
-        Some(Witness {
-            controls,
-            files,
-            folders: ids,
-        })
-    }
-
-    /// Whether a file was changed less than `margin` before `since` (or
-    /// after it): too close for
-    /// a later write to be sure to move its times.
-    fn racy(&self, since: SystemTime, margin: Duration) -> bool {
-        let Ok(t) = since.duration_since(UNIX_EPOCH) else {
-            return true;
+    // `ORIGIN\0KEY\nVALUE\0`, or `ORIGIN\0KEY\0` for a key with no value.
+    let mut fields = text.split(|&c| c == 0);
+    while let (Some(origin), Some(entry)) = (fields.next(), fields.next()) {
+        let origin = String::from_utf8_lossy(origin);
+        let key = entry.split(|&c| c == b'\n').next().unwrap_or_default();
+        let key = String::from_utf8_lossy(key).to_ascii_lowercase();
+        let from_witness = match origin.strip_prefix("file:") {
+            Some(f) => configs.iter().any(|c| *c == top.join(f)),
+            None => origin == "command line:",
         };
-        let limit = t.saturating_sub(margin);
-        let limit = (limit.as_secs() as i64, i64::from(limit.subsec_nanos()));
-        let c = &self.controls;
-        [c.index]
-            .iter()
-            .chain(&c.files)
-            .chain(&self.files)
-            .flatten()
-            .any(|s| s.mtime >= limit || s.ctime >= limit)
+        if !from_witness
+            || key.starts_with("include.")
+            || key.starts_with("includeif.")
+            || UNCOVERED.contains(&key.as_str())
+        {
+            return false;
+        }
     }
+    true
 }
 
 #[cfg(test)]
 #[path = "git_cache_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "git_cache_hostile_tests.rs"]
+mod hostile_tests;

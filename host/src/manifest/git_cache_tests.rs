@@ -10,13 +10,13 @@ use crate::manifest::git::capture;
 
 /// The margin the tests use (the daemon's is [`RACY`]): files must be this
 /// old for a capture to be kept, so each test sleeps past it.
-const MARGIN: Duration = Duration::from_millis(150);
+pub(super) const MARGIN: Duration = Duration::from_millis(150);
 
-fn settle() {
+pub(super) fn settle() {
     std::thread::sleep(MARGIN + Duration::from_millis(60));
 }
 
-fn git_in(dir: &Path, args: &[&str]) -> String {
+pub(super) fn git_in(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .arg("-C")
         .arg(dir)
@@ -29,7 +29,7 @@ fn git_in(dir: &Path, args: &[&str]) -> String {
 }
 
 /// A committed repository with `train.py` and `lib/util.py`, settled.
-fn repo() -> tempfile::TempDir {
+pub(super) fn repo() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     git_in(d, &["init", "-q", "-b", "main"]);
@@ -43,7 +43,7 @@ fn repo() -> tempfile::TempDir {
 }
 
 /// A capture through `cache`, checked against git asked without one.
-fn kept(cache: &GitCache, workdir: &Path) -> GitRecord {
+pub(super) fn kept(cache: &GitCache, workdir: &Path) -> GitRecord {
     let t = Duration::from_secs(20);
     let got = capture(workdir, t, Owned::own(), Some(cache));
     let fresh = capture(workdir, t, Owned::own(), None);
@@ -51,7 +51,7 @@ fn kept(cache: &GitCache, workdir: &Path) -> GitRecord {
     got
 }
 
-fn hits(cache: &GitCache) -> u64 {
+pub(super) fn hits(cache: &GitCache) -> u64 {
     cache.hits.load(Ordering::Relaxed)
 }
 

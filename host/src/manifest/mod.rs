@@ -10,6 +10,7 @@
 
 pub mod git;
 pub mod git_cache;
+mod git_witness;
 pub mod inputs;
 pub mod python;
 pub mod system;
