@@ -42,6 +42,25 @@ pub(crate) fn let_settle() {
     std::thread::sleep(Duration::from_millis(2300));
 }
 
+/// `git diff HEAD` as the manifest hashes it (binary, no external diff or
+/// textconv, no colour).
+fn diff_head(repo: &Path) -> Vec<u8> {
+    Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args([
+            "diff",
+            "HEAD",
+            "--binary",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--no-color",
+        ])
+        .output()
+        .expect("run git diff")
+        .stdout
+}
+
 pub(crate) fn sha256(bytes: &[u8]) -> String {
     Sha256::digest(bytes)
         .iter()
@@ -83,20 +102,7 @@ fn manifests_record_git_inputs_env_and_machine_at_submit_and_start() {
     let head = git(&repo, &["rev-parse", "HEAD"]);
     // Dirty: a tracked file changed.
     std::fs::write(repo.join("train.sh"), "echo run twice\n").unwrap();
-    let diff = Command::new("git")
-        .arg("-C")
-        .arg(&repo)
-        .args([
-            "diff",
-            "HEAD",
-            "--binary",
-            "--no-ext-diff",
-            "--no-textconv",
-            "--no-color",
-        ])
-        .output()
-        .unwrap()
-        .stdout;
+    let diff = diff_head(&repo);
     std::fs::write(repo.join("task.toml"), TASK).unwrap();
     let_settle();
     nj.start();
@@ -253,20 +259,7 @@ fn a_same_size_edit_between_two_submits_from_a_settled_repository_is_seen() {
         (&c["dirty"], &c["changed_files"]),
         (&Value::from(true), &Value::from(1))
     );
-    let diff = Command::new("git")
-        .arg("-C")
-        .arg(&repo)
-        .args([
-            "diff",
-            "HEAD",
-            "--binary",
-            "--no-ext-diff",
-            "--no-textconv",
-            "--no-color",
-        ])
-        .output()
-        .unwrap()
-        .stdout;
+    let diff = diff_head(&repo);
     assert_eq!(c["diff_sha256"], sha256(&diff).as_str());
 }
 

@@ -367,4 +367,4 @@ mod tests {
 
 #[cfg(test)]
 #[path = "git_tests.rs"]
-mod repo_tests;
+pub(super) mod repo_tests;

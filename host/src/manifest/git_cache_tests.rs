@@ -16,17 +16,7 @@ pub(super) fn settle() {
     std::thread::sleep(MARGIN + Duration::from_millis(60));
 }
 
-pub(super) fn git_in(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.org"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
-}
+pub(super) use crate::manifest::git::repo_tests::git_in;
 
 /// A committed repository with `train.py` and `lib/util.py`, settled.
 pub(super) fn repo() -> tempfile::TempDir {

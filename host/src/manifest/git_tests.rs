@@ -4,7 +4,8 @@ use std::process::Command;
 
 use super::*;
 
-fn git_in(dir: &Path, args: &[&str]) -> String {
+/// Runs git in `dir` as a person would (a test identity), asserting success; its stdout.
+pub(crate) fn git_in(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .arg("-C")
         .arg(dir)
