@@ -52,7 +52,7 @@ use std::time::{Duration, Instant, SystemTime};
 use nightjar_core::api::manifest::GitRecord;
 
 use super::git::{At, fresh, git};
-use super::git_witness::{Controls, Witness};
+use super::git_witness::{Controls, Tracked, Witness};
 use crate::privsep::Owned;
 use crate::sync::LockUnpoisoned;
 use crate::sys::bounded;
@@ -93,8 +93,9 @@ impl Default for GitCache {
 struct Kept {
     witness: Witness,
     record: GitRecord,
-    /// The index's entries the witness covers (reused while the index is unchanged).
-    entries: Arc<[(u32, PathBuf)]>,
+    /// The index's entries the witness covers, with their folders (reused
+    /// while the index is unchanged).
+    tracked: Arc<Tracked>,
     used: AtomicU64,
 }
 
@@ -120,14 +121,16 @@ impl GitCache {
             return fresh(at, owned);
         };
         // The index's entries: the kept ones while the index is unchanged.
-        let entries = match &before {
-            Some(k) if k.witness.controls.index == controls.index => Some(Arc::clone(&k.entries)),
-            _ => tracked(at.top, at.deadline, (MAX_TRACKED, MAX_PATH_BYTES), owned).map(Arc::from),
+        let listed = match &before {
+            Some(k) if k.witness.controls.index == controls.index => Some(Arc::clone(&k.tracked)),
+            _ => tracked(at.top, at.deadline, (MAX_TRACKED, MAX_PATH_BYTES), owned)
+                .map(|e| Arc::new(Tracked::new(e))),
         };
-        let Some(entries) = entries.filter(|e| e.iter().all(|(mode, _)| *mode != GITLINK)) else {
+        let Some(listed) = listed.filter(|t| t.entries.iter().all(|(mode, _)| *mode != GITLINK))
+        else {
             return fresh(at, owned);
         };
-        let Some(witness) = Witness::take(at.top, controls, &entries, at.deadline) else {
+        let Some(witness) = Witness::take(at.top, controls, &listed, at.deadline) else {
             return fresh(at, owned);
         };
         if let Some(k) = before.filter(|k| k.witness == witness) {
@@ -140,22 +143,16 @@ impl GitCache {
             && !witness.racy(since, self.margin)
             && config_covered(at.top, &witness.controls.configs, at.deadline, owned)
         {
-            self.keep(key, witness, record.clone(), entries);
+            self.keep(key, witness, record.clone(), listed);
         }
         record
     }
 
-    fn keep(
-        &self,
-        key: (Option<u32>, PathBuf),
-        w: Witness,
-        rec: GitRecord,
-        e: Arc<[(u32, PathBuf)]>,
-    ) {
+    fn keep(&self, key: Key, w: Witness, rec: GitRecord, tracked: Arc<Tracked>) {
         let kept = Arc::new(Kept {
             witness: w,
             record: rec,
-            entries: e,
+            tracked,
             used: AtomicU64::new(self.tick()),
         });
         let mut map = self.kept.lock_unpoisoned();

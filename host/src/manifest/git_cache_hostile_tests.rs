@@ -188,8 +188,10 @@ fn a_witness_of_many_folders_is_bounded_by_the_deadline_too() {
     let d = dir.path();
     let controls = Controls::take(d, &Owned::own()).expect("a plain repository");
     // Fewer entries than a look at the clock, each in five folders of its own.
-    let entries: Vec<(u32, PathBuf)> = (0..100)
-        .map(|i| (0o100644, PathBuf::from(format!("a{i}/b/c/d/e/f.py"))))
-        .collect();
-    assert!(Witness::take(d, controls, &entries, Instant::now()).is_none());
+    let tracked = Tracked::new(
+        (0..100)
+            .map(|i| (0o100644, PathBuf::from(format!("a{i}/b/c/d/e/f.py"))))
+            .collect(),
+    );
+    assert!(Witness::take(d, controls, &tracked, Instant::now()).is_none());
 }

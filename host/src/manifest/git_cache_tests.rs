@@ -237,14 +237,16 @@ fn a_witness_not_taken_by_the_deadline_keeps_nothing() {
     let dir = repo();
     let d = dir.path();
     let controls = Controls::take(d, &Owned::own()).expect("a plain repository");
-    let entries: Vec<(u32, PathBuf)> = (0..600)
-        .map(|i| (0o100644, PathBuf::from(format!("f{i}"))))
-        .collect();
+    let tracked = Tracked::new(
+        (0..600)
+            .map(|i| (0o100644, PathBuf::from(format!("f{i}"))))
+            .collect(),
+    );
     let past = Instant::now();
-    assert!(Witness::take(d, controls, &entries, past).is_none());
+    assert!(Witness::take(d, controls, &tracked, past).is_none());
     let controls = Controls::take(d, &Owned::own()).expect("a plain repository");
     let later = Instant::now() + Duration::from_secs(60);
-    assert!(Witness::take(d, controls, &entries, later).is_some());
+    assert!(Witness::take(d, controls, &tracked, later).is_some());
 }
 
 #[test]

@@ -209,17 +209,19 @@ pub(super) struct Witness {
 /// Stats between two looks at the clock.
 const STATS_PER_LOOK: usize = 256;
 
-impl Witness {
-    /// `None` when a file cannot be looked at, or past `deadline` (a
-    /// slow file system: git, asked instead, is bounded by it).
-    pub(super) fn take(
-        top: &Path,
-        controls: Controls,
-        entries: &[(u32, PathBuf)],
-        deadline: Instant,
-    ) -> Option<Witness> {
+/// The index's entries (mode, path from the top) and the folders that hold
+/// them (the top first), derived once and kept while the index is unchanged.
+#[derive(Debug)]
+pub(super) struct Tracked {
+    pub(super) entries: Vec<(u32, PathBuf)>,
+    folders: Vec<PathBuf>,
+}
+
+impl Tracked {
+    /// `entries` with their folders.
+    pub(super) fn new(entries: Vec<(u32, PathBuf)>) -> Tracked {
         let mut folders: Vec<&Path> = vec![Path::new("")];
-        for (_, p) in entries {
+        for (_, p) in &entries {
             let mut parent = p.parent();
             while let Some(d) = parent.filter(|d| !d.as_os_str().is_empty()) {
                 folders.push(d);
@@ -228,6 +230,21 @@ impl Witness {
         }
         folders.sort_unstable();
         folders.dedup();
+        let folders = folders.into_iter().map(Path::to_path_buf).collect();
+        Tracked { entries, folders }
+    }
+}
+
+impl Witness {
+    /// `None` when a file cannot be looked at, or past `deadline` (a
+    /// slow file system: git, asked instead, is bounded by it).
+    pub(super) fn take(
+        top: &Path,
+        controls: Controls,
+        tracked: &Tracked,
+        deadline: Instant,
+    ) -> Option<Witness> {
+        let (entries, folders) = (&tracked.entries, &tracked.folders);
         // After every STATS_PER_LOOK stats (a folder costs two or three).
         let late = |i: usize, per: usize| i % per == per - 1 && Instant::now() >= deadline;
         let mut files = Vec::with_capacity(entries.len() + 2 * folders.len());
@@ -254,8 +271,7 @@ impl Witness {
     }
 
     /// Whether a file was changed less than `margin` before `since` (or
-    /// after it): too close for
-    /// a later write to be sure to move its times.
+    /// after it): too close for a later write to be sure to move its times.
     pub(super) fn racy(&self, since: SystemTime, margin: Duration) -> bool {
         let Ok(t) = since.duration_since(UNIX_EPOCH) else {
             return true;
