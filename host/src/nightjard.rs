@@ -80,6 +80,7 @@ fn run(cli: Cli) -> Result<i32> {
             let cfg = Config::load(cli.config.as_deref(), cli.state_dir.as_deref())?;
             match action {
                 None => {
+                    crate::daemon::heap::tune();
                     init_logging();
                     crate::daemon::run(cfg, front_ends)?;
                     Ok(0)

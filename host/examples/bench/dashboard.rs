@@ -18,6 +18,14 @@ use super::{Daemon, entries, median};
 /// One `GET path`, with the session cookie when a token is given: status
 /// line and body size.
 pub(super) fn get(port: u16, path: &str, token: Option<&str>) -> Result<(String, usize)> {
+    let buf = get_raw(port, path, token)?;
+    let text = String::from_utf8_lossy(&buf);
+    let status = text.lines().next().unwrap_or_default().to_string();
+    Ok((status, buf.len()))
+}
+
+/// One `GET path`: the whole answer, status line and headers included.
+pub(super) fn get_raw(port: u16, path: &str, token: Option<&str>) -> Result<Vec<u8>> {
     let mut s = TcpStream::connect(("127.0.0.1", port))?;
     let cookie = token.map_or_else(String::new, |t| format!("Cookie: nj_session={t}\r\n"));
     write!(
@@ -26,9 +34,7 @@ pub(super) fn get(port: u16, path: &str, token: Option<&str>) -> Result<(String,
     )?;
     let mut buf = Vec::new();
     s.read_to_end(&mut buf)?;
-    let text = String::from_utf8_lossy(&buf);
-    let status = text.lines().next().unwrap_or_default().to_string();
-    Ok((status, buf.len()))
+    Ok(buf)
 }
 
 /// A free TCP port on 127.0.0.1.

@@ -7,13 +7,16 @@
 //! Linux counts it (/proc/PID/status): anonymous memory (the heap, the
 //! plugins' linear memory, SQLite's page cache) and file pages mapped (the
 //! binary's code as far as it ran, the database where a reader maps it).
+//! Beside it, the mean time of a pass over the whole queue (from the
+//! daemon's own `/metrics`), so memory is not bought with pass time.
 
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use nightjar::api;
 
 use super::Daemon;
+use super::dashboard::{free_port, get_raw};
 use super::vs::nightjar_text;
 
 /// (VmRSS, RssAnon, RssFile) of `pid`, KiB.
@@ -38,10 +41,46 @@ fn row(what: &str, (total, anon, file): (u64, u64, u64)) {
     );
 }
 
+/// `(sum of seconds, count)` of the daemon's pass durations so far.
+fn passes(port: u16) -> Result<(f64, f64)> {
+    let text = String::from_utf8(get_raw(port, "/metrics", None)?)?;
+    let value = |name: &str| {
+        (text.lines())
+            .find_map(|l| l.strip_prefix(name)?.trim().parse::<f64>().ok())
+            .with_context(|| format!("no {name} in /metrics"))
+    };
+    Ok((
+        value("nightjar_pass_duration_seconds_sum ")?,
+        value("nightjar_pass_duration_seconds_count ")?,
+    ))
+}
+
+/// The mean pass time, ms, of 20 passes over the whole queue, each woken by
+/// a submit of a task that waits behind it.
+fn mean_pass(d: &Daemon, c: &mut nightjar_core::client::Client, port: u16) -> Result<f64> {
+    let (sum0, count0) = passes(port)?;
+    for k in 0..20 {
+        let _: Vec<i64> = c.call(api::Submit {
+            entries: super::estimate::waiting_task(k)?,
+            verify: false,
+        })?;
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (sum1, count1) = passes(port)?;
+    if count1 <= count0 {
+        anyhow::bail!(
+            "no pass ran while 20 tasks were submitted to {}",
+            d.socket.display()
+        );
+    }
+    Ok((sum1 - sum0) / (count1 - count0) * 1e3)
+}
+
 pub fn rss_with(tasks: usize) -> Result<()> {
-    let d = Daemon::start(
-        "slots = 16\n[gpu]\nbackend = \"sim:8xA100-80GB\"\nhost_mem_min_free = \"1MiB\"\n",
-    )?;
+    let port = free_port()?;
+    let d = Daemon::start(&format!(
+        "slots = 16\n[gpu]\nbackend = \"sim:8xA100-80GB\"\nhost_mem_min_free = \"1MiB\"\n[http]\nmetrics = true\nmetrics_listen = \"127.0.0.1:{port}\"\n",
+    ))?;
     let pid = d.child.id();
     let mut c = d.client()?;
     super::estimate::hold_every_gpu(&d, &mut c)?;
@@ -69,6 +108,8 @@ pub fn rss_with(tasks: usize) -> Result<()> {
     std::thread::sleep(Duration::from_secs(3));
     let queued = rss(pid)?;
     row(&format!("{tasks} waiting, after a few passes"), queued);
+    let pass = mean_pass(&d, &mut c, port)?;
+    println!("  a pass over the {tasks} waiting tasks (the mean of 20): {pass:.1} ms");
     nightjar_text(&d, &["ls", "--limit", "0"])?;
     // The last task waits behind every other: its forecast plays them all.
     nightjar_text(&d, &["estimate", &last.to_string()])?;

@@ -38,7 +38,7 @@ pub(crate) mod testkit;
 mod watch;
 mod work;
 
-pub use self::boot::{Server, consistency, mend, run, run_with};
+pub use self::boot::{Server, consistency, heap, mend, run, run_with};
 pub use self::given::{Clock, Given, SystemClock};
 pub use self::run::environment;
 pub use self::run::executor::{Executor, Launch, Stop};

@@ -3,7 +3,7 @@
 //! once submitted (a priority change rewrites the spec and the `priority`
 //! column together), so decoded specs are kept across passes, keyed by task
 //! and checked against the row's `priority` and the spec's length in bytes
-//! (`octet_length`, read from the record header without loading the text):
+//! (both kept in the `tasks_queue` index, so a pass reads no task's row):
 //! a row whose spec was rewritten is decoded again.
 
 use std::collections::HashMap;
@@ -21,7 +21,7 @@ const SLACK: usize = 4096;
 pub(super) struct Stamp {
     /// `tasks.priority`.
     pub priority: i64,
-    /// `octet_length(tasks.spec)`.
+    /// `length(CAST(tasks.spec AS BLOB))`.
     pub bytes: i64,
 }
 

@@ -1,10 +1,12 @@
-//! The daemon's start: the state dir prepared and locked, the database
+//! The daemon's start: the heap set (`heap.rs`, by `nightjard` before
+//! any thread), the state dir prepared and locked, the database
 //! opened and checked against what the state dir proves, the GPUs opened,
 //! the policy chain loaded, runs re-adopted, then every job started on its
 //! thread (the scheduler thread's pipeline, the workers, the watches) and
 //! the front ends it is given; it schedules until SIGTERM.
 
 pub mod consistency;
+pub mod heap;
 pub mod mend;
 pub(in crate::daemon) mod prepare;
 pub(in crate::daemon) mod private;
