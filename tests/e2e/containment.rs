@@ -298,3 +298,39 @@ fn reasons_that_change_every_pass_leave_the_events_table_bounded() {
     let worst = slowest_ls(&nj, Duration::from_secs(2));
     assert!(worst < Duration::from_secs(2), "ls took {worst:?}");
 }
+
+/// A forecast asks its own copy of the chain on the API's thread, not on
+/// plugin threads (`Chain::load_here`): a policy that loops, sleeps, or
+/// allocates without end there costs the forecast its deadlines and limits,
+/// and the forecast still answers; the daemon answers `ls` and runs tasks.
+#[test]
+fn a_forecast_through_a_hostile_policy_still_answers_and_the_daemon_goes_on() {
+    for mode in ["loop", "sleep", "alloc"] {
+        let mut nj = attacked(mode, "");
+        nj.start();
+        let free = nj.submit(&["--project", "free", "--", "true"]);
+        // A task not queued: its forecast plays the queue with it through
+        // the chain from the first pass.
+        let forecast = nj.cli(&[
+            "submit",
+            "--dry-run",
+            "--timeout",
+            "10m",
+            "--name",
+            "try",
+            "--",
+            "true",
+        ]);
+        let text = String::from_utf8_lossy(&forecast.stdout);
+        assert!(
+            forecast.status.success() && text.contains("task try (not queued: --dry-run)"),
+            "{mode}: the forecast: {text}{}\nlog:\n{}",
+            String::from_utf8_lossy(&forecast.stderr),
+            nj.daemon_log()
+        );
+        assert!(nj.cli(&["ls"]).status.success(), "{mode}: ls after");
+        assert_eq!(nj.wait(free), 0, "{mode}: other tasks run");
+        let pid = nj.daemon_pid().unwrap();
+        assert!(crate::harness::alive(pid as i32), "{mode}: daemon alive");
+    }
+}

@@ -119,8 +119,11 @@ impl Chain {
 
     /// Loads the chain with its members on the caller's thread: each call
     /// answers under its epoch deadline with no thread hand-off and no
-    /// watchdog. For `nightjar simulate`, which asks at every event of a
-    /// trace and runs no daemon that a stuck call could stall.
+    /// watchdog. For `nightjar simulate` and the daemon's forecasts (on a
+    /// blocking thread of the API's, never the scheduler's), which ask at
+    /// every event they play: a policy reaches no host call that can block,
+    /// so the deadline alone ends any call, and the two wake-ups a call on
+    /// a thread of its own costs were about a seventh of an `estimate`.
     pub fn load_here(cfg: &Config, engine: Option<&PluginEngine>) -> Chain {
         Chain::load_on(cfg, engine, true)
     }

@@ -374,10 +374,11 @@ impl Daemon {
             crate::plugins::engine::PluginEngine::new(Some(self.cfg.plugin_cache_dir())).ok()
         });
         // A simulated hour passes in a moment: the per-minute CPU budget
-        // would stop the chain for nothing. The per-call limits apply.
+        // would stop the chain for nothing. The per-call limits apply, on
+        // this thread (`Chain::load_here`).
         let mut cfg = self.cfg.clone();
         cfg.plugins.cpu_budget = std::time::Duration::from_secs(u32::MAX as u64);
-        Some((seen, Chain::load(&cfg, engine.as_ref())))
+        Some((seen, Chain::load_here(&cfg, engine.as_ref())))
     }
 }
 
