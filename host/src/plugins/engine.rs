@@ -68,13 +68,22 @@ impl PluginEngine {
         })
     }
 
-    /// Runs `f` (a plugin call) with the deadline ticker running.
+    /// Runs `f` (a plugin call) with the deadline ticker running. The
+    /// call is counted off however it ends: a panic in the host's side of
+    /// it (caught by a worker on its caller's thread) must not leave the
+    /// ticker waking every 5 ms for the rest of the daemon's life.
     pub fn with_deadline<R>(&self, f: impl FnOnce() -> R) -> R {
+        /// Counts one call off when dropped.
+        struct InFlight<'a>(&'a AtomicUsize);
+        impl Drop for InFlight<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
         self.busy.fetch_add(1, Ordering::AcqRel);
+        let _in_flight = InFlight(&self.busy);
         self.ticker.unpark();
-        let r = f();
-        self.busy.fetch_sub(1, Ordering::AcqRel);
-        r
+        f()
     }
 
     /// Epoch ticks for a deadline of `d`.
@@ -141,5 +150,22 @@ impl PluginEngine {
         self.engine.precompile_compatibility_hash().hash(&mut h);
         let hex: String = sha.iter().map(|b| format!("{b:02x}")).collect();
         Some(dir.join(format!("{hex}-{:016x}.cwasm", h.finish())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_call_that_panics_is_counted_off_and_the_ticker_sleeps_again() {
+        let engine = PluginEngine::new(None).unwrap();
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            engine.with_deadline(|| panic!("the host's side of a call"))
+        }));
+        assert!(caught.is_err());
+        assert_eq!(engine.busy.load(Ordering::Acquire), 0, "no call in flight");
+        assert_eq!(engine.with_deadline(|| 7), 7);
+        assert_eq!(engine.busy.load(Ordering::Acquire), 0);
     }
 }
