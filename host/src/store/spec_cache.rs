@@ -92,6 +92,37 @@ mod tests {
     }
 
     #[test]
+    fn a_spec_with_text_beyond_ascii_is_stamped_in_bytes_and_decoded_once() {
+        let (_dir, mut s) = store();
+        // A command with characters of two, three and four bytes: a stamp in characters
+        // (`length(spec)`) would never match the decoded text's byte
+        // length, and every pass would decode the spec again.
+        let ids = submit(&mut s, "name = \"r\"\ncommand = \"echo résumé 実験 🐦\"\n");
+        let (bytes, chars): (i64, i64) = s
+            .conn
+            .query_row(
+                "SELECT length(CAST(spec AS BLOB)), length(spec) FROM tasks WHERE id = ?1",
+                [ids[0]],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert!(bytes > chars, "{bytes} bytes, {chars} characters");
+        let first = s.candidates(2_000, 10, 0).unwrap();
+        assert!(
+            first[0]
+                .spec
+                .command
+                .to_argv()
+                .concat()
+                .contains("résumé 実験 🐦")
+        );
+        let again = s.candidates(2_000, 10, 0).unwrap();
+        let by_id = s.candidates_by_ids(2_000, &ids).unwrap();
+        assert!(Arc::ptr_eq(&first[0].spec, &again[0].spec), "decoded again");
+        assert!(Arc::ptr_eq(&first[0].spec, &by_id[&ids[0]].spec));
+    }
+
+    #[test]
     fn a_priority_change_rewrites_the_spec_and_the_next_read_sees_it() {
         let (_dir, mut s) = store();
         let ids = submit(&mut s, "command = \"true\"\n");
