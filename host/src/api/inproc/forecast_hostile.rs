@@ -166,3 +166,53 @@ fn a_task_held_by_a_failing_closed_policy_is_not_blamed_on_a_task_that_never_sta
     assert!(!why.contains(&format!("task {blind}")), "{why}");
     assert!(why.contains("polic"), "{why}");
 }
+
+/// Tasks' starts in `w`'s forecast of every waiting task, ms after now.
+fn starts(w: &World) -> Vec<(Option<i64>, Option<i64>)> {
+    let r = w.call(Forecast::default()).expect("forecast");
+    r.tasks
+        .iter()
+        .map(|t| (t.id, t.start.map(|s| s - r.now)))
+        .collect()
+}
+
+/// A policy that fails every second call, `closed` (nothing starts while
+/// it fails), and six one-GPU tasks for two GPUs.
+fn flaky_closed() -> World {
+    let w = World::with_plugins(
+        &[("hostile", HOSTILE)],
+        "slots = 8\n[gpu]\nbackend = \"sim:2xA100-80GB\"\nhost_mem_min_free = \"1MiB\"\n[plugins]\nchain = [\"hostile\"]\n[plugin.hostile]\non_failure = \"closed\"\n[plugin.hostile.config]\nmode = \"flaky\"\n",
+    );
+    for i in 0..6 {
+        w.task(
+            &format!("t{i}"),
+            &["true"],
+            "resources = { gpus = 1, timeout = \"1h\" }",
+        );
+    }
+    w
+}
+
+#[test]
+fn a_forecast_counts_no_failures_of_an_earlier_one_and_disables_what_the_scheduler_did() {
+    // The forecast's copy of the chain once kept the failures each forecast
+    // counted: the policy, disabled in the first, failed (closed) every
+    // later forecast until its file changed, while the scheduler asked it.
+    let w = flaky_closed();
+    let first = starts(&w);
+    assert!(first.iter().all(|(_, s)| s.is_some()), "{first:?}");
+    assert_eq!(starts(&w), first, "the same forecast asked again");
+    // Once the scheduler has disabled it (closed: nothing starts), so has
+    // a forecast, though none had counted its failures.
+    let w = flaky_closed();
+    for _ in 0..8 {
+        w.pass();
+    }
+    let views = w.fx.daemon.plugin_views();
+    assert_eq!(views[0].state, "disabled", "{views:?}");
+    let after = starts(&w);
+    assert!(
+        !after.is_empty() && after.iter().all(|(_, s)| s.is_none()),
+        "{after:?}"
+    );
+}

@@ -333,6 +333,14 @@ impl Daemon {
             .filter(|u| u.ended_at.is_some())
             .collect();
         let mut chain = self.checkout_forecast_chain();
+        if let Some((_, c)) = chain.as_mut() {
+            // As the scheduler's chain stands, not as earlier forecasts left it.
+            let disabled: Vec<String> = (lock(&self.pipeline.chain_status).views.iter())
+                .filter(|v| v.state == "disabled")
+                .map(|v| v.name.clone())
+                .collect();
+            c.mirror(&disabled);
+        }
         let mut sim = Sim::new(
             &self.cfg,
             &plan.jobs,

@@ -80,4 +80,22 @@ impl Chain {
         }
         changes
     }
+
+    /// Sets a forecast's copy of the chain as the scheduler's chain stands:
+    /// each member that runs starts with no failures counted, disabled only
+    /// where the scheduler's member is (`live_disabled`, by name). A
+    /// forecast so neither inherits the failures an earlier forecast
+    /// counted (which disabled a member in every later one, until its file
+    /// changed, whatever the scheduler did) nor asks a policy the
+    /// scheduler no longer asks.
+    pub(in crate::daemon) fn mirror(&mut self, live_disabled: &[String]) {
+        for m in self.members.iter_mut().filter(|m| m.loaded.is_some()) {
+            m.health.reset();
+            m.disabled = live_disabled.contains(&m.name);
+            m.last_error = m.disabled.then(|| {
+                "disabled in the scheduler's chain until it is reloaded (`nightjar plugins ls`)"
+                    .to_string()
+            });
+        }
+    }
 }
