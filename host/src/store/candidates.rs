@@ -45,6 +45,18 @@ fn queue_sql() -> String {
     )
 }
 
+/// The tasks among the ids in `?2` (a JSON array) that may start at `?1`,
+/// each looked up by its id: the ids drive the join (`CROSS JOIN` keeps
+/// them outside), where `t.id IN (...)` had SQLite read every queued task's
+/// index entry and filter, for each chunk of a pass's ranking.
+fn by_ids_sql() -> String {
+    format!(
+        "SELECT {CANDIDATE_COLUMNS} FROM json_each(?2) AS j CROSS JOIN tasks t ON t.id = j.value
+         WHERE {}",
+        eligible()
+    )
+}
+
 /// A candidate's row without its spec.
 struct Row {
     id: i64,
@@ -109,13 +121,8 @@ impl Store {
     /// The tasks among `ids` that may start now, keyed by id: those still
     /// queued, past their backoff, with their dependencies met.
     pub fn candidates_by_ids(&self, now: i64, ids: &[i64]) -> Result<HashMap<i64, Candidate>> {
-        let sql = format!(
-            "SELECT {CANDIDATE_COLUMNS} FROM tasks t
-             WHERE {} AND t.id IN (SELECT value FROM json_each(?2))",
-            eligible()
-        );
         let rows: Vec<Row> = {
-            let mut stmt = self.conn.prepare_cached(&sql)?;
+            let mut stmt = self.conn.prepare_cached(&by_ids_sql())?;
             let ids = serde_json::to_string(ids)?;
             stmt.query_map(params![now, ids], Row::read)?
                 .collect::<rusqlite::Result<_>>()?
@@ -181,14 +188,12 @@ mod tests {
     use super::*;
 
     /// What SQLite plans for `sql`, one step a line.
-    fn plan(store: &Store, sql: &str) -> String {
+    fn plan(store: &Store, sql: &str, p: impl rusqlite::Params) -> String {
         let mut stmt = store
             .conn
             .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
             .unwrap();
-        let steps = stmt
-            .query_map(params![0, 100, 0], |r| r.get::<_, String>(3))
-            .unwrap();
+        let steps = stmt.query_map(p, |r| r.get::<_, String>(3)).unwrap();
         steps.map(|s| s.unwrap()).collect::<Vec<_>>().join("\n")
     }
 
@@ -196,7 +201,7 @@ mod tests {
     fn a_pass_reads_the_waiting_tasks_from_the_queue_index_alone_not_their_rows() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("nightjar.db")).unwrap();
-        let plan = plan(&store, &queue_sql());
+        let plan = plan(&store, &queue_sql(), params![0, 100, 0]);
         let outer = plan.lines().next().unwrap_or_default();
         assert_eq!(
             outer, "SEARCH t USING COVERING INDEX tasks_queue (state=?)",
@@ -209,5 +214,19 @@ mod tests {
                 "a step reads the tasks' rows: {step}\nthe whole plan:\n{plan}"
             );
         }
+    }
+
+    #[test]
+    fn a_chunk_of_the_ranking_is_looked_up_by_id_not_by_reading_the_whole_queue() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("nightjar.db")).unwrap();
+        let plan = plan(&store, &by_ids_sql(), params![0, "[1, 2]"]);
+        let steps: Vec<&str> = plan.lines().take(2).collect();
+        assert!(
+            steps.len() == 2
+                && steps[0].starts_with("SCAN j VIRTUAL TABLE")
+                && steps[1] == "SEARCH t USING INTEGER PRIMARY KEY (rowid=?)",
+            "the ids first, then each task by its id; the whole plan:\n{plan}"
+        );
     }
 }
