@@ -1,6 +1,6 @@
 //! The daemon's heap (glibc's malloc), set for a process that lives for
 //! months with a queue that grows and shrinks: measured with 10,000 tasks
-//! waiting (`scripts/bench rss`), glibc's defaults kept about 12 MiB that
+//! waiting (`scripts/bench rss`), glibc's defaults kept about 15 MiB that
 //! the daemon had freed:
 //! - its mmap threshold rises to the largest block freed so far (up to
 //!   32 MiB), after which a pass's large temporary tables come from the
