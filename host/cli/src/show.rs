@@ -57,7 +57,7 @@ fn print(d: &api::wire::TaskDetail) {
     }
     if let Some(e) = &d.spec.environment {
         println!("  environment {}", clean(&e.describe()));
-        if let nightjar_core::task::environment::Environment::Container(c) = e {
+        if let nightjar_core::task::environment::Environment::Container(c) = &**e {
             for m in &c.mounts {
                 println!(
                     "  mount      {} -> {}{}",

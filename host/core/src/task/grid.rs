@@ -110,11 +110,11 @@ pub fn member(
         template.name.clone()
     };
     let checkpoint = match &template.checkpoint {
-        Some(c) => Some(CheckpointSpec {
+        Some(c) => Some(Box::new(CheckpointSpec {
             pattern: sub(&c.pattern)?,
             resume: c.resume.as_deref().map(sub).transpose()?,
-            ..c.clone()
-        }),
+            ..CheckpointSpec::clone(c)
+        })),
         None => None,
     };
     Ok(TaskSpec {

@@ -260,8 +260,10 @@ pub struct TaskSpec {
     pub preemptible: bool,
     /// Where it saves checkpoints and how a later attempt resumes from them
     /// (absent in specs stored before nightjar 0.3).
+    /// Boxed: most tasks have none, and the daemon keeps every waiting
+    /// task's spec (128 bytes inline, 8 boxed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub checkpoint: Option<super::checkpoint::CheckpointSpec>,
+    pub checkpoint: Option<Box<super::checkpoint::CheckpointSpec>>,
     /// The result validators its runs are judged by (task file `[[validate]]`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub validate: Vec<ValidatorRef>,
@@ -287,8 +289,9 @@ pub struct TaskSpec {
     pub cache: bool,
     /// The venv, conda environment or container the command runs in
     /// (task file `[environment]`; absent in specs stored before it existed).
+    /// Boxed, as `checkpoint` is (56 bytes inline).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub environment: Option<super::environment::Environment>,
+    pub environment: Option<Box<super::environment::Environment>>,
 }
 
 /// The largest `seed` a task may name (stored as SQLite's signed integer).

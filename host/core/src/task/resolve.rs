@@ -162,10 +162,10 @@ fn resolve_one(
         validate: validate.clone(),
         owner: None,
         umask: None,
-        checkpoint: checkpoint.clone(),
+        checkpoint: checkpoint.clone().map(Box::new),
         seed: def.seed,
         cache: def.cache,
-        environment: environment.clone(),
+        environment: environment.clone().map(Box::new),
     };
     let members = super::grid::combinations(&values)?
         .iter()

@@ -157,7 +157,7 @@ fn check_environments(d: &Daemon, entries: &mut [NewEntry]) -> anyhow::Result<()
     for m in entries.iter_mut().flat_map(|e| &mut e.members) {
         let who = owner_as(m);
         let uid = who.map(|w| w.uid);
-        let Some(env) = m.environment.as_mut() else {
+        let Some(env) = m.environment.as_deref_mut() else {
             continue;
         };
         if let Some((_, done, _)) = checked

@@ -11,14 +11,14 @@ fn task(dir: &std::path::Path, command: CommandSpec, resume: Option<&str>) -> Ta
         "resources": {}, "retry": {}, "params": {}
     }))
     .unwrap();
-    spec.checkpoint = Some(CheckpointSpec {
+    spec.checkpoint = Some(Box::new(CheckpointSpec {
         pattern: "ck pt/*.pt".into(),
         resume: resume.map(String::from),
         settle: Duration::ZERO,
         marker: None,
         signal: "SIGUSR1".into(),
         grace: None,
-    });
+    }));
     spec
 }
 

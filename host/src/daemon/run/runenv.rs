@@ -166,7 +166,7 @@ pub fn build(
     env.entry("PATH".into())
         .or_insert_with(|| "/usr/local/bin:/usr/bin:/bin".into());
     let mut container = None;
-    match &spec.environment {
+    match spec.environment.as_deref() {
         Some(Environment::Container(c)) => {
             let runtime = c.runtime.unwrap_or(cfg.containers.runtime);
             let name = crate::sandbox::container::name(&cfg.state_dir, run.id);
