@@ -70,6 +70,6 @@ fn a_0_1_plugin_and_a_0_2_plugin_judge_one_pass_together() {
     }
     assert_eq!(
         answer.parts.get(&2).cloned().unwrap_or_default(),
-        [("priority".to_string(), 190), ("legacy".to_string(), 1000)]
+        [("priority".into(), 190), ("legacy".into(), 1000)]
     );
 }

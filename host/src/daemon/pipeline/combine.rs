@@ -60,7 +60,7 @@ pub struct ChainAnswer {
     pub wake_at: Option<i64>,
     /// Each eligible task's score, policy by policy, in chain order (kept
     /// only when the chain explains: `Chain::explain`).
-    pub parts: HashMap<i64, Vec<(String, i32)>>,
+    pub parts: HashMap<i64, Vec<(Arc<str>, i32)>>,
     /// Preemption requests: (task, reason).
     pub preempt: Vec<(i64, String)>,
     /// Each policy's verdict per task this pass: (task, plugin) -> (verdict,
@@ -156,7 +156,7 @@ pub fn combine(
                                 .parts
                                 .entry(v.task)
                                 .or_default()
-                                .push((name.clone(), score));
+                                .push((Arc::clone(&by), score));
                         }
                     }
                 }
@@ -298,7 +298,7 @@ mod tests {
         assert_eq!(answer.judgements[&1], Judgement::Eligible(12));
         assert_eq!(
             answer.parts[&1],
-            vec![("offpeak".to_string(), 5), ("prio".to_string(), 7)]
+            vec![("offpeak".into(), 5), ("prio".into(), 7)]
         );
         assert_eq!(answer.judgements[&2], Judgement::Eligible(0));
         assert_eq!(

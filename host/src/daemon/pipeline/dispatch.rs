@@ -46,7 +46,7 @@ pub struct Ranking {
     /// Eligible tasks in start order: (task, summed score).
     pub order: Vec<(i64, i64)>,
     /// Per task, each policy's score (for the `placed` event).
-    pub parts: HashMap<i64, Vec<(String, i32)>>,
+    pub parts: HashMap<i64, Vec<(std::sync::Arc<str>, i32)>>,
 }
 
 impl Ranking {

@@ -311,7 +311,11 @@ impl Daemon {
             .filter(|(k, (kind, reason))| {
                 before
                     .get(*k)
-                    .is_none_or(|(bk, br)| bk != kind || cause(br) != cause(reason))
+                    // The same text is the same cause: `cause` copies both,
+                    // for each task and policy at every pass.
+                    .is_none_or(|(bk, br)| {
+                        bk != kind || (br != reason && cause(br) != cause(reason))
+                    })
             })
             .map(|((t, p), (k, r))| (*t, p.clone(), k.clone(), r.clone()))
             .collect();
