@@ -323,7 +323,9 @@ fn a_forecast_through_a_hostile_policy_still_answers_and_the_daemon_goes_on() {
         ]);
         let text = String::from_utf8_lossy(&forecast.stdout);
         assert!(
-            forecast.status.success() && text.contains("task try (not queued: --dry-run)"),
+            forecast.status.success()
+                && text.contains("task try (not queued: --dry-run)")
+                && text.contains("simulated: policy chain hostile"),
             "{mode}: the forecast: {text}{}\nlog:\n{}",
             String::from_utf8_lossy(&forecast.stderr),
             nj.daemon_log()
