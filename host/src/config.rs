@@ -34,7 +34,7 @@ mod validators;
 pub use archive::ArchiveConfig;
 pub use cache::{CacheConfig, CacheOutputs};
 pub use containers::ContainersConfig;
-pub use executor::{ExecutorConfig, ExecutorKind};
+pub use executor::{ExecutorConfig, ExecutorKind, JobUser};
 pub use gpu::{GpuConfig, VisibleDevices};
 pub use host::{ApiConfig, REDACTED, redacted};
 pub use http::HttpConfig;

@@ -149,20 +149,31 @@ fn why_shows_slurms_state_and_reason_beside_nightjars_verdicts() {
 }
 
 #[test]
-fn a_users_task_runs_as_that_user_inside_its_slurm_job() {
+fn a_users_task_is_that_users_slurm_job_and_the_root_daemon_never_reads_through_what_they_planted()
+{
     let _cluster = shared_cluster();
     let u = crate::users_harness::users("slurm: a user's job");
     let shared = tempfile::tempdir().unwrap();
+    // Users enter it to reach their own run folders (the daemon checks).
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(shared.path(), std::fs::Permissions::from_mode(0o711)).unwrap();
     let sys = crate::users_harness::system_with(
         &executor(shared.path()),
         None,
         &[("SLURM_CONF", cluster())],
     );
-    let id = sys.submit(
-        &u,
-        &u.alice,
-        &["--", "sh", "-c", "id -un; echo job=$SLURM_JOB_ID"],
+    // A file only root reads, and a task that, from inside its job, puts
+    // a link to it in place of its run folder's stderr log.
+    let secret = sys.nj.path("secret").join("root-only");
+    std::fs::write(&secret, "the root-only secret\n").unwrap();
+    let plant = format!(
+        "id -un; echo job=$SLURM_JOB_ID; echo to-stderr >&2; \
+         ln -sf {secret} {runs}/$NIGHTJAR_RUN_ID/stderr.log && echo planted",
+        runs = shared.path().join("runs").display(),
+        secret = secret.display(),
     );
+    let id = sys.submit(&u, &u.alice, &["--", "sh", "-c", &plant]);
+    let job = job_of(&sys.nj, id);
     let show = crate::users_harness::wait_end(&sys, id);
     assert_eq!(
         show["task"]["state"],
@@ -170,12 +181,73 @@ fn a_users_task_runs_as_that_user_inside_its_slurm_job() {
         "{show}\n{}",
         sys.nj.daemon_log()
     );
+    // SLURM's job is alice's (sbatch --uid), not root's.
+    let user = job_field(&job, "UserId").expect("the job's user");
+    assert!(
+        user.starts_with(&format!("njtest-alice({})", u.alice.uid)),
+        "SLURM sees the task's owner as the job's user: {user}"
+    );
     let log = sys.ok(&u, &u.alice, &["logs", &id.to_string()]);
     assert!(
         log.contains("njtest-alice"),
         "the task ran as its owner: {log}"
     );
     assert!(log.contains("job="), "inside its SLURM job: {log}");
+    assert!(log.contains("planted"), "the link was planted: {log}");
+    // The run folder is alice's; the daemon, root, reads the link as
+    // what it is: not a log, and never the file it points at.
+    let dir = std::path::PathBuf::from(show["runs"][0]["run_dir"].as_str().unwrap());
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(std::fs::metadata(&dir).unwrap().uid(), u.alice.uid);
+    assert!(
+        std::fs::symlink_metadata(dir.join("stderr.log"))
+            .unwrap()
+            .is_symlink()
+    );
+    let out = sys.cli(&u, &u.alice, &["logs", "--stderr", &id.to_string()]);
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!said.contains("root-only secret"), "{said}");
+    assert!(said.contains("symbolic link"), "the error says why: {said}");
+    let out = sys.cli(
+        &u,
+        &u.alice,
+        &["logs", "--stderr", "--tail", "5", &id.to_string()],
+    );
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("root-only secret"),
+        "{out:?}"
+    );
+    // A sweep of alice's is one job array, alice's, each member run as her.
+    let sweep = crate::users_harness::folder_of(&u.alice, "slurm-sweep");
+    let file = sweep.join("sweep.toml");
+    std::fs::write(
+        &file,
+        "name = \"owned\"\ncommand = [\"sh\", \"-c\", \"id -un\"]\n[sweep]\ni = [1, 2, 3]\n",
+    )
+    .unwrap();
+    std::os::unix::fs::chown(&file, Some(u.alice.uid), Some(u.alice.gid)).unwrap();
+    let sid = sys.submit(&u, &u.alice, &[file.to_str().unwrap()]);
+    let members = sys.nj.show(sid)["members"].clone();
+    for m in members.as_array().expect("members") {
+        let mid = m["id"].as_i64().unwrap();
+        let show = crate::users_harness::wait_end(&sys, mid);
+        assert_eq!(
+            show["task"]["state"],
+            "succeeded",
+            "{show}\n{}",
+            sys.nj.daemon_log()
+        );
+        let job = job_of(&sys.nj, mid);
+        assert!(job.contains('_'), "an element of a job array: {job}");
+        let user = job_field(&job, "UserId").unwrap_or_default();
+        assert!(user.starts_with("njtest-alice("), "{job}: {user}");
+        let log = sys.ok(&u, &u.alice, &["logs", &mid.to_string()]);
+        assert!(log.contains("njtest-alice"), "{log}");
+    }
 }
 
 #[test]

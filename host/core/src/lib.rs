@@ -8,6 +8,7 @@ pub mod api;
 pub mod client;
 pub mod humantime_serde_compat;
 pub mod paths;
+pub mod plain_file;
 pub mod runlog;
 pub mod runlog_read;
 pub mod task;

@@ -38,8 +38,10 @@ pub struct LogRead {
     pub missed: bool,
 }
 
+/// The log at `path`, if there is one: a plain file only
+/// ([`crate::plain_file::open`]: a run folder may be its task's owner's).
 fn open(path: &Path) -> io::Result<Option<File>> {
-    match File::open(path) {
+    match crate::plain_file::open(path) {
         Ok(f) => Ok(Some(f)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e),

@@ -48,6 +48,23 @@ pub struct ExecutorConfig {
     /// a run's GPU record, series and energy: `auto` (NVML where the node
     /// has a driver), `nvml`, `nvml:/path/to/libnvidia-ml.so`, or `none`.
     pub node_gpus: String,
+    /// Whose job SLURM sees a task's run as: `owner` (a root daemon submits
+    /// it with `--uid` of the task's owner, so SLURM's per-user limits and
+    /// accounting tell the lab's users apart) or `daemon` (the daemon's
+    /// user, the supervisor dropping the task to its owner on the node).
+    pub job_user: JobUser,
+}
+
+/// Whose job a SLURM run is (`[executor] job_user`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum JobUser {
+    /// The task's owner: `sbatch --uid`, the run folder handed to the owner.
+    #[default]
+    Owner,
+    /// The daemon's user (a shared folder where root cannot hand a folder
+    /// to another user: NFS with `root_squash`).
+    Daemon,
 }
 
 impl Default for ExecutorConfig {
@@ -62,6 +79,7 @@ impl Default for ExecutorConfig {
             shared_dir: PathBuf::new(),
             max_pending: 20,
             node_gpus: "auto".into(),
+            job_user: JobUser::Owner,
         }
     }
 }
@@ -117,6 +135,14 @@ pub const RESERVED: &[(&str, Option<&str>)] = &[
 const SHORT_FLAGS: &[char] = &['h', 'H', 'O', 'Q', 's', 'u', 'v', 'V', 'W'];
 
 impl ExecutorConfig {
+    /// Whether SLURM jobs are their tasks' owners' (`job_user = "owner"`
+    /// with a daemon run as root, which alone can submit as another user).
+    pub fn jobs_are_owners(&self) -> bool {
+        self.kind == ExecutorKind::Slurm
+            && self.job_user == JobUser::Owner
+            && crate::users::euid() == 0
+    }
+
     /// Checks the keys (not the cluster: that is done at the daemon's start).
     pub fn validate(&self) -> Result<()> {
         if self.kind == ExecutorKind::Local {

@@ -239,7 +239,8 @@ pub fn tail(path: &Path) -> String {
 
 /// The last `n` bytes of the file at `path` as text (lossy), "" when unreadable.
 pub fn tail_bytes(path: &Path, n: u64) -> String {
-    let Ok(mut f) = std::fs::File::open(path) else {
+    // A plain file only: the run folder may be its task's owner's.
+    let Ok(mut f) = nightjar_core::plain_file::open(path) else {
         return String::new();
     };
     let len = f.metadata().map(|m| m.len()).unwrap_or(0);

@@ -250,12 +250,32 @@ pub fn was_started(dir: &Path) -> bool {
 /// `lost` and requeued per its retry settings), which is also what a reboot
 /// does to runs that were in flight. The database (WAL, synchronous=NORMAL)
 /// makes the same trade.
+///
+/// The temporary file is made anew, never opened through a link or over
+/// a file already there: a daemon running as root writes statuses into
+/// run folders a task's owner may control (SLURM, `job_user = "owner"`).
 pub fn write_atomic<T: Serialize>(dir: &Path, name: &str, value: &T) -> std::io::Result<()> {
     let tmp = dir.join(format!(".{name}.tmp"));
-    let mut f = std::fs::File::create(&tmp)?;
+    let mut f = create_new(&tmp)?;
     f.write_all(&serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?)?;
     drop(f);
     std::fs::rename(&tmp, dir.join(name))
+}
+
+/// Creates `path` anew (an earlier file or link of that name removed
+/// first, never followed), mode 0644.
+pub fn create_new(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .mode(0o644)
+        .open(path)
 }
 
 /// Writes `text` to `dir/name` through a temporary file renamed into place,
@@ -267,12 +287,18 @@ pub fn write_text_atomic(dir: &Path, name: &str, text: &str) -> std::io::Result<
     std::fs::rename(&tmp, dir.join(name))
 }
 
+/// The largest JSON file of a run folder read (a manifest of many inputs
+/// is the largest the daemon writes).
+pub const JSON_MAX: u64 = 64 << 20;
+
 /// Reads a JSON file of the run folder; `Ok(None)` when it does not exist.
 pub fn read_json<T: for<'de> Deserialize<'de>>(
     dir: &Path,
     name: &str,
 ) -> std::io::Result<Option<T>> {
-    match std::fs::read(dir.join(name)) {
+    // A plain file only, and a bounded one: the run folder may be its
+    // task's owner's (SLURM, `job_user = "owner"`).
+    match nightjar_core::plain_file::read(&dir.join(name), JSON_MAX) {
         Ok(bytes) => serde_json::from_slice(&bytes)
             .map(Some)
             .map_err(|e| std::io::Error::other(format!("{}: {e}", dir.join(name).display()))),

@@ -43,8 +43,15 @@ pub(crate) fn prepare_state_dir(cfg: &Config) -> Result<File> {
     })?;
     private::check_dir(dir)?;
     for d in [cfg.runs_dir(), cfg.scratch_dir()] {
+        // SLURM jobs run as their owners enter their own run folders
+        // through the runs folder: enterable, not listable.
+        let mode = if d == cfg.runs_dir() && cfg.executor.jobs_are_owners() {
+            0o711
+        } else {
+            0o700
+        };
         std::fs::create_dir_all(&d)
-            .and_then(|_| std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)))
+            .and_then(|_| std::fs::set_permissions(&d, std::fs::Permissions::from_mode(mode)))
             .map_err(|e| {
                 anyhow::anyhow!(
                     "cannot create {}: {}",

@@ -170,7 +170,8 @@ fn owner_of(pid: u32, sessions: &HashMap<u32, i64>) -> Option<i64> {
 fn log_bytes(dir: &std::path::Path) -> u64 {
     ["stdout.log", "stdout.log.1", "stderr.log", "stderr.log.1"]
         .iter()
-        .filter_map(|f| std::fs::metadata(dir.join(f)).ok())
+        // Not through a link: the run folder may be its task's owner's.
+        .filter_map(|f| std::fs::symlink_metadata(dir.join(f)).ok())
         .map(|m| m.len())
         .sum()
 }

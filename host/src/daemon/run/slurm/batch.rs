@@ -13,7 +13,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 
 use super::cli::{self, JobId};
-use super::{Job, SlurmExecutor, cmd, folder, poll};
+use super::{Job, SlurmExecutor, cmd, folder, owner, poll};
 use crate::daemon::run::executor::{Launch, Started, TryLater};
 use crate::daemon::state::{Daemon, lock};
 
@@ -31,6 +31,8 @@ struct Alike {
     cpus: Option<u32>,
     mem: Option<u64>,
     time: Option<String>,
+    /// The task's owner (a job array is one user's).
+    owner: Option<u32>,
 }
 
 impl Alike {
@@ -47,6 +49,7 @@ impl Alike {
                         .saturating_add(std::time::Duration::from_secs(60)),
                 )
             }),
+            owner: run.spec.run_as.as_ref().map(|r| r.uid),
         }
     }
 }
@@ -150,10 +153,10 @@ impl SlurmExecutor {
                 continue;
             }
             if group.len() == 1 {
-                let Some(h) = group.into_iter().next() else {
+                let Some(mut h) = group.into_iter().next() else {
                     continue;
                 };
-                match self.submit_one(&h.run) {
+                match self.submit_one(&mut h.run) {
                     Ok(id) => self.submitted(daemon, h, id, None),
                     Err(e) => daemon.launch_failed(h.run.run, e),
                 }
@@ -186,18 +189,28 @@ impl SlurmExecutor {
     }
 
     /// One run as a job of its own: its job id, or why not.
-    fn submit_one(&self, run: &Launch) -> Result<JobId> {
+    fn submit_one(&self, run: &mut Launch) -> Result<JobId> {
+        let owner = owner::of(&self.cfg, run);
+        if owner.is_some() {
+            owner::check_enterable(&self.cfg.shared_dir)?;
+            owner::take_over(run);
+        }
         folder::write_spec(run)?;
         let script = folder::run_script(&self.supervisor, self.sampler.as_ref(), run)?;
+        if let Some(o) = owner {
+            owner::hand_over(&run.dir, o)?;
+        }
         let ask = self.ask(
             run,
             format!("nightjar-{}", run.spec.task_id),
             cli::comment(&self.tag, run.run),
             None,
+            owner,
         );
         let args = cli::sbatch_args(&self.cfg, &ask, &script, &run.dir.join(folder::OUTPUT));
+        let uid = owner.map_or_else(crate::users::euid, |o| o.0);
         self.sbatch(&args, &[run], || {
-            poll::find(&self.tag, run.run, &self.element())
+            poll::find(&self.tag, run.run, uid, &self.element())
         })
         .map(JobId::one)
     }
@@ -205,8 +218,13 @@ impl SlurmExecutor {
     /// `group` (at least two runs that ask alike) as one job array.
     fn submit_array(&self, daemon: &Arc<Daemon>, mut group: Vec<Held>) {
         let batch = group.iter().map(|h| h.run.run).min().unwrap_or(0);
+        // One owner for the whole group (`Alike`).
+        let owner = owner::of(&self.cfg, &group[0].run);
         for (i, h) in group.iter_mut().enumerate() {
             h.run.spec.array_element = Some((batch, i as u32));
+            if owner.is_some() {
+                owner::take_over(&mut h.run);
+            }
         }
         let dir = self
             .cfg
@@ -223,9 +241,17 @@ impl SlurmExecutor {
         }
         let dirs: Vec<&std::path::Path> = runs.iter().map(|r| r.dir.as_path()).collect();
         let sampler = self.sampler.as_ref().filter(|_| runs[0].resources.gpus > 0);
-        let submitted = runs
-            .iter()
-            .try_for_each(|r| folder::write_spec(r))
+        let enterable = match owner {
+            Some(_) => owner::check_enterable(&self.cfg.shared_dir),
+            None => Ok(()),
+        };
+        let submitted = enterable
+            .and_then(|()| {
+                runs.iter().try_for_each(|r| {
+                    folder::write_spec(r)?;
+                    owner.map_or(Ok(()), |o| owner::hand_over(&r.dir, o))
+                })
+            })
             .and_then(|()| folder::batch_script(&self.supervisor, sampler, &dir, batch, &dirs))
             .and_then(|script| {
                 let ask = self.ask(
@@ -233,11 +259,14 @@ impl SlurmExecutor {
                     format!("nightjar-batch-{batch}"),
                     cli::batch_comment(&self.tag, batch),
                     Some(runs.len()),
+                    owner,
                 );
-                let args = cli::sbatch_args(&self.cfg, &ask, &script, &dir.join("slurm-%a.out"));
+                let out = owner::array_output(&dir, owner)?.join("slurm-%a.out");
+                let args = cli::sbatch_args(&self.cfg, &ask, &script, &out);
                 let first = runs[0].run;
+                let uid = owner.map_or_else(crate::users::euid, |o| o.0);
                 self.sbatch(&args, &runs, || {
-                    poll::find(&self.tag, first, &self.element())
+                    poll::find(&self.tag, first, uid, &self.element())
                 })
             });
         match submitted {
@@ -290,6 +319,7 @@ impl SlurmExecutor {
         name: String,
         comment: String,
         array: Option<usize>,
+        owner: Option<(u32, u32)>,
     ) -> cli::JobAsk {
         let res = &run.resources;
         cli::JobAsk {
@@ -301,6 +331,7 @@ impl SlurmExecutor {
             mem: res.mem.map(|m| m.as_u64()),
             timeout: res.timeout,
             grace: std::time::Duration::from_millis(run.spec.grace_ms),
+            owner,
         }
     }
 

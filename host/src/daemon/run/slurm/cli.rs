@@ -86,6 +86,8 @@ pub struct JobAsk {
     pub timeout: Option<Duration>,
     /// The cancel grace.
     pub grace: Duration,
+    /// The (uid, gid) the job is the user's of, when not the daemon's.
+    pub owner: Option<(u32, u32)>,
 }
 
 /// The comment that marks run `run` of the daemon tagged `tag`; found again
@@ -140,6 +142,10 @@ pub fn sbatch_args(
         format!("--output={}", output.display()),
         "--chdir=/".into(),
     ];
+    if let Some((uid, gid)) = ask.owner {
+        a.push(format!("--uid={uid}"));
+        a.push(format!("--gid={gid}"));
+    }
     if let Some(n) = ask.array.filter(|&n| n > 0) {
         a.push(format!("--array=0-{}", n - 1));
     }
@@ -273,17 +279,18 @@ pub fn ended(state: &str) -> bool {
     )
 }
 
-/// This daemon's jobs in `squeue` [`SQUEUE_ARGS`] output: those of its
-/// user `uid` whose comment bears its `tag`. Other lines (other daemons',
-/// and other users' jobs whatever their comment says: anyone can copy a
-/// comment) are skipped. An element of a batch's job array is its run by
+/// This daemon's jobs in `squeue` [`SQUEUE_ARGS`] output: those whose
+/// comment bears its `tag` and whose user `may_own(run, uid)` (the
+/// daemon's, or the run's owner's). Other lines (other daemons', and other
+/// users' jobs whatever their comment says: anyone can copy a comment)
+/// are skipped. An element of a batch's job array is its run by
 /// `element(batch, index)` (none: a batch this daemon does not know, or
 /// an index past its runs: skipped). Where a run has more than one job,
 /// the newest (highest id) is kept.
 pub fn parse_squeue(
     out: &str,
     tag: &str,
-    uid: u32,
+    may_own: &dyn Fn(i64, u32) -> bool,
     element: &dyn Fn(i64, u32) -> Option<i64>,
 ) -> Vec<Listed> {
     let mut jobs: std::collections::BTreeMap<i64, Listed> = Default::default();
@@ -294,9 +301,9 @@ pub fn parse_squeue(
         else {
             continue;
         };
-        if user.trim().parse::<u32>().ok() != Some(uid) {
+        let Ok(uid) = user.trim().parse::<u32>() else {
             continue;
-        }
+        };
         let (Some(mark), Some(id)) = (mark_of(tag, comment.trim()), JobId::parse(id)) else {
             continue;
         };
@@ -308,6 +315,9 @@ pub fn parse_squeue(
             },
             _ => continue,
         };
+        if !may_own(run, uid) {
+            continue;
+        }
         let listed = Listed {
             run,
             job: id.job,

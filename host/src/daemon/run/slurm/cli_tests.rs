@@ -11,6 +11,7 @@ fn ask() -> JobAsk {
         mem: Some(3 * (1 << 30) + 1),
         timeout: Some(Duration::from_secs(3600)),
         grace: Duration::from_secs(30),
+        owner: None,
     }
 }
 
@@ -122,7 +123,7 @@ garbage
 16|PENDING|Priority||0|nightjar:vm-1a2b:run:x
 17|RUNNING|None|n1|0|a|b|c
 ";
-    let l = parse_squeue(out, tag, 0, &|_, _| None);
+    let l = parse_squeue(out, tag, &|_, uid| uid == 0, &|_, _| None);
     assert_eq!(l.len(), 2, "{l:?}");
     assert_eq!(
         (l[0].run, l[0].job, l[0].reason.as_str()),
@@ -228,14 +229,17 @@ fn another_users_job_never_passes_for_a_run_by_copying_its_comment() {
 22|COMPLETED|None|n1|1000|nightjar:vm-1a2b:run:42
 23|PENDING|None||1000|nightjar:vm-1a2b:run:43
 ";
-    let l = parse_squeue(out, tag, 0, &|_, _| None);
+    let l = parse_squeue(out, tag, &|_, uid| uid == 0, &|_, _| None);
     assert_eq!(l.len(), 1, "{l:?}");
     assert_eq!(
         (l[0].run, l[0].job, l[0].state.as_str()),
         (42, 21, "RUNNING")
     );
     // The user's own daemon sees only its own, hidden partitions included.
-    assert_eq!(parse_squeue(out, tag, 1000, &|_, _| None).len(), 2);
+    assert_eq!(
+        parse_squeue(out, tag, &|_, uid| uid == 1000, &|_, _| None).len(),
+        2
+    );
     assert!(SQUEUE_ARGS.contains(&"-a") && SQUEUE_ARGS.contains(&"all"));
     assert!(
         !SQUEUE_ARGS
@@ -332,7 +336,7 @@ fn a_batch_becomes_one_job_array_whose_elements_are_its_runs_in_order() {
         (40, 2) => Some(45),
         _ => None,
     };
-    let l = parse_squeue(out, tag, 0, &runs);
+    let l = parse_squeue(out, tag, &|_, uid| uid == 0, &runs);
     let seen: Vec<(i64, String, &str)> = l
         .iter()
         .map(|l| (l.run, l.id().to_string(), l.state.as_str()))

@@ -184,8 +184,18 @@ pub(super) fn batch_script(
 /// Moves SLURM's output of element `index` of the batch whose folder is
 /// `batch_dir` into the run folder `run_dir` (as `slurm.out`, where a job
 /// of its own has it), once its run's end is recorded.
+///
+/// An array of its owner's jobs has its outputs in the batch's `out`
+/// folder, theirs (`owner.rs`); a rename moves whatever entry is there
+/// without reading or following it.
 pub(super) fn keep_output(batch_dir: &Path, index: u32, run_dir: &Path) {
-    let from = batch_dir.join(format!("slurm-{index}.out"));
+    let name = format!("slurm-{index}.out");
+    let owners = batch_dir.join(super::owner::OUT).join(&name);
+    let from = if std::fs::symlink_metadata(&owners).is_ok() {
+        owners
+    } else {
+        batch_dir.join(name)
+    };
     if let Err(e) = std::fs::rename(&from, run_dir.join(OUTPUT))
         && e.kind() != std::io::ErrorKind::NotFound
     {
@@ -206,20 +216,9 @@ pub(super) fn all_ended(batch_dir: &Path) -> bool {
     }
     index.lines().all(|run| {
         let run = Path::new(run);
-        run.join(files::STATUS).exists() || !run.exists()
+        std::fs::symlink_metadata(run.join(files::STATUS)).is_ok()
+            || std::fs::symlink_metadata(run).is_err()
     })
-}
-
-/// The batch and index of the job array element that runs the run in
-/// `dir`, when it was released as one (its spec says).
-pub(super) fn batch_of(dir: &Path) -> Option<(i64, u32)> {
-    #[derive(serde::Deserialize)]
-    struct Element {
-        #[serde(default)]
-        array_element: Option<(i64, u32)>,
-    }
-    let text = std::fs::read(dir.join(SPEC)).ok()?;
-    serde_json::from_slice::<Element>(&text).ok()?.array_element
 }
 
 /// Writes a file only the daemon's user reads (the spec holds the task's
@@ -265,7 +264,7 @@ pub(super) fn tombstone(dir: &Path, why: &str) {
 /// only where no status is). Read back (a daemon stopped before the end
 /// was recorded), it says `lost`, as SLURM's word does.
 pub(super) fn ended_without_status(dir: &Path) {
-    if dir.join(files::STATUS).exists() || !dir.is_dir() {
+    if std::fs::symlink_metadata(dir.join(files::STATUS)).is_ok() || !dir.is_dir() {
         return;
     }
     let status = status(
@@ -275,7 +274,11 @@ pub(super) fn ended_without_status(dir: &Path) {
     let aside = dir.join(".status.daemon.tmp");
     let linked = serde_json::to_vec_pretty(&status)
         .map_err(std::io::Error::other)
-        .and_then(|bytes| std::fs::write(&aside, bytes))
+        .and_then(|bytes| {
+            use std::io::Write;
+            // Made anew, never through a link: the folder may be the owner's.
+            files::create_new(&aside)?.write_all(&bytes)
+        })
         .and_then(|()| std::fs::hard_link(&aside, dir.join(files::STATUS)));
     let _ = std::fs::remove_file(&aside);
     match linked {

@@ -10,17 +10,18 @@
 //! an `sbatch` still in flight, and only gives a run back to the queue when
 //! no job of it exists and its supervisor never started it ([`adopt`]).
 //!
-//! The supervisor runs as the daemon's user (root for a system daemon)
-//! and drops the task to its owner exactly as a local run does, so the run
-//! folder stays the daemon's and no root read ever touches a file the
-//! task's owner could swap. SLURM therefore sees the daemon's user as the
-//! job's user; the owner is in the job's name and comment.
+//! Whose job a run is: with `job_user = "owner"` (the default) a root
+//! daemon submits each task's run as its owner's (`sbatch --uid`), hands
+//! the run folder to them, and reads it as a folder they control
+//! (`owner.rs`); with `job_user = "daemon"` the supervisor runs as the
+//! daemon's user and drops the task to its owner as a local run does.
 
 mod batch;
 pub mod cli;
 mod cmd;
 mod folder;
 mod nodes;
+pub(crate) mod owner;
 mod poll;
 
 use std::collections::HashMap;
@@ -60,6 +61,9 @@ struct Job {
     /// Polls that found it ended with no status yet (a shared folder's
     /// cache can show the file a moment late).
     unreported: u32,
+    /// The user whose job it may be besides the daemon's: its run
+    /// folder's owner (`owner.rs`).
+    owner: u32,
 }
 
 impl Job {
@@ -67,6 +71,7 @@ impl Job {
     /// submitted (or found): waiting until a poll says otherwise.
     fn new(id: JobId, dir: PathBuf, element: Option<(i64, u32)>) -> Job {
         Job {
+            owner: owner::owner_of(&dir),
             id,
             element,
             dir,
@@ -155,6 +160,7 @@ impl SlurmExecutor {
                 )
             })?;
         }
+        owner::open_runs_folders(cfg, &[dir.join(RUNS), dir.join(BATCHES)])?;
         let probe = dir.join(format!(".nightjar-probe-{}", std::process::id()));
         std::fs::write(&probe, b"probe").with_context(|| {
             format!(
@@ -378,7 +384,7 @@ impl Executor for SlurmExecutor {
 
     fn adopt(&self, daemon: &Arc<Daemon>, run: &RunRow) -> Result<Adopted> {
         let dir = PathBuf::from(&run.run_dir);
-        let element = folder::batch_of(&dir);
+        let element = owner::element_of(&dir, &self.cfg.shared_dir.join(BATCHES));
         if let Some(e) = element {
             lock(&self.elements).insert(e, run.id);
         }

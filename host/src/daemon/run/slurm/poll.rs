@@ -64,7 +64,16 @@ impl Poller {
                         failing = false;
                     }
                     let element = |b, i| lock(&self.elements).get(&(b, i)).copied();
-                    cli::parse_squeue(&out, &self.tag, crate::users::euid(), &element)
+                    let owners: HashMap<i64, u32> = lock(&self.jobs)
+                        .iter()
+                        .map(|(r, j)| (*r, j.owner))
+                        .collect();
+                    let may_own = |run, uid| {
+                        owners
+                            .get(&run)
+                            .is_some_and(|&o| super::owner::may_own(uid, o))
+                    };
+                    cli::parse_squeue(&out, &self.tag, &may_own, &element)
                 }
                 Ok(Err(e)) => {
                     if !failing {
@@ -131,12 +140,16 @@ impl Poller {
         let mut jobs = lock(&self.jobs);
         let mut began = Vec::new();
         for (&run, j) in jobs.iter_mut().filter(|(_, j)| !j.began) {
-            let Ok(text) = std::fs::read_to_string(j.dir.join(files::STARTED)) else {
+            // The run folder may be its task's owner's: a plain file, small.
+            let Ok(text) = nightjar_core::plain_file::read(&j.dir.join(files::STARTED), 64) else {
                 continue;
             };
             j.began = true;
-            if let Ok(at) = text.trim().parse::<i64>() {
-                began.push((run, at));
+            let now = crate::time::now_ms();
+            if let Ok(at) = String::from_utf8_lossy(&text).trim().parse::<i64>() {
+                // Not later than it was seen (a node's clock ahead, or an
+                // owner's marker that says so).
+                began.push((run, at.min(now)));
             }
         }
         began
@@ -252,12 +265,19 @@ fn list() -> Result<String> {
     cmd::run("squeue", &cli::SQUEUE_ARGS)
 }
 
-/// The job SLURM has for run `run` of the daemon tagged `tag`, if any
+/// The job SLURM has for run `run` (its folder `owner`'s) of the daemon
+/// tagged `tag`, if any
 /// (an sbatch that failed or was killed after it reached SLURM); for an
 /// element of a job array (its run by `element`), the array's.
-pub(super) fn find(tag: &str, run: i64, element: &dyn Fn(i64, u32) -> Option<i64>) -> Option<u64> {
+pub(super) fn find(
+    tag: &str,
+    run: i64,
+    owner: u32,
+    element: &dyn Fn(i64, u32) -> Option<i64>,
+) -> Option<u64> {
     let out = list().ok()?;
-    cli::parse_squeue(&out, tag, crate::users::euid(), element)
+    let may_own = |r, uid| r == run && super::owner::may_own(uid, owner);
+    cli::parse_squeue(&out, tag, &may_own, element)
         .into_iter()
         .find(|l| l.run == run)
         .map(|l| l.job)
@@ -281,7 +301,9 @@ pub(super) fn adopt(
     // would be found only once it returns.
     wait_for_sbatch(&comment);
     let out = list()?;
-    let listed = cli::parse_squeue(&out, tag, crate::users::euid(), runs);
+    let owner = super::owner::owner_of(dir);
+    let may_own = |r, uid| r == run.id && super::owner::may_own(uid, owner);
+    let listed = cli::parse_squeue(&out, tag, &may_own, runs);
     let job = listed.iter().find(|l| l.run == run.id);
     let at = crate::time::now_ms();
     Ok(match job {
