@@ -24,3 +24,4 @@ mod slurm;
 mod slurm_arrays;
 mod slurm_batches;
 mod slurm_faults;
+mod slurm_owners;

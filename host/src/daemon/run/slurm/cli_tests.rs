@@ -1,5 +1,6 @@
 use super::*;
-use crate::config::ExecutorKind;
+use crate::config::{ExecutorConfig, ExecutorKind};
+use std::time::Duration;
 
 fn ask() -> JobAsk {
     JobAsk {
@@ -235,6 +236,18 @@ fn another_users_job_never_passes_for_a_run_by_copying_its_comment() {
         (l[0].run, l[0].job, l[0].state.as_str()),
         (42, 21, "RUNNING")
     );
+    // A root daemon whose run 43 is the job of its owner, uid 1000
+    // (`job_user = "owner"`): that owner's job is the run's, another
+    // user's with the same comment is not.
+    let owner_of = |run: i64| if run == 43 { 1000 } else { 0 };
+    let may_own = |run: i64, uid: u32| uid == 0 || uid == owner_of(run);
+    let l = parse_squeue(out, tag, &may_own, &|_, _| None);
+    assert_eq!(
+        l.iter().map(|l| (l.run, l.job)).collect::<Vec<_>>(),
+        [(42, 21), (43, 23)]
+    );
+    let other = "24|RUNNING|None|n1|1001|nightjar:vm-1a2b:run:43\n";
+    assert!(parse_squeue(other, tag, &may_own, &|_, _| None).is_empty());
     // The user's own daemon sees only its own, hidden partitions included.
     assert_eq!(
         parse_squeue(out, tag, &|_, uid| uid == 1000, &|_, _| None).len(),

@@ -1,0 +1,152 @@
+//! SLURM jobs that are their tasks' owners' (`[executor] job_user =
+//! "owner"`, a root daemon): SLURM sees the owner as the job's user, the
+//! run folder is theirs, and the root daemon reads what they could plant
+//! there only as plain files, and adopts their jobs after a crash by their
+//! user as well as their comment.
+
+use std::path::PathBuf;
+
+use crate::cluster::*;
+use crate::users_harness::{System, Users};
+
+/// A root daemon on the cluster, its shared folder enterable by users
+/// (which the daemon checks before it hands a job to its owner).
+fn owners_system() -> (System, tempfile::TempDir) {
+    let shared = tempfile::tempdir().unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(shared.path(), std::fs::Permissions::from_mode(0o711)).unwrap();
+    let sys = crate::users_harness::system_with(
+        &executor(shared.path()),
+        None,
+        &[("SLURM_CONF", cluster())],
+    );
+    (sys, shared)
+}
+
+#[test]
+fn a_users_task_is_that_users_slurm_job_and_the_root_daemon_never_reads_through_what_they_planted()
+{
+    let _cluster = shared_cluster();
+    let u = crate::users_harness::users("slurm: a user's job");
+    let (sys, shared) = owners_system();
+    // A file only root reads, and a task that, from inside its job, puts
+    // a link to it in place of its run folder's stderr log.
+    let secret = sys.nj.path("secret").join("root-only");
+    std::fs::write(&secret, "the root-only secret\n").unwrap();
+    let plant = format!(
+        "id -un; echo job=$SLURM_JOB_ID; echo to-stderr >&2; \
+         ln -sf {secret} {runs}/$NIGHTJAR_RUN_ID/stderr.log && echo planted",
+        runs = shared.path().join("runs").display(),
+        secret = secret.display(),
+    );
+    let id = sys.submit(&u, &u.alice, &["--", "sh", "-c", &plant]);
+    let job = job_of(&sys.nj, id);
+    let show = crate::users_harness::wait_end(&sys, id);
+    assert_eq!(
+        show["task"]["state"],
+        "succeeded",
+        "{show}\n{}",
+        sys.nj.daemon_log()
+    );
+    // SLURM's job is alice's (sbatch --uid), not root's.
+    let user = job_field(&job, "UserId").expect("the job's user");
+    assert!(
+        user.starts_with(&format!("njtest-alice({})", u.alice.uid)),
+        "SLURM sees the task's owner as the job's user: {user}"
+    );
+    let log = sys.ok(&u, &u.alice, &["logs", &id.to_string()]);
+    assert!(
+        log.contains("njtest-alice"),
+        "the task ran as its owner: {log}"
+    );
+    assert!(log.contains("job="), "inside its SLURM job: {log}");
+    assert!(log.contains("planted"), "the link was planted: {log}");
+    // The run folder is alice's; the daemon, root, reads the link as
+    // what it is: not a log, and never the file it points at.
+    let dir = PathBuf::from(show["runs"][0]["run_dir"].as_str().unwrap());
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(std::fs::metadata(&dir).unwrap().uid(), u.alice.uid);
+    assert!(
+        std::fs::symlink_metadata(dir.join("stderr.log"))
+            .unwrap()
+            .is_symlink()
+    );
+    let out = sys.cli(&u, &u.alice, &["logs", "--stderr", &id.to_string()]);
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!said.contains("root-only secret"), "{said}");
+    assert!(said.contains("symbolic link"), "the error says why: {said}");
+    let out = sys.cli(
+        &u,
+        &u.alice,
+        &["logs", "--stderr", "--tail", "5", &id.to_string()],
+    );
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("root-only secret"),
+        "{out:?}"
+    );
+    // A sweep of alice's is one job array, alice's, each member run as her.
+    let sweep = crate::users_harness::folder_of(&u.alice, "slurm-sweep");
+    let file = sweep.join("sweep.toml");
+    std::fs::write(
+        &file,
+        "name = \"owned\"\ncommand = [\"sh\", \"-c\", \"id -un\"]\n[sweep]\ni = [1, 2, 3]\n",
+    )
+    .unwrap();
+    std::os::unix::fs::chown(&file, Some(u.alice.uid), Some(u.alice.gid)).unwrap();
+    let sid = sys.submit(&u, &u.alice, &[file.to_str().unwrap()]);
+    let members = sys.nj.show(sid)["members"].clone();
+    for m in members.as_array().expect("members") {
+        let mid = m["id"].as_i64().unwrap();
+        let show = crate::users_harness::wait_end(&sys, mid);
+        assert_eq!(
+            show["task"]["state"],
+            "succeeded",
+            "{show}\n{}",
+            sys.nj.daemon_log()
+        );
+        let job = job_of(&sys.nj, mid);
+        assert!(job.contains('_'), "an element of a job array: {job}");
+        let user = job_field(&job, "UserId").unwrap_or_default();
+        assert!(user.starts_with("njtest-alice("), "{job}: {user}");
+        let log = sys.ok(&u, &u.alice, &["logs", &mid.to_string()]);
+        assert!(log.contains("njtest-alice"), "{log}");
+    }
+}
+
+#[test]
+fn a_daemon_killed_while_an_owners_jobs_run_adopts_them_by_their_user_and_records_each_end_once() {
+    let _cluster = shared_cluster();
+    let u: Users = crate::users_harness::users("slurm: an owner's jobs adopted");
+    let (mut sys, _shared) = owners_system();
+    let marks = crate::users_harness::folder_of(&u.alice, "slurm-marks");
+    let ids: Vec<i64> = (0..2)
+        .map(|i| {
+            let script = format!("echo run >> {}/t{i}; sleep 3; exit {i}", marks.display());
+            sys.submit(&u, &u.alice, &["--", "sh", "-c", &script])
+        })
+        .collect();
+    let jobs: Vec<String> = ids.iter().map(|&id| job_of(&sys.nj, id)).collect();
+    sys.nj.until("both run in SLURM", || {
+        jobs.iter()
+            .all(|j| job_field(j, "JobState").as_deref() == Some("RUNNING"))
+    });
+    sys.nj.kill9();
+    sys.nj.start();
+    for (i, &id) in ids.iter().enumerate() {
+        assert_eq!(sys.nj.wait(id), i as i32, "{}", sys.nj.daemon_log());
+        let show = sys.nj.show(id);
+        assert_eq!(show["runs"].as_array().map(Vec::len), Some(1), "{show}");
+        assert_eq!(
+            crate::harness::read(&marks.join(format!("t{i}"))),
+            "run\n",
+            "t{i} ran once"
+        );
+        let user = job_field(&jobs[i], "UserId").unwrap_or_default();
+        assert!(user.starts_with("njtest-alice("), "{}: {user}", jobs[i]);
+    }
+    assert_eq!(jobs_like(&jobs[0]).len(), 2, "one job per task");
+}
