@@ -355,12 +355,8 @@ pub fn read(
 /// waited on (a FIFO); none when there is no such file.
 fn lines(path: &Path) -> Option<Vec<String>> {
     use std::io::{Read, Seek, SeekFrom};
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .ok()?;
+    // Nor a second name of another file: the run folder may be the owner's.
+    let mut file = nightjar_core::plain_file::open(path).ok()?;
     let meta = file.metadata().ok()?;
     if !meta.is_file() {
         return None;

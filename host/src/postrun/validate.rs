@@ -158,7 +158,10 @@ pub fn judge(
 /// The end of the run's stderr, from a line start, at most [`STDERR_TAIL`].
 fn stderr_tail(path: &Path) -> String {
     let text = crate::sandbox::classify::tail_bytes(path, STDERR_TAIL as u64);
-    let full = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0) <= STDERR_TAIL as u64;
+    let full = std::fs::symlink_metadata(path)
+        .map(|m| m.len())
+        .unwrap_or(0)
+        <= STDERR_TAIL as u64;
     match text.find('\n') {
         Some(i) if !full => text[i + 1..].to_string(),
         _ => text,
