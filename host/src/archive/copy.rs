@@ -115,6 +115,16 @@ fn not_a_file(e: &std::io::Error) -> bool {
     e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ELOOP)
 }
 
+/// Whether a run folder's file is one the archive copies: a regular file
+/// with one name. The run folder may be its task's owner's (SLURM,
+/// `job_user = "owner"`), and a hard link there to a file they cannot
+/// read (a second name of it) must not reach the archive through the root
+/// daemon, as `nightjar_core::plain_file` refuses it too.
+fn plain(m: &cap_std::fs::Metadata) -> bool {
+    use cap_std::fs::MetadataExt;
+    m.is_file() && m.nlink() == 1
+}
+
 /// The failure of a file that grew past `limit` bytes while it was copied.
 pub fn grew(name: &str, limit: u64) -> Failure {
     Failure::new(
@@ -138,7 +148,7 @@ pub fn file(src: &Dir, name: &str, dst: &Dir, rel: &str, w: &mut Written) -> Res
         }
     };
     let len = match f.metadata() {
-        Ok(m) if m.is_file() => m.len(),
+        Ok(m) if plain(&m) => m.len(),
         _ => return Ok(false),
     };
     let mut buf = vec![0u8; BUF];
@@ -198,7 +208,7 @@ pub fn logs_tar_gz(
         let meta = f
             .metadata()
             .map_err(|e| Failure::io(format!("cannot read {name} of the run folder"), e))?;
-        if !meta.is_file() {
+        if !plain(&meta) {
             continue;
         }
         let mut header = tar::Header::new_gnu();
@@ -342,6 +352,42 @@ pub fn rename_noreplace(from_dir: &Dir, from: &str, to_dir: &Dir, to: &str) -> s
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_folder_file_with_a_second_name_is_not_archived() {
+        // A hostile owner's run folder: `manifest.json` a hard link to a
+        // file of the daemon's, `stdout.log` another; `stderr.log` plain.
+        let tmp = tempfile::tempdir().unwrap();
+        let (run, out) = (tmp.path().join("run"), tmp.path().join("out"));
+        std::fs::create_dir(&run).unwrap();
+        std::fs::create_dir(&out).unwrap();
+        let secret = tmp.path().join("secret");
+        std::fs::write(&secret, b"root only").unwrap();
+        std::fs::hard_link(&secret, run.join("manifest.json")).unwrap();
+        std::fs::hard_link(&secret, run.join("stdout.log")).unwrap();
+        std::fs::write(run.join("stderr.log"), b"plain").unwrap();
+        let src = Dir::open_ambient_dir(&run, cap_std::ambient_authority()).unwrap();
+        let dst = Dir::open_ambient_dir(&out, cap_std::ambient_authority()).unwrap();
+        let mut w = Written::default();
+        assert!(!file(&src, "manifest.json", &dst, "manifest.json", &mut w).unwrap());
+        assert!(!out.join("manifest.json").exists());
+        logs_tar_gz(
+            &src,
+            &["stdout.log", "stderr.log"],
+            &dst,
+            "logs.tar.gz",
+            &mut w,
+        )
+        .unwrap();
+        let gz = std::fs::File::open(out.join("logs.tar.gz")).unwrap();
+        let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(gz));
+        let names: Vec<String> = tar
+            .entries()
+            .unwrap()
+            .map(|e| e.unwrap().path().unwrap().display().to_string())
+            .collect();
+        assert_eq!(names, ["stderr.log"]);
+    }
 
     #[test]
     fn a_source_that_never_ends_is_cut_one_byte_past_its_size() {
