@@ -150,3 +150,31 @@ fn a_daemon_killed_while_an_owners_jobs_run_adopts_them_by_their_user_and_record
     }
     assert_eq!(jobs_like(&jobs[0]).len(), 2, "one job per task");
 }
+
+#[test]
+fn a_job_whose_owner_changes_its_comment_is_still_its_runs_and_its_end_is_recorded_once() {
+    let _cluster = shared_cluster();
+    let u: Users = crate::users_harness::users("slurm: an owner renames their job");
+    let (sys, _shared) = owners_system();
+    // From inside its job, the task wipes the comment the daemon finds its
+    // job by, then runs on: the daemon must not take the job for gone
+    // (and the run for ended, its slot free, a retry due) while it runs.
+    let conf = format!("SLURM_CONF={}", cluster());
+    let script =
+        "scontrol update JobId=$SLURM_JOB_ID Comment=mine-now && echo renamed; sleep 3; echo done";
+    let id = sys.submit(&u, &u.alice, &["-e", &conf, "--", "sh", "-c", script]);
+    let job = job_of(&sys.nj, id);
+    sys.nj.until("the job's comment is changed", || {
+        job_field(&job, "Comment").as_deref() == Some("mine-now")
+    });
+    let show = crate::users_harness::wait_end(&sys, id);
+    assert_eq!(
+        show["task"]["state"],
+        "succeeded",
+        "{show}\n{}",
+        sys.nj.daemon_log()
+    );
+    assert_eq!(show["runs"].as_array().map(Vec::len), Some(1), "{show}");
+    let log = sys.ok(&u, &u.alice, &["logs", &id.to_string()]);
+    assert!(log.contains("renamed") && log.contains("done"), "{log}");
+}

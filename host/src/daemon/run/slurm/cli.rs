@@ -179,9 +179,10 @@ pub fn ended(state: &str) -> bool {
 
 /// This daemon's jobs in `squeue` [`SQUEUE_ARGS`] output: those whose
 /// comment bears its `tag` and whose user `may_own(run, uid)` (the
-/// daemon's, or the run's owner's). Other lines (other daemons', and other
-/// users' jobs whatever their comment says: anyone can copy a comment)
-/// are skipped. An element of a batch's job array is its run by
+/// daemon's, or the run's owner's), and those it `known`s by their id
+/// (whatever their comment now says). Other lines (other daemons', and
+/// other users' jobs whatever their comment says: anyone can copy a
+/// comment) are skipped. An element of a batch's job array is its run by
 /// `element(batch, index)` (none: a batch this daemon does not know, or
 /// an index past its runs: skipped). Where a run has more than one job,
 /// the newest (highest id) is kept.
@@ -189,6 +190,7 @@ pub fn parse_squeue(
     out: &str,
     tag: &str,
     may_own: &dyn Fn(i64, u32) -> bool,
+    known: &dyn Fn(JobId) -> Option<i64>,
     element: &dyn Fn(i64, u32) -> Option<i64>,
 ) -> Vec<Listed> {
     let mut jobs: std::collections::BTreeMap<i64, Listed> = Default::default();
@@ -202,12 +204,15 @@ pub fn parse_squeue(
         let Ok(uid) = user.trim().parse::<u32>() else {
             continue;
         };
-        let (Some(mark), Some(id)) = (mark_of(tag, comment.trim()), JobId::parse(id)) else {
+        let Some(id) = JobId::parse(id) else {
             continue;
         };
-        let run = match (mark, id.index) {
-            (Mark::Run(run), None) => run,
-            (Mark::Batch(batch), Some(index)) => match element(batch, index) {
+        // A job the daemon knows by its id stays its run's whatever its
+        // comment now says (its owner may change it: `scontrol update`).
+        let run = match (known(id), mark_of(tag, comment.trim()), id.index) {
+            (Some(run), _, _) => run,
+            (None, Some(Mark::Run(run)), None) => run,
+            (None, Some(Mark::Batch(batch)), Some(index)) => match element(batch, index) {
                 Some(run) => run,
                 None => continue,
             },

@@ -124,7 +124,7 @@ garbage
 16|PENDING|Priority||0|nightjar:vm-1a2b:run:x
 17|RUNNING|None|n1|0|a|b|c
 ";
-    let l = parse_squeue(out, tag, &|_, uid| uid == 0, &|_, _| None);
+    let l = parse_squeue(out, tag, &|_, uid| uid == 0, &|_| None, &|_, _| None);
     assert_eq!(l.len(), 2, "{l:?}");
     assert_eq!(
         (l[0].run, l[0].job, l[0].reason.as_str()),
@@ -230,7 +230,7 @@ fn another_users_job_never_passes_for_a_run_by_copying_its_comment() {
 22|COMPLETED|None|n1|1000|nightjar:vm-1a2b:run:42
 23|PENDING|None||1000|nightjar:vm-1a2b:run:43
 ";
-    let l = parse_squeue(out, tag, &|_, uid| uid == 0, &|_, _| None);
+    let l = parse_squeue(out, tag, &|_, uid| uid == 0, &|_| None, &|_, _| None);
     assert_eq!(l.len(), 1, "{l:?}");
     assert_eq!(
         (l[0].run, l[0].job, l[0].state.as_str()),
@@ -241,16 +241,28 @@ fn another_users_job_never_passes_for_a_run_by_copying_its_comment() {
     // user's with the same comment is not.
     let owner_of = |run: i64| if run == 43 { 1000 } else { 0 };
     let may_own = |run: i64, uid: u32| uid == 0 || uid == owner_of(run);
-    let l = parse_squeue(out, tag, &may_own, &|_, _| None);
+    let l = parse_squeue(out, tag, &may_own, &|_| None, &|_, _| None);
     assert_eq!(
         l.iter().map(|l| (l.run, l.job)).collect::<Vec<_>>(),
         [(42, 21), (43, 23)]
     );
     let other = "24|RUNNING|None|n1|1001|nightjar:vm-1a2b:run:43\n";
-    assert!(parse_squeue(other, tag, &may_own, &|_, _| None).is_empty());
+    assert!(parse_squeue(other, tag, &may_own, &|_| None, &|_, _| None).is_empty());
+    // A job the daemon knows by its id stays its run's when its owner
+    // changes its comment (`scontrol update JobId=23 Comment=...`).
+    let renamed = "23|RUNNING|None|n1|1000|mine now\n";
+    let known = |id: JobId| (id == JobId::one(23)).then_some(43);
+    let l = parse_squeue(renamed, tag, &may_own, &known, &|_, _| None);
+    assert_eq!(
+        l.iter().map(|l| (l.run, l.job)).collect::<Vec<_>>(),
+        [(43, 23)]
+    );
+    // Not when another user's job has that id's line: SLURM's user decides.
+    let theirs = "23|RUNNING|None|n1|1001|mine now\n";
+    assert!(parse_squeue(theirs, tag, &may_own, &known, &|_, _| None).is_empty());
     // The user's own daemon sees only its own, hidden partitions included.
     assert_eq!(
-        parse_squeue(out, tag, &|_, uid| uid == 1000, &|_, _| None).len(),
+        parse_squeue(out, tag, &|_, uid| uid == 1000, &|_| None, &|_, _| None).len(),
         2
     );
     assert!(SQUEUE_ARGS.contains(&"-a") && SQUEUE_ARGS.contains(&"all"));
@@ -349,7 +361,7 @@ fn a_batch_becomes_one_job_array_whose_elements_are_its_runs_in_order() {
         (40, 2) => Some(45),
         _ => None,
     };
-    let l = parse_squeue(out, tag, &|_, uid| uid == 0, &runs);
+    let l = parse_squeue(out, tag, &|_, uid| uid == 0, &|_| None, &runs);
     let seen: Vec<(i64, String, &str)> = l
         .iter()
         .map(|l| (l.run, l.id().to_string(), l.state.as_str()))

@@ -271,7 +271,12 @@ pub(super) fn ended_without_status(dir: &Path) {
         files::EndedBy::Lost,
         "its supervisor left no status; the daemon recorded its end from SLURM".into(),
     );
-    let aside = dir.join(".status.daemon.tmp");
+    // A name the folder's owner cannot have taken first.
+    let aside = dir.join(format!(
+        ".status.daemon.{}.{}.tmp",
+        std::process::id(),
+        crate::time::now_ms()
+    ));
     let linked = serde_json::to_vec_pretty(&status)
         .map_err(std::io::Error::other)
         .and_then(|bytes| {

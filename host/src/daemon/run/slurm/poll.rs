@@ -64,16 +64,17 @@ impl Poller {
                         failing = false;
                     }
                     let element = |b, i| lock(&self.elements).get(&(b, i)).copied();
-                    let owners: HashMap<i64, u32> = lock(&self.jobs)
+                    let (owners, ids): (HashMap<i64, u32>, HashMap<JobId, i64>) = lock(&self.jobs)
                         .iter()
-                        .map(|(r, j)| (*r, j.owner))
-                        .collect();
+                        .map(|(r, j)| ((*r, j.owner), (j.id, *r)))
+                        .unzip();
+                    let known = |id| ids.get(&id).copied();
                     let may_own = |run, uid| {
                         owners
                             .get(&run)
                             .is_some_and(|&o| super::owner::may_own(uid, o))
                     };
-                    cli::parse_squeue(&out, &self.tag, &may_own, &element)
+                    cli::parse_squeue(&out, &self.tag, &may_own, &known, &element)
                 }
                 Ok(Err(e)) => {
                     if !failing {
@@ -277,7 +278,7 @@ pub(super) fn find(
 ) -> Option<u64> {
     let out = list().ok()?;
     let may_own = |r, uid| r == run && super::owner::may_own(uid, owner);
-    cli::parse_squeue(&out, tag, &may_own, element)
+    cli::parse_squeue(&out, tag, &may_own, &|_| None, element)
         .into_iter()
         .find(|l| l.run == run)
         .map(|l| l.job)
@@ -303,7 +304,13 @@ pub(super) fn adopt(
     let out = list()?;
     let owner = super::owner::owner_of(dir);
     let may_own = |r, uid| r == run.id && super::owner::may_own(uid, owner);
-    let listed = cli::parse_squeue(&out, tag, &may_own, runs);
+    // The job the last daemon recorded (its session), found by its id too.
+    let recorded = JobId {
+        job: run.supervisor_pid.unwrap_or(0).max(0) as u64,
+        index: element.map(|e| e.1),
+    };
+    let known = |id: JobId| (recorded.job > 0 && id == recorded).then_some(run.id);
+    let listed = cli::parse_squeue(&out, tag, &may_own, &known, runs);
     let job = listed.iter().find(|l| l.run == run.id);
     let at = crate::time::now_ms();
     Ok(match job {
