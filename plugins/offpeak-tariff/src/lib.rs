@@ -185,8 +185,13 @@ fn money(currency: &str, price: f64) -> String {
     }
 }
 
+/// `ms` in whole minutes, rounded up, as [`span_text`] says it.
+fn minutes(ms: i64) -> i64 {
+    (ms.max(0) + 59_999) / 60_000
+}
+
 fn span_text(ms: i64) -> String {
-    let m = (ms.max(0) + 59_999) / 60_000;
+    let m = minutes(ms);
     if m >= 60 {
         format!("{}h{:02}m", m / 60, m % 60)
     } else {
@@ -318,8 +323,10 @@ impl Policy for OffpeakTariff {
                     if s.now.saturating_add(runtime) <= w.end_by || runtime > longest {
                         continue;
                     }
-                    let reason = overruns.entry(runtime).or_insert_with(|| {
-                        let over = s.now.saturating_add(runtime) - w.end;
+                    // The reason says the overrun in minutes: tasks whose
+                    // run times differ by less share one (one string each).
+                    let over = s.now.saturating_add(runtime) - w.end;
+                    let reason = overruns.entry(minutes(over)).or_insert_with(|| {
                         Reason::from(format!(
                             "would run {} past the cheap window's end at {}{}",
                             span_text(over),
