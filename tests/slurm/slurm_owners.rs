@@ -160,8 +160,8 @@ fn a_job_whose_owner_changes_its_comment_is_still_its_runs_and_its_end_is_record
     // job by, then runs on: the daemon must not take the job for gone
     // (and the run for ended, its slot free, a retry due) while it runs.
     let conf = format!("SLURM_CONF={}", cluster());
-    let script =
-        "scontrol update JobId=$SLURM_JOB_ID Comment=mine-now && echo renamed; sleep 3; echo done";
+    let script = "scontrol update JobId=$SLURM_JOB_ID Comment=mine-now && echo renamed; sleep 3; echo done; \
+         echo result > ${OUTPUT_PATH}/out.txt";
     let id = sys.submit(&u, &u.alice, &["-e", &conf, "--", "sh", "-c", script]);
     let job = job_of(&sys.nj, id);
     sys.nj.until("the job's comment is changed", || {
@@ -177,4 +177,11 @@ fn a_job_whose_owner_changes_its_comment_is_still_its_runs_and_its_end_is_record
     assert_eq!(show["runs"].as_array().map(Vec::len), Some(1), "{show}");
     let log = sys.ok(&u, &u.alice, &["logs", &id.to_string()]);
     assert!(log.contains("renamed") && log.contains("done"), "{log}");
+    // The default output folder is in the run folder, which is alice's:
+    // a task of hers may use it (a local one may not: the state dir is root's).
+    let dir = PathBuf::from(show["runs"][0]["run_dir"].as_str().unwrap());
+    let out = dir.join("output").join("out.txt");
+    assert_eq!(crate::harness::read(&out), "result\n");
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(std::fs::metadata(&out).unwrap().uid(), u.alice.uid);
 }

@@ -96,8 +96,11 @@ pub(super) fn check_submission(
     // its error) is what they could find themselves, never a root-only
     // folder's contents or a link's target there.
     let who = crate::privsep::identity(Some(&caller.owner())).map_err(anyhow::Error::msg)?;
+    // A SLURM job that is its owner's has its run folder, and the default
+    // output folder in it, handed to them.
+    let owned_run_folder = d.cfg.executor.jobs_are_owners();
     crate::privsep::as_owner(who.as_ref(), |_| {
-        check_reach(caller, entries)?;
+        check_reach(caller, entries, owned_run_folder)?;
         check_environments(d, entries)
     })
     .map_err(anyhow::Error::msg)??;
@@ -108,7 +111,13 @@ pub(super) fn check_submission(
 /// On a system daemon, a task runs as its owner: refuse at submit a workdir
 /// the owner cannot enter and read, or an input they cannot read (the run
 /// would fail as them anyway; this says so before it queues).
-fn check_reach(caller: &Caller, entries: &[NewEntry]) -> anyhow::Result<()> {
+/// `owned_run_folder`: the run folder is handed to the task's owner (SLURM,
+/// `job_user = "owner"`), so the default output folder in it is theirs.
+fn check_reach(
+    caller: &Caller,
+    entries: &[NewEntry],
+    owned_run_folder: bool,
+) -> anyhow::Result<()> {
     if caller.uid == crate::users::euid() || caller.uid == 0 {
         return Ok(());
     }
@@ -124,7 +133,10 @@ fn check_reach(caller: &Caller, entries: &[NewEntry]) -> anyhow::Result<()> {
         // state dir, which is root's alone: say so now, not at the start.
         let state_folder = if crate::daemon::uses_var(m, "SCRATCH") {
             Some("${SCRATCH}")
-        } else if m.output.is_none() && crate::daemon::uses_var(m, "OUTPUT_PATH") {
+        } else if m.output.is_none()
+            && !owned_run_folder
+            && crate::daemon::uses_var(m, "OUTPUT_PATH")
+        {
             Some("the default ${OUTPUT_PATH}")
         } else {
             None

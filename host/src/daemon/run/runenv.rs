@@ -75,8 +75,11 @@ pub fn build(
     );
     let run_as = run_as(spec)?;
     if let Some(r) = &run_as {
-        // The state dir is root's alone (0700): folders in it are out of the user's reach.
-        let default_output = spec.output.is_none() && uses("OUTPUT_PATH");
+        // The state dir is root's alone (0700): folders in it are out of the
+        // user's reach. A SLURM job that is its owner's has its run folder,
+        // and the default output folder in it, handed to them.
+        let default_output =
+            spec.output.is_none() && uses("OUTPUT_PATH") && !cfg.executor.jobs_are_owners();
         if uses("SCRATCH") || default_output {
             anyhow::bail!(
                 "task {} runs as {}, who cannot enter the daemon's state dir {}: {} lives there; give the task an `output` folder of theirs (and use it instead of ${{SCRATCH}})",
