@@ -195,7 +195,11 @@ impl Daemon {
         if asked && let Some(h) = lock(&self.runs.placed).get_mut(&run_id) {
             h.cancel_asked = true;
         }
-        self.note_rapl_start(run.id, !placement.gpus.is_empty());
+        // This machine's power counters say nothing of a run a batch
+        // system runs on another node: its energy is the estimate.
+        if self.runs.executor.local() {
+            self.note_rapl_start(run.id, !placement.gpus.is_empty());
+        }
         let cgroup = self
             .runs
             .cgroup
