@@ -12,11 +12,16 @@ use crate::users_harness::{System, Users};
 /// A root daemon on the cluster, its shared folder enterable by users
 /// (which the daemon checks before it hands a job to its owner).
 fn owners_system() -> (System, tempfile::TempDir) {
+    system_of("")
+}
+
+/// A root daemon on the cluster with `extra` `[executor]` keys.
+fn system_of(extra: &str) -> (System, tempfile::TempDir) {
     let shared = tempfile::tempdir().unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(shared.path(), std::fs::Permissions::from_mode(0o711)).unwrap();
     let sys = crate::users_harness::system_with(
-        &executor(shared.path()),
+        &format!("{}{extra}", executor(shared.path())),
         None,
         &[("SLURM_CONF", cluster())],
     );
@@ -184,4 +189,36 @@ fn a_job_whose_owner_changes_its_comment_is_still_its_runs_and_its_end_is_record
     assert_eq!(crate::harness::read(&out), "result\n");
     use std::os::unix::fs::MetadataExt;
     assert_eq!(std::fs::metadata(&out).unwrap().uid(), u.alice.uid);
+}
+
+#[test]
+fn with_job_user_daemon_a_users_task_is_the_daemons_job_and_runs_as_its_owner_on_the_node() {
+    let _cluster = shared_cluster();
+    let u: Users = crate::users_harness::users("slurm: job_user = daemon");
+    let (sys, _shared) = system_of("job_user = \"daemon\"\n");
+    let id = sys.submit(
+        &u,
+        &u.alice,
+        &["--", "sh", "-c", "id -un; echo job=$SLURM_JOB_ID"],
+    );
+    let job = job_of(&sys.nj, id);
+    let show = crate::users_harness::wait_end(&sys, id);
+    assert_eq!(
+        show["task"]["state"],
+        "succeeded",
+        "{show}\n{}",
+        sys.nj.daemon_log()
+    );
+    // SLURM's job is root's; the supervisor dropped the task to alice.
+    let user = job_field(&job, "UserId").expect("the job's user");
+    assert!(user.starts_with("root(0)"), "{user}");
+    let log = sys.ok(&u, &u.alice, &["logs", &id.to_string()]);
+    assert!(
+        log.contains("njtest-alice"),
+        "the task ran as its owner: {log}"
+    );
+    // The run folder stays root's.
+    let dir = PathBuf::from(show["runs"][0]["run_dir"].as_str().unwrap());
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(std::fs::metadata(&dir).unwrap().uid(), 0);
 }
