@@ -11,13 +11,15 @@ use crate::plugins::offline;
 
 /// Runs `nightjard` and returns the process exit status.
 pub fn main() -> i32 {
-    // `nightjard supervise RUN_DIR`: the supervisor, when the slim
-    // `nightjar-supervise` is missing (started by the daemon, never typed).
+    // `nightjard supervise RUN_DIR [SPEC_LINE]`: the supervisor, when the
+    // slim `nightjar-supervise` is missing (started by the daemon, never typed).
     let mut args = std::env::args_os().skip(1);
-    if let (Some(verb), Some(dir), None) = (args.next(), args.next(), args.next())
+    if let (Some(verb), Some(dir), line, None) =
+        (args.next(), args.next(), args.next(), args.next())
         && verb == "supervise"
+        && let Some(line) = crate::sandbox::supervisor::spec_line(line.as_deref())
     {
-        return match crate::sandbox::supervisor::main(std::path::Path::new(&dir)) {
+        return match crate::sandbox::supervisor::main(std::path::Path::new(&dir), line) {
             Ok(()) => 0,
             Err(e) => {
                 eprintln!("nightjard supervise: {e:#}");

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::OnceLock;
 
-use crate::harness::{Nj, read};
+use crate::harness::Nj;
 
 /// The cluster's `SLURM_CONF`, the cluster started once for the suite.
 pub(crate) fn cluster() -> &'static str {
@@ -144,25 +144,17 @@ pub(crate) fn slurm(cmd: &str, args: &[&str]) -> String {
 }
 
 /// The SLURM job of task `id`'s last run, as scancel and scontrol take
-/// it: the session nightjar recorded (the job, or a job array's), and for
-/// an element of an array its index from the run's spec (`812_3`).
+/// it (`812`, or `812_3` for an element of a job array), as the run's
+/// note in `show` names it.
 pub(crate) fn job_of(nj: &Nj, id: i64) -> String {
-    nj.until("the run has its SLURM job", || {
-        nj.show(id)["runs"]
-            .as_array()
-            .and_then(|r| r.last())
-            .is_some_and(|r| r["supervisor_pid"].as_i64().unwrap_or(0) > 0)
-    });
-    let runs = nj.show(id)["runs"].clone();
-    let run = runs.as_array().and_then(|r| r.last()).expect("a run");
-    let job = run["supervisor_pid"].as_i64().expect("a job id");
-    let dir = Path::new(run["run_dir"].as_str().expect("a run folder"));
-    let spec: serde_json::Value =
-        serde_json::from_str(&read(&dir.join("spec.json"))).expect("the run's spec");
-    match spec["array_element"][1].as_u64() {
-        Some(index) => format!("{job}_{index}"),
-        None => job.to_string(),
-    }
+    let job = |show: &serde_json::Value| {
+        let runs = show["runs"].as_array()?;
+        let note = runs.last()?["sandbox_note"].as_str()?;
+        let (_, job) = note.rsplit_once("SLURM job ")?;
+        Some(job.split([';', ' ']).next()?.to_string())
+    };
+    nj.until("the run has its SLURM job", || job(&nj.show(id)).is_some());
+    job(&nj.show(id)).expect("a SLURM job")
 }
 
 /// The comments of every job (each element of a job array) SLURM keeps

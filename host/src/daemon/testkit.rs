@@ -96,7 +96,10 @@ impl Executor for Recorder {
         self.handed
             .lock_unpoisoned()
             .push((run.run, argv, run.started_at));
-        started(900_000 + self.next_session.fetch_add(1, Ordering::SeqCst));
+        started(
+            900_000 + self.next_session.fetch_add(1, Ordering::SeqCst),
+            None,
+        );
         Ok(())
     }
 
@@ -145,7 +148,10 @@ impl Recorder {
                 continue;
             }
             self.handed.lock_unpoisoned().push((run, argv, at));
-            started(900_000 + self.next_session.fetch_add(1, Ordering::SeqCst));
+            started(
+                900_000 + self.next_session.fetch_add(1, Ordering::SeqCst),
+                None,
+            );
         }
     }
 }

@@ -19,14 +19,20 @@ pub mod supervisor;
 pub mod sys;
 pub use nightjar_core::{task, time};
 
-/// `nightjar-supervise RUN_DIR`: runs the supervisor and turns its error
-/// into an exit status (2: usage, 1: the run could not be supervised).
+/// `nightjar-supervise RUN_DIR [SPEC_LINE]`: runs the supervisor and turns
+/// its error into an exit status (2: usage, 1: the run could not be
+/// supervised).
 pub fn run_from_args() -> std::process::ExitCode {
-    let Some(dir) = std::env::args_os().nth(1) else {
-        eprintln!("usage: nightjar-supervise RUN_DIR (started by the nightjar daemon)");
+    let mut args = std::env::args_os().skip(1);
+    let (Some(dir), line, None) = (args.next(), args.next(), args.next()) else {
+        eprintln!("usage: nightjar-supervise RUN_DIR [SPEC_LINE] (started by the nightjar daemon)");
         return std::process::ExitCode::from(2);
     };
-    match supervisor::main(std::path::Path::new(&dir)) {
+    let Some(line) = supervisor::spec_line(line.as_deref()) else {
+        eprintln!("nightjar-supervise: SPEC_LINE must be a line number (0 is the first)");
+        return std::process::ExitCode::from(2);
+    };
+    match supervisor::main(std::path::Path::new(&dir), line) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("nightjar-supervise: {e:#}");

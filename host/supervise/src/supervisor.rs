@@ -20,22 +20,33 @@ use crate::files::{self, EndedBy, RunSpec, RunStatus};
 use crate::sys::{self, Exit};
 use crate::time::now_ms;
 
-/// Runs the supervisor for the run folder `dir` (its spec arrives on stdin);
-/// returns when the run is recorded. Errors also go to `supervisor.log`.
-pub fn main(dir: &Path) -> Result<()> {
+/// The line of stdin a supervisor reads its spec from: the first, or
+/// `SPEC_LINE` (0 is the first). `None`: not a line number.
+pub fn spec_line(arg: Option<&std::ffi::OsStr>) -> Option<usize> {
+    match arg {
+        None => Some(0),
+        Some(a) => a.to_str()?.parse().ok(),
+    }
+}
+
+/// Runs the supervisor for the run folder `dir` (its spec arrives on stdin,
+/// on line `line`: a SLURM job array's elements read theirs from the
+/// batch's one file of specs); returns when the run is recorded. Errors
+/// also go to `supervisor.log`.
+pub fn main(dir: &Path, line: usize) -> Result<()> {
     // The task enters its workdir from here: not from the folder the daemon
     // was started in, which /proc/self/cwd would reach past the
     // permissions of the folders above it.
     let dir = &std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
     let _ = std::env::set_current_dir("/");
-    let result = run(dir);
+    let result = run(dir, line);
     if let Err(e) = &result {
         note(dir, &format!("supervisor failed: {e:#}"));
     }
     result
 }
 
-fn run(dir: &Path) -> Result<()> {
+fn run(dir: &Path, at: usize) -> Result<()> {
     // Only stdin, stdout and stderr come from the daemon; anything else it
     // might have leaked (a socket, the database) is closed before we read.
     sys::close_fds_from(3);
@@ -53,9 +64,16 @@ fn run(dir: &Path) -> Result<()> {
     }
     let mut stdin = std::io::stdin().lock();
     let mut line = String::new();
-    stdin
-        .read_line(&mut line)
-        .context("read the run spec from stdin")?;
+    for n in 0..=at {
+        line.clear();
+        if stdin
+            .read_line(&mut line)
+            .context("read the run spec from stdin")?
+            == 0
+        {
+            anyhow::bail!("no run spec on line {n} of stdin (line {at} wanted)");
+        }
+    }
     let mut spec: RunSpec = serde_json::from_str(&line).context("parse the run spec")?;
     // Under a batch system: the GPUs it allocated on this node.
     spec.take_from_job(|name| std::env::var(name).ok());

@@ -48,14 +48,16 @@ impl Daemon {
                     };
                     liveness::probe(&self.cfg.run_lock_path(), &ids)?
                 }
-                Adopted::Live(session) => {
+                Adopted::Live(session, job) => {
                     // A job the last daemon submitted but could not record.
+                    let note = match (run.sandbox_note.as_deref(), job) {
+                        (Some(n), Some(j)) => Some(format!("{n}; {j}")),
+                        (n, j) => n.map(str::to_string).or(j),
+                    };
                     if run.supervisor_pid != Some(i64::from(session))
-                        && let Err(e) = self.store().set_run_started(
-                            run.id,
-                            session,
-                            run.sandbox_note.as_deref(),
-                        )
+                        && let Err(e) =
+                            self.store()
+                                .set_run_started(run.id, session, note.as_deref())
                     {
                         tracing::warn!("run {}: cannot record its session {session}: {e}", run.id);
                     }

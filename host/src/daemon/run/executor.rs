@@ -29,8 +29,10 @@ pub struct Launch {
 }
 
 /// What an executor calls once a run's session exists, with its id
-/// (`Executor::launch`): the daemon records it.
-pub type Started = Box<dyn FnOnce(u32) + Send>;
+/// (`Executor::launch`) and, where the executor names the run's job
+/// otherwise, that name (`SLURM job 812_3`): the daemon records both (the
+/// name with the run's note, which `show` prints).
+pub type Started = Box<dyn FnOnce(u32, Option<String>) + Send>;
 
 /// How a run is asked to stop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,9 +80,10 @@ pub struct GpuOnNode {
 pub enum Adopted {
     /// A local run: probe its supervisor's lock and pid (`liveness`).
     Local,
-    /// Still on its way, as session `0`; the executor watches it again and
-    /// reports its end.
-    Live(u32),
+    /// Still on its way, as session `0` (named `1`, as [`Started`] names a
+    /// job, where the executor names it otherwise); the executor watches it
+    /// again and reports its end.
+    Live(u32, Option<String>),
     /// Over: record this.
     Ended(crate::store::RunOutcome),
     /// Nothing of it ever started: give it back to the queue.

@@ -43,7 +43,7 @@ impl Executor for LocalSupervisor {
             l
         };
         // The supervisor waits for its spec: nothing of the task runs yet.
-        started(l.pid);
+        started(l.pid, None);
         let me = Arc::clone(daemon);
         let live = Arc::clone(&self.live);
         tokio::spawn(async move {

@@ -226,7 +226,7 @@ impl Daemon {
             };
             let note = self.sandbox_note(spec);
             let me = Arc::clone(self);
-            let started: Started = Box::new(move |session| {
+            let started: Started = Box::new(move |session, job| {
                 // Under the same lock as `cancel_run`'s look: a cancel sees
                 // the session, or leaves its word here.
                 let cancel_asked = lock(&me.runs.placed).get_mut(&run_id).is_some_and(|h| {
@@ -238,6 +238,10 @@ impl Daemon {
                 // timeout) must not strand the run. It goes on; its end is
                 // recorded as every end is, and the session is known in
                 // memory meanwhile.
+                let note = match (note, job) {
+                    (Some(n), Some(j)) => Some(format!("{n}; {j}")),
+                    (n, j) => n.or(j),
+                };
                 if let Err(e) = me.store().set_run_started(run_id, session, note.as_deref()) {
                     tracing::warn!("run {run_id}: cannot record its supervisor's pid: {e}");
                 }

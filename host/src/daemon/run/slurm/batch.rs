@@ -3,9 +3,8 @@
 //! to `MaxArraySize` runs), a run that asks as no other as a job of its own.
 //!
 //! Exactly once, as for a job of its own: every run is claimed (on disk)
-//! before the array's `sbatch`, and its spec names the batch and index
-//! that find its element again (`RunSpec::array_element`), written before
-//! it too.
+//! before the array's `sbatch`, and the batch's index, which finds each
+//! run's element again (`index.rs`), is written before it too.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -80,6 +79,11 @@ pub(super) fn parse_max_array(out: &str) -> Option<usize> {
             .flatten()
             .map(|n| n.max(1))
     })
+}
+
+/// The folder of batch `batch`.
+fn dir_of(cfg: &crate::config::ExecutorConfig, batch: i64) -> std::path::PathBuf {
+    cfg.shared_dir.join(super::BATCHES).join(batch.to_string())
 }
 
 /// `held` in groups that ask alike, each in the order held and at most
@@ -184,7 +188,10 @@ impl SlurmExecutor {
         lock(&self.jobs).insert(h.run.run, Job::new(id, h.run.dir.clone(), element));
         // The session is the job: recorded now, found by its comment should
         // the record be lost.
-        (h.started)(u32::try_from(id.job).unwrap_or(u32::MAX));
+        (h.started)(
+            u32::try_from(id.job).unwrap_or(u32::MAX),
+            Some(format!("SLURM job {id}")),
+        );
         self.start_poller(daemon);
     }
 
@@ -220,17 +227,16 @@ impl SlurmExecutor {
         let batch = group.iter().map(|h| h.run.run).min().unwrap_or(0);
         // One owner for the whole group (`Alike`).
         let owner = owner::of(&self.cfg, &group[0].run);
+        let specs = dir_of(&self.cfg, batch).join(folder::SPECS);
         for (i, h) in group.iter_mut().enumerate() {
             h.run.spec.array_element = Some((batch, i as u32));
+            // Each element locks its run's byte of the batch's specs.
+            h.run.spec.lock_file = specs.clone();
             if owner.is_some() {
                 owner::take_over(&mut h.run);
             }
         }
-        let dir = self
-            .cfg
-            .shared_dir
-            .join(super::BATCHES)
-            .join(batch.to_string());
+        let dir = dir_of(&self.cfg, batch);
         let runs: Vec<&Launch> = group.iter().map(|h| &h.run).collect();
         // Known before sbatch: a listing taken meanwhile names its elements.
         {
@@ -247,13 +253,12 @@ impl SlurmExecutor {
         };
         let submitted = enterable
             .and_then(|()| {
-                runs.iter().try_for_each(|r| {
-                    folder::write_spec(r)?;
-                    owner.map_or(Ok(()), |o| owner::hand_over(&r.dir, o))
-                })
+                runs.iter()
+                    .try_for_each(|r| owner.map_or(Ok(()), |o| owner::hand_over(&r.dir, o)))
             })
             .and_then(|()| folder::batch_script(&self.supervisor, sampler, &dir, batch, &dirs))
             .and_then(|script| {
+                folder::write_specs(&dir, &runs)?;
                 let ask = self.ask(
                     runs[0],
                     format!("nightjar-batch-{batch}"),

@@ -42,7 +42,7 @@ fn a_held_runs_folder_is_not_made_before_the_rounds_claims_are_on_disk() {
         Duration::from_secs(1),
     );
     let dir = shared.path().join("runs").join("7");
-    exec.launch(&f.daemon, launch(7, dir.clone()), Box::new(|_| {}))
+    exec.launch(&f.daemon, launch(7, dir.clone()), Box::new(|_, _| {}))
         .unwrap();
     assert_eq!(lock(&exec.held).len(), 1, "held for the round's flush");
     // Its claim may still be only in the database's log: a power cut now

@@ -23,6 +23,11 @@ pub(super) const OUTPUT: &str = "slurm.out";
 /// In a batch's folder: its runs' folders, one a line, element `i` on
 /// line `i + 1`.
 pub(super) const INDEX: &str = "index";
+/// In a batch's folder: its runs' specs, one a line, element `i`'s on line
+/// `i + 1` (its supervisor reads that line: no file of its own to write
+/// for each run on a shared file system); every element's lock file too
+/// (each locks the byte of its run id).
+pub(super) const SPECS: &str = "specs";
 /// The environment a supervisor under SLURM takes from its job rather than
 /// from the spec: the GPUs SLURM allocated and the job's identity (its
 /// array's and its index there, for an element of a job array).
@@ -67,9 +72,18 @@ pub(super) fn prepare(sampler: Option<&Sampler>, run: &mut Launch) -> Result<()>
     Ok(())
 }
 
-/// Writes `run`'s spec into its folder (for an element of a job array,
-/// with its batch and index: written before the array's `sbatch`, how a
-/// restarted daemon finds the run's job).
+/// Writes the specs of a batch's `runs` (its elements, in order) into its
+/// folder `dir`, one a line.
+pub(super) fn write_specs(dir: &Path, runs: &[&Launch]) -> Result<()> {
+    let mut text = String::new();
+    for run in runs {
+        text.push_str(&serde_json::to_string(&run.spec).context("write a run spec")?);
+        text.push('\n');
+    }
+    write_private(&dir.join(SPECS), text.as_bytes())
+}
+
+/// Writes `run`'s spec into its folder (a job of its own).
 pub(super) fn write_spec(run: &Launch) -> Result<()> {
     let mut line = serde_json::to_string(&run.spec).context("write the run spec")?;
     line.push('\n');
@@ -78,8 +92,14 @@ pub(super) fn write_spec(run: &Launch) -> Result<()> {
 
 /// The script's lines that start a run on its node, the run folder being
 /// `dir` (a quoted path, or `"$dir"`): for a GPU job with a `sampler`, the
-/// node's sampler first, then `exec` of `supervisor` on the folder.
-fn start_lines(supervisor: &SupervisorCmd, sampler: Option<&Sampler>, dir: &str) -> String {
+/// node's sampler first, then `exec` of `supervisor` on the folder, its
+/// spec read as `spec` says (`< FILE`, or `LINE < FILE`).
+fn start_lines(
+    supervisor: &SupervisorCmd,
+    sampler: Option<&Sampler>,
+    dir: &str,
+    spec: &str,
+) -> String {
     let quote = |p: &Path| shell_quote(&p.display().to_string());
     let mut command = vec![quote(&supervisor.program)];
     command.extend(supervisor.prefix.iter().map(|a| shell_quote(a)));
@@ -98,11 +118,7 @@ fn start_lines(supervisor: &SupervisorCmd, sampler: Option<&Sampler>, dir: &str)
         ),
         None => String::new(),
     };
-    format!(
-        "{sample}exec {} < {dir}/{}\n",
-        command.join(" "),
-        shell_quote(SPEC)
-    )
+    format!("{sample}exec {} {spec}\n", command.join(" "))
 }
 
 /// Writes the batch script of `run` submitted as a job of its own (which
@@ -119,7 +135,12 @@ pub(super) fn run_script(
         "#!/bin/sh\n# Run {} of task {}: nightjar's supervisor on the node SLURM picked.\n{}",
         run.run,
         run.spec.task_id,
-        start_lines(supervisor, sampler, &dir),
+        start_lines(
+            supervisor,
+            sampler,
+            &dir,
+            &format!("< {dir}/{}", shell_quote(SPEC))
+        ),
     );
     let path = run.dir.join(SCRIPT);
     write_private(&path, script.as_bytes())?;
@@ -128,9 +149,9 @@ pub(super) fn run_script(
 
 /// Makes the folder `dir` of batch `batch` (the runs in the folders
 /// `runs`, all asking alike, become the elements of one job array, in this
-/// order; each spec names its element): the batch's [`INDEX`], and its
-/// script, whose element `i` (SLURM's `SLURM_ARRAY_TASK_ID`) execs
-/// `supervisor` on the run folder on the index's line `i + 1`, as
+/// order): the batch's [`INDEX`], and its script, whose element `i`
+/// (SLURM's `SLURM_ARRAY_TASK_ID`) execs `supervisor` on the run folder on
+/// the index's line `i + 1`, its spec line `i + 1` of [`SPECS`], as
 /// [`run_script`] does for a run of its own (with the node's `sampler`
 /// for GPU jobs). The script's path.
 pub(super) fn batch_script(
@@ -174,7 +195,15 @@ pub(super) fn batch_script(
          {start}",
         n = runs.len(),
         index = shell_quote(&dir.join(INDEX).display().to_string()),
-        start = start_lines(supervisor, sampler, "\"$dir\""),
+        start = start_lines(
+            supervisor,
+            sampler,
+            "\"$dir\"",
+            &format!(
+                "\"$SLURM_ARRAY_TASK_ID\" < {}",
+                shell_quote(&dir.join(SPECS).display().to_string())
+            )
+        ),
     );
     let path = dir.join(SCRIPT);
     write_private(&path, script.as_bytes())?;

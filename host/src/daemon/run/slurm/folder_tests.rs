@@ -29,16 +29,16 @@ fn each_element_of_a_batchs_array_execs_the_supervisor_on_its_own_run_folder() {
         .collect();
     for r in &runs {
         std::fs::create_dir_all(r).unwrap();
-        std::fs::write(r.join(SPEC), format!("spec of {}\n", r.display())).unwrap();
     }
-    // A stand-in supervisor that shows its argument and the spec on its stdin.
+    // A stand-in supervisor that shows its arguments and the line of its
+    // stdin the second names (the batch's specs, one a line).
     let supervisor = SupervisorCmd {
         program: shared.path().join("show"),
         prefix: vec!["supervise".into()],
     };
     std::fs::write(
         &supervisor.program,
-        "#!/bin/sh\necho \"$1|$2|$(while IFS= read -r l; do echo \"$l\"; done)\"\n",
+        "#!/bin/sh\nn=0\nwhile IFS= read -r l; do [ \"$n\" = \"$3\" ] && echo \"$1|$2|$3|$l\"; n=$((n + 1)); done\n",
     )
     .unwrap();
     std::fs::set_permissions(
@@ -49,12 +49,17 @@ fn each_element_of_a_batchs_array_execs_the_supervisor_on_its_own_run_folder() {
     let dir = shared.path().join("batches").join("7");
     let dirs: Vec<&Path> = runs.iter().map(PathBuf::as_path).collect();
     let script = batch_script(&supervisor, None, &dir, 7, &dirs).unwrap();
+    let specs: String = runs
+        .iter()
+        .map(|r| format!("spec of {}\n", r.display()))
+        .collect();
+    std::fs::write(dir.join(SPECS), specs).unwrap();
     for (i, r) in runs.iter().enumerate() {
         let (out, err, ok) = run_element(&script, &i.to_string());
         assert!(ok, "element {i}: {err}");
         assert_eq!(
             out.trim(),
-            format!("supervise|{}|spec of {}", r.display(), r.display()),
+            format!("supervise|{}|{i}|spec of {}", r.display(), r.display()),
             "element {i}"
         );
     }
@@ -72,75 +77,6 @@ fn each_element_of_a_batchs_array_execs_the_supervisor_on_its_own_run_folder() {
             f.display()
         );
     }
-}
-
-#[test]
-fn a_runs_spec_names_the_array_element_that_runs_it_and_only_then() {
-    let dir = tempfile::tempdir().unwrap();
-    let batches = tempfile::tempdir().unwrap();
-    let element_of =
-        |d: &std::path::Path| crate::daemon::run::slurm::owner::element_of(d, batches.path());
-    // What the supervisor reads, with the daemon's mark in it.
-    std::fs::write(
-        dir.path().join(SPEC),
-        r#"{"run_id":12,"task_id":3,"array_element":[7,2],"env":{"A":"]"}}"#,
-    )
-    .unwrap();
-    assert_eq!(element_of(dir.path()), Some((7, 2)));
-    std::fs::write(dir.path().join(SPEC), r#"{"run_id":12,"task_id":3}"#).unwrap();
-    assert_eq!(element_of(dir.path()), None, "a job of its own");
-    std::fs::write(dir.path().join(SPEC), "not json").unwrap();
-    assert_eq!(element_of(dir.path()), None);
-    std::fs::remove_file(dir.path().join(SPEC)).unwrap();
-    assert_eq!(element_of(dir.path()), None, "no spec: never prepared");
-}
-
-#[test]
-fn an_element_an_owners_spec_claims_counts_only_where_the_batchs_index_lists_its_folder() {
-    assert_eq!(
-        crate::users::euid(),
-        0,
-        "this test hands a folder to another user: run it as root (CI does)"
-    );
-    let runs = tempfile::tempdir().unwrap();
-    let batches = tempfile::tempdir().unwrap();
-    let (mine, other) = (runs.path().join("12"), runs.path().join("13"));
-    for (dir, claim) in [(&mine, "[7,1]"), (&other, "[7,0]")] {
-        std::fs::create_dir(dir).unwrap();
-        std::fs::write(
-            dir.join(SPEC),
-            format!(r#"{{"run_id":12,"task_id":3,"array_element":{claim}}}"#),
-        )
-        .unwrap();
-        crate::daemon::run::slurm::owner::hand_over(dir, (4242, 4242)).unwrap();
-    }
-    let b7 = batches.path().join("7");
-    std::fs::create_dir(&b7).unwrap();
-    std::fs::write(
-        b7.join(INDEX),
-        format!("{}\n{}\n", other.display(), mine.display()),
-    )
-    .unwrap();
-    let element_of =
-        |d: &std::path::Path| crate::daemon::run::slurm::owner::element_of(d, batches.path());
-    assert_eq!(
-        element_of(&mine),
-        Some((7, 1)),
-        "listed there by the daemon"
-    );
-    assert_eq!(element_of(&other), Some((7, 0)));
-    // The owner rewrites their spec to claim another run's element.
-    std::fs::write(
-        mine.join(SPEC),
-        r#"{"run_id":12,"task_id":3,"array_element":[7,0]}"#,
-    )
-    .unwrap();
-    assert_eq!(element_of(&mine), None, "a claim the index does not back");
-    // Or makes the spec a link to another run's.
-    std::fs::remove_file(mine.join(SPEC)).unwrap();
-    std::os::unix::fs::symlink(other.join(SPEC), mine.join(SPEC)).unwrap();
-    assert_eq!(element_of(&mine), None, "never read through a link");
-    assert_eq!(crate::daemon::run::slurm::owner::owner_of(&mine), 4242);
 }
 
 #[test]

@@ -24,6 +24,7 @@ use check::tag;
 pub mod cli;
 mod cmd;
 mod folder;
+mod index;
 mod nodes;
 pub(crate) mod owner;
 mod poll;
@@ -110,6 +111,9 @@ pub struct SlurmExecutor {
     poller: OnceLock<()>,
     /// Until when no job is submitted: SLURM did not answer the last sbatch.
     down_until: Mutex<Option<std::time::Instant>>,
+    /// While runs are adopted at the daemon's start: each run folder the
+    /// batches' indexes list, with its element (read once, at the first).
+    adopting: Mutex<Option<HashMap<PathBuf, (i64, u32)>>>,
 }
 
 /// The shared folder's folder of run folders.
@@ -148,6 +152,7 @@ impl SlurmExecutor {
             held: Mutex::default(),
             poller: OnceLock::new(),
             down_until: Mutex::new(None),
+            adopting: Mutex::default(),
         }
     }
 
@@ -304,13 +309,16 @@ impl Executor for SlurmExecutor {
 
     fn adopt(&self, daemon: &Arc<Daemon>, run: &RunRow) -> Result<Adopted> {
         let dir = PathBuf::from(&run.run_dir);
-        let element = owner::element_of(&dir, &self.cfg.shared_dir.join(BATCHES));
+        let element = lock(&self.adopting)
+            .get_or_insert_with(|| index::elements(&self.cfg.shared_dir.join(BATCHES)))
+            .get(&dir)
+            .copied();
         if let Some(e) = element {
             lock(&self.elements).insert(e, run.id);
         }
         let adopted = poll::adopt(&self.tag, run, element, &self.element())?;
         match adopted {
-            Adopted::Live(id) => {
+            Adopted::Live(id, _) => {
                 let id = JobId {
                     job: u64::from(id),
                     index: element.map(|e| e.1),

@@ -15,9 +15,9 @@
 //!   through a link, never a FIFO (`nightjar_core::plain_file`), and
 //!   writes one only anew (`files::create_new`);
 //! - nothing the owner could write decides which job or array element is
-//!   a run's: an element claimed in the spec must be the one the batch's
-//!   index (root's) lists, and a job counts as a run's only when SLURM
-//!   says its user is the daemon's or the run folder's owner.
+//!   a run's: an element is found from the batch's index (root's,
+//!   `index.rs`), and a job counts as a run's only when SLURM says its user
+//!   is the daemon's or the run folder's owner.
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
@@ -79,6 +79,9 @@ pub(crate) fn array_output(dir: &Path, owner: Option<(u32, u32)>) -> Result<std:
         return Ok(dir.to_path_buf());
     };
     let out = dir.join(OUT);
+    // The specs: each element's supervisor reads its line and locks its byte.
+    std::os::unix::fs::lchown(dir.join(super::folder::SPECS), Some(uid), Some(gid))
+        .with_context(|| format!("hand {} to uid {uid}", dir.display()))?;
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o711))
         .and_then(|()| {
             std::fs::set_permissions(dir.join(INDEX), std::fs::Permissions::from_mode(0o644))
@@ -106,29 +109,6 @@ pub(crate) fn owner_of(dir: &Path) -> u32 {
 /// (another user can copy any comment).
 pub(crate) fn may_own(uid: u32, owner: u32) -> bool {
     uid == crate::users::euid() || uid == owner
-}
-
-/// The batch and index of the job array element that runs the run in
-/// `dir`, when it was released as one: its spec says, and for a folder
-/// that is not the daemon's (whose spec its owner can rewrite) the
-/// batch's index in `batches`, the daemon's, must list `dir` there.
-pub(crate) fn element_of(dir: &Path, batches: &Path) -> Option<(i64, u32)> {
-    #[derive(serde::Deserialize)]
-    struct Element {
-        #[serde(default)]
-        array_element: Option<(i64, u32)>,
-    }
-    let text =
-        nightjar_core::plain_file::read(&dir.join(SPEC), crate::sandbox::files::JSON_MAX).ok()?;
-    let claimed = serde_json::from_slice::<Element>(&text)
-        .ok()?
-        .array_element?;
-    if owner_of(dir) == crate::users::euid() {
-        return Some(claimed);
-    }
-    let index = std::fs::read_to_string(batches.join(claimed.0.to_string()).join(INDEX)).ok()?;
-    let listed = index.lines().nth(usize::try_from(claimed.1).ok()?)?;
-    (Path::new(listed) == dir).then_some(claimed)
 }
 
 /// Makes the daemon's runs and batches `folders` enterable by any user

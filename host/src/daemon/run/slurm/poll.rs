@@ -314,7 +314,10 @@ pub(super) fn adopt(
     let job = listed.iter().find(|l| l.run == run.id);
     let at = crate::time::now_ms();
     Ok(match job {
-        Some(l) if !l.ended() => Adopted::Live(u32::try_from(l.job).unwrap_or(u32::MAX)),
+        Some(l) if !l.ended() => Adopted::Live(
+            u32::try_from(l.job).unwrap_or(u32::MAX),
+            Some(format!("SLURM job {}", l.id())),
+        ),
         Some(l) => Adopted::Ended(match status_in(dir) {
             Some(out) => cli::ended_by_slurm(l.id(), &l.state, &l.reason, out),
             None => cli::unreported_end(l.id(), Some(&l.state), &l.reason, false, at),
