@@ -96,8 +96,9 @@ pub struct RunSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub from_job: Vec<String>,
     /// Under SLURM, the batch (its first run's id) and index of the job
-    /// array element that runs it, when one does: how a restarted daemon
-    /// finds its job again. The supervisor does not read it.
+    /// array element that runs it, when one does, for whoever reads the
+    /// spec (a restarted daemon finds it from the batch's index, its own;
+    /// the supervisor does not read it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub array_element: Option<(i64, u32)>,
 }
