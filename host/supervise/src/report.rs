@@ -50,6 +50,29 @@ pub fn keep(dir: &Path, status: &RunStatus, stdin: &mut impl BufRead) {
     }
 }
 
+/// Where the answers to a status reported on stdout come from: `stdin`
+/// where it is the daemon's pipe; nowhere where it is a file (a SLURM
+/// job's spec, or a job array's specs, whose next lines are the other
+/// elements' specs: never a daemon's answer).
+pub fn answers<'a>(stdin: &'a mut dyn BufRead, from_file: bool) -> Box<dyn BufRead + 'a> {
+    if from_file {
+        Box::new(std::io::empty())
+    } else {
+        Box::new(stdin)
+    }
+}
+
+/// Whether the supervisor's stdin is a file (not a daemon's pipe).
+pub fn stdin_is_file() -> bool {
+    use std::os::fd::AsFd;
+    std::io::stdin()
+        .as_fd()
+        .try_clone_to_owned()
+        .map(std::fs::File::from)
+        .and_then(|f| f.metadata())
+        .is_ok_and(|m| m.is_file())
+}
+
 /// Sends the status to the daemon and waits for its answer.
 pub fn report(status: &RunStatus, stdin: &mut impl BufRead) -> Ack {
     let Ok(mut line) = serde_json::to_vec(status) else {
@@ -65,5 +88,47 @@ pub fn report(status: &RunStatus, stdin: &mut impl BufRead) -> Ack {
         Ok(n) if n > 0 && ack == "ok\n" => Ack::Recorded,
         Ok(n) if n > 0 => Ack::Refused,
         _ => Ack::Gone,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status() -> RunStatus {
+        RunStatus {
+            started_at: 1,
+            finished_at: 2,
+            exit_code: Some(0),
+            signal: None,
+            ended_by: files::EndedBy::Exited,
+            message: None,
+            log_dropped: 0,
+            log_error: None,
+            detected: None,
+        }
+    }
+
+    #[test]
+    fn an_array_elements_next_spec_line_is_no_daemons_answer_to_its_status() {
+        // Element 0 of a batch's specs has read its line; the next is
+        // element 1's spec, not a daemon refusing the status.
+        let specs = "{\"run_id\":7}\n{\"run_id\":8}\n";
+        let mut stdin = std::io::Cursor::new(specs.as_bytes());
+        let mut line = String::new();
+        stdin.read_line(&mut line).unwrap();
+        assert_eq!(report(&status(), &mut answers(&mut stdin, true)), Ack::Gone);
+        let mut rest = String::new();
+        stdin.read_line(&mut rest).unwrap();
+        assert_eq!(
+            rest, "{\"run_id\":8}\n",
+            "the next element's line is not read"
+        );
+        // A daemon's pipe answers.
+        let mut pipe = std::io::Cursor::new(&b"ok\n"[..]);
+        assert_eq!(
+            report(&status(), &mut answers(&mut pipe, false)),
+            Ack::Recorded
+        );
     }
 }

@@ -62,6 +62,10 @@ fn run(dir: &Path, at: usize) -> Result<()> {
     unsafe {
         libc::setsid();
     }
+    // A file on stdin (a SLURM job's spec, a job array's specs) is no
+    // daemon: nothing answers the status reported, and a job array's next
+    // line is another element's spec, never read as an answer.
+    let from_file = super::report::stdin_is_file();
     let mut stdin = std::io::stdin().lock();
     let mut line = String::new();
     for n in 0..=at {
@@ -95,7 +99,7 @@ fn run(dir: &Path, at: usize) -> Result<()> {
                 log_error: None,
                 detected: None,
             };
-            super::report::report(&status, &mut stdin);
+            super::report::report(&status, &mut super::report::answers(&mut stdin, from_file));
             return Ok(());
         }
     };
@@ -111,7 +115,11 @@ fn run(dir: &Path, at: usize) -> Result<()> {
     }
     sys::set_child_subreaper().context("become child subreaper")?;
     let status = supervise(dir, &spec, &sigfd);
-    super::report::keep(dir, &status, &mut stdin);
+    super::report::keep(
+        dir,
+        &status,
+        &mut super::report::answers(&mut stdin, from_file),
+    );
     Ok(())
 }
 
