@@ -13,19 +13,28 @@ use super::folder::INDEX;
 const INDEX_MAX: u64 = 64 << 20;
 
 /// Each run folder the batches' indexes in `batches` list, with its batch
-/// and index there. A folder listed twice (a batch id a fresh database
-/// used again) keeps the newer batch's.
+/// and index there. A folder listed twice (a stale batch of an earlier
+/// database whose run ids a fresh one used again) keeps the batch whose
+/// index was written last: a batch id says nothing of when.
 pub(super) fn elements(batches: &Path) -> HashMap<PathBuf, (i64, u32)> {
     let mut out = HashMap::new();
     let Ok(dir) = std::fs::read_dir(batches) else {
         return out;
     };
-    let mut listed: Vec<(i64, PathBuf)> = dir
+    let written = |p: &Path| {
+        std::fs::symlink_metadata(p.join(INDEX))
+            .and_then(|m| m.modified())
+            .ok()
+    };
+    let mut listed: Vec<(Option<std::time::SystemTime>, i64, PathBuf)> = dir
         .flatten()
-        .filter_map(|e| Some((e.file_name().to_str()?.parse::<i64>().ok()?, e.path())))
+        .filter_map(|e| {
+            let batch = e.file_name().to_str()?.parse::<i64>().ok()?;
+            Some((written(&e.path()), batch, e.path()))
+        })
         .collect();
     listed.sort();
-    for (batch, path) in listed {
+    for (_, batch, path) in listed {
         let Ok(text) = nightjar_core::plain_file::read(&path.join(INDEX), INDEX_MAX) else {
             continue;
         };
@@ -71,5 +80,21 @@ mod tests {
             Some(&(7, 0))
         );
         assert!(elements(tempfile::tempdir().unwrap().path().join("none").as_path()).is_empty());
+        // A stale batch of an earlier database (a higher id, written
+        // before) and the batch written since that lists the same folder:
+        // the later one's.
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        index("30", "/s/runs/31\n");
+        std::fs::File::options()
+            .write(true)
+            .open(batches.path().join("30").join(INDEX))
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        index("29", "/s/runs/29\n/s/runs/30\n/s/runs/31\n");
+        assert_eq!(
+            elements(batches.path()).get(Path::new("/s/runs/31")),
+            Some(&(29, 2))
+        );
     }
 }

@@ -187,6 +187,9 @@ impl Executor for SlurmExecutor {
     }
 
     fn flush(&self, daemon: &Arc<Daemon>) {
+        // Runs are adopted at the start, before any round: the indexes
+        // read for it are not needed again.
+        lock(&self.adopting).take();
         self.submit_held(daemon);
     }
 
