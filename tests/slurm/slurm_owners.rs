@@ -222,3 +222,31 @@ fn with_job_user_daemon_a_users_task_is_the_daemons_job_and_runs_as_its_owner_on
     use std::os::unix::fs::MetadataExt;
     assert_eq!(std::fs::metadata(&dir).unwrap().uid(), 0);
 }
+
+#[test]
+fn an_owner_who_rewrites_the_started_marker_late_does_not_shorten_the_run_on_record() {
+    let _cluster = shared_cluster();
+    let u: Users = crate::users_harness::users("slurm: an owner's late marker");
+    let (sys, shared) = owners_system();
+    // The task removes the marker its supervisor left, works 3 s, then
+    // writes one that says it began just now: a run of no time, if believed
+    // (fair share, quotas and energy count run time).
+    let script = format!(
+        "m={}/runs/$NIGHTJAR_RUN_ID/started; rm -f $m; sleep 3; date +%s%3N > $m; sleep 0.5",
+        shared.path().display()
+    );
+    let id = sys.submit(&u, &u.alice, &["--", "sh", "-c", &script]);
+    let show = crate::users_harness::wait_end(&sys, id);
+    assert_eq!(
+        show["task"]["state"],
+        "succeeded",
+        "{show}\n{}",
+        sys.nj.daemon_log()
+    );
+    let run = &show["runs"][0];
+    let ran = run["finished_at"].as_i64().unwrap() - run["started_at"].as_i64().unwrap();
+    assert!(
+        ran >= 2500,
+        "the run is on record from when SLURM was seen running it, not from the owner's marker: {ran} ms\n{show}"
+    );
+}

@@ -69,6 +69,9 @@ struct Job {
     /// The user whose job it may be besides the daemon's: its run
     /// folder's owner (`owner.rs`).
     owner: u32,
+    /// The first and the last poll that found it `RUNNING` (ms): what the
+    /// daemon saw itself of a job whose supervisor's word is its owner's.
+    running: Option<(i64, i64)>,
 }
 
 impl Job {
@@ -77,6 +80,7 @@ impl Job {
     fn new(id: JobId, dir: PathBuf, element: Option<(i64, u32)>) -> Job {
         Job {
             owner: owner::owner_of(&dir),
+            running: None,
             id,
             element,
             dir,

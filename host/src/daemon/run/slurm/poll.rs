@@ -149,8 +149,14 @@ impl Poller {
             let now = crate::time::now_ms();
             if let Ok(at) = String::from_utf8_lossy(&text).trim().parse::<i64>() {
                 // Not later than it was seen (a node's clock ahead, or an
-                // owner's marker that says so).
-                began.push((run, at.min(now)));
+                // owner's marker that says so), nor, for a job that is its
+                // owner's (who can write the marker when they like), than
+                // the first poll that found it running.
+                let seen = match j.running {
+                    Some((first, _)) if j.owner != crate::users::euid() => first,
+                    _ => now,
+                };
+                began.push((run, at.min(seen)));
             }
         }
         began
@@ -165,6 +171,9 @@ impl Poller {
         for (&run, j) in jobs.iter_mut() {
             let seen = by_run.get(&run).filter(|l| l.id() >= j.id);
             if let Some(l) = seen {
+                if l.state == "RUNNING" {
+                    j.running = Some((j.running.map_or(now, |r| r.0), now));
+                }
                 j.id = l.id();
                 j.state.clone_from(&l.state);
                 j.reason.clone_from(&l.reason);
@@ -177,6 +186,12 @@ impl Poller {
                 }
             }
             if let Some(mut out) = status_in(&j.dir) {
+                if j.owner != crate::users::euid() {
+                    // The owner's word: not before a poll found it running,
+                    // nor after this one.
+                    let last = j.running.map_or(i64::MIN, |r| r.1);
+                    out.finished_at = out.finished_at.max(last).min(now);
+                }
                 if let Some(l) = seen.filter(|l| cli::node_failed(&l.state)) {
                     // SLURM's SIGTERM reached the supervisor as a cancel:
                     // the node failed under it, which is a lost run.
