@@ -64,10 +64,9 @@ pub fn validate(api: &ApiConfig, redact: &[String], output_roots: &[PathBuf]) ->
 /// True when `name` matches one of the glob `patterns` (`*` any run of
 /// characters, `?` one character), ignoring ASCII case.
 pub fn redacted(name: &str, patterns: &[String]) -> bool {
-    let name = name.to_ascii_uppercase();
-    patterns
-        .iter()
-        .any(|p| glob(p.to_ascii_uppercase().as_bytes(), name.as_bytes()))
+    // Compared byte by byte, case folded there: no copy of either (this is
+    // asked for each variable of each run's manifest).
+    patterns.iter().any(|p| glob(p.as_bytes(), name.as_bytes()))
 }
 
 /// The placeholder shown instead of a redacted value.
@@ -78,7 +77,7 @@ fn glob(p: &[u8], s: &[u8]) -> bool {
     let (mut pi, mut si) = (0, 0);
     let mut star: Option<(usize, usize)> = None;
     while si < s.len() {
-        if pi < p.len() && (p[pi] == b'?' || p[pi] == s[si]) {
+        if pi < p.len() && (p[pi] == b'?' || p[pi].eq_ignore_ascii_case(&s[si])) {
             pi += 1;
             si += 1;
         } else if pi < p.len() && p[pi] == b'*' {
