@@ -15,6 +15,18 @@ fn owners_system() -> (System, tempfile::TempDir) {
     system_of("")
 }
 
+/// Task `id`'s `show` once it ended, which it did succeeding.
+fn succeeded(sys: &System, id: i64) -> serde_json::Value {
+    let show = crate::users_harness::wait_end(sys, id);
+    assert_eq!(
+        show["task"]["state"],
+        "succeeded",
+        "{show}\n{}",
+        sys.nj.daemon_log()
+    );
+    show
+}
+
 /// A root daemon on the cluster with `extra` `[executor]` keys.
 fn system_of(extra: &str) -> (System, tempfile::TempDir) {
     let shared = tempfile::tempdir().unwrap();
@@ -46,13 +58,7 @@ fn a_users_task_is_that_users_slurm_job_and_the_root_daemon_never_reads_through_
     );
     let id = sys.submit(&u, &u.alice, &["--", "sh", "-c", &plant]);
     let job = job_of(&sys.nj, id);
-    let show = crate::users_harness::wait_end(&sys, id);
-    assert_eq!(
-        show["task"]["state"],
-        "succeeded",
-        "{show}\n{}",
-        sys.nj.daemon_log()
-    );
+    let show = succeeded(&sys, id);
     // SLURM's job is alice's (sbatch --uid), not root's.
     let user = job_field(&job, "UserId").expect("the job's user");
     assert!(
@@ -106,13 +112,7 @@ fn a_users_task_is_that_users_slurm_job_and_the_root_daemon_never_reads_through_
     let members = sys.nj.show(sid)["members"].clone();
     for m in members.as_array().expect("members") {
         let mid = m["id"].as_i64().unwrap();
-        let show = crate::users_harness::wait_end(&sys, mid);
-        assert_eq!(
-            show["task"]["state"],
-            "succeeded",
-            "{show}\n{}",
-            sys.nj.daemon_log()
-        );
+        succeeded(&sys, mid);
         let job = job_of(&sys.nj, mid);
         assert!(job.contains('_'), "an element of a job array: {job}");
         let user = job_field(&job, "UserId").unwrap_or_default();
@@ -172,13 +172,7 @@ fn a_job_whose_owner_changes_its_comment_is_still_its_runs_and_its_end_is_record
     sys.nj.until("the job's comment is changed", || {
         job_field(&job, "Comment").as_deref() == Some("mine-now")
     });
-    let show = crate::users_harness::wait_end(&sys, id);
-    assert_eq!(
-        show["task"]["state"],
-        "succeeded",
-        "{show}\n{}",
-        sys.nj.daemon_log()
-    );
+    let show = succeeded(&sys, id);
     assert_eq!(show["runs"].as_array().map(Vec::len), Some(1), "{show}");
     let log = sys.ok(&u, &u.alice, &["logs", &id.to_string()]);
     assert!(log.contains("renamed") && log.contains("done"), "{log}");
@@ -202,13 +196,7 @@ fn with_job_user_daemon_a_users_task_is_the_daemons_job_and_runs_as_its_owner_on
         &["--", "sh", "-c", "id -un; echo job=$SLURM_JOB_ID"],
     );
     let job = job_of(&sys.nj, id);
-    let show = crate::users_harness::wait_end(&sys, id);
-    assert_eq!(
-        show["task"]["state"],
-        "succeeded",
-        "{show}\n{}",
-        sys.nj.daemon_log()
-    );
+    let show = succeeded(&sys, id);
     // SLURM's job is root's; the supervisor dropped the task to alice.
     let user = job_field(&job, "UserId").expect("the job's user");
     assert!(user.starts_with("root(0)"), "{user}");
@@ -236,13 +224,7 @@ fn an_owner_who_rewrites_the_started_marker_late_does_not_shorten_the_run_on_rec
         shared.path().display()
     );
     let id = sys.submit(&u, &u.alice, &["--", "sh", "-c", &script]);
-    let show = crate::users_harness::wait_end(&sys, id);
-    assert_eq!(
-        show["task"]["state"],
-        "succeeded",
-        "{show}\n{}",
-        sys.nj.daemon_log()
-    );
+    let show = succeeded(&sys, id);
     let run = &show["runs"][0];
     let ran = run["finished_at"].as_i64().unwrap() - run["started_at"].as_i64().unwrap();
     assert!(
