@@ -247,7 +247,7 @@ pub fn ended_by_slurm(job: JobId, state: &str, reason: &str, out: RunOutcome) ->
     if !matches!(state, "TIMEOUT" | "PREEMPTED" | "OUT_OF_MEMORY") || out.class == RunClass::Ok {
         return out;
     }
-    let slurm = unreported_end(job, Some(state), reason, false, out.finished_at);
+    let slurm = unreported_end(job, Some(state), reason, false, None, out.finished_at);
     RunOutcome {
         message: match (slurm.message, out.message) {
             (Some(s), Some(m)) => Some(format!("{s}; its supervisor: {m}")),
@@ -261,12 +261,14 @@ pub fn ended_by_slurm(job: JobId, state: &str, reason: &str, out: RunOutcome) ->
 
 /// What a job's end means for its run when its supervisor left no status:
 /// `state` and `reason` as SLURM gives them (`None`: SLURM no longer knows
-/// the job), `asked`: whether nightjar itself asked it to stop.
+/// the job), `asked`: whether nightjar itself asked it to stop, `by`: who
+/// cancelled it, where SLURM's accounting says (`acct.rs`).
 pub fn unreported_end(
     job: JobId,
     state: Option<&str>,
     reason: &str,
     asked: bool,
+    by: Option<u32>,
     at: i64,
 ) -> RunOutcome {
     let said = match state {
@@ -281,7 +283,10 @@ pub fn unreported_end(
         ),
         Some("CANCELLED") => (
             RunClass::Cancelled,
-            format!("{said}: cancelled outside nightjar (scancel by a user or an administrator)"),
+            format!(
+                "{said}: cancelled outside nightjar {}",
+                super::acct::cancelled_by(by)
+            ),
         ),
         Some("TIMEOUT") => (
             RunClass::Timeout,

@@ -152,18 +152,18 @@ n3|16|(null)
 
 #[test]
 fn a_job_that_ended_without_a_status_is_classed_by_what_slurm_says() {
-    let o = unreported_end(JobId::one(5), Some("CANCELLED"), "None", false, 1);
+    let o = unreported_end(JobId::one(5), Some("CANCELLED"), "None", false, None, 1);
     assert_eq!(o.class, RunClass::Cancelled);
     assert!(o.message.unwrap().contains("outside nightjar"));
-    let o = unreported_end(JobId::one(5), Some("NODE_FAIL"), "NodeDown", false, 1);
+    let o = unreported_end(JobId::one(5), Some("NODE_FAIL"), "NodeDown", false, None, 1);
     assert_eq!(o.class, RunClass::Lost);
     assert!(o.message.unwrap().contains("NODE_FAIL (NodeDown)"));
     assert_eq!(
-        unreported_end(JobId::one(5), None, "", false, 1).class,
+        unreported_end(JobId::one(5), None, "", false, None, 1).class,
         RunClass::Lost
     );
     assert_eq!(
-        unreported_end(JobId::one(5), Some("TIMEOUT"), "", false, 1).class,
+        unreported_end(JobId::one(5), Some("TIMEOUT"), "", false, None, 1).class,
         RunClass::Timeout
     );
 }
@@ -216,7 +216,7 @@ fn a_job_is_on_a_node_by_name_or_by_its_bracketed_range() {
 
 #[test]
 fn a_failed_node_is_a_lost_run_whatever_else() {
-    let o = unreported_end(JobId::one(9), Some("NODE_FAIL"), "None", false, 1);
+    let o = unreported_end(JobId::one(9), Some("NODE_FAIL"), "None", false, None, 1);
     assert_eq!(o.class, RunClass::Lost);
     assert!(node_failed("BOOT_FAIL") && !node_failed("FAILED"));
 }

@@ -15,8 +15,14 @@ pub const LIMIT: Duration = Duration::from_secs(30);
 /// it) and returns its stdout; an error if it fails, says so on exit, or
 /// takes longer than [`LIMIT`] (then it is killed).
 pub fn run(program: &str, args: &[&str]) -> Result<String> {
+    run_with(program, args, &[])
+}
+
+/// [`run`] with `env` added to its environment.
+pub fn run_with(program: &str, args: &[&str], env: &[(&str, &str)]) -> Result<String> {
     let mut child = Command::new(program)
         .args(args)
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -16,6 +16,7 @@
 //! (`owner.rs`); with `job_user = "daemon"` the supervisor runs as the
 //! daemon's user and drops the task to its owner as a local run does.
 
+mod acct;
 mod ask;
 mod batch;
 mod check;
@@ -23,6 +24,7 @@ pub use check::sized;
 use check::tag;
 pub mod cli;
 mod cmd;
+mod ends;
 mod folder;
 mod index;
 mod nodes;

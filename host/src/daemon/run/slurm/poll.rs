@@ -11,15 +11,12 @@ use anyhow::Result;
 
 use super::cli::JobId;
 use super::folder::status_in;
-use super::{Job, cli, cmd};
+use super::ends::{self, Over};
+use super::{Job, acct, cli, cmd};
 use crate::daemon::run::executor::Adopted;
 use crate::daemon::state::{Daemon, lock};
 use crate::sandbox::files;
-use crate::store::{RunClass, RunOutcome, RunRow};
-
-/// Polls that must find a job ended with no status before its run is
-/// recorded from what SLURM says (a shared folder's cache can be late).
-const PATIENCE: u32 = 2;
+use crate::store::{RunOutcome, RunRow};
 
 /// How often the batches folder is swept for folders no run needs any
 /// more (those whose runs all ended while no daemon watched them, or were
@@ -93,8 +90,15 @@ impl Poller {
                 let me = Arc::clone(&daemon);
                 let _ = tokio::task::spawn_blocking(move || me.runs_began(&began, now)).await;
             }
+            let over = ends::over(&mut lock(&self.jobs), &listed, now, crate::users::euid());
+            let ended = match over.is_empty() {
+                true => Vec::new(),
+                false => tokio::task::spawn_blocking(move || ends::judge(over, now, &acct::lookup))
+                    .await
+                    .unwrap_or_default(),
+            };
             let mut done = Vec::new();
-            for (run, out) in self.ended(&listed, now) {
+            for (run, out) in ended {
                 let me = Arc::clone(&daemon);
                 let reported = tokio::task::spawn_blocking(move || me.report_end(run, &out))
                     .await
@@ -160,79 +164,6 @@ impl Poller {
             }
         }
         began
-    }
-
-    /// Updates each job from the listing; the runs whose jobs are over and
-    /// what to record for them.
-    fn ended(&self, listed: &[cli::Listed], now: i64) -> Vec<(i64, RunOutcome)> {
-        let by_run: HashMap<i64, &cli::Listed> = listed.iter().map(|l| (l.run, l)).collect();
-        let mut jobs = lock(&self.jobs);
-        let mut over = Vec::new();
-        for (&run, j) in jobs.iter_mut() {
-            let seen = by_run.get(&run).filter(|l| l.id() >= j.id);
-            if let Some(l) = seen {
-                if l.state == "RUNNING" {
-                    j.running = Some((j.running.map_or(now, |r| r.0), now));
-                }
-                j.id = l.id();
-                j.state.clone_from(&l.state);
-                j.reason.clone_from(&l.reason);
-                j.nodes.clone_from(&l.nodes);
-                if !l.ended() {
-                    // A listing taken before its sbatch returned missed it:
-                    // its end still gets the whole patience.
-                    j.unreported = 0;
-                    continue;
-                }
-            }
-            if let Some(mut out) = status_in(&j.dir) {
-                if j.owner != crate::users::euid() {
-                    // The owner's word: not before a poll found it running,
-                    // nor after this one.
-                    let last = j.running.map_or(i64::MIN, |r| r.1);
-                    out.finished_at = out.finished_at.max(last).min(now);
-                }
-                if let Some(l) = seen.filter(|l| cli::node_failed(&l.state)) {
-                    // SLURM's SIGTERM reached the supervisor as a cancel:
-                    // the node failed under it, which is a lost run.
-                    out = cli::unreported_end(
-                        l.id(),
-                        Some(&l.state),
-                        &l.reason,
-                        false,
-                        out.finished_at,
-                    );
-                } else if let Some(l) = seen.filter(|l| l.state == "CANCELLED" && !j.asked) {
-                    let by = format!(
-                        "SLURM job {} was cancelled outside nightjar (scancel by a user or an administrator)",
-                        l.id()
-                    );
-                    out.message = Some(match out.message {
-                        Some(m) => format!("{m}; {by}"),
-                        None => by,
-                    });
-                    // SLURM's SIGTERM reached the task's shell, whose exit
-                    // (143) is no failure of the task's own.
-                    if out.class != RunClass::Ok {
-                        out.class = RunClass::Cancelled;
-                    }
-                }
-                if let Some(l) = seen.filter(|_| !j.asked) {
-                    out = cli::ended_by_slurm(l.id(), &l.state, &l.reason, out);
-                }
-                over.push((run, out));
-                continue;
-            }
-            j.unreported += 1;
-            if j.unreported >= PATIENCE {
-                let state = seen.map(|l| l.state.as_str());
-                over.push((
-                    run,
-                    cli::unreported_end(j.id, state, &j.reason, j.asked, now),
-                ));
-            }
-        }
-        over
     }
 }
 
@@ -327,16 +258,19 @@ pub(super) fn adopt(
     let known = |id: JobId| (recorded.job > 0 && id == recorded).then_some(run.id);
     let listed = cli::parse_squeue(&out, tag, &may_own, &known, runs);
     let job = listed.iter().find(|l| l.run == run.id);
-    let at = crate::time::now_ms();
     Ok(match job {
         Some(l) if !l.ended() => Adopted::Live(
             u32::try_from(l.job).unwrap_or(u32::MAX),
             Some(format!("SLURM job {}", l.id())),
         ),
-        Some(l) => Adopted::Ended(match status_in(dir) {
-            Some(out) => cli::ended_by_slurm(l.id(), &l.state, &l.reason, out),
-            None => cli::unreported_end(l.id(), Some(&l.state), &l.reason, false, at),
-        }),
+        Some(l) => Adopted::Ended(judged(Over {
+            run: run.id,
+            id: l.id(),
+            asked: false,
+            reason: l.reason.clone(),
+            seen: Some(l.clone()),
+            status: status_in(dir),
+        })),
         None => match status_in(dir) {
             Some(out) => Adopted::Ended(out),
             // No job, none on its way, and its supervisor never began.
@@ -353,15 +287,28 @@ pub(super) fn adopt(
                 }
                 Adopted::NeverStarted
             }
-            None => {
-                let job = JobId {
-                    job: run.supervisor_pid.unwrap_or(0).max(0) as u64,
-                    index: element.map(|e| e.1),
-                };
-                Adopted::Ended(cli::unreported_end(job, None, "", false, at))
-            }
+            // Gone from squeue (after `MinJobAge`): SLURM's accounting
+            // may still say how it ended.
+            None => Adopted::Ended(judged(Over {
+                run: run.id,
+                id: recorded,
+                asked: false,
+                reason: String::new(),
+                seen: None,
+                status: None,
+            })),
         },
     })
+}
+
+/// What to record for a run found over at adoption.
+fn judged(over: Over) -> RunOutcome {
+    let now = crate::time::now_ms();
+    let mut judged = ends::judge(vec![over], now, &acct::lookup);
+    judged.pop().map_or_else(
+        || cli::unreported_end(JobId::one(0), None, "", false, None, now),
+        |(_, out)| out,
+    )
 }
 
 /// Waits (at most the command limit and a little) while a process whose
