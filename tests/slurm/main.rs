@@ -21,6 +21,7 @@ mod users_harness;
 mod cluster;
 mod node_gpus;
 mod slurm;
+mod slurm_accounting;
 mod slurm_arrays;
 mod slurm_batches;
 mod slurm_faults;

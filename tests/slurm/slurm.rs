@@ -129,8 +129,8 @@ fn cancel_and_timeout_end_the_job_with_nightjars_own_class_and_a_hand_scancel_is
     assert!(
         run["message"]
             .as_str()
-            .is_some_and(|m| m.contains("outside nightjar")),
-        "a cancel nightjar did not ask for is named as such: {run}"
+            .is_some_and(|m| m.contains("outside nightjar by root (uid 0)")),
+        "a cancel nightjar did not ask for is named as such, with who did it (SLURM's accounting): {run}"
     );
 }
 

@@ -88,7 +88,12 @@ fn a_sweep_is_one_job_array_and_a_hand_scancel_of_one_element_ends_that_run_alon
             assert_ne!(code, 0);
             assert_eq!(run["class"], "cancelled", "{show}");
             let message = run["message"].as_str().unwrap_or_default();
-            assert!(message.contains("outside nightjar"), "{message}");
+            assert!(
+                message.contains(&format!(
+                    "SLURM job {job} was cancelled outside nightjar by root (uid 0)"
+                )),
+                "{message}"
+            );
         } else {
             assert_eq!(code, 0, "the rest of the array went on: {show}");
             let log = nj.ok(&["logs", &id.to_string()]);

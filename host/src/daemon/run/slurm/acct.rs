@@ -28,6 +28,10 @@ const FAILED_FOR_MS: i64 = 60 * 1000;
 /// Until when (ms since the epoch) accounting is taken to be off.
 static OFF_UNTIL: AtomicI64 = AtomicI64::new(0);
 
+/// What SLURM's accounting has of some jobs, by id (`None`: the cluster
+/// keeps none, or it did not answer).
+pub type Said = Option<HashMap<JobId, Accounted>>;
+
 /// One job (or array element) as SLURM's accounting has it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Accounted {
@@ -72,17 +76,9 @@ impl Accounted {
 /// back to the epoch, not to midnight.
 pub fn sacct_args(ids: &[JobId]) -> Vec<String> {
     let list: Vec<String> = ids.iter().map(JobId::to_string).collect();
-    [
-        "-n",
-        "-P",
-        "-X",
-        "-j",
-        &list.join(","),
-        "-o",
-        SACCT_FORMAT,
-    ]
-    .map(str::to_string)
-    .to_vec()
+    ["-n", "-P", "-X", "-j", &list.join(","), "-o", SACCT_FORMAT]
+        .map(str::to_string)
+        .to_vec()
 }
 
 /// `sacct` [`sacct_args`] output, times as seconds (`SLURM_TIME_FORMAT=%s`):
@@ -133,21 +129,27 @@ pub fn disabled(said: &str) -> bool {
     said.contains("accounting storage is disabled")
 }
 
-/// What SLURM's accounting has of `ids` (nothing where the cluster keeps
+/// What SLURM's accounting has of `ids` (`None` where the cluster keeps
 /// none, or `sacct` fails: the caller records what it knows without it).
 /// Blocks on `sacct` (at most the commands' limit).
-pub fn lookup(ids: &[JobId]) -> HashMap<JobId, Accounted> {
+pub fn lookup(ids: &[JobId]) -> Said {
     let now = crate::time::now_ms();
+    // A run whose job id was never recorded has none to ask for.
+    let ids: Vec<JobId> = ids.iter().copied().filter(|i| i.job > 0).collect();
     if ids.is_empty() || OFF_UNTIL.load(Ordering::Relaxed) > now {
-        return HashMap::new();
+        return None;
     }
-    let args = sacct_args(ids);
+    let args = sacct_args(&ids);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     match cmd::run_with("sacct", &args, &[("SLURM_TIME_FORMAT", "%s")]) {
-        Ok(out) => parse_sacct(&out),
+        Ok(out) => Some(parse_sacct(&out)),
         Err(e) => {
             let said = format!("{e:#}");
-            let off = if disabled(&said) { OFF_FOR_MS } else { FAILED_FOR_MS };
+            let off = if disabled(&said) {
+                OFF_FOR_MS
+            } else {
+                FAILED_FOR_MS
+            };
             OFF_UNTIL.store(now + off, Ordering::Relaxed);
             if disabled(&said) {
                 tracing::info!(
@@ -158,7 +160,7 @@ pub fn lookup(ids: &[JobId]) -> HashMap<JobId, Accounted> {
                     "cannot read SLURM's accounting (asked again in a minute; a job's end is read from squeue and its run folder meanwhile): {said}"
                 );
             }
-            HashMap::new()
+            None
         }
     }
 }

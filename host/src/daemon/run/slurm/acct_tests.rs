@@ -19,7 +19,10 @@ fn sacct_lines_give_each_jobs_state_who_cancelled_it_its_exit_and_its_end() {
     assert_eq!(cancelled.end_ms, Some(1_764_960_741_000));
     assert!(cancelled.ended());
     let failed = &jobs[&JobId::one(2019)];
-    assert_eq!((failed.exit_code, failed.signal, failed.by), (3, None, None));
+    assert_eq!(
+        (failed.exit_code, failed.signal, failed.by),
+        (3, None, None)
+    );
     assert_eq!(failed.step_end(), "exit code 3");
     let killed = &jobs[&JobId {
         job: 2020,

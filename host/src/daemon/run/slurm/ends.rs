@@ -19,6 +19,13 @@ use crate::store::{RunClass, RunOutcome};
 /// recorded from what SLURM says (a shared folder's cache can be late).
 pub(super) const PATIENCE: u32 = 2;
 
+/// How long (ms) a job's end waits for SLURM's accounting to have it
+/// ended too before it is recorded without accounting's word: slurmctld
+/// tells slurmdbd a moment after `squeue` shows the end (0.1 s for a job
+/// of its own on the test cluster, up to 2.6 s for a job array's element,
+/// whose record appears only then).
+pub(super) const ACCOUNTING_WAIT_MS: i64 = 10_000;
+
 /// A run whose job is over, before SLURM's accounting is read for it.
 #[derive(Debug)]
 pub(super) struct Over {
@@ -34,14 +41,18 @@ pub(super) struct Over {
     pub seen: Option<Listed>,
     /// What its supervisor reported, if it did.
     pub status: Option<RunOutcome>,
+    /// Since when (ms) it waits for accounting to have its end, if it does.
+    pub waiting_since: Option<i64>,
 }
 
 impl Over {
     /// Whether what to record needs SLURM's accounting: an end without a
     /// status, or a cancel outside nightjar (who did it).
     fn needs_accounting(&self) -> bool {
-        self.status.is_none()
-            || (!self.asked && self.seen.as_ref().is_some_and(|l| l.state == "CANCELLED"))
+        match &self.seen {
+            None => true,
+            Some(l) => self.status.is_none() || (!self.asked && l.state == "CANCELLED"),
+        }
     }
 }
 
@@ -94,33 +105,50 @@ pub(super) fn over(
             reason: j.reason.clone(),
             seen: seen.cloned(),
             status,
+            waiting_since: j.accounting_since,
         });
     }
     over
 }
 
+/// What [`judge`] made of the runs over.
+#[derive(Debug, Default)]
+pub(super) struct Judged {
+    /// The runs to record as ended, and how.
+    pub ended: Vec<(i64, RunOutcome)>,
+    /// The runs whose end SLURM's accounting does not have yet: judged
+    /// again at the next poll (their jobs' `accounting_since` set).
+    pub later: Vec<i64>,
+}
+
 /// What to record for each run in `over`, asking SLURM's `accounting` (one
-/// call for all that need it) at `now`.
+/// call for all that need it; `None`: the cluster keeps none, or it did
+/// not answer) at `now`.
 pub(super) fn judge(
     over: Vec<Over>,
     now: i64,
-    accounting: &dyn Fn(&[JobId]) -> HashMap<JobId, Accounted>,
-) -> Vec<(i64, RunOutcome)> {
+    accounting: &dyn Fn(&[JobId]) -> acct::Said,
+) -> Judged {
     let ask: Vec<JobId> = (over.iter())
         .filter(|o| o.needs_accounting())
         .map(|o| o.id)
         .collect();
-    let said = if ask.is_empty() {
-        HashMap::new()
-    } else {
-        accounting(&ask)
+    let said = match ask.is_empty() {
+        true => None,
+        false => accounting(&ask),
     };
-    over.into_iter()
-        .map(|o| {
-            let acct = said.get(&o.id);
-            (o.run, outcome(o, acct, now))
-        })
-        .collect()
+    let mut judged = Judged::default();
+    for o in over {
+        let acct = said.as_ref().and_then(|s| s.get(&o.id));
+        // Accounting answers but has not the job's end yet: a poll or two.
+        let lagging = said.is_some() && o.needs_accounting() && !acct.is_some_and(|a| a.ended());
+        if lagging && now - o.waiting_since.unwrap_or(now) < ACCOUNTING_WAIT_MS {
+            judged.later.push(o.run);
+            continue;
+        }
+        judged.ended.push((o.run, outcome(o, acct, now)));
+    }
+    judged
 }
 
 /// What to record for `o`, with what accounting has of its job.
@@ -128,21 +156,24 @@ fn outcome(o: Over, acct: Option<&Accounted>, now: i64) -> RunOutcome {
     let Some(mut out) = o.status else {
         return unreported(o.id, o.seen.as_ref(), &o.reason, o.asked, acct, now);
     };
-    let Some(l) = o.seen.as_ref() else {
-        return out;
+    // SLURM's word on the job: squeue's, else (gone from it) accounting's.
+    let (state, reason) = match (&o.seen, acct.filter(|a| a.ended())) {
+        (Some(l), _) => (l.state.as_str(), l.reason.as_str()),
+        (None, Some(a)) => (a.state.as_str(), a.reason.as_str()),
+        (None, None) => return out,
     };
-    if cli::node_failed(&l.state) {
+    if cli::node_failed(state) {
         // SLURM's SIGTERM reached the supervisor as a cancel: the node
         // failed under it, which is a lost run.
-        return cli::unreported_end(l.id(), Some(&l.state), &l.reason, false, None, out.finished_at);
+        return cli::unreported_end(o.id, Some(state), reason, false, None, out.finished_at);
     }
     if o.asked {
         return out;
     }
-    if l.state == "CANCELLED" {
+    if state == "CANCELLED" {
         let by = format!(
             "SLURM job {} was cancelled outside nightjar {}",
-            l.id(),
+            o.id,
             acct::cancelled_by(acct.and_then(|a| a.by))
         );
         out.message = Some(match out.message {
@@ -155,7 +186,7 @@ fn outcome(o: Over, acct: Option<&Accounted>, now: i64) -> RunOutcome {
             out.class = RunClass::Cancelled;
         }
     }
-    cli::ended_by_slurm(l.id(), &l.state, &l.reason, out)
+    cli::ended_by_slurm(o.id, state, reason, out)
 }
 
 /// A run's end from SLURM's word alone (its supervisor left no status):

@@ -25,7 +25,7 @@ fn exited(dir: &std::path::Path, code: i32) {
 /// The runs over at `now` given `listed`, with no accounting.
 fn ended(jobs: &mut HashMap<i64, Job>, listed: &[Listed], now: i64) -> Vec<(i64, RunOutcome)> {
     let over = over(jobs, listed, now, crate::users::euid());
-    judge(over, now, &|_| HashMap::new())
+    judge(over, now, &|_| None).ended
 }
 
 fn listed(run: i64, id: JobId, state: &str) -> Listed {
@@ -114,11 +114,14 @@ fn accounting_names_who_cancelled_a_job_outside_nightjar_and_is_asked_once_a_pol
     let asked = RefCell::new(Vec::new());
     let acct = |ids: &[JobId]| {
         asked.borrow_mut().push(ids.to_vec());
-        HashMap::from([(a, accounted(a, "CANCELLED", Some(0), (0, None)))])
+        Some(HashMap::from([(
+            a,
+            accounted(a, "CANCELLED", Some(0), (0, None)),
+        )]))
     };
     let listing = [listed(1, a, "CANCELLED"), listed(2, b, "COMPLETED")];
     let over = over(&mut jobs, &listing, 9, crate::users::euid());
-    let judged = judge(over, 9, &acct);
+    let judged = judge(over, 9, &acct).ended;
     assert_eq!(
         asked.borrow().clone(),
         vec![vec![a]],
@@ -139,19 +142,25 @@ fn a_job_gone_from_squeue_without_a_status_ends_as_its_accounting_says() {
     let id = JobId::one(60);
     let mut jobs = HashMap::from([(3, Job::new(id, dir.path().to_path_buf(), None))]);
     let acct = |_: &[JobId]| {
-        HashMap::from([(id, accounted(id, "CANCELLED", Some(1001), (0, Some(9))))])
+        Some(HashMap::from([(
+            id,
+            accounted(id, "CANCELLED", Some(1001), (0, Some(9))),
+        )]))
     };
     let mut judged = Vec::new();
     for now in [10_000, 11_000] {
         let over = over(&mut jobs, &[], now, crate::users::euid());
-        judged = judge(over, now, &acct);
+        judged = judge(over, now, &acct).ended;
     }
     assert_eq!(judged.len(), 1, "over after its patience");
     let out = &judged[0].1;
     assert_eq!(out.class, RunClass::Cancelled, "{out:?}");
     assert_eq!(out.finished_at, 2_000, "SLURM's own end time");
     assert!(
-        out.message.as_deref().unwrap_or_default().contains("SLURM job 60 ended CANCELLED"),
+        out.message
+            .as_deref()
+            .unwrap_or_default()
+            .contains("SLURM job 60 ended CANCELLED"),
         "{out:?}"
     );
 }
@@ -181,4 +190,83 @@ fn a_gone_job_that_failed_is_lost_with_its_batch_steps_end_and_without_accountin
             "{acct:?}"
         );
     }
+}
+
+#[test]
+fn an_end_accounting_does_not_have_yet_waits_a_while_for_it_and_no_longer() {
+    let dir = tempfile::tempdir().unwrap();
+    let id = JobId::one(70);
+    exited(dir.path(), 143);
+    let mut jobs = HashMap::from([(4, Job::new(id, dir.path().to_path_buf(), None))]);
+    let listing = [listed(4, id, "CANCELLED")];
+    // slurmctld has not told slurmdbd yet: accounting has it running, or
+    // (a job array's element) not at all.
+    let running = |_: &[JobId]| {
+        Some(HashMap::from([(
+            id,
+            accounted(id, "RUNNING", None, (0, None)),
+        )]))
+    };
+    let absent = |_: &[JobId]| Some(HashMap::new());
+    type Accounting<'a> = &'a dyn Fn(&[JobId]) -> acct::Said;
+    let lagging: [Accounting; 2] = [&running, &absent];
+    for acct in lagging {
+        jobs.get_mut(&4).unwrap().accounting_since = None;
+        for now in [10_000, 15_000, 19_999] {
+            let over = over(&mut jobs, &listing, now, crate::users::euid());
+            let judged = judge(over, now, acct);
+            assert!(judged.ended.is_empty(), "at {now}");
+            assert_eq!(judged.later, vec![4]);
+            jobs.get_mut(&4)
+                .unwrap()
+                .accounting_since
+                .get_or_insert(now);
+        }
+        // Then recorded without accounting's word, not held for ever.
+        let over = over(&mut jobs, &listing, 20_000, crate::users::euid());
+        let judged = judge(over, 20_000, acct);
+        assert_eq!(judged.ended.len(), 1);
+        let message = judged.ended[0].1.message.clone().unwrap_or_default();
+        assert!(
+            message.contains("(scancel by a user or an administrator)"),
+            "{message}"
+        );
+    }
+    // A cluster without accounting: no wait at all.
+    let over = over(&mut jobs, &listing, 30_000, crate::users::euid());
+    assert_eq!(judge(over, 30_000, &|_| None).ended.len(), 1);
+}
+
+#[test]
+fn a_status_left_by_a_job_gone_from_squeue_is_read_with_accountings_word_on_the_job() {
+    let dir = tempfile::tempdir().unwrap();
+    let id = JobId::one(80);
+    exited(dir.path(), 143);
+    let o = |status| Over {
+        run: 5,
+        id,
+        asked: false,
+        reason: String::new(),
+        seen: None,
+        status,
+        waiting_since: None,
+    };
+    let cancelled = |_: &[JobId]| {
+        Some(HashMap::from([(
+            id,
+            accounted(id, "CANCELLED", Some(0), (0, Some(15))),
+        )]))
+    };
+    let status = || crate::daemon::run::slurm::folder::status_in(dir.path());
+    let judged = judge(vec![o(status())], 9, &cancelled).ended;
+    let out = &judged[0].1;
+    assert_eq!(out.class, RunClass::Cancelled, "{out:?}");
+    assert!(
+        (out.message.as_deref().unwrap_or_default())
+            .contains("SLURM job 80 was cancelled outside nightjar by root (uid 0)"),
+        "{out:?}"
+    );
+    // Without accounting: the supervisor's word as it is.
+    let judged = judge(vec![o(status())], 9, &|_| None).ended;
+    assert_eq!(judged[0].1.class, RunClass::AppError, "{:?}", judged[0].1);
 }

@@ -68,6 +68,8 @@ struct Job {
     /// Polls that found it ended with no status yet (a shared folder's
     /// cache can show the file a moment late).
     unreported: u32,
+    /// Since when (ms) its end waits for SLURM's accounting to have it.
+    accounting_since: Option<i64>,
     /// The user whose job it may be besides the daemon's: its run
     /// folder's owner (`owner.rs`).
     owner: u32,
@@ -92,6 +94,7 @@ impl Job {
             began: false,
             asked: false,
             unreported: 0,
+            accounting_since: None,
         }
     }
 }

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use super::cli::JobId;
-use super::folder::status_in;
 use super::ends::{self, Over};
+use super::folder::status_in;
 use super::{Job, acct, cli, cmd};
 use crate::daemon::run::executor::Adopted;
 use crate::daemon::state::{Daemon, lock};
@@ -91,14 +91,19 @@ impl Poller {
                 let _ = tokio::task::spawn_blocking(move || me.runs_began(&began, now)).await;
             }
             let over = ends::over(&mut lock(&self.jobs), &listed, now, crate::users::euid());
-            let ended = match over.is_empty() {
-                true => Vec::new(),
+            let judged = match over.is_empty() {
+                true => ends::Judged::default(),
                 false => tokio::task::spawn_blocking(move || ends::judge(over, now, &acct::lookup))
                     .await
                     .unwrap_or_default(),
             };
+            for run in judged.later {
+                if let Some(j) = lock(&self.jobs).get_mut(&run) {
+                    j.accounting_since.get_or_insert(now);
+                }
+            }
             let mut done = Vec::new();
-            for (run, out) in ended {
+            for (run, out) in judged.ended {
                 let me = Arc::clone(&daemon);
                 let reported = tokio::task::spawn_blocking(move || me.report_end(run, &out))
                     .await
@@ -270,9 +275,20 @@ pub(super) fn adopt(
             reason: l.reason.clone(),
             seen: Some(l.clone()),
             status: status_in(dir),
+            waiting_since: None,
         })),
         None => match status_in(dir) {
-            Some(out) => Adopted::Ended(out),
+            // Gone from squeue (after `MinJobAge`): its supervisor's word,
+            // and SLURM's accounting's on how the job ended.
+            Some(out) => Adopted::Ended(judged(Over {
+                run: run.id,
+                id: recorded,
+                asked: false,
+                reason: String::new(),
+                seen: None,
+                status: Some(out),
+                waiting_since: None,
+            })),
             // No job, none on its way, and its supervisor never began.
             None if !files::was_started(dir) => {
                 // An sbatch of the last daemon's may outlive the wait above
@@ -296,6 +312,7 @@ pub(super) fn adopt(
                 reason: String::new(),
                 seen: None,
                 status: None,
+                waiting_since: None,
             })),
         },
     })
@@ -304,7 +321,13 @@ pub(super) fn adopt(
 /// What to record for a run found over at adoption.
 fn judged(over: Over) -> RunOutcome {
     let now = crate::time::now_ms();
-    let mut judged = ends::judge(vec![over], now, &acct::lookup);
+    // No later poll here: what accounting has now is its word.
+    let waiting_since = Some(now - ends::ACCOUNTING_WAIT_MS);
+    let over = Over {
+        waiting_since,
+        ..over
+    };
+    let mut judged = ends::judge(vec![over], now, &acct::lookup).ended;
     judged.pop().map_or_else(
         || cli::unreported_end(JobId::one(0), None, "", false, None, now),
         |(_, out)| out,
