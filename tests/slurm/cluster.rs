@@ -20,7 +20,7 @@ pub(crate) fn cluster() -> &'static str {
             crate::harness::needs(
                 "a one-node SLURM cluster",
                 format!(
-                    "scripts/slurm-dev failed (root and Debian's slurmctld, slurmd, slurm-client and munge): {}",
+                    "scripts/slurm-dev failed (root and Debian's slurmctld, slurmd, slurm-client, munge, slurmdbd and mariadb-server): {}",
                     String::from_utf8_lossy(&out.stderr)
                 ),
             );

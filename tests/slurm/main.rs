@@ -1,6 +1,7 @@
 //! The SLURM executor's end-to-end tests, against a real one-node cluster
-//! that they start themselves (`scripts/slurm-dev`: root, and Debian's
-//! slurmctld, slurmd, slurm-client and munge). A target of their own, with
+//! with accounting that they start themselves (`scripts/slurm-dev`: root,
+//! and Debian's slurmctld, slurmd, slurm-client, munge, slurmdbd and
+//! mariadb-server). A target of their own, with
 //! the e2e target's harness, so `scripts/test` runs them beside the e2e
 //! target rather than after it: most of their time is SLURM's own (a job's
 //! time limit is counted in minutes), not the machine's. `cargo test` alone
