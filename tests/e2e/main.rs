@@ -34,6 +34,7 @@ mod faults_clock;
 mod faults_crashloop;
 mod faults_dispatch;
 mod faults_lock;
+mod faults_recover;
 mod faults_store;
 mod faults_supervisor;
 mod first_party;

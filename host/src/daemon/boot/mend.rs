@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 
 use crate::config::Config;
+use crate::daemon::boot::claims::{self, Claim};
 use crate::daemon::boot::consistency::{self, Findings, locked_bytes, run_folders};
 use crate::sandbox::files;
 use crate::store::adopt::Evidence;
@@ -129,9 +130,34 @@ pub fn recover(cfg: &Config) -> Result<i32> {
     let f: Findings = consistency::examine(cfg, &store, Depth::Quick)?;
     let (mut adopted, mut recreated, mut set_aside) = (Vec::new(), Vec::new(), Vec::new());
     let supervisors = supervisor_commands();
-    for id in &f.unknown_folders {
-        let dir = consistency::run_folder(cfg, *id);
-        let adopted_as = match evidence(*id, &dir, &supervisors) {
+    let found: Vec<(i64, PathBuf, std::result::Result<Evidence, String>)> = (f.unknown_folders)
+        .iter()
+        .map(|id| {
+            let dir = consistency::run_folder(cfg, *id);
+            let e = evidence(*id, &dir, &supervisors);
+            (*id, dir, e)
+        })
+        .collect();
+    // Several folders claiming one lost task: who decides (claims.rs).
+    let claims: Vec<Claim> = (found.iter())
+        .filter_map(|(id, dir, e)| {
+            let e = e.as_ref().ok()?;
+            Some(Claim {
+                run: *id,
+                task: e.task,
+                owner: e.spec.owner.as_ref().map(|o| o.uid),
+                daemons: folder_uid(dir) == Some(crate::users::euid()),
+            })
+        })
+        .collect();
+    let refused = claims::refused(&claims, &|task| store.task(task).is_ok());
+    for (id, dir, evidence) in found {
+        let id = &id;
+        let evidence = match refused.get(id) {
+            Some(why) => Err(why.clone()),
+            None => evidence,
+        };
+        let adopted_as = match evidence {
             Ok(_) if *id > MAX_ID => Err(format!(
                 "its id is past any id nightjar hands out ({MAX_ID})"
             )),
@@ -288,6 +314,12 @@ fn owned_by_its_owner(
         "its folder is uid {folder}'s, who can rewrite its manifest, which names {} as the task's owner",
         claimed.map_or_else(|| "no user".to_string(), |u| format!("uid {u}"))
     ))
+}
+
+/// The uid that owns the folder `dir` (not followed), if it can be read.
+fn folder_uid(dir: &Path) -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(dir).ok().map(|m| m.uid())
 }
 
 /// Every live supervisor's pid and arguments, read from /proc once.

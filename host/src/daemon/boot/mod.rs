@@ -5,6 +5,7 @@
 //! thread (the scheduler thread's pipeline, the workers, the watches) and
 //! the front ends it is given; it schedules until SIGTERM.
 
+pub mod claims;
 pub mod consistency;
 pub mod heap;
 pub mod mend;
