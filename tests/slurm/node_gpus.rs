@@ -85,6 +85,62 @@ fn a_gpu_jobs_node_is_sampled_and_its_run_gets_its_gpu_record_and_counter_energy
 }
 
 #[test]
+fn a_running_gpu_jobs_node_readings_show_in_gpus_and_an_idle_one_is_marked_stalled_until_it_works()
+{
+    let _cluster = gpu_cluster();
+    let nvml = tempfile::tempdir().unwrap();
+    let lib = nvml.path().join("libnvidia-ml-standin.so");
+    std::fs::copy(STANDIN, &lib).unwrap();
+    let values = nvml.path().join("nvml-standin-values");
+    let mut init = String::from("count=2\n");
+    for g in 0..2 {
+        init.push_str(&format!(
+            "{g}.name=NVIDIA H200\n{g}.uuid=GPU-node-{g}\n{g}.mem_total={}\n{g}.util=0\n{g}.temp=35\n{g}.power_mw=100000\n",
+            141 * GIB
+        ));
+    }
+    std::fs::write(&values, init).unwrap();
+    let nj = world(&format!(
+        "node_gpus = \"nvml:{}\"\n[gpu]\nsample_period = \"200ms\"\nstall_after = \"1s\"\n",
+        lib.display()
+    ));
+    // Idle and silent until the test's word (`go`), then busy at 80%.
+    let go = nvml.path().join("go");
+    let script = format!(
+        "g=$CUDA_VISIBLE_DEVICES; while [ ! -e {go} ]; do sleep 0.1; done; \
+         echo \"$g.util=80\" >> {v}; echo \"$g.temp=61\" >> {v}; sleep 300",
+        go = go.display(),
+        v = values.display()
+    );
+    let id = nj.submit(&["--gpus", "1", "--", "sh", "-c", &script]);
+    job_of(&nj, id);
+    let stalled = || !nj.show(id)["runs"][0]["stalled_at"].is_null();
+    nj.until("the idle run is marked stalled from its node's samples", stalled);
+    // `gpus` shows its GPU as the node's sampler last read it.
+    let node_gpu = |util: u64| {
+        let gpus = nj.json(&["gpus"]);
+        let rows = gpus.as_array().cloned().unwrap_or_default();
+        rows.iter().any(|g| {
+            g["util"] == util
+                && g["power_w"] == 100.0
+                && g["mem_total"] == 141 * GIB
+                && g["tasks"].as_array().is_some_and(|t| t.contains(&id.into()))
+        })
+    };
+    nj.until("gpus shows the node GPU's reading", || node_gpu(0));
+    std::fs::write(&go, "").unwrap();
+    nj.until("active again once its GPU works", || !stalled());
+    nj.until("gpus shows it busy", || node_gpu(80));
+    let events = nj.show(id)["events"].clone();
+    let kinds: Vec<&str> = (events.as_array().unwrap().iter())
+        .filter_map(|e| e["kind"].as_str())
+        .collect();
+    assert!(kinds.contains(&"stalled"), "{events}");
+    nj.ok(&["cancel", &id.to_string()]);
+    nj.wait(id);
+}
+
+#[test]
 fn a_cpu_job_starts_no_sampler() {
     let _cluster = shared_cluster();
     let nj = world("");

@@ -4,6 +4,7 @@
 pub mod energy;
 pub mod monitor;
 pub mod node;
+pub mod node_live;
 pub mod nvml;
 pub mod sim;
 

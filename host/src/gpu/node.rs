@@ -49,7 +49,7 @@ pub struct SamplerSpec {
 /// One line of the samples file.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
-enum Line {
+pub(super) enum Line {
     /// The run's GPUs, first.
     Gpus { gpus: Vec<GpuInfo> },
     /// One reading of each, and which processes on them are the run's.

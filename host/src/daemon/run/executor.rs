@@ -73,6 +73,9 @@ pub struct GpuOnNode {
     pub reason: Option<String>,
     /// The daemon's runs whose jobs run on its node.
     pub runs: Vec<i64>,
+    /// Its last reading by the node sampler of one of those runs, and its
+    /// memory (none: no run of the daemon's samples it).
+    pub reading: Option<(crate::gpu::GpuReading, u64)>,
 }
 
 /// What became of a run while no daemon watched it, as its executor tells.

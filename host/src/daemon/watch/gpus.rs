@@ -167,7 +167,7 @@ fn owner_of(pid: u32, sessions: &HashMap<u32, i64>) -> Option<i64> {
 }
 
 /// Bytes in a run folder's logs, for the stall check.
-fn log_bytes(dir: &std::path::Path) -> u64 {
+pub(crate) fn log_bytes(dir: &std::path::Path) -> u64 {
     ["stdout.log", "stdout.log.1", "stderr.log", "stderr.log.1"]
         .iter()
         // Not through a link: the run folder may be its task's owner's.
@@ -238,15 +238,27 @@ impl Daemon {
         if let Err(e) = store.add_series(&fx.series) {
             tracing::error!("cannot store GPU series: {e}");
         }
-        for (run, stalled) in &fx.stall_changes {
+        drop(store);
+        self.mark_stalled(&fx.stall_changes, now);
+        if fx.opened_or_closed {
+            self.changed();
+        }
+    }
+
+    /// Records runs that became stalled (true) or active again (false) at
+    /// `now`, from this machine's monitor or a node's samples.
+    pub fn mark_stalled(&self, changes: &[(i64, bool)], now: i64) {
+        if changes.is_empty() {
+            return;
+        }
+        let mut store = self.store();
+        for (run, stalled) in changes {
             if let Err(e) = store.set_stalled(*run, stalled.then_some(now), now) {
                 tracing::error!("run {run}: cannot record stall mark: {e}");
             }
         }
         drop(store);
-        if fx.opened_or_closed || !fx.stall_changes.is_empty() {
-            self.changed();
-        }
+        self.changed();
     }
 
     /// Samples the GPUs every `gpu.sample_period` for the daemon's life.
@@ -299,17 +311,17 @@ impl Daemon {
                     index: i as u32,
                     uuid: String::new(),
                     name: g.name,
-                    monitored: false,
+                    monitored: g.reading.is_some(),
                     healthy: true,
                     open: g.open,
                     reason: g.reason,
-                    util: None,
-                    mem_used: None,
-                    mem_total: None,
+                    util: g.reading.as_ref().map(|(r, _)| r.util),
+                    mem_used: g.reading.as_ref().map(|(r, _)| r.mem_used),
+                    mem_total: g.reading.as_ref().map(|(_, total)| *total),
                     mem_reserved: 0,
                     mem_foreign: 0,
-                    temp_c: None,
-                    power_w: None,
+                    temp_c: g.reading.as_ref().map(|(r, _)| r.temp_c),
+                    power_w: g.reading.as_ref().map(|(r, _)| r.power_mw as f64 / 1e3),
                     tasks: g
                         .runs
                         .iter()

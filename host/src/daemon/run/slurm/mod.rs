@@ -27,6 +27,7 @@ mod cmd;
 mod ends;
 mod folder;
 mod index;
+mod live;
 mod nodes;
 pub(crate) mod owner;
 mod poll;
@@ -123,6 +124,8 @@ pub struct SlurmExecutor {
     /// While runs are adopted at the daemon's start: each run folder the
     /// batches' indexes list, with its element (read once, at the first).
     adopting: Mutex<Option<HashMap<PathBuf, (i64, u32)>>>,
+    /// The running jobs' node samples, read at each poll (`live.rs`).
+    lives: Arc<live::Lives>,
 }
 
 /// The shared folder's folder of run folders.
@@ -162,6 +165,7 @@ impl SlurmExecutor {
             poller: OnceLock::new(),
             down_until: Mutex::new(None),
             adopting: Mutex::default(),
+            lives: Arc::default(),
         }
     }
 
@@ -176,6 +180,7 @@ impl SlurmExecutor {
                 daemon: Arc::downgrade(daemon),
                 jobs: Arc::clone(&self.jobs),
                 elements: Arc::clone(&self.elements),
+                lives: Arc::clone(&self.lives),
                 batches: self.cfg.shared_dir.join(BATCHES),
                 tag: self.tag.clone(),
                 every: self.cfg.poll,
@@ -291,13 +296,17 @@ impl Executor for SlurmExecutor {
         Some(
             cli::parse_nodes(&out)
                 .into_iter()
-                .map(|g| GpuOnNode {
-                    open: g.usable(),
-                    runs: jobs
-                        .iter()
+                .map(|g| {
+                    let runs: Vec<i64> = (jobs.iter())
                         .filter(|(_, nodes)| cli::on_node(nodes, &g.node))
                         .map(|(r, _)| *r)
-                        .collect(),
+                        .collect();
+                    (live::reading(&self.lives, &runs, g.index), runs, g)
+                })
+                .map(|(reading, runs, g)| GpuOnNode {
+                    open: g.usable(),
+                    reading,
+                    runs,
                     reason: match (&g.reason, g.usable(), g.allocated) {
                         (Some(r), false, _) => Some(format!("node {}: {r}", g.state)),
                         (None, false, _) => Some(format!("node {}", g.state)),

@@ -29,6 +29,8 @@ pub(super) struct Poller {
     pub jobs: Arc<Mutex<HashMap<i64, Job>>>,
     /// The runs of job array elements, by (batch, index).
     pub elements: Arc<Mutex<HashMap<(i64, u32), i64>>>,
+    /// The running jobs' node samples (`live.rs`).
+    pub lives: Arc<super::live::Lives>,
     /// The folder of job arrays' folders.
     pub batches: std::path::PathBuf,
     pub tag: String,
@@ -90,6 +92,7 @@ impl Poller {
                 let me = Arc::clone(&daemon);
                 let _ = tokio::task::spawn_blocking(move || me.runs_began(&began, now)).await;
             }
+            self.read_samples(&daemon, now).await;
             let over = ends::over(&mut lock(&self.jobs), &listed, now, crate::users::euid());
             let judged = match over.is_empty() {
                 true => ends::Judged::default(),
@@ -122,6 +125,24 @@ impl Poller {
                 }
             }
             self.forget_batches(done);
+        }
+    }
+
+    /// Reads the running jobs' node samples: their stall marks recorded.
+    async fn read_samples(&self, daemon: &Arc<Daemon>, now: i64) {
+        let running: Vec<(i64, std::path::PathBuf)> = (lock(&self.jobs).iter())
+            .filter(|(_, j)| j.state == "RUNNING")
+            .map(|(r, j)| (*r, j.dir.clone()))
+            .collect();
+        let lives = Arc::clone(&self.lives);
+        let cfg = crate::daemon::watch::gpus::monitor_config(&daemon.cfg);
+        let changes =
+            tokio::task::spawn_blocking(move || super::live::read(&lives, &running, &cfg))
+                .await
+                .unwrap_or_default();
+        if !changes.is_empty() {
+            let me = Arc::clone(daemon);
+            let _ = tokio::task::spawn_blocking(move || me.mark_stalled(&changes, now)).await;
         }
     }
 
