@@ -115,7 +115,10 @@ fn a_running_gpu_jobs_node_readings_show_in_gpus_and_an_idle_one_is_marked_stall
     let id = nj.submit(&["--gpus", "1", "--", "sh", "-c", &script]);
     job_of(&nj, id);
     let stalled = || !nj.show(id)["runs"][0]["stalled_at"].is_null();
-    nj.until("the idle run is marked stalled from its node's samples", stalled);
+    nj.until(
+        "the idle run is marked stalled from its node's samples",
+        stalled,
+    );
     // `gpus` shows its GPU as the node's sampler last read it.
     let node_gpu = |util: u64| {
         let gpus = nj.json(&["gpus"]);
@@ -124,7 +127,9 @@ fn a_running_gpu_jobs_node_readings_show_in_gpus_and_an_idle_one_is_marked_stall
             g["util"] == util
                 && g["power_w"] == 100.0
                 && g["mem_total"] == 141 * GIB
-                && g["tasks"].as_array().is_some_and(|t| t.contains(&id.into()))
+                && g["tasks"]
+                    .as_array()
+                    .is_some_and(|t| t.contains(&id.into()))
         })
     };
     nj.until("gpus shows the node GPU's reading", || node_gpu(0));

@@ -1,10 +1,14 @@
 //! SLURM's accounting (slurmdbd, read with `sacct`), on the test cluster
 //! that keeps it: how a job ended once `squeue` has forgotten it, and who
-//! cancelled it outside nightjar.
+//! cancelled it outside nightjar; and a daemon whose `slurm.conf` says the
+//! cluster keeps none (a copy with `accounting_storage/none`: its commands
+//! reach the same controller, its `sacct` answers that accounting is off).
 
 use std::path::Path;
 
-use crate::cluster::{CONTROLLER, cluster, job_field, job_of, slurm, world};
+use crate::cluster::{
+    CONTROLLER, cluster, job_field, job_of, shared_cluster, slurm, world, world_with,
+};
 use crate::harness::read;
 
 /// The cluster's `MinJobAge` set to `secs` (SLURM then forgets an ended
@@ -120,4 +124,46 @@ fn jobs_that_ended_and_left_squeue_while_the_daemon_was_down_end_as_slurms_accou
     for n in ["hand", "killed"] {
         assert_eq!(read(&marks.join(n)), "run\n", "{n} ran once");
     }
+}
+
+#[test]
+fn without_accounting_a_hand_scancel_is_recorded_from_squeue_and_the_daemon_says_why_once() {
+    let _cluster = shared_cluster();
+    let conf_dir = tempfile::tempdir().unwrap();
+    let conf = conf_dir.path().join("slurm.conf");
+    let text: String = (read(Path::new(cluster())).lines())
+        .filter(|l| {
+            !l.starts_with("AccountingStorageHost") && !l.starts_with("AccountingStoragePort")
+        })
+        .map(|l| match l.starts_with("AccountingStorageType=") {
+            true => "AccountingStorageType=accounting_storage/none\n".to_string(),
+            false => format!("{l}\n"),
+        })
+        .collect();
+    std::fs::write(&conf, text).unwrap();
+    let nj = world_with("", &[("SLURM_CONF", conf.display().to_string())]);
+    let by_hand = nj.submit(&["--", "sleep", "300"]);
+    let job = job_of(&nj, by_hand);
+    nj.until("SLURM runs it", || {
+        job_field(&job, "JobState").as_deref() == Some("RUNNING")
+    });
+    slurm("scancel", &[&job]);
+    nj.wait(by_hand);
+    let run = nj.show(by_hand)["runs"][0].clone();
+    assert_eq!(run["class"], "cancelled", "{run}");
+    let message = run["message"].as_str().unwrap_or_default();
+    // As squeue says it, by its status or without (SLURM says RUNNING a
+    // moment before the batch step begins): who, only accounting knows.
+    assert!(
+        message.contains(&format!("SLURM job {job}"))
+            && message
+                .contains("cancelled outside nightjar (scancel by a user or an administrator)"),
+        "{run}"
+    );
+    let log = nj.daemon_log();
+    assert_eq!(
+        log.matches("the SLURM cluster keeps no accounting").count(),
+        1,
+        "said once: {log}"
+    );
 }
