@@ -142,7 +142,10 @@ pub(super) fn judge(
         let acct = said.as_ref().and_then(|s| s.get(&o.id));
         // Accounting answers but has not the job's end yet: a poll or two.
         let lagging = said.is_some() && o.needs_accounting() && !acct.is_some_and(|a| a.ended());
-        if lagging && now - o.waiting_since.unwrap_or(now) < ACCOUNTING_WAIT_MS {
+        // Waited from the first poll that found it so (a wall clock set
+        // back since then ends the wait: it would hold the end as long).
+        let waited = now - o.waiting_since.unwrap_or(now);
+        if lagging && (0..ACCOUNTING_WAIT_MS).contains(&waited) {
             judged.later.push(o.run);
             continue;
         }

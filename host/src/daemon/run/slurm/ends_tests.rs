@@ -270,3 +270,27 @@ fn a_status_left_by_a_job_gone_from_squeue_is_read_with_accountings_word_on_the_
     let judged = judge(vec![o(status())], 9, &|_| None).ended;
     assert_eq!(judged[0].1.class, RunClass::AppError, "{:?}", judged[0].1);
 }
+
+#[test]
+fn an_end_waits_no_longer_for_accounting_when_the_clock_stepped_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let id = JobId::one(90);
+    exited(dir.path(), 143);
+    let mut jobs = HashMap::from([(6, Job::new(id, dir.path().to_path_buf(), None))]);
+    let listing = [listed(6, id, "CANCELLED")];
+    // Cancelled outside nightjar; accounting has no record of it (an
+    // element cancelled while its array waited may never have one).
+    let absent = |_: &[JobId]| Some(HashMap::new());
+    jobs.get_mut(&6).unwrap().accounting_since = Some(3_600_000);
+    // The wall clock stepped back an hour (NTP) since the wait began.
+    let mut polls = Vec::new();
+    for now in [7_000, 12_000, 17_000] {
+        let over = over(&mut jobs, &listing, now, crate::users::euid());
+        polls.push(judge(over, now, &absent).ended.len());
+    }
+    assert_eq!(
+        polls,
+        vec![1, 1, 1],
+        "recorded, not held until the clock is back where the wait began"
+    );
+}
