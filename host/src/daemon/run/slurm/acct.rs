@@ -71,28 +71,61 @@ impl Accounted {
     }
 }
 
+/// Most ids one `sacct` is asked for: Linux takes no argument over 128
+/// KiB (`-j` with 12,000 ids of 8 digits did not start).
+const IDS_PER_CALL: usize = 4096;
+
 /// `sacct`'s arguments for `ids`: one line per job or element (`-X`: no
-/// steps), no header, every field as SLURM has it. With `-j`, sacct looks
-/// back to the epoch, not to midnight.
+/// steps), no header, every field as SLURM has it. An element is asked
+/// for by its array's id: an element cancelled while its array waited has
+/// no record of its own, only the array's range (`812_[3-9]`), which
+/// `-j 812_4` does not print. With `-j`, sacct looks back to the epoch,
+/// not to midnight.
 pub fn sacct_args(ids: &[JobId]) -> Vec<String> {
-    let list: Vec<String> = ids.iter().map(JobId::to_string).collect();
+    let mut jobs: Vec<u64> = ids.iter().map(|i| i.job).collect();
+    jobs.sort_unstable();
+    jobs.dedup();
+    let list: Vec<String> = jobs.iter().map(u64::to_string).collect();
     ["-n", "-P", "-X", "-j", &list.join(","), "-o", SACCT_FORMAT]
         .map(str::to_string)
         .to_vec()
 }
 
+/// The indexes of a job array's range as sacct prints it (`3-5`, `1,3-5`,
+/// `0-9%2`, `0-9:3`): whether `index` is one of them.
+fn in_range(range: &str, index: u32) -> bool {
+    let range = range.split('%').next().unwrap_or_default();
+    range.split(',').any(|part| {
+        let (span, step) = part.split_once(':').unwrap_or((part, "1"));
+        let (lo, hi) = span.split_once('-').unwrap_or((span, span));
+        match (lo.parse::<u32>(), hi.parse::<u32>(), step.parse::<u32>()) {
+            (Ok(lo), Ok(hi), Ok(step)) if step > 0 => {
+                (lo..=hi).contains(&index) && (index - lo).is_multiple_of(step)
+            }
+            _ => false,
+        }
+    })
+}
+
 /// `sacct` [`sacct_args`] output, times as seconds (`SLURM_TIME_FORMAT=%s`):
-/// each job's newest record, by its id. Lines that do not parse (a
-/// pending array's range, `812_[4-9]`) are skipped.
-pub fn parse_sacct(out: &str) -> HashMap<JobId, Accounted> {
+/// each job's newest record, by its id; each element of `asked` with no
+/// record of its own, its array's range's (`812_[4-9]`: elements that
+/// never left it). Other lines are skipped.
+pub fn parse_sacct(out: &str, asked: &[JobId]) -> HashMap<JobId, Accounted> {
     let mut jobs: HashMap<JobId, Accounted> = HashMap::new();
+    let mut ranges: Vec<(u64, &str, Accounted)> = Vec::new();
     for line in out.lines() {
         let f: Vec<&str> = line.split('|').map(str::trim).collect();
         let [id, state, exit, reason, submit, end] = f[..] else {
             continue;
         };
-        let Some(id) = JobId::parse(id) else {
-            continue;
+        let range = id
+            .split_once("_[")
+            .and_then(|(job, r)| Some((job.parse::<u64>().ok()?, r.strip_suffix(']')?)));
+        let id = match (JobId::parse(id), range) {
+            (Some(id), _) => id,
+            (None, Some((job, _))) => JobId::one(job),
+            (None, None) => continue,
         };
         let mut words = state.split_whitespace();
         let Some(name) = words.next() else {
@@ -114,14 +147,45 @@ pub fn parse_sacct(out: &str) -> HashMap<JobId, Accounted> {
             submit: submit.parse().unwrap_or(0),
             end_ms: end.parse::<i64>().ok().map(|s| s * 1000),
         };
-        match jobs.get(&id) {
-            Some(old) if old.submit > job.submit => {}
-            _ => {
-                jobs.insert(id, job);
-            }
+        if let Some((job_id, r)) = range {
+            ranges.push((job_id, r, job));
+            continue;
+        }
+        newest(&mut jobs, job);
+    }
+    let missing: Vec<JobId> = (asked.iter())
+        .filter(|a| a.index.is_some() && !jobs.contains_key(a))
+        .copied()
+        .collect();
+    for a in missing {
+        let Some(index) = a.index else {
+            continue;
+        };
+        for (_, _, job) in ranges
+            .iter()
+            .filter(|(j, r, _)| *j == a.job && in_range(r, index))
+        {
+            newest(
+                &mut jobs,
+                Accounted {
+                    id: a,
+                    ..job.clone()
+                },
+            );
         }
     }
     jobs
+}
+
+/// Keeps `job` in `jobs` unless a newer record of its id is there (SLURM
+/// reused the id: its state cleared).
+fn newest(jobs: &mut HashMap<JobId, Accounted>, job: Accounted) {
+    match jobs.get(&job.id) {
+        Some(old) if old.submit > job.submit => {}
+        _ => {
+            jobs.insert(job.id, job);
+        }
+    }
 }
 
 /// Whether `sacct` failed saying that the cluster keeps no accounting.
@@ -133,35 +197,64 @@ pub fn disabled(said: &str) -> bool {
 /// none, or `sacct` fails: the caller records what it knows without it).
 /// Blocks on `sacct` (at most the commands' limit).
 pub fn lookup(ids: &[JobId]) -> Said {
-    let now = crate::time::now_ms();
+    let sacct = |args: &[String]| {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        cmd::run_with("sacct", &args, &[("SLURM_TIME_FORMAT", "%s")])
+    };
+    lookup_with(ids, &sacct, &crate::time::now_ms, &OFF_UNTIL)
+}
+
+/// [`lookup`] with `sacct` run by `sacct`, at `clock`'s time, not asked
+/// before `off_until` (ms; moved on when it fails).
+pub(super) fn lookup_with(
+    ids: &[JobId],
+    sacct: &dyn Fn(&[String]) -> anyhow::Result<String>,
+    clock: &dyn Fn() -> i64,
+    off_until: &AtomicI64,
+) -> Said {
     // A run whose job id was never recorded has none to ask for.
     let ids: Vec<JobId> = ids.iter().copied().filter(|i| i.job > 0).collect();
-    if ids.is_empty() || OFF_UNTIL.load(Ordering::Relaxed) > now {
+    if ids.is_empty() || off_until.load(Ordering::Relaxed) > clock() {
         return None;
     }
-    let args = sacct_args(&ids);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    match cmd::run_with("sacct", &args, &[("SLURM_TIME_FORMAT", "%s")]) {
-        Ok(out) => Some(parse_sacct(&out)),
-        Err(e) => {
-            let said = format!("{e:#}");
-            let off = if disabled(&said) {
-                OFF_FOR_MS
-            } else {
-                FAILED_FOR_MS
-            };
-            OFF_UNTIL.store(now + off, Ordering::Relaxed);
-            if disabled(&said) {
-                tracing::info!(
-                    "the SLURM cluster keeps no accounting (sacct: {said}); a job's end is read from squeue and its run folder only"
-                );
-            } else {
-                tracing::warn!(
-                    "cannot read SLURM's accounting (asked again in a minute; a job's end is read from squeue and its run folder meanwhile): {said}"
-                );
+    let mut jobs: Vec<u64> = ids.iter().map(|i| i.job).collect();
+    jobs.sort_unstable();
+    jobs.dedup();
+    let mut said = HashMap::new();
+    for chunk in jobs.chunks(IDS_PER_CALL) {
+        let these: Vec<JobId> = ids
+            .iter()
+            .copied()
+            .filter(|i| chunk.binary_search(&i.job).is_ok())
+            .collect();
+        match sacct(&sacct_args(&these)) {
+            Ok(out) => said.extend(parse_sacct(&out, &these)),
+            Err(e) => {
+                failed(&format!("{e:#}"), clock(), off_until);
+                return None;
             }
-            None
         }
+    }
+    Some(said)
+}
+
+/// Puts `sacct` off after it failed saying `said` at `now` (after the
+/// call: one that hung to the commands' limit is not asked again at once).
+fn failed(said: &str, now: i64, off_until: &AtomicI64) {
+    let off = if disabled(said) {
+        OFF_FOR_MS
+    } else {
+        FAILED_FOR_MS
+    };
+    off_until.store(now + off, Ordering::Relaxed);
+    if disabled(said) {
+        tracing::info!(
+            "the SLURM cluster keeps no accounting (sacct: {said}); a job's end is read from squeue and its run folder only"
+        );
+    } else {
+        tracing::warn!(
+            "cannot read SLURM's accounting (asked again in a minute; a job's end is read from squeue and its run folder meanwhile): {said}"
+        );
     }
 }
 
