@@ -81,6 +81,7 @@ mod retention_hostile;
 mod retry;
 mod sandbox;
 mod simulate;
+mod simulate_cache;
 mod sweep_big;
 mod users_harness;
 mod validators;

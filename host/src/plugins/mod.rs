@@ -37,6 +37,7 @@ macro_rules! host_imports {
 }
 
 pub mod budget;
+pub mod cache;
 pub mod compile;
 pub mod engine;
 pub mod incremental;

@@ -58,10 +58,12 @@ pub fn simulate(cfg: &Config, trace: &Trace, opts: Options) -> Result<Simulated>
     let mut chain = if cfg.plugins.chain.is_empty() {
         None
     } else {
-        // No compiled-code cache: the config may name a state dir the caller
-        // does not own, and loading native code from it would trust its
-        // writer; a simulation compiles its components afresh instead.
-        let engine = PluginEngine::new(None).context("starting the plugin host")?;
+        // Not the daemon's compiled-code cache: the config may name a state
+        // dir the caller does not own, and loading native code from it
+        // would trust its writer. The caller's own cache, where it is safe
+        // (`plugins/cache.rs`); else the components are compiled afresh.
+        let cache = crate::plugins::cache::dir();
+        let engine = PluginEngine::new(cache).context("starting the plugin host")?;
         let chain = Chain::load_here(&cfg, Some(&engine));
         if let Some(m) = chain.views().into_iter().find(|m| m.state == "disabled") {
             bail!(

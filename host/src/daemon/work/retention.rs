@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use crate::daemon::state::Daemon;
 use crate::store::GcReport;
@@ -81,68 +81,11 @@ impl Daemon {
             }
         }
         (report.outputs, report.outputs_bytes) = self.sweep_outputs(dry_run);
-        report.cache_files = prune_cache(&self.cfg.plugin_cache_dir(), r.plugin_cache, dry_run);
+        report.cache_files =
+            crate::plugins::cache::prune(&self.cfg.plugin_cache_dir(), r.plugin_cache, dry_run);
         if report.tasks > 0 || report.cache_files > 0 || report.outputs > 0 {
             tracing::info!("gc: {}", report.summary());
         }
         Ok(report)
-    }
-}
-
-/// Deletes compiled plugins (`*.cwasm`) in `dir` not used for `unused`
-/// (a use refreshes the file's modification time); returns how many.
-fn prune_cache(dir: &std::path::Path, unused: Duration, dry_run: bool) -> usize {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    let cutoff = SystemTime::now()
-        .checked_sub(unused)
-        .unwrap_or(SystemTime::UNIX_EPOCH);
-    let mut n = 0;
-    for e in entries.flatten() {
-        let path = e.path();
-        let old = e
-            .metadata()
-            .ok()
-            .filter(|m| m.is_file())
-            .and_then(|m| m.modified().ok())
-            .is_some_and(|t| t < cutoff);
-        if old
-            && path.extension().is_some_and(|x| x == "cwasm")
-            && (dry_run || std::fs::remove_file(&path).is_ok())
-        {
-            n += 1;
-        }
-    }
-    n
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_cached_plugins_unused_past_the_cutoff_are_pruned() {
-        let dir = tempfile::tempdir().unwrap();
-        let old = dir.path().join("a.cwasm");
-        let fresh = dir.path().join("b.cwasm");
-        let other = dir.path().join("notes.txt");
-        for p in [&old, &fresh, &other] {
-            std::fs::write(p, b"x").unwrap();
-        }
-        let long_ago = SystemTime::now() - Duration::from_secs(40 * 86_400);
-        for p in [&old, &other] {
-            std::fs::File::options()
-                .write(true)
-                .open(p)
-                .unwrap()
-                .set_modified(long_ago)
-                .unwrap();
-        }
-        let month = Duration::from_secs(30 * 86_400);
-        assert_eq!(prune_cache(dir.path(), month, true), 1);
-        assert!(old.exists(), "a dry run deletes nothing");
-        assert_eq!(prune_cache(dir.path(), month, false), 1);
-        assert!(!old.exists() && fresh.exists() && other.exists());
     }
 }
