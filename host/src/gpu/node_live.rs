@@ -96,8 +96,12 @@ impl Live {
             }
             let from = len - STEP;
             let mut partial = Vec::new();
+            // No further than the length just read: the owner may be
+            // growing the file (sparse, with no newline) as it is read.
             if reader.seek(SeekFrom::Start(from)).is_err()
-                || reader.read_until(b'\n', &mut partial).is_err()
+                || (reader.by_ref().take(STEP))
+                    .read_until(b'\n', &mut partial)
+                    .is_err()
             {
                 return lines;
             }

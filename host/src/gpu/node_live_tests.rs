@@ -145,3 +145,33 @@ fn a_reader_far_behind_reads_the_gpus_and_the_recent_rounds_only() {
     live.read(dir.path(), 0);
     assert_eq!(live.last.as_ref().map(|l| l.at), Some(at));
 }
+
+#[test]
+fn a_samples_file_grown_while_read_is_read_no_further_than_its_length_then() {
+    // The owner's file, grown (sparse, no newline) while the daemon reads:
+    // a read finds it longer than its length just said.
+    let dir = tempfile::tempdir().unwrap();
+    append(dir.path(), &gpus_line());
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(dir.path().join(SAMPLES))
+        .unwrap();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let grower = {
+        let done = std::sync::Arc::clone(&done);
+        std::thread::spawn(move || {
+            for mib in 5..=512u64 {
+                let _ = file.set_len(mib << 20);
+            }
+            done.store(true, std::sync::atomic::Ordering::Relaxed);
+        })
+    };
+    let mut live = Live::new(7, cfg());
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        while !done.load(std::sync::atomic::Ordering::Relaxed) {
+            live.read(dir.path(), 0);
+        }
+    }));
+    grower.join().unwrap();
+    assert!(outcome.is_ok(), "a read of a growing file failed");
+}
