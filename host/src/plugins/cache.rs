@@ -60,8 +60,8 @@ fn home() -> Option<PathBuf> {
 }
 
 /// Whether `path` and every folder above it is a real folder (not a link)
-/// of `uid` or root that no one else may write into (sticky folders
-/// aside).
+/// of `uid` or root that no one else may write into (sticky folders above
+/// it aside: sticky stops others renaming an entry, not adding one).
 pub fn safe(path: &Path, uid: u32) -> bool {
     let mut at = Some(path);
     while let Some(p) = at {
@@ -69,7 +69,7 @@ pub fn safe(path: &Path, uid: u32) -> bool {
             return false;
         };
         let others_write = m.mode() & 0o022 != 0;
-        let sticky = m.mode() & 0o1000 != 0;
+        let sticky = m.mode() & 0o1000 != 0 && p != path;
         if !m.is_dir() || (m.uid() != uid && m.uid() != 0) || (others_write && !sticky) {
             return false;
         }
@@ -135,6 +135,23 @@ mod tests {
             assert!(!safe(&mine, me + 1), "another user's folder");
         }
         assert!(!safe(&root.path().join("absent"), me));
+    }
+
+    #[test]
+    fn a_cache_folder_others_may_add_files_to_is_not_used_though_sticky() {
+        // Sticky keeps others from renaming what is in a folder, not from
+        // adding to it: another user could put a component's file there
+        // before the caller compiles it.
+        let me = crate::users::euid();
+        let root = tempfile::tempdir().unwrap();
+        let cache = root.path().join("plugins");
+        std::fs::create_dir(&cache).unwrap();
+        std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        assert!(!safe(&cache, me), "a sticky folder anyone may write into");
+        let mine = cache.join("mine");
+        std::fs::create_dir(&mine).unwrap();
+        std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(0o700)).unwrap();
+        assert!(safe(&mine, me), "a private folder under a sticky one");
     }
 
     #[test]
