@@ -42,7 +42,7 @@ impl EnergyAcc {
     ) {
         let price = |j: f64| tariff.map_or(0.0, |t| t.cost_of(now, j));
         if let Some(prev) = self.last_at {
-            let j = power_mw as f64 * (now - prev).max(0) as f64 / 1e6 * share;
+            let j = power_mw as f64 * now.saturating_sub(prev).max(0) as f64 / 1e6 * share;
             self.power_j += j;
             self.power_cost += price(j);
             match (self.counter_prev, counter_mj) {

@@ -186,7 +186,7 @@ impl Monitor {
                         .iter()
                         .filter(|p| owner(p.pid).is_none())
                         .collect();
-                    g.foreign_mem = foreign.iter().map(|p| p.mem).sum();
+                    g.foreign_mem = foreign.iter().fold(0u64, |a, p| a.saturating_add(p.mem));
                     g.foreign_pids = foreign.iter().map(|p| p.pid).collect();
                     let ours = runs.iter().any(|run| run.gpus.contains(&index));
                     // With only foreign processes (or unexplained use), the load is theirs.
@@ -223,7 +223,7 @@ impl Monitor {
                 )
             } else if g
                 .foreign_busy_at
-                .is_some_and(|b| now - b < self.cfg.foreign_quiet_ms)
+                .is_some_and(|b| now.saturating_sub(b) < self.cfg.foreign_quiet_ms)
             {
                 (
                     false,
@@ -299,7 +299,7 @@ impl Monitor {
                 let mem = if mine.is_empty() && alone && r.processes.is_empty() {
                     r.mem_used
                 } else {
-                    mine.iter().map(|p| p.mem).sum()
+                    mine.iter().fold(0u64, |a, p| a.saturating_add(p.mem))
                 };
                 active |= r.util > 0;
                 let acc = state.per_gpu.entry(index).or_insert_with(|| Acc {
@@ -316,11 +316,12 @@ impl Monitor {
                     acc.counter_last = Some(c);
                 }
                 if let Some(prev) = acc.last_at {
-                    acc.power_mj += r.power_mw as f64 * (now - prev).max(0) as f64 / 1000.0;
+                    acc.power_mj +=
+                        r.power_mw as f64 * now.saturating_sub(prev).max(0) as f64 / 1000.0;
                 }
                 acc.last_at = Some(now);
-                let mine_mem = mine.iter().map(|p| p.mem).sum();
-                let all_mem = r.processes.iter().map(|p| p.mem).sum();
+                let mine_mem = mine.iter().fold(0u64, |a, p| a.saturating_add(p.mem));
+                let all_mem = (r.processes.iter()).fold(0u64, |a, p| a.saturating_add(p.mem));
                 acc.share.add(
                     now,
                     r.energy_mj,
@@ -330,7 +331,7 @@ impl Monitor {
                 );
                 if acc
                     .last_series
-                    .is_none_or(|t| now - t >= self.cfg.series_every_ms)
+                    .is_none_or(|t| now.saturating_sub(t) >= self.cfg.series_every_ms)
                 {
                     acc.last_series = Some(now);
                     fx.series.push(SeriesPoint {
@@ -350,7 +351,9 @@ impl Monitor {
                     state.stalled = false;
                     fx.stall_changes.push((run.run, false));
                 }
-            } else if !state.stalled && now - state.last_active >= self.cfg.stall_after_ms {
+            } else if !state.stalled
+                && now.saturating_sub(state.last_active) >= self.cfg.stall_after_ms
+            {
                 state.stalled = true;
                 fx.stall_changes.push((run.run, true));
             }

@@ -175,3 +175,46 @@ fn a_samples_file_grown_while_read_is_read_no_further_than_its_length_then() {
     grower.join().unwrap();
     assert!(outcome.is_ok(), "a read of a growing file failed");
 }
+
+#[test]
+fn forged_rounds_with_extreme_times_and_sizes_are_read_without_overflow() {
+    // The samples file of a job that is its owner's is the owner's to
+    // write: times out of order at the ends of the range, memory sizes
+    // that overflow a sum, every field at its maximum.
+    let dir = tempfile::tempdir().unwrap();
+    let reading = |mem: u64| GpuReading {
+        util: u32::MAX,
+        util_mem: u32::MAX,
+        mem_used: u64::MAX,
+        temp_c: u32::MAX,
+        power_mw: u32::MAX,
+        energy_mj: Some(u64::MAX),
+        processes: vec![
+            crate::gpu::GpuProcess { pid: 1, mem },
+            crate::gpu::GpuProcess { pid: 2, mem },
+        ],
+    };
+    let line = |at: i64, util: u32| {
+        let mut r = reading(u64::MAX);
+        r.util = util;
+        serde_json::to_string(&Line::Round {
+            at,
+            readings: vec![(3, r)],
+            mine: vec![1],
+            failed: vec![],
+        })
+        .unwrap()
+            + "\n"
+    };
+    append(
+        dir.path(),
+        &(gpus_line() + &line(i64::MAX, 0) + &line(i64::MIN, 0) + &line(i64::MAX, 5) + &line(0, 0)),
+    );
+    let mut live = Live::new(7, cfg());
+    live.read(dir.path(), u64::MAX);
+    assert_eq!(live.last.as_ref().map(|l| l.at), Some(0), "read to the end");
+    // The run's record at its end goes through the same monitor.
+    let cfg = cfg();
+    let got = super::super::node::read(dir.path(), 7, cfg, None).expect("samples");
+    assert_eq!(got.records.len(), 1);
+}
