@@ -3,6 +3,7 @@
 
 pub mod energy;
 pub mod monitor;
+mod monitor_types;
 pub mod node;
 pub mod node_live;
 pub mod nvml;
