@@ -24,15 +24,16 @@ use std::time::{Duration, SystemTime};
 /// is deleted (a plugin author's every build is a new file).
 pub const USER_UNUSED: Duration = Duration::from_secs(30 * 86_400);
 
-/// The cache folder for the caller (`euid`), made (0700) if missing;
+/// The cache folder for the caller (`euid`, whose home the user database
+/// gives as `home`, for when `$HOME` is unset), made (0700) if missing;
 /// `None` where there is no safe one.
-pub fn dir() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| home().map(|h| h.join(".cache")))?;
+pub fn dir(euid: u32, home: Option<PathBuf>) -> Option<PathBuf> {
+    let absolute = |v: Option<std::ffi::OsString>| v.map(PathBuf::from).filter(|p| p.is_absolute());
+    let base = absolute(std::env::var_os("XDG_CACHE_HOME")).or_else(|| {
+        let home = absolute(std::env::var_os("HOME")).or(home)?;
+        Some(home.join(".cache"))
+    })?;
     let dir = base.join("nightjar").join("plugins");
-    let euid = crate::users::euid();
     if std::fs::symlink_metadata(&dir).is_err() {
         // Made only under a path that is already safe: nothing is made in
         // a folder another user controls.
@@ -49,14 +50,6 @@ pub fn dir() -> Option<PathBuf> {
     safe(&dir, euid).then_some(())?;
     prune(&dir, USER_UNUSED, false);
     Some(dir)
-}
-
-/// The caller's home: `$HOME` when absolute, else the user database's.
-fn home() -> Option<PathBuf> {
-    std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| crate::users::by_uid(crate::users::euid()).map(|a| a.home))
 }
 
 /// Whether `path` and every folder above it is a real folder (not a link)
@@ -114,8 +107,9 @@ mod tests {
 
     #[test]
     fn a_cache_folder_anyone_else_could_write_or_swap_is_not_used() {
-        let me = crate::users::euid();
         let root = tempfile::tempdir().unwrap();
+        // The test's own user: the owner of what it just made.
+        let me = std::fs::metadata(root.path()).unwrap().uid();
         let mine = root.path().join("mine");
         std::fs::create_dir(&mine).unwrap();
         std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(0o700)).unwrap();
@@ -142,8 +136,9 @@ mod tests {
         // Sticky keeps others from renaming what is in a folder, not from
         // adding to it: another user could put a component's file there
         // before the caller compiles it.
-        let me = crate::users::euid();
         let root = tempfile::tempdir().unwrap();
+        // The test's own user: the owner of what it just made.
+        let me = std::fs::metadata(root.path()).unwrap().uid();
         let cache = root.path().join("plugins");
         std::fs::create_dir(&cache).unwrap();
         std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o1777)).unwrap();

@@ -62,7 +62,8 @@ pub fn simulate(cfg: &Config, trace: &Trace, opts: Options) -> Result<Simulated>
         // dir the caller does not own, and loading native code from it
         // would trust its writer. The caller's own cache, where it is safe
         // (`plugins/cache.rs`); else the components are compiled afresh.
-        let cache = crate::plugins::cache::dir();
+        let me = crate::users::euid();
+        let cache = crate::plugins::cache::dir(me, crate::users::by_uid(me).map(|a| a.home));
         let engine = PluginEngine::new(cache).context("starting the plugin host")?;
         let chain = Chain::load_here(&cfg, Some(&engine));
         if let Some(m) = chain.views().into_iter().find(|m| m.state == "disabled") {
