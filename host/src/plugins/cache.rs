@@ -33,36 +33,47 @@ pub fn dir(euid: u32, home: Option<PathBuf>) -> Option<PathBuf> {
         let home = absolute(std::env::var_os("HOME")).or(home)?;
         Some(home.join(".cache"))
     })?;
+    let dir = in_base(&base, euid)?;
+    prune(&dir, USER_UNUSED, false);
+    Some(dir)
+}
+
+/// `base/nightjar/plugins` for `euid`, made (0700) if missing, when safe.
+fn in_base(base: &Path, euid: u32) -> Option<PathBuf> {
     let dir = base.join("nightjar").join("plugins");
     if std::fs::symlink_metadata(&dir).is_err() {
         // Made only under a path that is already safe: nothing is made in
-        // a folder another user controls.
+        // a folder another user controls (a sticky one, such as /tmp,
+        // will do: no one else can rename what the caller makes in it).
         let existing = dir
             .ancestors()
             .find(|p| std::fs::symlink_metadata(p).is_ok())?;
-        safe(existing, euid).then_some(())?;
+        checked(existing, euid, true).then_some(())?;
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(&dir)
             .ok()?;
     }
-    safe(&dir, euid).then_some(())?;
-    prune(&dir, USER_UNUSED, false);
-    Some(dir)
+    safe(&dir, euid).then_some(dir)
 }
 
 /// Whether `path` and every folder above it is a real folder (not a link)
 /// of `uid` or root that no one else may write into (sticky folders above
 /// it aside: sticky stops others renaming an entry, not adding one).
 pub fn safe(path: &Path, uid: u32) -> bool {
+    checked(path, uid, false)
+}
+
+/// [`safe`], `path` itself allowed to be sticky where `sticky_self`.
+fn checked(path: &Path, uid: u32, sticky_self: bool) -> bool {
     let mut at = Some(path);
     while let Some(p) = at {
         let Ok(m) = std::fs::symlink_metadata(p) else {
             return false;
         };
         let others_write = m.mode() & 0o022 != 0;
-        let sticky = m.mode() & 0o1000 != 0 && p != path;
+        let sticky = m.mode() & 0o1000 != 0 && (sticky_self || p != path);
         if !m.is_dir() || (m.uid() != uid && m.uid() != 0) || (others_write && !sticky) {
             return false;
         }
@@ -172,5 +183,24 @@ mod tests {
         assert!(old.exists(), "a dry run deletes nothing");
         assert_eq!(prune(dir.path(), month, false), 1);
         assert!(!old.exists() && fresh.exists() && other.exists());
+    }
+
+    #[test]
+    fn a_cache_is_made_private_in_a_sticky_folder_and_not_in_an_open_one() {
+        let root = tempfile::tempdir().unwrap();
+        let me = std::fs::metadata(root.path()).unwrap().uid();
+        // As XDG_CACHE_HOME=/tmp/x, /tmp/x not made yet.
+        let sticky = root.path().join("tmp");
+        std::fs::create_dir(&sticky).unwrap();
+        std::fs::set_permissions(&sticky, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        let made = in_base(&sticky.join("x"), me).expect("made in a sticky folder");
+        let mode = std::fs::metadata(&made).unwrap().permissions().mode();
+        assert_eq!(mode & 0o7777, 0o700, "the caller's alone");
+        assert_eq!(in_base(&sticky.join("x"), me), Some(made), "and used again");
+        let open = root.path().join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        assert_eq!(in_base(&open.join("x"), me), None);
+        assert!(!open.join("x").exists(), "nothing made in it");
     }
 }
