@@ -5,6 +5,7 @@
 //! (a job's environment is SLURM's, so it finds the values there); the
 //! task itself writes its pid and the GPU's later counters into that file.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::cluster::{gpu_cluster, job_of, shared_cluster, world};
@@ -13,9 +14,10 @@ use crate::harness::read;
 const STANDIN: &str = env!("NIGHTJAR_NVML_STANDIN");
 const GIB: u64 = 1 << 30;
 
-#[test]
-fn a_gpu_jobs_node_is_sampled_and_its_run_gets_its_gpu_record_and_counter_energy() {
-    let _cluster = gpu_cluster();
+/// The stand-in NVML copied into a folder of its own with its values file
+/// beside it: two idle H200s of 141 GiB at 35 C and 100 W, each with
+/// `more` (`{g}` for its index). The folder, the library, the values file.
+fn standin(more: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
     let nvml = tempfile::tempdir().unwrap();
     let lib = nvml.path().join("libnvidia-ml-standin.so");
     std::fs::copy(STANDIN, &lib).unwrap();
@@ -23,11 +25,19 @@ fn a_gpu_jobs_node_is_sampled_and_its_run_gets_its_gpu_record_and_counter_energy
     let mut init = String::from("count=2\n");
     for g in 0..2 {
         init.push_str(&format!(
-            "{g}.name=NVIDIA H200\n{g}.uuid=GPU-node-{g}\n{g}.mem_total={}\n{g}.util=0\n{g}.temp=35\n{g}.power_mw=100000\n{g}.energy_mj=1000000\n",
-            141 * GIB
+            "{g}.name=NVIDIA H200\n{g}.uuid=GPU-node-{g}\n{g}.mem_total={}\n{g}.util=0\n{g}.temp=35\n{g}.power_mw=100000\n{}",
+            141 * GIB,
+            more.replace("{g}", &g.to_string())
         ));
     }
     std::fs::write(&values, init).unwrap();
+    (nvml, lib, values)
+}
+
+#[test]
+fn a_gpu_jobs_node_is_sampled_and_its_run_gets_its_gpu_record_and_counter_energy() {
+    let _cluster = gpu_cluster();
+    let (_nvml, lib, values) = standin("{g}.energy_mj=1000000\n");
     let nj = world(&format!(
         "node_gpus = \"nvml:{}\"\n[gpu]\nsample_period = \"200ms\"\nseries_every = \"200ms\"\n",
         lib.display()
@@ -88,18 +98,7 @@ fn a_gpu_jobs_node_is_sampled_and_its_run_gets_its_gpu_record_and_counter_energy
 fn a_running_gpu_jobs_node_readings_show_in_gpus_and_an_idle_one_is_marked_stalled_until_it_works()
 {
     let _cluster = gpu_cluster();
-    let nvml = tempfile::tempdir().unwrap();
-    let lib = nvml.path().join("libnvidia-ml-standin.so");
-    std::fs::copy(STANDIN, &lib).unwrap();
-    let values = nvml.path().join("nvml-standin-values");
-    let mut init = String::from("count=2\n");
-    for g in 0..2 {
-        init.push_str(&format!(
-            "{g}.name=NVIDIA H200\n{g}.uuid=GPU-node-{g}\n{g}.mem_total={}\n{g}.util=0\n{g}.temp=35\n{g}.power_mw=100000\n",
-            141 * GIB
-        ));
-    }
-    std::fs::write(&values, init).unwrap();
+    let (nvml, lib, values) = standin("");
     let nj = world(&format!(
         "node_gpus = \"nvml:{}\"\n[gpu]\nsample_period = \"200ms\"\nstall_after = \"1s\"\n",
         lib.display()

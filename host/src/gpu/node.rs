@@ -384,4 +384,4 @@ fn lines(path: &Path) -> Option<Vec<String>> {
 
 #[cfg(test)]
 #[path = "node_tests.rs"]
-mod tests;
+pub(super) mod tests;

@@ -2,24 +2,14 @@
 
 use std::io::Write as _;
 
+use super::super::node::tests::gpu;
 use super::*;
 
+/// The node reader's tests' thresholds, a stall after 10 s.
 fn cfg() -> MonitorConfig {
     MonitorConfig {
-        foreign_util_max: 15,
-        foreign_quiet_ms: 5_000,
-        host_mem_min_free: 0,
         stall_after_ms: 10_000,
-        series_every_ms: 1_000,
-    }
-}
-
-fn gpu(index: u32) -> GpuInfo {
-    GpuInfo {
-        index,
-        uuid: format!("GPU-{index}"),
-        name: "NVIDIA H200".into(),
-        mem_total: 141 << 30,
+        ..super::super::node::tests::cfg()
     }
 }
 

@@ -3,7 +3,7 @@ use std::io::Write as _;
 use super::*;
 use crate::gpu::GpuProcess;
 
-fn cfg() -> MonitorConfig {
+pub(in crate::gpu) fn cfg() -> MonitorConfig {
     MonitorConfig {
         foreign_util_max: 15,
         foreign_quiet_ms: 5_000,
@@ -13,7 +13,7 @@ fn cfg() -> MonitorConfig {
     }
 }
 
-fn gpu(index: u32) -> GpuInfo {
+pub(in crate::gpu) fn gpu(index: u32) -> GpuInfo {
     GpuInfo {
         index,
         uuid: format!("GPU-{index}"),
