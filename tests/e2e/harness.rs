@@ -86,8 +86,7 @@ impl Nj {
         if let Some(d) = &self.cwd {
             cmd.current_dir(d);
         }
-        let child = cmd
-            .args(["--config", self.config.to_str().unwrap(), "daemon"])
+        cmd.args(["--config", self.config.to_str().unwrap(), "daemon"])
             .env("SECRET_TOKEN", "must-not-leak")
             // Compiled plugin code is shared by every test daemon (compiling in a debug build is slow).
             .env(
@@ -97,9 +96,20 @@ impl Nj {
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("spawn daemon");
+            .stderr(log);
+        // A test that just wrote `bin` (a wrapper script) may race another
+        // test's fork, whose child holds the file open for writing until it
+        // execs: ETXTBSY, for a moment.
+        let mut tries = 0;
+        let child = loop {
+            match cmd.spawn() {
+                Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 200 => {
+                    tries += 1;
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                other => break other.expect("spawn daemon"),
+            }
+        };
         self.daemon = Some(child);
         let t0 = Instant::now();
         while !self.cli(&["ls"]).status.success() {
