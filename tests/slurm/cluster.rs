@@ -157,6 +157,20 @@ pub(crate) fn job_of(nj: &Nj, id: i64) -> String {
     job(&nj.show(id)).expect("a SLURM job")
 }
 
+/// A `sleep 300` task whose job, once SLURM runs it, is cancelled by hand
+/// (`scancel`, outside nightjar): its job and its run as `show` has it.
+pub(crate) fn cancelled_by_hand(nj: &Nj) -> (String, serde_json::Value) {
+    let id = nj.submit(&["--", "sleep", "300"]);
+    let job = job_of(nj, id);
+    nj.until("SLURM runs it", || {
+        job_field(&job, "JobState").as_deref() == Some("RUNNING")
+    });
+    slurm("scancel", &[&job]);
+    nj.wait(id);
+    let run = nj.show(id)["runs"][0].clone();
+    (job, run)
+}
+
 /// The comments of every job (each element of a job array) SLURM keeps
 /// whose comment starts with that of `job` up to its run or batch (the
 /// jobs of the same daemon).

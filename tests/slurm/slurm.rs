@@ -117,20 +117,14 @@ fn cancel_and_timeout_end_the_job_with_nightjars_own_class_and_a_hand_scancel_is
         job_field(&job_of(&nj, timed), "TimeLimit").is_some_and(|t| t == "00:02:00"),
         "SLURM's limit backs ours up: 2 s + 1 s grace + 1 min, in minutes"
     );
-    let by_hand = nj.submit(&["--", "sleep", "300"]);
-    let job = job_of(&nj, by_hand);
-    nj.until("SLURM runs it", || {
-        job_field(&job, "JobState").as_deref() == Some("RUNNING")
-    });
-    slurm("scancel", &[&job]);
-    nj.wait(by_hand);
-    let run = nj.show(by_hand)["runs"][0].clone();
+    let (job, run) = cancelled_by_hand(&nj);
     assert_eq!(run["class"], "cancelled", "{run}");
     assert!(
         run["message"]
             .as_str()
-            .is_some_and(|m| m.contains("outside nightjar by root (uid 0)")),
-        "a cancel nightjar did not ask for is named as such, with who did it (SLURM's accounting): {run}"
+            .is_some_and(|m| m.contains(&format!("SLURM job {job}"))
+                && m.contains("outside nightjar by root (uid 0)")),
+        "a cancel nightjar did not ask for is named as such, its job and who did it (SLURM's accounting): {run}"
     );
 }
 

@@ -7,7 +7,8 @@
 use std::path::Path;
 
 use crate::cluster::{
-    CONTROLLER, cluster, job_field, job_of, shared_cluster, slurm, world, world_with,
+    CONTROLLER, cancelled_by_hand, cluster, job_field, job_of, shared_cluster, slurm, world,
+    world_with,
 };
 use crate::harness::read;
 
@@ -142,14 +143,7 @@ fn without_accounting_a_hand_scancel_is_recorded_from_squeue_and_the_daemon_says
         .collect();
     std::fs::write(&conf, text).unwrap();
     let nj = world_with("", &[("SLURM_CONF", conf.display().to_string())]);
-    let by_hand = nj.submit(&["--", "sleep", "300"]);
-    let job = job_of(&nj, by_hand);
-    nj.until("SLURM runs it", || {
-        job_field(&job, "JobState").as_deref() == Some("RUNNING")
-    });
-    slurm("scancel", &[&job]);
-    nj.wait(by_hand);
-    let run = nj.show(by_hand)["runs"][0].clone();
+    let (job, run) = cancelled_by_hand(&nj);
     assert_eq!(run["class"], "cancelled", "{run}");
     let message = run["message"].as_str().unwrap_or_default();
     // As squeue says it, by its status or without (SLURM says RUNNING a
