@@ -93,7 +93,8 @@ pub fn by_key<T: PartialEq, K: Ord>(
                 last_new = Some(b);
             }
             Ordering::Equal => {
-                if old[i] != new[j] {
+                let same = old[i] == new[j];
+                if !same {
                     edit.removed.push(pos(i));
                     edit.added_at.push(pos(j));
                 }
@@ -101,6 +102,20 @@ pub fn by_key<T: PartialEq, K: Ord>(
                 j += 1;
                 last_old = Some(a);
                 last_new = Some(b);
+                if same {
+                    // The rows both lists hold next, pair by pair, are in
+                    // order (the old list is), so they are passed by
+                    // equality alone: no key is made for them.
+                    let run = (old[i..].iter().zip(&new[j..]))
+                        .take_while(|(a, b)| a == b)
+                        .count();
+                    if run > 0 {
+                        i += run;
+                        j += run;
+                        last_old = Some(key(&old[i - 1]));
+                        last_new = Some(key(&new[j - 1]));
+                    }
+                }
             }
         }
     }

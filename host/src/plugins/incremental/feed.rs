@@ -26,7 +26,7 @@ pub struct Held {
     /// The generation it confirms.
     pub generation: u64,
     /// Its queue, as what tells a task's change.
-    rows: Vec<Row>,
+    rows: Arc<Vec<Row>>,
     /// Whether `rows` is in the host's queue order.
     sorted: bool,
     /// Its usage (the pass's own list, shared).
@@ -48,7 +48,7 @@ impl Held {
     pub(crate) fn forged(snapshot: &p::Snapshot) -> Held {
         Held {
             generation: GENERATIONS.fetch_add(1, Ordering::Relaxed),
-            rows: snapshot.queue.iter().map(row).collect(),
+            rows: Arc::new(snapshot.queue.iter().map(row).collect()),
             sorted: false,
             usage: snapshot.usage.clone(),
             strings: 0,
@@ -146,6 +146,11 @@ fn row(t: &p::QueuedTask) -> Row {
 }
 
 /// The host's queue order: priority (highest first), submit time, id.
+/// Whether `queue` is, row for row, what `rows` describes.
+fn unchanged(rows: &[Row], queue: &[p::QueuedTask]) -> bool {
+    rows.len() == queue.len() && rows.iter().zip(queue).all(|(r, t)| *r == row(t))
+}
+
 fn queue_key(r: &Row) -> (std::cmp::Reverse<u8>, i64, i64) {
     (std::cmp::Reverse(r.rank), r.submitted_at, r.id)
 }
@@ -188,12 +193,20 @@ fn worn(held: &Held, s: &p::Snapshot) -> bool {
 /// The change from `base` (what the plugin holds; none: from nothing) to `s`.
 pub fn change(base: Option<&Held>, s: &Arc<p::Snapshot>) -> Result<Change, String> {
     let base = base.filter(|h| !worn(h, s));
-    let rows: Vec<Row> = s.queue.iter().map(row).collect();
     let (old_rows, old_sorted, old_usage) = match base {
         Some(h) => (&h.rows[..], h.sorted, &h.usage[..]),
         None => (&[][..], true, &[][..]),
     };
-    let (queue_edit, sorted) = diff::by_key(old_rows, old_sorted, &rows, queue_key);
+    // A queue as the plugin holds it (most passes: only the clock moved)
+    // is compared in place and its rows shared, not built again.
+    let (queue_edit, sorted, rows) = match base {
+        Some(h) if unchanged(&h.rows, &s.queue) => (Edit::default(), h.sorted, Arc::clone(&h.rows)),
+        _ => {
+            let rows: Vec<Row> = s.queue.iter().map(row).collect();
+            let (edit, sorted) = diff::by_key(old_rows, old_sorted, &rows, queue_key);
+            (edit, sorted, Arc::new(rows))
+        }
+    };
     let usage_edit = diff::aligned(old_usage, &s.usage);
     let mut t = Table {
         chars: String::new(),

@@ -150,12 +150,29 @@ fn an_unchanged_pass_sends_no_task_and_no_string() {
     let mut plugin = Plugin::default();
     let (held, _) = send(&mut plugin, None, s.clone());
     // The same content in a new allocation, as the daemon reads it each pass.
-    let (_, c) = send(&mut plugin, Some(&held), s.clone());
+    let (next, c) = send(&mut plugin, Some(&held), s.clone());
     assert!(c.queue.edit.removed.is_empty() && c.queue.added.id.is_empty());
     assert!(
         c.strings.ends.is_empty(),
         "every string is held: {:?}",
         c.strings
+    );
+    assert!(
+        Arc::ptr_eq(&held.rows, &next.rows),
+        "an unchanged queue's rows are shared, not built again"
+    );
+    // One number of one task changed (a retry): that task alone is sent
+    // again, though nothing else moved and the queue's length is the same.
+    let mut retried = s.clone();
+    retried.queue[40].attempts += 1;
+    let (_, c) = send(&mut plugin, Some(&next), retried);
+    assert_eq!(
+        (
+            c.queue.edit.removed,
+            c.queue.edit.added_at,
+            c.queue.added.id
+        ),
+        (vec![40], vec![40], vec![41])
     );
 }
 
