@@ -3,6 +3,7 @@
 //! form (tasks by position, each reason once).
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::Reason;
 use crate::abi;
@@ -156,21 +157,71 @@ impl Positions<'_, '_> {
     }
 }
 
-/// The reason table of an answer: a reason that is the one before it (a
-/// clone of it, or the same text) is written once.
+/// The reason table of an answer: each reason is written once, however
+/// many verdicts give it. A reason that is the one before it (a clone of
+/// it, or the same text) is found at once; another clone of one already
+/// written, by its address (a policy that words a reason per case and
+/// hands its cases out of order, as offpeak-tariff's overruns, wrote the
+/// text again for every verdict, and the host read it again each time).
 #[derive(Default)]
 struct Reasons {
     table: Vec<String>,
-    last: Option<Reason>,
+    last: Option<(Reason, u32)>,
+    /// Index of each reason written, by the address of its text; the
+    /// reasons themselves are kept so no address is reused while the
+    /// table is made.
+    seen: HashMap<usize, (Reason, u32), BuildHasherDefault<AddressHash>>,
+}
+
+/// A hash of an address for [`Reasons`]: one multiply and a fold (the
+/// standard SipHash was a sixth of a deferring policy's answer). Addresses
+/// are the SDK's own allocations, not chosen by anyone who could aim at
+/// collisions.
+#[derive(Default)]
+struct AddressHash(u64);
+
+impl Hasher for AddressHash {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b) ^ self.0.rotate_left(8));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        let h = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        self.0 = h ^ (h >> 29);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
 }
 
 impl Reasons {
     fn add(&mut self, reason: Reason) -> u32 {
-        if !self.last.as_ref().is_some_and(|l| Reason::same(l, &reason)) {
-            self.table.push(reason.as_str().to_string());
-            self.last = Some(reason);
+        if let Some((l, i)) = &self.last
+            && Reason::same(l, &reason)
+        {
+            return *i;
         }
-        u32::try_from(self.table.len().saturating_sub(1)).unwrap_or(NOT_THERE)
+        let at = reason.as_str().as_ptr() as usize;
+        let i = match self.seen.get(&at) {
+            // Same address, so the same text: the reason is kept alive in
+            // `seen`, so its address names it alone.
+            Some((_, i)) => *i,
+            None => {
+                let i = u32::try_from(self.table.len()).unwrap_or(NOT_THERE);
+                self.table.push(reason.as_str().to_string());
+                self.seen.insert(at, (reason.clone(), i));
+                i
+            }
+        };
+        self.last = Some((reason, i));
+        i
     }
 }
 
@@ -357,6 +408,24 @@ mod tests {
         );
         let pre: Vec<(u32, u32)> = w.preempt.iter().map(|p| (p.task, p.reason)).collect();
         assert_eq!(pre, [(0, 1), (NOT_THERE, 2)]);
+    }
+
+    #[test]
+    fn clones_of_reasons_given_out_of_turn_are_written_once_each() {
+        let mut b = SnapshotBuilder::at(0);
+        for id in 1..=6 {
+            b = b.queued(id, "p", Priority::Normal, 0);
+        }
+        let s = b.build();
+        let (short, long) = (Reason::from("overruns 5m"), Reason::from("overruns 2h"));
+        let mut e = Evaluation::default();
+        for id in 1..=6 {
+            let r = if id % 2 == 0 { &short } else { &long };
+            e.defer(id, r.clone(), None);
+        }
+        let w = to_abi(&s, e, 1);
+        assert_eq!(w.reasons, ["overruns 2h", "overruns 5m"]);
+        assert_eq!(w.deferred.reason, [0, 1, 0, 1, 0, 1]);
     }
 
     #[test]

@@ -191,11 +191,44 @@ fn minutes(ms: i64) -> i64 {
 }
 
 fn span_text(ms: i64) -> String {
+    let mut out = String::new();
+    push_span(&mut out, ms);
+    out
+}
+
+/// Appends [`span_text`] of `ms` to `out` (`3h05m`, `45m`), without the
+/// formatting machinery: a pass inside a window words one overrun per
+/// distinct run time, and `format!` was most of the policy's time there.
+fn push_span(out: &mut String, ms: i64) {
     let m = minutes(ms);
     if m >= 60 {
-        format!("{}h{:02}m", m / 60, m % 60)
+        push_number(out, m / 60);
+        out.push('h');
+        if m % 60 < 10 {
+            out.push('0');
+        }
+        push_number(out, m % 60);
     } else {
-        format!("{m}m")
+        push_number(out, m);
+    }
+    out.push('m');
+}
+
+/// Appends `n` (0 or more) in decimal.
+fn push_number(out: &mut String, n: i64) {
+    let mut digits = [0u8; 20];
+    let mut k = digits.len();
+    let mut n = n.max(0).unsigned_abs();
+    loop {
+        k -= 1;
+        digits[k] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for &d in &digits[k..] {
+        out.push(d as char);
     }
 }
 
@@ -327,12 +360,14 @@ impl Policy for OffpeakTariff {
                     // run times differ by less share one (one string each).
                     let over = s.now.saturating_add(runtime) - w.end;
                     let reason = overruns.entry(minutes(over)).or_insert_with(|| {
-                        Reason::from(format!(
-                            "would run {} past the cheap window's end at {}{}",
-                            span_text(over),
-                            w.end_text,
-                            w.next_text
-                        ))
+                        let mut text =
+                            String::with_capacity(48 + w.end_text.len() + w.next_text.len());
+                        text.push_str("would run ");
+                        push_span(&mut text, over);
+                        text.push_str(" past the cheap window's end at ");
+                        text.push_str(&w.end_text);
+                        text.push_str(&w.next_text);
+                        Reason::from(text)
                     });
                     e.defer(t.id, reason.clone(), until(w.start));
                 }

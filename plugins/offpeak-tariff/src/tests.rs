@@ -318,3 +318,35 @@ fn extreme_margins_and_run_times_inside_a_window_neither_overflow_nor_defer() {
     let deferred: Vec<i64> = e.verdicts.iter().map(|v| v.task).collect();
     assert_eq!(deferred, vec![1]);
 }
+
+#[test]
+fn spans_are_worded_as_hours_and_zero_padded_minutes_or_minutes_alone() {
+    let reference = |ms: i64| {
+        let m = minutes(ms);
+        if m >= 60 {
+            format!("{}h{:02}m", m / 60, m % 60)
+        } else {
+            format!("{m}m")
+        }
+    };
+    for ms in [
+        -5,
+        0,
+        1,
+        59_999,
+        60_000,
+        60_001,
+        540_000,
+        3_599_999,
+        3_600_000,
+        3_660_000,
+        36_000_000,
+        36_540_000,
+        i64::MAX / 2,
+        i64::MAX - 60_000,
+    ] {
+        assert_eq!(span_text(ms), reference(ms), "{ms} ms");
+    }
+    assert_eq!(span_text(3_900_000), "1h05m");
+    assert_eq!(span_text(2_700_000), "45m");
+}
