@@ -8,7 +8,7 @@ use chrono::{Offset, TimeZone};
 use crate::config::Config;
 use crate::plugins::policy as p;
 use crate::store::{Candidate, RunningInfo, UsageInfo};
-use crate::task::model::Priority;
+use crate::task::model::{Priority, TaskSpec};
 
 /// The plugin-facing priority.
 pub fn priority(p: Priority) -> p::Priority {
@@ -57,12 +57,27 @@ pub fn queued(c: &Candidate) -> p::QueuedTask {
 /// As [`queued`], with the task's name and project already shared (the
 /// simulator keeps them so, and hands them on each pass without a copy).
 pub fn queued_as(c: &Candidate, name: Arc<str>, project: Arc<str>) -> p::QueuedTask {
-    let r = &c.spec.resources;
+    let times = (c.submitted_at, c.eligible_at);
+    queued_spec(c.id, &c.spec, times, c.attempts, name, project)
+}
+
+/// A waiting task as a policy sees it, from its parts: its id, spec,
+/// (submitted, eligible) times and attempts (the simulator's jobs have no
+/// store [`Candidate`]).
+pub fn queued_spec(
+    id: i64,
+    spec: &TaskSpec,
+    (submitted_at, eligible_at): (i64, i64),
+    attempts: i64,
+    name: Arc<str>,
+    project: Arc<str>,
+) -> p::QueuedTask {
+    let r = &spec.resources;
     p::QueuedTask {
-        id: c.id,
+        id,
         name,
         project,
-        priority: priority(c.spec.priority),
+        priority: priority(spec.priority),
         resources: p::Resources {
             gpus: r.gpus,
             gpu_mem: r.gpu_mem.map(|m| m.as_u64()),
@@ -70,9 +85,9 @@ pub fn queued_as(c: &Candidate, name: Arc<str>, project: Arc<str>) -> p::QueuedT
             mem: r.mem.map(|m| m.as_u64()),
             timeout: r.timeout.map(|t| t.as_millis() as u64),
         },
-        submitted_at: c.submitted_at,
-        eligible_at: c.eligible_at,
-        attempts: c.attempts.max(0) as u32,
+        submitted_at,
+        eligible_at,
+        attempts: attempts.max(0) as u32,
         estimated_runtime: r.timeout.map(|t| t.as_millis() as u64),
     }
 }

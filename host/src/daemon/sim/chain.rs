@@ -10,7 +10,6 @@ use super::engine::Sim;
 use crate::daemon::pipeline::combine::{self, Judgement, Ranked};
 use crate::daemon::pipeline::snapshot;
 use crate::plugins::policy as p;
-use crate::store::Candidate;
 
 /// One chain pass in this many (after the first three) asks twice, to
 /// catch a policy that is not pure.
@@ -45,24 +44,14 @@ impl Sim<'_> {
     pub(super) fn chain_order(&mut self, now: i64) -> Result<Option<Vec<usize>>, String> {
         self.out.chain_passes += 1;
         let max = self.cfg.plugins.max_queue;
-        let queue: Vec<Candidate> = self
-            .waiting
-            .iter()
-            .take(max)
-            .map(|&(_, arrival, id, i)| Candidate {
-                id,
-                spec: Arc::clone(&self.specs[i]),
-                submitted_at: self.opts.start_ms.saturating_add(arrival),
-                eligible_at: self.opts.start_ms.saturating_add(arrival),
-                attempts: 0,
-                needs_gpu_free: None,
-            })
-            .collect();
+        let t0 = self.opts.start_ms;
         // Names and projects are the jobs' own, shared: no copy per pass.
-        let tasks = (queue.iter().zip(&self.waiting))
-            .map(|(c, &(.., i))| {
+        let tasks = (self.waiting.iter().take(max))
+            .map(|&(_, arrival, id, i)| {
                 let job = &self.jobs[i];
-                snapshot::queued_as(c, Arc::clone(&job.name), Arc::clone(&job.project))
+                let at = t0.saturating_add(arrival);
+                let (name, project) = (Arc::clone(&job.name), Arc::clone(&job.project));
+                snapshot::queued_spec(id, &self.specs[i], (at, at), 0, name, project)
             })
             .collect();
         let running = (self.runs.running().iter())
@@ -107,19 +96,20 @@ impl Sim<'_> {
         if answer.hold_all.is_some() {
             return Ok(None);
         }
-        let mut order: Vec<(Ranked, usize)> = Vec::with_capacity(queue.len());
-        for (c, &(_, _, _, i)) in queue.iter().zip(self.waiting.iter()) {
-            let score = match answer.judgements.get(&c.id) {
+        let waiting = self.waiting.iter().take(max);
+        let mut order: Vec<(Ranked, usize)> = Vec::with_capacity(waiting.len());
+        for &(_, arrival, id, i) in waiting {
+            let score = match answer.judgements.get(&id) {
                 None => Some(0),
                 Some(Judgement::Eligible(score)) => Some(*score),
                 Some(_) => None,
             };
             if let Some(score) = score {
                 let rank = Ranked {
-                    id: c.id,
+                    id,
                     score,
-                    priority: c.spec.priority.rank(),
-                    submitted_at: c.submitted_at,
+                    priority: self.specs[i].priority.rank(),
+                    submitted_at: t0.saturating_add(arrival),
                 };
                 order.push((rank, i));
             }
