@@ -5,7 +5,7 @@
 //! Deferral times are the host's to bound: a past or absurd `until` cannot
 //! make the daemon spin or sleep through its own wake-ups.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -120,8 +120,8 @@ pub fn combine(
     explain: bool,
 ) {
     // Read only for a bypassing policy's deferrals.
-    let urgent: HashSet<i64> = if urgent_bypass.is_empty() {
-        HashSet::new()
+    let urgent: rustc_hash::FxHashSet<i64> = if urgent_bypass.is_empty() {
+        Default::default()
     } else {
         (snapshot.queue.iter())
             .filter(|t| t.priority == p::Priority::Urgent)
@@ -132,6 +132,7 @@ pub fn combine(
     answer.judgements.reserve(snapshot.queue.len());
     for (name, e) in answers {
         let by: Arc<str> = name.as_str().into();
+        let bypassed = urgent_bypass.contains(&name);
         for v in e.verdicts {
             if explain {
                 let (kind, reason) = match &v.verdict {
@@ -160,8 +161,7 @@ pub fn combine(
                         }
                     }
                 }
-                p::Verdict::Defer(_)
-                    if urgent_bypass.contains(&name) && urgent.contains(&v.task) => {}
+                p::Verdict::Defer(_) if bypassed && urgent.contains(&v.task) => {}
                 p::Verdict::Defer(d) => {
                     if let Some(until) = d.until {
                         let until = bound_until(until, snapshot.now, min_interval_ms);
