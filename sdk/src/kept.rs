@@ -323,3 +323,7 @@ fn insert_sorted<T>(list: &mut Vec<T>, added_at: &[u32], added: Vec<T>) {
 #[cfg(test)]
 #[path = "kept_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "kept_edit_tests.rs"]
+mod edit_tests;
