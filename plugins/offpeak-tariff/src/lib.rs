@@ -185,9 +185,11 @@ fn money(currency: &str, price: f64) -> String {
     }
 }
 
-/// `ms` in whole minutes, rounded up, as [`span_text`] says it.
+/// `ms` in whole minutes, rounded up, as [`span_text`] says it (0 for
+/// less; rounded without adding, so no `ms` overflows).
 fn minutes(ms: i64) -> i64 {
-    (ms.max(0) + 59_999) / 60_000
+    let ms = ms.max(0);
+    ms / 60_000 + i64::from(ms % 60_000 != 0)
 }
 
 fn span_text(ms: i64) -> String {

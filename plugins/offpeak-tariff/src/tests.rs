@@ -344,8 +344,16 @@ fn spans_are_worded_as_hours_and_zero_padded_minutes_or_minutes_alone() {
         36_540_000,
         i64::MAX / 2,
         i64::MAX - 60_000,
+        i64::MIN,
     ] {
         assert_eq!(span_text(ms), reference(ms), "{ms} ms");
+    }
+    // Past where adding 59,999 to round up would overflow: still the
+    // minutes, rounded up (153,722,867,280,912 of them).
+    for ms in [i64::MAX - 59_998, i64::MAX] {
+        let m = (i128::from(ms) + 59_999) / 60_000;
+        let want = format!("{}h{:02}m", m / 60, m % 60);
+        assert_eq!((minutes(ms), span_text(ms)), (m as i64, want), "{ms} ms");
     }
     assert_eq!(span_text(3_900_000), "1h05m");
     assert_eq!(span_text(2_700_000), "45m");
