@@ -145,12 +145,12 @@ fn row(t: &p::QueuedTask) -> Row {
     }
 }
 
-/// The host's queue order: priority (highest first), submit time, id.
 /// Whether `queue` is, row for row, what `rows` describes.
 fn unchanged(rows: &[Row], queue: &[p::QueuedTask]) -> bool {
     rows.len() == queue.len() && rows.iter().zip(queue).all(|(r, t)| *r == row(t))
 }
 
+/// The host's queue order: priority (highest first), submit time, id.
 fn queue_key(r: &Row) -> (std::cmp::Reverse<u8>, i64, i64) {
     (std::cmp::Reverse(r.rank), r.submitted_at, r.id)
 }
