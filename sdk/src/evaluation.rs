@@ -127,32 +127,30 @@ impl Evaluation {
 /// not there.
 const NOT_THERE: u32 = u32::MAX;
 
-/// How far past the last task found an id is looked for before the index
-/// of every id is built: policies mostly answer in queue order.
-const WINDOW: usize = 16;
-
-/// Finds queued tasks' positions by id.
+/// Finds queued tasks' positions by id. Policies answer in queue order,
+/// skipping the tasks they leave alone: each id is looked for ahead of the
+/// last one found. The first that is not there (an answer out of order, or
+/// an id not queued) builds the index of every id, used from then on, so
+/// no answer scans the queue more than twice.
 struct Positions<'s, 'a> {
     queue: &'s [QueuedTask<'a>],
     next: usize,
-    all: Option<HashMap<i64, u32>>,
+    all: Option<HashMap<i64, u32, BuildHasherDefault<AddressHash>>>,
 }
 
 impl Positions<'_, '_> {
     fn of(&mut self, id: i64) -> Option<u32> {
-        let end = self.queue.len().min(self.next.saturating_add(WINDOW));
-        let near = self.queue.get(self.next..end).unwrap_or(&[]);
-        if let Some(k) = near.iter().position(|t| t.id == id) {
-            self.next += k + 1;
-            return u32::try_from(self.next - 1).ok();
+        if self.all.is_none() {
+            let ahead = self.queue.get(self.next..).unwrap_or(&[]);
+            if let Some(k) = ahead.iter().position(|t| t.id == id) {
+                self.next += k + 1;
+                return u32::try_from(self.next - 1).ok();
+            }
         }
         let queue = self.queue;
-        let all = self.all.get_or_insert_with(|| {
-            (0u32..)
-                .zip(queue)
-                .map(|(i, t)| (t.id, i))
-                .collect::<HashMap<_, _>>()
-        });
+        let all = self
+            .all
+            .get_or_insert_with(|| (0u32..).zip(queue).map(|(i, t)| (t.id, i)).collect());
         all.get(&id).copied()
     }
 }
@@ -173,9 +171,10 @@ struct Reasons {
     seen: HashMap<usize, (Reason, u32), BuildHasherDefault<AddressHash>>,
 }
 
-/// A hash of an address for [`Reasons`]: one multiply and a fold (the
-/// standard SipHash was a sixth of a deferring policy's answer). Addresses
-/// are the SDK's own allocations, not chosen by anyone who could aim at
+/// A hash of an address for [`Reasons`] (and of a task id for
+/// [`Positions`]): one multiply and a fold (the standard SipHash was a
+/// sixth of a deferring policy's answer). Addresses are the SDK's own
+/// allocations and ids the host's, not chosen by anyone who could aim at
 /// collisions.
 #[derive(Default)]
 struct AddressHash(u64);
@@ -273,10 +272,15 @@ pub(crate) fn to_abi(s: &Snapshot<'_>, e: Evaluation, generation: u64) -> abi::E
     positions.next = k;
     // Then any other verdict, by id.
     let mut judged: Vec<bool> = Vec::new();
+    let rest = verdicts.len();
     for v in verdicts {
         if judged.is_empty() {
             judged = vec![false; n];
             judged[..k].fill(true);
+            // Mostly deferrals, when not scores: their columns sized once.
+            deferred.task.reserve(rest);
+            deferred.reason.reserve(rest);
+            deferred.until.reserve(rest);
         }
         let Some(at) = positions.of(v.task) else {
             unknown.get_or_insert(v.task);

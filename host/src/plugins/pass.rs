@@ -67,8 +67,10 @@ impl Pass {
     /// [`Pass::seed`], made when a plugin first draws randomness (most
     /// never do) and then shared by every plugin of the pass.
     pub fn seed_source(&self) -> SeedSource {
-        let (snapshot, seed) = (Arc::clone(&self.snapshot), Arc::clone(&self.seed));
-        Box::new(move || *seed.get_or_init(|| seed_of(&snapshot)))
+        // The snapshot is not kept alive by it: a source outlives its pass
+        // (until the next pass's replaces it), and is only run within it.
+        let (snapshot, seed) = (Arc::downgrade(&self.snapshot), Arc::clone(&self.seed));
+        Box::new(move || *seed.get_or_init(|| snapshot.upgrade().map_or(0, |s| seed_of(&s))))
     }
 
     /// The ids and GPUs answers are checked against.

@@ -245,8 +245,9 @@ impl PolicyPlugin {
         // The `tariff` import answers from this pass's tariff.
         store.data_mut().tariff = pass.tariff();
         // Every source of randomness restarts from the snapshot's seed, made
-        // (once per pass) if the plugin draws.
-        store.data_mut().wasi = super::wasi::context(&self.sink, &self.rng);
+        // (once per pass) if the plugin draws. The store's WASI context is
+        // the one made with it: its streams draw from `rng` (shared), so it
+        // is not made again for each call.
         self.rng.seed_lazily(pass.seed_source());
         store.set_epoch_deadline(PluginEngine::ticks(timeout));
         // What a valid answer can hold is all the answer may copy to the host.

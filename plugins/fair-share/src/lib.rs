@@ -126,7 +126,8 @@ impl Policy for FairShare {
     }
 
     fn evaluate(cfg: &Config, s: &Snapshot) -> Evaluation {
-        let mut e = Evaluation::default();
+        // A verdict per task: sized once.
+        let mut e = Evaluation::with_capacity(s.queue.len());
         let used = usage(cfg, s);
         let mut projects = Projects::default();
         let of_task: Vec<usize> = s.queue.iter().map(|t| projects.of(t.project)).collect();

@@ -275,7 +275,8 @@ impl Policy for OffpeakTariff {
     }
 
     fn evaluate(cfg: &Config, s: &Snapshot) -> Evaluation {
-        let mut e = Evaluation::default();
+        // Up to a verdict per task: sized once.
+        let mut e = Evaluation::with_capacity(s.queue.len());
         let Prices {
             cheap: spans,
             outside,

@@ -54,14 +54,14 @@ fn a_0_1_plugin_and_a_0_2_plugin_judge_one_pass_together() {
     let now = snap.now;
     let answer = chain.evaluate(Arc::new(snap), now);
     assert!(answer.failures.is_empty(), "{:?}", answer.failures);
-    let score = |id| match answer.judgements.get(&id) {
+    let score = |id| match answer.judgements.get(id) {
         Some(Judgement::Eligible(s)) => *s,
         other => panic!("task {id}: {other:?}"),
     };
     assert_eq!(score(1), 100 + 100, "normal, 10 h of aging at 10/h");
     assert_eq!(score(2), 100 + 90 + 1000, "the 0.1 plugin's 1000 on top");
     assert!(score(2) > score(1), "the 0.1 plugin's score takes effect");
-    match answer.judgements.get(&3) {
+    match answer.judgements.get(3) {
         Some(Judgement::Deferred(d)) => assert_eq!(
             d.to_string(),
             "deferred by legacy: held by the 0.1 plugin legacy"

@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
+use super::judgements::{Judgements, Walk};
 use crate::plugins::policy as p;
 
 /// Latest `until` a plugin may ask for, from now: a year.
@@ -46,8 +47,9 @@ impl fmt::Display for Deferred {
 /// The chain's answer for one pass.
 #[derive(Debug, Default)]
 pub struct ChainAnswer {
-    /// Per task (tasks not listed are eligible with score 0).
-    pub judgements: rustc_hash::FxHashMap<i64, Judgement>,
+    /// Per task of the snapshot's queue, by its place there (tasks no
+    /// policy judged are eligible with score 0).
+    pub judgements: Judgements,
     /// GPUs closed to new work this pass, with the reason.
     pub closed_gpus: HashMap<u32, String>,
     /// Per GPU, the policies that closed it.
@@ -119,20 +121,13 @@ pub fn combine(
     min_interval_ms: i64,
     explain: bool,
 ) {
-    // Read only for a bypassing policy's deferrals.
-    let urgent: rustc_hash::FxHashSet<i64> = if urgent_bypass.is_empty() {
-        Default::default()
-    } else {
-        (snapshot.queue.iter())
-            .filter(|t| t.priority == p::Priority::Urgent)
-            .map(|t| t.id)
-            .collect()
-    };
-    // A verdict per task and policy: one map for all of them, sized once.
-    answer.judgements.reserve(snapshot.queue.len());
+    let queue = &snapshot.queue;
+    answer.judgements = Judgements::new(queue.iter().map(|t| t.id).collect());
     for (name, e) in answers {
         let by: Arc<str> = name.as_str().into();
         let bypassed = urgent_bypass.contains(&name);
+        // Verdicts come in queue order: each found by walking the queue.
+        let mut walk = Walk::new();
         for v in e.verdicts {
             if explain {
                 let (kind, reason) = match &v.verdict {
@@ -144,10 +139,10 @@ pub fn combine(
                     .verdicts
                     .insert((v.task, name.clone()), (kind.to_string(), reason));
             }
-            let j = answer
-                .judgements
-                .entry(v.task)
-                .or_insert(Judgement::Eligible(0));
+            // Every verdict names a queued task (each answer is checked so).
+            let Some((at, j)) = answer.judgements.slot(&mut walk, v.task) else {
+                continue;
+            };
             match v.verdict {
                 p::Verdict::Allow(score) => {
                     if let Judgement::Eligible(s) = j {
@@ -161,7 +156,9 @@ pub fn combine(
                         }
                     }
                 }
-                p::Verdict::Defer(_) if bypassed && urgent.contains(&v.task) => {}
+                p::Verdict::Defer(_)
+                    if bypassed
+                        && queue.get(at).map(|t| t.priority) == Some(p::Priority::Urgent) => {}
                 p::Verdict::Defer(d) => {
                     if let Some(until) = d.until {
                         let until = bound_until(until, snapshot.now, min_interval_ms);
@@ -295,15 +292,15 @@ mod tests {
             1000,
             true,
         );
-        assert_eq!(answer.judgements[&1], Judgement::Eligible(12));
+        assert_eq!(answer.judgements.get(1), Some(&Judgement::Eligible(12)));
         assert_eq!(
             answer.parts[&1],
             vec![("offpeak".into(), 5), ("prio".into(), 7)]
         );
-        assert_eq!(answer.judgements[&2], Judgement::Eligible(0));
+        assert_eq!(answer.judgements.get(2), Some(&Judgement::Eligible(0)));
         assert_eq!(
-            answer.judgements[&3],
-            Judgement::Rejected("rejected by offpeak: never".into())
+            answer.judgements.get(3),
+            Some(&Judgement::Rejected("rejected by offpeak: never".into()))
         );
         // The bypassed deferral still set no wake-up; a bounded one would be now + 1 s.
         assert_eq!(answer.wake_at, None);
@@ -319,7 +316,7 @@ mod tests {
             Some(snap.now + 1000),
             "now + the minimum interval"
         );
-        match &answer.judgements[&1] {
+        match answer.judgements.get(1).expect("queued") {
             Judgement::Deferred(d) => assert_eq!(d.to_string(), "deferred by x: later"),
             other => panic!("{other:?}"),
         }

@@ -16,6 +16,7 @@ pub(in crate::daemon) mod combine;
 pub(in crate::daemon) mod dispatch;
 pub(in crate::daemon) mod gate;
 pub(in crate::daemon) mod health;
+pub(in crate::daemon) mod judgements;
 pub(in crate::daemon) mod pass;
 pub(in crate::daemon) mod policy_pass;
 pub(in crate::daemon) mod preempt;

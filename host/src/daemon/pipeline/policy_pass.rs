@@ -194,10 +194,10 @@ impl Daemon {
         self.set_policy_wake(&answer, now);
         lock(&self.pool).policy_closed = answer.closed_gpus.clone().into_iter().collect();
         let mut order = Vec::with_capacity(queue.len());
-        for c in &queue {
+        for (at, c) in queue.iter().enumerate() {
             match answer
                 .judgements
-                .get(&c.id)
+                .of(at, c.id)
                 .cloned()
                 .unwrap_or(Judgement::Eligible(0))
             {
@@ -330,8 +330,8 @@ impl Daemon {
         let min = now + self.cfg.plugins.min_pass_interval.as_millis() as i64;
         let any_open_deferral = answer
             .judgements
-            .values()
-            .any(|j| matches!(j, Judgement::Deferred(_)));
+            .iter()
+            .any(|(_, j)| matches!(j, Judgement::Deferred(_)));
         let mut wake = match (answer.wake_at, any_open_deferral) {
             (Some(t), _) => Some(t),
             (None, true) => Some(now + 60_000),

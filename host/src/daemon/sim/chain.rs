@@ -45,15 +45,16 @@ impl Sim<'_> {
         self.out.chain_passes += 1;
         let max = self.cfg.plugins.max_queue;
         let t0 = self.opts.start_ms;
-        // Names and projects are the jobs' own, shared: no copy per pass.
-        let tasks = (self.waiting.iter().take(max))
-            .map(|&(_, arrival, id, i)| {
-                let job = &self.jobs[i];
-                let at = t0.saturating_add(arrival);
-                let (name, project) = (Arc::clone(&job.name), Arc::clone(&job.project));
-                snapshot::queued_spec(id, &self.specs[i], (at, at), 0, name, project)
-            })
-            .collect();
+        // The last pass's queue edited: only arrivals are made. Names and
+        // projects are the jobs' own, shared: no copy.
+        let heads: Vec<usize> = self.waiting.iter().take(max).map(|w| w.3).collect();
+        let (jobs, specs, ages) = (self.jobs, &self.specs, self.ages.as_deref());
+        let tasks = self.kept.queue(&heads, jobs.len(), |i| {
+            let job = &jobs[i];
+            let at = t0.saturating_add(ages.map_or(job.arrival, |a| a[i]));
+            let (name, project) = (Arc::clone(&job.name), Arc::clone(&job.project));
+            snapshot::queued_spec(job.id, &specs[i], (at, at), 0, name, project)
+        });
         let running = (self.runs.running().iter())
             .map(|r| {
                 let job = &self.jobs[r.job];
@@ -73,6 +74,7 @@ impl Sim<'_> {
         let snap = Arc::new(snapshot::snapshot(
             self.cfg, now, tasks, running, gpus, usage,
         ));
+        self.kept.keep(&snap);
         let Some(chain) = self.chain.as_deref_mut() else {
             return Ok(None);
         };
@@ -98,8 +100,9 @@ impl Sim<'_> {
         }
         let waiting = self.waiting.iter().take(max);
         let mut order: Vec<(Ranked, usize)> = Vec::with_capacity(waiting.len());
-        for &(_, arrival, id, i) in waiting {
-            let score = match answer.judgements.get(&id) {
+        // The snapshot's queue is `waiting`'s head, in its order.
+        for (at, &(_, arrival, id, i)) in waiting.enumerate() {
+            let score = match answer.judgements.of(at, id) {
                 None => Some(0),
                 Some(Judgement::Eligible(score)) => Some(*score),
                 Some(_) => None,

@@ -129,6 +129,8 @@ pub struct Sim<'a> {
     pub(super) deadline: Option<std::time::Instant>,
     /// The running runs, and those that ended within the chain's usage window.
     pub(super) runs: Runs,
+    /// The last chain pass's queue, edited for the next.
+    pub(super) kept: super::queue::KeptQueue,
     /// The GPUs the chain closed in its last pass, by whom.
     pub(super) closed_by: HashMap<u32, Vec<String>>,
     /// When the chain asked to look again.
@@ -218,6 +220,7 @@ impl<'a> Sim<'a> {
             ages: None,
             deadline: None,
             runs: Runs::default(),
+            kept: Default::default(),
             closed_by: HashMap::new(),
             wake: None,
             out: Outcome::default(),

@@ -18,6 +18,7 @@ mod html;
 mod live;
 pub mod plugin_test;
 mod preempt;
+mod queue;
 mod runs;
 mod summary;
 pub mod trace;
