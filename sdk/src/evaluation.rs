@@ -163,12 +163,12 @@ impl Positions<'_, '_> {
 /// text again for every verdict, and the host read it again each time).
 #[derive(Default)]
 struct Reasons {
-    table: Vec<String>,
+    /// The reasons written, each kept (so no address is reused while the
+    /// table is made) and given up as text at the end ([`Reasons::table`]).
+    table: Vec<Reason>,
     last: Option<(Reason, u32)>,
-    /// Index of each reason written, by the address of its text; the
-    /// reasons themselves are kept so no address is reused while the
-    /// table is made.
-    seen: HashMap<usize, (Reason, u32), BuildHasherDefault<AddressHash>>,
+    /// Index of each reason written, by the address of its text.
+    seen: HashMap<usize, u32, BuildHasherDefault<AddressHash>>,
 }
 
 /// A hash of an address for [`Reasons`] (and of a task id for
@@ -210,17 +210,25 @@ impl Reasons {
         let at = reason.as_str().as_ptr() as usize;
         let i = match self.seen.get(&at) {
             // Same address, so the same text: the reason is kept alive in
-            // `seen`, so its address names it alone.
-            Some((_, i)) => *i,
+            // `table`, so its address names it alone.
+            Some(i) => *i,
             None => {
                 let i = u32::try_from(self.table.len()).unwrap_or(NOT_THERE);
-                self.table.push(reason.as_str().to_string());
-                self.seen.insert(at, (reason.clone(), i));
+                self.table.push(reason.clone());
+                self.seen.insert(at, i);
                 i
             }
         };
         self.last = Some((reason, i));
         i
+    }
+
+    /// The texts, in table order: each taken without a copy where no clone
+    /// of its reason is left (the verdicts that gave it are gone by now).
+    fn table(self) -> Vec<String> {
+        let Reasons { table, last, seen } = self;
+        drop((last, seen));
+        table.into_iter().map(Reason::into_string).collect()
     }
 }
 
@@ -361,7 +369,7 @@ pub(crate) fn to_abi(s: &Snapshot<'_>, e: Evaluation, generation: u64) -> abi::E
     }
     abi::Evaluation {
         generation,
-        reasons: reasons.table,
+        reasons: reasons.table(),
         scores,
         deferred,
         rejected,

@@ -107,7 +107,8 @@ fn every_reason_is_named_by_an_index_to_its_own_text() {
         }
         assert!(reasons.table.len() <= given.len());
         for (text, i, _) in &given {
-            assert_eq!(reasons.table.get(*i as usize), Some(text), "{given:?}");
+            let written = reasons.table.get(*i as usize).map(Reason::as_str);
+            assert_eq!(written, Some(text.as_str()), "{given:?}");
         }
         // A clone given just after the same text takes that one's index;
         // any other clone of one reason finds the same entry.
@@ -117,6 +118,11 @@ fn every_reason_is_named_by_an_index_to_its_own_text() {
                 .map(|(_, g)| g.1);
             let first = at.next();
             assert!(at.all(|i| Some(i) == first), "{r}: {given:?}");
+        }
+        // The table as sent: every text at its index, kept clones or not.
+        let sent = reasons.table();
+        for (text, i, _) in &given {
+            assert_eq!(sent.get(*i as usize), Some(text), "{given:?}");
         }
     }
 }
