@@ -49,12 +49,23 @@ impl Sim<'_> {
         // projects are the jobs' own, shared: no copy.
         let heads: Vec<usize> = self.waiting.iter().take(max).map(|w| w.3).collect();
         let (jobs, specs, ages) = (self.jobs, &self.specs, self.ages.as_deref());
-        let tasks = self.kept.queue(&heads, jobs.len(), |i| {
+        let make = |i: usize| {
             let job = &jobs[i];
             let at = t0.saturating_add(ages.map_or(job.arrival, |a| a[i]));
             let (name, project) = (Arc::clone(&job.name), Arc::clone(&job.project));
             snapshot::queued_spec(job.id, &specs[i], (at, at), 0, name, project)
-        });
+        };
+        let tasks = self.kept.queue(&heads, jobs.len(), make);
+        // The tests check every pass's edited queue against one made afresh.
+        #[cfg(test)]
+        {
+            let fresh: Vec<p::QueuedTask> = heads.iter().map(|&i| make(i)).collect();
+            assert!(
+                tasks == fresh,
+                "pass {}: the kept queue is not the waiting jobs' head",
+                self.out.chain_passes
+            );
+        }
         let running = (self.runs.running().iter())
             .map(|r| {
                 let job = &self.jobs[r.job];

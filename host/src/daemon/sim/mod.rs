@@ -269,3 +269,6 @@ mod reference_tests;
 
 #[cfg(test)]
 mod limits_tests;
+
+#[cfg(test)]
+mod kept_tests;
