@@ -86,6 +86,33 @@ fn random_bytes_are_a_function_of_the_snapshot() {
     assert_ne!(a1, b, "the seed comes from the snapshot, not a constant");
 }
 
+/// One instance, kept from call to call (its WASI context is made once
+/// with its store): each call's random stream still starts from its own
+/// snapshot, whatever the calls before it drew, and a call that traps
+/// after drawing leaves nothing drawn for the next.
+#[test]
+fn one_instance_draws_the_bytes_of_each_snapshot_whatever_was_drawn_or_trapped_before() {
+    let engine = PluginEngine::new(None).unwrap();
+    let w = worker(&engine, "random-bytes").unwrap();
+    let score = |snap: Arc<Snapshot>| {
+        let e = w.evaluate(snap).result.map_err(|e| e.cause())?;
+        match &e.verdicts[0].verdict {
+            Verdict::Allow(s) => Ok(*s),
+            other => panic!("{other:?}"),
+        }
+    };
+    let a = snapshot(1_000, &[1, 2], &[]);
+    let first = score(Arc::clone(&a)).unwrap();
+    let b = score(snapshot(2_000, &[1, 2], &[])).unwrap();
+    assert_ne!(first, b, "another snapshot, other bytes");
+    assert_eq!(score(Arc::clone(&a)), Ok(first), "drawn again, the same");
+    let mut trap = (*snapshot(3_000, &[1, 2], &[])).clone();
+    trap.queue[0].project = "trap".into();
+    assert_eq!(score(Arc::new(trap)), Err("trap"));
+    assert_eq!(score(Arc::clone(&a)), Ok(first), "after a trap, the same");
+    assert_eq!(score(a), Ok(first), "and from one call to the next");
+}
+
 #[test]
 fn a_plugin_failing_every_second_call_alternates() {
     let engine = PluginEngine::new(None).unwrap();

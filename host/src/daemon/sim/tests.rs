@@ -193,6 +193,16 @@ fn a_policy_that_answers_one_snapshot_two_ways_is_refused_by_name() {
 }
 
 #[test]
+fn a_policy_drawing_wasi_randomness_answers_each_snapshot_one_way_and_is_simulated() {
+    // Its instance is kept between the two asks of one snapshot, and between
+    // passes: each call's random stream starts from its snapshot again.
+    let (c, _dir) = with_hostile(&["priority", "hostile"], "random-bytes");
+    let s = simulate(&c, &trace(THREE), opts(2, Mode::Easy)).unwrap();
+    assert!(s.summary.chain_passes >= 3, "{}", s.summary.chain_passes);
+    assert_eq!(s.summary.started, 3);
+}
+
+#[test]
 fn a_policy_that_does_not_load_is_named_and_nothing_is_simulated() {
     let c = Config::parse(
         "[plugins]\ndir = \"/nonexistent\"\nchain = [\"nosuch\"]\n",

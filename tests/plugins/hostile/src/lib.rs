@@ -24,6 +24,10 @@
 //! - `close-gpu`: closes GPU 0
 //! - `flaky`: traps on every second call
 //! - `random`: scores every task with a value drawn from WASI randomness
+//!   (a `RandomState`, whose keys the plugin draws once and then steps)
+//! - `random-bytes`: scores every task with 3 bytes drawn from
+//!   `wasi:random` in this call; traps after drawing them when a task of
+//!   project `trap` is queued
 //! - `churn`: defers every task (but those of project `free`) with a 4,000
 //!   character reason whose letters change every call, `until = now`
 //! - `alias`: answers 64 deferrals whose reasons (64 entries of the
@@ -73,16 +77,20 @@ unsafe extern "C" {
     fn wasi_get_random_bytes(len: i64, ret: *mut usize);
 }
 
-/// `len` random bytes straight from the host, dropped at once.
-fn raw_random(len: i64) -> usize {
+/// `len` random bytes straight from the host.
+fn random_bytes(len: i64) -> Vec<u8> {
     let mut ret = [0usize; 2];
     // SAFETY: `ret` has room for the pointer and length the import writes;
     // the list was allocated by this module's `cabi_realloc` with align 1.
     unsafe {
         wasi_get_random_bytes(len, ret.as_mut_ptr());
-        drop(Vec::from_raw_parts(ret[0] as *mut u8, ret[1], ret[1]));
+        Vec::from_raw_parts(ret[0] as *mut u8, ret[1], ret[1])
     }
-    ret[1]
+}
+
+/// `len` random bytes straight from the host, dropped at once.
+fn raw_random(len: i64) -> usize {
+    random_bytes(len).len()
 }
 
 struct Hostile;
@@ -220,6 +228,16 @@ impl Policy for Hostile {
             "close-gpu" => e.close_gpu(0, "closed by the hostile test plugin"),
             "flaky" if CALLS.fetch_add(1, Ordering::Relaxed) % 2 == 1 => {
                 panic!("hostile plugin fails every second call")
+            }
+            "random-bytes" => {
+                let b = random_bytes(3);
+                let drawn = i32::from_le_bytes([b[0], b[1], b[2], 0]);
+                if s.queue.iter().any(|t| t.project == "trap") {
+                    panic!("hostile plugin traps after drawing randomness");
+                }
+                for t in &s.queue {
+                    e.allow(t.id, drawn);
+                }
             }
             "random" => {
                 let draw = std::collections::hash_map::RandomState::new().hash_one(7u64);
