@@ -56,6 +56,9 @@ pub(super) fn evaluate(
     let policy = live.nightjar_plugin_incremental_policy();
     let mut e = policy.call_evaluate(&mut *store, &change.wire)?;
     if e.generation == 0 && change.wire.base != 0 {
+        // Its randomness starts again from the snapshot's seed, as in any
+        // call: what it drew before it answered is not carried into this.
+        store.data().rng.seed_lazily(pass.seed_source());
         change = match pass.incremental(None) {
             Ok(c) => c,
             Err(why) => return Ok(Err(PluginError::Snapshot(why))),

@@ -153,6 +153,25 @@ fn hostile(engine: &PluginEngine, mode: &str) -> PolicyPlugin {
     PolicyPlugin::load(engine, "hostile", &wasm, mode, limits).unwrap()
 }
 
+#[test]
+fn a_plugin_sent_the_whole_snapshot_again_draws_its_bytes_afresh() {
+    let engine = PluginEngine::new(None).unwrap();
+    let mut p = hostile(&engine, "random-forgets");
+    let s = Arc::new(lab(20));
+    let first = p.evaluate(&Pass::new(Arc::clone(&s))).unwrap();
+    assert!(p.held().is_some(), "it holds the snapshot");
+    // Sent a change from it, it draws and answers that it holds nothing;
+    // sent the whole snapshot then, its bytes are the snapshot's own, not
+    // those after the ones it drew first.
+    let pass = Pass::new(Arc::new((*s).clone()));
+    let again = p.evaluate(&pass).unwrap();
+    assert_eq!(again, first, "the same snapshot, the same bytes");
+    assert_eq!(
+        again,
+        hostile(&engine, "random-forgets").evaluate(&pass).unwrap()
+    );
+}
+
 /// `lab(n)` with its first task held by the hostile plugin's `ok` answer.
 fn held_lab(n: i64) -> Snapshot {
     let mut s = lab(n);

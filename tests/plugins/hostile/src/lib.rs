@@ -28,6 +28,8 @@
 //! - `random-bytes`: scores every task with 3 bytes drawn from
 //!   `wasi:random` in this call; traps after drawing them when a task of
 //!   project `trap` is queued
+//! - `random-forgets`: as `random-bytes`, but a change from a snapshot it
+//!   was sent before draws 3 bytes and answers that it holds nothing
 //! - `churn`: defers every task (but those of project `free`) with a 4,000
 //!   character reason whose letters change every call, `until = now`
 //! - `alias`: answers 64 deferrals whose reasons (64 entries of the
@@ -229,7 +231,7 @@ impl Policy for Hostile {
             "flaky" if CALLS.fetch_add(1, Ordering::Relaxed) % 2 == 1 => {
                 panic!("hostile plugin fails every second call")
             }
-            "random-bytes" => {
+            "random-bytes" | "random-forgets" => {
                 let b = random_bytes(3);
                 let drawn = i32::from_le_bytes([b[0], b[1], b[2], 0]);
                 if s.queue.iter().any(|t| t.project == "trap") {
@@ -360,6 +362,11 @@ mod export {
 
         fn evaluate(change: abi::Snapshot) -> abi::Evaluation {
             let mode = MODE.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            if mode == "random-forgets" && change.base != 0 {
+                // Draws, then forgets: the host sends the whole snapshot again.
+                super::random_bytes(3);
+                return not_held();
+            }
             if super::LIES.contains(&mode.as_str()) {
                 let call = super::CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let (base, generation) = (change.base, change.generation);
