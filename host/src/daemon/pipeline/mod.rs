@@ -13,6 +13,8 @@ mod chain_restart_tests;
 #[cfg(test)]
 mod chain_versions_tests;
 pub(in crate::daemon) mod combine;
+#[cfg(test)]
+mod combine_walk_tests;
 pub(in crate::daemon) mod dispatch;
 pub(in crate::daemon) mod gate;
 pub(in crate::daemon) mod health;
