@@ -126,3 +126,84 @@ fn every_reason_is_named_by_an_index_to_its_own_text() {
         }
     }
 }
+
+/// Answers naming tasks in any order: ahead of the last one found, behind
+/// it, twice, or not queued at all (ids far apart too, which the index
+/// hashes). Every verdict lands at its task's own position, and a second
+/// verdict or an unknown id is sent as a position that is not there, as a
+/// search of the whole queue for each would place them.
+#[test]
+fn verdicts_in_any_order_land_where_a_search_of_the_whole_queue_puts_them() {
+    let mut seed = 11u64;
+    let mut next = |below: u64| {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (seed >> 33) % below.max(1)
+    };
+    for round in 0..2000 {
+        let mut ids: Vec<i64> = Vec::new();
+        for _ in 0..next(30) {
+            let id = next(60) as i64 * [1, 1 << 20][next(2) as usize];
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+        let n = ids.len();
+        let mut b = SnapshotBuilder::at(0);
+        for &id in &ids {
+            b = b.queued(id, "p", Priority::Normal, 0);
+        }
+        let s = b.build();
+        let mut e = Evaluation::default();
+        let mut cursor = 0;
+        for _ in 0..next(40) {
+            let id = match (next(5), n) {
+                (_, 0) | (0, _) => 5000 + next(3) as i64,
+                (1, _) => ids[next(n as u64) as usize],
+                _ => {
+                    cursor = (cursor + next(3) as usize) % n;
+                    ids[cursor]
+                }
+            };
+            match next(3) {
+                0 => e.defer(id, format!("r{}", next(3)), Some(1 + next(5) as i64)),
+                1 => e.reject(id, format!("x{}", next(2))),
+                _ => e.allow(id, next(4) as i32),
+            }
+        }
+        let (mut judged, mut scores) = (vec![false; n], vec![0; n]);
+        let (mut deferred, mut rejected) = (Vec::new(), Vec::new());
+        for v in &e.verdicts {
+            let at = ids.iter().position(|&x| x == v.task);
+            let Some(at) = at.filter(|&at| !std::mem::replace(&mut judged[at], true)) else {
+                deferred.push((NOT_THERE, String::new()));
+                continue;
+            };
+            match &v.verdict {
+                Verdict::Allow(score) => scores[at] = *score,
+                Verdict::Defer(d) => deferred.push((at as u32, d.reason.to_string())),
+                Verdict::Reject(r) => rejected.push((at as u32, r.to_string())),
+            }
+        }
+        let w = to_abi(&s, e, 1);
+        let text = |t: u32, r: u32| match t {
+            NOT_THERE => String::new(),
+            _ => w.reasons[r as usize].clone(),
+        };
+        let sent_scores = if w.scores.is_empty() {
+            vec![0; n]
+        } else {
+            w.scores.clone()
+        };
+        assert_eq!(sent_scores, scores, "round {round}");
+        let sent: Vec<_> = (w.deferred.task.iter().zip(&w.deferred.reason))
+            .map(|(&t, &r)| (t, text(t, r)))
+            .collect();
+        assert_eq!(sent, deferred, "round {round}");
+        let sent: Vec<_> = (w.rejected.task.iter().zip(&w.rejected.reason))
+            .map(|(&t, &r)| (t, text(t, r)))
+            .collect();
+        assert_eq!(sent, rejected, "round {round}");
+    }
+}
