@@ -82,13 +82,8 @@ fn an_answer_of_zero_scores_sends_no_score_column() {
 /// given.
 #[test]
 fn every_reason_is_named_by_an_index_to_its_own_text() {
-    let mut seed = 5u64;
-    let mut next = |below: u64| {
-        seed = seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (seed >> 33) % below
-    };
+    let mut rng = crate::test_lcg::Lcg(5);
+    let mut next = |below: u64| rng.next(below);
     for _ in 0..200 {
         let kept: Vec<Reason> = (0..4).map(|k| Reason::from(format!("kept {k}"))).collect();
         let mut reasons = Reasons::default();
@@ -134,13 +129,8 @@ fn every_reason_is_named_by_an_index_to_its_own_text() {
 /// search of the whole queue for each would place them.
 #[test]
 fn verdicts_in_any_order_land_where_a_search_of_the_whole_queue_puts_them() {
-    let mut seed = 11u64;
-    let mut next = |below: u64| {
-        seed = seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (seed >> 33) % below.max(1)
-    };
+    let mut rng = crate::test_lcg::Lcg(11);
+    let mut next = |below: u64| rng.next(below.max(1));
     for round in 0..2000 {
         let mut ids: Vec<i64> = Vec::new();
         for _ in 0..next(30) {

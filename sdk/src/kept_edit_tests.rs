@@ -30,17 +30,9 @@ fn model(list: &[u32], removed: &[u32], added_at: &[u32], added: &[u32]) -> Opti
     Some(kept)
 }
 
-struct Lcg(u64);
+use crate::test_lcg::Lcg;
 
 impl Lcg {
-    fn next(&mut self, below: u64) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 33) % below
-    }
-
     /// `n` positions below `below`: mostly ascending and distinct.
     fn positions(&mut self, n: u64, below: u64) -> Vec<u32> {
         let mut l: Vec<u32> = (0..n).map(|_| self.next(below) as u32).collect();

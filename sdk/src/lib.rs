@@ -143,6 +143,8 @@ mod policy;
 mod reason;
 mod snapshot;
 pub mod tariff;
+#[cfg(test)]
+mod test_lcg;
 pub mod testing;
 pub mod time;
 pub mod validator;
