@@ -24,6 +24,8 @@ use nightjar_sdk::*;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
+mod usage;
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 struct Config {
@@ -46,28 +48,6 @@ impl Default for Config {
             caps: BTreeMap::new(),
         }
     }
-}
-
-/// Decayed usage per project, in GPU-hours. Summed per project in the
-/// usage's order; the projects found by [`Projects`] (a week of runs names
-/// a few projects: a map lookup by name per run was most of a pass).
-fn usage<'a>(cfg: &Config, s: &Snapshot<'a>) -> BTreeMap<&'a str, f64> {
-    let mut projects = Projects::default();
-    let mut sums: Vec<f64> = Vec::new();
-    for u in &s.usage {
-        let end = u.ended_at.unwrap_or(s.now).min(s.now);
-        let hours = (end - u.started_at).max(0) as f64 / 3_600_000.0;
-        let age = (s.now - end).max(0) as f64;
-        let decay = 0.5f64.powf(age / cfg.half_life.ms() as f64);
-        let k = projects.of(u.project);
-        if k == sums.len() {
-            sums.push(0.0);
-        }
-        if let Some(sum) = sums.get_mut(k) {
-            *sum += hours * u.gpus.max(1) as f64 * decay;
-        }
-    }
-    projects.names.into_iter().zip(sums).collect()
 }
 
 /// The distinct projects of a snapshot, by first appearance. The SDK hands
@@ -128,7 +108,7 @@ impl Policy for FairShare {
     fn evaluate(cfg: &Config, s: &Snapshot) -> Evaluation {
         // A verdict per task: sized once.
         let mut e = Evaluation::with_capacity(s.queue.len());
-        let used = usage(cfg, s);
+        let used = usage::usage(cfg.half_life.ms(), s);
         let mut projects = Projects::default();
         let of_task: Vec<usize> = s.queue.iter().map(|t| projects.of(t.project)).collect();
         for p in s
@@ -269,7 +249,7 @@ mod tests {
         let s = SnapshotBuilder::at(now)
             .usage("a", 2, now - 11 * H, Some(now - 10 * H))
             .build();
-        let u = usage(&cfg, &s);
+        let u = usage::usage(cfg.half_life.ms(), &s);
         assert!(
             (u["a"] - 1.0).abs() < 1e-9,
             "2 GPU-hours, one half-life ago: {u:?}"
