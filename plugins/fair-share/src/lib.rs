@@ -257,6 +257,26 @@ mod tests {
     }
 
     #[test]
+    fn after_a_long_idle_spell_the_decayed_usage_still_decides() {
+        // Nothing ran for 48 half-lives: every run weighs about 2^-48 of
+        // itself, and the projects' shares of that are still 90% and 10%.
+        let cfg = parse("half_life = \"1h\"\npreempt_below = 0.5").unwrap();
+        let now = 1_000 * H;
+        let end = now - 48 * H;
+        let s = SnapshotBuilder::at(now)
+            .usage("vision", 1, end - 9 * H, Some(end))
+            .usage("bio", 1, end - H, Some(end))
+            .running(50, "vision", vec![0], now - 1)
+            .queued(1, "vision", Priority::Normal, 0)
+            .queued(2, "bio", Priority::Normal, 0)
+            .build();
+        let e = FairShare::evaluate(&cfg, &s);
+        let sc = scores(&e);
+        assert_eq!((sc[&1], sc[&2]), (-40, 40), "{sc:?}");
+        assert_eq!(e.preempt.len(), 1, "bio at 20% of its share is starved");
+    }
+
+    #[test]
     fn bad_config_names_the_key() {
         assert_eq!(
             parse("[shares]\nx = 0").unwrap_err().key.as_deref(),

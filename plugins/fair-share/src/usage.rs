@@ -3,24 +3,30 @@
 //! A run that ended at `end` weighs `hours x GPUs x 0.5^((now - end) / half_life)`.
 //! Written as `0.5^((anchor - end) / half_life) x 0.5^((now - anchor) / half_life)`
 //! with `anchor` the last multiple of the half-life at or before `now`, the
-//! first factor no longer moves with `now`. Each ended run's weight at the
-//! anchor is a fixed-point integer, and each project's total of them is
-//! kept ([`Memo`]): a pass finds the last pass's runs again in its usage
-//! (the window moves: a few runs leave at the front, a few join at the
-//! end), takes the leavers' weights off and adds the newcomers', and
-//! multiplies each total by the second factor once. A week of runs was a
+//! first factor no longer moves with `now`. That factor is split again
+//! into whole half-lives `k` (an exact power of two) and the rest, in
+//! (0.5, 1]: each ended run's GPU-hours x the rest is a fixed-point
+//! integer, and each project's total of them per `k` is kept ([`Memo`]).
+//! So a run keeps its relative precision however old it is (one scale for
+//! all ages rounded the runs of a cluster idle for 40 half-lives to no
+//! usage at all, and fair-share compares the projects' shares of it).
+//!
+//! A pass finds the last pass's runs again in its usage (the window moves:
+//! a few runs leave at the front, a few join at the end), takes the
+//! leavers' weights off and adds the newcomers', and multiplies each total
+//! by its power of two and the second factor once. A week of runs was a
 //! power and a float sum per run every pass: a fifth of a simulation's time.
 //!
 //! What is kept never changes an answer: a weight is the same integer
 //! whether kept or made afresh, and integer totals do not depend on the
 //! order of additions and removals, so the same snapshot gives the same
 //! sums, bit for bit, whatever this instance saw before (the policy stays
-//! pure).
+//! pure). Times are subtracted as i128: none overflows, however far apart.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 
-use nightjar_sdk::Snapshot;
+use nightjar_sdk::{Snapshot, Usage};
 
 /// Distinct project names kept before the memo starts afresh.
 const MAX_PROJECTS: usize = 4096;
@@ -28,9 +34,14 @@ const MAX_PROJECTS: usize = 4096;
 /// How far ahead of the last match a run is looked for among the kept ones.
 const LOOK_AHEAD: usize = 256;
 
-/// Fixed-point units per GPU-hour of a kept weight (2^40: a run's weight
-/// is exact to about 10^-12 GPU-hours).
-const SCALE: f64 = (1u64 << 40) as f64;
+/// Fixed-point units per GPU-hour of a kept weight (2^53: exact to about
+/// 10^-16 GPU-hours, under 10^-9 of a run of 1 ms on one GPU; the largest,
+/// 2^64 ms on 2^32 GPUs, still fits a u128).
+const SCALE: f64 = (1u64 << 53) as f64;
+
+/// Whole half-lives counted at most: 0.5^1100 is 0 as an f64, so runs
+/// older than that all weigh 0 (in one total, kept like any other).
+const MAX_HALVINGS: i64 = 1100;
 
 /// One ended run as the last pass saw it.
 #[derive(Clone, Copy)]
@@ -40,20 +51,55 @@ struct Row {
     gpus: u32,
     /// Its project: an index into [`Memo::names`].
     slot: usize,
-    /// GPU-hours x the decay from its end to the anchor, in [`SCALE`] units.
-    weight: i128,
+    /// Whole half-lives from its end to the anchor (-1 when it ended after
+    /// the anchor; at most [`MAX_HALVINGS`]).
+    halvings: i64,
+    /// GPU-hours x the rest of the decay from its end to the anchor, in
+    /// [`SCALE`] units.
+    weight: u128,
+}
+
+/// An exact total of weights: 192 bits, wrapping, so additions and
+/// removals cancel exactly in any order (2^64 of the largest weights fit).
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+struct Wide {
+    lo: u128,
+    hi: u64,
+}
+
+impl Wide {
+    fn add(&mut self, w: u128) {
+        let (lo, carry) = self.lo.overflowing_add(w);
+        self.lo = lo;
+        self.hi = self.hi.wrapping_add(u64::from(carry));
+    }
+
+    fn sub(&mut self, w: u128) {
+        let (lo, borrow) = self.lo.overflowing_sub(w);
+        self.lo = lo;
+        self.hi = self.hi.wrapping_sub(u64::from(borrow));
+    }
+
+    fn is_zero(self) -> bool {
+        self == Wide::default()
+    }
+
+    fn to_f64(self) -> f64 {
+        self.hi as f64 * 2f64.powi(128) + self.lo as f64
+    }
 }
 
 /// What one pass leaves for the next.
 #[derive(Default)]
 struct Memo {
     half_life: i64,
-    anchor: i64,
+    anchor: i128,
     /// The last pass's ended runs, in its usage's order.
     rows: Vec<Row>,
-    /// Per slot, the sum of its kept runs' weights (wrapping: additions and
-    /// removals cancel exactly whatever the order).
-    totals: Vec<i128>,
+    /// Per slot and whole half-lives, the total of its kept runs' weights.
+    /// No total is 0 (one that comes to 0 is removed), so the map is the
+    /// same whatever the order of the edits that made it.
+    totals: BTreeMap<(usize, i64), Wide>,
     /// Project names by slot.
     names: Vec<String>,
     slots: BTreeMap<String, usize>,
@@ -103,11 +149,38 @@ thread_local! {
 /// Decayed usage per project at `s.now`, in GPU-hours (`half_life` in ms,
 /// above 0: the config check refuses anything else).
 pub(crate) fn usage<'a>(half_life: i64, s: &Snapshot<'a>) -> BTreeMap<&'a str, f64> {
-    MEMO.with(|m| m.borrow_mut().sums(half_life.max(1), s))
+    MEMO.with(|m| {
+        // Taken out while in use: a pass that panics leaves a fresh memo
+        // behind, never a half-edited one.
+        let mut memo = m.take();
+        let sums = memo.sums(half_life.max(1), s);
+        m.replace(memo);
+        sums
+    })
 }
 
+/// Hours from `from` to `to`, 0 if `to` is not later (for any two times:
+/// subtracted as i128).
 fn hours(from: i64, to: i64) -> f64 {
-    (to - from).max(0) as f64 / 3_600_000.0
+    (i128::from(to) - i128::from(from)).max(0) as f64 / 3_600_000.0
+}
+
+/// The kept form of the ended run `u` of project `slot`, which ended at
+/// `end` (at most `now`, so less than a half-life after `anchor`).
+fn weigh(u: &Usage, end: i64, slot: usize, anchor: i128, half_life: i64) -> Row {
+    let back = anchor - i128::from(end);
+    let h = i128::from(half_life);
+    let halvings = back.div_euclid(h).min(i128::from(MAX_HALVINGS)) as i64;
+    let rest = 0.5f64.powf(back.rem_euclid(h) as f64 / half_life as f64);
+    let weight = hours(u.started_at, end) * f64::from(u.gpus.max(1)) * rest;
+    Row {
+        started_at: u.started_at,
+        ended_at: end,
+        gpus: u.gpus,
+        slot,
+        halvings,
+        weight: (weight * SCALE).round() as u128,
+    }
 }
 
 impl Memo {
@@ -127,7 +200,7 @@ impl Memo {
     fn find<'o>(
         old: &'o [Row],
         at: &mut usize,
-        u: &nightjar_sdk::Usage,
+        u: &Usage,
         end: i64,
         slot: usize,
     ) -> Option<(Row, &'o [Row])> {
@@ -146,7 +219,8 @@ impl Memo {
     }
 
     fn sums<'a>(&mut self, half_life: i64, s: &Snapshot<'a>) -> BTreeMap<&'a str, f64> {
-        let anchor = s.now - s.now.rem_euclid(half_life);
+        let into = s.now.rem_euclid(half_life);
+        let anchor = i128::from(s.now) - i128::from(into);
         if (half_life, anchor) != (self.half_life, self.anchor) || self.names.len() > MAX_PROJECTS {
             *self = Memo {
                 half_life,
@@ -154,7 +228,6 @@ impl Memo {
                 ..Memo::default()
             };
         }
-        let h = half_life as f64;
         let old = std::mem::take(&mut self.rows);
         self.computed = 0;
         let mut rows = Vec::with_capacity(s.usage.len());
@@ -193,23 +266,14 @@ impl Memo {
                     let row = match Memo::find(&old, &mut at, u, end, slot) {
                         Some((row, gone)) => {
                             for r in gone {
-                                self.add(r.slot, r.weight.wrapping_neg());
+                                self.edit(r, Wide::sub);
                             }
                             row
                         }
                         None => {
                             self.computed += 1;
-                            let weight = hours(u.started_at, end)
-                                * gpus
-                                * 0.5f64.powf((anchor - end) as f64 / h);
-                            let row = Row {
-                                started_at: u.started_at,
-                                ended_at: end,
-                                gpus: u.gpus,
-                                slot,
-                                weight: (weight * SCALE).round() as i128,
-                            };
-                            self.add(slot, row.weight);
+                            let row = weigh(u, end, slot, anchor, half_life);
+                            self.edit(&row, Wide::add);
                             row
                         }
                     };
@@ -220,15 +284,19 @@ impl Memo {
             }
         }
         for r in old.get(at..).unwrap_or_default() {
-            self.add(r.slot, r.weight.wrapping_neg());
+            self.edit(r, Wide::sub);
         }
         self.rows = rows;
-        let tail = 0.5f64.powf((s.now - anchor) as f64 / h);
+        let tail = 0.5f64.powf(into as f64 / half_life as f64);
         let totals = &self.totals;
         (here.into_iter().enumerate())
             .filter_map(|(slot, e)| {
                 let (name, running) = e?;
-                let kept = totals.get(slot).copied().unwrap_or(0) as f64 / SCALE;
+                // By whole half-lives, the newest first.
+                let kept = (totals.range((slot, i64::MIN)..=(slot, i64::MAX)))
+                    .fold(0.0, |sum, (&(_, k), w)| {
+                        sum + w.to_f64() / SCALE * 0.5f64.powi(k as i32)
+                    });
                 Some((name, kept * tail + running))
             })
             .collect()
@@ -257,13 +325,14 @@ impl Memo {
         true
     }
 
-    /// Adds `weight` to `slot`'s total.
-    fn add(&mut self, slot: usize, weight: i128) {
-        if self.totals.len() <= slot {
-            self.totals.resize(slot + 1, 0);
-        }
-        if let Some(t) = self.totals.get_mut(slot) {
-            *t = t.wrapping_add(weight);
+    /// Adds `r`'s weight to its total or takes it off (`op`), removing a
+    /// total that comes to 0.
+    fn edit(&mut self, r: &Row, op: fn(&mut Wide, u128)) {
+        let key = (r.slot, r.halvings);
+        let total = self.totals.entry(key).or_default();
+        op(total, r.weight);
+        if total.is_zero() {
+            self.totals.remove(&key);
         }
     }
 }
@@ -271,3 +340,7 @@ impl Memo {
 #[cfg(test)]
 #[path = "usage_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "usage_history_tests.rs"]
+mod history_tests;
