@@ -61,6 +61,7 @@ mod report;
 mod rss;
 mod simulate;
 mod slurm;
+mod spawn;
 mod sse;
 mod vs;
 
@@ -418,6 +419,7 @@ fn main() -> Result<()> {
         "estimate" => estimate::estimate(n(1, 1_000)),
         "accuracy" => accuracy::accuracy(n(1, 60)),
         "slurm" => slurm::slurm_release(n(1, 1_000)),
+        "spawn" => spawn::spawn(n(1, 2_000)),
         "all" => {
             vs::startup_and_submit(200)?;
             submit_latency(10_000)?;
