@@ -3,9 +3,9 @@
 //! (`posix_spawn`: a vfork-style clone, so the daemon's size does not
 //! count); a spawner forked once at start would `fork` itself instead and
 //! run the supervisor's code without an `exec`. N (2,000) of each, A B A B
-//! for three rounds: the shipped supervisor started until it exits (it
-//! finds no spec on stdin), against a bare `fork` whose child exits at
-//! once. The difference is the most a spawner saves per run.
+//! for three rounds: the shipped supervisor started without arguments
+//! until it exits (it prints its usage), against a bare `fork` whose child
+//! exits at once. The difference is the most a spawner saves per run.
 
 use std::process::{Command, Stdio};
 use std::time::Instant;
