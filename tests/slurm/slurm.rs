@@ -205,7 +205,7 @@ fn a_policys_preemption_reaches_the_task_through_scancel_and_it_resumes_from_its
         work.join("train.sh"),
         "if [ -n \"$1\" ]; then echo \"resumed from $(cat \"$1\")\"; exit 0; fi\n\
          step=0\ntrap 'echo $step > ckpt/s.ckpt; touch ckpt/s.ckpt.done; echo saved; exit 0' USR1\n\
-         while true; do step=$((step+1)); sleep 0.2; done\n",
+         echo trapping\nwhile true; do step=$((step+1)); sleep 0.2; done\n",
     )
     .unwrap();
     std::fs::create_dir_all(work.join("ckpt")).unwrap();
@@ -222,8 +222,12 @@ fn a_policys_preemption_reaches_the_task_through_scancel_and_it_resumes_from_its
         .as_i64()
         .expect("the hog's id");
     job_of(&nj, hog);
-    nj.until("the hog's task began on the node", || {
-        shared.join("runs/1/started").exists()
+    // Not only started: a signal that reaches the shell before its `trap`
+    // line kills it unsaved, and the resumed run would count forever
+    // (a loaded CI machine took over a second to get there).
+    nj.until("the hog's task set its trap on the node", || {
+        std::fs::read_to_string(shared.join("runs/1/stdout.log"))
+            .is_ok_and(|log| log.contains("trapping"))
     });
     let starved = nj.submit(&["--project", "starved", "--", "true"]);
     assert_eq!(
