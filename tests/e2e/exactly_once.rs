@@ -85,7 +85,16 @@ fn a_run_ending_on_a_full_disk_is_recorded_once_after_space_is_freed() {
     std::fs::write(&nj.config, cfg).unwrap();
     nj.state = state.clone();
     nj.start();
-    let id = nj.submit(&["--", "sh", "-c", "sleep 2; exit 4"]);
+    // The task ends only when the test opens its gate (outside the full
+    // file system), once the disk is full: a `sleep 2` could end before the
+    // disk was filled, or the daemon try to record it only after a fixed
+    // wait on a loaded machine.
+    let gate = nj.path("marks").join("gate");
+    let script = format!(
+        "while [ ! -e {} ]; do sleep 0.05; done; exit 4",
+        gate.display()
+    );
+    let id = nj.submit(&["--", "sh", "-c", &script]);
     nj.until("running", || nj.show(id)["task"]["state"] == "running");
     // Fill the file system to the last byte.
     let filler = state.join("filler");
@@ -94,13 +103,12 @@ fn a_run_ending_on_a_full_disk_is_recorded_once_after_space_is_freed() {
     while f.write_all(&block).is_ok() {}
     let _ = f.write_all(&[0u8; 512]);
     drop(f);
-    // The run ends while nothing can be written; give the daemon time to fail.
-    std::thread::sleep(Duration::from_secs(5));
-    assert!(
-        nj.daemon_log().contains("cannot record its end yet"),
-        "the store refused while full: {}",
-        nj.daemon_log()
-    );
+    // The run ends while nothing can be written: until the daemon says it
+    // could not record the end (however late that is on a busy machine).
+    std::fs::write(&gate, "").unwrap();
+    nj.until_slow("the store refuses the end while full", || {
+        nj.daemon_log().contains("cannot record its end yet")
+    });
     std::fs::remove_file(&filler).unwrap();
     assert_eq!(nj.wait(id), 4, "the exit code survives the full disk");
     let r = runs(&nj, id);
