@@ -9,7 +9,7 @@
 use std::fs::File;
 use std::io::{BufRead, Write};
 use std::os::fd::OwnedFd;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -19,6 +19,10 @@ use crate::cgroup;
 use crate::files::{self, EndedBy, RunSpec, RunStatus};
 use crate::sys::{self, Exit};
 use crate::time::now_ms;
+
+#[path = "tree.rs"]
+mod tree;
+use tree::{Held, Tree};
 
 /// The line of stdin a supervisor reads its spec from: the first, or
 /// `SPEC_LINE` (0 is the first). `None`: not a line number.
@@ -127,97 +131,6 @@ fn run(dir: &Path, at: usize) -> Result<()> {
 fn take_lock(spec: &RunSpec) -> Result<File> {
     super::lock::try_lock(&spec.lock_file, spec.run_id)?
         .with_context(|| format!("run {} is locked by another supervisor", spec.run_id))
-}
-
-struct Tree<'a> {
-    pgid: i32,
-    cgroup: Option<PathBuf>,
-    /// The run's container, signalled through its runtime first (once per signal).
-    container: Option<Held<'a>>,
-}
-
-/// A container the run started, and the signals already sent to it.
-struct Held<'a> {
-    spec: &'a RunSpec,
-    control: &'a super::container::Control,
-    dir: &'a Path,
-    sent: std::cell::RefCell<Vec<i32>>,
-}
-
-impl Held<'_> {
-    fn signal(&self, sig: i32) {
-        if self.sent.borrow().contains(&sig) {
-            return;
-        }
-        self.sent.borrow_mut().push(sig);
-        let argv = self.control.kill_argv(sig);
-        // The container may have ended already: a failure is only noted.
-        if let Err(e) =
-            super::container::Control::call(&argv, &self.spec.env, self.spec.run_as.as_ref())
-        {
-            note(self.dir, &format!("container signal {sig}: {e}"));
-        }
-    }
-
-    /// Removes the container (a podman client killed before its `--rm`
-    /// cleanup leaves it behind; a docker one always outlives its client).
-    fn remove(&self) {
-        let argv = self.control.rm_argv();
-        for attempt in 0..2 {
-            match super::container::Control::call(&argv, &self.spec.env, self.spec.run_as.as_ref())
-            {
-                Ok(()) => return,
-                Err(e) => {
-                    let lower = e.to_ascii_lowercase();
-                    if lower.contains("no such container") || lower.contains("no container with") {
-                        return;
-                    }
-                    if attempt == 1 {
-                        note(
-                            self.dir,
-                            &format!("cannot remove container {}: {e}", self.control.name),
-                        );
-                    }
-                }
-            }
-        }
-    }
-}
-
-impl Tree<'_> {
-    /// Signals every process of the run: its container (through the
-    /// runtime), its group, its cgroup, and every descendant of the
-    /// supervisor (orphans are re-parented to us).
-    fn signal(&self, sig: i32) {
-        if let Some(c) = &self.container {
-            c.signal(sig);
-        }
-        sys::killpg(self.pgid, sig);
-        if let Some(cg) = &self.cgroup {
-            if sig == libc::SIGKILL {
-                cgroup::kill_all(cg);
-            } else {
-                cgroup::procs(cg)
-                    .into_iter()
-                    .for_each(|p| sys::kill(p, sig));
-            }
-        }
-        // SAFETY: getpid has no preconditions.
-        let me = unsafe { libc::getpid() };
-        sys::descendants(me)
-            .into_iter()
-            .for_each(|p| sys::kill(p, sig));
-    }
-
-    /// True while any process of the run is left. As subreaper we are the
-    /// parent of every orphan, so "no children" means "no descendants".
-    fn alive(&self) -> bool {
-        sys::has_children()
-            || self
-                .cgroup
-                .as_deref()
-                .is_some_and(|cg| !cgroup::procs(cg).is_empty())
-    }
 }
 
 fn supervise(dir: &Path, spec: &RunSpec, sigfd: &OwnedFd) -> RunStatus {
@@ -425,6 +338,7 @@ fn poll_ms(d: Duration) -> i32 {
     i32::try_from(d.as_millis().saturating_add(1)).unwrap_or(i32::MAX)
 }
 
+/// Appends `msg` to the run's supervisor log (nothing when it cannot).
 fn note(dir: &Path, msg: &str) {
     let _ = std::fs::create_dir_all(dir);
     if let Ok(mut f) = File::options()
