@@ -48,7 +48,12 @@ fn a_gpu_oom_is_retried_on_a_gpu_with_more_free_memory_than_its_peak() {
         ),
         "",
     ));
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    // Until the daemon read it (the run's peak is taken from the same
+    // sample): a fixed 500 ms missed it when a loaded machine's sampler
+    // came late, and the run ended as a plain failure.
+    w.nj.until("the daemon read the 14 GiB", || {
+        w.gpus()[0]["mem_used"] == 81 * GIB
+    });
     w.set(&two_gpus(&foreign, ""));
     std::fs::write(marker.with_extension("go"), b"").unwrap();
     assert_eq!(w.nj.wait(id), 0);
