@@ -303,11 +303,17 @@ fn a_stale_daemon_lock_with_a_dead_or_reused_pid_does_not_stop_a_start() {
         assert!(nj.term().success());
     }
     // Held by a process that is no daemon: the refusal names that process.
+    // It says when it holds the lock (its command runs only then): a fixed
+    // 300 ms was not always enough for `flock` to get there on a loaded
+    // machine, and the daemon took the lock and started.
+    let held = nj.path("marks").join("held");
     let mut holder = std::process::Command::new("flock")
-        .args([lock.to_str().unwrap(), "sleep", "30"])
+        .arg(&lock)
+        .args(["sh", "-c", ": > \"$0\"; exec sleep 30"])
+        .arg(&held)
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    nj.until("the other process holds the lock", || held.exists());
     std::fs::write(&lock, "4194305").unwrap();
     let (code, log) = nj.start_refused();
     let _ = holder.kill();
