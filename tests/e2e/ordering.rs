@@ -7,12 +7,13 @@ use crate::harness::Nj;
 
 const HOSTILE: &str = env!("NIGHTJAR_TEST_PLUGIN_HOSTILE");
 
-/// A world whose every evaluation takes a second (the policy loops until
-/// its deadline), so the queue the scheduler read is a second old when it
-/// starts tasks.
+/// A world whose every evaluation takes three seconds (the policy loops
+/// until its deadline), so the queue the scheduler read is three seconds
+/// old when it starts tasks. (One second left a loaded machine too little
+/// time to land the test's second command inside the pass.)
 fn slow_chain() -> Nj {
     let mut nj = Nj::new(
-        "slots = 2\n[plugins]\nchain = [\"hostile\"]\nevaluate_timeout = \"1s\"\nmax_failures = 100\nfailure_window = 100\n[plugin.hostile.config]\nmode = \"loop\"\n",
+        "slots = 2\n[plugins]\nchain = [\"hostile\"]\nevaluate_timeout = \"3s\"\nmax_failures = 100\nfailure_window = 100\n[plugin.hostile.config]\nmode = \"loop\"\n",
     );
     let dir = nj.state.join("plugins");
     std::fs::create_dir_all(&dir).unwrap();
@@ -29,7 +30,8 @@ fn a_task_held_while_the_chain_evaluates_does_not_start() {
     nj.ok(&["release", &id.to_string()]);
     std::thread::sleep(std::time::Duration::from_millis(300));
     nj.ok(&["hold", &id.to_string()]);
-    std::thread::sleep(std::time::Duration::from_millis(2500));
+    // Past the end of the pass that read it released (and would start it).
+    std::thread::sleep(std::time::Duration::from_millis(4000));
     let t = nj.show(id);
     assert_eq!(t["task"]["state"], "held", "{t}");
     assert_eq!(t["runs"].as_array().map(Vec::len), Some(0), "{t}");
