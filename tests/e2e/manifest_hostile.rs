@@ -39,8 +39,10 @@ fn a_git_that_hangs_costs_the_submit_and_the_start_no_more_than_git_timeout() {
     nj.start();
     let t0 = Instant::now();
     let id = nj.submit(&["--workdir", repo.to_str().unwrap(), "--", "true"]);
+    // Bounded by git_timeout, not by the git (317 s): 30 s tells the two
+    // apart on a loaded machine too.
     assert!(
-        t0.elapsed() < Duration::from_secs(6),
+        t0.elapsed() < Duration::from_secs(30),
         "submit took {:?}",
         t0.elapsed()
     );
@@ -74,7 +76,8 @@ fn fifos_devices_and_symlink_loops_are_recorded_never_read() {
     nj.start();
     let t0 = Instant::now();
     let id = nj.submit(&[work.join("t.toml").to_str().unwrap()]);
-    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    // Not blocked on the FIFO (that would be for ever).
+    assert!(t0.elapsed() < Duration::from_secs(30), "{:?}", t0.elapsed());
     // Before the start the file becomes a symlink loop.
     std::fs::remove_file(work.join("later-a-loop")).unwrap();
     std::os::unix::fs::symlink(work.join("loop-b"), work.join("later-a-loop")).unwrap();
