@@ -13,10 +13,14 @@ use super::worker::Worker;
 
 const HOSTILE: &[u8] = include_bytes!(env!("NIGHTJAR_TEST_PLUGIN_HOSTILE"));
 
+/// Deadlines a loaded 2-core machine cannot miss (the epoch ticker counts
+/// on while a plugin's thread waits for a core, so 100 ms failed calls that
+/// take a millisecond): no test here expects a timeout, so what ends each
+/// call is what it pins.
 fn limits() -> PluginLimits {
     PluginLimits {
-        evaluate_timeout: Duration::from_millis(100),
-        configure_timeout: Duration::from_millis(300),
+        evaluate_timeout: Duration::from_secs(10),
+        configure_timeout: Duration::from_secs(10),
         ..PluginLimits::default()
     }
 }
@@ -126,20 +130,7 @@ fn a_plugin_failing_every_second_call_alternates() {
 #[test]
 fn a_giant_preemption_reason_never_reaches_the_scheduler() {
     let engine = PluginEngine::new(None).unwrap();
-    // A deadline a loaded 2-core machine cannot miss: what refuses the
-    // answer must be its size, not the clock.
-    let slow = PluginLimits {
-        evaluate_timeout: std::time::Duration::from_secs(10),
-        ..limits()
-    };
-    let w = Worker::start(
-        &engine,
-        "hostile",
-        HOSTILE.to_vec(),
-        "preempt-huge".into(),
-        slow,
-    )
-    .unwrap();
+    let w = worker(&engine, "preempt-huge").unwrap();
     let snap = snapshot(1, &[1], &[7]);
     let r = w.evaluate(Arc::clone(&snap)).result;
     let refused = match r {
@@ -171,13 +162,7 @@ fn reasons_aliasing_one_string_are_refused_before_the_host_copies_them() {
     // 64 reasons pointing at one 16 MiB string: 1 GiB if the host copied
     // each before checking the answer.
     let engine = PluginEngine::new(None).unwrap();
-    // Time enough to build the answer in a debug build on a busy machine
-    // (100 ms was sometimes spent first): the refusal is what is pinned.
-    let roomy = PluginLimits {
-        evaluate_timeout: Duration::from_secs(10),
-        ..limits()
-    };
-    let w = Worker::start(&engine, "hostile", HOSTILE.to_vec(), "alias".into(), roomy).unwrap();
+    let w = worker(&engine, "alias").unwrap();
     let tasks: Vec<i64> = (1..=64).collect();
     let report = w.evaluate(snapshot(1, &tasks, &[]));
     let err = report.result.unwrap_err();
@@ -192,22 +177,7 @@ fn reasons_aliasing_one_string_are_refused_before_the_host_copies_them() {
 #[test]
 fn a_giant_configure_error_is_refused_not_copied() {
     let engine = PluginEngine::new(None).unwrap();
-    // Building the giant error takes the plugin a while on a loaded
-    // machine: a roomy deadline, so the refusal (not a timeout) is what
-    // this pins.
-    let roomy = PluginLimits {
-        configure_timeout: Duration::from_secs(10),
-        ..limits()
-    };
-    let err = Worker::start(
-        &engine,
-        "hostile",
-        HOSTILE.to_vec(),
-        "config-huge".into(),
-        roomy,
-    )
-    .err()
-    .expect("refused");
+    let err = worker(&engine, "config-huge").err().expect("refused");
     assert_eq!(err.cause(), "invalid-answer", "{err}");
     assert!(
         err.to_string().len() < 1024,

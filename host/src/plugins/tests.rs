@@ -17,7 +17,20 @@ fn priority_wasm() -> &'static [u8] {
         .unwrap()
 }
 
+/// Deadlines a loaded 2-core machine cannot miss: the epoch ticker counts
+/// on while a plugin's thread waits for a core, so a 100 ms deadline failed
+/// calls that take a millisecond. Tests that expect a timeout ask
+/// [`tight`].
 fn limits() -> PluginLimits {
+    PluginLimits {
+        evaluate_timeout: Duration::from_secs(10),
+        configure_timeout: Duration::from_secs(10),
+        ..PluginLimits::default()
+    }
+}
+
+/// Short deadlines, for the calls that must run out of them.
+fn tight() -> PluginLimits {
     PluginLimits {
         evaluate_timeout: Duration::from_millis(100),
         configure_timeout: Duration::from_millis(300),
@@ -73,6 +86,11 @@ pub(crate) fn snapshot(queue: Vec<QueuedTask>) -> Snapshot {
 
 fn hostile(engine: &PluginEngine, mode: &str) -> Result<PolicyPlugin, PluginError> {
     PolicyPlugin::load(engine, "hostile", HOSTILE, mode, limits())
+}
+
+/// The hostile plugin in `mode`, loaded with [`tight`] deadlines.
+fn hostile_tight(engine: &PluginEngine, mode: &str) -> Result<PolicyPlugin, PluginError> {
+    PolicyPlugin::load(engine, "hostile", HOSTILE, mode, tight())
 }
 
 #[test]
@@ -133,7 +151,7 @@ fn a_bad_config_is_refused_at_load_with_the_plugins_reason() {
 fn a_configure_that_never_returns_times_out() {
     let engine = PluginEngine::new(None).unwrap();
     assert!(matches!(
-        hostile(&engine, "hang-config").err().unwrap(),
+        hostile_tight(&engine, "hang-config").err().unwrap(),
         PluginError::Timeout(_)
     ));
 }
@@ -141,16 +159,19 @@ fn a_configure_that_never_returns_times_out() {
 #[test]
 fn an_infinite_loop_times_out_and_the_next_call_gets_a_fresh_instance() {
     let engine = PluginEngine::new(None).unwrap();
-    let mut p = hostile(&engine, "loop").unwrap();
+    let mut p = hostile_tight(&engine, "loop").unwrap();
     let s = snapshot(vec![task(1, "held-by-plugin", Priority::Normal, 0)]);
     let t = std::time::Instant::now();
     assert!(matches!(
         p.evaluate(&s.clone().into()),
         Err(PluginError::Timeout(_))
     ));
+    // Only "stopped" against "loops for ever": a bound a loaded machine
+    // cannot reach.
     assert!(
-        t.elapsed() < Duration::from_secs(2),
-        "the deadline stops it"
+        t.elapsed() < Duration::from_secs(30),
+        "the deadline stops it: {:?}",
+        t.elapsed()
     );
     // Still looping on the next call (same config), and still stopped.
     assert!(matches!(
@@ -195,7 +216,7 @@ fn the_tariff_import_answers_the_passs_tariff_and_none_without_one() {
 #[test]
 fn a_policy_flooding_the_tariff_import_is_stopped_by_its_limits() {
     let engine = PluginEngine::new(None).unwrap();
-    let mut p = hostile(&engine, "tariff-flood").unwrap();
+    let mut p = hostile_tight(&engine, "tariff-flood").unwrap();
     let s = std::sync::Arc::new(snapshot(vec![task(1, "p", Priority::Normal, 0)]));
     let pass = Pass::new(s).with_tariff(Some(night_tariff()));
     let err = p.evaluate(&pass).unwrap_err();
@@ -208,13 +229,7 @@ fn a_policy_flooding_the_tariff_import_is_stopped_by_its_limits() {
 #[test]
 fn a_4_gib_allocation_hits_the_memory_cap() {
     let engine = PluginEngine::new(None).unwrap();
-    // Filling 64 MiB takes tens of ms; a loaded machine must not turn the
-    // memory cause into a timeout, so the deadline here is generous.
-    let generous = PluginLimits {
-        evaluate_timeout: Duration::from_secs(5),
-        ..limits()
-    };
-    let mut p = PolicyPlugin::load(&engine, "hostile", HOSTILE, "alloc", generous).unwrap();
+    let mut p = PolicyPlugin::load(&engine, "hostile", HOSTILE, "alloc", limits()).unwrap();
     let err = p
         .evaluate(&snapshot(vec![task(1, "a", Priority::Normal, 0)]).into())
         .unwrap_err();
@@ -240,13 +255,7 @@ fn deep_recursion_and_panics_are_traps() {
 #[test]
 fn a_ten_million_entry_answer_never_reaches_the_host() {
     let engine = PluginEngine::new(None).unwrap();
-    // Time enough to reach the memory cap even in a debug build on a busy
-    // machine (100 ms was sometimes spent before the cap was).
-    let roomy = PluginLimits {
-        evaluate_timeout: Duration::from_secs(10),
-        ..limits()
-    };
-    let err = PolicyPlugin::load(&engine, "hostile", HOSTILE, "huge", roomy)
+    let err = PolicyPlugin::load(&engine, "hostile", HOSTILE, "huge", limits())
         .unwrap()
         .evaluate(&snapshot(vec![]).into())
         .unwrap_err();
@@ -273,13 +282,7 @@ fn unknown_tasks_and_gpus_are_invalid_answers() {
 #[test]
 fn output_is_bounded_and_a_well_behaved_answer_passes() {
     let engine = PluginEngine::new(None).unwrap();
-    // A generous deadline: this test is about bounding output, and a debug
-    // build of the host makes each of the 5,000 writes slow.
-    let generous = PluginLimits {
-        evaluate_timeout: Duration::from_secs(5),
-        ..limits()
-    };
-    let mut p = PolicyPlugin::load(&engine, "hostile", HOSTILE, "print", generous).unwrap();
+    let mut p = PolicyPlugin::load(&engine, "hostile", HOSTILE, "print", limits()).unwrap();
     let s = snapshot(vec![
         task(1, "held-by-plugin", Priority::Normal, 0),
         task(2, "a", Priority::Normal, 0),
