@@ -193,19 +193,21 @@ fn dripping() -> u16 {
 fn a_server_dripping_bytes_is_cut_at_the_timeout_or_the_deliverys_deadline() {
     let dir = tempfile::tempdir().unwrap();
     // No delivery deadline: [mail] timeout bounds the whole conversation.
+    // The bounds tell a cut from the minute of dripping (or the minute's
+    // timeout) with room for a loaded machine: 2-3 s of margin was not.
     let b = broker(settings(dir.path(), dripping(), "none", "1s"));
-    let (r, took) = send_within(b, Duration::from_secs(10));
+    let (r, took) = send_within(b, Duration::from_secs(40));
     assert!(
         matches!(&r, Err(MailError::Transient(t)) if t.contains("within 1.0s")),
         "{r:?}"
     );
-    assert!(took < Duration::from_secs(4), "{took:?}");
+    assert!(took < Duration::from_secs(20), "{took:?}");
     // The delivery's deadline, when nearer, ends it sooner.
-    let b = broker(settings(dir.path(), dripping(), "none", "20s"))
+    let b = broker(settings(dir.path(), dripping(), "none", "60s"))
         .until(Instant::now() + Duration::from_millis(800));
-    let (r, took) = send_within(b, Duration::from_secs(10));
+    let (r, took) = send_within(b, Duration::from_secs(40));
     assert!(matches!(r, Err(MailError::Transient(_))), "{r:?}");
-    assert!(took < Duration::from_secs(3), "{took:?}");
+    assert!(took < Duration::from_secs(20), "{took:?}");
     // Past it, nothing is tried.
     let b = broker(settings(dir.path(), 9, "none", "20s")).until(Instant::now());
     let (r, _) = send_within(b, Duration::from_secs(5));
@@ -330,7 +332,9 @@ fn a_message_accepted_is_delivered_even_when_the_server_never_answers_quit() {
         std::thread::sleep(Duration::from_secs(30));
     });
     let b = broker(settings(dir.path(), port, "none", "2s"));
-    let (r, took) = send_within(b, Duration::from_secs(10));
+    let (r, took) = send_within(b, Duration::from_secs(40));
     assert_eq!(r, Ok(()), "accepted, then told as failed: sent again");
-    assert!(took < Duration::from_secs(4), "{took:?}");
+    // QUIT is waited for a second, not the server's 30 s (a bound with
+    // room for a loaded machine).
+    assert!(took < Duration::from_secs(20), "{took:?}");
 }
