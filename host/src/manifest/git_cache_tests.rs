@@ -76,9 +76,13 @@ fn an_edit_of_the_same_size_in_place_and_by_rename_is_seen() {
     assert_eq!((edited.dirty, edited.changed_files), (Some(true), Some(1)));
     assert_ne!(edited, clean);
     settle();
+    // The capture just after the edit was kept too when it came over
+    // MARGIN after the write (a loaded machine): this first look may be
+    // its hit, and the next is one either way.
     kept(&cache, d);
+    let settled = hits(&cache);
     kept(&cache, d);
-    assert_eq!(hits(&cache), 1, "kept once the edit has settled");
+    assert_eq!(hits(&cache), settled + 1, "kept once the edit has settled");
     // `sed -i`: a new file renamed over the old one, same size again.
     let status = Command::new("sed")
         .args(["-i", "s/2/3/"])
@@ -87,7 +91,7 @@ fn an_edit_of_the_same_size_in_place_and_by_rename_is_seen() {
         .unwrap();
     assert!(status.success());
     let sedded = kept(&cache, d);
-    assert_eq!(hits(&cache), 1);
+    assert_eq!(hits(&cache), settled + 1);
     assert_ne!(
         sedded.diff_sha256, edited.diff_sha256,
         "the new diff is hashed"
