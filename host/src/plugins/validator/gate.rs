@@ -72,13 +72,18 @@ mod tests {
         let busy = Arc::new(AtomicUsize::new(0));
         let peak = Arc::new(AtomicUsize::new(0));
         let started = Arc::new(AtomicUsize::new(0));
+        // Her compiles last until bob is through (not 100 ms each, which a
+        // loaded machine could let all four finish before bob's turn), or
+        // 10 s if he is made to wait for them.
+        let bob_done = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let alice: Vec<_> = (0..4)
             .map(|_| {
-                let (g, busy, peak, started) = (
+                let (g, busy, peak, started, bob_done) = (
                     Arc::clone(&gate),
                     Arc::clone(&busy),
                     Arc::clone(&peak),
                     Arc::clone(&started),
+                    Arc::clone(&bob_done),
                 );
                 std::thread::spawn(move || {
                     let turn = g.turn_of(Some(1001));
@@ -86,6 +91,11 @@ mod tests {
                     started.fetch_add(1, Ordering::SeqCst);
                     let now = busy.fetch_add(1, Ordering::SeqCst) + 1;
                     peak.fetch_max(now, Ordering::SeqCst);
+                    let until = std::time::Instant::now() + Duration::from_secs(10);
+                    while !bob_done.load(Ordering::SeqCst) && std::time::Instant::now() < until {
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                    // Long enough that two of hers at once would be seen.
                     std::thread::sleep(Duration::from_millis(100));
                     busy.fetch_sub(1, Ordering::SeqCst);
                 })
@@ -98,6 +108,7 @@ mod tests {
         let turn = gate.turn_of(Some(1002));
         drop(gate.enter(&turn));
         let hers_before_bob = started.load(Ordering::SeqCst);
+        bob_done.store(true, Ordering::SeqCst);
         for a in alice {
             a.join().unwrap();
         }
