@@ -28,7 +28,12 @@ pub(crate) fn task_umask() -> u32 {
 /// writable, and takes the daemon lock. The returned file holds the lock for
 /// the daemon's life. Also sets umask 077 and raises the fd limit.
 pub(crate) fn prepare_state_dir(cfg: &Config) -> Result<File> {
-    TASK_UMASK.store(sys::set_umask(0o077), Ordering::Relaxed);
+    // The mask the process started with, taken once: a second call (the
+    // in-process tests start a daemon per test in one process) would read
+    // back the 077 set here and hand it to every task after.
+    static TAKEN: std::sync::Once = std::sync::Once::new();
+    TAKEN.call_once(|| TASK_UMASK.store(sys::set_umask(0o077), Ordering::Relaxed));
+    sys::set_umask(0o077);
     match sys::raise_nofile_limit() {
         Ok(n) => tracing::debug!("open-file limit {n}"),
         Err(e) => tracing::warn!("cannot raise the open-file limit: {e}"),
