@@ -16,10 +16,13 @@ const HOSTILE: &[u8] = include_bytes!(env!("NIGHTJAR_TEST_PLUGIN_HOSTILE"));
 const V0_1: &[u8] = include_bytes!(env!("NIGHTJAR_TEST_PLUGIN_V0_1"));
 const V0_2_0: &[u8] = include_bytes!(env!("NIGHTJAR_TEST_PLUGIN_V0_2_0"));
 
+/// Roomy deadlines: these calls are expected to answer, and a deadline's
+/// ticker counts on while a plugin's thread waits for a core on a loaded
+/// machine (as `tests.rs`'s `limits`).
 fn limits() -> PluginLimits {
     PluginLimits {
-        evaluate_timeout: Duration::from_secs(2),
-        configure_timeout: Duration::from_secs(1),
+        evaluate_timeout: Duration::from_secs(10),
+        configure_timeout: Duration::from_secs(10),
         ..PluginLimits::default()
     }
 }

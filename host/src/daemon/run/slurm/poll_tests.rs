@@ -21,7 +21,7 @@ fn only_the_daemons_own_processes_count_as_its_sbatch_in_flight() {
         let cmdline = format!("/proc/{}/cmdline", child.id());
         let t0 = Instant::now();
         while !std::fs::read(&cmdline).is_ok_and(|c| c.ends_with(format!("{arg}\0").as_bytes()))
-            && t0.elapsed() < Duration::from_secs(5)
+            && t0.elapsed() < Duration::from_secs(30)
         {
             std::thread::sleep(Duration::from_millis(5));
         }
