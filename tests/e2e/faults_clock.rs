@@ -13,12 +13,21 @@ const LIB: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
 
 /// A world whose daemon reads its wall clock's offset from a file.
 fn stepped_world(extra: &str) -> (Nj, PathBuf) {
+    let mut nj = Nj::new(extra);
+    let offset = faked_clock(&mut nj, 0);
+    nj.start();
+    (nj, offset)
+}
+
+/// Gives `nj`'s daemon (at its next start) a wall clock `offset_s` seconds
+/// from the real one, read from the file returned: a test writes another
+/// offset there (`+N`/`-N` seconds, or `-4h`) to step it.
+pub(crate) fn faked_clock(nj: &mut Nj, offset_s: i64) -> PathBuf {
     if !Path::new(LIB).exists() {
         crate::harness::needs("libfaketime", "install Debian's `faketime` (.ci/run does)");
     }
-    let mut nj = Nj::new(extra);
     let offset = nj.path("clock").join("offset");
-    std::fs::write(&offset, "+0\n").unwrap();
+    std::fs::write(&offset, format!("{offset_s:+}\n")).unwrap();
     nj.env = vec![
         ("LD_PRELOAD".into(), LIB.into()),
         (
@@ -28,8 +37,7 @@ fn stepped_world(extra: &str) -> (Nj, PathBuf) {
         ("FAKETIME_NO_CACHE".into(), "1".into()),
         ("FAKETIME_DONT_FAKE_MONOTONIC".into(), "1".into()),
     ];
-    nj.start();
-    (nj, offset)
+    offset
 }
 
 #[test]

@@ -49,6 +49,12 @@ fn plugins_check_and_test_work_offline() {
 
 #[test]
 fn the_example_lab_policy_defers_its_projects_until_the_weekend() {
+    // The daemon's clock is faked to a Wednesday noon (UTC) of this week,
+    // then stepped to that Saturday's noon: both of the policy's answers are
+    // checked whatever day the test runs, and none depends on the real
+    // clock crossing a midnight between the daemon's pass and the test's
+    // look (on a Sunday at 23:59 the daemon ran render, and the test, a
+    // moment later on Monday, expected it deferred).
     let example = env!("NIGHTJAR_EXAMPLE_POLICY_WEEKENDS");
     let mut nj = Nj::new(
         "timezone = \"UTC\"\n[plugins]\nchain = [\"weekends\"]\n[plugin.weekends.config]\nprojects = \"render\"\n",
@@ -56,24 +62,29 @@ fn the_example_lab_policy_defers_its_projects_until_the_weekend() {
     let dir = nj.state.join("plugins");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::copy(example, dir.join("weekends.wasm")).unwrap();
+    let real = chrono::Utc::now().timestamp();
+    // Today's weekday, Monday 0 (1970-01-01 was a Thursday).
+    let weekday = (real.div_euclid(86_400) + 3).rem_euclid(7);
+    let wednesday_noon = (real.div_euclid(86_400) - weekday + 2) * 86_400 + 12 * 3600;
+    let offset = crate::faults_clock::faked_clock(&mut nj, wednesday_noon - real);
     nj.start();
     let render = nj.submit(&["--project", "render", "--", "true"]);
     let other = nj.submit(&["--project", "vision", "--", "true"]);
     assert_eq!(nj.wait(other), 0);
-    let weekday = {
-        let days = chrono::Utc::now().timestamp().div_euclid(86_400);
-        (days + 3).rem_euclid(7)
-    };
+    nj.until("render deferred", || {
+        nj.show(render)["task"]["reason"].as_str().is_some()
+    });
     let t = nj.show(render)["task"].clone();
-    if weekday < 5 {
-        assert_eq!(t["state"], "queued");
-        assert_eq!(
-            t["reason"],
-            "deferred by weekends: project render runs at weekends only"
-        );
-    } else {
-        assert_eq!(nj.wait(render), 0, "at weekends render runs");
-    }
+    assert_eq!(t["state"], "queued", "{t}");
+    assert_eq!(
+        t["reason"], "deferred by weekends: project render runs at weekends only",
+        "{t}"
+    );
+    // Saturday noon: the step has the policies asked again, and render runs.
+    let saturday_noon = wednesday_noon + 3 * 86_400;
+    let real = chrono::Utc::now().timestamp();
+    std::fs::write(&offset, format!("{:+}\n", saturday_noon - real)).unwrap();
+    assert_eq!(nj.wait(render), 0, "at weekends render runs");
 }
 
 #[test]
