@@ -17,8 +17,10 @@ fn hms(ms: i64) -> String {
 fn a_task_deferred_to_the_cheap_window_is_priced_there_and_its_saving_reported() {
     let (peak, cheap, watts) = (1.2, 0.35, 300.0);
     let now = nightjar_core::time::now_ms();
-    // The cheap window opens 12 s from now, whole seconds, for two hours.
-    let opens = (now / 1000 + 12) * 1000;
+    // The cheap window opens 30 s from now, whole seconds, for two hours:
+    // time for a loaded machine to start the daemon, submit and make the
+    // pass that defers the task before it opens (12 s left too little).
+    let opens = (now / 1000 + 30) * 1000;
     let mut nj = Nj::new(&format!(
         "timezone = \"UTC\"\nslots = 1\n\
          [gpu]\nbackend = \"sim:1xA100-80GB\"\nsim_script = \"gpus.toml\"\nsample_period = \"200ms\"\nhost_mem_min_free = \"1MiB\"\n\
