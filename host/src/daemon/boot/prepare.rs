@@ -32,8 +32,8 @@ pub(crate) fn prepare_state_dir(cfg: &Config) -> Result<File> {
     // in-process tests start a daemon per test in one process) would read
     // back the 077 set here and hand it to every task after.
     static TAKEN: std::sync::Once = std::sync::Once::new();
-    TAKEN.call_once(|| TASK_UMASK.store(sys::set_umask(0o077), Ordering::Relaxed));
-    sys::set_umask(0o077);
+    let before = sys::set_umask(0o077);
+    TAKEN.call_once(|| TASK_UMASK.store(before, Ordering::Relaxed));
     match sys::raise_nofile_limit() {
         Ok(n) => tracing::debug!("open-file limit {n}"),
         Err(e) => tracing::warn!("cannot raise the open-file limit: {e}"),
