@@ -151,26 +151,50 @@ fn sdk_snapshot(s: &nightjar::plugins::policy::Snapshot) -> nightjar_sdk::Snapsh
     }
 }
 
-/// A native policy's answer as the host's (what combining needs).
-fn host_answer(e: nightjar_sdk::Evaluation) -> nightjar::plugins::policy::Evaluation {
+/// A native policy's answer as the host's (what combining needs), in the
+/// form a wasm policy's answer takes: allows in queue order as one score
+/// column, other verdicts named.
+fn host_answer(
+    s: &nightjar::plugins::policy::Snapshot,
+    e: nightjar_sdk::Evaluation,
+) -> nightjar::plugins::policy::Evaluation {
     use nightjar::plugins::policy as p;
     let reason = |r: nightjar_sdk::Reason| r.as_str().to_string();
+    let mut scores = vec![0; s.queue.len()];
+    let mut verdicts = Vec::new();
+    let mut k = 0;
+    for v in e.verdicts {
+        let at = (s.queue.get(k..).unwrap_or_default().iter())
+            .position(|t| t.id == v.task)
+            .map(|d| k + d);
+        if let Some(at) = at {
+            k = at + 1;
+        }
+        let verdict = match v.verdict {
+            nightjar_sdk::Verdict::Allow(n) => match at {
+                Some(at) => {
+                    scores[at] = n;
+                    continue;
+                }
+                None => p::Verdict::Allow(n),
+            },
+            nightjar_sdk::Verdict::Defer(d) => p::Verdict::Defer(p::Deferral {
+                reason: reason(d.reason).into(),
+                until: d.until,
+            }),
+            nightjar_sdk::Verdict::Reject(r) => p::Verdict::Reject(reason(r).into()),
+        };
+        verdicts.push(p::TaskVerdict {
+            task: v.task,
+            verdict,
+        });
+    }
+    if scores.iter().all(|&n| n == 0) {
+        scores.clear();
+    }
     p::Evaluation {
-        verdicts: e
-            .verdicts
-            .into_iter()
-            .map(|v| p::TaskVerdict {
-                task: v.task,
-                verdict: match v.verdict {
-                    nightjar_sdk::Verdict::Allow(n) => p::Verdict::Allow(n),
-                    nightjar_sdk::Verdict::Defer(d) => p::Verdict::Defer(p::Deferral {
-                        reason: reason(d.reason).into(),
-                        until: d.until,
-                    }),
-                    nightjar_sdk::Verdict::Reject(r) => p::Verdict::Reject(reason(r).into()),
-                },
-            })
-            .collect(),
+        verdicts,
+        scores,
         closed_gpus: Vec::new(),
         preempt: Vec::new(),
     }
@@ -272,9 +296,11 @@ pub fn plugins() -> Result<f64> {
         let mut wasm_pass = || -> Result<usize> {
             let s = fresh(i);
             let t = Instant::now();
-            let e = plugin.evaluate(&Pass::new(s)).map_err(anyhow::Error::msg)?;
+            let e = plugin
+                .evaluate(&Pass::new(Arc::clone(&s)))
+                .map_err(anyhow::Error::msg)?;
             wasm_times.push(t.elapsed().as_secs_f64() * 1e3);
-            Ok(e.verdicts.len())
+            Ok(e.all_verdicts(&s.queue).len())
         };
         let mut native_pass = || {
             let s = fresh(i);
@@ -283,9 +309,9 @@ pub fn plugins() -> Result<f64> {
             // the SDK does inside the plugin), the policy, its answer as the
             // host's.
             let n = priority::PriorityPolicy::evaluate(&native_config, &sdk_snapshot(&s));
-            let n = host_answer(n);
+            let n = host_answer(&s, n);
             native_times.push(t.elapsed().as_secs_f64() * 1e3);
-            n.verdicts.len()
+            n.all_verdicts(&s.queue).len()
         };
         let (w, n) = if i % 2 == 0 {
             let n = native_pass();
@@ -323,10 +349,10 @@ pub fn plugins() -> Result<f64> {
         churn_change.push(change);
         drop(pass);
         let t = Instant::now();
-        let n = host_answer(priority::PriorityPolicy::evaluate(
-            &native_config,
-            &sdk_snapshot(&shared),
-        ));
+        let n = host_answer(
+            &shared,
+            priority::PriorityPolicy::evaluate(&native_config, &sdk_snapshot(&shared)),
+        );
         churn_native.push(t.elapsed().as_secs_f64() * 1e3);
         assert_eq!(n, e, "the wasm and the native answers agree");
         drop(shared);

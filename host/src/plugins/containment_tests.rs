@@ -78,7 +78,8 @@ fn random_bytes_are_a_function_of_the_snapshot() {
     let score = |snap: Arc<Snapshot>| {
         // A fresh instance each time, as the simulator would run it.
         let w = worker(&engine, "random").unwrap();
-        match &w.evaluate(snap).result.unwrap().verdicts[0].verdict {
+        let e = w.evaluate(Arc::clone(&snap)).result.unwrap();
+        match &e.all_verdicts(&snap.queue)[0].verdict {
             Verdict::Allow(s) => *s,
             other => panic!("{other:?}"),
         }
@@ -99,8 +100,11 @@ fn one_instance_draws_the_bytes_of_each_snapshot_whatever_was_drawn_or_trapped_b
     let engine = PluginEngine::new(None).unwrap();
     let w = worker(&engine, "random-bytes").unwrap();
     let score = |snap: Arc<Snapshot>| {
-        let e = w.evaluate(snap).result.map_err(|e| e.cause())?;
-        match &e.verdicts[0].verdict {
+        let e = w
+            .evaluate(Arc::clone(&snap))
+            .result
+            .map_err(|e| e.cause())?;
+        match &e.all_verdicts(&snap.queue)[0].verdict {
             Verdict::Allow(s) => Ok(*s),
             other => panic!("{other:?}"),
         }

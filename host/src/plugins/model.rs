@@ -211,10 +211,51 @@ pub struct Preemption {
 pub struct Evaluation {
     /// Verdicts, at most one per queued task.
     pub verdicts: Vec<TaskVerdict>,
+    /// Scores by place in the pass's queue, as a column: each task that
+    /// `verdicts` does not name is allowed with its score here. Empty, or
+    /// as long as the queue with 0 at every place `verdicts` names (an
+    /// answer that scores every task crosses as one column and is added
+    /// as one, with no verdict record per task).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scores: Vec<i32>,
     /// GPUs closed to new work.
     pub closed_gpus: Vec<ClosedGpu>,
     /// Running tasks to preempt.
     pub preempt: Vec<Preemption>,
+}
+
+impl Evaluation {
+    /// Every verdict of this answer on `queue` (the pass's snapshot queue),
+    /// the score column read as allows: without one, `verdicts` as they
+    /// are; with one, in queue order, each task's named verdicts (in their
+    /// order) or else an allow with its score, then any verdict naming a
+    /// task not in `queue`. Combining these is combining the answer.
+    pub fn all_verdicts(&self, queue: &[QueuedTask]) -> Vec<TaskVerdict> {
+        if self.scores.is_empty() {
+            return self.verdicts.clone();
+        }
+        let mut named: std::collections::HashMap<TaskId, Vec<&TaskVerdict>> =
+            std::collections::HashMap::new();
+        for v in &self.verdicts {
+            named.entry(v.task).or_default().push(v);
+        }
+        let mut out = Vec::with_capacity(queue.len().max(self.verdicts.len()));
+        for (t, &score) in queue.iter().zip(&self.scores) {
+            match named.remove(&t.id) {
+                Some(vs) => out.extend(vs.into_iter().cloned()),
+                None => out.push(TaskVerdict {
+                    task: t.id,
+                    verdict: Verdict::Allow(score),
+                }),
+            }
+        }
+        out.extend(
+            (self.verdicts.iter())
+                .filter(|v| named.contains_key(&v.task))
+                .cloned(),
+        );
+        out
+    }
 }
 
 #[cfg(test)]

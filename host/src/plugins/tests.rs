@@ -108,9 +108,10 @@ fn the_priority_plugin_scores_by_class_and_age() {
         task(1, "a", Priority::Low, 0),
         task(2, "a", Priority::High, 9 * 3_600_000),
     ]);
-    let e = p.evaluate(&s.into()).unwrap();
+    let s = std::sync::Arc::new(s);
+    let e = p.evaluate(&Pass::new(std::sync::Arc::clone(&s))).unwrap();
     let scores: Vec<(i64, i32)> = e
-        .verdicts
+        .all_verdicts(&s.queue)
         .iter()
         .map(|v| match v.verdict {
             Verdict::Allow(n) => (v.task, n),
@@ -199,7 +200,7 @@ fn the_tariff_import_answers_the_passs_tariff_and_none_without_one() {
     let engine = PluginEngine::new(None).unwrap();
     let mut p = hostile(&engine, "tariff").unwrap();
     let s = std::sync::Arc::new(snapshot(vec![task(1, "p", Priority::Normal, 0)]));
-    let score = |e: &Evaluation| match e.verdicts[0].verdict {
+    let score = |e: &Evaluation| match e.all_verdicts(&s.queue)[0].verdict {
         Verdict::Allow(n) => n,
         ref other => panic!("{other:?}"),
     };
@@ -207,7 +208,7 @@ fn the_tariff_import_answers_the_passs_tariff_and_none_without_one() {
     let pass = Pass::new(s.clone()).with_tariff(Some(night_tariff()));
     assert_eq!(score(&p.evaluate(&pass).unwrap()), 3);
     assert_eq!(
-        score(&p.evaluate(&Pass::new(s)).unwrap()),
+        score(&p.evaluate(&Pass::new(s.clone())).unwrap()),
         -1,
         "no tariff: none"
     );

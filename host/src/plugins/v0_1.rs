@@ -117,6 +117,7 @@ pub fn evaluation(e: p::Evaluation) -> m::Evaluation {
                 },
             })
             .collect(),
+        scores: Vec::new(),
         closed_gpus: e
             .closed_gpus
             .into_iter()

@@ -126,9 +126,19 @@ pub fn combine(
     for (name, e) in answers {
         let by: Arc<str> = name.as_str().into();
         let bypassed = urgent_bypass.contains(&name);
+        // A score column is added as one (its named places hold 0); to
+        // explain it, it is read as the verdicts it stands for.
+        let verdicts = if e.scores.is_empty() {
+            e.verdicts
+        } else if explain {
+            e.all_verdicts(queue)
+        } else {
+            answer.judgements.add_scores(&e.scores);
+            e.verdicts
+        };
         // Verdicts come in queue order: each found by walking the queue.
         let mut walk = Walk::new();
-        for v in e.verdicts {
+        for v in verdicts {
             if explain {
                 let (kind, reason) = match &v.verdict {
                     p::Verdict::Allow(s) => ("allow", format!("score {s}")),
@@ -275,11 +285,13 @@ mod tests {
                 verdict(2, defer("night only", Some(-5))),
                 verdict(3, p::Verdict::Reject("never".into())),
             ],
+            scores: vec![],
             closed_gpus: vec![],
             preempt: vec![],
         };
         let b = p::Evaluation {
             verdicts: vec![verdict(1, p::Verdict::Allow(7))],
+            scores: vec![],
             closed_gpus: vec![],
             preempt: vec![],
         };
@@ -307,6 +319,7 @@ mod tests {
         let mut answer = ChainAnswer::default();
         let c = p::Evaluation {
             verdicts: vec![verdict(1, defer("later", Some(i64::MIN)))],
+            scores: vec![],
             closed_gpus: vec![],
             preempt: vec![],
         };

@@ -3,6 +3,9 @@
 //! a task judged twice): every task's judgement, found by the walk beside
 //! each answer, is the one a map keyed by task id gives, read by place or
 //! by id, and an urgent task's bypass, checked by its place, is its own.
+//! Some answers carry a score column (an incremental policy's: 0 at each
+//! place a verdict names), which counts as an allow for every task no
+//! verdict names.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -22,7 +25,8 @@ impl Lcg {
 }
 
 /// Up to 3 answers over a queue of up to 20 tasks (a third urgent), each
-/// naming tasks mostly a little ahead of the last, sometimes anywhere.
+/// naming tasks mostly a little ahead of the last, sometimes anywhere;
+/// about half with a score column besides.
 fn answers(r: &mut Lcg, ids: &[i64], now: i64) -> Vec<(String, p::Evaluation)> {
     (0..r.below(4))
         .map(|k| {
@@ -47,8 +51,20 @@ fn answers(r: &mut Lcg, ids: &[i64], now: i64) -> Vec<(String, p::Evaluation)> {
                 let task = ids[cursor];
                 verdicts.push(p::TaskVerdict { task, verdict });
             }
+            let mut scores = Vec::new();
+            if r.below(2) == 0 {
+                scores = (0..ids.len())
+                    .map(|_| r.below(10) as i32 - 3)
+                    .collect::<Vec<i32>>();
+                for v in &verdicts {
+                    if let Some(at) = ids.iter().position(|&id| id == v.task) {
+                        scores[at] = 0;
+                    }
+                }
+            }
             let e = p::Evaluation {
                 verdicts,
+                scores,
                 closed_gpus: vec![],
                 preempt: vec![],
             };
@@ -67,7 +83,14 @@ fn by_id(
     let urgent = |id| (s.queue.iter()).any(|t| t.id == id && t.priority == p::Priority::Urgent);
     let (mut all, mut wake) = (HashMap::new(), None);
     for (name, e) in answers {
-        for v in &e.verdicts {
+        // The score column: an allow for each task no verdict names.
+        let scored = (s.queue.iter().zip(&e.scores))
+            .filter(|(t, _)| !e.verdicts.iter().any(|v| v.task == t.id))
+            .map(|(t, &score)| p::TaskVerdict {
+                task: t.id,
+                verdict: p::Verdict::Allow(score),
+            });
+        for v in &scored.chain(e.verdicts.iter().cloned()).collect::<Vec<_>>() {
             let j = all.entry(v.task).or_insert(Judgement::Eligible(0));
             match &v.verdict {
                 p::Verdict::Allow(score) => {

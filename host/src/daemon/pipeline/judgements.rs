@@ -80,6 +80,16 @@ impl Judgements {
         }
     }
 
+    /// Adds `scores` (one per place, in queue order) to the tasks still
+    /// eligible.
+    pub fn add_scores(&mut self, scores: &[i32]) {
+        for (j, &score) in self.at.iter_mut().zip(scores) {
+            if let Judgement::Eligible(s) = j {
+                *s = s.saturating_add(score as i64);
+            }
+        }
+    }
+
     /// Each task and its judgement, in queue order.
     pub fn iter(&self) -> impl Iterator<Item = (i64, &Judgement)> {
         self.ids.iter().copied().zip(&self.at)

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::engine::Sim;
-use crate::daemon::pipeline::combine::{self, Judgement, Ranked};
+use crate::daemon::pipeline::combine::Judgement;
 use crate::daemon::pipeline::snapshot;
 use crate::plugins::policy as p;
 
@@ -109,27 +109,35 @@ impl Sim<'_> {
         if answer.hold_all.is_some() {
             return Ok(None);
         }
+        // `waiting` is in the built-in order (priority class, then age,
+        // then id), which is the start order's tie-break: sorting its
+        // eligible jobs by score alone, stably, gives the start order
+        // without comparing the rest (the tests check it against
+        // `combine::start_order`).
         let waiting = self.waiting.iter().take(max);
-        let mut order: Vec<(Ranked, usize)> = Vec::with_capacity(waiting.len());
+        let mut order: Vec<(i64, usize)> = Vec::with_capacity(waiting.len());
         // The snapshot's queue is `waiting`'s head, in its order.
-        for (at, &(_, arrival, id, i)) in waiting.enumerate() {
-            let score = match answer.judgements.of(at, id) {
-                None => Some(0),
-                Some(Judgement::Eligible(score)) => Some(*score),
-                Some(_) => None,
-            };
-            if let Some(score) = score {
-                let rank = Ranked {
-                    id,
-                    score,
-                    priority: self.specs[i].priority.rank(),
-                    submitted_at: t0.saturating_add(arrival),
-                };
-                order.push((rank, i));
+        for (at, &(_, _, id, i)) in waiting.enumerate() {
+            match answer.judgements.of(at, id) {
+                None => order.push((0, i)),
+                Some(Judgement::Eligible(score)) => order.push((*score, i)),
+                Some(_) => {}
             }
         }
-        // Ids are unique, so the order is total: no need for a stable sort.
-        order.sort_unstable_by(|a, b| combine::start_order(&a.0, &b.0));
+        order.sort_by_key(|&(score, _)| std::cmp::Reverse(score));
+        #[cfg(test)]
+        {
+            use crate::daemon::pipeline::combine::{self, Ranked};
+            let ranked = |&(score, i): &(i64, usize)| Ranked {
+                id: self.jobs[i].id,
+                score,
+                priority: self.specs[i].priority.rank(),
+                submitted_at: t0.saturating_add(self.key(i).1),
+            };
+            let mut full = order.clone();
+            full.sort_unstable_by(|a, b| combine::start_order(&ranked(a), &ranked(b)));
+            assert!(full == order, "the score sort is not the start order");
+        }
         Ok(Some(order.into_iter().map(|(_, i)| i).collect()))
     }
 

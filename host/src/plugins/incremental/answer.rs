@@ -80,64 +80,52 @@ pub fn read(s: &p::Snapshot, e: w::Evaluation) -> Result<p::Evaluation, PluginEr
     for &at in deferred.task.iter().chain(&rejected.task) {
         in_queue(at)?;
     }
+    // Deferrals and rejections by place, put in queue order; a place
+    // named twice is refused. (Plugins write them in queue order, so the
+    // sort finds them sorted.)
+    let mut named: Vec<(u32, p::Verdict)> =
+        Vec::with_capacity(deferred.task.len() + rejected.task.len());
+    for ((&at, &r), &until) in deferred
+        .task
+        .iter()
+        .zip(&deferred.reason)
+        .zip(&deferred.until)
+    {
+        let d = p::Deferral {
+            reason: reason(r)?,
+            until: (until != 0).then_some(until),
+        };
+        named.push((at, p::Verdict::Defer(d)));
+    }
+    for (&at, &r) in rejected.task.iter().zip(&rejected.reason) {
+        named.push((at, p::Verdict::Reject(reason(r)?)));
+    }
+    named.sort_by_key(|&(at, _)| at);
+    if let Some(w) = named.windows(2).find(|w| w[0].0 == w[1].0) {
+        return bad(format!(
+            "defers or rejects task {} twice",
+            queue[w[0].0 as usize].id
+        ));
+    }
+    // The scores stay one column; a named place's score is not read.
+    let mut scores = scores;
+    if !scores.is_empty() {
+        for &(at, _) in &named {
+            scores[at as usize] = 0;
+        }
+    }
     let mut out = p::Evaluation {
-        verdicts: Vec::with_capacity(if scores.is_empty() {
-            deferred.task.len() + rejected.task.len()
-        } else {
-            queue.len()
-        }),
+        verdicts: named
+            .into_iter()
+            .map(|(at, verdict)| p::TaskVerdict {
+                task: queue[at as usize].id,
+                verdict,
+            })
+            .collect(),
+        scores,
         closed_gpus: Vec::with_capacity(closed_gpus.len()),
         preempt: Vec::with_capacity(preempt.len()),
     };
-    if deferred.task.is_empty() && rejected.task.is_empty() {
-        // Scores alone: the usual answer of a policy that orders.
-        out.verdicts
-            .extend(queue.iter().zip(&scores).map(|(t, &n)| p::TaskVerdict {
-                task: t.id,
-                verdict: p::Verdict::Allow(n),
-            }));
-    } else {
-        // What each position is told, when not its score.
-        let mut judged: Vec<Option<p::Verdict>> = vec![None; queue.len()];
-        let mut judge = |at: u32, v: p::Verdict| {
-            let Some(slot) = judged.get_mut(at as usize) else {
-                return in_queue(at);
-            };
-            if slot.replace(v).is_some() {
-                return bad(format!(
-                    "defers or rejects task {} twice",
-                    queue[at as usize].id
-                ));
-            }
-            Ok(())
-        };
-        for ((&at, &r), &until) in deferred
-            .task
-            .iter()
-            .zip(&deferred.reason)
-            .zip(&deferred.until)
-        {
-            let d = p::Deferral {
-                reason: reason(r)?,
-                until: (until != 0).then_some(until),
-            };
-            judge(at, p::Verdict::Defer(d))?;
-        }
-        for (&at, &r) in rejected.task.iter().zip(&rejected.reason) {
-            judge(at, p::Verdict::Reject(reason(r)?))?;
-        }
-        for (i, (t, v)) in queue.iter().zip(judged).enumerate() {
-            let verdict = match (v, scores.get(i)) {
-                (Some(v), _) => v,
-                (None, Some(&n)) => p::Verdict::Allow(n),
-                (None, None) => continue,
-            };
-            out.verdicts.push(p::TaskVerdict {
-                task: t.id,
-                verdict,
-            });
-        }
-    }
     closures_and_preemptions(
         s,
         closed_gpus.iter().map(|g| (g.index, g.reason)),

@@ -33,7 +33,7 @@ fn answer(scores: Vec<i32>, reasons: &[&str]) -> w::Evaluation {
 }
 
 #[test]
-fn scores_by_position_become_allows_by_id_and_deferrals_override_them() {
+fn scores_stay_a_column_read_as_allows_and_deferrals_override_them() {
     let mut e = answer(vec![5, 6, 7], &["later", "never"]);
     e.deferred = w::Deferrals {
         task: vec![1],
@@ -45,6 +45,11 @@ fn scores_by_position_become_allows_by_id_and_deferrals_override_them() {
         reason: vec![1],
     };
     let got = read(&three(), e).unwrap();
+    assert_eq!(
+        got.scores,
+        [5, 0, 0],
+        "the scores stay one column, 0 at the places verdicts name"
+    );
     let want = vec![
         p::TaskVerdict {
             task: 10,
@@ -62,7 +67,12 @@ fn scores_by_position_become_allows_by_id_and_deferrals_override_them() {
             verdict: p::Verdict::Reject("never".into()),
         },
     ];
-    assert_eq!(got.verdicts, want);
+    assert_eq!(got.all_verdicts(&three().queue), want);
+    assert_eq!(
+        got.verdicts,
+        want[1..],
+        "the named verdicts, in queue order"
+    );
 }
 
 #[test]

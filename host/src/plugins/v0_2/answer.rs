@@ -42,6 +42,7 @@ pub fn read(
     let mut judged = vec![false; ids.len()];
     let mut out = p::Evaluation {
         verdicts: Vec::with_capacity(verdicts.len()),
+        scores: Vec::new(),
         closed_gpus: Vec::with_capacity(closed_gpus.len()),
         preempt: Vec::with_capacity(preempt.len()),
     };
