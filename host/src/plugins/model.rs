@@ -234,12 +234,32 @@ impl Evaluation {
         if self.scores.is_empty() {
             return self.verdicts.clone();
         }
+        // Verdicts in queue order (as an answer is read): one merge.
+        let mut out = Vec::with_capacity(queue.len().max(self.verdicts.len()));
+        let mut k = 0;
+        for (t, &score) in queue.iter().zip(&self.scores) {
+            let from = k;
+            while self.verdicts.get(k).is_some_and(|v| v.task == t.id) {
+                k += 1;
+            }
+            if k > from {
+                out.extend_from_slice(&self.verdicts[from..k]);
+            } else {
+                out.push(TaskVerdict {
+                    task: t.id,
+                    verdict: Verdict::Allow(score),
+                });
+            }
+        }
+        if k == self.verdicts.len() {
+            return out;
+        }
+        out.clear();
         let mut named: std::collections::HashMap<TaskId, Vec<&TaskVerdict>> =
             std::collections::HashMap::new();
         for v in &self.verdicts {
             named.entry(v.task).or_default().push(v);
         }
-        let mut out = Vec::with_capacity(queue.len().max(self.verdicts.len()));
         for (t, &score) in queue.iter().zip(&self.scores) {
             match named.remove(&t.id) {
                 Some(vs) => out.extend(vs.into_iter().cloned()),

@@ -77,3 +77,39 @@ fn a_snapshot_with_a_name_that_is_not_text_is_refused_naming_it() {
         );
     }
 }
+
+/// A score column read as allows: each task's named verdicts (kept in
+/// their order) in its place, an allow with its score for the others; a
+/// verdict out of queue order, repeated or naming no queued task changes
+/// only where it stands, never what it says.
+#[test]
+fn a_score_column_reads_as_allows_beside_the_named_verdicts() {
+    let queue: Vec<QueuedTask> = (1..=3)
+        .map(|id| crate::plugins::tests::task(id, "p", Priority::Normal, 0))
+        .collect();
+    let defer = |task| TaskVerdict {
+        task,
+        verdict: Verdict::Defer(Deferral {
+            reason: "later".into(),
+            until: None,
+        }),
+    };
+    let allow = |task, n| TaskVerdict {
+        task,
+        verdict: Verdict::Allow(n),
+    };
+    let mut e = Evaluation {
+        verdicts: vec![defer(2)],
+        scores: vec![5, 0, 7],
+        ..Evaluation::default()
+    };
+    assert_eq!(e.all_verdicts(&queue), [allow(1, 5), defer(2), allow(3, 7)]);
+    e.verdicts = vec![defer(3), defer(9), defer(2), defer(3)];
+    assert_eq!(
+        e.all_verdicts(&queue),
+        [allow(1, 5), defer(2), defer(3), defer(3), defer(9)],
+        "out of order: each task's in their order, in its place; an unknown task's last"
+    );
+    e.scores.clear();
+    assert_eq!(e.all_verdicts(&queue), e.verdicts, "no column: as they are");
+}
