@@ -156,11 +156,11 @@ impl Positions<'_, '_> {
 }
 
 /// The reason table of an answer: each reason is written once, however
-/// many verdicts give it. A reason that is the one before it (a clone of
-/// it, or the same text) is found at once; another clone of one already
-/// written, by its address (a policy that words a reason per case and
-/// hands its cases out of order, as offpeak-tariff's overruns, wrote the
-/// text again for every verdict, and the host read it again each time).
+/// many verdicts give it. A clone of one already written is found by its
+/// address (a policy that words a reason per case and hands its cases out
+/// of order, as offpeak-tariff's overruns, wrote the text again for every
+/// verdict, and the host read it again each time); the same text as the
+/// last one written, made apart from it, by comparing the two.
 #[derive(Default)]
 struct Reasons {
     /// The reasons written, each kept (so no address is reused while the
@@ -202,22 +202,25 @@ impl Hasher for AddressHash {
 
 impl Reasons {
     fn add(&mut self, reason: Reason) -> u32 {
-        if let Some((l, i)) = &self.last
-            && Reason::same(l, &reason)
-        {
-            return *i;
-        }
+        // A clone of one written: found by its text's address (each written
+        // reason is kept alive in `table`, so its address names it alone).
         let at = reason.as_str().as_ptr() as usize;
         let i = match self.seen.get(&at) {
-            // Same address, so the same text: the reason is kept alive in
-            // `table`, so its address names it alone.
-            Some(i) => *i,
-            None => {
-                let i = u32::try_from(self.table.len()).unwrap_or(NOT_THERE);
-                self.table.push(reason.clone());
-                self.seen.insert(at, i);
-                i
-            }
+            Some(&i) => i,
+            // The same text as the one before it, made apart from it.
+            None => match &self.last {
+                Some((l, i)) if Reason::same(l, &reason) => *i,
+                _ => {
+                    let i = u32::try_from(self.table.len()).unwrap_or(NOT_THERE);
+                    if self.seen.is_empty() {
+                        // Sized once for a deferring policy's few dozen reasons.
+                        self.seen.reserve(32);
+                    }
+                    self.table.push(reason.clone());
+                    self.seen.insert(at, i);
+                    i
+                }
+            },
         };
         self.last = Some((reason, i));
         i
