@@ -6,7 +6,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use super::engine::PluginEngine;
-use super::policy::{PluginLimits, Snapshot};
+use super::policy::{Evaluation, PluginLimits, Snapshot};
 use super::worker::Worker;
 use super::{source, validate};
 
@@ -170,6 +170,18 @@ pub fn test(
     config: Option<&Path>,
     limits: &PluginLimits,
 ) -> Result<i32> {
+    let answer = answer(file, snapshot, config, limits)?;
+    println!("{}", serde_json::to_string_pretty(&answer)?);
+    Ok(0)
+}
+
+/// The validated answer `plugins test` prints.
+fn answer(
+    file: &Path,
+    snapshot: &Path,
+    config: Option<&Path>,
+    limits: &PluginLimits,
+) -> Result<Evaluation> {
     let text = read_snapshot(snapshot)?;
     let snap: Snapshot =
         serde_json::from_str(&text).with_context(|| format!("snapshot {}", snapshot.display()))?;
@@ -179,6 +191,46 @@ pub fn test(
         .result
         .map_err(|e| anyhow::anyhow!("{}: {e} ({})", file.display(), e.cause()))?;
     validate::check(&snap, &answer).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
-    println!("{}", serde_json::to_string_pretty(&answer)?);
-    Ok(0)
+    // The documented form: a verdict for each task judged, an incremental
+    // policy's score column read back as the allows it stands for.
+    Ok(Evaluation {
+        verdicts: answer.all_verdicts(&snap.queue),
+        scores: Vec::new(),
+        ..answer
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugins::policy::{Priority, TaskVerdict, Verdict};
+    use crate::plugins::tests::{snapshot, task};
+
+    /// `plugins test` prints the documented form: a verdict for each task
+    /// the policy judged, an incremental policy's score column included
+    /// (as allows), and no column of its own.
+    #[test]
+    fn plugins_test_prints_an_incremental_policys_scores_as_verdicts() {
+        let dir = tempfile::tempdir().unwrap();
+        let wasm = dir.path().join("priority.wasm");
+        let priority = (super::super::first_party::FIRST_PARTY.iter())
+            .find(|(n, _)| *n == "priority")
+            .map(|(_, w)| *w)
+            .unwrap();
+        std::fs::write(&wasm, priority).unwrap();
+        let snap = dir.path().join("snap.json");
+        let s = snapshot(vec![
+            task(7, "p", Priority::Normal, 0),
+            task(8, "p", Priority::High, 0),
+        ]);
+        std::fs::write(&snap, serde_json::to_string(&s).unwrap()).unwrap();
+        let answer = answer(&wasm, &snap, None, &PluginLimits::default()).unwrap();
+        let scores: Vec<(i64, bool)> = (answer.verdicts.iter())
+            .map(|v: &TaskVerdict| (v.task, matches!(v.verdict, Verdict::Allow(n) if n > 0)))
+            .collect();
+        assert_eq!(scores, [(7, true), (8, true)], "{answer:?}");
+        let json = serde_json::to_value(&answer).unwrap();
+        assert!(json.get("scores").is_none(), "{json}");
+        assert_eq!(json["verdicts"][1]["task"], 8, "{json}");
+    }
 }
