@@ -224,7 +224,13 @@ mod tests {
             task(8, "p", Priority::High, 0),
         ]);
         std::fs::write(&snap, serde_json::to_string(&s).unwrap()).unwrap();
-        let answer = answer(&wasm, &snap, None, &PluginLimits::default()).unwrap();
+        // Deadlines a loaded machine cannot miss (the default is 100 ms).
+        let limits = PluginLimits {
+            evaluate_timeout: std::time::Duration::from_secs(10),
+            configure_timeout: std::time::Duration::from_secs(10),
+            ..PluginLimits::default()
+        };
+        let answer = answer(&wasm, &snap, None, &limits).unwrap();
         let scores: Vec<(i64, bool)> = (answer.verdicts.iter())
             .map(|v: &TaskVerdict| (v.task, matches!(v.verdict, Verdict::Allow(n) if n > 0)))
             .collect();
