@@ -218,3 +218,48 @@ fn the_other_malformed_columns_and_indexes_are_invalid_too() {
         assert!(err.to_string().contains(says), "{says}: {err}");
     }
 }
+
+/// With a score column beside them, deferrals and rejections named out of
+/// order land in queue order with their places' scores zeroed, and a place
+/// named twice or past the queue is refused before any score is touched.
+#[test]
+fn a_score_column_beside_hostile_places_is_refused_and_in_order_ones_zeroed() {
+    let s = three();
+    let with = |deferred: Vec<u32>, rejected: Vec<u32>| {
+        let mut e = answer(vec![5, 6, 7], &["x"]);
+        let n = deferred.len();
+        e.deferred = w::Deferrals {
+            task: deferred,
+            reason: vec![0; n],
+            until: vec![0; n],
+        };
+        let n = rejected.len();
+        e.rejected = w::Rejections {
+            task: rejected,
+            reason: vec![0; n],
+        };
+        e
+    };
+    for (e, says) in [
+        (with(vec![2, 2], vec![]), "defers or rejects task 30 twice"),
+        (with(vec![2], vec![2]), "defers or rejects task 30 twice"),
+        (
+            with(vec![], vec![1, 0, 1]),
+            "defers or rejects task 20 twice",
+        ),
+        (with(vec![u32::MAX], vec![]), "not in the queue"),
+        (with(vec![0], vec![3]), "queue index 3"),
+    ] {
+        let err = read(&s, e).unwrap_err();
+        assert_eq!(err.cause(), "invalid-answer", "{says}");
+        assert!(err.to_string().contains(says), "{says}: {err}");
+    }
+    let got = read(&s, with(vec![2], vec![0])).unwrap();
+    assert_eq!(got.scores, [0, 6, 0]);
+    let named: Vec<i64> = got.verdicts.iter().map(|v| v.task).collect();
+    assert_eq!(named, [10, 30], "named verdicts in queue order");
+    let all = got.all_verdicts(&s.queue);
+    assert!(matches!(all[0].verdict, p::Verdict::Reject(_)), "{all:?}");
+    assert_eq!(all[1].verdict, p::Verdict::Allow(6));
+    assert!(matches!(all[2].verdict, p::Verdict::Defer(_)), "{all:?}");
+}
