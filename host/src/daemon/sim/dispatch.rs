@@ -3,8 +3,16 @@
 //! chosen [`Mode`], and the check that spares a pass nothing could use.
 
 use super::engine::{Ran, Running, Sim, UNKNOWN_MS};
+use super::held_back::HeldBack;
 use crate::scheduler::Placement;
 use crate::scheduler::backfill::{Decision, Easy, Mode, RunningRun};
+
+/// Whether the pool would place `a` as it places `b`: it reads a request's
+/// GPUs, CPUs and GPU memory only (`scheduler::Pool::choose`,
+/// `place_where`, `usable`), not its timeout or memory.
+fn placed_alike(a: &crate::task::model::Resources, b: &crate::task::model::Resources) -> bool {
+    a.gpus == b.gpus && a.cpus == b.cpus && a.gpu_mem == b.gpu_mem
+}
 
 /// A runtime the simulation may plan with: `None` for [`UNKNOWN_MS`].
 fn known(ms: i64) -> Option<i64> {
@@ -80,6 +88,7 @@ impl Sim<'_> {
         let mut easy = Easy::new(self.opts.order, now, runs);
         let mut free = self.free_gpus();
         let mut zero_gpu_left = order.iter().filter(|&&i| self.jobs[i].gpus == 0).count();
+        let mut held_back = HeldBack::default();
         for &i in order {
             let job = &self.jobs[i];
             if self.pool.slots == 0 {
@@ -105,13 +114,27 @@ impl Sim<'_> {
                 continue;
             }
             let res = &self.specs[i].resources;
-            match easy.decide(&mut self.pool, job.id, res, None, known(job.estimate)) {
+            let estimate = known(job.estimate);
+            // Known to wait as a job before it did (see `held_back`): only
+            // without sharing, and once the head's reservation is made.
+            let memo = !self.pool.share && easy.reservation.is_some();
+            let specs = &self.specs;
+            let same = |j: usize| placed_alike(&specs[j].resources, res);
+            if memo && held_back.must_wait(same, estimate) {
+                continue;
+            }
+            match easy.decide(&mut self.pool, job.id, res, None, estimate) {
                 Decision::Start(placement, _) => {
                     easy.started(job.id, job.id);
                     self.start(i, now, placement);
                     free = self.free_gpus();
+                    held_back.clear();
                 }
-                Decision::Reserved(_) | Decision::NoFit | Decision::Held(_) => {}
+                Decision::Reserved(_) | Decision::NoFit | Decision::Held(_) => {
+                    if memo {
+                        held_back.waited(i, same, estimate);
+                    }
+                }
             }
         }
     }

@@ -13,6 +13,7 @@ mod chain;
 mod compare;
 mod dispatch;
 mod engine;
+mod held_back;
 mod history;
 mod html;
 mod live;
