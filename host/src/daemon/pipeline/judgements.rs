@@ -83,6 +83,7 @@ impl Judgements {
     /// Adds `scores` (one per place, in queue order) to the tasks still
     /// eligible.
     pub fn add_scores(&mut self, scores: &[i32]) {
+        debug_assert_eq!(scores.len(), self.at.len(), "one score per place");
         for (j, &score) in self.at.iter_mut().zip(scores) {
             if let Judgement::Eligible(s) = j {
                 *s = s.saturating_add(score as i64);
