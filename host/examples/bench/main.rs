@@ -51,6 +51,7 @@ mod estimate;
 mod hardening;
 mod manifest;
 mod metrics;
+mod native;
 mod notify;
 mod plugins;
 mod policies;
