@@ -160,12 +160,13 @@ impl Positions<'_, '_> {
 /// address (a policy that words a reason per case and hands its cases out
 /// of order, as offpeak-tariff's overruns, wrote the text again for every
 /// verdict, and the host read it again each time); the same text as the
-/// last one written, made apart from it, by comparing the two.
+/// reason given just before it, made apart from it, by comparing the two.
 #[derive(Default)]
 struct Reasons {
     /// The reasons written, each kept (so no address is reused while the
     /// table is made) and given up as text at the end ([`Reasons::table`]).
     table: Vec<Reason>,
+    /// The reason given last, and its index.
     last: Option<(Reason, u32)>,
     /// Index of each reason written, by the address of its text.
     seen: HashMap<usize, u32, BuildHasherDefault<AddressHash>>,
