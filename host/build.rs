@@ -114,7 +114,7 @@ fn plugins(out: &Path) {
     }
     let built = build_wasm(out, "../plugins/Cargo.toml");
     // Test fixtures, compiled from source, never committed: misbehaving
-    // plugins, and plugins of the frozen 0.1 and 0.2.0 contracts.
+    // plugins, and plugins of the frozen 0.1, 0.2.0 and 0.2.2 contracts.
     for p in [
         "../tests/plugins/Cargo.toml",
         "../tests/plugins/Cargo.lock",
@@ -126,6 +126,8 @@ fn plugins(out: &Path) {
         "../tests/plugins/legacy-v0_1/Cargo.toml",
         "../tests/plugins/first-v0_2_0/src",
         "../tests/plugins/first-v0_2_0/Cargo.toml",
+        "../tests/plugins/kept-v0_2_2/src",
+        "../tests/plugins/kept-v0_2_2/Cargo.toml",
     ] {
         println!("cargo:rerun-if-changed={p}");
     }
@@ -134,6 +136,7 @@ fn plugins(out: &Path) {
         ("hostile", "NIGHTJAR_TEST_PLUGIN_HOSTILE"),
         ("legacy_v0_1", "NIGHTJAR_TEST_PLUGIN_V0_1"),
         ("first_v0_2_0", "NIGHTJAR_TEST_PLUGIN_V0_2_0"),
+        ("kept_v0_2_2", "NIGHTJAR_TEST_PLUGIN_V0_2_2"),
         (
             "hostile_validator",
             "NIGHTJAR_TEST_PLUGIN_HOSTILE_VALIDATOR",

@@ -1,11 +1,12 @@
 //! The snapshot a plugin keeps between passes: the host sends each pass as a
-//! change (strings added to the table, the queue's and the usage's edits,
-//! the running tasks and GPUs whole), and the SDK applies it to the records
-//! it kept, so a pass where little changed costs little. Policies see the
-//! same [`Snapshot`] as ever.
+//! change (strings added to the table; the queue's, the running tasks', the
+//! GPUs' and the usage's edits, each left out when unchanged), and the SDK
+//! applies it to the records it kept, so a pass where little changed costs
+//! little. Policies see the same [`Snapshot`] as ever.
 
 use crate::abi;
-use crate::snapshot::{Gpu, QueuedTask, RunningTask, Snapshot, Usage, priority, said};
+use crate::columns;
+use crate::snapshot::Snapshot;
 
 /// What a plugin holds between passes.
 pub(crate) struct Kept {
@@ -91,96 +92,39 @@ impl Kept {
     fn apply_held(&mut self, c: abi::Snapshot) -> Result<(), NotHeld> {
         self.add_strings(c.strings);
         let text = |i: u32| self.texts.get(i as usize).copied().unwrap_or("");
-        let q = &c.queue.added;
-        let n = q.id.len();
-        let columns = [
-            q.name.len(),
-            q.project.len(),
-            q.priority.len(),
-            q.gpus.len(),
-            q.gpu_mem.len(),
-            q.submitted_at.len(),
-            q.eligible_at.len(),
-            q.attempts.len(),
-            q.estimated_runtime.len(),
-        ];
-        if columns.iter().any(|&len| len != n) {
-            return Err(NotHeld);
-        }
-        let added = (0..n).map(|i| QueuedTask {
-            id: q.id[i],
-            name: text(q.name[i]),
-            project: text(q.project[i]),
-            priority: priority(q.priority[i]),
-            gpus: q.gpus[i],
-            gpu_mem: said(q.gpu_mem[i]),
-            submitted_at: q.submitted_at[i],
-            eligible_at: q.eligible_at[i],
-            attempts: q.attempts[i],
-            estimated_runtime: said(q.estimated_runtime[i]),
-        });
-        let edit = &c.queue.edit;
-        edit_list(
-            &mut self.snapshot.queue,
-            &edit.removed,
-            &edit.added_at,
-            added,
-        )?;
-        let u = &c.usage.added;
-        let m = u.project.len();
-        if [u.gpus.len(), u.started_at.len(), u.ended_at.len()]
-            .iter()
-            .any(|&len| len != m)
-        {
-            return Err(NotHeld);
-        }
-        let added = (0..m).map(|i| Usage {
-            project: text(u.project[i]),
-            gpus: u.gpus[i],
-            started_at: u.started_at[i],
-            ended_at: (u.ended_at[i] != 0).then_some(u.ended_at[i]),
-        });
-        let edit = &c.usage.edit;
-        edit_list(
-            &mut self.snapshot.usage,
-            &edit.removed,
-            &edit.added_at,
-            added,
-        )?;
+        // Every part is read before any is applied: a change that does not
+        // fit is refused whole (and then nothing is held).
+        let queue = c
+            .queue
+            .map(|q| Ok::<_, NotHeld>((q.edit, columns::queue(&q.added, text)?)))
+            .transpose()?;
+        let running = (c.running)
+            .map(|r| Ok::<_, NotHeld>((r.edit, columns::running(&r.added, text)?)))
+            .transpose()?;
+        let gpus = (c.gpus)
+            .map(|g| Ok::<_, NotHeld>((g.edit, columns::gpus(&g.added, text)?)))
+            .transpose()?;
+        let usage = c
+            .usage
+            .map(|u| Ok::<_, NotHeld>((u.edit, columns::usage(&u.added, text)?)))
+            .transpose()?;
+        let time_zone = text(c.time_zone);
         let s = &mut self.snapshot;
+        if let Some((e, added)) = queue {
+            edit_list(&mut s.queue, &e.removed, &e.added_at, added.into_iter())?;
+        }
+        if let Some((e, added)) = running {
+            edit_list(&mut s.running, &e.removed, &e.added_at, added.into_iter())?;
+        }
+        if let Some((e, added)) = gpus {
+            edit_list(&mut s.gpus, &e.removed, &e.added_at, added.into_iter())?;
+        }
+        if let Some((e, added)) = usage {
+            edit_list(&mut s.usage, &e.removed, &e.added_at, added.into_iter())?;
+        }
         s.now = c.now;
-        s.time_zone = text(c.time_zone);
+        s.time_zone = time_zone;
         s.utc_offset = c.utc_offset;
-        s.running = c
-            .running
-            .into_iter()
-            .map(|r| RunningTask {
-                id: r.id,
-                name: text(r.name),
-                project: text(r.project),
-                priority: r.priority,
-                gpus: r.gpus,
-                started_at: r.started_at,
-                preemptible: r.preemptible,
-            })
-            .collect();
-        s.gpus = c
-            .gpus
-            .into_iter()
-            .map(|g| Gpu {
-                index: g.index,
-                uuid: text(g.uuid),
-                name: text(g.name),
-                mem_total: g.mem_total,
-                mem_used: g.mem_used,
-                mem_reserved: g.mem_reserved,
-                util: g.util,
-                temperature: g.temperature,
-                power: g.power,
-                healthy: g.healthy,
-                closed_by: g.closed_by.iter().map(|&i| text(i)).collect(),
-            })
-            .collect();
         self.generation = c.generation;
         Ok(())
     }

@@ -46,24 +46,13 @@ fn change(
         time_zone: 0,
         utc_offset: 0,
         strings: strings(text),
-        queue: abi::QueueChange {
+        queue: Some(abi::QueueChange {
             edit: abi::Edit { removed, added_at },
             added,
-        },
-        running: Vec::new(),
-        gpus: Vec::new(),
-        usage: abi::UsageChange {
-            edit: abi::Edit {
-                removed: vec![],
-                added_at: vec![],
-            },
-            added: abi::Usage {
-                project: vec![],
-                gpus: vec![],
-                started_at: vec![],
-                ended_at: vec![],
-            },
-        },
+        }),
+        running: None,
+        gpus: None,
+        usage: None,
     }
 }
 
@@ -154,7 +143,7 @@ fn a_base_not_held_or_an_edit_that_does_not_fit_leaves_nothing_held() {
         assert_eq!((k.generation(), ids(&k)), (0, vec![]), "edit {i}");
     }
     let mut short = full();
-    short.queue.added.attempts.pop();
+    short.queue.as_mut().unwrap().added.attempts.pop();
     assert_eq!(Kept::new().apply(short), Err(NotHeld), "a short column");
 }
 
@@ -166,7 +155,7 @@ fn strings_out_of_range_or_inside_a_character_read_as_empty() {
         chars: "é".into(),
         ends: vec![1, 2],
     };
-    c.queue.added.name = vec![0, 1, 99];
+    c.queue.as_mut().unwrap().added.name = vec![0, 1, 99];
     k.apply(c).unwrap();
     let names: Vec<&str> = k.snapshot().queue.iter().map(|t| t.name).collect();
     assert_eq!(
@@ -190,7 +179,18 @@ fn a_change_refused_after_its_strings_and_queue_applied_leaves_nothing_then_read
     .unwrap();
     // Strings kept and a task added, then a usage column short.
     let mut c = change(5, 6, &["late"], vec![], vec![1], queue(&[2], 3, 2));
-    c.usage.added.project = vec![2];
+    c.usage = Some(abi::UsageChange {
+        edit: abi::Edit {
+            removed: vec![],
+            added_at: vec![0],
+        },
+        added: abi::Usage {
+            project: vec![2],
+            gpus: vec![],
+            started_at: vec![],
+            ended_at: vec![],
+        },
+    });
     assert_eq!(k.apply(c), Err(NotHeld));
     assert_eq!((k.generation(), ids(&k)), (0, vec![]));
     assert!(k.snapshot().time_zone.is_empty() && k.texts.is_empty() && k.chunks.is_empty());
@@ -203,15 +203,7 @@ fn a_change_refused_after_its_strings_and_queue_applied_leaves_nothing_then_read
         vec![0],
         queue(&[3], 1, 2),
     );
-    c.running.push(abi::RunningTask {
-        id: 9,
-        name: 1,
-        project: 2,
-        priority: Priority::High,
-        gpus: vec![0],
-        started_at: 0,
-        preemptible: true,
-    });
+    c.running = Some(running(vec![], vec![0], &[(9, 1, 2, &[0])]));
     k.apply(c).unwrap();
     let s = k.snapshot();
     assert_eq!(
@@ -219,4 +211,151 @@ fn a_change_refused_after_its_strings_and_queue_applied_leaves_nothing_then_read
         ("Europe/Paris", "n", "q")
     );
     assert_eq!((s.running[0].name, s.running[0].project), ("n", "q"));
+}
+
+/// A running-tasks change: `tasks` are (id, name, project, GPUs), high
+/// priority, started at 0, preemptible.
+fn running(
+    removed: Vec<u32>,
+    added_at: Vec<u32>,
+    tasks: &[(i64, u32, u32, &[u32])],
+) -> abi::RunningChange {
+    let n = tasks.len();
+    abi::RunningChange {
+        edit: abi::Edit { removed, added_at },
+        added: abi::Running {
+            id: tasks.iter().map(|t| t.0).collect(),
+            name: tasks.iter().map(|t| t.1).collect(),
+            project: tasks.iter().map(|t| t.2).collect(),
+            priority: vec![2; n],
+            started_at: vec![0; n],
+            preemptible: vec![true; n],
+            gpu_count: tasks.iter().map(|t| t.3.len() as u32).collect(),
+            gpu_index: tasks.iter().flat_map(|t| t.3.iter().copied()).collect(),
+        },
+    }
+}
+
+/// A GPUs change: `gpus` are (index, temperature, closed by), named by
+/// string 1.
+fn gpus(removed: Vec<u32>, added_at: Vec<u32>, gpus: &[(u32, u32, &[u32])]) -> abi::GpuChange {
+    let n = gpus.len();
+    abi::GpuChange {
+        edit: abi::Edit { removed, added_at },
+        added: abi::Gpus {
+            index: gpus.iter().map(|g| g.0).collect(),
+            uuid: vec![1; n],
+            name: vec![1; n],
+            mem_total: vec![80; n],
+            mem_used: vec![0; n],
+            mem_reserved: vec![0; n],
+            util: vec![0; n],
+            temperature: gpus.iter().map(|g| g.1).collect(),
+            power: vec![0; n],
+            healthy: vec![true; n],
+            closed_count: gpus.iter().map(|g| g.2.len() as u32).collect(),
+            closed_by: gpus.iter().flat_map(|g| g.2.iter().copied()).collect(),
+        },
+    }
+}
+
+#[test]
+fn running_tasks_and_gpus_follow_their_edits_and_a_part_left_out_is_kept() {
+    let mut k = Kept::new();
+    let mut c = change(
+        0,
+        1,
+        &["UTC", "a", "p", "thermal"],
+        vec![],
+        vec![],
+        queue(&[], 0, 0),
+    );
+    c.running = Some(running(
+        vec![],
+        vec![0, 1],
+        &[(7, 1, 2, &[0, 1]), (8, 1, 2, &[2])],
+    ));
+    c.gpus = Some(gpus(
+        vec![],
+        vec![0, 1, 2],
+        &[(0, 60, &[]), (1, 61, &[3]), (2, 40, &[])],
+    ));
+    k.apply(c).unwrap();
+    let s = k.snapshot();
+    assert_eq!(
+        s.running
+            .iter()
+            .map(|r| (r.id, r.gpus.clone()))
+            .collect::<Vec<_>>(),
+        [(7, vec![0, 1]), (8, vec![2])]
+    );
+    assert_eq!(s.running[0].priority, Priority::High);
+    assert_eq!(s.gpus[1].closed_by, ["thermal"]);
+    assert_eq!(
+        s.gpus.iter().map(|g| g.temperature).collect::<Vec<_>>(),
+        [60, 61, 40]
+    );
+    // Nothing but the clock moved: every part left out, every part kept.
+    let mut c = change(1, 2, &[], vec![], vec![], queue(&[], 0, 0));
+    c.queue = None;
+    c.now = 2_000;
+    k.apply(c).unwrap();
+    let s = k.snapshot();
+    assert_eq!((s.now, s.running.len(), s.gpus.len()), (2_000, 2, 3));
+    // Task 7 ends, task 9 starts on GPUs 0 and 1, GPU 1 cools and opens.
+    let mut c = change(2, 3, &["b"], vec![], vec![], queue(&[], 0, 0));
+    c.queue = None;
+    c.running = Some(running(vec![0], vec![1], &[(9, 4, 2, &[0, 1])]));
+    c.gpus = Some(gpus(vec![1], vec![1], &[(1, 45, &[])]));
+    k.apply(c).unwrap();
+    let s = k.snapshot();
+    assert_eq!(
+        s.running
+            .iter()
+            .map(|r| (r.id, r.name, r.gpus.clone()))
+            .collect::<Vec<_>>(),
+        [(8, "a", vec![2]), (9, "b", vec![0, 1])]
+    );
+    assert_eq!(
+        s.gpus
+            .iter()
+            .map(|g| (g.index, g.temperature, g.closed_by.len()))
+            .collect::<Vec<_>>(),
+        [(0, 60, 0), (1, 45, 0), (2, 40, 0)]
+    );
+}
+
+#[test]
+fn flattened_lists_that_do_not_add_up_refuse_the_change() {
+    let base = || {
+        let mut c = change(
+            0,
+            1,
+            &["UTC", "a", "p", "thermal"],
+            vec![],
+            vec![],
+            queue(&[], 0, 0),
+        );
+        c.running = Some(running(vec![], vec![0], &[(7, 1, 2, &[0, 1])]));
+        c.gpus = Some(gpus(vec![], vec![0], &[(0, 60, &[3])]));
+        c
+    };
+    let mut k = Kept::new();
+    k.apply(base()).unwrap();
+    let mut more_gpus = base();
+    more_gpus.running.as_mut().unwrap().added.gpu_index.push(2);
+    let mut fewer_closers = base();
+    fewer_closers.gpus.as_mut().unwrap().added.closed_by.clear();
+    let mut huge_count = base();
+    huge_count.running.as_mut().unwrap().added.gpu_count = vec![u32::MAX];
+    let mut short_column = base();
+    short_column.gpus.as_mut().unwrap().added.healthy.clear();
+    for (what, c) in [
+        ("more GPU indices", more_gpus),
+        ("fewer closers", fewer_closers),
+        ("a huge count", huge_count),
+        ("a short column", short_column),
+    ] {
+        assert_eq!(Kept::new().apply(c), Err(NotHeld), "{what}");
+    }
 }

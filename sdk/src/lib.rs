@@ -44,11 +44,13 @@
 //! tariff with [`tariff::prices`] (natively, a [`tariff::TariffMock`]
 //! answers).
 //!
-//! The SDK builds components against `nightjar:plugin@0.2.2`
-//! (`wit/nightjar-plugin@0.2.2`); a policy exports its `incremental-policy`:
+//! The SDK builds components against `nightjar:plugin@0.2.3`
+//! (`wit/nightjar-plugin@0.2.3`); a policy exports its `delta-policy`:
 //! the plugin keeps the snapshot from one pass to the next, the host sends
 //! each pass as a change (text once in a string table, tasks named by
-//! position), and scores go back as one column. The SDK keeps and updates
+//! position; the queue, the running tasks, the GPUs and the usage each by
+//! difference, and not at all when unchanged), and scores go back as one
+//! column. The SDK keeps and updates
 //! the types here (a task's `project` is a `&str`, verdicts name tasks by
 //! id), so a pass where little changed costs the plugin little, and
 //! [`export_policy!`] writes the version into the component's
@@ -86,8 +88,8 @@
 #[doc(hidden)]
 pub mod bindings {
     wit_bindgen::generate!({
-        path: "../wit/nightjar-plugin@0.2.2",
-        world: "incremental-scheduling-policy",
+        path: "../wit/nightjar-plugin@0.2.3",
+        world: "delta-scheduling-policy",
         pub_export_macro: true,
         export_macro_name: "__export_scheduling_policy",
         default_bindings_module: "nightjar_sdk::bindings",
@@ -101,14 +103,14 @@ pub mod bindings {
 #[doc(hidden)]
 pub mod validator_bindings {
     wit_bindgen::generate!({
-        path: "../wit/nightjar-plugin@0.2.2",
+        path: "../wit/nightjar-plugin@0.2.3",
         world: "result-validator",
         pub_export_macro: true,
         export_macro_name: "__export_result_validator",
         default_bindings_module: "nightjar_sdk::validator_bindings",
         with: {
-            "nightjar:plugin/types@0.2.2": crate::bindings::nightjar::plugin::types,
-            "nightjar:plugin/host@0.2.2": crate::bindings::nightjar::plugin::host,
+            "nightjar:plugin/types@0.2.3": crate::bindings::nightjar::plugin::types,
+            "nightjar:plugin/host@0.2.3": crate::bindings::nightjar::plugin::host,
         },
         generate_all,
     });
@@ -120,19 +122,20 @@ pub mod validator_bindings {
 #[doc(hidden)]
 pub mod notifier_bindings {
     wit_bindgen::generate!({
-        path: "../wit/nightjar-plugin@0.2.2",
+        path: "../wit/nightjar-plugin@0.2.3",
         world: "notifier",
         pub_export_macro: true,
         export_macro_name: "__export_notifier",
         default_bindings_module: "nightjar_sdk::notifier_bindings",
         with: {
-            "nightjar:plugin/types@0.2.2": crate::bindings::nightjar::plugin::types,
-            "nightjar:plugin/host@0.2.2": crate::bindings::nightjar::plugin::host,
+            "nightjar:plugin/types@0.2.3": crate::bindings::nightjar::plugin::types,
+            "nightjar:plugin/host@0.2.3": crate::bindings::nightjar::plugin::host,
         },
         generate_all,
     });
 }
 
+mod columns;
 pub mod config;
 mod evaluation;
 pub mod http;
@@ -152,7 +155,7 @@ pub mod validator;
 /// The contract's own types, as the host sends and reads them (indices
 /// into string tables and lists); plugin code uses the SDK's types instead.
 #[doc(hidden)]
-pub use bindings::exports::nightjar::plugin::incremental_policy as abi;
+pub use bindings::exports::nightjar::plugin::delta_policy as abi;
 
 /// The validator interface's own types, as the host sends and reads them;
 /// validator code uses [`Run`] and [`Finding`] instead.
@@ -188,10 +191,10 @@ pub use policy::private as __private;
 pub use validator::private as __private_validator;
 
 /// The version of the contract this SDK builds plugins against.
-pub const API_VERSION: &str = "0.2.2";
+pub const API_VERSION: &str = "0.2.3";
 
 /// The WIT package plugins are written against.
-pub const WIT_PACKAGE: &str = "nightjar:plugin@0.2.2";
+pub const WIT_PACKAGE: &str = "nightjar:plugin@0.2.3";
 
 /// The custom section a built plugin carries its [`API_VERSION`] in.
 pub const API_VERSION_SECTION: &str = "nightjar-api-version";

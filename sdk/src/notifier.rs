@@ -186,7 +186,7 @@ pub mod private {
     }
 }
 
-/// Exports a [`Notifier`] as the component's `nightjar:plugin/notify@0.2.2`
+/// Exports a [`Notifier`] as the component's `nightjar:plugin/notify@0.2.3`
 /// interface (world `notifier`) and writes the API version into its
 /// `nightjar-api-version` custom section (on wasm only: natively the same
 /// crate builds for unit tests, and the macro only checks that the type is

@@ -200,7 +200,7 @@ pub mod private {
 }
 
 /// Exports a [`Policy`] as the component's
-/// `nightjar:plugin/incremental-policy@0.2.2` interface (the snapshot kept
+/// `nightjar:plugin/delta-policy@0.2.3` interface (the snapshot kept
 /// between passes, each pass sent as a change) and writes the API version into its `nightjar-api-version`
 /// custom section (on wasm only: natively the same crate builds for unit
 /// tests, and the macro only checks that the type is a [`Policy`]).

@@ -176,7 +176,7 @@ pub mod private {
 }
 
 /// Exports a [`Validator`] as the component's
-/// `nightjar:plugin/validate@0.2.2` interface (world `result-validator`) and
+/// `nightjar:plugin/validate@0.2.3` interface (world `result-validator`) and
 /// writes the API version into its `nightjar-api-version` custom section (on
 /// wasm only: natively the same crate builds for unit tests, and the macro
 /// only checks that the type is a [`Validator`]).

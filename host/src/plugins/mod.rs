@@ -1,8 +1,9 @@
 //! Plugins: the wasmtime engine, limits and loading, and the scheduling-policy
 //! host for every version of the contract it loads (`wit/nightjar-plugin@0.1.0`,
-//! `@0.2.0`, `@0.2.1` and `@0.2.2`, whose incremental policy is sent each
-//! pass as a change: `incremental/`). Every plugin answer is validated here before the scheduler
-//! uses it.
+//! `@0.2.0`, `@0.2.1`, `@0.2.2`, whose incremental policy is sent each pass
+//! as a change: `incremental/`, and `@0.2.3`, whose delta policy is sent
+//! every part of it by difference: `delta/`). Every plugin answer is
+//! validated here before the scheduler uses it.
 
 /// The host imports every contract version declares alike (`log`,
 /// `plugin-name`) and its `link`, for the bindings generated in the module
@@ -39,6 +40,7 @@ macro_rules! host_imports {
 pub mod budget;
 pub mod cache;
 pub mod compile;
+pub mod delta;
 pub mod engine;
 pub mod incremental;
 mod versioned;

@@ -94,11 +94,7 @@ pub fn check(file: &Path, config: Option<&Path>, limits: &PluginLimits) -> Resul
     println!(
         "{}: ok ({}, nightjar:plugin@{}, sha256 {})",
         file.display(),
-        if p.version.incremental {
-            "incremental-scheduling-policy"
-        } else {
-            "scheduling-policy"
-        },
+        p.version.exported.world(),
         p.version.api,
         p.sha256
     );

@@ -6,7 +6,7 @@
 
 use std::sync::{Arc, Mutex, OnceLock};
 
-use super::incremental::{self, Change, Held};
+use super::incremental::{self, Change, Held, Kind};
 use super::policy::{Snapshot, seed_of};
 use super::validate::Ids;
 use super::wasi::SeedSource;
@@ -23,8 +23,9 @@ pub struct Pass {
     v0_1: OnceLock<v0_1::exports::nightjar::plugin::policy::Snapshot>,
     v0_2: OnceLock<Result<v0_2::types::Snapshot, String>>,
     /// The changes made so far, by the generation they start from (0: from
-    /// nothing): every plugin of a chain usually holds the same one.
-    changes: Mutex<Vec<(u64, Made)>>,
+    /// nothing) and their form: every plugin of a chain usually holds the
+    /// same one.
+    changes: Mutex<Vec<((u64, Kind), Made)>>,
     tariff: Option<Arc<crate::tariff::Tariff>>,
 }
 
@@ -95,12 +96,20 @@ impl Pass {
     /// plugin holds; none: from nothing), made once per pass for every
     /// plugin holding the same one.
     pub fn incremental(&self, held: Option<&Arc<Held>>) -> Result<Arc<Change>, String> {
-        let base = held.map_or(0, |h| h.generation);
+        self.change(held, Kind::Incremental)
+    }
+
+    /// The change to this pass's snapshot from `held` in the form of
+    /// `kind`, made once per pass for every plugin holding the same one.
+    pub fn change(&self, held: Option<&Arc<Held>>, kind: Kind) -> Result<Arc<Change>, String> {
+        // A held snapshot of the other form is no base for this one.
+        let held = held.filter(|h| h.kind() == kind);
+        let base = (held.map_or(0, |h| h.generation), kind);
         let mut changes = self.changes.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((_, c)) = changes.iter().find(|(b, _)| *b == base) {
             return c.clone();
         }
-        let c = incremental::feed::change(held.map(|h| &**h), &self.snapshot).map(Arc::new);
+        let c = incremental::feed::change(held.map(|h| &**h), &self.snapshot, kind).map(Arc::new);
         changes.push((base, c.clone()));
         c
     }

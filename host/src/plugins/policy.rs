@@ -8,6 +8,7 @@ use wasmtime::component::ResourceTable;
 use wasmtime::{Store, Trap};
 
 use super::engine::PluginEngine;
+use super::incremental::Kind;
 use super::limits::{
     MAX_CALL_TRANSFER, MAX_HOST_RESOURCES, MAX_LOG_MESSAGE, MAX_REASON, OverMemory, TotalLimiter,
     answer_transfer, capped,
@@ -231,7 +232,10 @@ impl PolicyPlugin {
                 let _ = pass.v0_2();
             }
             Adapter::Incremental => {
-                let _ = pass.incremental(self.held.as_ref());
+                let _ = pass.change(self.held.as_ref(), Kind::Incremental);
+            }
+            Adapter::Delta => {
+                let _ = pass.change(self.held.as_ref(), Kind::Delta);
             }
         }
         let timeout = self.limits.evaluate_timeout;

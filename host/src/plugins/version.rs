@@ -1,7 +1,7 @@
 //! Which version of the contract a component implements. The interface it
 //! exports decides (`nightjar:plugin/policy@0.1.0`, `@0.2.0`, `@0.2.1` or
-//! `@0.2.2`, or 0.2.2's `nightjar:plugin/incremental-policy@0.2.2`): that is
-//! what the host calls. The `nightjar-api-version` custom section the SDK
+//! `@0.2.2`, 0.2.2's `nightjar:plugin/incremental-policy@0.2.2`, or 0.2.3's
+//! `nightjar:plugin/delta-policy@0.2.3`): that is what the host calls. The `nightjar-api-version` custom section the SDK
 //! writes is read too and shown; where it disagrees with the exports, the
 //! exports win and a note says so.
 
@@ -12,6 +12,57 @@ pub const POLICY_INTERFACE: &str = "nightjar:plugin/policy";
 
 /// The interface an incremental policy exports (0.2.2 on).
 pub const INCREMENTAL_INTERFACE: &str = "nightjar:plugin/incremental-policy";
+
+/// The interface a delta policy exports (0.2.3 on).
+pub const DELTA_INTERFACE: &str = "nightjar:plugin/delta-policy";
+
+/// Which of the scheduling-policy interfaces a component exports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exported {
+    /// `policy` (0.1.0 on): the whole snapshot each pass.
+    Policy,
+    /// `incremental-policy` (0.2.2 on): changes in, score columns out.
+    Incremental,
+    /// `delta-policy` (0.2.3 on): every part of the snapshot by difference.
+    Delta,
+}
+
+impl Exported {
+    /// Every interface, as `from_exports` looks for them.
+    const ALL: [Exported; 3] = [Exported::Policy, Exported::Incremental, Exported::Delta];
+
+    /// The interface's name, without version.
+    pub fn interface(self) -> &'static str {
+        match self {
+            Exported::Policy => POLICY_INTERFACE,
+            Exported::Incremental => INCREMENTAL_INTERFACE,
+            Exported::Delta => DELTA_INTERFACE,
+        }
+    }
+
+    /// The world that exports it.
+    pub fn world(self) -> &'static str {
+        match self {
+            Exported::Policy => "scheduling-policy",
+            Exported::Incremental => "incremental-scheduling-policy",
+            Exported::Delta => "delta-scheduling-policy",
+        }
+    }
+
+    /// The name's last part (`delta-policy`), for messages.
+    fn short(self) -> &'static str {
+        self.interface().trim_start_matches("nightjar:plugin/")
+    }
+
+    /// The first version that has it.
+    fn since(self) -> ApiVersion {
+        match self {
+            Exported::Policy => ApiVersion::V0_1_0,
+            Exported::Incremental => ApiVersion::V0_2_2,
+            Exported::Delta => ApiVersion::V0_2_3,
+        }
+    }
+}
 
 /// The custom section in which the SDK writes the version it built for.
 pub const SECTION: &str = "nightjar-api-version";
@@ -34,6 +85,9 @@ pub enum ApiVersion {
     /// `nightjar:plugin@0.2.2` (`wit/nightjar-plugin@0.2.2`): 0.2.1 plus the
     /// incremental policy (`incremental-scheduling-policy`).
     V0_2_2,
+    /// `nightjar:plugin@0.2.3` (`wit/nightjar-plugin@0.2.3`): 0.2.2 plus the
+    /// delta policy (`delta-scheduling-policy`).
+    V0_2_3,
 }
 
 /// The code that calls a version: each adapter converts the host's model
@@ -42,26 +96,29 @@ pub enum ApiVersion {
 pub enum Adapter {
     /// `plugins::v0_1`: the 0.1 bindings.
     V0_1,
-    /// `plugins::v0_2`: the 0.2.2 bindings of `policy`, which also call
-    /// 0.2.0 and 0.2.1 components (wasmtime matches their names to
-    /// `@0.2.2` ones by semver, and each 0.2.x only adds to the one before).
+    /// `plugins::v0_2`: the 0.2.3 bindings of `policy`, which also call
+    /// 0.2.0 to 0.2.2 components (wasmtime matches their names to
+    /// `@0.2.3` ones by semver, and each 0.2.x only adds to the one before).
     V0_2,
     /// `plugins::incremental`: 0.2.2's incremental policy, changes in and
     /// score columns out.
     Incremental,
+    /// `plugins::delta`: 0.2.3's delta policy.
+    Delta,
 }
 
 impl ApiVersion {
     /// Every version this host loads, oldest first.
-    pub const ALL: [ApiVersion; 4] = [
+    pub const ALL: [ApiVersion; 5] = [
         ApiVersion::V0_1_0,
         ApiVersion::V0_2_0,
         ApiVersion::V0_2_1,
         ApiVersion::V0_2_2,
+        ApiVersion::V0_2_3,
     ];
 
     /// The newest: the one the SDK builds and `wit/` adds to next.
-    pub const LATEST: ApiVersion = ApiVersion::V0_2_2;
+    pub const LATEST: ApiVersion = ApiVersion::V0_2_3;
 
     /// The version as WIT spells it (`0.2.0`).
     pub fn as_str(self) -> &'static str {
@@ -70,6 +127,7 @@ impl ApiVersion {
             ApiVersion::V0_2_0 => "0.2.0",
             ApiVersion::V0_2_1 => "0.2.1",
             ApiVersion::V0_2_2 => "0.2.2",
+            ApiVersion::V0_2_3 => "0.2.3",
         }
     }
 
@@ -77,7 +135,9 @@ impl ApiVersion {
     pub fn adapter(self) -> Adapter {
         match self {
             ApiVersion::V0_1_0 => Adapter::V0_1,
-            ApiVersion::V0_2_0 | ApiVersion::V0_2_1 | ApiVersion::V0_2_2 => Adapter::V0_2,
+            ApiVersion::V0_2_0 | ApiVersion::V0_2_1 | ApiVersion::V0_2_2 | ApiVersion::V0_2_3 => {
+                Adapter::V0_2
+            }
         }
     }
 
@@ -116,9 +176,8 @@ impl std::fmt::Display for ApiVersion {
 pub struct Detected {
     /// The version the host calls it as: the one it exports.
     pub api: ApiVersion,
-    /// Whether it exports the incremental policy (0.2.2's
-    /// `incremental-policy`) rather than `policy`.
-    pub incremental: bool,
+    /// Which policy interface it exports.
+    pub exported: Exported,
     /// What its `nightjar-api-version` section says, if it has one (files
     /// built before 0.2, or without the SDK, have none).
     pub declared: Option<String>,
@@ -127,21 +186,17 @@ pub struct Detected {
 impl Detected {
     /// The adapter that calls it.
     pub fn adapter(&self) -> Adapter {
-        if self.incremental {
-            Adapter::Incremental
-        } else {
-            self.api.adapter()
+        match self.exported {
+            Exported::Policy => self.api.adapter(),
+            Exported::Incremental => Adapter::Incremental,
+            Exported::Delta => Adapter::Delta,
         }
     }
 
     /// A note when the section disagrees with the exports.
     pub fn note(&self) -> Option<String> {
         let declared = self.declared.as_deref()?;
-        let interface = if self.incremental {
-            INCREMENTAL_INTERFACE
-        } else {
-            POLICY_INTERFACE
-        };
+        let interface = self.exported.interface();
         (declared != self.api.as_str()).then(|| {
             format!(
                 "its {SECTION} section says {declared:?} but it exports {interface}@{}: the exported interface wins",
@@ -151,18 +206,18 @@ impl Detected {
     }
 }
 
-/// The version a component with these export names implements, and
-/// whether it is an incremental policy (its `declared` is left empty).
+/// The version a component with these export names implements, and which
+/// policy interface it exports (its `declared` is left empty).
 pub fn from_exports<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<Detected, PluginError> {
     let names: Vec<&str> = names.into_iter().collect();
-    let plain = format!("{POLICY_INTERFACE}@");
-    let incremental = format!("{INCREMENTAL_INTERFACE}@");
-    let found: Vec<(&str, bool)> = names
+    let found: Vec<(&str, Exported)> = names
         .iter()
         .filter_map(|n| {
-            n.strip_prefix(&plain)
-                .map(|v| (v, false))
-                .or_else(|| n.strip_prefix(&incremental).map(|v| (v, true)))
+            Exported::ALL.into_iter().find_map(|e| {
+                n.strip_prefix(e.interface())
+                    .and_then(|rest| rest.strip_prefix('@'))
+                    .map(|v| (v, e))
+            })
         })
         .collect();
     match found.as_slice() {
@@ -178,29 +233,21 @@ pub fn from_exports<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<Dete
                     .join(", ")
             };
             Err(PluginError::World(format!(
-                "exports no `{POLICY_INTERFACE}@VERSION` or `{INCREMENTAL_INTERFACE}@VERSION` interface, so it is not a scheduling policy (it exports {listed}); this host loads versions {}",
+                "exports no `{POLICY_INTERFACE}@VERSION`, `{INCREMENTAL_INTERFACE}@VERSION` or `{DELTA_INTERFACE}@VERSION` interface, so it is not a scheduling policy (it exports {listed}); this host loads versions {}",
                 ApiVersion::supported()
             )))
         }
-        [(one, incremental)] => {
+        [(one, exported)] => {
             let api = ApiVersion::parse(one)
-                // The incremental interface is new in 0.2.2.
-                .filter(|v| !incremental || *v >= ApiVersion::V0_2_2)
+                // An interface is found only in the versions that have it.
+                .filter(|v| *v >= exported.since())
                 .ok_or_else(|| PluginError::Version {
-                    found: format!(
-                        "{}@{}",
-                        if *incremental {
-                            "incremental-policy"
-                        } else {
-                            "policy"
-                        },
-                        one.escape_debug()
-                    ),
+                    found: format!("{}@{}", exported.short(), one.escape_debug()),
                     supported: ApiVersion::supported(),
                 })?;
             Ok(Detected {
                 api,
-                incremental: *incremental,
+                exported: *exported,
                 declared: None,
             })
         }
@@ -208,11 +255,7 @@ pub fn from_exports<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<Dete
             "exports a policy interface {} times ({}); a plugin implements exactly one, so the host cannot tell which to call",
             many.len(),
             many.iter()
-                .map(|(v, inc)| format!(
-                    "{}@{}",
-                    if *inc { "incremental-policy" } else { "policy" },
-                    v.escape_debug()
-                ))
+                .map(|(v, e)| format!("{}@{}", e.short(), v.escape_debug()))
                 .collect::<Vec<_>>()
                 .join(", ")
         ))),
@@ -297,6 +340,20 @@ mod tests {
             api(&["nightjar:plugin/incremental-policy@0.2.2"]),
             Ok((ApiVersion::V0_2_2, Adapter::Incremental))
         );
+        assert_eq!(
+            api(&["nightjar:plugin/delta-policy@0.2.3"]),
+            Ok((ApiVersion::V0_2_3, Adapter::Delta))
+        );
+        let before_delta = from_exports(["nightjar:plugin/delta-policy@0.2.2"]).unwrap_err();
+        assert_eq!(
+            before_delta.cause(),
+            "version",
+            "the interface is new in 0.2.3"
+        );
+        assert!(
+            before_delta.to_string().contains("delta-policy@0.2.2"),
+            "{before_delta}"
+        );
         let early = from_exports(["nightjar:plugin/incremental-policy@0.2.1"]).unwrap_err();
         assert_eq!(early.cause(), "version", "the interface is new in 0.2.2");
         assert!(
@@ -314,7 +371,7 @@ mod tests {
         let text = e.to_string();
         assert!(
             text.contains("nightjar:plugin/policy@0.3.0")
-                && text.contains("0.1.0, 0.2.0, 0.2.1, 0.2.2"),
+                && text.contains("0.1.0, 0.2.0, 0.2.1, 0.2.2, 0.2.3"),
             "{text}"
         );
     }
@@ -337,6 +394,17 @@ mod tests {
         ])
         .unwrap_err();
         assert_eq!(plain_and_incremental.cause(), "world");
+        let incremental_and_delta = from_exports([
+            "nightjar:plugin/incremental-policy@0.2.3",
+            "nightjar:plugin/delta-policy@0.2.3",
+        ])
+        .unwrap_err();
+        assert_eq!(incremental_and_delta.cause(), "world");
+        assert!(
+            (incremental_and_delta.to_string())
+                .contains("incremental-policy@0.2.3, delta-policy@0.2.3"),
+            "{incremental_and_delta}"
+        );
         let patch_levels = from_exports([
             "nightjar:plugin/policy@0.2.0",
             "nightjar:plugin/policy@0.2.1",
@@ -362,26 +430,36 @@ mod tests {
     fn a_section_that_disagrees_is_noted_and_the_exports_win() {
         let d = Detected {
             api: ApiVersion::V0_1_0,
-            incremental: false,
+            exported: Exported::Policy,
             declared: Some("0.2.0".into()),
         };
         let note = d.note().unwrap();
         assert!(note.contains("the exported interface wins"), "{note}");
         let agrees = Detected {
             api: ApiVersion::V0_2_1,
-            incremental: false,
+            exported: Exported::Policy,
             declared: Some("0.2.1".into()),
         };
         assert_eq!(agrees.note(), None);
         let incremental = Detected {
             api: ApiVersion::V0_2_2,
-            incremental: true,
+            exported: Exported::Incremental,
             declared: Some("0.2.1".into()),
         };
         let note = incremental.note().unwrap();
         assert!(
             note.contains("exports nightjar:plugin/incremental-policy@0.2.2"),
             "the note names the interface the component exports: {note}"
+        );
+        let delta = Detected {
+            api: ApiVersion::V0_2_3,
+            exported: Exported::Delta,
+            declared: Some("0.2.2".into()),
+        };
+        let note = delta.note().unwrap();
+        assert!(
+            note.contains("exports nightjar:plugin/delta-policy@0.2.3"),
+            "{note}"
         );
     }
 }

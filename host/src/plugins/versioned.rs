@@ -10,7 +10,7 @@ use super::pass::Pass;
 use super::policy::{ConfigError, Evaluation, PluginError};
 use super::state::PluginState;
 use super::version::Adapter;
-use super::{incremental, v0_1, v0_2, validate};
+use super::{delta, incremental, v0_1, v0_2, validate};
 
 /// A component linked against the host imports of its version.
 #[derive(Clone)]
@@ -18,6 +18,7 @@ pub(super) enum Pre {
     V0_1(v0_1::SchedulingPolicyPre<PluginState>),
     V0_2(v0_2::SchedulingPolicyPre<PluginState>),
     Incremental(incremental::IncrementalSchedulingPolicyPre<PluginState>),
+    Delta(delta::DeltaSchedulingPolicyPre<PluginState>),
 }
 
 /// A live instance.
@@ -25,6 +26,7 @@ pub(super) enum Live {
     V0_1(v0_1::SchedulingPolicy),
     V0_2(v0_2::SchedulingPolicy),
     Incremental(incremental::IncrementalSchedulingPolicy),
+    Delta(delta::DeltaSchedulingPolicy),
 }
 
 fn world(e: wasmtime::Error) -> PluginError {
@@ -46,6 +48,7 @@ impl Pre {
             Adapter::V0_1 => v0_1::link(&mut linker),
             Adapter::V0_2 => v0_2::link(&mut linker),
             Adapter::Incremental => incremental::link(&mut linker),
+            Adapter::Delta => delta::link(&mut linker),
         }
         .map_err(world)?;
         let pre = linker.instantiate_pre(component).map_err(world)?;
@@ -55,6 +58,7 @@ impl Pre {
             Adapter::Incremental => Pre::Incremental(
                 incremental::IncrementalSchedulingPolicyPre::new(pre).map_err(world)?,
             ),
+            Adapter::Delta => Pre::Delta(delta::DeltaSchedulingPolicyPre::new(pre).map_err(world)?),
         })
     }
 
@@ -64,6 +68,7 @@ impl Pre {
             Pre::V0_1(pre) => Live::V0_1(pre.instantiate(store)?),
             Pre::V0_2(pre) => Live::V0_2(pre.instantiate(store)?),
             Pre::Incremental(pre) => Live::Incremental(pre.instantiate(store)?),
+            Pre::Delta(pre) => Live::Delta(pre.instantiate(store)?),
         })
     }
 }
@@ -89,6 +94,13 @@ impl Live {
                 })),
             Live::Incremental(b) => Ok(b
                 .nightjar_plugin_incremental_policy()
+                .call_configure(store, config)?
+                .map_err(|e| ConfigError {
+                    key: e.key,
+                    message: e.message,
+                })),
+            Live::Delta(b) => Ok(b
+                .nightjar_plugin_delta_policy()
                 .call_configure(store, config)?
                 .map_err(|e| ConfigError {
                     key: e.key,
@@ -122,6 +134,7 @@ impl Live {
                 Ok(v0_2::read(pass.snapshot(), snapshot, e))
             }
             Live::Incremental(b) => incremental::evaluate(b, store, pass, held),
+            Live::Delta(b) => delta::evaluate(b, store, pass, held),
         }
     }
 }

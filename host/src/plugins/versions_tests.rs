@@ -60,10 +60,11 @@ fn every_first_party_plugin_is_the_latest_version_and_says_so_in_its_section() {
     for (name, wasm) in super::first_party::FIRST_PARTY {
         let p = load(wasm, "").unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(p.version.api, ApiVersion::LATEST, "{name}");
-        assert_eq!(p.version.declared.as_deref(), Some("0.2.2"), "{name}");
-        assert!(
-            p.version.incremental,
-            "{name}: the SDK exports the incremental policy"
+        assert_eq!(p.version.declared.as_deref(), Some("0.2.3"), "{name}");
+        assert_eq!(
+            p.version.exported,
+            super::version::Exported::Delta,
+            "{name}: the SDK exports the delta policy"
         );
         assert_eq!(p.version.note(), None);
     }
@@ -86,7 +87,7 @@ fn a_0_2_policy_without_the_tariff_import_loads_as_one_with_it_does() {
             .map(|(n, _)| n.to_string())
             .collect()
     };
-    let tariff = "nightjar:plugin/tariff@0.2.2".to_string();
+    let tariff = "nightjar:plugin/tariff@0.2.3".to_string();
     assert!(!imports("priority").contains(&tariff));
     assert!(imports("offpeak-tariff").contains(&tariff));
     for name in ["priority", "offpeak-tariff"] {

@@ -31,6 +31,12 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "nightjar-plugin.wit",
         "61c78f8123d3274c356ab14bb64033b3009c149382da131ece20e4f423a91146",
     ),
+    // 0.2.2 and the delta policy.
+    (
+        "nightjar-plugin@0.2.3",
+        "nightjar-plugin.wit",
+        "02af86259b00c6d221c9fd05656b9a6c1b3c78aadffa0fe7f5f19484f0d0d525",
+    ),
 ];
 
 /// Every file under `wit/` (but its README), by (folder, file).

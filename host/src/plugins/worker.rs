@@ -344,8 +344,8 @@ impl Worker {
             limits,
             sha256: String::new(),
             version: Detected {
-                api: super::version::ApiVersion::V0_2_2,
-                incremental: true,
+                api: super::version::ApiVersion::V0_2_3,
+                exported: super::version::Exported::Delta,
                 declared: None,
             },
         }

@@ -165,6 +165,57 @@ pub fn aligned<T: PartialEq>(old: &[T], new: &[T]) -> Edit {
     edit
 }
 
+/// The edit for a list whose items are found again by `key` (a running
+/// task's id, a GPU's index) but may move, leave or change anywhere: the
+/// items equal in both lists that keep their relative order, as many as
+/// can (a longest increasing run of their old positions), are kept; every
+/// other item of `old` is removed and every other item of `new` added.
+/// Lists of a few dozen items, compared whole when nothing changed.
+pub fn matched<T: PartialEq, K: std::hash::Hash + Eq>(
+    old: &[T],
+    new: &[T],
+    key: impl Fn(&T) -> K,
+) -> Edit {
+    if old == new {
+        return Edit::default();
+    }
+    let at: std::collections::HashMap<K, usize> =
+        old.iter().enumerate().map(|(i, t)| (key(t), i)).collect();
+    // For each item of `new`, its old position when it is there unchanged.
+    let was: Vec<Option<usize>> = new
+        .iter()
+        .map(|t| at.get(&key(t)).copied().filter(|&i| old[i] == *t))
+        .collect();
+    // Longest strictly increasing run of old positions (patience sorting):
+    // `tails[k]` is the new position ending the best run of length k + 1.
+    let mut tails: Vec<usize> = Vec::new();
+    let mut before: Vec<Option<usize>> = vec![None; new.len()];
+    for (j, w) in was.iter().enumerate() {
+        let Some(i) = *w else { continue };
+        let k = tails.partition_point(|&t| was[t].is_some_and(|o| o < i));
+        before[j] = k.checked_sub(1).map(|k| tails[k]);
+        if k == tails.len() {
+            tails.push(j);
+        } else {
+            tails[k] = j;
+        }
+    }
+    let mut kept_new = vec![false; new.len()];
+    let mut kept_old = vec![false; old.len()];
+    let mut j = tails.last().copied();
+    while let Some(n) = j {
+        kept_new[n] = true;
+        if let Some(o) = was[n] {
+            kept_old[o] = true;
+        }
+        j = before[n];
+    }
+    Edit {
+        removed: (0..old.len()).filter(|&i| !kept_old[i]).map(pos).collect(),
+        added_at: (0..new.len()).filter(|&j| !kept_new[j]).map(pos).collect(),
+    }
+}
+
 /// `old` with `edit` applied, taking added items from `added` in order, or
 /// `None` when the edit does not fit the lists: what a plugin does with an
 /// edit, written once here to check the host's edits against.

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::diff::{self, Edit};
+use super::parts::{self, Kind, Wire, whole_gpus, whole_running};
 use super::types as w;
 use crate::plugins::policy as p;
 use crate::plugins::v0_2::MAX_TEXT;
@@ -25,6 +26,8 @@ const SLACK_STRINGS: usize = 4096;
 pub struct Held {
     /// The generation it confirms.
     pub generation: u64,
+    /// The form of the changes it was sent.
+    pub(super) kind: Kind,
     /// Its queue, as what tells a task's change.
     rows: Arc<Vec<Row>>,
     /// Whether `rows` is in the host's queue order.
@@ -35,6 +38,10 @@ pub struct Held {
     strings: usize,
     /// Bytes of text in its table.
     bytes: usize,
+    /// Its running tasks and GPUs (a delta policy's only: an incremental
+    /// one is sent them whole).
+    pub(super) running: Vec<p::RunningTask>,
+    pub(super) gpus: Vec<p::Gpu>,
     /// The table's position of every string sent as shared (projects, the
     /// time zone, GPU names and uuids, policy names: a few, that recur),
     /// shared with the changes after this one until one adds to it.
@@ -42,12 +49,20 @@ pub struct Held {
 }
 
 impl Held {
+    /// The form of the changes it was sent.
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
     /// A record of a snapshot no plugin was ever sent (its generation is
     /// new), for tests of a plugin that does not hold what the host thinks.
     #[cfg(test)]
-    pub(crate) fn forged(snapshot: &p::Snapshot) -> Held {
+    pub(crate) fn forged(snapshot: &p::Snapshot, kind: Kind) -> Held {
         Held {
             generation: GENERATIONS.fetch_add(1, Ordering::Relaxed),
+            kind,
+            running: Vec::new(),
+            gpus: Vec::new(),
             rows: Arc::new(snapshot.queue.iter().map(row).collect()),
             sorted: false,
             usage: snapshot.usage.clone(),
@@ -60,14 +75,14 @@ impl Held {
 
 /// One pass's change, and what the plugin holds once it applies it.
 pub struct Change {
-    /// The change as the contract writes it.
-    pub wire: w::Snapshot,
+    /// The change as the plugin's version of the contract writes it.
+    pub wire: Wire,
     /// What the plugin holds after it.
     pub held: Arc<Held>,
 }
 
 /// The string table's growth in this change.
-struct Table {
+pub(super) struct Table {
     chars: String,
     ends: Vec<u32>,
     /// Strings the plugin holds before the change.
@@ -81,14 +96,14 @@ struct Table {
 }
 
 impl Table {
-    fn push(&mut self, s: &str) -> u32 {
+    pub(super) fn push(&mut self, s: &str) -> u32 {
         self.chars.push_str(s);
         self.ends
             .push(u32::try_from(self.chars.len()).unwrap_or(u32::MAX));
         u32::try_from(self.first + self.ends.len() - 1).unwrap_or(u32::MAX)
     }
 
-    fn shared(&mut self, s: &str) -> u32 {
+    pub(super) fn shared(&mut self, s: &str) -> u32 {
         if let Some(&i) = self.shared.get(s).or_else(|| self.added.get(s)) {
             return i;
         }
@@ -156,7 +171,7 @@ fn queue_key(r: &Row) -> (std::cmp::Reverse<u8>, i64, i64) {
 }
 
 /// The case of `p`, counted from 0, as the queue's `priority` column says it.
-fn rank(p: p::Priority) -> u8 {
+pub(super) fn rank(p: p::Priority) -> u8 {
     match p {
         p::Priority::Low => 0,
         p::Priority::Normal => 1,
@@ -165,7 +180,7 @@ fn rank(p: p::Priority) -> u8 {
     }
 }
 
-fn priority(p: p::Priority) -> super::super::v0_2::nightjar::plugin::types::Priority {
+pub(super) fn priority(p: p::Priority) -> super::super::v0_2::nightjar::plugin::types::Priority {
     use super::super::v0_2::nightjar::plugin::types::Priority as W;
     match p {
         p::Priority::Low => W::Low,
@@ -190,9 +205,10 @@ fn worn(held: &Held, s: &p::Snapshot) -> bool {
     held.strings > 2 * live + SLACK_STRINGS
 }
 
-/// The change from `base` (what the plugin holds; none: from nothing) to `s`.
-pub fn change(base: Option<&Held>, s: &Arc<p::Snapshot>) -> Result<Change, String> {
-    let base = base.filter(|h| !worn(h, s));
+/// The change from `base` (what the plugin holds; none: from nothing) to
+/// `s`, in the form of `kind`. A base of the other form counts as none.
+pub fn change(base: Option<&Held>, s: &Arc<p::Snapshot>, kind: Kind) -> Result<Change, String> {
+    let base = base.filter(|h| h.kind == kind && !worn(h, s));
     let (old_rows, old_sorted, old_usage) = match base {
         Some(h) => (&h.rows[..], h.sorted, &h.usage[..]),
         None => (&[][..], true, &[][..]),
@@ -245,38 +261,18 @@ pub fn change(base: Option<&Held>, s: &Arc<p::Snapshot>) -> Result<Change, Strin
             .estimated_runtime
             .push(q.estimated_runtime.unwrap_or(0));
     }
-    let running = s
-        .running
-        .iter()
-        .map(|r| w::RunningTask {
-            id: r.id,
-            // A running task's name is its own, so it is not kept as
-            // shared: the few of each pass are written again.
-            name: t.push(&r.name),
-            project: t.shared(&r.project),
-            priority: priority(r.priority),
-            gpus: r.gpus.clone(),
-            started_at: r.started_at,
-            preemptible: r.preemptible,
-        })
-        .collect();
-    let gpus = s
-        .gpus
-        .iter()
-        .map(|g| w::Gpu {
-            index: g.index,
-            uuid: t.shared(&g.uuid),
-            name: t.shared(&g.name),
-            mem_total: g.mem_total,
-            mem_used: g.mem_used,
-            mem_reserved: g.mem_reserved,
-            util: g.util,
-            temperature: g.temperature,
-            power: g.power,
-            healthy: g.healthy,
-            closed_by: g.closed_by.iter().map(|c| t.shared(c)).collect(),
-        })
-        .collect();
+    let (running, gpus, delta) = match kind {
+        Kind::Incremental => (whole_running(s, &mut t), whole_gpus(s, &mut t), None),
+        Kind::Delta => {
+            let (old_running, old_gpus) =
+                base.map_or((&[][..], &[][..]), |h| (&h.running[..], &h.gpus[..]));
+            let parts = parts::Parts {
+                running: parts::running(old_running, &s.running, &mut t),
+                gpus: parts::gpus(old_gpus, &s.gpus, &mut t),
+            };
+            (Vec::new(), Vec::new(), Some(parts))
+        }
+    };
     let m = usage_edit.added_at.len();
     let mut usage = w::Usage {
         project: Vec::with_capacity(m),
@@ -295,15 +291,22 @@ pub fn change(base: Option<&Held>, s: &Arc<p::Snapshot>) -> Result<Change, Strin
     if bytes > MAX_TEXT {
         if base.is_some() {
             // The table is full of what earlier passes named: start again.
-            return change(None, s);
+            return change(None, s, kind);
         }
         return Err(format!(
             "the snapshot's text is {bytes} bytes, over the {MAX_TEXT} a string table can index"
         ));
     }
     let generation = GENERATIONS.fetch_add(1, Ordering::Relaxed);
+    let (held_running, held_gpus) = match kind {
+        Kind::Incremental => (Vec::new(), Vec::new()),
+        Kind::Delta => (s.running.clone(), s.gpus.clone()),
+    };
     let held = Arc::new(Held {
         generation,
+        kind,
+        running: held_running,
+        gpus: held_gpus,
         rows,
         sorted,
         usage: s.usage.clone(),
@@ -311,7 +314,7 @@ pub fn change(base: Option<&Held>, s: &Arc<p::Snapshot>) -> Result<Change, Strin
         bytes,
         shared: t.shared_after(),
     });
-    let wire = w::Snapshot {
+    let whole = w::Snapshot {
         generation,
         base: base.map_or(0, |h| h.generation),
         now: s.now,
@@ -332,7 +335,21 @@ pub fn change(base: Option<&Held>, s: &Arc<p::Snapshot>) -> Result<Change, Strin
             added: usage,
         },
     };
+    let wire = match delta {
+        None => Wire::Incremental(whole),
+        Some(parts) => Wire::Delta(parts::delta(whole, parts)),
+    };
     Ok(Change { wire, held })
+}
+
+impl Change {
+    /// The generation the change is from (0: from nothing).
+    pub fn base(&self) -> u64 {
+        match &self.wire {
+            Wire::Incremental(w) => w.base,
+            Wire::Delta(d) => d.base,
+        }
+    }
 }
 
 #[cfg(test)]

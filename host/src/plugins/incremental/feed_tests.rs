@@ -94,10 +94,13 @@ fn usage(project: &str, started_at: i64, ended_at: Option<i64>) -> p::Usage {
 /// returns what the host now records.
 fn send(plugin: &mut Plugin, held: Option<&Held>, s: p::Snapshot) -> (Arc<Held>, w::Snapshot) {
     let s = Arc::new(s);
-    let c = change(held, &s).unwrap();
-    plugin.apply(&c.wire);
+    let c = change(held, &s, Kind::Incremental).unwrap();
+    let Wire::Incremental(wire) = c.wire else {
+        panic!("an incremental change in the delta form")
+    };
+    plugin.apply(&wire);
     plugin.holds(&s);
-    (c.held, c.wire)
+    (c.held, wire)
 }
 
 #[test]

@@ -2,7 +2,8 @@
 //! the plugin keeps the snapshot between passes, the host sends each pass as
 //! a change from the one the plugin holds ([`feed`]), and scores come back
 //! as one column ([`answer`]). Its `host` and `tariff` imports are 0.2's,
-//! linked once.
+//! linked once. 0.2.3's delta policy (`plugins::delta`) is fed and read by
+//! the same code, its running tasks and GPUs also by difference ([`parts`]).
 
 use std::sync::Arc;
 
@@ -13,14 +14,16 @@ use super::pass::Pass;
 use super::policy::{Evaluation, PluginError};
 use super::state::PluginState;
 
-mod answer;
+pub(super) mod answer;
 pub mod diff;
 pub mod feed;
+pub mod parts;
 
 pub use feed::{Change, Held};
+pub use parts::{Kind, Wire};
 
 wasmtime::component::bindgen!({
-    path: "../wit/nightjar-plugin@0.2.2",
+    path: "../wit/nightjar-plugin@0.2.3",
     world: "incremental-scheduling-policy",
     with: {
         "nightjar:plugin/types": super::v0_2::nightjar::plugin::types,
@@ -48,27 +51,52 @@ pub(super) fn evaluate(
     pass: &Pass,
     held: &mut Option<Arc<Held>>,
 ) -> wasmtime::Result<Result<Evaluation, PluginError>> {
+    let policy = live.nightjar_plugin_incremental_policy();
+    let call = |store: &mut Store<PluginState>, change: &Change| match &change.wire {
+        Wire::Incremental(wire) => policy.call_evaluate(store, wire).map(Some),
+        Wire::Delta(_) => Ok(None),
+    };
+    exchange(store, pass, held, Kind::Incremental, call)
+}
+
+/// One pass's exchange with a plugin keeping its snapshot, of either form:
+/// the change from what it holds, sent again from nothing when it answers
+/// that it does not hold the base; its answer read and checked, and `held`
+/// set to what it holds after (nothing unless the answer is valid).
+/// `call` answers `None` for a change of the other form (never made).
+pub(super) fn exchange(
+    store: &mut Store<PluginState>,
+    pass: &Pass,
+    held: &mut Option<Arc<Held>>,
+    kind: Kind,
+    call: impl Fn(&mut Store<PluginState>, &Change) -> wasmtime::Result<Option<types::Evaluation>>,
+) -> wasmtime::Result<Result<Evaluation, PluginError>> {
     let base = held.take();
-    let mut change = match pass.incremental(base.as_ref()) {
+    let wrong = || PluginError::Snapshot("a change of the other contract form was made".into());
+    let mut change = match pass.change(base.as_ref(), kind) {
         Ok(c) => c,
         Err(why) => return Ok(Err(PluginError::Snapshot(why))),
     };
-    let policy = live.nightjar_plugin_incremental_policy();
-    let mut e = policy.call_evaluate(&mut *store, &change.wire)?;
-    if e.generation == 0 && change.wire.base != 0 {
+    let Some(mut e) = call(&mut *store, &change)? else {
+        return Ok(Err(wrong()));
+    };
+    if e.generation == 0 && change.base() != 0 {
         // Its randomness starts again from the snapshot's seed, as in any
         // call: what it drew before it answered is not carried into this.
         store.data().rng.seed_lazily(pass.seed_source());
-        change = match pass.incremental(None) {
+        change = match pass.change(None, kind) {
             Ok(c) => c,
             Err(why) => return Ok(Err(PluginError::Snapshot(why))),
         };
-        e = policy.call_evaluate(&mut *store, &change.wire)?;
+        let Some(again) = call(&mut *store, &change)? else {
+            return Ok(Err(wrong()));
+        };
+        e = again;
     }
-    if e.generation != change.wire.generation {
+    if e.generation != change.held.generation {
         return Ok(Err(PluginError::Invalid(format!(
             "answers for snapshot {}, but was sent snapshot {}",
-            e.generation, change.wire.generation
+            e.generation, change.held.generation
         ))));
     }
     let read = answer::read(pass.snapshot(), e);

@@ -7,8 +7,9 @@
 use std::sync::Arc;
 
 use crate::plugins::engine::PluginEngine;
+use crate::plugins::incremental::{Change, Kind, Wire};
 use crate::plugins::pass::Pass;
-use crate::plugins::policy::{PluginLimits, PolicyPlugin, Priority, Snapshot, Usage};
+use crate::plugins::policy::{PluginLimits, PolicyPlugin, Priority, RunningTask, Snapshot, Usage};
 use crate::plugins::tests::{snapshot, task};
 
 fn load(engine: &PluginEngine, name: &str, wasm: &[u8]) -> PolicyPlugin {
@@ -19,8 +20,21 @@ fn load(engine: &PluginEngine, name: &str, wasm: &[u8]) -> PolicyPlugin {
     PolicyPlugin::load(engine, name, wasm, "", limits).unwrap()
 }
 
-/// A queue of `n` tasks over three projects and a week of usage, in the
-/// host's order.
+/// A running task of `project` on `gpus`.
+fn run(id: i64, project: &str, gpus: Vec<u32>, started_at: i64) -> RunningTask {
+    RunningTask {
+        id,
+        name: format!("run-{id}").into(),
+        project: project.into(),
+        priority: Priority::Normal,
+        gpus,
+        started_at,
+        preemptible: id % 2 == 0,
+    }
+}
+
+/// A queue of `n` tasks over three projects, a week of usage, four GPUs
+/// and three running tasks, in the host's order.
 fn lab(n: i64) -> Snapshot {
     let projects = ["vision", "bio", "nlp"];
     let mut s = snapshot(
@@ -41,6 +55,17 @@ fn lab(n: i64) -> Snapshot {
             ended_at: (i < 38).then_some(i as i64 * 60_000 + 30_000),
         })
         .collect();
+    let gpu = s.gpus[0].clone();
+    s.gpus = (0..4)
+        .map(|i| crate::plugins::policy::Gpu {
+            index: i,
+            uuid: format!("GPU-{i}"),
+            ..gpu.clone()
+        })
+        .collect();
+    s.running = (0..3)
+        .map(|k| run(50_000 + k, projects[k as usize], vec![k as u32], 0))
+        .collect();
     order(&mut s);
     s
 }
@@ -51,8 +76,9 @@ fn order(s: &mut Snapshot) {
 }
 
 /// One pass later: two tasks start, two arrive (one urgent), one is
-/// reprioritised, a run ends and another starts, the clock moves on and a
-/// GPU warms.
+/// reprioritised, a run ends and another starts (in the usage and among the
+/// running tasks, where the last takes the place of the one that ended),
+/// the clock moves on, a GPU warms and another is closed or opened.
 fn next(s: &mut Snapshot, round: i64) {
     s.queue.drain(0..2.min(s.queue.len()));
     let mut urgent = task(10_000 + round, "bio", Priority::Urgent, 500_000 + round);
@@ -80,8 +106,29 @@ fn next(s: &mut Snapshot, round: i64) {
         ended_at: None,
     });
     s.usage = used.into();
+    if !s.running.is_empty() {
+        let ended = round as usize % s.running.len();
+        s.running.swap_remove(ended);
+    }
+    let project = ["vision", "bio", "nlp"][round as usize % 3];
+    let gpus = vec![round as u32 % 4, (round as u32 + 1) % 4];
+    s.running.push(run(60_000 + round, project, gpus, s.now));
     s.now += 3_600_000;
     s.gpus[0].temperature = 40 + round as u32 * 3;
+    let closed = if round % 3 == 0 {
+        vec!["thermal".to_string()]
+    } else {
+        Vec::new()
+    };
+    s.gpus[1 + round as usize % 3].closed_by = closed;
+}
+
+/// How many queued tasks `change` sends.
+fn queue_sent(change: &Change) -> usize {
+    match &change.wire {
+        Wire::Incremental(w) => w.queue.added.id.len(),
+        Wire::Delta(d) => d.queue.as_ref().map_or(0, |q| q.added.id.len()),
+    }
 }
 
 #[test]
@@ -100,9 +147,9 @@ fn changes_pass_after_pass_answer_as_the_whole_snapshot_does() {
             let want = load(&engine, name, wasm).evaluate(&pass).unwrap();
             assert_eq!(got, want, "{name}, pass {round}");
             // The plugin was sent the change from what it held, and confirmed it.
-            let change = pass.incremental(before.as_ref()).unwrap();
+            let change = pass.change(before.as_ref(), Kind::Delta).unwrap();
             assert_eq!(
-                change.wire.base,
+                change.base(),
                 before.as_ref().map_or(0, |h| h.generation),
                 "{name}, pass {round}"
             );
@@ -111,11 +158,8 @@ fn changes_pass_after_pass_answer_as_the_whole_snapshot_does() {
                 "{name}, pass {round}: holds what it was sent"
             );
             if round > 0 {
-                assert!(
-                    change.wire.queue.added.id.len() <= 3,
-                    "{name}, pass {round}: {} tasks sent",
-                    change.wire.queue.added.id.len()
-                );
+                let sent = queue_sent(&change);
+                assert!(sent <= 3, "{name}, pass {round}: {sent} tasks sent");
             }
         }
     }
@@ -129,7 +173,7 @@ fn a_plugin_that_does_not_hold_the_base_is_sent_everything_at_once() {
     let s = Arc::new(lab(50));
     p.evaluate(&Pass::new(Arc::clone(&s))).unwrap();
     // The host believes the plugin holds a snapshot it was never sent.
-    let forged = Arc::new(crate::plugins::incremental::Held::forged(&s));
+    let forged = Arc::new(crate::plugins::incremental::Held::forged(&s, Kind::Delta));
     p.forge_held(Arc::clone(&forged));
     let pass = Pass::new(Arc::new((*s).clone()));
     let got = p.evaluate(&pass).unwrap();
@@ -137,7 +181,7 @@ fn a_plugin_that_does_not_hold_the_base_is_sent_everything_at_once() {
     let held = p.held().unwrap();
     assert_ne!(held.generation, forged.generation);
     assert_eq!(
-        pass.incremental(None).unwrap().held.generation,
+        pass.change(None, Kind::Delta).unwrap().held.generation,
         held.generation,
         "it holds the whole snapshot it was sent"
     );
@@ -192,7 +236,7 @@ fn a_plugin_that_answers_zero_forever_is_resent_the_whole_snapshot_once_then_ref
         let err = p.evaluate(&pass).unwrap_err();
         assert_eq!(err.cause(), "invalid-answer", "pass {round}");
         // What it was last sent is the whole snapshot, once.
-        let whole = pass.incremental(None).unwrap().held.generation;
+        let whole = pass.change(None, Kind::Delta).unwrap().held.generation;
         assert!(
             err.to_string().contains(&format!(
                 "answers for snapshot 0, but was sent snapshot {whole}"
@@ -252,7 +296,7 @@ fn an_answer_for_another_generation_is_refused_and_the_next_pass_starts_from_not
             before.is_none(),
             "pass {round}: after a refused answer the host holds nothing"
         );
-        let change = pass.incremental(before.as_ref()).unwrap();
+        let change = pass.change(before.as_ref(), Kind::Delta).unwrap();
         assert!(Arc::ptr_eq(&change.held, p.held().unwrap()), "pass {round}");
     }
 }
@@ -272,8 +316,8 @@ fn after_a_trap_the_next_pass_is_sent_from_nothing_to_a_fresh_instance() {
     let pass = Pass::new(Arc::new(s.clone()));
     let got = p.evaluate(&pass).unwrap();
     assert_eq!(got, hostile(&engine, "ok").evaluate(&pass).unwrap());
-    let whole = pass.incremental(None).unwrap();
-    assert_eq!(whole.wire.base, 0);
+    let whole = pass.change(None, Kind::Delta).unwrap();
+    assert_eq!(whole.base(), 0);
     assert!(Arc::ptr_eq(&whole.held, p.held().unwrap()));
 }
 
@@ -305,8 +349,8 @@ fn one_pass_sends_chain_members_holding_different_snapshots_each_its_own_change(
             load(&engine, b_name, b_wasm).evaluate(&pass).unwrap()
         );
         let (ca, cb) = (
-            pass.incremental(ha.as_ref()).unwrap(),
-            pass.incremental(hb.as_ref()).unwrap(),
+            pass.change(ha.as_ref(), Kind::Delta).unwrap(),
+            pass.change(hb.as_ref(), Kind::Delta).unwrap(),
         );
         assert_ne!(ca.held.generation, cb.held.generation, "pass {round}");
         assert!(Arc::ptr_eq(&ca.held, a.held().unwrap()), "pass {round}");
@@ -316,9 +360,58 @@ fn one_pass_sends_chain_members_holding_different_snapshots_each_its_own_change(
             // it answers 0 and is sent the whole snapshot).
             assert_eq!(c.evaluate(&pass).unwrap(), got_a);
             assert!(Arc::ptr_eq(
-                &pass.incremental(None).unwrap().held,
+                &pass.change(None, Kind::Delta).unwrap().held,
                 c.held().unwrap()
             ));
         }
     }
+}
+
+#[test]
+fn a_0_2_2_policy_is_still_sent_changes_with_running_tasks_and_gpus_whole() {
+    // A policy of the frozen 0.2.2 contract, built without the SDK: fed
+    // changes pass after pass, it answers as a fresh instance sent the
+    // whole snapshot, and its running tasks and GPUs arrive whole.
+    const V0_2_2: &[u8] = include_bytes!(env!("NIGHTJAR_TEST_PLUGIN_V0_2_2"));
+    let engine = PluginEngine::new(None).unwrap();
+    let mut kept = load(&engine, "kept", V0_2_2);
+    assert_eq!(
+        kept.version.exported,
+        crate::plugins::version::Exported::Incremental
+    );
+    let mut s = lab(120);
+    s.queue[3].project = "v022-held".into();
+    let (mut deferred, mut closed) = (0, 0);
+    for round in 0..16 {
+        if round > 0 {
+            next(&mut s, round);
+        }
+        let before = kept.held().cloned();
+        let pass = Pass::new(Arc::new(s.clone()));
+        let got = kept.evaluate(&pass).unwrap();
+        let want = load(&engine, "kept", V0_2_2).evaluate(&pass).unwrap();
+        assert_eq!(got, want, "pass {round}");
+        let change = pass.change(before.as_ref(), Kind::Incremental).unwrap();
+        assert!(
+            Arc::ptr_eq(&change.held, kept.held().unwrap()),
+            "pass {round}"
+        );
+        let Wire::Incremental(wire) = &change.wire else {
+            panic!("pass {round}: a 0.2.2 policy was sent the delta form");
+        };
+        assert_eq!(
+            (wire.running.len(), wire.gpus.len()),
+            (s.running.len(), s.gpus.len()),
+            "pass {round}: running tasks and GPUs whole"
+        );
+        assert_eq!(wire.base, before.as_ref().map_or(0, |h| h.generation));
+        deferred += (got.verdicts.iter())
+            .filter(|v| matches!(v.verdict, crate::plugins::policy::Verdict::Defer(_)))
+            .count();
+        closed += got.closed_gpus.len();
+    }
+    assert!(
+        deferred > 0 && closed > 0,
+        "{deferred} deferrals, {closed} closures"
+    );
 }

@@ -27,7 +27,7 @@ use super::wasi::SeededRng;
 
 mod bindings {
     wasmtime::component::bindgen!({
-        path: "../wit/nightjar-plugin@0.2.2",
+        path: "../wit/nightjar-plugin@0.2.3",
         world: "notifier",
         with: {
             "nightjar:plugin/types": crate::plugins::v0_2::nightjar::plugin::types,

@@ -18,7 +18,7 @@ pub use answer::read;
 pub use snapshot::{MAX_TEXT, wire};
 
 wasmtime::component::bindgen!({
-    path: "../wit/nightjar-plugin@0.2.2",
+    path: "../wit/nightjar-plugin@0.2.3",
     world: "scheduling-policy",
 });
 

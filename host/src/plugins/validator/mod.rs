@@ -28,7 +28,7 @@ pub use registry::{ValidatorRef, Validators};
 
 mod bindings {
     wasmtime::component::bindgen!({
-        path: "../wit/nightjar-plugin@0.2.2",
+        path: "../wit/nightjar-plugin@0.2.3",
         world: "result-validator",
         with: {
             "nightjar:plugin/types": crate::plugins::v0_2::nightjar::plugin::types,
