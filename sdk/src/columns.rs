@@ -1,7 +1,8 @@
-//! A change's added items, read from the columns the host sends into the
-//! records a policy sees: each function checks that every column is as long
-//! as the first (and a flattened list as long as its counts say) and yields
-//! the records, or refuses the change.
+//! A change's added items, read from what the host sends (columns for the
+//! queue and the usage, records and a flattened list for running tasks and
+//! GPUs) into the records a policy sees: each function checks that every
+//! column is as long as the first and a flattened list as long as its
+//! counts say, and yields the records, or refuses the change.
 
 use crate::abi;
 use crate::kept::NotHeld;
@@ -89,72 +90,47 @@ fn split<'f, T>(flat: &'f [T], counts: &[u32]) -> Result<Vec<&'f [T]>, NotHeld> 
         .collect())
 }
 
-/// The running tasks of `r`.
+/// The running tasks of `r` (its added tasks, their GPUs from
+/// `gpu-index`).
 pub(crate) fn running<'a>(
-    r: &abi::Running,
+    r: &abi::RunningChange,
     text: impl Fn(u32) -> &'a str,
 ) -> Result<Vec<RunningTask<'a>>, NotHeld> {
-    let n = r.id.len();
-    all(
-        n,
-        &[
-            r.name.len(),
-            r.project.len(),
-            r.priority.len(),
-            r.started_at.len(),
-            r.preemptible.len(),
-            r.gpu_count.len(),
-        ],
-    )?;
-    let gpus = split(&r.gpu_index, &r.gpu_count)?;
-    Ok((0..n)
-        .map(|i| RunningTask {
-            id: r.id[i],
-            name: text(r.name[i]),
-            project: text(r.project[i]),
-            priority: priority(r.priority[i]),
-            gpus: gpus[i].to_vec(),
-            started_at: r.started_at[i],
-            preemptible: r.preemptible[i],
+    let counts: Vec<u32> = r.added.iter().map(|t| t.gpu_count).collect();
+    let gpus = split(&r.gpu_index, &counts)?;
+    Ok((r.added.iter().zip(gpus))
+        .map(|(t, gpus)| RunningTask {
+            id: t.id,
+            name: text(t.name),
+            project: text(t.project),
+            priority: priority(t.priority),
+            gpus: gpus.to_vec(),
+            started_at: t.started_at,
+            preemptible: t.preemptible,
         })
         .collect())
 }
 
-/// The GPUs of `g`.
+/// The GPUs of `g` (its added GPUs, their closers from `closed-by`).
 pub(crate) fn gpus<'a>(
-    g: &abi::Gpus,
+    g: &abi::GpuChange,
     text: impl Fn(u32) -> &'a str,
 ) -> Result<Vec<Gpu<'a>>, NotHeld> {
-    let n = g.index.len();
-    all(
-        n,
-        &[
-            g.uuid.len(),
-            g.name.len(),
-            g.mem_total.len(),
-            g.mem_used.len(),
-            g.mem_reserved.len(),
-            g.util.len(),
-            g.temperature.len(),
-            g.power.len(),
-            g.healthy.len(),
-            g.closed_count.len(),
-        ],
-    )?;
-    let closed = split(&g.closed_by, &g.closed_count)?;
-    Ok((0..n)
-        .map(|i| Gpu {
-            index: g.index[i],
-            uuid: text(g.uuid[i]),
-            name: text(g.name[i]),
-            mem_total: g.mem_total[i],
-            mem_used: g.mem_used[i],
-            mem_reserved: g.mem_reserved[i],
-            util: g.util[i],
-            temperature: g.temperature[i],
-            power: g.power[i],
-            healthy: g.healthy[i],
-            closed_by: closed[i].iter().map(|&c| text(c)).collect(),
+    let counts: Vec<u32> = g.added.iter().map(|g| g.closed_count).collect();
+    let closed = split(&g.closed_by, &counts)?;
+    Ok((g.added.iter().zip(closed))
+        .map(|(g, closed)| Gpu {
+            index: g.index,
+            uuid: text(g.uuid),
+            name: text(g.name),
+            mem_total: g.mem_total,
+            mem_used: g.mem_used,
+            mem_reserved: g.mem_reserved,
+            util: g.util,
+            temperature: g.temperature,
+            power: g.power,
+            healthy: g.healthy,
+            closed_by: closed.iter().map(|&c| text(c)).collect(),
         })
         .collect())
 }

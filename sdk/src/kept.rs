@@ -94,29 +94,35 @@ impl Kept {
         let text = |i: u32| self.texts.get(i as usize).copied().unwrap_or("");
         // Every part is read before any is applied: a change that does not
         // fit is refused whole (and then nothing is held).
-        let queue = c
-            .queue
-            .map(|q| Ok::<_, NotHeld>((q.edit, columns::queue(&q.added, text)?)))
+        let queue = (c.queue)
+            .map(|q| {
+                let added =
+                    (q.added.as_ref()).map_or(Ok(Vec::new()), |a| columns::queue(a, text))?;
+                Ok::<_, NotHeld>((q.edit, added))
+            })
             .transpose()?;
         let running = (c.running)
-            .map(|r| Ok::<_, NotHeld>((r.edit, columns::running(&r.added, text)?)))
+            .map(|r| Ok::<_, NotHeld>((columns::running(&r, text)?, r.edit)))
             .transpose()?;
         let gpus = (c.gpus)
-            .map(|g| Ok::<_, NotHeld>((g.edit, columns::gpus(&g.added, text)?)))
+            .map(|g| Ok::<_, NotHeld>((columns::gpus(&g, text)?, g.edit)))
             .transpose()?;
-        let usage = c
-            .usage
-            .map(|u| Ok::<_, NotHeld>((u.edit, columns::usage(&u.added, text)?)))
+        let usage = (c.usage)
+            .map(|u| {
+                let added =
+                    (u.added.as_ref()).map_or(Ok(Vec::new()), |a| columns::usage(a, text))?;
+                Ok::<_, NotHeld>((u.edit, added))
+            })
             .transpose()?;
         let time_zone = text(c.time_zone);
         let s = &mut self.snapshot;
         if let Some((e, added)) = queue {
             edit_list(&mut s.queue, &e.removed, &e.added_at, added.into_iter())?;
         }
-        if let Some((e, added)) = running {
+        if let Some((added, e)) = running {
             edit_list(&mut s.running, &e.removed, &e.added_at, added.into_iter())?;
         }
-        if let Some((e, added)) = gpus {
+        if let Some((added, e)) = gpus {
             edit_list(&mut s.gpus, &e.removed, &e.added_at, added.into_iter())?;
         }
         if let Some((e, added)) = usage {

@@ -48,7 +48,7 @@ fn change(
         strings: strings(text),
         queue: Some(abi::QueueChange {
             edit: abi::Edit { removed, added_at },
-            added,
+            added: Some(added),
         }),
         running: None,
         gpus: None,
@@ -143,7 +143,15 @@ fn a_base_not_held_or_an_edit_that_does_not_fit_leaves_nothing_held() {
         assert_eq!((k.generation(), ids(&k)), (0, vec![]), "edit {i}");
     }
     let mut short = full();
-    short.queue.as_mut().unwrap().added.attempts.pop();
+    short
+        .queue
+        .as_mut()
+        .unwrap()
+        .added
+        .as_mut()
+        .unwrap()
+        .attempts
+        .pop();
     assert_eq!(Kept::new().apply(short), Err(NotHeld), "a short column");
 }
 
@@ -155,7 +163,7 @@ fn strings_out_of_range_or_inside_a_character_read_as_empty() {
         chars: "é".into(),
         ends: vec![1, 2],
     };
-    c.queue.as_mut().unwrap().added.name = vec![0, 1, 99];
+    c.queue.as_mut().unwrap().added.as_mut().unwrap().name = vec![0, 1, 99];
     k.apply(c).unwrap();
     let names: Vec<&str> = k.snapshot().queue.iter().map(|t| t.name).collect();
     assert_eq!(
@@ -184,12 +192,12 @@ fn a_change_refused_after_its_strings_and_queue_applied_leaves_nothing_then_read
             removed: vec![],
             added_at: vec![0],
         },
-        added: abi::Usage {
+        added: Some(abi::Usage {
             project: vec![2],
             gpus: vec![],
             started_at: vec![],
             ended_at: vec![],
-        },
+        }),
     });
     assert_eq!(k.apply(c), Err(NotHeld));
     assert_eq!((k.generation(), ids(&k)), (0, vec![]));
@@ -220,42 +228,46 @@ fn running(
     added_at: Vec<u32>,
     tasks: &[(i64, u32, u32, &[u32])],
 ) -> abi::RunningChange {
-    let n = tasks.len();
     abi::RunningChange {
         edit: abi::Edit { removed, added_at },
-        added: abi::Running {
-            id: tasks.iter().map(|t| t.0).collect(),
-            name: tasks.iter().map(|t| t.1).collect(),
-            project: tasks.iter().map(|t| t.2).collect(),
-            priority: vec![2; n],
-            started_at: vec![0; n],
-            preemptible: vec![true; n],
-            gpu_count: tasks.iter().map(|t| t.3.len() as u32).collect(),
-            gpu_index: tasks.iter().flat_map(|t| t.3.iter().copied()).collect(),
-        },
+        added: tasks
+            .iter()
+            .map(|t| abi::RunningTask {
+                id: t.0,
+                name: t.1,
+                project: t.2,
+                priority: 2,
+                started_at: 0,
+                preemptible: true,
+                gpu_count: t.3.len() as u32,
+            })
+            .collect(),
+        gpu_index: tasks.iter().flat_map(|t| t.3.iter().copied()).collect(),
     }
 }
 
 /// A GPUs change: `gpus` are (index, temperature, closed by), named by
 /// string 1.
 fn gpus(removed: Vec<u32>, added_at: Vec<u32>, gpus: &[(u32, u32, &[u32])]) -> abi::GpuChange {
-    let n = gpus.len();
     abi::GpuChange {
         edit: abi::Edit { removed, added_at },
-        added: abi::Gpus {
-            index: gpus.iter().map(|g| g.0).collect(),
-            uuid: vec![1; n],
-            name: vec![1; n],
-            mem_total: vec![80; n],
-            mem_used: vec![0; n],
-            mem_reserved: vec![0; n],
-            util: vec![0; n],
-            temperature: gpus.iter().map(|g| g.1).collect(),
-            power: vec![0; n],
-            healthy: vec![true; n],
-            closed_count: gpus.iter().map(|g| g.2.len() as u32).collect(),
-            closed_by: gpus.iter().flat_map(|g| g.2.iter().copied()).collect(),
-        },
+        added: gpus
+            .iter()
+            .map(|g| abi::Gpu {
+                index: g.0,
+                uuid: 1,
+                name: 1,
+                mem_total: 80,
+                mem_used: 0,
+                mem_reserved: 0,
+                util: 0,
+                temperature: g.1,
+                power: 0,
+                healthy: true,
+                closed_count: g.2.len() as u32,
+            })
+            .collect(),
+        closed_by: gpus.iter().flat_map(|g| g.2.iter().copied()).collect(),
     }
 }
 
@@ -343,18 +355,24 @@ fn flattened_lists_that_do_not_add_up_refuse_the_change() {
     let mut k = Kept::new();
     k.apply(base()).unwrap();
     let mut more_gpus = base();
-    more_gpus.running.as_mut().unwrap().added.gpu_index.push(2);
+    more_gpus.running.as_mut().unwrap().gpu_index.push(2);
     let mut fewer_closers = base();
-    fewer_closers.gpus.as_mut().unwrap().added.closed_by.clear();
+    fewer_closers.gpus.as_mut().unwrap().closed_by.clear();
     let mut huge_count = base();
-    huge_count.running.as_mut().unwrap().added.gpu_count = vec![u32::MAX];
-    let mut short_column = base();
-    short_column.gpus.as_mut().unwrap().added.healthy.clear();
+    huge_count.running.as_mut().unwrap().added[0].gpu_count = u32::MAX;
+    let mut no_queue_columns = base();
+    no_queue_columns.queue = Some(abi::QueueChange {
+        edit: abi::Edit {
+            removed: vec![],
+            added_at: vec![0],
+        },
+        added: None,
+    });
     for (what, c) in [
         ("more GPU indices", more_gpus),
         ("fewer closers", fewer_closers),
         ("a huge count", huge_count),
-        ("a short column", short_column),
+        ("a task added with no columns", no_queue_columns),
     ] {
         assert_eq!(Kept::new().apply(c), Err(NotHeld), "{what}");
     }

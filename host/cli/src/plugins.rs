@@ -20,7 +20,8 @@ pub enum Cmd {
     Reload,
     /// Check a component offline: it compiles, implements a world this host
     /// loads (scheduling-policy, incremental-scheduling-policy,
-    /// result-validator or notifier) and accepts its config.
+    /// delta-scheduling-policy, result-validator or notifier) and accepts its
+    /// config.
     Check {
         /// The `.wasm` component.
         file: PathBuf,

@@ -14,8 +14,20 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
+use nightjar::plugins::incremental::Kind;
+use nightjar::plugins::version::Exported;
+
 use super::median;
 use super::native::{host_answer, sdk_snapshot};
+
+/// The form of the changes `plugin` is sent, so the bench can make a
+/// pass's change before the call it times.
+fn form(plugin: &nightjar::plugins::policy::PolicyPlugin) -> Kind {
+    match plugin.version.exported {
+        Exported::Delta => Kind::Delta,
+        _ => Kind::Incremental,
+    }
+}
 
 /// A snapshot of `n` queued tasks over 5 projects and 8 GPUs, for the host,
 /// its queue in the host's order.
@@ -222,7 +234,7 @@ pub fn plugins() -> Result<f64> {
         assert_eq!(w, n);
         // The same call with the pass's shared work (the change) made.
         let prepared = Pass::new(fresh(i));
-        let _ = prepared.incremental(plugin.held_for_bench());
+        let _ = prepared.change(plugin.held_for_bench(), form(&plugin));
         let t = Instant::now();
         plugin.evaluate(&prepared).map_err(anyhow::Error::msg)?;
         call_times.push(t.elapsed().as_secs_f64() * 1e3);
@@ -242,7 +254,7 @@ pub fn plugins() -> Result<f64> {
         // apart from the call that sends and applies it.
         let t = Instant::now();
         let pass = Pass::new(Arc::clone(&shared));
-        let _ = pass.incremental(plugin.held_for_bench());
+        let _ = pass.change(plugin.held_for_bench(), form(&plugin));
         let change = t.elapsed().as_secs_f64() * 1e3;
         let e = plugin.evaluate(&pass).map_err(anyhow::Error::msg)?;
         churn_times.push(t.elapsed().as_secs_f64() * 1e3);
@@ -287,10 +299,10 @@ pub fn plugins() -> Result<f64> {
     println!(
         "  one pass over 10,000 queued tasks and 8 GPUs (evaluate + validate), priority alone (API {}{}), the queue unchanged: {w:.2} ms; the call alone, once the pass's change is made: {c:.2} ms",
         plugin.version.api,
-        if plugin.version.incremental {
-            ", incremental"
-        } else {
-            ""
+        match plugin.version.exported {
+            Exported::Policy => "",
+            Exported::Incremental => ", incremental",
+            Exported::Delta => ", delta",
         }
     );
     println!(

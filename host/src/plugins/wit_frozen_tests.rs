@@ -35,7 +35,7 @@ const RELEASED: &[(&str, &str, &str)] = &[
     (
         "nightjar-plugin@0.2.3",
         "nightjar-plugin.wit",
-        "02af86259b00c6d221c9fd05656b9a6c1b3c78aadffa0fe7f5f19484f0d0d525",
+        "5e90ee2c61a198a11c3f68a172b6ad40d4ddad3eaef9f504a06c9f340b961cb2",
     ),
 ];
 

@@ -165,6 +165,9 @@ pub fn aligned<T: PartialEq>(old: &[T], new: &[T]) -> Edit {
     edit
 }
 
+/// Lists up to this long are matched without a map.
+const SMALL: usize = 64;
+
 /// The edit for a list whose items are found again by `key` (a running
 /// task's id, a GPU's index) but may move, leave or change anywhere: the
 /// items equal in both lists that keep their relative order, as many as
@@ -179,13 +182,24 @@ pub fn matched<T: PartialEq, K: std::hash::Hash + Eq>(
     if old == new {
         return Edit::default();
     }
-    let at: std::collections::HashMap<K, usize> =
-        old.iter().enumerate().map(|(i, t)| (key(t), i)).collect();
-    // For each item of `new`, its old position when it is there unchanged.
-    let was: Vec<Option<usize>> = new
-        .iter()
-        .map(|t| at.get(&key(t)).copied().filter(|&i| old[i] == *t))
-        .collect();
+    // For each item of `new`, its old position when it is there unchanged
+    // (the last old item of its key, as a map would keep it). A few dozen
+    // items are looked for in place: no map to build.
+    let was: Vec<Option<usize>> = if old.len() <= SMALL {
+        let keys: Vec<K> = old.iter().map(&key).collect();
+        (new.iter())
+            .map(|t| {
+                let k = key(t);
+                keys.iter().rposition(|o| *o == k).filter(|&i| old[i] == *t)
+            })
+            .collect()
+    } else {
+        let at: std::collections::HashMap<K, usize> =
+            old.iter().enumerate().map(|(i, t)| (key(t), i)).collect();
+        (new.iter())
+            .map(|t| at.get(&key(t)).copied().filter(|&i| old[i] == *t))
+            .collect()
+    };
     // Longest strictly increasing run of old positions (patience sorting):
     // `tails[k]` is the new position ending the best run of length k + 1.
     let mut tails: Vec<usize> = Vec::new();

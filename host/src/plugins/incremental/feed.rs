@@ -40,8 +40,9 @@ pub struct Held {
     bytes: usize,
     /// Its running tasks and GPUs (a delta policy's only: an incremental
     /// one is sent them whole).
-    pub(super) running: Vec<p::RunningTask>,
-    pub(super) gpus: Vec<p::Gpu>,
+    /// Shared with the changes after this one until a part changes.
+    pub(super) running: Arc<[p::RunningTask]>,
+    pub(super) gpus: Arc<[p::Gpu]>,
     /// The table's position of every string sent as shared (projects, the
     /// time zone, GPU names and uuids, policy names: a few, that recur),
     /// shared with the changes after this one until one adds to it.
@@ -61,8 +62,8 @@ impl Held {
         Held {
             generation: GENERATIONS.fetch_add(1, Ordering::Relaxed),
             kind,
-            running: Vec::new(),
-            gpus: Vec::new(),
+            running: Arc::from([]),
+            gpus: Arc::from([]),
             rows: Arc::new(snapshot.queue.iter().map(row).collect()),
             sorted: false,
             usage: snapshot.usage.clone(),
@@ -205,6 +206,15 @@ fn worn(held: &Held, s: &p::Snapshot) -> bool {
     held.strings > 2 * live + SLACK_STRINGS
 }
 
+/// A part as the plugin holds it after a change: the base's, shared, when
+/// the change left it out; else the snapshot's, copied.
+fn kept<T: Clone>(sent: bool, base: Option<&Arc<[T]>>, now: &[T]) -> Arc<[T]> {
+    match base {
+        Some(b) if !sent => Arc::clone(b),
+        _ => Arc::from(now),
+    }
+}
+
 /// The change from `base` (what the plugin holds; none: from nothing) to
 /// `s`, in the form of `kind`. A base of the other form counts as none.
 pub fn change(base: Option<&Held>, s: &Arc<p::Snapshot>, kind: Kind) -> Result<Change, String> {
@@ -299,8 +309,16 @@ pub fn change(base: Option<&Held>, s: &Arc<p::Snapshot>, kind: Kind) -> Result<C
     }
     let generation = GENERATIONS.fetch_add(1, Ordering::Relaxed);
     let (held_running, held_gpus) = match kind {
-        Kind::Incremental => (Vec::new(), Vec::new()),
-        Kind::Delta => (s.running.clone(), s.gpus.clone()),
+        Kind::Incremental => (Arc::from([]), Arc::from([])),
+        Kind::Delta => {
+            let sent = delta
+                .as_ref()
+                .map_or((true, true), |p| (p.running.is_some(), p.gpus.is_some()));
+            (
+                kept(sent.0, base.map(|h| &h.running), &s.running),
+                kept(sent.1, base.map(|h| &h.gpus), &s.gpus),
+            )
+        }
     };
     let held = Arc::new(Held {
         generation,

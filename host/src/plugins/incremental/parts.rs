@@ -1,7 +1,7 @@
 //! The running tasks and GPUs of a change, in the form of the plugin's
-//! contract: whole records every pass for an incremental policy (0.2.2), or
-//! columns by difference for a delta policy (0.2.3), and the rest of the
-//! change moved into the delta form.
+//! contract: whole every pass for an incremental policy (0.2.2), or by
+//! difference for a delta policy (0.2.3), and the rest of the change moved
+//! into the delta form.
 
 use super::diff::{self, Edit};
 use super::feed::{Table, priority, rank};
@@ -88,32 +88,26 @@ pub(super) fn running(
     if e.is_empty() {
         return None;
     }
-    let n = e.added_at.len();
-    let mut a = d::Running {
-        id: Vec::with_capacity(n),
-        name: Vec::with_capacity(n),
-        project: Vec::with_capacity(n),
-        priority: Vec::with_capacity(n),
-        started_at: Vec::with_capacity(n),
-        preemptible: Vec::with_capacity(n),
-        gpu_count: Vec::with_capacity(n),
-        gpu_index: Vec::new(),
-    };
-    for &at in &e.added_at {
-        let r = &new[at as usize];
-        a.id.push(r.id);
-        a.name.push(t.push(&r.name));
-        a.project.push(t.shared(&r.project));
-        a.priority.push(rank(r.priority));
-        a.started_at.push(r.started_at);
-        a.preemptible.push(r.preemptible);
-        a.gpu_count
-            .push(u32::try_from(r.gpus.len()).unwrap_or(u32::MAX));
-        a.gpu_index.extend_from_slice(&r.gpus);
-    }
+    let mut gpu_index = Vec::new();
+    let added = (e.added_at.iter())
+        .map(|&at| {
+            let r = &new[at as usize];
+            gpu_index.extend_from_slice(&r.gpus);
+            d::RunningTask {
+                id: r.id,
+                name: t.push(&r.name),
+                project: t.shared(&r.project),
+                priority: rank(r.priority),
+                started_at: r.started_at,
+                preemptible: r.preemptible,
+                gpu_count: u32::try_from(r.gpus.len()).unwrap_or(u32::MAX),
+            }
+        })
+        .collect();
     Some(d::RunningChange {
         edit: edit(e),
-        added: a,
+        added,
+        gpu_index,
     })
 }
 
@@ -123,42 +117,30 @@ pub(super) fn gpus(old: &[p::Gpu], new: &[p::Gpu], t: &mut Table) -> Option<d::G
     if e.is_empty() {
         return None;
     }
-    let n = e.added_at.len();
-    let mut a = d::Gpus {
-        index: Vec::with_capacity(n),
-        uuid: Vec::with_capacity(n),
-        name: Vec::with_capacity(n),
-        mem_total: Vec::with_capacity(n),
-        mem_used: Vec::with_capacity(n),
-        mem_reserved: Vec::with_capacity(n),
-        util: Vec::with_capacity(n),
-        temperature: Vec::with_capacity(n),
-        power: Vec::with_capacity(n),
-        healthy: Vec::with_capacity(n),
-        closed_count: Vec::with_capacity(n),
-        closed_by: Vec::new(),
-    };
-    for &at in &e.added_at {
-        let g = &new[at as usize];
-        a.index.push(g.index);
-        a.uuid.push(t.shared(&g.uuid));
-        a.name.push(t.shared(&g.name));
-        a.mem_total.push(g.mem_total);
-        a.mem_used.push(g.mem_used);
-        a.mem_reserved.push(g.mem_reserved);
-        a.util.push(g.util);
-        a.temperature.push(g.temperature);
-        a.power.push(g.power);
-        a.healthy.push(g.healthy);
-        a.closed_count
-            .push(u32::try_from(g.closed_by.len()).unwrap_or(u32::MAX));
-        for c in &g.closed_by {
-            a.closed_by.push(t.shared(c));
-        }
-    }
+    let mut closed_by = Vec::new();
+    let added = (e.added_at.iter())
+        .map(|&at| {
+            let g = &new[at as usize];
+            closed_by.extend(g.closed_by.iter().map(|c| t.shared(c)));
+            d::Gpu {
+                index: g.index,
+                uuid: t.shared(&g.uuid),
+                name: t.shared(&g.name),
+                mem_total: g.mem_total,
+                mem_used: g.mem_used,
+                mem_reserved: g.mem_reserved,
+                util: g.util,
+                temperature: g.temperature,
+                power: g.power,
+                healthy: g.healthy,
+                closed_count: u32::try_from(g.closed_by.len()).unwrap_or(u32::MAX),
+            }
+        })
+        .collect();
     Some(d::GpuChange {
         edit: edit(e),
-        added: a,
+        added,
+        closed_by,
     })
 }
 
@@ -169,11 +151,7 @@ pub(super) fn delta(whole: w::Snapshot, parts: Parts) -> d::Snapshot {
     let queue = (!(q.edit.removed.is_empty() && q.edit.added_at.is_empty())).then(|| {
         let a = q.added;
         d::QueueChange {
-            edit: d::Edit {
-                removed: q.edit.removed,
-                added_at: q.edit.added_at,
-            },
-            added: d::Queue {
+            added: (!q.edit.added_at.is_empty()).then_some(d::Queue {
                 id: a.id,
                 name: a.name,
                 project: a.project,
@@ -184,6 +162,10 @@ pub(super) fn delta(whole: w::Snapshot, parts: Parts) -> d::Snapshot {
                 eligible_at: a.eligible_at,
                 attempts: a.attempts,
                 estimated_runtime: a.estimated_runtime,
+            }),
+            edit: d::Edit {
+                removed: q.edit.removed,
+                added_at: q.edit.added_at,
             },
         }
     });
@@ -191,15 +173,15 @@ pub(super) fn delta(whole: w::Snapshot, parts: Parts) -> d::Snapshot {
     let usage = (!(u.edit.removed.is_empty() && u.edit.added_at.is_empty())).then(|| {
         let a = u.added;
         d::UsageChange {
-            edit: d::Edit {
-                removed: u.edit.removed,
-                added_at: u.edit.added_at,
-            },
-            added: d::Usage {
+            added: (!u.edit.added_at.is_empty()).then_some(d::Usage {
                 project: a.project,
                 gpus: a.gpus,
                 started_at: a.started_at,
                 ended_at: a.ended_at,
+            }),
+            edit: d::Edit {
+                removed: u.edit.removed,
+                added_at: u.edit.added_at,
             },
         }
     });
@@ -219,3 +201,7 @@ pub(super) fn delta(whole: w::Snapshot, parts: Parts) -> d::Snapshot {
         usage,
     }
 }
+
+#[cfg(test)]
+#[path = "parts_tests.rs"]
+mod tests;
