@@ -205,3 +205,7 @@ pub(super) fn delta(whole: w::Snapshot, parts: Parts) -> d::Snapshot {
 #[cfg(test)]
 #[path = "parts_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "parts_model_tests.rs"]
+mod model_tests;
