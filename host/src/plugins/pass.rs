@@ -92,13 +92,6 @@ impl Pass {
             .map_err(String::as_str)
     }
 
-    /// The change to this pass's snapshot from `held` (what an incremental
-    /// plugin holds; none: from nothing), made once per pass for every
-    /// plugin holding the same one.
-    pub fn incremental(&self, held: Option<&Arc<Held>>) -> Result<Arc<Change>, String> {
-        self.change(held, Kind::Incremental)
-    }
-
     /// The change to this pass's snapshot from `held` in the form of
     /// `kind`, made once per pass for every plugin holding the same one.
     pub fn change(&self, held: Option<&Arc<Held>>, kind: Kind) -> Result<Arc<Change>, String> {

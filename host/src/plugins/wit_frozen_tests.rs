@@ -35,7 +35,7 @@ const RELEASED: &[(&str, &str, &str)] = &[
     (
         "nightjar-plugin@0.2.3",
         "nightjar-plugin.wit",
-        "5e90ee2c61a198a11c3f68a172b6ad40d4ddad3eaef9f504a06c9f340b961cb2",
+        "f1afc7133cad3f1a7decd74b9c378eedb79b335058ebe6c72d65477752d0e9dc",
     ),
 ];
 
