@@ -20,7 +20,7 @@ pub(crate) fn world(config: &str) -> Nj {
 fn plugins_check_and_test_work_offline() {
     let nj = Nj::new("");
     let out = nj.ok(&["plugins", "check", HOSTILE]);
-    assert!(out.contains("ok (incremental-scheduling-policy"), "{out}");
+    assert!(out.contains("ok (delta-scheduling-policy"), "{out}");
     let junk = nj.path("work").join("junk.wasm");
     std::fs::write(&junk, b"not wasm").unwrap();
     let bad = nj.cli(&["plugins", "check", junk.to_str().unwrap()]);

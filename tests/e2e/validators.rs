@@ -322,7 +322,7 @@ fn plugins_check_knows_a_validator_and_its_config() {
     let nj = Nj::new("");
     let out = nj.ok(&["plugins", "check", LOSS_CURVE]);
     assert!(
-        out.contains("ok (result-validator, nightjar:plugin@0.2.2"),
+        out.contains("ok (result-validator, nightjar:plugin@0.2.3"),
         "{out}"
     );
     let bad = nj.path("cfg").join("bad.toml");

@@ -56,7 +56,7 @@ fn a_0_1_plugin_runs_beside_a_0_2_plugin_and_its_verdicts_take_effect() {
             )
         })
         .collect();
-    assert_eq!(versions, [("priority", "0.2.2"), ("legacy", "0.1.0")]);
+    assert_eq!(versions, [("priority", "0.2.3"), ("legacy", "0.1.0")]);
     let table = nj.ok(&["plugins", "ls"]);
     assert!(table.contains("API") && table.contains("0.1.0"), "{table}");
 }
@@ -77,6 +77,10 @@ fn plugins_check_reports_the_version_of_each_plugin() {
         (V0_1, "scheduling-policy, nightjar:plugin@0.1.0"),
         (
             env!("NIGHTJAR_EXAMPLE_POLICY_WEEKENDS"),
+            "delta-scheduling-policy, nightjar:plugin@0.2.3",
+        ),
+        (
+            env!("NIGHTJAR_TEST_PLUGIN_V0_2_2"),
             "incremental-scheduling-policy, nightjar:plugin@0.2.2",
         ),
     ] {
@@ -106,7 +110,7 @@ fn plugins_check_reports_the_version_of_each_plugin() {
     assert!(
         err.contains(&future.display().to_string())
             && err.contains("nightjar:plugin/policy@0.3.0")
-            && err.contains("0.1.0, 0.2.0, 0.2.1, 0.2.2"),
+            && err.contains("0.1.0, 0.2.0, 0.2.1, 0.2.2, 0.2.3"),
         "{err}"
     );
 }

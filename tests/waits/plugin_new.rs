@@ -88,7 +88,7 @@ fn a_new_policy_builds_passes_check_and_its_reason_shows_in_why() {
         dir.path(),
         "night-hold",
         "policy",
-        "incremental-scheduling-policy",
+        "delta-scheduling-policy",
     );
     let mut nj = Nj::new(
         "[plugins]\nchain = [\"priority\", \"night_hold\"]\n[plugin.night_hold.config]\nhold = [\"render\"]\n",

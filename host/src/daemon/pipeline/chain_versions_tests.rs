@@ -1,8 +1,8 @@
 //! A chain that mixes versions of the contract: a 0.1 component built from
 //! the current sources (tests/plugins/legacy-v0_1, bound to the frozen
 //! `wit/nightjar-plugin@0.1.0`, as the lab's existing files are) next to the
-//! first-party priority policy on 0.2.2 (an incremental policy, sent the
-//! pass as a change). One pass, one snapshot; both answers take effect in
+//! first-party priority policy on 0.2.3 (a delta policy, sent the pass as a
+//! change). One pass, one snapshot; both answers take effect in
 //! the combined order.
 
 use std::path::Path;
@@ -41,7 +41,7 @@ fn a_0_1_plugin_and_a_0_2_plugin_judge_one_pass_together() {
     assert_eq!(
         versions,
         [
-            ("priority".into(), Some("0.2.2".into())),
+            ("priority".into(), Some("0.2.3".into())),
             ("legacy".into(), Some("0.1.0".into()))
         ]
     );

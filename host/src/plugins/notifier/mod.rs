@@ -145,8 +145,8 @@ pub struct NotifierPlugin {
     pub name: String,
     /// sha256 of the component.
     pub sha256: String,
-    /// The contract version it exports its interface at (`0.2.2`, or
-    /// `0.2.0` and `0.2.1` for components built before 0.2.2).
+    /// The contract version it exports its interface at (`0.2.3`, or an
+    /// earlier 0.2.x for components built before 0.2.3).
     pub contract: String,
     engine: PluginEngine,
     pre: bindings::NotifierPre<PluginState>,

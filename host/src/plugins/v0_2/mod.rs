@@ -1,8 +1,8 @@
-//! Version 0.2 of the contract's `policy` (0.2.0, 0.2.1 and 0.2.2): the
-//! bindings of `wit/nightjar-plugin@0.2.2`, which call 0.2.0 and 0.2.1
-//! components too (wasmtime matches `@0.2.0` and `@0.2.1` imports and
-//! exports to `@0.2.2` ones by semver, and each 0.2.x only adds to the one
-//! before), its host imports (shared with 0.2.2's incremental policy), and the translation between the host's model of a pass
+//! Version 0.2 of the contract's `policy` (0.2.0 to 0.2.3): the bindings of
+//! `wit/nightjar-plugin@0.2.3`, which call 0.2.0 to 0.2.2 components too
+//! (wasmtime matches their imports and exports to `@0.2.3` ones by semver,
+//! and each 0.2.x only adds to the one before), its host imports (shared
+//! with the incremental and delta policies), and the translation between the host's model of a pass
 //! and the compact snapshot and answer of 0.2 (text in one string table,
 //! tasks and reasons by position).
 
