@@ -70,24 +70,13 @@ pub(crate) fn usage<'a>(
         .collect())
 }
 
-/// Splits `flat` into one slice per count of `counts`, or refuses when the
-/// counts do not add up to its length.
-fn split<'f, T>(flat: &'f [T], counts: &[u32]) -> Result<Vec<&'f [T]>, NotHeld> {
-    let total = counts
-        .iter()
-        .try_fold(0usize, |sum, &c| sum.checked_add(c as usize));
-    if total != Some(flat.len()) {
-        return Err(NotHeld);
-    }
-    let mut at = 0;
-    Ok(counts
-        .iter()
-        .map(|&c| {
-            let part = &flat[at..at + c as usize];
-            at += c as usize;
-            part
-        })
-        .collect())
+/// Takes the next `count` entries of `flat` from `*at` on, or refuses when
+/// there are not that many.
+fn take<'f, T>(flat: &'f [T], at: &mut usize, count: u32) -> Result<&'f [T], NotHeld> {
+    let end = at.checked_add(count as usize).ok_or(NotHeld)?;
+    let part = flat.get(*at..end).ok_or(NotHeld)?;
+    *at = end;
+    Ok(part)
 }
 
 /// The running tasks of `r` (its added tasks, their GPUs from
@@ -96,19 +85,21 @@ pub(crate) fn running<'a>(
     r: &abi::RunningChange,
     text: impl Fn(u32) -> &'a str,
 ) -> Result<Vec<RunningTask<'a>>, NotHeld> {
-    let counts: Vec<u32> = r.added.iter().map(|t| t.gpu_count).collect();
-    let gpus = split(&r.gpu_index, &counts)?;
-    Ok((r.added.iter().zip(gpus))
-        .map(|(t, gpus)| RunningTask {
+    let mut at = 0;
+    let mut out = Vec::with_capacity(r.added.len());
+    for t in &r.added {
+        out.push(RunningTask {
             id: t.id,
             name: text(t.name),
             project: text(t.project),
             priority: priority(t.priority),
-            gpus: gpus.to_vec(),
+            gpus: take(&r.gpu_index, &mut at, t.gpu_count)?.to_vec(),
             started_at: t.started_at,
             preemptible: t.preemptible,
-        })
-        .collect())
+        });
+    }
+    // Every index is some task's.
+    (at == r.gpu_index.len()).then_some(out).ok_or(NotHeld)
 }
 
 /// The GPUs of `g` (its added GPUs, their closers from `closed-by`).
@@ -116,21 +107,23 @@ pub(crate) fn gpus<'a>(
     g: &abi::GpuChange,
     text: impl Fn(u32) -> &'a str,
 ) -> Result<Vec<Gpu<'a>>, NotHeld> {
-    let counts: Vec<u32> = g.added.iter().map(|g| g.closed_count).collect();
-    let closed = split(&g.closed_by, &counts)?;
-    Ok((g.added.iter().zip(closed))
-        .map(|(g, closed)| Gpu {
-            index: g.index,
-            uuid: text(g.uuid),
-            name: text(g.name),
-            mem_total: g.mem_total,
-            mem_used: g.mem_used,
-            mem_reserved: g.mem_reserved,
-            util: g.util,
-            temperature: g.temperature,
-            power: g.power,
-            healthy: g.healthy,
+    let mut at = 0;
+    let mut out = Vec::with_capacity(g.added.len());
+    for gpu in &g.added {
+        let closed = take(&g.closed_by, &mut at, gpu.closed_count)?;
+        out.push(Gpu {
+            index: gpu.index,
+            uuid: text(gpu.uuid),
+            name: text(gpu.name),
+            mem_total: gpu.mem_total,
+            mem_used: gpu.mem_used,
+            mem_reserved: gpu.mem_reserved,
+            util: gpu.util,
+            temperature: gpu.temperature,
+            power: gpu.power,
+            healthy: gpu.healthy,
             closed_by: closed.iter().map(|&c| text(c)).collect(),
-        })
-        .collect())
+        });
+    }
+    (at == g.closed_by.len()).then_some(out).ok_or(NotHeld)
 }
