@@ -22,7 +22,7 @@ type Used = (String, u32, i64, i64);
 
 /// A snapshot with its text resolved, as a plugin holds it.
 #[derive(Debug, Default, PartialEq)]
-struct View {
+pub(super) struct View {
     now: i64,
     time_zone: String,
     utc_offset: i32,
@@ -32,7 +32,7 @@ struct View {
     usage: Vec<Used>,
 }
 
-fn view(s: &Snapshot) -> View {
+pub(super) fn view(s: &Snapshot) -> View {
     View {
         now: s.now,
         time_zone: s.time_zone.clone(),
@@ -100,10 +100,10 @@ fn view(s: &Snapshot) -> View {
 
 /// A delta plugin that keeps every field.
 #[derive(Default)]
-struct Plugin {
+pub(super) struct Plugin {
     generation: u64,
     strings: Vec<String>,
-    view: View,
+    pub(super) view: View,
 }
 
 fn edit(e: &d::Edit) -> Edit {
@@ -127,7 +127,7 @@ fn split<T: Clone>(flat: &[T], counts: impl Iterator<Item = u32>) -> Vec<Vec<T>>
 }
 
 impl Plugin {
-    fn apply(&mut self, c: &d::Snapshot) {
+    pub(super) fn apply(&mut self, c: &d::Snapshot) {
         if c.base == 0 {
             *self = Plugin::default();
         }
@@ -201,10 +201,10 @@ impl Plugin {
     }
 }
 
-struct Lcg(u64);
+pub(super) struct Lcg(pub(super) u64);
 
 impl Lcg {
-    fn next(&mut self, below: u64) -> u64 {
+    pub(super) fn next(&mut self, below: u64) -> u64 {
         self.0 = (self.0)
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);
@@ -214,7 +214,7 @@ impl Lcg {
 
 const PROJECTS: [&str; 4] = ["vision", "bio", "nlp", "ü-proj"];
 
-fn gpu(index: u32) -> Gpu {
+pub(super) fn gpu(index: u32) -> Gpu {
     let mut g = snapshot(Vec::new()).gpus.remove(0);
     g.index = index;
     g.uuid = format!("GPU-{index}");

@@ -1,138 +1,22 @@
-//! The delta form: applied as a plugin applies it, a series of changes
-//! rebuilds the running tasks and GPUs exactly; a part that did not change
+//! The delta form: applied as a plugin applies it (the model plugin of
+//! `parts_model_tests.rs`, which keeps every field), a series of changes
+//! rebuilds the snapshot exactly; a part that did not change
 //! is left out; a held snapshot of the other form is no base.
 
 use std::sync::Arc;
 
 use super::super::feed::{Change, Held, change};
+use super::model_tests::{Lcg, Plugin, gpu, view};
 use super::*;
 use crate::plugins::delta::types as d;
-use crate::plugins::incremental::diff::{self, Edit};
 use crate::plugins::policy as p;
 use crate::plugins::tests::{snapshot, task};
-
-/// What a delta plugin holds, text resolved: running tasks as (id, name,
-/// project, GPUs, preemptible) and GPUs as (index, uuid, temperature,
-/// closed by).
-#[derive(Default)]
-struct Plugin {
-    generation: u64,
-    strings: Vec<String>,
-    running: Vec<(i64, String, String, Vec<u32>, bool)>,
-    gpus: Vec<(u32, String, u32, Vec<String>)>,
-    queue: Vec<i64>,
-}
-
-/// Splits `flat` by `counts`, as the SDK does.
-fn split<T: Clone>(flat: &[T], counts: &[u32]) -> Vec<Vec<T>> {
-    let mut at = 0;
-    let parts = counts
-        .iter()
-        .map(|&c| {
-            let part = flat[at..at + c as usize].to_vec();
-            at += c as usize;
-            part
-        })
-        .collect();
-    assert_eq!(at, flat.len(), "the counts add up to the flat list");
-    parts
-}
-
-fn edit(e: &d::Edit) -> Edit {
-    Edit {
-        removed: e.removed.clone(),
-        added_at: e.added_at.clone(),
-    }
-}
-
-impl Plugin {
-    fn apply(&mut self, c: &d::Snapshot) {
-        if c.base == 0 {
-            *self = Plugin::default();
-        }
-        assert_eq!(c.base, self.generation);
-        let mut start = 0;
-        for &end in &c.strings.ends {
-            self.strings
-                .push(c.strings.chars[start..end as usize].to_string());
-            start = end as usize;
-        }
-        let text = |i: u32| self.strings[i as usize].clone();
-        if let Some(q) = &c.queue {
-            let added = q.added.as_ref().map_or(Vec::new(), |a| a.id.clone());
-            assert_eq!(
-                q.added.is_some(),
-                !added.is_empty(),
-                "columns only for tasks added"
-            );
-            self.queue = diff::apply(&self.queue, &edit(&q.edit), &added).unwrap();
-        }
-        if let Some(r) = &c.running {
-            let counts: Vec<u32> = r.added.iter().map(|t| t.gpu_count).collect();
-            let gpus = split(&r.gpu_index, &counts);
-            let added: Vec<_> = (r.added.iter().zip(gpus))
-                .map(|(t, gpus)| (t.id, text(t.name), text(t.project), gpus, t.preemptible))
-                .collect();
-            self.running = diff::apply(&self.running, &edit(&r.edit), &added).unwrap();
-        }
-        if let Some(g) = &c.gpus {
-            let counts: Vec<u32> = g.added.iter().map(|g| g.closed_count).collect();
-            let closed = split(&g.closed_by, &counts);
-            let added: Vec<_> = (g.added.iter().zip(closed))
-                .map(|(g, closed)| {
-                    let by = closed.iter().map(|&c| text(c)).collect();
-                    (g.index, text(g.uuid), g.temperature, by)
-                })
-                .collect();
-            self.gpus = diff::apply(&self.gpus, &edit(&g.edit), &added).unwrap();
-        }
-        self.generation = c.generation;
-    }
-
-    fn holds(&self, s: &p::Snapshot) {
-        let running: Vec<_> = (s.running.iter())
-            .map(|r| {
-                (
-                    r.id,
-                    r.name.to_string(),
-                    r.project.to_string(),
-                    r.gpus.clone(),
-                    r.preemptible,
-                )
-            })
-            .collect();
-        assert_eq!(self.running, running);
-        let gpus: Vec<_> = (s.gpus.iter())
-            .map(|g| (g.index, g.uuid.clone(), g.temperature, g.closed_by.clone()))
-            .collect();
-        assert_eq!(self.gpus, gpus);
-        assert_eq!(self.queue, s.queue.iter().map(|t| t.id).collect::<Vec<_>>());
-    }
-}
 
 fn delta(c: &Change) -> &d::Snapshot {
     match &c.wire {
         Wire::Delta(wire) => wire,
         Wire::Incremental(_) => panic!("a delta change in the incremental form"),
     }
-}
-
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self, below: u64) -> u64 {
-        self.0 = (self.0)
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 33) % below
-    }
-}
-
-fn gpu(index: u32) -> p::Gpu {
-    let mut g = snapshot(Vec::new()).gpus.remove(0);
-    g.index = index;
-    g.uuid = format!("GPU-{index}");
-    g
 }
 
 #[test]
@@ -216,7 +100,7 @@ fn a_series_of_delta_changes_rebuilds_the_running_tasks_and_gpus_exactly() {
             sent += usize::from(wire.running.is_some()) + usize::from(wire.gpus.is_some());
         }
         plugin.apply(wire);
-        plugin.holds(&s);
+        assert_eq!(plugin.view, view(&s), "round {round}");
         held = Some(Arc::clone(&c.held));
     }
     assert!(
