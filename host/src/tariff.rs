@@ -201,42 +201,69 @@ impl Tariff {
         if to_ms <= from_ms {
             return Vec::new();
         }
-        let mut cuts = vec![from_ms, to_ms];
+        let edges = match self.days_around(from_ms, to_ms) {
+            Some((first, last)) => self.edges(first, last),
+            None => Vec::new(),
+        };
+        self.cut(&edges, from_ms, to_ms)
+    }
+
+    /// The local days whose window edges can fall between `from_ms` and
+    /// `to_ms`: a day either side of theirs (a window can start the day
+    /// before); at the ends of the calendar there is no day either side.
+    /// None when either instant has no local date chrono can hold.
+    fn days_around(
+        &self,
+        from_ms: i64,
+        to_ms: i64,
+    ) -> Option<(chrono::NaiveDate, chrono::NaiveDate)> {
         let day = |ms: i64| self.local(ms).map(|t| t.date_naive());
-        if let (Some(first), Some(last)) = (day(from_ms), day(to_ms)) {
-            // A day either side (a window can start the day before); at the
-            // ends of the calendar there is no day either side.
-            let one = chrono::Days::new(1);
-            let mut d = first.checked_sub_days(one).unwrap_or(first);
-            let end = last.checked_add_days(one).unwrap_or(last);
-            while d <= end {
-                for w in &self.windows {
-                    for sec in [w.from_s, w.to_s] {
-                        if let Some(at) = self.instant(d, sec)
-                            && from_ms < at
-                            && at < to_ms
-                        {
-                            cuts.push(at);
-                        }
-                    }
-                }
-                match d.checked_add_days(one) {
-                    Some(next) => d = next,
-                    None => break,
-                }
+        let (first, last) = (day(from_ms)?, day(to_ms)?);
+        let one = chrono::Days::new(1);
+        Some((
+            first.checked_sub_days(one).unwrap_or(first),
+            last.checked_add_days(one).unwrap_or(last),
+        ))
+    }
+
+    /// Every window edge of the local days `first` to `last`, sorted, each
+    /// once, with the price in force from it on.
+    fn edges(&self, first: chrono::NaiveDate, last: chrono::NaiveDate) -> Vec<(i64, f64)> {
+        let mut at = Vec::new();
+        let mut d = first;
+        while d <= last {
+            for w in &self.windows {
+                at.extend(
+                    [w.from_s, w.to_s]
+                        .into_iter()
+                        .filter_map(|s| self.instant(d, s)),
+                );
+            }
+            match d.checked_add_days(chrono::Days::new(1)) {
+                Some(next) => d = next,
+                None => break,
             }
         }
-        cuts.sort_unstable();
-        cuts.dedup();
+        at.sort_unstable();
+        at.dedup();
+        at.into_iter().map(|e| (e, self.price_at(e))).collect()
+    }
+
+    /// The spans from `from_ms` to `to_ms` (later), cut at the `edges`
+    /// between them, adjacent spans at one price made one.
+    fn cut(&self, edges: &[(i64, f64)], from_ms: i64, to_ms: i64) -> Vec<(i64, i64, f64)> {
         let mut out: Vec<(i64, i64, f64)> = Vec::new();
-        for pair in cuts.windows(2) {
-            let (a, b) = (pair[0], pair[1]);
-            let price = self.price_at(a);
-            match out.last_mut() {
-                Some(last) if last.2 == price => last.1 = b,
-                _ => out.push((a, b, price)),
-            }
+        let mut push = |a: i64, b: i64, price: f64| match out.last_mut() {
+            Some(last) if last.2 == price => last.1 = b,
+            _ => out.push((a, b, price)),
+        };
+        let inner = edges.get(edges.partition_point(|e| e.0 <= from_ms)..);
+        let (mut at, mut price) = (from_ms, self.price_at(from_ms));
+        for &(edge, next) in inner.unwrap_or_default().iter().take_while(|e| e.0 < to_ms) {
+            push(at, edge, price);
+            (at, price) = (edge, next);
         }
+        push(at, to_ms, price);
         out
     }
 
@@ -279,6 +306,10 @@ impl Tariff {
         None
     }
 }
+
+#[path = "tariff_kept.rs"]
+mod kept;
+pub use kept::KeptSpans;
 
 #[cfg(test)]
 #[path = "tariff_tests.rs"]

@@ -125,7 +125,7 @@ pub struct Gpu {
 }
 
 /// A run's use of GPUs, for fair share.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Eq, Serialize, Deserialize)]
 pub struct Usage {
     /// Its project (shared: a pass names each of a few projects for up to
     /// a week of runs).
@@ -136,6 +136,19 @@ pub struct Usage {
     pub started_at: Timestamp,
     /// When it ended (none while it runs).
     pub ended_at: Option<Timestamp>,
+}
+
+/// Field by field, the project by its shared text first: a pass compares
+/// up to a week of runs with the last pass's, and `Arc<str>`'s own `==`
+/// compares the text even when both point at the same one.
+impl PartialEq for Usage {
+    fn eq(&self, other: &Usage) -> bool {
+        self.gpus == other.gpus
+            && self.started_at == other.started_at
+            && self.ended_at == other.ended_at
+            && (std::sync::Arc::ptr_eq(&self.project, &other.project)
+                || self.project == other.project)
+    }
 }
 
 /// What every policy of a pass is shown.

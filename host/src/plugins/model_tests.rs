@@ -1,6 +1,6 @@
 //! The snapshot's JSON (`nightjar plugins test --snapshot S.json`): shared
 //! names read and written as plain strings, hostile text refused or kept
-//! exactly.
+//! exactly; and what makes two usage rows equal.
 
 use super::*;
 
@@ -112,4 +112,30 @@ fn a_score_column_reads_as_allows_beside_the_named_verdicts() {
     );
     e.scores.clear();
     assert_eq!(e.all_verdicts(&queue), e.verdicts, "no column: as they are");
+}
+
+#[test]
+fn usage_rows_are_equal_exactly_when_every_field_is_shared_project_or_not() {
+    let row = |project: &str, gpus, started_at, ended_at| Usage {
+        project: std::sync::Arc::from(project),
+        gpus,
+        started_at,
+        ended_at,
+    };
+    let a = row("vision", 2, 10, Some(20));
+    let shared = Usage {
+        project: std::sync::Arc::clone(&a.project),
+        ..a.clone()
+    };
+    assert_eq!(a, shared, "the same allocation");
+    assert_eq!(a, row("vision", 2, 10, Some(20)), "the same text, apart");
+    for other in [
+        row("bio", 2, 10, Some(20)),
+        row("vision", 1, 10, Some(20)),
+        row("vision", 2, 11, Some(20)),
+        row("vision", 2, 10, Some(21)),
+        row("vision", 2, 10, None),
+    ] {
+        assert_ne!(a, other, "{other:?}");
+    }
 }

@@ -178,6 +178,7 @@ impl PolicyPlugin {
             http: None,
             mail: None,
             tariff: None,
+            tariff_spans: Default::default(),
         };
         let mut store = Store::new(&self.engine.engine, state);
         store.limiter(|s| &mut s.limits);

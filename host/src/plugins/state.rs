@@ -24,6 +24,9 @@ pub struct PluginState {
     /// The daemon's tariff, for a policy's `tariff` import (`None`: no
     /// daemon config, as in `plugins check`, or not a policy).
     pub(super) tariff: Option<std::sync::Arc<crate::tariff::Tariff>>,
+    /// That tariff's window edges, kept from one call of the import to
+    /// the next.
+    pub(super) tariff_spans: crate::tariff::KeptSpans,
 }
 
 impl Seeded for PluginState {

@@ -45,6 +45,7 @@ impl NotifierPlugin {
             http: None,
             mail: None,
             tariff: None,
+            tariff_spans: Default::default(),
         };
         let mut store = Store::new(&self.engine.engine, state);
         store.limiter(|s| &mut s.limits);

@@ -238,6 +238,7 @@ impl NotifierPlugin {
             http: Some(Arc::new(out.http)),
             mail: Some(Arc::new(out.mail)),
             tariff: None,
+            tariff_spans: Default::default(),
         };
         let mut store = Store::new(&self.engine.engine, state);
         store.limiter(|s| &mut s.limits);

@@ -37,8 +37,7 @@ impl nightjar::plugin::tariff::Host for PluginState {
             return None;
         }
         let end = end.min(start.saturating_add(MAX_TARIFF_RANGE_MS));
-        let spans = t
-            .spans(start, end)
+        let spans = (self.tariff_spans.spans(t, start, end))
             .into_iter()
             .map(|(start, end, price)| PriceSpan { start, end, price })
             .collect();
