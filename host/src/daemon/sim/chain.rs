@@ -81,7 +81,8 @@ impl Sim<'_> {
             })
             .collect();
         let usage = self.runs.usage(self.jobs);
-        let gpus = self.gpu_views();
+        let last = self.kept.take_gpus();
+        let gpus = self.gpu_views(last);
         let snap = Arc::new(snapshot::snapshot(
             self.cfg, now, tasks, running, gpus, usage,
         ));
@@ -143,37 +144,57 @@ impl Sim<'_> {
 
     /// The GPUs as the chain sees them: memory reserved by runs, busy or
     /// idle, and a simple thermal model: 35 °C idle; busy, the hottest
-    /// `temp_c` of the jobs on it (65 °C for a job without one).
-    fn gpu_views(&self) -> Vec<p::Gpu> {
-        let mut draw: HashMap<u32, f64> = HashMap::new();
-        let mut heat: HashMap<u32, f64> = HashMap::new();
+    /// `temp_c` of the jobs on it (65 °C for a job without one). `last`
+    /// (the last pass's, when it came back) is updated in place: its
+    /// names are not made again each pass.
+    fn gpu_views(&self, mut last: Vec<p::Gpu>) -> Vec<p::Gpu> {
+        let pool = &self.pool.gpus;
+        // Per place in the pool: the power drawn on it and its hottest job.
+        let mut draw = vec![0.0f64; pool.len()];
+        let mut heat: Vec<Option<f64>> = vec![None; pool.len()];
+        let place = |index: u32| match pool.get(index as usize) {
+            Some(g) if g.index == index => Some(index as usize),
+            _ => pool.iter().position(|g| g.index == index),
+        };
         for r in self.runs.running() {
             let job = &self.jobs[r.job];
             let w = job.power_w.unwrap_or(0.0);
-            for g in &r.placement.gpus {
-                *draw.entry(*g).or_default() += w;
-                let own = job.temp_c.unwrap_or(BUSY_C);
-                heat.entry(*g)
-                    .and_modify(|t| *t = t.max(own))
-                    .or_insert(own);
+            let own = job.temp_c.unwrap_or(BUSY_C);
+            for k in r.placement.gpus.iter().filter_map(|&g| place(g)) {
+                draw[k] += w;
+                heat[k] = Some(heat[k].map_or(own, |t| t.max(own)));
             }
         }
-        self.pool
-            .gpus
-            .iter()
-            .map(|g| p::Gpu {
-                index: g.index,
-                uuid: format!("SIM-{}", g.index),
-                name: "simulated GPU".into(),
-                mem_total: g.mem_total.unwrap_or(0),
-                mem_used: g.reserved,
-                mem_reserved: g.reserved,
-                util: if g.users > 0 { 100 } else { 0 },
-                temperature: heat.get(&g.index).map_or(IDLE_C, |t| t.round()) as u32,
-                power: (draw.get(&g.index).copied().unwrap_or(0.0) * 1000.0) as u32,
-                healthy: true,
-                closed_by: self.closed_by.get(&g.index).cloned().unwrap_or_default(),
-            })
-            .collect()
+        if last.len() != pool.len() || last.iter().zip(pool).any(|(v, g)| v.index != g.index) {
+            last = (pool.iter())
+                .map(|g| p::Gpu {
+                    index: g.index,
+                    uuid: format!("SIM-{}", g.index),
+                    name: "simulated GPU".into(),
+                    mem_total: 0,
+                    mem_used: 0,
+                    mem_reserved: 0,
+                    util: 0,
+                    temperature: 0,
+                    power: 0,
+                    healthy: true,
+                    closed_by: Vec::new(),
+                })
+                .collect();
+        }
+        for (k, (v, g)) in last.iter_mut().zip(pool).enumerate() {
+            v.mem_total = g.mem_total.unwrap_or(0);
+            v.mem_used = g.reserved;
+            v.mem_reserved = g.reserved;
+            v.util = if g.users > 0 { 100 } else { 0 };
+            v.temperature = heat[k].map_or(IDLE_C, |t| t.round()) as u32;
+            v.power = (draw[k] * 1000.0) as u32;
+            match self.closed_by.get(&g.index) {
+                Some(by) if *by != v.closed_by => v.closed_by.clone_from(by),
+                Some(_) => {}
+                None => v.closed_by.clear(),
+            }
+        }
+        last
     }
 }

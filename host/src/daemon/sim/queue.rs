@@ -3,7 +3,8 @@
 //! between two passes a few jobs start and a few arrive, so the last
 //! pass's queue is edited (those gone dropped, the new ones put in their
 //! places) rather than built again task by task and dropped whole, which
-//! was about a tenth of a forecast's pass.
+//! was about a tenth of a forecast's pass. Its GPUs come back with it,
+//! to be updated in place.
 
 use std::sync::Arc;
 
@@ -20,6 +21,8 @@ pub(super) struct KeptQueue {
     /// Per job, the pass that last put it in the queue ([`KeptQueue::stamp`]).
     seen: Vec<u64>,
     stamp: u64,
+    /// The last pass's GPUs, taken back with its queue.
+    gpus: Vec<p::Gpu>,
 }
 
 impl KeptQueue {
@@ -33,7 +36,10 @@ impl KeptQueue {
         mut make: impl FnMut(usize) -> p::QueuedTask,
     ) -> Vec<p::QueuedTask> {
         let mut kept = match self.last.take().map(Arc::try_unwrap) {
-            Some(Ok(s)) => s.queue,
+            Some(Ok(s)) => {
+                self.gpus = s.gpus;
+                s.queue
+            }
             // Still held elsewhere (or the first pass): made afresh.
             _ => {
                 self.jobs.clear();
@@ -66,6 +72,12 @@ impl KeptQueue {
         self.jobs.clear();
         self.jobs.extend_from_slice(heads);
         kept
+    }
+
+    /// The last pass's GPUs when its snapshot came back with its queue
+    /// (called after [`KeptQueue::queue`]; else none).
+    pub(super) fn take_gpus(&mut self) -> Vec<p::Gpu> {
+        std::mem::take(&mut self.gpus)
     }
 
     /// Keeps `snapshot` (this pass's) to take its queue back at the next.
