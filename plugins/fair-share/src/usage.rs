@@ -94,8 +94,10 @@ impl Wide {
 struct Memo {
     half_life: i64,
     anchor: i128,
-    /// The last pass's ended runs, in its usage's order.
+    /// The last pass's ended runs, in its usage's order, from `front` on
+    /// (those before it left the usage: dropped in a batch, not one by one).
     rows: Vec<Row>,
+    front: usize,
     /// Per slot and whole half-lives, the total of its kept runs' weights.
     /// No total is 0 (one that comes to 0 is removed), so the map is the
     /// same whatever the order of the edits that made it.
@@ -218,6 +220,12 @@ impl Memo {
         Some((*ahead.get(k)?, ahead.get(..k)?))
     }
 
+    /// The last pass's ended runs, in its usage's order.
+    #[cfg(test)]
+    pub(crate) fn live(&self) -> &[Row] {
+        self.rows.get(self.front..).unwrap_or_default()
+    }
+
     fn sums<'a>(&mut self, half_life: i64, s: &Snapshot<'a>) -> BTreeMap<&'a str, f64> {
         let into = s.now.rem_euclid(half_life);
         let anchor = i128::from(s.now) - i128::from(into);
@@ -228,14 +236,20 @@ impl Memo {
                 ..Memo::default()
             };
         }
-        let old = std::mem::take(&mut self.rows);
+        // The kept rows stay where they are: a pass's usage is mostly the
+        // last one's with a few runs gone at the front and a few new at the
+        // end, so the run of kept rows it finds in order is kept in place
+        // (`front..held`) and only what follows is written anew (`tail`).
+        let mut old = std::mem::take(&mut self.rows);
+        let mut front = self.front.min(old.len());
         self.computed = 0;
-        let mut rows = Vec::with_capacity(s.usage.len());
         // Per slot: the name as this snapshot gives it, and what running
         // runs used (undecayed).
         let mut here: Vec<Option<(&'a str, f64)>> = Vec::new();
-        let mut at = 0;
+        let mut at = front;
         let mut seen = Seen::default();
+        let mut tail: Option<Vec<Row>> = None;
+        let mut held = front;
         for u in &s.usage {
             // Mostly the kept run next in line, its project told by the
             // address this pass gave the slot's name: branches that the
@@ -249,7 +263,10 @@ impl Memo {
                 && self.named(&mut here, r.slot, u.project)
             {
                 at += 1;
-                rows.push(*r);
+                match &mut tail {
+                    None => held = at,
+                    Some(t) => t.push(*r),
+                }
                 continue;
             }
             let gpus = u.gpus.max(1) as f64;
@@ -268,6 +285,12 @@ impl Memo {
                             for r in gone {
                                 self.edit(r, Wide::sub);
                             }
+                            // Runs gone before any was kept: the kept
+                            // ones start after them, still in place.
+                            if tail.is_none() && held == front {
+                                (front, held) = (at - 1, at);
+                                continue;
+                            }
                             row
                         }
                         None => {
@@ -277,7 +300,7 @@ impl Memo {
                             row
                         }
                     };
-                    rows.push(row);
+                    tail.get_or_insert_with(Vec::new).push(row);
                 }
                 // Running (or said to end later): used until now, undecayed.
                 _ => entry.1 += hours(u.started_at, s.now) * gpus,
@@ -286,7 +309,14 @@ impl Memo {
         for r in old.get(at..).unwrap_or_default() {
             self.edit(r, Wide::sub);
         }
-        self.rows = rows;
+        old.truncate(held);
+        old.extend(tail.unwrap_or_default());
+        // The dropped front goes once it is half of what is kept.
+        if front > old.len() / 2 {
+            old.drain(..front);
+            front = 0;
+        }
+        (self.rows, self.front) = (old, front);
         let tail = 0.5f64.powf(into as f64 / half_life as f64);
         let totals = &self.totals;
         (here.into_iter().enumerate())

@@ -54,7 +54,12 @@ fn bits(m: &BTreeMap<String, f64>) -> Vec<(&str, u64)> {
 /// after), and the formula within rounding.
 fn check(half_life: i64, s: &Snapshot, what: &str) -> (usize, usize) {
     let warm = owned(usage(half_life, s));
-    let weighed = MEMO.with(|m| (m.borrow().computed, m.borrow().rows.len()));
+    let weighed = MEMO.with(|m| (m.borrow().computed, m.borrow().live().len()));
+    let (all, live) = MEMO.with(|m| (m.borrow().rows.len(), m.borrow().live().len()));
+    assert!(
+        all <= 2 * live,
+        "{what}: {all} rows kept for {live} live ones"
+    );
     let kept = MEMO.with(|m| m.take());
     let cold = owned(usage(half_life, s));
     MEMO.with(|m| m.replace(kept));
