@@ -83,6 +83,13 @@ impl Sim<'_> {
         let usage = self.runs.usage(self.jobs);
         let last = self.kept.take_gpus();
         let gpus = self.gpu_views(last);
+        // And its GPU views, updated in place, against views made afresh.
+        #[cfg(test)]
+        assert!(
+            gpus == self.gpu_views(Vec::new()),
+            "pass {}: the kept GPU views are not fresh ones",
+            self.out.chain_passes
+        );
         let snap = Arc::new(snapshot::snapshot(
             self.cfg, now, tasks, running, gpus, usage,
         ));

@@ -4,7 +4,8 @@
 //! these simulations fail on the first pass whose edited queue differs.
 //! They play out what edits it: arrivals, starts, preemptions queuing jobs
 //! again in their old places, a `plugins.max_queue` that cuts the head
-//! short, and ages that are not the arrivals.
+//! short, and ages that are not the arrivals. The GPU views, kept with the
+//! queue, are checked the same way against views made afresh.
 
 use super::*;
 
@@ -87,4 +88,35 @@ fn a_kept_queue_is_the_waiting_head_every_pass_when_jobs_rank_by_ages_not_arriva
     assert!(out.preemptions > 0, "nothing preempted");
     assert!(out.chain_passes > 50, "{} passes", out.chain_passes);
     assert!(out.never.is_empty(), "{:?}", out.never);
+}
+
+#[test]
+fn kept_gpu_views_are_fresh_ones_on_a_pool_numbered_out_of_order_as_gpus_close_and_reopen() {
+    // `chain_order` checks every pass's GPU views, under test, against
+    // views made afresh. A forecast plays on the live pool, whose indices
+    // need be neither 0..N nor in order; hot jobs make the thermal policy
+    // close GPUs and reopen them as they cool, so `closed_by` changes.
+    let cfg = Config::parse(
+        "[plugins]\nchain = [\"thermal\", \"fair-share\", \"priority\"]\nmax_queue = 6\n\
+         [plugin.thermal.config]\nclose_above = 85\nreopen_below = 75\n",
+        Path::new("/sim-test.toml"),
+    )
+    .unwrap();
+    let mut t = busy_trace(50, 5);
+    for (i, j) in t.jobs.iter_mut().enumerate() {
+        j.temp_c = [Some(90.0), None, Some(70.4), Some(86.6)][i % 4];
+        j.power_w = Some(100.0 + i as f64);
+    }
+    let mut pool = Sim::new(&cfg, &t.jobs, opts(), None).pool;
+    pool.gpus = [7, 2, 4].map(crate::scheduler::PoolGpu::unmonitored).into();
+    let engine = PluginEngine::new(None).unwrap();
+    let mut chain = Chain::load_here(&cfg, Some(&engine));
+    let out = Sim::new(&cfg, &t.jobs, opts(), Some(&mut chain))
+        .on_pool(pool)
+        .run()
+        .unwrap();
+    assert!(out.chain_passes > 50, "{} passes", out.chain_passes);
+    assert!(out.never.is_empty(), "{:?}", out.never);
+    let on = |g: u32| out.runs.iter().any(|r| r.gpus.contains(&g));
+    assert!(on(7) && on(2) && on(4), "every GPU ran a job");
 }
