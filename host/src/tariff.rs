@@ -314,3 +314,7 @@ pub use kept::KeptSpans;
 #[cfg(test)]
 #[path = "tariff_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "tariff_ref_tests.rs"]
+mod ref_tests;
