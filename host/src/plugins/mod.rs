@@ -42,6 +42,7 @@ pub mod cache;
 pub mod compile;
 pub mod delta;
 pub mod engine;
+mod error;
 pub mod incremental;
 mod versioned;
 
@@ -57,6 +58,7 @@ pub mod notifier;
 pub mod offline;
 pub mod pass;
 pub mod policy;
+mod seed;
 pub mod sink;
 pub mod source;
 mod state;
