@@ -1,18 +1,8 @@
 use std::sync::Arc;
 
-use super::super::{Tariff, Window, parse_days, parse_time};
+use super::super::Tariff;
+use super::super::tests::window;
 use super::KeptSpans;
-
-fn window(from: &str, to: &str, price: f64, days: &[&str]) -> Window {
-    let days: Vec<String> = days.iter().map(|d| d.to_string()).collect();
-    Window {
-        from_s: parse_time(from).unwrap(),
-        to_s: parse_time(to).unwrap(),
-        price,
-        days: parse_days(&days).unwrap(),
-        label: format!("{from}-{to}"),
-    }
-}
 
 /// A small deterministic generator (the same series every run).
 struct Lcg(u64);

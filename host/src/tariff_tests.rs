@@ -1,7 +1,7 @@
 use super::*;
 use chrono::TimeZone;
 
-fn window(from: &str, to: &str, price: f64, days: &[&str]) -> Window {
+pub(super) fn window(from: &str, to: &str, price: f64, days: &[&str]) -> Window {
     let days: Vec<String> = days.iter().map(|d| d.to_string()).collect();
     Window {
         from_s: parse_time(from).unwrap(),
