@@ -1,21 +1,9 @@
 use std::sync::Arc;
 
 use super::super::Tariff;
+use super::super::ref_tests::Lcg;
 use super::super::tests::window;
 use super::KeptSpans;
-
-/// A small deterministic generator (the same series every run).
-struct Lcg(u64);
-
-impl Lcg {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 33) % n
-    }
-}
 
 const H: i64 = 3_600_000;
 const DAY: i64 = 24 * H;

@@ -59,10 +59,10 @@ fn reference(t: &Tariff, from_ms: i64, to_ms: i64) -> Vec<(i64, i64, f64)> {
 }
 
 /// A small deterministic generator (the same series every run).
-struct Lcg(u64);
+pub(super) struct Lcg(pub(super) u64);
 
 impl Lcg {
-    fn below(&mut self, n: u64) -> u64 {
+    pub(super) fn below(&mut self, n: u64) -> u64 {
         self.0 = (self.0)
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);
