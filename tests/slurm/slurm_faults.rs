@@ -43,12 +43,13 @@ fn a_daemon_killed_while_jobs_run_adopts_them_and_records_each_end_once() {
     crate::harness::chaos_row("daemon kill -9 while SLURM jobs run", 3, 0, 0, 0);
 }
 
-/// An `sbatch` that says it began, then waits for the test's word (the
+/// An `sbatch` that says it began (its pid, written whole: the test reads
+/// it as soon as the file is there), then waits for the test's word (the
 /// file `go`) before it hands the job to SLURM.
 pub(crate) fn slow_sbatch(nj: &Nj) -> (String, std::path::PathBuf) {
     wrapped_sbatch(nj, |g| {
         format!(
-            "echo $$ > {g}/pid\nwhile [ ! -e {g}/go ]; do sleep 0.05; done",
+            "echo $$ > {g}/pid.tmp && mv {g}/pid.tmp {g}/pid\nwhile [ ! -e {g}/go ]; do sleep 0.05; done",
             g = g.display()
         )
     })
