@@ -7,6 +7,7 @@
 use crate::abi;
 use crate::columns;
 use crate::snapshot::Snapshot;
+use crate::usage_edit::Pass;
 
 /// What a plugin holds between passes.
 pub(crate) struct Kept {
@@ -17,6 +18,10 @@ pub(crate) struct Kept {
     /// from itself (see [`Kept::snapshot`]) and clears it before the
     /// chunks it borrows from are dropped.
     snapshot: Snapshot<'static>,
+    /// How the last change reached its usage list (for [`usage_edit`]).
+    ///
+    /// [`usage_edit`]: crate::usage_edit::usage_edit
+    pass: Option<Pass>,
     /// String `i` of the table.
     texts: Vec<&'static str>,
     /// The text of every change since the last change from nothing, each
@@ -46,9 +51,15 @@ impl Kept {
                 gpus: Vec::new(),
                 usage: Vec::new(),
             },
+            pass: None,
             texts: Vec::new(),
             chunks: Vec::new(),
         }
+    }
+
+    /// How the last change applied reached its usage list, once.
+    pub(crate) fn take_pass(&mut self) -> Option<Pass> {
+        self.pass.take()
     }
 
     /// The generation held (0: none).
@@ -64,6 +75,7 @@ impl Kept {
     /// Forgets everything: the records first, then the text they borrow.
     fn clear(&mut self) {
         self.generation = 0;
+        self.pass = None;
         self.snapshot.queue.clear();
         self.snapshot.usage.clear();
         self.snapshot.running.clear();
@@ -125,9 +137,24 @@ impl Kept {
         if let Some((added, e)) = gpus {
             edit_list(&mut s.gpus, &e.removed, &e.added_at, added.into_iter())?;
         }
-        if let Some((e, added)) = usage {
-            edit_list(&mut s.usage, &e.removed, &e.added_at, added.into_iter())?;
-        }
+        let (removed, added_at) = match usage {
+            Some((e, added)) => {
+                edit_list(&mut s.usage, &e.removed, &e.added_at, added.into_iter())?;
+                (e.removed, e.added_at)
+            }
+            None => (Vec::new(), Vec::new()),
+        };
+        // From nothing (base 0): every run is new, whatever the edit said.
+        let (removed, added_at) = match c.base {
+            0 => (Vec::new(), (0..s.usage.len() as u32).collect()),
+            _ => (removed, added_at),
+        };
+        self.pass = Some(Pass {
+            to: c.generation,
+            from: c.base,
+            removed,
+            added_at,
+        });
         s.now = c.now;
         s.time_zone = time_zone;
         s.utc_offset = c.utc_offset;

@@ -150,6 +150,7 @@ pub mod tariff;
 mod test_lcg;
 pub mod testing;
 pub mod time;
+pub mod usage_edit;
 pub mod validator;
 
 /// The contract's own types, as the host sends and reads them (indices

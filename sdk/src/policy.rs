@@ -160,8 +160,12 @@ pub mod private {
             return not_held();
         }
         let generation = kept.generation();
+        let pass = kept.take_pass();
         let view = kept.snapshot();
-        let e = evaluate_with::<P>(slot, view);
+        let e = match pass {
+            Some(pass) => crate::usage_edit::during(pass, || evaluate_with::<P>(slot, view)),
+            None => evaluate_with::<P>(slot, view),
+        };
         crate::evaluation::to_abi(view, e, generation)
     }
 
@@ -175,7 +179,12 @@ pub mod private {
         let mut kept = KEPT.lock().unwrap_or_else(|p| p.into_inner());
         kept.apply(change).ok()?;
         let generation = kept.generation();
-        Some(f(kept.snapshot(), generation))
+        let pass = kept.take_pass();
+        let view = kept.snapshot();
+        Some(match pass {
+            Some(pass) => crate::usage_edit::during(pass, || f(view, generation)),
+            None => f(view, generation),
+        })
     }
 
     /// The answer of a plugin that does not hold the change's base.

@@ -108,14 +108,15 @@ impl Policy for FairShare {
     fn evaluate(cfg: &Config, s: &Snapshot) -> Evaluation {
         // A verdict per task: sized once.
         let mut e = Evaluation::with_capacity(s.queue.len());
-        let used = usage::usage(cfg.half_life.ms(), s);
+        let edit = nightjar_sdk::usage_edit::usage_edit();
+        let used = usage::usage(cfg.half_life.ms(), s, edit.as_ref());
         let mut projects = Projects::default();
         let of_task: Vec<usize> = s.queue.iter().map(|t| projects.of(t.project)).collect();
         for p in s
             .running
             .iter()
             .map(|t| t.project)
-            .chain(used.keys().copied())
+            .chain(used.keys().map(String::as_str))
         {
             projects.of(p);
         }
@@ -249,7 +250,7 @@ mod tests {
         let s = SnapshotBuilder::at(now)
             .usage("a", 2, now - 11 * H, Some(now - 10 * H))
             .build();
-        let u = usage::usage(cfg.half_life.ms(), &s);
+        let u = usage::usage(cfg.half_life.ms(), &s, None);
         assert!(
             (u["a"] - 1.0).abs() < 1e-9,
             "2 GPU-hours, one half-life ago: {u:?}"

@@ -11,28 +11,30 @@
 //! all ages rounded the runs of a cluster idle for 40 half-lives to no
 //! usage at all, and fair-share compares the projects' shares of it).
 //!
-//! A pass finds the last pass's runs again in its usage (the window moves:
-//! a few runs leave at the front, a few join at the end), takes the
-//! leavers' weights off and adds the newcomers', and multiplies each total
-//! by its power of two and the second factor once. A week of runs was a
-//! power and a float sum per run every pass: a fifth of a simulation's time.
+//! A pass applies the usage's edit since the last pass, as the SDK names
+//! it ([`nightjar_sdk::usage_edit`]): the runs that left take their weights
+//! off, the new ones are weighed and added, and the few open ones (running,
+//! or said to end later) are looked at again. So a pass costs what changed,
+//! not the week of runs: walking every run to find the kept ones again was
+//! most of a simulation's fair-share time. Without an edit from the list
+//! the memo holds (the first pass, a snapshot sent whole, a clock that went
+//! back, another anchor) every run is weighed afresh.
 //!
 //! What is kept never changes an answer: a weight is the same integer
-//! whether kept or made afresh, and integer totals do not depend on the
-//! order of additions and removals, so the same snapshot gives the same
-//! sums, bit for bit, whatever this instance saw before (the policy stays
-//! pure). Times are subtracted as i128: none overflows, however far apart.
+//! whether kept or made afresh, integer totals do not depend on the order
+//! of additions and removals, and the open runs are summed in the usage's
+//! order either way, so the same snapshot gives the same sums, bit for bit,
+//! whatever this instance saw before (the policy stays pure). Times are
+//! subtracted as i128: none overflows, however far apart.
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
-use nightjar_sdk::{Snapshot, Usage};
+use nightjar_sdk::Snapshot;
+use nightjar_sdk::usage_edit::UsageEdit;
 
 /// Distinct project names kept before the memo starts afresh.
 const MAX_PROJECTS: usize = 4096;
-
-/// How far ahead of the last match a run is looked for among the kept ones.
-const LOOK_AHEAD: usize = 256;
 
 /// Fixed-point units per GPU-hour of a kept weight (2^53: exact to about
 /// 10^-16 GPU-hours, under 10^-9 of a run of 1 ms on one GPU; the largest,
@@ -43,19 +45,22 @@ const SCALE: f64 = (1u64 << 53) as f64;
 /// older than that all weigh 0 (in one total, kept like any other).
 const MAX_HALVINGS: i64 = 1100;
 
-/// One ended run as the last pass saw it.
-#[derive(Clone, Copy)]
+/// One run of the usage list the memo holds, at its place in that list.
+#[derive(Clone, Copy, Debug)]
 struct Row {
     started_at: i64,
-    ended_at: i64,
+    ended_at: Option<i64>,
     gpus: u32,
     /// Its project: an index into [`Memo::names`].
     slot: usize,
+    /// Whether its weight is in the totals (it ended by the pass's `now`);
+    /// else it is open: used until `now`, undecayed, summed each pass.
+    closed: bool,
     /// Whole half-lives from its end to the anchor (-1 when it ended after
-    /// the anchor; at most [`MAX_HALVINGS`]).
+    /// the anchor; at most [`MAX_HALVINGS`]). Set once closed.
     halvings: i64,
     /// GPU-hours x the rest of the decay from its end to the anchor, in
-    /// [`SCALE`] units.
+    /// [`SCALE`] units. Set once closed.
     weight: u128,
 }
 
@@ -94,54 +99,27 @@ impl Wide {
 struct Memo {
     half_life: i64,
     anchor: i128,
-    /// The last pass's ended runs, in its usage's order, from `front` on
-    /// (those before it left the usage: dropped in a batch, not one by one).
-    rows: Vec<Row>,
-    front: usize,
-    /// Per slot and whole half-lives, the total of its kept runs' weights.
-    /// No total is 0 (one that comes to 0 is removed), so the map is the
-    /// same whatever the order of the edits that made it.
+    /// The SDK's token of the usage list `rows` mirrors (0: the empty list,
+    /// or a list no edit will name).
+    token: u64,
+    /// The last pass's clock: a pass before it starts afresh (a run it
+    /// saw closed might be open again).
+    now: i64,
+    /// The last pass's usage, run for run, in its order.
+    rows: VecDeque<Row>,
+    /// The positions in `rows` of the open runs, ascending.
+    open: Vec<usize>,
+    /// Per slot and whole half-lives, the total of its closed runs'
+    /// weights. No total is 0 (one that comes to 0 is removed), so the map
+    /// is the same whatever the order of the edits that made it.
     totals: BTreeMap<(usize, i64), Wide>,
-    /// Project names by slot.
+    /// Project names by slot, and how many runs of `rows` each has.
     names: Vec<String>,
+    count: Vec<usize>,
     slots: BTreeMap<String, usize>,
-    /// Weights the last pass computed (not found kept).
+    /// Runs this pass weighed (newly closed ones; every closed one when it
+    /// started afresh).
     computed: usize,
-}
-
-/// The slots of the project names one snapshot hands out. The SDK gives
-/// one `&str` per distinct string of a snapshot, so a name is looked for
-/// by its address first (the same address within one snapshot is the same
-/// text; across snapshots it may not be, so nothing here outlives a pass).
-#[derive(Default)]
-struct Seen<'a> {
-    recent: Vec<(&'a str, usize)>,
-    by_address: std::collections::HashMap<(usize, usize), usize>,
-}
-
-impl<'a> Seen<'a> {
-    /// Distinct names compared by address one by one before a map.
-    const SCAN: usize = 8;
-
-    fn slot(&mut self, memo: &mut Memo, name: &'a str) -> usize {
-        let same = |q: &&str| std::ptr::eq(q.as_ptr(), name.as_ptr()) && q.len() == name.len();
-        for (q, k) in &self.recent {
-            if same(q) {
-                return *k;
-            }
-        }
-        let address = (name.as_ptr() as usize, name.len());
-        if let Some(&k) = self.by_address.get(&address) {
-            return k;
-        }
-        let k = memo.slot(name);
-        if self.recent.len() < Self::SCAN {
-            self.recent.push((name, k));
-        } else {
-            self.by_address.insert(address, k);
-        }
-        k
-    }
 }
 
 thread_local! {
@@ -149,13 +127,18 @@ thread_local! {
 }
 
 /// Decayed usage per project at `s.now`, in GPU-hours (`half_life` in ms,
-/// above 0: the config check refuses anything else).
-pub(crate) fn usage<'a>(half_life: i64, s: &Snapshot<'a>) -> BTreeMap<&'a str, f64> {
+/// above 0: the config check refuses anything else); `edit` is how `s`'s
+/// usage came from the last pass's, when the SDK says.
+pub(crate) fn usage(
+    half_life: i64,
+    s: &Snapshot,
+    edit: Option<&UsageEdit>,
+) -> BTreeMap<String, f64> {
     MEMO.with(|m| {
         // Taken out while in use: a pass that panics leaves a fresh memo
         // behind, never a half-edited one.
         let mut memo = m.take();
-        let sums = memo.sums(half_life.max(1), s);
+        let sums = memo.sums(half_life.max(1), s, edit);
         m.replace(memo);
         sums
     })
@@ -167,22 +150,39 @@ fn hours(from: i64, to: i64) -> f64 {
     (i128::from(to) - i128::from(from)).max(0) as f64 / 3_600_000.0
 }
 
-/// The kept form of the ended run `u` of project `slot`, which ended at
-/// `end` (at most `now`, so less than a half-life after `anchor`).
-fn weigh(u: &Usage, end: i64, slot: usize, anchor: i128, half_life: i64) -> Row {
+/// Whole half-lives from `end` (at most `now`, so less than a half-life
+/// after `anchor`) back to the anchor, and the run's GPU-hours x the rest
+/// of the decay, in [`SCALE`] units.
+fn weigh(started_at: i64, end: i64, gpus: u32, anchor: i128, half_life: i64) -> (i64, u128) {
     let back = anchor - i128::from(end);
     let h = i128::from(half_life);
     let halvings = back.div_euclid(h).min(i128::from(MAX_HALVINGS)) as i64;
     let rest = 0.5f64.powf(back.rem_euclid(h) as f64 / half_life as f64);
-    let weight = hours(u.started_at, end) * f64::from(u.gpus.max(1)) * rest;
-    Row {
-        started_at: u.started_at,
-        ended_at: end,
-        gpus: u.gpus,
-        slot,
-        halvings,
-        weight: (weight * SCALE).round() as u128,
+    let weight = hours(started_at, end) * f64::from(gpus.max(1)) * rest;
+    (halvings, (weight * SCALE).round() as u128)
+}
+
+/// Where the kept items at ascending positions `open` of a list land once
+/// the list is edited (`removed` from it, new items placed at `added_at`):
+/// kept items fill the places no new item takes, in order; removed ones
+/// are dropped.
+fn moved(open: &[usize], removed: &[u32], added_at: &[u32]) -> Vec<usize> {
+    let mut out = Vec::with_capacity(open.len());
+    let (mut r, mut a) = (0, 0);
+    for &p in open {
+        while removed.get(r).is_some_and(|&x| (x as usize) < p) {
+            r += 1;
+        }
+        if removed.get(r).is_some_and(|&x| x as usize == p) {
+            continue;
+        }
+        let rank = p - r;
+        while added_at.get(a).is_some_and(|&x| (x as usize) <= rank + a) {
+            a += 1;
+        }
+        out.push(rank + a);
     }
+    out
 }
 
 impl Memo {
@@ -192,167 +192,154 @@ impl Memo {
             return k;
         }
         self.names.push(project.to_string());
+        self.count.push(0);
         self.slots.insert(project.to_string(), self.names.len() - 1);
         self.names.len() - 1
     }
 
-    /// The kept row for the ended run `u` of project `slot`, if the last
-    /// pass had it, looked for from `at` on (moved past it when found), with
-    /// the kept runs it passed over: those left the usage.
-    fn find<'o>(
-        old: &'o [Row],
-        at: &mut usize,
-        u: &Usage,
-        end: i64,
-        slot: usize,
-    ) -> Option<(Row, &'o [Row])> {
-        let same = |r: &Row| {
-            r.ended_at == end && r.started_at == u.started_at && r.gpus == u.gpus && r.slot == slot
-        };
-        let from = *at;
-        let ahead = old.get(from..)?;
-        let k = match ahead.first() {
-            // Mostly the next one.
-            Some(r) if same(r) => 0,
-            _ => ahead.iter().take(LOOK_AHEAD).position(same)?,
-        };
-        *at = from + k + 1;
-        Some((*ahead.get(k)?, ahead.get(..k)?))
+    /// The row of run `u`, counted in its slot; open (nothing added yet).
+    fn admit(&mut self, u: &nightjar_sdk::Usage) -> Row {
+        let slot = self.slot(u.project);
+        if let Some(c) = self.count.get_mut(slot) {
+            *c += 1;
+        }
+        Row {
+            started_at: u.started_at,
+            ended_at: u.ended_at,
+            gpus: u.gpus,
+            slot,
+            closed: false,
+            halvings: 0,
+            weight: 0,
+        }
     }
 
-    /// The last pass's ended runs, in its usage's order.
-    #[cfg(test)]
-    pub(crate) fn live(&self) -> &[Row] {
-        self.rows.get(self.front..).unwrap_or_default()
-    }
-
-    fn sums<'a>(&mut self, half_life: i64, s: &Snapshot<'a>) -> BTreeMap<&'a str, f64> {
+    fn sums(
+        &mut self,
+        half_life: i64,
+        s: &Snapshot,
+        edit: Option<&UsageEdit>,
+    ) -> BTreeMap<String, f64> {
         let into = s.now.rem_euclid(half_life);
         let anchor = i128::from(s.now) - i128::from(into);
-        if (half_life, anchor) != (self.half_life, self.anchor) || self.names.len() > MAX_PROJECTS {
-            *self = Memo {
-                half_life,
-                anchor,
-                ..Memo::default()
-            };
-        }
-        // The kept rows stay where they are: a pass's usage is mostly the
-        // last one's with a few runs gone at the front and a few new at the
-        // end, so the run of kept rows it finds in order is kept in place
-        // (`front..held`) and only what follows is written anew (`tail`).
-        let mut old = std::mem::take(&mut self.rows);
-        let mut front = self.front.min(old.len());
         self.computed = 0;
-        // Per slot: the name as this snapshot gives it, and what running
-        // runs used (undecayed).
-        let mut here: Vec<Option<(&'a str, f64)>> = Vec::new();
-        let mut at = front;
-        let mut seen = Seen::default();
-        let mut tail: Option<Vec<Row>> = None;
-        let mut held = front;
-        for u in &s.usage {
-            // Mostly the kept run next in line, its project told by the
-            // address this pass gave the slot's name: branches that the
-            // processor guesses right (a lookup of each run's project
-            // guessed wrong whenever projects alternate).
-            if let (Some(r), Some(end)) = (old.get(at), u.ended_at)
-                && r.ended_at == end
-                && end <= s.now
-                && r.started_at == u.started_at
-                && r.gpus == u.gpus
-                && self.named(&mut here, r.slot, u.project)
-            {
-                at += 1;
-                match &mut tail {
-                    None => held = at,
-                    Some(t) => t.push(*r),
-                }
-                continue;
+        // A fresh memo holds the empty list, token 0: an edit from nothing
+        // (a snapshot that came whole) applies to it like any other.
+        let kept = (half_life, anchor) == (self.half_life, self.anchor)
+            && self.names.len() <= MAX_PROJECTS
+            && s.now >= self.now
+            && edit.is_some_and(|e| e.from == self.token && self.fits(e, s.usage.len()));
+        match edit.filter(|_| kept) {
+            Some(e) => self.apply(e, s),
+            // Without one, every run is weighed afresh.
+            None => {
+                *self = Memo {
+                    half_life,
+                    anchor,
+                    ..Memo::default()
+                };
+                let rows: VecDeque<Row> = s.usage.iter().map(|u| self.admit(u)).collect();
+                self.open = (0..rows.len()).collect();
+                self.rows = rows;
             }
-            let gpus = u.gpus.max(1) as f64;
-            let slot = seen.slot(self, u.project);
-            if here.len() <= slot {
-                here.resize(slot + 1, None);
-            }
-            let Some(entry) = here.get_mut(slot) else {
+        }
+        self.token = edit.map_or(0, |e| e.to);
+        self.now = s.now;
+        #[cfg(debug_assertions)]
+        self.check_mirrors(s);
+        // The open runs: those that ended by now close (weighed once); the
+        // rest count as used until now, undecayed, in the usage's order.
+        let mut running = vec![0.0; self.names.len()];
+        let open = std::mem::take(&mut self.open);
+        let mut still = Vec::with_capacity(open.len());
+        for p in open {
+            let Some(row) = self.rows.get_mut(p) else {
                 continue;
             };
-            let entry = entry.get_or_insert((u.project, 0.0));
-            match u.ended_at {
+            match row.ended_at {
                 Some(end) if end <= s.now => {
-                    let row = match Memo::find(&old, &mut at, u, end, slot) {
-                        Some((row, gone)) => {
-                            for r in gone {
-                                self.edit(r, Wide::sub);
-                            }
-                            // Runs gone before any was kept: the kept
-                            // ones start after them, still in place.
-                            if tail.is_none() && held == front {
-                                (front, held) = (at - 1, at);
-                                continue;
-                            }
-                            row
-                        }
-                        None => {
-                            self.computed += 1;
-                            let row = weigh(u, end, slot, anchor, half_life);
-                            self.edit(&row, Wide::add);
-                            row
-                        }
-                    };
-                    tail.get_or_insert_with(Vec::new).push(row);
+                    (row.halvings, row.weight) =
+                        weigh(row.started_at, end, row.gpus, anchor, half_life);
+                    row.closed = true;
+                    let row = *row;
+                    self.computed += 1;
+                    self.edit(&row, Wide::add);
                 }
-                // Running (or said to end later): used until now, undecayed.
-                _ => entry.1 += hours(u.started_at, s.now) * gpus,
+                _ => {
+                    if let Some(r) = running.get_mut(row.slot) {
+                        *r += hours(row.started_at, s.now) * f64::from(row.gpus.max(1));
+                    }
+                    still.push(p);
+                }
             }
         }
-        for r in old.get(at..).unwrap_or_default() {
-            self.edit(r, Wide::sub);
-        }
-        old.truncate(held);
-        old.extend(tail.unwrap_or_default());
-        // The dropped front goes once it is half of what is kept.
-        if front > old.len() / 2 {
-            old.drain(..front);
-            front = 0;
-        }
-        (self.rows, self.front) = (old, front);
+        self.open = still;
         let tail = 0.5f64.powf(into as f64 / half_life as f64);
         let totals = &self.totals;
-        (here.into_iter().enumerate())
-            .filter_map(|(slot, e)| {
-                let (name, running) = e?;
+        (self.names.iter().zip(&self.count).zip(running).enumerate())
+            .filter(|(_, ((_, count), _))| **count > 0)
+            .map(|(slot, ((name, _), running))| {
                 // By whole half-lives, the newest first.
                 let kept = (totals.range((slot, i64::MIN)..=(slot, i64::MAX)))
                     .fold(0.0, |sum, (&(_, k), w)| {
                         sum + w.to_f64() / SCALE * 0.5f64.powi(k as i32)
                     });
-                Some((name, kept * tail + running))
+                (name.clone(), kept * tail + running)
             })
             .collect()
     }
 
-    /// Whether `name` is `slot`'s project, noting it in `here` (this pass's
-    /// name per slot) the first time.
-    fn named<'a>(
-        &self,
-        here: &mut Vec<Option<(&'a str, f64)>>,
-        slot: usize,
-        name: &'a str,
-    ) -> bool {
-        if let Some(Some((p, _))) = here.get(slot) {
-            return std::ptr::eq(p.as_ptr(), name.as_ptr()) && p.len() == name.len() || *p == name;
+    /// Whether `e` edits the list the memo holds into one of `len` runs:
+    /// positions ascending and in range (checked before anything moves).
+    fn fits(&self, e: &UsageEdit, len: usize) -> bool {
+        let increasing = |l: &[u32]| l.windows(2).all(|w| w[0] < w[1]);
+        let old = self.rows.len();
+        increasing(&e.removed)
+            && increasing(&e.added_at)
+            && e.removed.last().is_none_or(|&r| (r as usize) < old)
+            && old - e.removed.len() + e.added_at.len() == len
+            && e.added_at.last().is_none_or(|&a| (a as usize) < len)
+    }
+
+    /// Applies `e` (it [`fits`](Memo::fits)): the runs that left take their
+    /// weights off, the new ones join open.
+    fn apply(&mut self, e: &UsageEdit, s: &Snapshot) {
+        for &r in e.removed.iter().rev() {
+            let Some(row) = self.rows.remove(r as usize) else {
+                continue;
+            };
+            if row.closed {
+                self.edit(&row, Wide::sub);
+            }
+            if let Some(c) = self.count.get_mut(row.slot) {
+                *c -= 1;
+            }
         }
-        if self.names.get(slot).is_none_or(|n| n != name) {
-            return false;
+        let mut open = moved(&self.open, &e.removed, &e.added_at);
+        for &a in &e.added_at {
+            let Some(u) = s.usage.get(a as usize) else {
+                continue;
+            };
+            let row = self.admit(u);
+            self.rows.insert(a as usize, row);
         }
-        if here.len() <= slot {
-            here.resize(slot + 1, None);
+        open.extend(e.added_at.iter().map(|&a| a as usize));
+        open.sort_unstable();
+        self.open = open;
+    }
+
+    /// Every row is the run at its place in `s` (tests and debug builds).
+    #[cfg(debug_assertions)]
+    fn check_mirrors(&self, s: &Snapshot) {
+        assert_eq!(self.rows.len(), s.usage.len(), "the memo mirrors the usage");
+        for (k, (r, u)) in self.rows.iter().zip(&s.usage).enumerate() {
+            let name = self.names.get(r.slot).map(String::as_str);
+            assert!(
+                (r.started_at, r.ended_at, r.gpus, name)
+                    == (u.started_at, u.ended_at, u.gpus, Some(u.project)),
+                "run {k}: kept {r:?} for {u:?}"
+            );
         }
-        if let Some(e) = here.get_mut(slot) {
-            *e = Some((name, 0.0));
-        }
-        true
     }
 
     /// Adds `r`'s weight to its total or takes it off (`op`), removing a

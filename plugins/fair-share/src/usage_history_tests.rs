@@ -2,7 +2,9 @@
 //! (hundreds at once), changed in place, names at other addresses, times
 //! at the ends of i64, against a fresh instance (bit for bit) and the decay
 //! formula run by run (within 10^-9).
+use super::tests::Feed;
 use super::*;
+use nightjar_sdk::Usage;
 use nightjar_sdk::testing::SnapshotBuilder;
 
 const H: i64 = 3_600_000;
@@ -41,27 +43,22 @@ fn plain(half_life: i64, s: &Snapshot) -> BTreeMap<String, f64> {
     want
 }
 
-fn owned(m: BTreeMap<&str, f64>) -> BTreeMap<String, f64> {
-    m.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
-}
-
 fn bits(m: &BTreeMap<String, f64>) -> Vec<(&str, u64)> {
     m.iter().map(|(k, v)| (k.as_str(), v.to_bits())).collect()
 }
 
-/// The usage after whatever this instance saw before: the same bits as an
-/// instance that saw nothing (this one's memo set aside meanwhile and kept
-/// after), and the formula within rounding.
-fn check(half_life: i64, s: &Snapshot, what: &str) -> (usize, usize) {
-    let warm = owned(usage(half_life, s));
-    let weighed = MEMO.with(|m| (m.borrow().computed, m.borrow().live().len()));
-    let (all, live) = MEMO.with(|m| (m.borrow().rows.len(), m.borrow().live().len()));
-    assert!(
-        all <= 2 * live,
-        "{what}: {all} rows kept for {live} live ones"
-    );
+/// The usage after whatever this instance saw before, reached through
+/// `feed`'s edit: the same bits as an instance that saw nothing (this
+/// one's memo set aside meanwhile and kept after), and the formula within
+/// rounding. The runs weighed this pass, and the ended runs kept.
+fn check(feed: &mut Feed, half_life: i64, s: &Snapshot, what: &str) -> (usize, usize) {
+    let warm = usage(half_life, s, Some(&feed.edit(s)));
+    let weighed = MEMO.with(|m| {
+        let m = m.borrow();
+        (m.computed, m.rows.iter().filter(|r| r.closed).count())
+    });
     let kept = MEMO.with(|m| m.take());
-    let cold = owned(usage(half_life, s));
+    let cold = usage(half_life, s, None);
     MEMO.with(|m| m.replace(kept));
     assert_eq!(bits(&warm), bits(&cold), "{what}");
     let want = plain(half_life, s);
@@ -175,6 +172,7 @@ fn after_any_history_the_sums_are_a_fresh_instances_bit_for_bit() {
     let mut now = 1_700_000_000_000i64;
     let mut half_life = 24 * H;
     let mut runs: Vec<Run> = (0..300).map(|_| new_run(&mut g, now, 4)).collect();
+    let mut feed = Feed::default();
     let mut mixed = 0;
     for pass in 0..1_500 {
         for _ in 0..1 + g.below(3) {
@@ -197,6 +195,7 @@ fn after_any_history_the_sums_are_a_fresh_instances_bit_for_bit() {
             .collect();
         let s = snapshot(now, &runs, &names, &copies);
         let (computed, ended) = check(
+            &mut feed,
             half_life,
             &s,
             &format!("pass {pass} at {now}, half-life {half_life}"),
@@ -204,7 +203,7 @@ fn after_any_history_the_sums_are_a_fresh_instances_bit_for_bit() {
         // Some runs kept, some weighed again.
         mixed += usize::from(computed > 0 && computed < ended);
         // Asked again at once: the same, every run kept.
-        let (again, _) = check(half_life, &s, &format!("pass {pass} again"));
+        let (again, _) = check(&mut feed, half_life, &s, &format!("pass {pass} again"));
         assert_eq!(again, 0, "pass {pass}");
     }
     assert!(mixed > 600, "{mixed} passes both kept and weighed runs");
@@ -212,6 +211,7 @@ fn after_any_history_the_sums_are_a_fresh_instances_bit_for_bit() {
 
 #[test]
 fn times_and_gpus_at_the_ends_of_their_range_neither_panic_nor_drift() {
+    let mut feed = Feed::default();
     let ends = [
         i64::MIN,
         i64::MIN + 1,
@@ -239,17 +239,18 @@ fn times_and_gpus_at_the_ends_of_their_range_neither_panic_nor_drift() {
             }
             let mut s = b.build();
             let what = format!("now {now}, half-life {half_life}");
-            check(half_life, &s, &what);
+            check(&mut feed, half_life, &s, &what);
             s.usage.reverse();
-            check(half_life, &s, &what);
+            check(&mut feed, half_life, &s, &what);
             s.usage.truncate(40);
-            check(half_life, &s, &what);
+            check(&mut feed, half_life, &s, &what);
         }
     }
 }
 
 #[test]
 fn thousands_of_the_largest_runs_sum_past_a_u128() {
+    let mut feed = Feed::default();
     // 2^64 ms on 2^32 GPUs: about 2^127 units each.
     let now = i64::MAX;
     let mut b = SnapshotBuilder::at(now);
@@ -263,21 +264,22 @@ fn thousands_of_the_largest_runs_sum_past_a_u128() {
     }
     let mut s = b.build();
     for half_life in [H, i64::MAX] {
-        check(half_life, &s, "all");
+        check(&mut feed, half_life, &s, "all");
         s.usage.drain(..1_001);
-        check(half_life, &s, "fewer");
+        check(&mut feed, half_life, &s, "fewer");
     }
 }
 
 #[test]
 fn more_projects_than_the_memo_keeps_then_few_again() {
+    let mut feed = Feed::default();
     let now = 900 * H;
     let few = |b: SnapshotBuilder| {
         b.usage("vision", 1, now - 5 * H, Some(now - 4 * H))
             .usage("bio", 2, now - 3 * H, None)
     };
     let s = few(SnapshotBuilder::at(now)).build();
-    check(24 * H, &s, "few");
+    check(&mut feed, 24 * H, &s, "few");
     let mut b = few(SnapshotBuilder::at(now + 1));
     for k in 0..(MAX_PROJECTS + 500) {
         b = b.usage(
@@ -288,15 +290,16 @@ fn more_projects_than_the_memo_keeps_then_few_again() {
         );
     }
     let many = b.build();
-    check(24 * H, &many, "many");
-    check(24 * H, &many, "many again");
+    check(&mut feed, 24 * H, &many, "many");
+    check(&mut feed, 24 * H, &many, "many again");
     let s = few(SnapshotBuilder::at(now + 2)).build();
-    check(24 * H, &s, "few again");
+    check(&mut feed, 24 * H, &s, "few again");
     MEMO.with(|m| assert!(m.borrow().names.len() <= 2, "started afresh"));
 }
 
 #[test]
 fn a_cluster_idle_for_many_half_lives_keeps_its_proportions() {
+    let mut feed = Feed::default();
     // 60 half-lives after the last run: 2^-60 of a GPU-hour is far below
     // one unit of any fixed scale, yet the projects' shares of it are
     // what fair-share compares.
@@ -307,8 +310,8 @@ fn a_cluster_idle_for_many_half_lives_keeps_its_proportions() {
             .usage("vision", 1, end - 9 * H, Some(end))
             .usage("bio", 1, end - H, Some(end))
             .build();
-        check(H, &s, &format!("idle {idle}h"));
-        let u = usage(H, &s);
+        check(&mut feed, H, &s, &format!("idle {idle}h"));
+        let u = usage(H, &s, None);
         let share = u["bio"] / (u["vision"] + u["bio"]);
         assert!((share - 0.1).abs() < 1e-12, "idle {idle}h: {u:?}");
     }

@@ -22,13 +22,74 @@ fn week(now: i64) -> Snapshot<'static> {
         .build()
 }
 
-fn fresh(half_life: i64, s: &Snapshot) -> BTreeMap<String, f64> {
-    MEMO.with(|m| *m.borrow_mut() = Memo::default());
-    owned(usage(half_life, s))
+/// A run as an edit compares it: its project's text, not its address.
+type Key = (String, u32, i64, Option<i64>);
+
+/// The edits a host would send one instance: each snapshot's usage against
+/// the last one's, as the host's `diff::aligned` makes them (the runs
+/// before the first one still there leave, then the two lists side by
+/// side, an unequal pair one removal and one addition).
+#[derive(Default)]
+pub(super) struct Feed {
+    token: u64,
+    last: Vec<Key>,
 }
 
-fn owned(m: BTreeMap<&str, f64>) -> BTreeMap<String, f64> {
-    m.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+impl Feed {
+    /// The edit from the last snapshot's usage (from nothing the first
+    /// time) to `s`'s.
+    pub(super) fn edit(&mut self, s: &Snapshot) -> UsageEdit {
+        let new: Vec<Key> = (s.usage.iter())
+            .map(|u| (u.project.to_string(), u.gpus, u.started_at, u.ended_at))
+            .collect();
+        let old = std::mem::replace(&mut self.last, new);
+        let new = &self.last;
+        let skip = (new.first())
+            .and_then(|f| old.iter().position(|o| o == f))
+            .unwrap_or(old.len());
+        let mut removed: Vec<u32> = (0..skip as u32).collect();
+        let mut added_at = Vec::new();
+        let (mut i, mut j) = (skip, 0);
+        while i < old.len() && j < new.len() {
+            if old[i] != new[j] {
+                removed.push(i as u32);
+                added_at.push(j as u32);
+            }
+            (i, j) = (i + 1, j + 1);
+        }
+        removed.extend(i as u32..old.len() as u32);
+        added_at.extend(j as u32..new.len() as u32);
+        let from = self.token;
+        self.token += 1;
+        UsageEdit {
+            from,
+            to: self.token,
+            removed,
+            added_at,
+        }
+    }
+}
+
+fn fresh(half_life: i64, s: &Snapshot) -> BTreeMap<String, f64> {
+    MEMO.with(|m| *m.borrow_mut() = Memo::default());
+    usage(half_life, s, None)
+}
+
+/// The sums at `s` through the warm memo with `feed`'s edit, and through
+/// a fresh one (the warm one set aside meanwhile and kept after), with the
+/// runs each weighed.
+fn warm_and_cold(
+    feed: &mut Feed,
+    half_life: i64,
+    s: &Snapshot,
+) -> (BTreeMap<String, f64>, usize, BTreeMap<String, f64>, usize) {
+    let warm = usage(half_life, s, Some(&feed.edit(s)));
+    let computed = MEMO.with(|m| m.borrow().computed);
+    let kept = MEMO.with(|m| m.take());
+    let cold = fresh(half_life, s);
+    let all = MEMO.with(|m| m.borrow().computed);
+    MEMO.with(|m| m.replace(kept));
+    (warm, computed, cold, all)
 }
 
 #[test]
@@ -38,14 +99,12 @@ fn kept_weights_give_the_sums_a_fresh_instance_gives_bit_for_bit() {
     // an instance that saw nothing before it.
     let mut now = 1_000 * H + 23 * H;
     let mut passes_kept = 0;
+    let mut feed = Feed::default();
     for pass in 0..40 {
         let s = week(now);
-        let warm = owned(usage(half_life, &s));
-        let computed = MEMO.with(|m| m.borrow().computed);
-        let cold = fresh(half_life, &s);
-        let all = MEMO.with(|m| m.borrow().computed);
-        // Asked again, the fresh instance finds every run kept.
-        assert_eq!(owned(usage(half_life, &s)), cold);
+        let (warm, computed, cold, all) = warm_and_cold(&mut feed, half_life, &s);
+        // Asked again (an empty edit), every run is kept.
+        assert_eq!(usage(half_life, &s, Some(&feed.edit(&s))), cold);
         assert_eq!(MEMO.with(|m| m.borrow().computed), 0);
         assert_eq!(warm.len(), 3, "{warm:?}");
         assert!(all > 500, "a fresh instance weighs every run: {all}");
@@ -64,6 +123,53 @@ fn kept_weights_give_the_sums_a_fresh_instance_gives_bit_for_bit() {
         now += 7 * 60_000;
     }
     assert!(passes_kept > 30, "{passes_kept}");
+}
+
+#[test]
+fn an_edit_from_a_list_not_held_or_that_does_not_fit_starts_afresh() {
+    let half_life = 24 * H;
+    let now = 1_000 * H;
+    let mut feed = Feed::default();
+    let s = week(now);
+    let _ = usage(half_life, &s, Some(&feed.edit(&s)));
+    let later = week(now + 60_000);
+    let cold = fresh(half_life, &later);
+    for k in 0..4 {
+        let _ = usage(half_life, &s, Some(&feed.edit(&s)));
+        let right = feed.edit(&later);
+        assert!(right.added_at.len() >= 2, "{right:?}");
+        let wrong = match k {
+            // From another list.
+            0 => UsageEdit {
+                from: right.from + 7,
+                ..right
+            },
+            // A removal past the end, positions out of order, a length
+            // that does not add up.
+            1 => UsageEdit {
+                removed: vec![u32::MAX],
+                ..right
+            },
+            2 => UsageEdit {
+                added_at: right.added_at.iter().rev().copied().collect(),
+                ..right
+            },
+            _ => UsageEdit {
+                added_at: vec![],
+                ..right
+            },
+        };
+        assert_eq!(usage(half_life, &later, Some(&wrong)), cold, "edit {k}");
+        let all = MEMO.with(|m| m.borrow().computed);
+        assert!(all > 500, "edit {k}: every run weighed afresh, {all}");
+        // Its token is the new list's: the next edit from it applies.
+        let _ = usage(half_life, &later, Some(&feed.edit(&later)));
+        assert_eq!(MEMO.with(|m| m.borrow().computed), 0, "edit {k}");
+    }
+    // A clock that went back starts afresh too (a run seen ended may run).
+    let before = week(now - 60_000);
+    let got = usage(half_life, &before, Some(&feed.edit(&before)));
+    assert_eq!(got, fresh(half_life, &before));
 }
 
 #[test]
@@ -94,24 +200,26 @@ fn the_sums_are_the_decay_formula_within_rounding() {
 }
 
 #[test]
-fn a_run_changed_in_place_is_not_taken_for_the_kept_one() {
+fn a_run_changed_in_place_is_weighed_again() {
     let half_life = 24 * H;
     let now = 500 * H;
+    let mut feed = Feed::default();
     let a = SnapshotBuilder::at(now)
         .usage("vision", 1, now - 3 * H, Some(now - 2 * H))
         .build();
-    let _ = usage(half_life, &a);
+    let _ = usage(half_life, &a, Some(&feed.edit(&a)));
     // Same times, another project, then more GPUs: each a new run.
     let b = SnapshotBuilder::at(now)
         .usage("bio", 1, now - 3 * H, Some(now - 2 * H))
         .build();
-    assert_eq!(owned(usage(half_life, &b)), fresh(half_life, &b));
-    let _ = usage(half_life, &a);
+    let (warm, computed, cold, _) = warm_and_cold(&mut feed, half_life, &b);
+    assert_eq!((warm, computed), (cold, 1));
+    let _ = usage(half_life, &a, Some(&feed.edit(&a)));
     let c = SnapshotBuilder::at(now)
         .usage("vision", 4, now - 3 * H, Some(now - 2 * H))
         .build();
-    let got = owned(usage(half_life, &c));
-    assert_eq!(got, fresh(half_life, &c));
+    let (got, _, cold, _) = warm_and_cold(&mut feed, half_life, &c);
+    assert_eq!(got, cold);
     assert!(got["vision"] > 3.0, "four GPUs for an hour: {got:?}");
 }
 
@@ -128,8 +236,9 @@ fn many_projects_start_the_memo_afresh_and_keep_the_answer() {
         b = b.usage(n, 1, now - 2 * H - k as i64, Some(now - H));
     }
     let s = b.build();
-    let first = owned(usage(half_life, &s));
-    let again = owned(usage(half_life, &s));
+    let mut feed = Feed::default();
+    let first = usage(half_life, &s, Some(&feed.edit(&s)));
+    let again = usage(half_life, &s, Some(&feed.edit(&s)));
     assert_eq!(first.len(), MAX_PROJECTS + 10);
     assert_eq!(first, again);
     // Started afresh once past the bound, then named each project once.
