@@ -109,6 +109,7 @@ fn unordered_snapshot(n: usize) -> nightjar::plugins::policy::Snapshot {
             })
             .collect(),
         usage: Vec::new().into(),
+        projects: Vec::new().into(),
     }
 }
 

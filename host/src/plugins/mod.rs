@@ -62,6 +62,7 @@ mod seed;
 pub mod sink;
 pub mod source;
 mod state;
+mod usage_model;
 pub mod v0_1;
 pub mod v0_2;
 pub mod validate;

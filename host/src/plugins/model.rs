@@ -124,35 +124,16 @@ pub struct Gpu {
     pub closed_by: Vec<String>,
 }
 
-/// A run's use of GPUs, for fair share.
-#[derive(Debug, Clone, Eq, Serialize, Deserialize)]
-pub struct Usage {
-    /// Its project (shared: a pass names each of a few projects for up to
-    /// a week of runs).
-    pub project: std::sync::Arc<str>,
-    /// GPUs the run held (0 for CPU-only runs).
-    pub gpus: u32,
-    /// When it started.
-    pub started_at: Timestamp,
-    /// When it ended (none while it runs).
-    pub ended_at: Option<Timestamp>,
-}
+pub use super::usage_model::{Usage, UsageTable};
 
-/// Field by field, the project by its shared text first: a pass compares
-/// up to a week of runs with the last pass's, and `Arc<str>`'s own `==`
-/// compares the text even when both point at the same one.
-impl PartialEq for Usage {
-    fn eq(&self, other: &Usage) -> bool {
-        self.gpus == other.gpus
-            && self.started_at == other.started_at
-            && self.ended_at == other.ended_at
-            && (std::sync::Arc::ptr_eq(&self.project, &other.project)
-                || self.project == other.project)
-    }
-}
-
-/// What every policy of a pass is shown.
+/// What every policy of a pass is shown. As JSON each usage row names its
+/// project (`plugins test --snapshot`); in memory it is a position in
+/// `projects`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(
+    from = "super::usage_model::SnapshotJson",
+    into = "super::usage_model::SnapshotJson"
+)]
 pub struct Snapshot {
     /// The pass's time.
     pub now: Timestamp,
@@ -170,6 +151,17 @@ pub struct Snapshot {
     /// Shared: a pass that changed no run hands on the last pass's list,
     /// and what a plugin was sent is kept without a copy.
     pub usage: std::sync::Arc<[Usage]>,
+    /// The projects `usage` names, by position ([`UsageTable`] builds
+    /// both). Shared, like the usage.
+    pub projects: std::sync::Arc<[std::sync::Arc<str>]>,
+}
+
+impl Snapshot {
+    /// The project of usage row `u` ("" for a position past the table,
+    /// which no [`UsageTable`] writes).
+    pub fn project(&self, u: &Usage) -> &str {
+        self.projects.get(u.project as usize).map_or("", |p| p)
+    }
 }
 
 /// A policy's answer for one task.

@@ -1,6 +1,6 @@
 //! The snapshot's JSON (`nightjar plugins test --snapshot S.json`): shared
 //! names read and written as plain strings, hostile text refused or kept
-//! exactly; and what makes two usage rows equal.
+//! exactly; usage rows by project name in JSON, by position in memory.
 
 use super::*;
 
@@ -115,27 +115,65 @@ fn a_score_column_reads_as_allows_beside_the_named_verdicts() {
 }
 
 #[test]
-fn usage_rows_are_equal_exactly_when_every_field_is_shared_project_or_not() {
-    let row = |project: &str, gpus, started_at, ended_at| Usage {
-        project: std::sync::Arc::from(project),
-        gpus,
-        started_at,
-        ended_at,
-    };
-    let a = row("vision", 2, 10, Some(20));
-    let shared = Usage {
-        project: std::sync::Arc::clone(&a.project),
-        ..a.clone()
-    };
-    assert_eq!(a, shared, "the same allocation");
-    assert_eq!(a, row("vision", 2, 10, Some(20)), "the same text, apart");
-    for other in [
-        row("bio", 2, 10, Some(20)),
-        row("vision", 1, 10, Some(20)),
-        row("vision", 2, 11, Some(20)),
-        row("vision", 2, 10, Some(21)),
-        row("vision", 2, 10, None),
-    ] {
-        assert_ne!(a, other, "{other:?}");
-    }
+fn a_usage_table_names_each_project_once_and_is_shared_until_one_is_added() {
+    let (vision, bio): (std::sync::Arc<str>, std::sync::Arc<str>) = ("vision".into(), "bio".into());
+    let mut t = UsageTable::default();
+    let a = t.row(&vision, 2, 10, Some(20));
+    let b = t.row(&bio, 1, 11, None);
+    let c = t.row(&std::sync::Arc::from("vision"), 1, 12, None);
+    assert_eq!(
+        (a.project, b.project, c.project),
+        (0, 1, 0),
+        "by name, not allocation"
+    );
+    let first = t.names();
+    assert!(
+        std::sync::Arc::ptr_eq(&first, &t.names()),
+        "unchanged: the same table"
+    );
+    assert_eq!(t.project(&bio), 1);
+    assert!(std::sync::Arc::ptr_eq(&first, &t.names()));
+    assert_eq!(t.project(&"nlp".into()), 2);
+    let after = t.names();
+    assert!(
+        !std::sync::Arc::ptr_eq(&first, &after),
+        "a name added: a new table"
+    );
+    assert_eq!(
+        after.iter().map(|n| &**n).collect::<Vec<_>>(),
+        ["vision", "bio", "nlp"]
+    );
+}
+
+#[test]
+fn snapshot_json_names_each_usage_rows_project_and_reads_back_the_same() {
+    let json = r#"{"now": 5, "time_zone": "UTC", "utc_offset": 0, "queue": [], "running": [],
+        "gpus": [], "usage": [
+            {"project": "vision", "gpus": 2, "started_at": 1, "ended_at": 4},
+            {"project": "bio", "gpus": 1, "started_at": 2, "ended_at": null},
+            {"project": "vision", "gpus": 0, "started_at": 3, "ended_at": null}]}"#;
+    let s: Snapshot = serde_json::from_str(json).unwrap();
+    assert_eq!(
+        s.projects.iter().map(|n| &**n).collect::<Vec<_>>(),
+        ["vision", "bio"]
+    );
+    let names: Vec<&str> = s.usage.iter().map(|u| s.project(u)).collect();
+    assert_eq!(names, ["vision", "bio", "vision"]);
+    assert_eq!((s.usage[1].gpus, s.usage[1].ended_at), (1, None));
+    let written = serde_json::to_value(&s).unwrap();
+    assert_eq!(written["usage"][2]["project"], "vision", "{written}");
+    assert!(
+        written.get("projects").is_none(),
+        "the table is not part of the JSON form"
+    );
+    let again: Snapshot = serde_json::from_value(written).unwrap();
+    assert_eq!(again, s);
+    // A row past its table (no builder writes one) reads as no project.
+    let mut odd = s.clone();
+    odd.usage = vec![Usage {
+        project: 9,
+        ..s.usage[0]
+    }]
+    .into();
+    assert_eq!(odd.project(&odd.usage[0]), "");
 }

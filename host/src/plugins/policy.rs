@@ -19,7 +19,7 @@ use super::wasi::SeededRng;
 
 pub use super::model::{
     ClosedGpu, ConfigError, Deferral, Evaluation, Gpu, Preemption, Priority, QueuedTask, Resources,
-    RunningTask, Snapshot, TaskVerdict, Usage, Verdict,
+    RunningTask, Snapshot, TaskVerdict, Usage, UsageTable, Verdict,
 };
 
 pub use super::error::PluginError;

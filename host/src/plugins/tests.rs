@@ -59,6 +59,31 @@ pub(crate) fn task(id: i64, project: &str, priority: Priority, submitted_at: i64
     }
 }
 
+/// A usage row of `project` in `s` (named in its table from then on).
+pub(crate) fn used(
+    s: &mut Snapshot,
+    project: &str,
+    gpus: u32,
+    started_at: i64,
+    ended_at: Option<i64>,
+) -> Usage {
+    let k = match s.projects.iter().position(|p| &**p == project) {
+        Some(k) => k,
+        None => {
+            let mut names = s.projects.to_vec();
+            names.push(project.into());
+            s.projects = names.into();
+            s.projects.len() - 1
+        }
+    };
+    Usage {
+        project: k as u32,
+        gpus,
+        started_at,
+        ended_at,
+    }
+}
+
 /// A snapshot at 10:00 UTC with `queue` and one idle A100.
 pub(crate) fn snapshot(queue: Vec<QueuedTask>) -> Snapshot {
     Snapshot {
@@ -81,6 +106,7 @@ pub(crate) fn snapshot(queue: Vec<QueuedTask>) -> Snapshot {
             closed_by: Vec::new(),
         }],
         usage: Vec::new().into(),
+        projects: Vec::new().into(),
     }
 }
 

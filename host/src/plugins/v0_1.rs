@@ -90,7 +90,7 @@ pub fn snapshot(s: &m::Snapshot) -> p::Snapshot {
             .usage
             .iter()
             .map(|u| p::Usage {
-                project: u.project.to_string(),
+                project: s.project(u).to_string(),
                 gpus: u.gpus,
                 started_at: u.started_at,
                 ended_at: u.ended_at,

@@ -27,7 +27,7 @@ pub fn snapshot(
     queue: Vec<p::QueuedTask>,
     running: Vec<p::RunningTask>,
     gpus: Vec<p::Gpu>,
-    usage: Arc<[p::Usage]>,
+    (usage, projects): (Arc<[p::Usage]>, Arc<[Arc<str>]>),
 ) -> p::Snapshot {
     let tz = cfg.tz();
     let offset = tz
@@ -42,6 +42,7 @@ pub fn snapshot(
         running,
         gpus,
         usage,
+        projects,
     }
 }
 
@@ -105,17 +106,12 @@ pub fn running(t: &RunningInfo) -> p::RunningTask {
     }
 }
 
-/// The usage a pass shows, from the store's records.
-pub fn usage(usage: &[UsageInfo]) -> Arc<[p::Usage]> {
-    usage.iter().map(usage_of).collect()
-}
-
-/// One of the store's usage records as a policy sees it.
-pub fn usage_of(u: &UsageInfo) -> p::Usage {
-    p::Usage {
-        project: u.project.clone(),
-        gpus: u.gpus,
-        started_at: u.started_at,
-        ended_at: u.ended_at,
-    }
+/// The usage a pass shows, from the store's records, with the projects it
+/// names.
+pub fn usage(usage: &[UsageInfo]) -> (Arc<[p::Usage]>, Arc<[Arc<str>]>) {
+    let mut table = p::UsageTable::default();
+    let rows = (usage.iter())
+        .map(|u| table.row(&u.project, u.gpus, u.started_at, u.ended_at))
+        .collect();
+    (rows, table.names())
 }

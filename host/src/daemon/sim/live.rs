@@ -35,10 +35,7 @@ impl Sim<'_> {
     /// The runs that ended before the simulation begins, oldest first (the
     /// chain's usage window reads them).
     pub fn with_usage(mut self, ended: Vec<UsageInfo>) -> Self {
-        let ended = ended
-            .iter()
-            .map(crate::daemon::pipeline::snapshot::usage_of);
-        self.runs.set_ended(ended);
+        self.runs.set_ended(&ended);
         self
     }
 

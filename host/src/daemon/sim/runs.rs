@@ -10,6 +10,7 @@ use std::sync::Arc;
 use super::engine::Running;
 use super::trace::Job;
 use crate::plugins::policy as p;
+use crate::store::UsageInfo;
 
 /// The running and recently ended runs.
 #[derive(Default)]
@@ -19,6 +20,8 @@ pub(super) struct Runs {
     ended: VecDeque<p::Usage>,
     /// The usage list as last built; `None` once anything changed.
     usage: Option<Arc<[p::Usage]>>,
+    /// The projects the rows name.
+    table: p::UsageTable,
 }
 
 impl Runs {
@@ -42,18 +45,17 @@ impl Runs {
     /// Records a run that ended (or was stopped) at `ended_at`.
     pub(super) fn ended(&mut self, job: &Job, started_at: i64, ended_at: i64) {
         self.usage = None;
-        self.ended.push_back(p::Usage {
-            project: Arc::clone(&job.project),
-            gpus: job.gpus,
-            started_at,
-            ended_at: Some(ended_at),
-        });
+        let row = (self.table).row(&job.project, job.gpus, started_at, Some(ended_at));
+        self.ended.push_back(row);
     }
 
     /// The runs that ended before the simulation began, oldest first.
-    pub(super) fn set_ended(&mut self, ended: impl IntoIterator<Item = p::Usage>) {
+    pub(super) fn set_ended(&mut self, ended: &[UsageInfo]) {
         self.usage = None;
-        self.ended = ended.into_iter().collect();
+        let table = &mut self.table;
+        self.ended = (ended.iter())
+            .map(|u| table.row(&u.project, u.gpus, u.started_at, u.ended_at))
+            .collect();
     }
 
     /// Forgets the runs that ended before `since`.
@@ -65,19 +67,18 @@ impl Runs {
     }
 
     /// The usage a chain pass is shown: the ended runs, oldest first, then
-    /// the running ones.
-    pub(super) fn usage(&mut self, jobs: &[Job]) -> Arc<[p::Usage]> {
+    /// the running ones; and the projects they name.
+    pub(super) fn usage(&mut self, jobs: &[Job]) -> (Arc<[p::Usage]>, Arc<[Arc<str>]>) {
         if let Some(u) = &self.usage {
-            return Arc::clone(u);
+            return (Arc::clone(u), self.table.names());
         }
-        let running = self.running.iter().map(|r| p::Usage {
-            project: Arc::clone(&jobs[r.job].project),
-            gpus: jobs[r.job].gpus,
-            started_at: r.start,
-            ended_at: None,
+        let table = &mut self.table;
+        let running = self.running.iter().map(|r| {
+            let job = &jobs[r.job];
+            table.row(&job.project, job.gpus, r.start, None)
         });
-        let all: Arc<[p::Usage]> = self.ended.iter().cloned().chain(running).collect();
+        let all: Arc<[p::Usage]> = self.ended.iter().copied().chain(running).collect();
         self.usage = Some(Arc::clone(&all));
-        all
+        (all, self.table.names())
     }
 }

@@ -143,9 +143,14 @@ pub fn by_key<T: PartialEq, K: Ord>(
 /// are walked side by side, an unequal pair being one removal and one
 /// addition.
 pub fn aligned<T: PartialEq>(old: &[T], new: &[T]) -> Edit {
+    aligned_by(old, new, T::eq)
+}
+
+/// [`aligned`], items equal when `same` says.
+pub fn aligned_by<T>(old: &[T], new: &[T], same: impl Fn(&T, &T) -> bool) -> Edit {
     let skip = new
         .first()
-        .and_then(|first| old.iter().position(|o| o == first))
+        .and_then(|first| old.iter().position(|o| same(o, first)))
         .unwrap_or(old.len());
     let mut edit = Edit {
         removed: (0..skip).map(pos).collect(),
@@ -153,7 +158,7 @@ pub fn aligned<T: PartialEq>(old: &[T], new: &[T]) -> Edit {
     };
     let (mut i, mut j) = (skip, 0);
     while i < old.len() && j < new.len() {
-        if old[i] != new[j] {
+        if !same(&old[i], &new[j]) {
             edit.removed.push(pos(i));
             edit.added_at.push(pos(j));
         }

@@ -32,8 +32,9 @@ pub struct Held {
     rows: Arc<Vec<Row>>,
     /// Whether `rows` is in the host's queue order.
     sorted: bool,
-    /// Its usage (the pass's own list, shared).
+    /// Its usage (the pass's own list, shared), and the projects it names.
     usage: Arc<[p::Usage]>,
+    projects: Arc<[Arc<str>]>,
     /// Strings in its table.
     strings: usize,
     /// Bytes of text in its table.
@@ -67,6 +68,7 @@ impl Held {
             rows: Arc::new(snapshot.queue.iter().map(row).collect()),
             sorted: false,
             usage: snapshot.usage.clone(),
+            projects: snapshot.projects.clone(),
             strings: 0,
             bytes: 0,
             shared: Arc::default(),
@@ -198,6 +200,23 @@ fn edit(e: &Edit) -> w::Edit {
     }
 }
 
+/// The edit from the usage a plugin holds (`old`, naming `old_projects`) to
+/// `s`'s: rows are the same when their times, GPUs and project names are.
+/// Two lists naming one table (the simulator's every pass) compare
+/// positions, not names.
+fn usage_edit(old: &[p::Usage], old_projects: &[Arc<str>], s: &p::Snapshot) -> Edit {
+    if std::ptr::eq(old_projects, &s.projects[..]) {
+        return diff::aligned(old, &s.usage);
+    }
+    fn name<'t>(table: &'t [Arc<str>], u: &p::Usage) -> Option<&'t str> {
+        table.get(u.project as usize).map(|n| &**n)
+    }
+    diff::aligned_by(old, &s.usage, |a, b| {
+        (a.gpus, a.started_at, a.ended_at) == (b.gpus, b.started_at, b.ended_at)
+            && name(old_projects, a) == name(&s.projects, b)
+    })
+}
+
 /// Whether a plugin holding `held` should start again from nothing for `s`:
 /// when its table holds far more strings than `s` names (every queued
 /// task's name stays in the table after the task leaves).
@@ -219,9 +238,9 @@ fn kept<T: Clone>(sent: bool, base: Option<&Arc<[T]>>, now: &[T]) -> Arc<[T]> {
 /// `s`, in the form of `kind`. A base of the other form counts as none.
 pub fn change(base: Option<&Held>, s: &Arc<p::Snapshot>, kind: Kind) -> Result<Change, String> {
     let base = base.filter(|h| h.kind == kind && !worn(h, s));
-    let (old_rows, old_sorted, old_usage) = match base {
-        Some(h) => (&h.rows[..], h.sorted, &h.usage[..]),
-        None => (&[][..], true, &[][..]),
+    let (old_rows, old_sorted, old_usage, old_projects) = match base {
+        Some(h) => (&h.rows[..], h.sorted, &h.usage[..], &h.projects[..]),
+        None => (&[][..], true, &[][..], &[][..]),
     };
     // A queue as the plugin holds it (most passes: only the clock moved)
     // is compared in place and its rows shared, not built again.
@@ -233,7 +252,7 @@ pub fn change(base: Option<&Held>, s: &Arc<p::Snapshot>, kind: Kind) -> Result<C
             (edit, sorted, Arc::new(rows))
         }
     };
-    let usage_edit = diff::aligned(old_usage, &s.usage);
+    let usage_edit = usage_edit(old_usage, old_projects, s);
     let mut t = Table {
         chars: String::new(),
         ends: Vec::new(),
@@ -292,7 +311,7 @@ pub fn change(base: Option<&Held>, s: &Arc<p::Snapshot>, kind: Kind) -> Result<C
     };
     for &at in &usage_edit.added_at {
         let u = &s.usage[at as usize];
-        usage.project.push(t.shared(&u.project));
+        usage.project.push(t.shared(s.project(u)));
         usage.gpus.push(u.gpus);
         usage.started_at.push(u.started_at);
         usage.ended_at.push(u.ended_at.unwrap_or(0));
@@ -328,6 +347,7 @@ pub fn change(base: Option<&Held>, s: &Arc<p::Snapshot>, kind: Kind) -> Result<C
         rows,
         sorted,
         usage: s.usage.clone(),
+        projects: s.projects.clone(),
         strings: t.first + t.ends.len(),
         bytes,
         shared: t.shared_after(),

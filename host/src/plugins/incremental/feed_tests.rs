@@ -70,7 +70,7 @@ impl Plugin {
             .iter()
             .map(|u| {
                 (
-                    u.project.to_string(),
+                    s.project(u).to_string(),
                     u.gpus,
                     u.started_at,
                     u.ended_at.unwrap_or(0),
@@ -81,13 +81,8 @@ impl Plugin {
     }
 }
 
-fn usage(project: &str, started_at: i64, ended_at: Option<i64>) -> p::Usage {
-    p::Usage {
-        project: project.into(),
-        gpus: 1,
-        started_at,
-        ended_at,
-    }
+fn usage(s: &mut p::Snapshot, project: &str, started_at: i64, ended_at: Option<i64>) -> p::Usage {
+    crate::plugins::tests::used(s, project, 1, started_at, ended_at)
 }
 
 /// Sends `s` to `plugin` from `held`, checks what it then holds, and
@@ -111,7 +106,11 @@ fn a_series_of_passes_is_rebuilt_exactly_by_the_changes() {
             .map(|i| task(i, "vision", p::Priority::Normal, i))
             .collect(),
     );
-    s.usage = vec![usage("vision", 1, Some(2)), usage("bio", 3, None)].into();
+    let rows = vec![
+        usage(&mut s, "vision", 1, Some(2)),
+        usage(&mut s, "bio", 3, None),
+    ];
+    s.usage = rows.into();
     let (mut held, first) = send(&mut plugin, None, s.clone());
     assert_eq!(first.base, 0);
     assert_eq!(first.queue.added.id.len(), 50);
@@ -133,7 +132,7 @@ fn a_series_of_passes_is_rebuilt_exactly_by_the_changes() {
         if let Some(u) = used.last_mut() {
             u.ended_at = Some(round + 5);
         }
-        used.push(usage("bio", round + 4, None));
+        used.push(usage(&mut s, "bio", round + 4, None));
         s.usage = used.into();
         s.now += 1;
         let (next, c) = send(&mut plugin, Some(&held), s.clone());
@@ -235,4 +234,46 @@ fn queues_in_or_out_of_order_sent_again_unchanged_or_changed_are_held_exactly() 
         assert!(Arc::ptr_eq(&h.rows, &again.rows), "round {round}");
         held = Some(again);
     }
+}
+
+/// The daemon builds each pass's table of projects afresh (in the order
+/// the rows name them), the simulator keeps one: rows under another table
+/// are the same when their names are, and a row that names another project
+/// at the same position is not.
+#[test]
+fn usage_rows_under_another_table_compare_by_project_name() {
+    let mut plugin = Plugin::default();
+    let mut s = snapshot(Vec::new());
+    let rows = vec![
+        usage(&mut s, "vision", 1, Some(2)),
+        usage(&mut s, "bio", 3, Some(4)),
+    ];
+    s.usage = rows.into();
+    let (held, _) = send(&mut plugin, None, s.clone());
+    // The same runs, the table in the other order.
+    let mut other = s.clone();
+    other.projects = vec![Arc::from("bio"), Arc::from("vision")].into();
+    other.usage = s
+        .usage
+        .iter()
+        .map(|u| p::Usage {
+            project: 1 - u.project,
+            ..*u
+        })
+        .collect();
+    let (held, c) = send(&mut plugin, Some(&held), other.clone());
+    assert!(
+        c.usage.edit.removed.is_empty() && c.usage.edit.added_at.is_empty(),
+        "{:?}",
+        c.usage.edit
+    );
+    // Position 0 of another table names another project: that run changed.
+    let mut renamed = other.clone();
+    renamed.projects = vec![Arc::from("nlp"), Arc::from("vision")].into();
+    let (_, c) = send(&mut plugin, Some(&held), renamed);
+    assert_eq!(
+        (c.usage.edit.removed, c.usage.edit.added_at),
+        (vec![1], vec![1])
+    );
+    assert_eq!(plugin.usage[1].0, "nlp");
 }

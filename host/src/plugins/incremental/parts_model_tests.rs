@@ -12,7 +12,7 @@ use super::{Kind, Wire};
 use crate::plugins::delta::types as d;
 use crate::plugins::incremental::diff::{self, Edit};
 use crate::plugins::pass::Pass;
-use crate::plugins::policy::{Gpu, Priority, RunningTask, Snapshot, Usage};
+use crate::plugins::policy::{Gpu, Priority, RunningTask, Snapshot};
 use crate::plugins::tests::{snapshot, task};
 
 type Queued = (i64, String, String, u8, u32, u64, i64, i64, u32, u64);
@@ -92,7 +92,7 @@ pub(super) fn view(s: &Snapshot) -> View {
         usage: (s.usage.iter())
             .map(|u| {
                 let end = u.ended_at.unwrap_or(0);
-                (u.project.to_string(), u.gpus, u.started_at, end)
+                (s.project(u).to_string(), u.gpus, u.started_at, end)
             })
             .collect(),
     }
@@ -295,14 +295,9 @@ fn rest_moves(r: &mut Lcg, s: &mut Snapshot, next_id: &mut i64) {
         used.remove(0);
     }
     if r.next(2) == 0 {
-        let project = PROJECTS[r.next(4) as usize].into();
-        let (gpus, started_at, ended_at) = (1, s.now, None);
-        used.push(Usage {
-            project,
-            gpus,
-            started_at,
-            ended_at,
-        });
+        let project = PROJECTS[r.next(4) as usize];
+        let now = s.now;
+        used.push(crate::plugins::tests::used(s, project, 1, now, None));
     }
     if let Some(u) = used.iter_mut().find(|u| u.ended_at.is_none()) {
         u.ended_at = (r.next(3) == 0).then_some(s.now);

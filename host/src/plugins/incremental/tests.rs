@@ -10,7 +10,7 @@ use crate::plugins::engine::PluginEngine;
 use crate::plugins::incremental::{Change, Kind, Wire};
 use crate::plugins::pass::Pass;
 use crate::plugins::policy::{PluginLimits, PolicyPlugin, Priority, RunningTask, Snapshot, Usage};
-use crate::plugins::tests::{snapshot, task};
+use crate::plugins::tests::{snapshot, task, used};
 
 fn load(engine: &PluginEngine, name: &str, wasm: &[u8]) -> PolicyPlugin {
     let limits = PluginLimits {
@@ -47,14 +47,19 @@ fn lab(n: i64) -> Snapshot {
             })
             .collect(),
     );
-    s.usage = (0..40)
-        .map(|i| Usage {
-            project: projects[i % 3].into(),
-            gpus: 1,
-            started_at: i as i64 * 60_000,
-            ended_at: (i < 38).then_some(i as i64 * 60_000 + 30_000),
+    let rows: Vec<Usage> = (0..40)
+        .map(|i| {
+            let (started_at, ended) = (i as i64 * 60_000, i as i64 * 60_000 + 30_000);
+            used(
+                &mut s,
+                projects[i % 3],
+                1,
+                started_at,
+                (i < 38).then_some(ended),
+            )
         })
         .collect();
+    s.usage = rows.into();
     let gpu = s.gpus[0].clone();
     s.gpus = (0..4)
         .map(|i| crate::plugins::policy::Gpu {
@@ -99,12 +104,9 @@ fn next(s: &mut Snapshot, round: i64) {
         u.ended_at = Some(s.now);
     }
     used.remove(0);
-    used.push(Usage {
-        project: "bio".into(),
-        gpus: 2,
-        started_at: s.now,
-        ended_at: None,
-    });
+    let now = s.now;
+    let bio = crate::plugins::tests::used(s, "bio", 2, now, None);
+    used.push(bio);
     s.usage = used.into();
     if !s.running.is_empty() {
         let ended = round as usize % s.running.len();

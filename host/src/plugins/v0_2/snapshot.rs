@@ -103,7 +103,7 @@ fn wire_within(s: &p::Snapshot, limit: usize) -> Result<w::Snapshot, String> {
         .queue
         .iter()
         .map(|t| t.name.len() + t.project.len())
-        .chain(s.usage.iter().map(|u| u.project.len()))
+        .chain(s.usage.iter().map(|u| s.project(u).len()))
         .sum();
     let strings = s.queue.len() + 2 * (s.running.len() + s.gpus.len()) + 1;
     let mut t = Table {
@@ -179,7 +179,7 @@ fn wire_within(s: &p::Snapshot, limit: usize) -> Result<w::Snapshot, String> {
         ended_at: Vec::with_capacity(s.usage.len()),
     };
     for u in s.usage.iter() {
-        usage.project.push(t.shared(&u.project));
+        usage.project.push(t.shared(s.project(u)));
         usage.gpus.push(u.gpus);
         usage.started_at.push(u.started_at);
         usage.ended_at.push(u.ended_at.unwrap_or(0));
@@ -222,21 +222,11 @@ mod tests {
         host.queue[2].resources.gpu_mem = Some(1 << 30);
         host.queue[2].estimated_runtime = Some(60_000);
         host.gpus[0].closed_by = vec!["thermal".into(), "vision".into()];
-        host.usage = vec![
-            p::Usage {
-                project: "bio".into(),
-                gpus: 2,
-                started_at: 1,
-                ended_at: Some(4),
-            },
-            p::Usage {
-                project: "new".into(),
-                gpus: 1,
-                started_at: 3,
-                ended_at: None,
-            },
-        ]
-        .into();
+        let rows = vec![
+            crate::plugins::tests::used(&mut host, "bio", 2, 1, Some(4)),
+            crate::plugins::tests::used(&mut host, "new", 1, 3, None),
+        ];
+        host.usage = rows.into();
         let s = wire(&host).unwrap();
         let q = &s.queue;
         assert_eq!(q.id, [1, 2, 3, 4]);
