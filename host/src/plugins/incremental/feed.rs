@@ -203,9 +203,14 @@ fn edit(e: &Edit) -> w::Edit {
 /// The edit from the usage a plugin holds (`old`, naming `old_projects`) to
 /// `s`'s: rows are the same when their times, GPUs and project names are.
 /// Two lists naming one table (the simulator's every pass) compare
-/// positions, not names.
+/// positions, not names; the very list held is unchanged.
 fn usage_edit(old: &[p::Usage], old_projects: &[Arc<str>], s: &p::Snapshot) -> Edit {
-    if std::ptr::eq(old_projects, &s.projects[..]) {
+    let same_table = std::ptr::eq(old_projects, &s.projects[..]);
+    // The list the plugin holds, handed on (no run started or ended).
+    if same_table && std::ptr::eq(old, &s.usage[..]) {
+        return Edit::default();
+    }
+    if same_table {
         return diff::aligned(old, &s.usage);
     }
     fn name<'t>(table: &'t [Arc<str>], u: &p::Usage) -> Option<&'t str> {

@@ -250,6 +250,13 @@ fn usage_rows_under_another_table_compare_by_project_name() {
     ];
     s.usage = rows.into();
     let (held, _) = send(&mut plugin, None, s.clone());
+    // The very list and table handed on, or the same rows in a new list.
+    let (held, c) = send(&mut plugin, Some(&held), s.clone());
+    assert!(c.usage.edit.removed.is_empty() && c.usage.edit.added_at.is_empty());
+    let mut copied = s.clone();
+    copied.usage = s.usage.to_vec().into();
+    let (held, c) = send(&mut plugin, Some(&held), copied);
+    assert!(c.usage.edit.removed.is_empty() && c.usage.edit.added_at.is_empty());
     // The same runs, the table in the other order.
     let mut other = s.clone();
     other.projects = vec![Arc::from("bio"), Arc::from("vision")].into();
