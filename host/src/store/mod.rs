@@ -35,6 +35,7 @@ mod spec_cache;
 mod submit;
 pub mod tokens;
 pub mod types;
+mod waits;
 pub use audit::AuditEntry;
 
 use std::path::{Path, PathBuf};
