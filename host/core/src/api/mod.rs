@@ -30,7 +30,9 @@ pub mod views;
 pub mod why;
 pub mod wire;
 
+mod plugin_verbs;
 mod request;
+mod wait;
 
 pub use request::*;
 

@@ -12,12 +12,14 @@ pub use super::logs::{LogChunk, LogCursor, Logs};
 pub use super::notify::{
     DigestWritten, NotifyDigest, NotifyList, NotifyReport, NotifyRetry, NotifyTest, NotifyTestReply,
 };
+pub use super::plugin_verbs::{PluginList, PluginReload, ReloadChange, ReloadOutcome};
 pub use super::report::{Accounting, Report};
 pub use super::rerun::{Rerun, Rerunning};
 pub use super::tokens::{NewToken, TokenCreate, TokenList, TokenRevoke, TokenRow};
 use super::views::{GpuView, MemberView};
+pub use super::wait::{Wait, WaitProgress, WaitResult};
 use super::why::WhyReport;
-use super::wire::{GcReport, ListFilter, RunClass, TaskDetail, TaskRow, TaskState};
+use super::wire::{GcReport, ListFilter, TaskDetail, TaskRow, TaskState};
 use crate::task::model::NewEntry;
 
 /// A request that names its reply: `client.call(Show { id })` returns a
@@ -321,54 +323,6 @@ pub struct Changed {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct GpuList {}
 
-/// `plugins ls`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-pub struct PluginList {}
-
-/// `plugins reload`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-pub struct PluginReload {}
-
-/// What a reload did to one chain member.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-pub struct ReloadChange {
-    /// The policy.
-    pub plugin: String,
-    /// Loaded, or rejected.
-    pub outcome: ReloadOutcome,
-    /// The source loaded, or why the new version was rejected.
-    pub detail: String,
-}
-
-/// Whether a changed plugin file was taken.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(rename_all = "kebab-case")]
-pub enum ReloadOutcome {
-    /// The new version runs now.
-    Loaded,
-    /// The new version was refused; the previous one (if any) keeps running.
-    Rejected,
-}
-
-impl std::fmt::Display for ReloadChange {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.outcome {
-            ReloadOutcome::Loaded => write!(f, "policy {}: loaded ({})", self.plugin, self.detail),
-            ReloadOutcome::Rejected => {
-                write!(
-                    f,
-                    "policy {}: new version rejected: {}",
-                    self.plugin, self.detail
-                )
-            }
-        }
-    }
-}
-
 /// `gc [--dry-run]`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -376,38 +330,6 @@ pub struct Gc {
     /// Only count.
     #[serde(default)]
     pub dry_run: bool,
-}
-
-/// `wait ID...`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-pub struct Wait {
-    /// Task ids (a sweep id waits for all members).
-    pub ids: Vec<i64>,
-}
-
-/// `wait-progress`: the tasks `wait` would wait for, counted by state.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-pub struct WaitProgress {
-    /// Task ids, as `wait` takes them (a sweep id counts its members).
-    pub ids: Vec<i64>,
-}
-
-/// How one waited-for task ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-pub struct WaitResult {
-    /// Task id.
-    pub id: i64,
-    /// Final state.
-    pub state: TaskState,
-    /// Class of the last run.
-    pub class: Option<RunClass>,
-    /// Exit code of the last run.
-    pub exit_code: Option<i32>,
-    /// Signal of the last run.
-    pub signal: Option<i32>,
 }
 
 /// `whoami`.
