@@ -10,7 +10,7 @@
 //! whenever [`usage_edit`] gives nothing or an edit from a list it does not
 //! hold. fair-share's `usage.rs` is the worked example.
 
-use std::sync::Mutex;
+use std::cell::RefCell;
 
 /// The usage list of one pass as the edit of another: `to`'s list is
 /// `from`'s with the items at `removed` dropped (ascending positions in
@@ -32,8 +32,12 @@ pub struct UsageEdit {
     pub added_at: Vec<u32>,
 }
 
-/// The pass being evaluated: its usage list's token and edit.
-static PASS: Mutex<Option<Pass>> = Mutex::new(None);
+thread_local! {
+    /// The pass being evaluated on this thread: its usage list's token and
+    /// edit. Per thread, not per process: natively (unit tests run in
+    /// parallel) another thread's pass is not this one's.
+    static PASS: RefCell<Option<Pass>> = const { RefCell::new(None) };
+}
 
 /// What the SDK learnt of the pass being evaluated.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,26 +56,34 @@ pub(crate) struct Pass {
 /// pass to this pass's, during a pass (from 0, every item new, when this
 /// pass's snapshot came whole); `None` outside a pass and in native tests.
 pub fn usage_edit() -> Option<UsageEdit> {
-    let pass = PASS.lock().unwrap_or_else(|p| p.into_inner());
-    let p = pass.as_ref()?;
-    Some(UsageEdit {
-        from: p.from,
-        to: p.to,
-        removed: p.removed.clone(),
-        added_at: p.added_at.clone(),
+    PASS.with_borrow(|pass| {
+        let p = pass.as_ref()?;
+        Some(UsageEdit {
+            from: p.from,
+            to: p.to,
+            removed: p.removed.clone(),
+            added_at: p.added_at.clone(),
+        })
     })
 }
 
-/// Runs `f` with `pass` as the pass being evaluated, and forgets it after.
+/// Runs `f` with `pass` as the pass being evaluated, and forgets it after,
+/// even when `f` panics (a pass left behind would describe a list the next
+/// caller does not hold).
 pub(crate) fn during<T>(pass: Pass, f: impl FnOnce() -> T) -> T {
+    struct Forget;
+    impl Drop for Forget {
+        fn drop(&mut self) {
+            set(None);
+        }
+    }
     set(Some(pass));
-    let out = f();
-    set(None);
-    out
+    let _forget = Forget;
+    f()
 }
 
 fn set(pass: Option<Pass>) {
-    *PASS.lock().unwrap_or_else(|p| p.into_inner()) = pass;
+    PASS.with_borrow_mut(|p| *p = pass);
 }
 
 #[cfg(test)]
@@ -98,6 +110,43 @@ mod tests {
             })
         );
         assert_eq!(usage_edit(), None, "forgotten after the pass");
+    }
+
+    fn pass(to: u64) -> Pass {
+        Pass {
+            to,
+            from: to - 1,
+            removed: vec![],
+            added_at: vec![0],
+        }
+    }
+
+    #[test]
+    fn a_pass_that_panics_is_forgotten_all_the_same() {
+        let hit = std::panic::catch_unwind(|| during(pass(9), || panic!("policy bug")));
+        assert!(hit.is_err());
+        assert_eq!(usage_edit(), None, "no pass is being evaluated");
+    }
+
+    #[test]
+    fn a_pass_on_another_thread_is_not_this_threads() {
+        let (entered, wait) = std::sync::mpsc::channel();
+        let (release, go) = std::sync::mpsc::channel::<()>();
+        let other = std::thread::spawn(move || {
+            during(pass(5), || {
+                let _ = entered.send(());
+                let _ = go.recv();
+                usage_edit()
+            })
+        });
+        wait.recv().expect("the other thread entered its pass");
+        // A native test evaluating outside a pass while another thread is
+        // inside one (cargo runs tests in parallel).
+        let here = usage_edit();
+        let _ = release.send(());
+        let there = other.join().expect("the other thread");
+        assert_eq!(here, None);
+        assert_eq!(there.map(|e| e.to), Some(5));
     }
 
     use crate::abi;

@@ -168,6 +168,22 @@ fn snapshot_json_names_each_usage_rows_project_and_reads_back_the_same() {
     );
     let again: Snapshot = serde_json::from_value(written).unwrap();
     assert_eq!(again, s);
+    // Equal as every policy sees it: the same names, whatever the table's
+    // order; a row naming another project is not.
+    let mut reordered = s.clone();
+    reordered.projects = vec!["bio".into(), "vision".into(), "unused".into()].into();
+    reordered.usage = s
+        .usage
+        .iter()
+        .map(|u| Usage {
+            project: 1 - u.project,
+            ..*u
+        })
+        .collect();
+    assert_eq!(reordered, s);
+    let mut renamed = reordered.clone();
+    renamed.projects = vec!["bio".into(), "nlp".into()].into();
+    assert_ne!(renamed, s);
     // A row past its table (no builder writes one) reads as no project.
     let mut odd = s.clone();
     odd.usage = vec![Usage {

@@ -74,6 +74,22 @@ impl UsageTable {
     }
 }
 
+impl PartialEq for Snapshot {
+    fn eq(&self, o: &Snapshot) -> bool {
+        let same = |a: &Usage, b: &Usage| {
+            (a.gpus, a.started_at, a.ended_at) == (b.gpus, b.started_at, b.ended_at)
+                && (Arc::ptr_eq(&self.projects, &o.projects) && a.project == b.project
+                    || self.project(a) == o.project(b))
+        };
+        (self.now, &self.time_zone, self.utc_offset) == (o.now, &o.time_zone, o.utc_offset)
+            && (&self.queue, &self.running, &self.gpus) == (&o.queue, &o.running, &o.gpus)
+            && self.usage.len() == o.usage.len()
+            && (self.usage.iter().zip(o.usage.iter())).all(|(a, b)| same(a, b))
+    }
+}
+
+impl Eq for Snapshot {}
+
 /// A usage row as JSON writes it: its project by name.
 #[derive(Serialize, Deserialize)]
 struct UsageJson {

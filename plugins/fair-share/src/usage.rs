@@ -224,11 +224,17 @@ impl Memo {
         let anchor = i128::from(s.now) - i128::from(into);
         self.computed = 0;
         // A fresh memo holds the empty list, token 0: an edit from nothing
-        // (a snapshot that came whole) applies to it like any other.
+        // (a snapshot that came whole) applies to it like any other. Token
+        // 0 over kept runs (a pass without an edit) names no list: an edit
+        // from nothing must not be read as an edit of those runs.
         let kept = (half_life, anchor) == (self.half_life, self.anchor)
             && self.names.len() <= MAX_PROJECTS
             && s.now >= self.now
-            && edit.is_some_and(|e| e.from == self.token && self.fits(e, s.usage.len()));
+            && edit.is_some_and(|e| {
+                e.from == self.token
+                    && (e.from != 0 || self.rows.is_empty())
+                    && self.fits(e, s.usage.len())
+            });
         match edit.filter(|_| kept) {
             Some(e) => self.apply(e, s),
             // Without one, every run is weighed afresh.
@@ -361,3 +367,7 @@ mod tests;
 #[cfg(test)]
 #[path = "usage_history_tests.rs"]
 mod history_tests;
+
+#[cfg(test)]
+#[path = "usage_edit_tests.rs"]
+mod edit_tests;

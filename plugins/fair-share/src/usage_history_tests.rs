@@ -10,14 +10,14 @@ use nightjar_sdk::testing::SnapshotBuilder;
 const H: i64 = 3_600_000;
 
 /// A small deterministic generator (the same sequence everywhere).
-struct Lcg(u64);
+pub(super) struct Lcg(pub(super) u64);
 
 impl Lcg {
-    fn below(&mut self, n: u64) -> u64 {
+    pub(super) fn below(&mut self, n: u64) -> u64 {
         self.0 = (self.0)
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);
-        (self.0 >> 33) % n
+        (self.0 >> 33) % n.max(1)
     }
 
     fn any(&mut self) -> i64 {
