@@ -32,6 +32,7 @@ pub mod wire;
 
 mod plugin_verbs;
 mod request;
+mod state;
 mod wait;
 
 pub use request::*;
