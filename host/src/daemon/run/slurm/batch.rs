@@ -12,7 +12,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 
 use super::cli::{self, JobId};
-use super::{Job, SlurmExecutor, cmd, folder, owner, poll};
+use super::{Job, SlurmExecutor, cmd, folder, owner, poll, script};
 use crate::daemon::run::executor::{Launch, Started, TryLater};
 use crate::daemon::state::{Daemon, lock};
 
@@ -203,7 +203,7 @@ impl SlurmExecutor {
             owner::take_over(run);
         }
         folder::write_spec(run)?;
-        let script = folder::run_script(&self.supervisor, self.sampler.as_ref(), run)?;
+        let script = script::run_script(&self.supervisor, self.sampler.as_ref(), run)?;
         if let Some(o) = owner {
             owner::hand_over(&run.dir, o)?;
         }
@@ -256,7 +256,7 @@ impl SlurmExecutor {
                 runs.iter()
                     .try_for_each(|r| owner.map_or(Ok(()), |o| owner::hand_over(&r.dir, o)))
             })
-            .and_then(|()| folder::batch_script(&self.supervisor, sampler, &dir, batch, &dirs))
+            .and_then(|()| script::batch_script(&self.supervisor, sampler, &dir, batch, &dirs))
             .and_then(|script| {
                 folder::write_specs(&dir, &runs)?;
                 let ask = self.ask(

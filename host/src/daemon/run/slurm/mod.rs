@@ -31,6 +31,7 @@ mod live;
 mod nodes;
 pub(crate) mod owner;
 mod poll;
+mod script;
 
 use std::collections::HashMap;
 

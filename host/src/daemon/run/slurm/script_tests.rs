@@ -1,6 +1,9 @@
-//! A batch's script, run by a real `sh` as SLURM runs an array's element.
+//! A batch's script, run by a real `sh` as SLURM runs an array's element,
+//! and the run folders' end marks it leaves behind.
 
+use super::super::folder::{all_ended, ended_without_status, status_in, tombstone};
 use super::*;
+use crate::sandbox::files;
 
 /// Runs `script` as element `index` of its array, with nothing of the
 /// environment but SLURM's variable (`--export=NIL`: no PATH); its stdout
