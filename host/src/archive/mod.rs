@@ -11,6 +11,7 @@
 mod copy;
 pub mod name;
 mod record;
+mod settle;
 mod tree;
 
 use record::{Record, ours};
