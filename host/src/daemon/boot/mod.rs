@@ -7,6 +7,7 @@
 
 pub mod claims;
 pub mod consistency;
+mod evidence;
 pub mod heap;
 pub mod mend;
 pub(in crate::daemon) mod prepare;
