@@ -196,6 +196,12 @@ fn plugins(out: &Path) {
         NOTIFIERS,
     ));
     std::fs::write(out.join("first_party.rs"), rs).expect("write first_party.rs");
+    // fair-share as a file too, for the tests of `plugins test` on a
+    // snapshot's usage (embed copied it there).
+    println!(
+        "cargo:rustc-env=NIGHTJAR_FIRST_PARTY_FAIR_SHARE={}",
+        out.join("fair_share.wasm").display()
+    );
 }
 
 /// The Rust source of `pub const NAME: &[(&str, &[u8])]`, embedding each

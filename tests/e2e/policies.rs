@@ -47,6 +47,80 @@ fn plugins_check_and_test_work_offline() {
     assert!(read(&snap).contains("held-by-plugin"));
 }
 
+/// A snapshot file's usage names each run's project (`plugins test
+/// --snapshot`): fair-share reads it through the real component, the
+/// project that used more scores lower; a row without a project is refused
+/// with the file and the field; thousands of distinct projects are read
+/// (fair-share's memo starts afresh past 4,096 of them) and answered.
+#[test]
+fn plugins_test_reads_a_snapshots_usage_by_project_name_and_refuses_a_row_without_one() {
+    let fair_share = env!("NIGHTJAR_FIRST_PARTY_FAIR_SHARE");
+    let nj = Nj::new("");
+    let hour = 3_600_000i64;
+    let now = 100 * hour;
+    let task = |id: i64, project: &str| {
+        serde_json::json!({"id": id, "name": "t", "project": project, "priority": "Normal",
+            "resources": {"gpus": 1, "gpu_mem": null, "cpus": null, "mem": null, "timeout": null},
+            "submitted_at": 0, "eligible_at": 0, "attempts": 0, "estimated_runtime": null})
+    };
+    let used = |project: &str, hours: i64| {
+        serde_json::json!({"project": project, "gpus": 1, "started_at": now - hours * hour,
+            "ended_at": now})
+    };
+    let snapshot = |usage: Vec<serde_json::Value>| {
+        serde_json::json!({"now": now, "time_zone": "UTC", "utc_offset": 0, "running": [],
+            "gpus": [], "usage": usage, "queue": [task(1, "vision"), task(2, "bio")]})
+    };
+    let test = |name: &str, snap: &serde_json::Value| {
+        let path = nj.path("work").join(name);
+        std::fs::write(&path, snap.to_string()).unwrap();
+        nj.cli(&[
+            "plugins",
+            "test",
+            fair_share,
+            "--snapshot",
+            path.to_str().unwrap(),
+        ])
+    };
+    let scores = |out: &std::process::Output| -> Vec<i64> {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let answer: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let mut v: Vec<(i64, i64)> = (answer["verdicts"].as_array().unwrap().iter())
+            .map(|v| {
+                (
+                    v["task"].as_i64().unwrap(),
+                    v["verdict"]["Allow"].as_i64().unwrap(),
+                )
+            })
+            .collect();
+        v.sort();
+        v.into_iter().map(|(_, s)| s).collect()
+    };
+    // vision used 9 GPU-hours, bio 1, in rows that name them apart.
+    let mut usage = vec![used("vision", 5), used("bio", 1), used("vision", 4)];
+    let s = scores(&test("usage.json", &snapshot(usage.clone())));
+    assert_eq!(s, [-40, 40], "vision over its half, bio under it");
+    // A row that names no project: refused, the file and the field named.
+    usage.push(serde_json::json!({"gpus": 1, "started_at": 0, "ended_at": null}));
+    let out = test("bad-row.json", &snapshot(usage));
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad-row.json") && err.contains("`project`"),
+        "{err}"
+    );
+    // 6,000 projects, each used for an hour, bio for 3,000: read and
+    // answered (bio a third of all use, vision none).
+    let mut many: Vec<_> = (0..6_000).map(|k| used(&format!("p{k}"), 1)).collect();
+    many.push(used("bio", 3_000));
+    let s = scores(&test("many.json", &snapshot(many)));
+    assert!(s[0] > s[1], "vision (unused) above bio: {s:?}");
+}
+
 #[test]
 fn the_example_lab_policy_defers_its_projects_until_the_weekend() {
     // The daemon's clock is faked to a Wednesday noon (UTC) of this week,
