@@ -22,17 +22,20 @@ fn run_element(script: &Path, index: &str) -> (String, String, bool) {
     )
 }
 
+/// Run folders `names` made under `shared`'s `runs`.
+fn run_folders(shared: &Path, names: &[&str]) -> Vec<PathBuf> {
+    let runs: Vec<PathBuf> = names.iter().map(|n| shared.join("runs").join(n)).collect();
+    for r in &runs {
+        std::fs::create_dir_all(r).unwrap();
+    }
+    runs
+}
+
 #[test]
 fn each_element_of_a_batchs_array_execs_the_supervisor_on_its_own_run_folder() {
     let shared = tempfile::tempdir().unwrap();
     // Folders with a space and a quote: the script quotes what it reads.
-    let runs: Vec<PathBuf> = ["7", "8 it's", "12"]
-        .iter()
-        .map(|n| shared.path().join("runs").join(n))
-        .collect();
-    for r in &runs {
-        std::fs::create_dir_all(r).unwrap();
-    }
+    let runs = run_folders(shared.path(), &["7", "8 it's", "12"]);
     // A stand-in supervisor that shows its arguments and the line of its
     // stdin the second names (the batch's specs, one a line).
     let supervisor = SupervisorCmd {
@@ -85,13 +88,7 @@ fn each_element_of_a_batchs_array_execs_the_supervisor_on_its_own_run_folder() {
 #[test]
 fn a_batch_has_ended_only_once_every_run_its_index_names_has() {
     let shared = tempfile::tempdir().unwrap();
-    let runs: Vec<PathBuf> = ["1", "2", "3"]
-        .iter()
-        .map(|n| shared.path().join("runs").join(n))
-        .collect();
-    for r in &runs {
-        std::fs::create_dir_all(r).unwrap();
-    }
+    let runs = run_folders(shared.path(), &["1", "2", "3"]);
     let supervisor = SupervisorCmd {
         program: "/bin/true".into(),
         prefix: Vec::new(),
