@@ -160,20 +160,36 @@ pub(super) fn tombstone(dir: &Path, why: &str) {
 /// Leaves the daemon's status in the run folder `dir` of a run whose end
 /// it recorded from SLURM's word alone (its supervisor left none): the run
 /// has ended for whoever reads the folder, and its batch's folder can go
-/// ([`all_ended`]).
-///
-/// Never over a status already there: one its supervisor leaves late (a
-/// shared folder's cache) is kept, whole (written aside, then linked in
-/// only where no status is). Read back (a daemon stopped before the end
-/// was recorded), it says `lost`, as SLURM's word does.
+/// ([`all_ended`]). Read back (a daemon stopped before the end was
+/// recorded), it says `lost`, as SLURM's word does.
 pub(super) fn ended_without_status(dir: &Path) {
+    leave_status(
+        dir,
+        files::EndedBy::Lost,
+        "its supervisor left no status; the daemon recorded its end from SLURM",
+    );
+}
+
+/// Leaves a `cancelled` status in the run folder `dir` of a run cancelled
+/// before its SLURM job was known (its `sbatch` in flight): a supervisor
+/// that starts later finds the run ended and never starts the task, even
+/// when the job lands while no daemon is up to `scancel` it.
+pub(super) fn cancelled_before_its_job(dir: &Path) {
+    leave_status(
+        dir,
+        files::EndedBy::Cancelled,
+        "cancelled before its SLURM job started; the task never ran",
+    );
+}
+
+/// Leaves the daemon's status in `dir`, never over a status already there:
+/// one its supervisor leaves late (a shared folder's cache) is kept, whole
+/// (written aside, then linked in only where no status is).
+fn leave_status(dir: &Path, ended_by: files::EndedBy, message: &str) {
     if std::fs::symlink_metadata(dir.join(files::STATUS)).is_ok() || !dir.is_dir() {
         return;
     }
-    let status = status(
-        files::EndedBy::Lost,
-        "its supervisor left no status; the daemon recorded its end from SLURM".into(),
-    );
+    let status = status(ended_by, message.into());
     // A name the folder's owner cannot have taken first.
     let aside = dir.join(format!(
         ".status.daemon.{}.{}.tmp",

@@ -212,11 +212,17 @@ impl Executor for SlurmExecutor {
         true
     }
 
-    fn stop(&self, run: i64, _session: u32, _dir: &Path, how: Stop) {
+    fn stop(&self, run: i64, _session: u32, dir: &Path, how: Stop) {
         let job = {
             let mut jobs = lock(&self.jobs);
             let Some(j) = jobs.get_mut(&run) else {
                 tracing::debug!("run {run}: no SLURM job to stop");
+                // Its sbatch in flight: the job lands later, maybe while no
+                // daemon is up to scancel it; its supervisor then finds the
+                // run ended and never starts the task.
+                if how == Stop::Cancel {
+                    folder::cancelled_before_its_job(dir);
+                }
                 return;
             };
             j.asked = true;

@@ -1,7 +1,9 @@
 //! A batch's script, run by a real `sh` as SLURM runs an array's element,
 //! and the run folders' end marks it leaves behind.
 
-use super::super::folder::{all_ended, ended_without_status, status_in, tombstone};
+use super::super::folder::{
+    all_ended, cancelled_before_its_job, ended_without_status, status_in, tombstone,
+};
 use super::*;
 use crate::sandbox::files;
 
@@ -136,4 +138,23 @@ fn the_daemons_status_of_an_end_without_one_reads_lost_and_never_replaces_a_stat
     let gone = root.path().join("gone");
     ended_without_status(&gone);
     assert!(!gone.exists());
+}
+
+#[test]
+fn a_run_cancelled_before_its_job_reads_cancelled_and_keeps_a_status_already_there() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("run");
+    std::fs::create_dir(&dir).unwrap();
+    cancelled_before_its_job(&dir);
+    let out = status_in(&dir).expect("a status its supervisor will find");
+    assert_eq!(out.class, crate::store::RunClass::Cancelled);
+    // Its supervisor's status (the task ran after all) is never replaced.
+    let ran = root.path().join("ran");
+    std::fs::create_dir(&ran).unwrap();
+    std::fs::write(ran.join(files::STATUS), b"{\"kept\": true}").unwrap();
+    cancelled_before_its_job(&ran);
+    assert_eq!(
+        std::fs::read(ran.join(files::STATUS)).unwrap(),
+        b"{\"kept\": true}"
+    );
 }
