@@ -270,4 +270,6 @@ mod listing_tests;
 #[cfg(test)]
 mod migration_tests;
 #[cfg(test)]
+mod plan_tests;
+#[cfg(test)]
 pub(crate) mod tests;

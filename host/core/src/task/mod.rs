@@ -10,6 +10,7 @@ pub mod file;
 pub mod grid;
 pub mod model;
 pub mod resolve;
+pub mod retry;
 pub mod schedule;
 pub mod validate;
 pub mod vars;
