@@ -26,4 +26,5 @@ mod slurm_accounting;
 mod slurm_arrays;
 mod slurm_batches;
 mod slurm_faults;
+mod slurm_hostile;
 mod slurm_owners;

@@ -33,19 +33,22 @@ pub fn run_with(program: &str, args: &[&str], env: &[(&str, &str)]) -> Result<St
     // Read both pipes while it runs: a long listing would fill one and stall it.
     let mut out_pipe = child.stdout.take();
     let mut err_pipe = child.stderr.take();
+    // Read as bytes, taken as UTF-8 lossily: any user's job comment is in
+    // `squeue`'s output as they wrote it, and one byte that is no UTF-8
+    // would make the whole listing read as empty (every job gone).
     let out = std::thread::spawn(move || {
-        let mut s = String::new();
+        let mut s = Vec::new();
         if let Some(p) = out_pipe.as_mut() {
-            let _ = p.read_to_string(&mut s);
+            let _ = p.read_to_end(&mut s);
         }
-        s
+        String::from_utf8_lossy(&s).into_owned()
     });
     let err = std::thread::spawn(move || {
-        let mut s = String::new();
+        let mut s = Vec::new();
         if let Some(p) = err_pipe.as_mut() {
-            let _ = p.take(64 << 10).read_to_string(&mut s);
+            let _ = p.take(64 << 10).read_to_end(&mut s);
         }
-        s
+        String::from_utf8_lossy(&s).into_owned()
     });
     let t0 = Instant::now();
     let status = loop {
@@ -73,5 +76,23 @@ pub fn run_with(program: &str, args: &[&str], env: &[(&str, &str)]) -> Result<St
             err.trim()
         ),
         Some(_) => Ok(out),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::run;
+
+    #[test]
+    fn output_that_is_not_utf8_is_kept_lossily_not_dropped_whole() {
+        // `squeue` prints a user's job comment byte for byte.
+        let out = run(
+            "sh",
+            &["-c", r"printf '1|RUNNING|x\377\376y\n2|PENDING|z\n'"],
+        )
+        .unwrap();
+        assert_eq!(out, "1|RUNNING|x\u{FFFD}\u{FFFD}y\n2|PENDING|z\n");
+        let e = run("sh", &["-c", r"printf 'bad \377' >&2; exit 3"]).unwrap_err();
+        assert!(format!("{e:#}").contains("bad \u{FFFD}"), "{e:#}");
     }
 }
