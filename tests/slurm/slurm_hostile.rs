@@ -75,6 +75,19 @@ fn ran_once_in(nj: &Nj, id: i64, job: &str) {
 }
 
 #[test]
+fn a_comment_with_a_newline_forges_no_squeue_line_of_the_daemons_user() {
+    let _cluster = shared_cluster();
+    let nj = world("");
+    let (id, job) = long_task(&nj);
+    let comment = job_field(&job, "Comment").expect("a comment");
+    // nobody's job whose comment ends its line and writes another: root's
+    // (uid 0) job with the run's comment, newer than the run's, ended.
+    let forged = format!("x\n{}|COMPLETED|None|n1|0|{comment}", u32::MAX / 2);
+    let _spoof = Spoof::start(forged.into_bytes());
+    ran_once_in(&nj, id, &job);
+}
+
+#[test]
 fn a_comment_that_is_not_utf8_hides_no_job_from_the_daemon() {
     let _cluster = shared_cluster();
     let nj = world("");

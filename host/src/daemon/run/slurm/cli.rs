@@ -6,17 +6,54 @@ use crate::store::{RunClass, RunOutcome};
 
 /// The squeue format this module parses: id (`812`, or `812_3` for an
 /// element of a job array), state, reason, nodes, user id, comment (last:
-/// another user's comment may hold a `|`).
-pub const SQUEUE_FORMAT: &str = "%i|%T|%r|%N|%U|%k";
+/// another user's comment may hold a `|`), then `|` and a listing's own
+/// end mark ([`squeue_args`]): a comment may hold a newline too, and what
+/// follows it would read as a line of its own (a job of the daemon's user
+/// with a run's comment), but nobody can know the mark.
+const SQUEUE_FORMAT: &str = "%i|%T|%r|%N|%U|%k|";
 
-/// `squeue`'s arguments: every job SLURM keeps, ended ones too (`-t all`)
-/// and those in hidden partitions (`-a`: a user's squeue leaves them out,
-/// and a live job missing from the list is taken for one SLURM forgot),
-/// each element of a job array on a line of its own (`-r`: else the
-/// elements still pending are one line, `812_[4-999]`).
-/// Not `-u`: squeue given a user it cannot resolve lists nothing and exits
-/// 0; [`parse_squeue`] keeps the daemon's user's jobs instead.
-pub const SQUEUE_ARGS: [&str; 7] = ["-h", "-a", "-r", "-t", "all", "-o", SQUEUE_FORMAT];
+/// `squeue`'s arguments, each job's line ending with `|end`: every job
+/// SLURM keeps, ended ones too (`-t all`) and those in hidden partitions
+/// (`-a`: a user's squeue leaves them out, and a live job missing from the
+/// list is taken for one SLURM forgot), each element of a job array on a
+/// line of its own (`-r`: else the elements still pending are one line,
+/// `812_[4-999]`). Not `-u`: squeue given a user it cannot resolve lists
+/// nothing and exits 0; [`parse_squeue`] keeps the daemon's user's jobs
+/// instead.
+pub fn squeue_args(end: &str) -> Vec<String> {
+    ["-h", "-a", "-r", "-t", "all", "-o"]
+        .iter()
+        .map(|a| a.to_string())
+        .chain([format!("{SQUEUE_FORMAT}{end}")])
+        .collect()
+}
+
+/// A fresh end mark for one listing ([`squeue_args`]): 128 random bits,
+/// in hex.
+pub fn squeue_end() -> anyhow::Result<String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes)
+        .map_err(|e| anyhow::anyhow!("no random bytes to mark squeue's lines: {e}"))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// The output of `squeue` [`squeue_args`]`(end)` as [`parse_squeue`]
+/// reads it: one line per job, each ending where `|end` and a newline
+/// end it, its comment's own newlines made spaces (the job stays the one
+/// SLURM listed, whatever its comment holds); whatever follows the last
+/// such end (a listing cut short) is left out.
+pub fn squeue_lines(out: &str, end: &str) -> String {
+    let end = format!("|{end}\n");
+    let mut records: Vec<&str> = out.split(end.as_str()).collect();
+    // What follows the last end: empty for a whole listing.
+    records.pop();
+    let mut lines = String::new();
+    for r in records {
+        lines.push_str(&r.replace(['\n', '\r'], " "));
+        lines.push('\n');
+    }
+    lines
+}
 
 /// A SLURM job, or one element of a job array (`812_3`): what `scancel`
 /// and `scancel --batch` take, and what `why` shows.
@@ -177,7 +214,7 @@ pub fn ended(state: &str) -> bool {
     )
 }
 
-/// This daemon's jobs in `squeue` [`SQUEUE_ARGS`] output: those whose
+/// This daemon's jobs in `squeue` [`squeue_args`] output ([`squeue_lines`]): those whose
 /// comment bears its `tag` and whose user `may_own(run, uid)` (the
 /// daemon's, or the run's owner's), and those it `known`s by their id
 /// (whatever their comment now says). Other lines (other daemons', and
@@ -320,3 +357,7 @@ pub fn unreported_end(
 #[cfg(test)]
 #[path = "cli_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "squeue_tests.rs"]
+mod squeue_tests;

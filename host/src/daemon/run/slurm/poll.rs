@@ -233,9 +233,13 @@ pub(super) fn remove_ended(
     removed
 }
 
-/// This daemon's jobs and the others, as `squeue` lists every job it keeps.
+/// This daemon's jobs and the others, as `squeue` lists every job it
+/// keeps: one line each, whatever their comments hold.
 fn list() -> Result<String> {
-    cmd::run("squeue", &cli::SQUEUE_ARGS)
+    let end = cli::squeue_end()?;
+    let args = cli::squeue_args(&end);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    Ok(cli::squeue_lines(&cmd::run("squeue", &args)?, &end))
 }
 
 /// The job SLURM has for run `run` (its folder `owner`'s) of the daemon
