@@ -1,13 +1,14 @@
-//! What another user of the cluster can put in front of the daemon through
-//! SLURM itself: a job whose comment, which `squeue` prints as its owner
-//! wrote it, holds a newline and a line of its own, or bytes that are no
-//! UTF-8. Neither passes for a run's job, and neither hides one.
+//! What another user of the cluster can put in front of the daemon: a job
+//! whose comment, which `squeue` prints as its owner wrote it, holds a
+//! newline and a line of its own, or bytes that are no UTF-8 (neither
+//! passes for a run's job, and neither hides one); a link of theirs on the
+//! way to the shared folder (the daemon does not start).
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
 use std::process::Command;
 
-use crate::cluster::{cluster, job_field, job_of, shared_cluster, slurm, world};
+use crate::cluster::{cluster, executor, job_field, job_of, shared_cluster, slurm, world};
 use crate::harness::{Nj, read};
 
 /// nobody's `sleep 120` with `comment` (any bytes): cancelled when dropped.
@@ -94,4 +95,34 @@ fn a_comment_that_is_not_utf8_hides_no_job_from_the_daemon() {
     let (id, job) = long_task(&nj);
     let _spoof = Spoof::start(b"x\xff\xfey".to_vec());
     ran_once_in(&nj, id, &job);
+}
+
+#[test]
+fn a_shared_dir_reached_through_another_users_link_stops_the_daemon() {
+    use std::os::unix::fs::PermissionsExt;
+    let _cluster = shared_cluster();
+    let mut nj = Nj::new("");
+    // A scratch folder every user may write (sticky, as /tmp), and in it
+    // nobody's link to a folder of root's: nobody may point it at a
+    // folder of theirs once the daemon runs.
+    let scratch = nj.path("scratch");
+    std::fs::set_permissions(&scratch, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let real = nj.path("real");
+    let link = scratch.join("shared");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    std::os::unix::fs::lchown(&link, Some(65534), Some(65534)).unwrap();
+    nj.set_config(&executor(&link));
+    nj.env.push(("SLURM_CONF".into(), cluster().into()));
+    let (code, said) = nj.start_refused();
+    assert_ne!(code, 0);
+    assert!(
+        said.contains("is a symbolic link owned by uid 65534"),
+        "{said}"
+    );
+    assert!(std::fs::read_dir(&real).unwrap().next().is_none());
+    // Root's link: it starts.
+    std::os::unix::fs::lchown(&link, Some(0), Some(0)).unwrap();
+    nj.start();
+    let id = nj.submit(&["--", "true"]);
+    assert_eq!(nj.wait(id), 0, "{}", nj.daemon_log());
 }

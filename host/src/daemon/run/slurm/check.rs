@@ -8,7 +8,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use super::{BATCHES, RUNS, SlurmExecutor, cli, cmd, folder, owner};
+use super::{BATCHES, RUNS, SlurmExecutor, cli, cmd, folder, owner, trust};
 use crate::config::ExecutorConfig;
 
 impl SlurmExecutor {
@@ -17,41 +17,66 @@ impl SlurmExecutor {
     /// nightjar's placement counts against.
     pub fn check(cfg: &ExecutorConfig) -> Result<(u32, u32)> {
         let dir = &cfg.shared_dir;
-        for sub in [RUNS, BATCHES] {
-            std::fs::create_dir_all(dir.join(sub)).with_context(|| {
-                format!(
-                    "key `executor.shared_dir` ({}): cannot make its {sub} folder; create it on the shared file system, writable by the daemon's user",
-                    dir.display()
-                )
-            })?;
+        let me = crate::users::euid();
+        // Before anything is made or changed through it.
+        if let Some(why) = trust::exposed_path(dir, &|uid| uid == 0 || uid == me) {
+            anyhow::bail!(
+                "key `executor.shared_dir` ({}): another user could change where it leads, and put run folders of their own where the daemon writes specs and reads statuses: {why}",
+                dir.display()
+            );
         }
-        owner::open_runs_folders(cfg, &[dir.join(RUNS), dir.join(BATCHES)])?;
-        let probe = dir.join(format!(".nightjar-probe-{}", std::process::id()));
-        std::fs::write(&probe, b"probe").with_context(|| {
+        std::fs::create_dir_all(dir).with_context(|| {
+            format!(
+                "key `executor.shared_dir` ({}): cannot make it; create it on the shared file system, writable by the daemon's user",
+                dir.display()
+            )
+        })?;
+        for sub in [RUNS, BATCHES] {
+            // Never through a link there (another user's, in a sticky folder).
+            match std::fs::create_dir(dir.join(sub)) {
+                Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+                    return Err(e).with_context(|| {
+                        format!(
+                            "key `executor.shared_dir` ({}): cannot make its {sub} folder; create it on the shared file system, writable by the daemon's user",
+                            dir.display()
+                        )
+                    });
+                }
+                _ => {}
+            }
+        }
+        let ours = probe(dir).with_context(|| {
             format!(
                 "key `executor.shared_dir` ({}): not writable by the daemon's user",
                 dir.display()
             )
         })?;
-        // What this file system makes the daemon's files (root squashed
-        // to nobody, say): the owner the runs folder must have.
-        let ours = std::fs::metadata(&probe).map(|m| m.uid());
-        let _ = std::fs::remove_file(&probe);
-        let owner_mode = |p: &Path| std::fs::metadata(p).map(|m| (m.uid(), m.mode()));
+        let owner_mode = |m: std::fs::Metadata| (m.uid(), m.mode());
         // A batch's index names the run folders its elements run: as much
         // the daemon's as the run folders themselves.
         for sub in [RUNS, BATCHES] {
-            if let (Ok(ours), Ok(shared), Ok(runs)) =
-                (&ours, owner_mode(dir), owner_mode(&dir.join(sub)))
-                && let Some(why) = folder::exposed(shared, runs, *ours)
-            {
-                anyhow::bail!(
-                    "key `executor.shared_dir` ({}): another user could put a run folder of their own in place of the daemon's, whose spec the supervisor reads as the daemon's user on the node: {}",
-                    dir.display(),
-                    why.replace("runs folder", &format!("{sub} folder"))
-                );
+            // The shared folder where its path leads (checked above), the
+            // runs folder itself: a link there is no runs folder.
+            if let (Ok(shared), Ok(runs)) = (
+                std::fs::metadata(dir).map(owner_mode),
+                std::fs::symlink_metadata(dir.join(sub)).map(owner_mode),
+            ) {
+                if runs.1 & 0o170000 != 0o040000 {
+                    anyhow::bail!(
+                        "key `executor.shared_dir` ({}): its {sub} folder is not a folder (a symbolic link, say); the daemon makes it itself: remove it",
+                        dir.display()
+                    );
+                }
+                if let Some(why) = folder::exposed(shared, runs, ours) {
+                    anyhow::bail!(
+                        "key `executor.shared_dir` ({}): another user could put a run folder of their own in place of the daemon's, whose spec the supervisor reads as the daemon's user on the node: {}",
+                        dir.display(),
+                        why.replace("runs folder", &format!("{sub} folder"))
+                    );
+                }
             }
         }
+        owner::open_runs_folders(cfg, &[dir.join(RUNS), dir.join(BATCHES)])?;
         let out = cmd::run("sinfo", &["-h", "-N", "-o", "%N|%c|%G"]).context(
             "executor.kind = \"slurm\": `sinfo` does not answer; is slurmctld up and SLURM_CONF right? (scripts/slurm-dev starts a one-node cluster)",
         )?;
@@ -82,6 +107,29 @@ pub fn sized(mut cfg: crate::config::Config) -> Result<crate::config::Config> {
     Ok(cfg)
 }
 
+/// The owner the file system gives the daemon's files in the shared
+/// folder `dir` (root squashed to nobody, say): that of a file made anew
+/// there, under a name nobody could have taken first, never through a
+/// link or over another user's file.
+fn probe(dir: &Path) -> Result<u32> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = dir.join(format!(
+        ".nightjar-probe-{}-{}",
+        std::process::id(),
+        cli::fresh_mark()?
+    ));
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .mode(0o600)
+        .open(&path)
+        .with_context(|| format!("make {}", path.display()))?;
+    let ours = f.metadata().map(|m| m.uid());
+    let _ = std::fs::remove_file(&path);
+    Ok(ours?)
+}
+
 /// `nightjar:<host>-<8 hex of the state dir's path>`: the daemon's mark.
 pub(super) fn tag(state_dir: &Path) -> String {
     use sha2::Digest;
@@ -96,3 +144,7 @@ pub(super) fn tag(state_dir: &Path) -> String {
     let hex: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
     format!("nightjar:{host}-{hex}")
 }
+
+#[cfg(test)]
+#[path = "check_tests.rs"]
+mod tests;

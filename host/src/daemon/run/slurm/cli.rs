@@ -28,12 +28,13 @@ pub fn squeue_args(end: &str) -> Vec<String> {
         .collect()
 }
 
-/// A fresh end mark for one listing ([`squeue_args`]): 128 random bits,
-/// in hex.
-pub fn squeue_end() -> anyhow::Result<String> {
+/// A mark nobody can guess, fresh for each use (the end of one listing's
+/// lines, [`squeue_args`]; a file's name nobody can take first): 128
+/// random bits, in hex.
+pub fn fresh_mark() -> anyhow::Result<String> {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes)
-        .map_err(|e| anyhow::anyhow!("no random bytes to mark squeue's lines: {e}"))?;
+        .map_err(|e| anyhow::anyhow!("no random bytes for a fresh mark: {e}"))?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 

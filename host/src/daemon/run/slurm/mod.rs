@@ -32,6 +32,7 @@ mod nodes;
 pub(crate) mod owner;
 mod poll;
 mod script;
+mod trust;
 
 use std::collections::HashMap;
 

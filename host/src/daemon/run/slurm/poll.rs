@@ -236,7 +236,7 @@ pub(super) fn remove_ended(
 /// This daemon's jobs and the others, as `squeue` lists every job it
 /// keeps: one line each, whatever their comments hold.
 fn list() -> Result<String> {
-    let end = cli::squeue_end()?;
+    let end = cli::fresh_mark()?;
     let args = cli::squeue_args(&end);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     Ok(cli::squeue_lines(&cmd::run("squeue", &args)?, &end))

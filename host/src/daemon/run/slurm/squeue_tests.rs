@@ -88,9 +88,9 @@ fn another_users_job_never_passes_for_a_run_by_copying_its_comment() {
 #[test]
 fn a_comment_with_a_newline_stays_in_its_jobs_line_and_forges_no_line_of_its_own() {
     let tag = "nightjar:vm-1a2b";
-    let end = squeue_end().unwrap();
+    let end = fresh_mark().unwrap();
     assert_eq!(end.len(), 32);
-    assert_ne!(end, squeue_end().unwrap());
+    assert_ne!(end, fresh_mark().unwrap());
     let format = squeue_args(&end).last().cloned().unwrap();
     assert!(format.ends_with(&format!("|{end}")), "{format}");
     // Run 42's job, then nobody's whose comment ends its line and writes
