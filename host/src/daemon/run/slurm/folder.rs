@@ -55,7 +55,29 @@ pub(super) struct Sampler {
 /// is written once the run's job is known ([`write_spec`]).
 pub(super) fn prepare(sampler: Option<&Sampler>, run: &mut Launch) -> Result<()> {
     let dir = &run.dir;
-    std::fs::create_dir_all(dir).with_context(|| format!("make {}", dir.display()))?;
+    if let Some(runs) = dir.parent() {
+        std::fs::create_dir_all(runs).with_context(|| format!("make {}", runs.display()))?;
+    }
+    // Made anew, the daemon's: a folder of that name is one an earlier
+    // database's run of the same id left, maybe handed to its owner, who
+    // could replace the spec written into it before the job reads it.
+    if let Err(e) = std::fs::create_dir(dir) {
+        if e.kind() != std::io::ErrorKind::AlreadyExists {
+            return Err(e).with_context(|| format!("make {}", dir.display()));
+        }
+        tracing::warn!(
+            "{}: left by an earlier run of the same id (a fresh database?); removed and made anew",
+            dir.display()
+        );
+        std::fs::remove_dir_all(dir)
+            .and_then(|()| std::fs::create_dir(dir))
+            .with_context(|| {
+                format!(
+                    "remove the stale run folder {} and make it anew",
+                    dir.display()
+                )
+            })?;
+    }
     let spec = &mut run.spec;
     spec.lock_file = dir.join(SPEC);
     // SLURM confines the job; the login node's cgroups and cores mean
@@ -272,7 +294,7 @@ pub(super) fn exposed(shared: (u32, u32), runs: (u32, u32), ours: u32) -> Option
 
 #[cfg(test)]
 mod tests {
-    use super::exposed;
+    use super::*;
 
     #[test]
     fn a_shared_folder_another_user_can_write_runs_into_is_refused() {
@@ -292,5 +314,39 @@ mod tests {
         assert!(why.contains("not sticky"), "{why}");
         let why = exposed((1000, 0o40755), (0, 0o40700), 0).unwrap();
         assert!(why.contains("owned by uid 1000"), "{why}");
+    }
+
+    #[test]
+    fn a_run_folder_an_earlier_database_left_is_made_anew_the_daemons() {
+        use std::os::unix::fs::MetadataExt;
+        let shared = tempfile::tempdir().unwrap();
+        let dir = shared.path().join("runs").join("7");
+        // Run 7 of an earlier database, handed to its owner, who left a
+        // file and a link where the new run 7's spec goes.
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("planted"), "theirs").unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", dir.join(SPEC)).unwrap();
+        if crate::users::euid() == 0 {
+            std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).unwrap();
+        }
+        let spec = serde_json::from_value(serde_json::json!({
+            "run_id": 7, "task_id": 1, "argv": ["true"], "env": [], "workdir": "/",
+            "timeout_ms": null, "grace_ms": 1000, "log_cap": 1024, "cpus": [],
+            "mem_limit": null, "cgroup": null, "lock_file": "/nonexistent",
+        }))
+        .unwrap();
+        let mut run = Launch {
+            run: 7,
+            dir: dir.clone(),
+            spec,
+            resources: Default::default(),
+            started_at: 0,
+            steady: std::time::Instant::now(),
+        };
+        prepare(None, &mut run).unwrap();
+        let m = std::fs::symlink_metadata(&dir).unwrap();
+        assert!(m.is_dir());
+        assert_eq!(m.uid(), crate::users::euid());
+        assert!(std::fs::read_dir(&dir).unwrap().next().is_none());
     }
 }
