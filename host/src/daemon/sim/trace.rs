@@ -17,6 +17,9 @@ use crate::task::model::Priority;
 #[path = "trace_row.rs"]
 mod row;
 use row::{Columns, Interner, Row};
+#[path = "trace_csv.rs"]
+mod bytes;
+use bytes::Capped;
 
 /// Most jobs a trace may hold (a month of a busy lab is tens of thousands).
 pub const MAX_JOBS: usize = 1_000_000;
@@ -24,26 +27,6 @@ pub const MAX_JOBS: usize = 1_000_000;
 /// Most text a trace may hold: 128 MiB (a million rows of every column
 /// with short names is about 70 MiB).
 pub const MAX_BYTES: u64 = 128 << 20;
-
-/// A reader that fails once more than [`MAX_BYTES`] have been read.
-struct Capped<R> {
-    inner: R,
-    read: u64,
-}
-
-impl<R: Read> Read for Capped<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.read += n as u64;
-        if self.read > MAX_BYTES {
-            return Err(std::io::Error::other(format!(
-                "more than {} MiB of text; split the trace into shorter periods",
-                MAX_BYTES >> 20
-            )));
-        }
-        Ok(n)
-    }
-}
 
 /// Longest time a trace may name, in seconds: ten years.
 pub const MAX_SECONDS: f64 = 10.0 * 365.0 * 86_400.0;
@@ -132,37 +115,50 @@ impl Trace {
 
     /// Reads a trace from `input`, named `name` in errors.
     pub fn parse(name: &str, input: impl Read) -> Result<Trace, TraceError> {
+        // Values are trimmed here, once their line ends are counted.
         let mut rdr = csv::ReaderBuilder::new()
-            .trim(csv::Trim::All)
             .comment(Some(b'#'))
-            .from_reader(Capped {
-                inner: input,
-                read: 0,
-            });
+            .from_reader(Capped::new(input));
         let at = |line: u64, col: Option<&str>, msg: String| {
             let col = col.map(|c| format!(", column {c}")).unwrap_or_default();
             TraceError(format!("trace {name}, line {line}{col}: {msg}"))
         };
-        let header = rdr
-            .headers()
-            .map_err(|e| at(1, None, format!("{e}")))?
-            .clone();
+        let mut header = match rdr.headers() {
+            Ok(h) => h.clone(),
+            Err(e) => {
+                let line = bytes::start_line(rdr.get_ref(), rdr.position().byte(), 0);
+                return Err(at(line, None, bytes::problem(&e, &[]).1));
+            }
+        };
+        // Comments and empty lines may come before it.
+        let head = bytes::start_line(
+            rdr.get_ref(),
+            rdr.position().byte(),
+            bytes::inner_ends(&header),
+        );
+        header.trim();
         let cols: Vec<&str> = header.iter().collect();
         for (i, c) in cols.iter().enumerate() {
             if !KNOWN.contains(c) {
+                let lower = c.to_ascii_lowercase();
+                let hint = if KNOWN.contains(&lower.as_str()) {
+                    format!("; column names are lower case: write `{lower}`")
+                } else {
+                    String::new()
+                };
                 return Err(at(
-                    1,
+                    head,
                     Some(c),
-                    format!("unknown column; the columns are {}", KNOWN.join(", ")),
+                    format!("unknown column; the columns are {}{hint}", KNOWN.join(", ")),
                 ));
             }
             if cols[..i].contains(c) {
-                return Err(at(1, Some(c), "named twice".into()));
+                return Err(at(head, Some(c), "named twice; keep one".into()));
             }
         }
         if let Some(missing) = REQUIRED.iter().find(|r| !cols.contains(r)) {
             return Err(at(
-                1,
+                head,
                 None,
                 format!(
                     "no `{missing}` column; a trace needs {} (and may add {})",
@@ -192,19 +188,31 @@ impl Trace {
         let mut ids = HashSet::new();
         let mut jobs = Vec::new();
         let mut record = csv::StringRecord::new();
-        // The header's line; an error without a position (reading failed)
-        // is on the line after the last one read.
-        let mut line = 1;
+        // The last record's last value, if it spans lines: its column, its
+        // line ends, and where the record ends (the file's end, if it is
+        // left open).
+        let mut spans: Option<(usize, u64, u64)> = None;
         loop {
-            match rdr.read_record(&mut record) {
+            let read = rdr.read_record(&mut record);
+            let end = rdr.position().byte();
+            let line = match &read {
+                // Reading failed: on the line being read.
+                Err(e) if matches!(e.kind(), csv::ErrorKind::Io(_)) => rdr.get_ref().line_now(),
+                _ => bytes::start_line(rdr.get_ref(), end, bytes::inner_ends(&record)),
+            };
+            match read {
                 Ok(false) => break,
                 Ok(true) => {}
                 Err(e) => {
-                    let line = e.position().map_or(line + 1, |p| p.line());
-                    return Err(at(line, None, format!("{e}")));
+                    let (col, msg) = bytes::problem(&e, &cols);
+                    return Err(at(line, col, msg));
                 }
             }
-            line = record.position().map_or(line + 1, |p| p.line());
+            let last = record.len().saturating_sub(1);
+            spans = (record.get(last))
+                .filter(|v| v.contains(['\n', '\r']))
+                .map(|_| (last, bytes::inner_ends(&record), end));
+            record.trim();
             if jobs.len() == MAX_JOBS {
                 return Err(at(
                     line,
@@ -226,6 +234,20 @@ impl Trace {
                 ));
             }
             jobs.push(job);
+        }
+        // Only a quoted value holds a line end; one left open holds the
+        // rest of the file, whose rows would silently be lost.
+        let read = rdr.get_ref();
+        if let Some((i, inner, end)) = spans
+            && end == read.read
+            && read.last != b'"'
+        {
+            return Err(at(
+                // Every line end to the file's end is the value's.
+                read.line_at(end).saturating_sub(inner),
+                cols.get(i).copied(),
+                "a quoted value opened here is never closed, so it holds every line after it; close it with `\"` (and write a `\"` inside a quoted value as `\"\"`)".into(),
+            ));
         }
         Ok(Trace { jobs })
     }

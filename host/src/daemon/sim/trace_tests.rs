@@ -109,7 +109,10 @@ fn bad_values_are_refused_by_line_and_column_with_what_to_write() {
             "1,0,1,60,,,,maybe\n",
             "line 2, column preemptible: `maybe` is not true or false",
         ),
-        ("1,0,1,60\n", "line 2: CSV error"),
+        (
+            "1,0,1,60\n",
+            "line 2: 4 values, but the header names 8 columns (id,arrival_s,gpus,duration_s,priority,gpu_mem,power_w,preemptible): give one value per column",
+        ),
     ];
     for (rows, want) in cases {
         let got = refused(&format!("{head}{rows}"));
@@ -190,5 +193,112 @@ fn ten_million_rows_or_one_endless_line_are_refused_without_reading_them_all() {
         err.starts_with("trace line.csv, line 2: ")
             && err.contains("more than 128 MiB of text; split the trace"),
         "{err}"
+    );
+}
+
+/// `text` handed over `step` bytes at a time (a pipe's short reads).
+struct Trickle<'a> {
+    text: &'a [u8],
+    step: usize,
+}
+
+impl std::io::Read for Trickle<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = buf.len().min(self.step).min(self.text.len());
+        buf[..n].copy_from_slice(&self.text[..n]);
+        self.text = &self.text[n..];
+        Ok(n)
+    }
+}
+
+#[test]
+fn a_refusal_names_the_true_line_past_comments_empty_lines_and_any_line_ends() {
+    // The CSV reader's own line numbers skip comment and empty lines, and
+    // count a CR LF file's lines as one.
+    let cases = [
+        ("# c\nid,arrival_s,gpus,duration_s\n1,NaN,1,10\n", 3),
+        ("id,arrival_s,gpus,duration_s\n# c\n# d\n1,NaN,1,10\n", 4),
+        ("id,arrival_s,gpus,duration_s\n\n\n1,NaN,1,10\n", 4),
+        ("id,arrival_s,gpus,duration_s\r\n\r\n1,NaN,1,10\r\n", 3),
+        (
+            "id,arrival_s,gpus,duration_s\r\n1,0,1,1\r\n2,NaN,1,10\r\n",
+            3,
+        ),
+        ("id,arrival_s,gpus,duration_s\r1,0,1,1\r2,NaN,1,10\r", 3),
+        (
+            "id,arrival_s,gpus,duration_s,name\n1,0,1,1,\"a\nb\nc\"\n2,NaN,1,1,x\n",
+            5,
+        ),
+        ("id,arrival_s,gpus,duration_s,name\n1,NaN,1,1,\"a\nb\"\n", 2),
+        ("\u{feff}id,arrival_s,gpus,duration_s\n1,NaN,1,10", 2),
+        ("# a\n\n# b\nid,arrival_s,gpus,duration_sx\n", 4),
+        ("id,arrival_s,gpus,duration_s\n\n1,0,1\n", 3),
+    ];
+    for (text, line) in cases {
+        for step in [1, 2, 3, 1 << 16] {
+            let trickle = Trickle {
+                text: text.as_bytes(),
+                step,
+            };
+            let e = Trace::parse("t.csv", trickle).unwrap_err().to_string();
+            assert!(
+                e.starts_with(&format!("trace t.csv, line {line}")),
+                "{text:?} by {step}: {e}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_quoted_value_left_open_is_refused_not_read_as_the_rest_of_the_file() {
+    let open = "id,arrival_s,gpus,duration_s,name\n1,0,1,10,x\n2,0,1,10,\"foo\n3,0,1,10,bar\n4,0,1,10,baz\n";
+    assert!(
+        refused(open).starts_with(
+            "trace t.csv, line 3, column name: a quoted value opened here is never closed, so it holds every line after it; close it with `\"`"
+        ),
+        "{}",
+        refused(open)
+    );
+    assert!(refused(open.trim_end()).starts_with("trace t.csv, line 3, column name: "));
+    // Closed, a value may hold line ends, last on its line or not, with
+    // comments and empty lines after it.
+    for ok in [
+        "id,arrival_s,gpus,duration_s,name\n1,0,1,10,\"a\nb\"\n",
+        "id,arrival_s,gpus,duration_s,name\n1,0,1,10,\"a\nb\"",
+        "id,arrival_s,gpus,duration_s,name\r\n1,0,1,10,\"a\r\nb\" \r\n\r\n",
+        "id,arrival_s,gpus,duration_s,name\n1,0,1,10,\"a\nb\"\n# the end\n\n",
+        "id,arrival_s,gpus,name,duration_s\n1,0,1,\"a\nb\",10\n",
+    ] {
+        let t = parse(ok).unwrap_or_else(|e| panic!("{ok:?}: {e}"));
+        assert_eq!(t.jobs.len(), 1, "{ok:?}");
+        assert!(t.jobs[0].name.starts_with('a'), "{ok:?}");
+    }
+}
+
+#[test]
+fn a_row_of_the_wrong_width_or_not_utf8_names_the_column_and_what_to_do() {
+    let bad = b"id,arrival_s,gpus,duration_s,name\n1,0,1,10,ab\xff\n";
+    let e = Trace::parse("t.csv", &bad[..]).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "trace t.csv, line 2, column name: is not UTF-8 text; save the trace as UTF-8"
+    );
+    let bad = b"id,arrival_s,gpus,duration_s,n\xffme\n";
+    let e = Trace::parse("t.csv", &bad[..]).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "trace t.csv, line 1: the header's value 5 is not UTF-8 text; save the trace as UTF-8"
+    );
+    assert!(
+        refused("id,arrival_s,gpus,duration_s\n1,0,1,1,5\n").starts_with(
+            "trace t.csv, line 2: 5 values, but the header names 4 columns (id,arrival_s,gpus,duration_s): give one value per column (empty for none), and quote a value that holds a comma"
+        )
+    );
+    assert!(
+        refused("ID,arrival_s,gpus,duration_s\n")
+            .ends_with("; column names are lower case: write `id`")
+    );
+    assert!(
+        refused("id,arrival_s,gpus,duration_s,id\n").ends_with("column id: named twice; keep one")
     );
 }
