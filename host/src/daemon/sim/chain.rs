@@ -36,6 +36,18 @@ fn first_difference(
     differ.first().map(|p| p.to_string())
 }
 
+/// An error naming the first of a pass's `failures` at `at` ms into the
+/// trace, when they end the simulation (`refuse`: [`Sim::refusing_failures`]).
+fn failed(refuse: bool, failures: &[(String, String)], at: i64) -> Result<(), String> {
+    match failures.first() {
+        Some((_, msg)) if refuse => Err(format!(
+            "{msg}, at second {} of the trace; nothing is simulated (without it, it would be another chain's answer): fix it, or take it out of plugins.chain",
+            at / 1000
+        )),
+        _ => Ok(()),
+    }
+}
+
 impl Sim<'_> {
     /// Asks the chain at `now`: the eligible jobs in start order, or `None`
     /// when a failing `closed` policy holds everything this pass. The first
@@ -94,6 +106,7 @@ impl Sim<'_> {
             self.cfg, now, tasks, running, gpus, usage,
         ));
         self.kept.keep(&snap);
+        let refuse = self.refuse_failures;
         let Some(chain) = self.chain.as_deref_mut() else {
             return Ok(None);
         };
@@ -102,8 +115,10 @@ impl Sim<'_> {
         // Verdicts are kept only to compare two answers: nothing is explained.
         chain.explain(check);
         let answer = chain.evaluate(Arc::clone(&snap), now);
+        failed(refuse, &answer.failures, now - t0)?;
         if check {
             let again = chain.evaluate(snap, now);
+            failed(refuse, &again.failures, now - t0)?;
             if let Some(plugin) = first_difference(&answer.verdicts, &again.verdicts) {
                 return Err(format!(
                     "policy {plugin} answered the same snapshot twice, differently: its answers depend on something besides the snapshot (a clock, randomness, state kept between calls), so no simulation with it could be repeated; make it pure or take it out of plugins.chain"

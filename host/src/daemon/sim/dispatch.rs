@@ -38,6 +38,16 @@ impl Sim<'_> {
         self
     }
 
+    /// Ends the simulation with an error naming a policy whose call fails
+    /// (a trap, or its time, memory or fuel limit), as `simulate` wants it:
+    /// going on without it would answer another question, and whether a
+    /// call passes its time limit depends on the machine's speed. (A
+    /// forecast goes on as the daemon does, with the member's `on_failure`.)
+    pub fn refusing_failures(mut self) -> Self {
+        self.refuse_failures = true;
+        self
+    }
+
     /// Job `i`'s place in `waiting`: priority class, age, id.
     pub(super) fn key(&self, i: usize) -> (i64, i64, i64, usize) {
         let job = &self.jobs[i];

@@ -127,6 +127,8 @@ pub struct Sim<'a> {
     pub(super) ages: Option<Vec<i64>>,
     /// When the simulation stops, done or not ([`Sim::deadline`]).
     pub(super) deadline: Option<std::time::Instant>,
+    /// A policy's failure ends it ([`Sim::refusing_failures`]).
+    pub(super) refuse_failures: bool,
     /// The running runs, and those that ended within the chain's usage window.
     pub(super) runs: Runs,
     /// The last chain pass's queue, edited for the next.
@@ -219,6 +221,7 @@ impl<'a> Sim<'a> {
             wake_budget: None,
             ages: None,
             deadline: None,
+            refuse_failures: false,
             runs: Runs::default(),
             kept: Default::default(),
             closed_by: HashMap::new(),

@@ -80,6 +80,7 @@ pub fn simulate(cfg: &Config, trace: &Trace, opts: Options) -> Result<Simulated>
     let start_ms = opts.start_ms;
     let gpus = opts.machine.gpus;
     let outcome = Sim::new(&cfg, &trace.jobs, opts, chain.as_mut())
+        .refusing_failures()
         .run()
         .map_err(anyhow::Error::msg)?;
     let summary = Summary::of(&trace.jobs, &outcome, gpus, start_ms, &cfg.tariff());

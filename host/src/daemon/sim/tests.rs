@@ -302,16 +302,23 @@ fn ten_thousand_gpus_are_simulated_and_their_work_fits_as_it_should() {
 }
 
 #[test]
-fn a_policy_that_loops_or_sleeps_is_stopped_on_the_simulators_thread() {
+fn a_policy_that_loops_or_sleeps_is_stopped_on_the_simulators_thread_and_named() {
     // The simulator runs its chain on its own thread, with no watchdog
     // thread: the epoch deadline stops a loop, and an import that would
-    // block traps at once. Either way the member fails, is disabled after
-    // `max_failures`, and the simulation ends with its jobs run by the
-    // rest of the chain, on its failure rule (`open` by default).
-    for mode in ["loop", "sleep-forever"] {
+    // block traps at once. Either way the call fails, and the simulation
+    // ends naming the member and when: going on by its failure rule would
+    // print the rest of the chain's figures as if they were the chain's.
+    for (mode, cause) in [("loop", "timeout"), ("sleep-forever", "blocking-call")] {
         let (mut c, _dir) = with_hostile(&["priority", "hostile"], mode);
         c.plugins.evaluate_timeout = std::time::Duration::from_millis(200);
-        let s = simulate(&c, &trace(THREE), opts(2, Mode::Easy)).unwrap();
-        assert_eq!(s.outcome.runs.len(), 3, "{mode}: every job ran");
+        let e = simulate(&c, &trace(THREE), opts(2, Mode::Easy))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            e.starts_with(&format!("policy hostile failed ({cause}): "))
+                && e.contains(", at second 0 of the trace; nothing is simulated"),
+            "{mode}: {e}"
+        );
     }
 }
