@@ -87,6 +87,7 @@ mod retry;
 mod sandbox;
 mod simulate;
 mod simulate_cache;
+mod simulate_hostile;
 mod sweep_big;
 mod users_harness;
 mod validators;

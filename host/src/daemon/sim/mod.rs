@@ -200,8 +200,50 @@ fn trace_of(config: Option<&Path>, args: &Args) -> Result<(Trace, Option<i64>)> 
     }
 }
 
+/// Refuses, before anything is simulated, a `--schedule` or `--html` that
+/// is a folder, is in no folder, or is a file the run reads (the trace or
+/// a config: writing it would destroy it) or the other output.
+fn check_outputs(config: Option<&Path>, args: &Args) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let same = |a: &Path, b: &Path| match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        // Not there yet: the same name.
+        _ => matches!((std::path::absolute(a), std::path::absolute(b)), (Ok(a), Ok(b)) if a == b),
+    };
+    let inputs = [
+        ("the trace", args.trace.as_deref()),
+        ("the config", config),
+        ("the config to compare", args.compare.as_deref()),
+        ("--schedule's file", args.schedule.as_deref()),
+    ];
+    for (flag, out) in [("--schedule", &args.schedule), ("--html", &args.html)] {
+        let Some(out) = out.as_deref() else { continue };
+        let shown = out.display();
+        if out.is_dir() {
+            bail!("{flag} {shown}: is a folder; give a file's name (in it, or elsewhere)");
+        }
+        if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty())
+            && !dir.is_dir()
+        {
+            bail!(
+                "{flag} {shown}: there is no folder {}; create it, or give a file in one that exists",
+                dir.display()
+            );
+        }
+        let read = inputs.iter().filter(|(f, _)| !f.starts_with(flag));
+        if let Some((what, _)) = read
+            .filter_map(|(w, p)| p.map(|p| (w, p)))
+            .find(|(_, p)| same(p, out))
+        {
+            bail!("{flag} {shown}: is {what}, which writing it would overwrite; give another file");
+        }
+    }
+    Ok(())
+}
+
 /// `nightjard simulate`: reads the trace and config, simulates, prints.
 pub fn main(config: Option<&Path>, json: bool, args: &Args) -> Result<i32> {
+    check_outputs(config, args)?;
     let (cfg, mut opts) = configured(config, args)?;
     let (trace, named_start) = trace_of(config, args)?;
     // The trace's own second 0 unless --start says otherwise.
