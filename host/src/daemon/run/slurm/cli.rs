@@ -7,29 +7,33 @@ use crate::store::{RunClass, RunOutcome};
 /// The squeue format this module parses: id (`812`, or `812_3` for an
 /// element of a job array), state, reason, nodes, user id, comment (last:
 /// another user's comment may hold a `|`), then `|` and a listing's own
-/// end mark ([`squeue_args`]): a comment may hold a newline too, and what
+/// end mark ([`squeue_call`]): a comment may hold a newline too, and what
 /// follows it would read as a line of its own (a job of the daemon's user
 /// with a run's comment), but nobody can know the mark.
 const SQUEUE_FORMAT: &str = "%i|%T|%r|%N|%U|%k|";
 
-/// `squeue`'s arguments, each job's line ending with `|end`: every job
-/// SLURM keeps, ended ones too (`-t all`) and those in hidden partitions
-/// (`-a`: a user's squeue leaves them out, and a live job missing from the
-/// list is taken for one SLURM forgot), each element of a job array on a
-/// line of its own (`-r`: else the elements still pending are one line,
-/// `812_[4-999]`). Not `-u`: squeue given a user it cannot resolve lists
-/// nothing and exits 0; [`parse_squeue`] keeps the daemon's user's jobs
-/// instead.
-pub fn squeue_args(end: &str) -> Vec<String> {
-    ["-h", "-a", "-r", "-t", "all", "-o"]
-        .iter()
-        .map(|a| a.to_string())
-        .chain([format!("{SQUEUE_FORMAT}{end}")])
-        .collect()
+/// `squeue`'s arguments and environment, each job's line ending with
+/// `|end`: every job SLURM keeps, ended ones too (`-t all`) and those in
+/// hidden partitions (`-a`: a user's squeue leaves them out, and a live
+/// job missing from the list is taken for one SLURM forgot), each element
+/// of a job array on a line of its own (`-r`: else the elements still
+/// pending are one line, `812_[4-999]`). Not `-u`: squeue given a user it
+/// cannot resolve lists nothing and exits 0; [`parse_squeue`] keeps the
+/// daemon's user's jobs instead. The format, and so the mark, goes in
+/// `SQUEUE_FORMAT` (which `-o` would override), never in an argument:
+/// any user reads a process's arguments (`/proc/<pid>/cmdline`), and one
+/// who read the mark while squeue started could end a comment of theirs
+/// with it; its environment is its own user's to read.
+pub fn squeue_call(end: &str) -> (Vec<String>, Vec<(&'static str, String)>) {
+    let args = ["-h", "-a", "-r", "-t", "all"].map(str::to_string).to_vec();
+    (
+        args,
+        vec![("SQUEUE_FORMAT", format!("{SQUEUE_FORMAT}{end}"))],
+    )
 }
 
 /// A mark nobody can guess, fresh for each use (the end of one listing's
-/// lines, [`squeue_args`]; a file's name nobody can take first): 128
+/// lines, [`squeue_call`]; a file's name nobody can take first): 128
 /// random bits, in hex.
 pub fn fresh_mark() -> anyhow::Result<String> {
     let mut bytes = [0u8; 16];
@@ -38,7 +42,7 @@ pub fn fresh_mark() -> anyhow::Result<String> {
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// The output of `squeue` [`squeue_args`]`(end)` as [`parse_squeue`]
+/// The output of `squeue` [`squeue_call`]`(end)` as [`parse_squeue`]
 /// reads it: one line per job, each ending where `|end` and a newline
 /// end it, its comment's own newlines made spaces (the job stays the one
 /// SLURM listed, whatever its comment holds); whatever follows the last
@@ -215,7 +219,7 @@ pub fn ended(state: &str) -> bool {
     )
 }
 
-/// This daemon's jobs in `squeue` [`squeue_args`] output ([`squeue_lines`]): those whose
+/// This daemon's jobs in `squeue` [`squeue_call`] output ([`squeue_lines`]): those whose
 /// comment bears its `tag` and whose user `may_own(run, uid)` (the
 /// daemon's, or the run's owner's), and those it `known`s by their id
 /// (whatever their comment now says). Other lines (other daemons', and

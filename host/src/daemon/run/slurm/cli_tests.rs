@@ -313,7 +313,7 @@ fn a_batch_becomes_one_job_array_whose_elements_are_its_runs_in_order() {
         }
     );
     assert!(
-        squeue_args("e0").iter().any(|a| a == "-r"),
+        squeue_call("e0").0.iter().any(|a| a == "-r"),
         "pending elements one line each"
     );
 }

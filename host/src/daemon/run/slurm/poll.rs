@@ -237,9 +237,13 @@ pub(super) fn remove_ended(
 /// keeps: one line each, whatever their comments hold.
 fn list() -> Result<String> {
     let end = cli::fresh_mark()?;
-    let args = cli::squeue_args(&end);
+    let (args, env) = cli::squeue_call(&end);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    Ok(cli::squeue_lines(&cmd::run("squeue", &args)?, &end))
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    Ok(cli::squeue_lines(
+        &cmd::run_with("squeue", &args, &env)?,
+        &end,
+    ))
 }
 
 /// The job SLURM has for run `run` (its folder `owner`'s) of the daemon

@@ -75,7 +75,7 @@ fn another_users_job_never_passes_for_a_run_by_copying_its_comment() {
         parse_squeue(out, tag, &|_, uid| uid == 1000, &|_| None, &|_, _| None).len(),
         2
     );
-    let args = squeue_args("e0");
+    let (args, _) = squeue_call("e0");
     assert!(args.iter().any(|a| a == "-a") && args.iter().any(|a| a == "all"));
     assert!(
         !args
@@ -91,7 +91,17 @@ fn a_comment_with_a_newline_stays_in_its_jobs_line_and_forges_no_line_of_its_own
     let end = fresh_mark().unwrap();
     assert_eq!(end.len(), 32);
     assert_ne!(end, fresh_mark().unwrap());
-    let format = squeue_args(&end).last().cloned().unwrap();
+    // The mark is in squeue's environment, its own user's to read, never
+    // in its arguments, which any user reads in /proc/<pid>/cmdline.
+    let (args, env) = squeue_call(&end);
+    assert!(args.iter().all(|a| !a.contains(&end)), "{args:?}");
+    assert!(
+        args.iter()
+            .all(|a| !a.starts_with("-o") && !a.starts_with("-O"))
+    );
+    let [("SQUEUE_FORMAT", format)] = &env[..] else {
+        panic!("{env:?}");
+    };
     assert!(format.ends_with(&format!("|{end}")), "{format}");
     // Run 42's job, then nobody's whose comment ends its line and writes
     // another: a job of the daemon's user (uid 0) with run 42's comment,
