@@ -18,19 +18,25 @@ impl SlurmExecutor {
     pub fn check(cfg: &ExecutorConfig) -> Result<(u32, u32)> {
         let dir = &cfg.shared_dir;
         let me = crate::users::euid();
-        // Before anything is made or changed through it.
-        if let Some(why) = trust::exposed_path(dir, &|uid| uid == 0 || uid == me) {
-            anyhow::bail!(
+        let trusted = || match trust::exposed_path(dir, &|uid| uid == 0 || uid == me) {
+            Some(why) => Err(anyhow::anyhow!(
                 "key `executor.shared_dir` ({}): another user could change where it leads, and put run folders of their own where the daemon writes specs and reads statuses: {why}",
                 dir.display()
-            );
-        }
+            )),
+            None => Ok(()),
+        };
+        // Before anything is made or changed through it.
+        trusted()?;
         std::fs::create_dir_all(dir).with_context(|| {
             format!(
                 "key `executor.shared_dir` ({}): cannot make it; create it on the shared file system, writable by the daemon's user",
                 dir.display()
             )
         })?;
+        // And once all of it is there: the walk ends at a part not there
+        // yet, which another user may have made meanwhile (in /tmp), and
+        // what follows it (`missing/../link`) it did not see at all.
+        trusted()?;
         for sub in [RUNS, BATCHES] {
             // Never through a link there (another user's, in a sticky folder).
             match std::fs::create_dir(dir.join(sub)) {

@@ -50,3 +50,22 @@ fn a_runs_folder_that_is_a_link_is_refused_and_nothing_is_changed_through_it() {
     assert_eq!(mode, 0o700, "{mode:o}");
     assert!(std::fs::read_dir(&closed).unwrap().next().is_none());
 }
+
+#[test]
+fn a_shared_folder_reached_past_a_part_not_there_yet_is_walked_once_made() {
+    if crate::users::euid() != 0 {
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let base = t.path().canonicalize().unwrap();
+    // A folder of root's, reached through nobody's link: the first walk
+    // ends at `missing`, which the daemon makes; `../link` after it is
+    // nobody's to re-point once the daemon runs.
+    std::fs::create_dir(base.join("real")).unwrap();
+    symlink(base.join("real"), base.join("link")).unwrap();
+    std::os::unix::fs::lchown(base.join("link"), Some(65534), Some(65534)).unwrap();
+    let shared = base.join("missing/../link");
+    let why = format!("{:#}", SlurmExecutor::check(&cfg(&shared)).unwrap_err());
+    assert!(why.contains("symbolic link owned by uid 65534"), "{why}");
+    assert!(!base.join("real/runs").exists(), "made through the link");
+}
