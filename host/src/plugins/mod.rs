@@ -43,6 +43,7 @@ pub mod compile;
 pub mod delta;
 pub mod engine;
 mod error;
+pub mod helper;
 pub mod incremental;
 mod versioned;
 

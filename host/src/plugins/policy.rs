@@ -137,16 +137,10 @@ impl PolicyPlugin {
         }
     }
 
-    /// Evaluates one pass: the answer in the host's model, checked against
-    /// the snapshot (an answer that breaks the contract is
-    /// [`PluginError::Invalid`]). A failed call drops the instance; the next
-    /// call starts a fresh one.
-    pub fn evaluate(&mut self, pass: &Pass) -> Result<Evaluation, PluginError> {
-        if self.live.is_none() {
-            self.instantiate()?;
-        }
-        // The pass's form for this version is made once per pass, before
-        // this plugin's deadline starts.
+    /// Makes the pass's form for this plugin's version (or its change from
+    /// what it holds), once per pass for every plugin that needs the same
+    /// one, before any plugin's deadline starts.
+    pub fn prepare(&self, pass: &Pass) {
         match self.version.adapter() {
             Adapter::V0_1 => {
                 let _ = pass.v0_1();
@@ -161,6 +155,17 @@ impl PolicyPlugin {
                 let _ = pass.change(self.held.as_ref(), Kind::Delta);
             }
         }
+    }
+
+    /// Evaluates one pass: the answer in the host's model, checked against
+    /// the snapshot (an answer that breaks the contract is
+    /// [`PluginError::Invalid`]). A failed call drops the instance; the next
+    /// call starts a fresh one.
+    pub fn evaluate(&mut self, pass: &Pass) -> Result<Evaluation, PluginError> {
+        if self.live.is_none() {
+            self.instantiate()?;
+        }
+        self.prepare(pass);
         let timeout = self.limits.evaluate_timeout;
         let memory = self.limits.memory;
         let budget = self.limits.log_lines;

@@ -254,6 +254,19 @@ impl Worker {
         }
     }
 
+    /// Makes what `pass` must give this worker's plugin (its form, or its
+    /// change from what the plugin holds) on the caller's thread, for a
+    /// plugin on it: the plugins a pass then calls on two threads at once
+    /// do not wait for each other to make the one they share. A worker on a
+    /// thread of its own makes it there.
+    pub fn prepare(&self, pass: &Pass) {
+        if let Runs::Here(plugin) = &self.runs
+            && let Some(p) = plugin.lock().unwrap_or_else(|e| e.into_inner()).as_ref()
+        {
+            p.prepare(pass);
+        }
+    }
+
     /// Evaluates `snapshot` and waits for the answer.
     pub fn evaluate(&self, snapshot: Arc<Snapshot>) -> CallReport {
         self.submit(Arc::new(Pass::new(snapshot))).wait()

@@ -9,6 +9,7 @@
 //! reloaded. While a plugin fails or is disabled its `on_failure` applies:
 //! `open` ignores it, `closed` starts nothing.
 
+mod calls;
 mod reload_apply;
 
 use crate::daemon::MemberView;
@@ -36,7 +37,9 @@ pub struct Member {
     /// What its failure means.
     pub on_failure: OnFailure,
     /// The running plugin (None when it failed to load or was abandoned).
-    worker: Option<Worker>,
+    worker: Option<Arc<Worker>>,
+    /// What its calls take, on average of late ([`Chain::share_work`]).
+    cost: Duration,
     /// The component and config it runs, to start it again after a stuck call.
     loaded: Option<Loaded>,
     /// Disabled until reloaded.
@@ -76,6 +79,10 @@ pub struct Chain {
     tariff: Arc<crate::tariff::Tariff>,
     /// Members run on the caller's thread ([`Chain::load_here`]).
     here: bool,
+    /// A second thread that takes some of them each pass ([`Chain::share_work`]).
+    helper: Option<crate::plugins::helper::Helper>,
+    /// Member calls the helper has run ([`Chain::calls_handed`]).
+    handed: u64,
 }
 
 /// Starts a worker for `name` (its config from `cfg`) from `wasm`.
@@ -141,6 +148,8 @@ impl Chain {
             explain: true,
             tariff: Arc::new(cfg.tariff()),
             here,
+            helper: None,
+            handed: 0,
         };
         for name in &cfg.plugins.chain {
             let entry = cfg.plugin.get(name).cloned().unwrap_or_default();
@@ -150,6 +159,7 @@ impl Chain {
                 source,
                 on_failure: entry.on_failure,
                 worker: None,
+                cost: Duration::ZERO,
                 loaded: None,
                 disabled: true,
                 health: Health::new(chain.max_failures, chain.window),
@@ -160,7 +170,7 @@ impl Chain {
             match start_member(chain.engine.as_ref(), &chain.limits, cfg, name, wasm, here) {
                 Ok((worker, loaded)) => {
                     tracing::info!("policy {name} loaded ({})", m.source);
-                    m.worker = Some(worker);
+                    m.worker = Some(Arc::new(worker));
                     m.loaded = Some(loaded);
                     m.disabled = false;
                 }
@@ -213,7 +223,7 @@ impl Chain {
     #[cfg(test)]
     pub(in crate::daemon) fn end_worker(&mut self, name: &str) {
         for m in self.members.iter_mut().filter(|m| m.name == name) {
-            m.worker = Some(Worker::ended(self.limits.clone()));
+            m.worker = Some(Arc::new(Worker::ended(self.limits.clone())));
         }
     }
 
@@ -263,9 +273,11 @@ impl Chain {
         self.explain = explain;
     }
 
-    /// Runs every policy on `snapshot` (all at once, each on its thread,
-    /// sharing what the pass derives from the snapshot) and combines their
-    /// answers, which each worker has checked against the snapshot.
+    /// Runs every policy on `snapshot` (all at once: each on its thread in
+    /// the daemon, or split between the caller's thread and a helper's, see
+    /// [`Chain::share_work`]; sharing what the pass derives from the
+    /// snapshot) and combines their answers, which each worker has checked
+    /// against the snapshot.
     pub fn evaluate(&mut self, snapshot: Arc<p::Snapshot>, now: i64) -> ChainAnswer {
         let pass =
             Arc::new(Pass::new(Arc::clone(&snapshot)).with_tariff(Some(Arc::clone(&self.tariff))));
@@ -290,25 +302,16 @@ impl Chain {
                     )
                 };
                 match started {
-                    Ok(w) => m.worker = Some(w),
+                    Ok(w) => m.worker = Some(Arc::new(w)),
                     Err(e) => m.last_error = Some(format!("{e} ({})", e.cause())),
                 }
             }
         }
-        let pending: Vec<_> = self
-            .members
-            .iter()
-            .map(|m| {
-                (!m.disabled)
-                    .then(|| m.worker.as_ref().map(|w| w.submit(Arc::clone(&pass))))
-                    .flatten()
-            })
-            .collect();
+        let reports = self.call_members(&pass);
         let mut answers = Vec::new();
-        for (m, pending) in self.members.iter_mut().zip(pending) {
-            let result = match pending {
-                Some(call) => {
-                    let report = call.wait();
+        for (m, report) in self.members.iter_mut().zip(reports) {
+            let result = match report {
+                Some(report) => {
                     answer.calls.push((m.name.clone(), report.wall));
                     if report.ended {
                         // Started again at the next pass, from its cached

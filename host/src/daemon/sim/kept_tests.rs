@@ -12,7 +12,7 @@ use super::*;
 /// A pseudo-random trace of `n` jobs: three projects, every priority,
 /// preemptible jobs with checkpoints, arrivals bunched so the queue grows
 /// past the cut and shrinks again.
-fn busy_trace(n: i64, seed: u64) -> Trace {
+pub(super) fn busy_trace(n: i64, seed: u64) -> Trace {
     let mut state = seed;
     let mut next = |below: u64| {
         state = (state.wrapping_mul(6364136223846793005)).wrapping_add(1442695040888963407);

@@ -67,7 +67,9 @@ pub fn simulate(cfg: &Config, trace: &Trace, opts: Options) -> Result<Simulated>
         let me = crate::users::euid();
         let cache = crate::plugins::cache::dir(me, crate::users::by_uid(me).map(|a| a.home));
         let engine = PluginEngine::new(cache).context("starting the plugin host")?;
-        let chain = Chain::load_here(&cfg, Some(&engine));
+        let mut chain = Chain::load_here(&cfg, Some(&engine));
+        // Half the members' calls on a second core: a pass is mostly theirs.
+        chain.share_work();
         if let Some(m) = chain.views().into_iter().find(|m| m.state == "disabled") {
             bail!(
                 "policy {} did not load ({}): fix it or take it out of plugins.chain to simulate without it",
@@ -316,3 +318,6 @@ mod limits_tests;
 
 #[cfg(test)]
 mod kept_tests;
+
+#[cfg(test)]
+mod shared_tests;

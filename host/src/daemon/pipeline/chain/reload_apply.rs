@@ -49,7 +49,7 @@ impl Chain {
             match s.result {
                 Ok((worker, loaded)) => {
                     let m = &mut self.members[i];
-                    m.worker = Some(worker);
+                    m.worker = Some(std::sync::Arc::new(worker));
                     m.loaded = Some(loaded);
                     m.source = source;
                     m.disabled = false;
