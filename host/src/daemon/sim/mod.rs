@@ -321,3 +321,6 @@ mod kept_tests;
 
 #[cfg(test)]
 mod shared_tests;
+
+#[cfg(test)]
+mod shared_hostile_tests;

@@ -47,13 +47,13 @@ impl Chain {
             .map(|m| (!m.disabled).then(|| m.worker.clone()).flatten())
             .collect();
         let costs = costs(&self.members, &workers);
-        let reports = match &self.helper {
-            Some(helper) if worth_sharing(&costs) => {
-                let away = away(&costs);
+        let shared_with = (self.helper.as_ref()).and_then(|h| Some((h, plan(&costs)?)));
+        let reports = match shared_with {
+            Some((helper, away)) => {
                 self.handed += away.iter().filter(|a| **a).count() as u64;
                 shared(helper, &away, workers, pass)
             }
-            _ => {
+            None => {
                 let pending: Vec<Option<Pending>> = (workers.iter())
                     .map(|w| w.as_ref().map(|w| w.submit(Arc::clone(pass))))
                     .collect();
@@ -68,6 +68,14 @@ impl Chain {
         reports
     }
 
+    /// For tests: every pass on this thread (of a chain with a helper) is
+    /// shared, member `i` on the helper's thread if bit `i` of `mask` is
+    /// set, whatever the members' costs; `None`: as measured.
+    #[cfg(test)]
+    pub(crate) fn hand_away_in_tests(mask: Option<u64>) {
+        AWAY.set(mask);
+    }
+
     /// How many member calls ran on the helper's thread so far.
     pub fn calls_handed(&self) -> u64 {
         self.handed
@@ -79,6 +87,22 @@ fn costs(members: &[Member], workers: &[Option<Arc<Worker>>]) -> Vec<Option<Dura
     (members.iter().zip(workers))
         .map(|(m, w)| w.as_ref().map(|_| m.cost))
         .collect()
+}
+
+/// Which members a pass hands to the helper, if it is shared at all.
+fn plan(costs: &[Option<Duration>]) -> Option<Vec<bool>> {
+    #[cfg(test)]
+    if let Some(mask) = AWAY.get() {
+        return Some((0..costs.len()).map(|i| mask >> i & 1 == 1).collect());
+    }
+    worth_sharing(costs).then(|| away(costs))
+}
+
+#[cfg(test)]
+thread_local! {
+    /// For tests: every pass on this thread is shared, member `i` on the
+    /// helper's thread if bit `i` is set, whatever the members' costs.
+    static AWAY: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
 }
 
 /// Whether a pass has two members to call and enough work to share.
