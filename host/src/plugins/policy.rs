@@ -141,6 +141,12 @@ impl PolicyPlugin {
     /// what it holds), once per pass for every plugin that needs the same
     /// one, before any plugin's deadline starts.
     pub fn prepare(&self, pass: &Pass) {
+        // No plugin can make the host's side of a call panic: tests stand
+        // one in for a bug there, by the plugin's config.
+        #[cfg(test)]
+        if self.config.contains("host-panics-in-prepare") {
+            panic!("the host's side of a call panics (a test's stand-in for a bug)");
+        }
         match self.version.adapter() {
             Adapter::V0_1 => {
                 let _ = pass.v0_1();

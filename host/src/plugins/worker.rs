@@ -258,12 +258,15 @@ impl Worker {
     /// change from what the plugin holds) on the caller's thread, for a
     /// plugin on it: the plugins a pass then calls on two threads at once
     /// do not wait for each other to make the one they share. A worker on a
-    /// thread of its own makes it there.
+    /// thread of its own makes it there. A panic here is left to the call,
+    /// which makes it again and ends the plugin as any panic in the host's
+    /// side of it does (see [`Worker::submit`]): the caller goes on.
     pub fn prepare(&self, pass: &Pass) {
         if let Runs::Here(plugin) = &self.runs
             && let Some(p) = plugin.lock().unwrap_or_else(|e| e.into_inner()).as_ref()
         {
-            p.prepare(pass);
+            let made = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| p.prepare(pass)));
+            drop(made);
         }
     }
 

@@ -121,3 +121,16 @@ fn pure_hostile_members_play_the_same_schedule_on_either_thread() {
         assert!(r.is_ok(), "{mode}: {r:?}");
     }
 }
+
+#[test]
+fn a_panic_in_the_hosts_side_of_a_call_fails_the_member_whichever_thread_prepares_its_pass() {
+    // Each pass's form is made on the caller's thread before a shared pass:
+    // a panic there ends the member, as it does within its call.
+    let trace = busy_trace(10, 5);
+    let chain = [("priority", ""), ("hostile", "host-panics-in-prepare")];
+    let e = same_on_either_thread(&chain, "", &trace).unwrap_err();
+    assert!(
+        e.starts_with("policy hostile failed (trap): trapped: the host panicked in its call"),
+        "{e}"
+    );
+}
