@@ -44,14 +44,20 @@ fn a_chain_sharing_its_calls_with_a_helper_thread_plays_the_schedule_of_one_that
         .unwrap();
     let mut sharing = Chain::load_here(&cfg, Some(&engine));
     sharing.share_work();
+    // Split by the members' measured costs at every pass, however fast
+    // this machine runs them (a real run splits passes of 20 us or more).
+    Chain::share_every_pass_in_tests(true);
     let two = Sim::new(&cfg, &t.jobs, opts(), Some(&mut sharing))
         .refusing_failures()
-        .run()
-        .unwrap();
+        .run();
+    Chain::share_every_pass_in_tests(false);
+    let two = two.unwrap();
     assert_eq!(alone.calls_handed(), 0);
     if std::thread::available_parallelism().is_ok_and(|n| n.get() > 1) {
+        // Every pass but the first (no costs measured yet: all stay here)
+        // hands the helper one member or more.
         assert!(
-            sharing.calls_handed() > one.chain_passes,
+            sharing.calls_handed() >= one.chain_passes - 1,
             "the helper ran {} calls in {} passes",
             sharing.calls_handed(),
             one.chain_passes

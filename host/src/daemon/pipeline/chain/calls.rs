@@ -76,6 +76,13 @@ impl Chain {
         AWAY.set(mask);
     }
 
+    /// For tests: every pass on this thread with two members or more is
+    /// split by their costs, whatever their sum ([`WORTH_SHARING`] aside).
+    #[cfg(test)]
+    pub(crate) fn share_every_pass_in_tests(on: bool) {
+        EVERY_PASS.set(on);
+    }
+
     /// How many member calls ran on the helper's thread so far.
     pub fn calls_handed(&self) -> u64 {
         self.handed
@@ -95,6 +102,10 @@ fn plan(costs: &[Option<Duration>]) -> Option<Vec<bool>> {
     if let Some(mask) = AWAY.get() {
         return Some((0..costs.len()).map(|i| mask >> i & 1 == 1).collect());
     }
+    #[cfg(test)]
+    if EVERY_PASS.get() && costs.iter().flatten().count() > 1 {
+        return Some(away(costs));
+    }
     worth_sharing(costs).then(|| away(costs))
 }
 
@@ -103,6 +114,10 @@ thread_local! {
     /// For tests: every pass on this thread is shared, member `i` on the
     /// helper's thread if bit `i` is set, whatever the members' costs.
     static AWAY: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
+    /// For tests: every pass on this thread with two members is split by
+    /// their costs, however small (so whether one is does not depend on
+    /// how fast the machine runs them).
+    static EVERY_PASS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// Whether a pass has two members to call and enough work to share.
