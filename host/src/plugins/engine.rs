@@ -34,8 +34,22 @@ pub struct PluginEngine {
     /// The wasmtime engine.
     pub engine: Engine,
     busy: Arc<AtomicUsize>,
-    ticker: Arc<std::thread::Thread>,
+    ticker: Arc<Ticker>,
     cache_dir: Option<PathBuf>,
+}
+
+/// The deadline ticker's thread, ended when the last clone of its engine
+/// is dropped (a `simulate --compare` makes one engine a run).
+struct Ticker {
+    thread: std::thread::Thread,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        self.thread.unpark();
+    }
 }
 
 impl PluginEngine {
@@ -44,13 +58,14 @@ impl PluginEngine {
         let engine =
             Engine::new(&config()).map_err(|e| anyhow::anyhow!("create the wasm engine: {e}"))?;
         let busy = Arc::new(AtomicUsize::new(0));
-        let (e, b) = (engine.clone(), Arc::clone(&busy));
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (e, b, end) = (engine.clone(), Arc::clone(&busy), Arc::clone(&stop));
         // The ticker sleeps (parked) unless a call is in flight, so an idle
         // daemon pays nothing for deadlines.
         let handle = std::thread::Builder::new()
             .name("nightjar-epoch".into())
             .spawn(move || {
-                loop {
+                while !end.load(Ordering::Acquire) {
                     if b.load(Ordering::Acquire) == 0 {
                         std::thread::park();
                         continue;
@@ -63,7 +78,10 @@ impl PluginEngine {
         Ok(PluginEngine {
             engine,
             busy,
-            ticker: Arc::new(handle.thread().clone()),
+            ticker: Arc::new(Ticker {
+                thread: handle.thread().clone(),
+                stop,
+            }),
             cache_dir,
         })
     }
@@ -82,7 +100,7 @@ impl PluginEngine {
         }
         self.busy.fetch_add(1, Ordering::AcqRel);
         let _in_flight = InFlight(&self.busy);
-        self.ticker.unpark();
+        self.ticker.thread.unpark();
         f()
     }
 
@@ -167,5 +185,22 @@ mod tests {
         assert_eq!(engine.busy.load(Ordering::Acquire), 0, "no call in flight");
         assert_eq!(engine.with_deadline(|| 7), 7);
         assert_eq!(engine.busy.load(Ordering::Acquire), 0);
+    }
+
+    #[test]
+    fn the_ticker_thread_ends_with_the_last_clone_of_its_engine() {
+        let engine = PluginEngine::new(None).unwrap();
+        let other = engine.clone();
+        // The ticker thread holds the other reference to its stop flag.
+        let flag = Arc::downgrade(&engine.ticker.stop);
+        drop(engine);
+        assert_eq!(flag.strong_count(), 2, "a clone lives: the ticker runs");
+        assert_eq!(other.with_deadline(|| 7), 7);
+        drop(other);
+        let ended = (0..10_000).any(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            flag.upgrade().is_none()
+        });
+        assert!(ended, "the ticker thread still runs");
     }
 }
