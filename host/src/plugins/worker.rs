@@ -53,7 +53,8 @@ enum Runs {
         jobs: mpsc::Sender<(Arc<Pass>, Reply)>,
         life: Arc<Life>,
     },
-    /// On the caller's thread, under the epoch deadline alone: no thread
+    /// On the caller's thread (or the thread it hands the call to, see
+    /// `plugins::helper`), under the epoch deadline alone: no thread
     /// hand-off per call (two wake-ups, most of a small pass's cost).
     /// For `nightjar simulate`, which asks the chain at every event. A
     /// policy reaches no host call that can block (`log`, `plugin-name` and

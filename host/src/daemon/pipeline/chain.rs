@@ -131,6 +131,8 @@ impl Chain {
     /// every event they play: a policy reaches no host call that can block,
     /// so the deadline alone ends any call, and the two wake-ups a call on
     /// a thread of its own costs were about a seventh of an `estimate`.
+    /// (`simulate` then shares the calls with one helper thread:
+    /// [`Chain::share_work`].)
     pub fn load_here(cfg: &Config, engine: Option<&PluginEngine>) -> Chain {
         Chain::load_on(cfg, engine, true)
     }
