@@ -52,11 +52,12 @@ fn timed(cmd: &mut Command) -> Result<(Duration, String)> {
     Ok((took, String::from_utf8_lossy(&out.stdout).into_owned()))
 }
 
-/// Runs `cmd` to its end: its wall time, stdout, and the peak resident set
-/// of it and the children it waited for (MiB), from its own `wait4`. (Not
+/// Runs `cmd` to its end: its wall time, stdout, the peak resident set
+/// of it and the children it waited for (MiB), and their CPU time (user
+/// and system), from its own `wait4`. (Not
 /// `RUSAGE_CHILDREN`: this process is `scripts/bench`'s shell after `exec`,
 /// whose children's peak already counts the `cargo build` before it.)
-fn timed_peak(cmd: &mut Command) -> Result<(Duration, String, f64)> {
+fn timed_peak(cmd: &mut Command) -> Result<(Duration, String, f64, Duration)> {
     use std::io::Read;
     let t0 = Instant::now();
     let mut child = cmd
@@ -88,7 +89,9 @@ fn timed_peak(cmd: &mut Command) -> Result<(Duration, String, f64)> {
     if waited != pid || !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
         bail!("{cmd:?} failed: {err}");
     }
-    Ok((took, out, u.ru_maxrss as f64 / 1024.0))
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    let cpu = tv(u.ru_utime) + tv(u.ru_stime);
+    Ok((took, out, u.ru_maxrss as f64 / 1024.0, cpu))
 }
 
 pub fn simulate(jobs: usize) -> Result<()> {
@@ -106,7 +109,7 @@ pub fn simulate(jobs: usize) -> Result<()> {
          [plugin.offpeak-tariff.config]\nmax_wait = \"1d\"\n",
     )?;
     let reference = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/support/sim_reference.py");
-    let (chain_took, out, peak) = timed_peak(
+    let (chain_took, out, peak, cpu) = timed_peak(
         Command::new(&bin)
             .arg("--config")
             .arg(&four)
@@ -153,10 +156,11 @@ pub fn simulate(jobs: usize) -> Result<()> {
         a.as_secs_f64() / b.as_secs_f64()
     );
     println!(
-        "  four-policy wasm chain   {:>8.2} s   {passes} passes, {:.2} ms a pass, peak {:.0} MiB",
+        "  four-policy wasm chain   {:>8.2} s   {passes} passes, {:.2} ms a pass, peak {:.0} MiB, CPU {:.2} s",
         chain_took.as_secs_f64(),
         chain_took.as_secs_f64() * 1000.0 / passes.max(1) as f64,
-        peak
+        peak,
+        cpu.as_secs_f64()
     );
     Ok(())
 }
