@@ -43,9 +43,15 @@ fn config() -> Config {
 }
 
 fn opts() -> Options {
+    opts_on(3)
+}
+
+/// A machine of `gpus` whole GPUs and no other limit, EASY backfill, from
+/// second 0.
+pub(super) fn opts_on(gpus: u32) -> Options {
     Options {
         machine: Machine {
-            gpus: 3,
+            gpus,
             gpu_mem: None,
             slots: u32::MAX / 2,
             share: false,

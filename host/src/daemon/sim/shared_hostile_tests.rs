@@ -2,7 +2,7 @@
 //! thread a member's calls run on, a simulation stops with the same error
 //! naming the same policy, or plays the same schedule, as on one thread.
 
-use super::kept_tests::busy_trace;
+use super::kept_tests::{busy_trace, opts_on};
 use super::*;
 
 /// A config whose chain is `chain` (first-party names, `hostile` and
@@ -29,16 +29,7 @@ fn config(chain: &[(&str, &str)], extra: &str) -> (Config, tempfile::TempDir) {
 }
 
 fn opts() -> Options {
-    Options {
-        machine: Machine {
-            gpus: 2,
-            gpu_mem: None,
-            slots: u32::MAX / 2,
-            share: false,
-        },
-        order: Mode::Easy,
-        start_ms: 0,
-    }
+    opts_on(2)
 }
 
 /// What a simulation gave, comparably.

@@ -2,7 +2,7 @@
 //! a helper's at each pass (`Chain::share_work`, what `simulate` does)
 //! plays the schedule a chain on one thread plays, start for start.
 
-use super::kept_tests::busy_trace;
+use super::kept_tests::{busy_trace, opts_on};
 use super::*;
 
 /// The four policies of the benchmark's chain, with preemption by fair
@@ -20,16 +20,7 @@ fn config() -> Config {
 }
 
 fn opts() -> Options {
-    Options {
-        machine: Machine {
-            gpus: 4,
-            gpu_mem: None,
-            slots: u32::MAX / 2,
-            share: false,
-        },
-        order: Mode::Easy,
-        start_ms: 0,
-    }
+    opts_on(4)
 }
 
 #[test]
